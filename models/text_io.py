@@ -1,0 +1,61 @@
+"""Tokenisation shared by the BERT-family text towers: local files only, truncation noted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from models.base import EncoderLoadError
+
+#: Texts longer than this many characters are cut before tokenisation (a 512-token
+#: window never needs more); the encoding is then marked ``truncated``.
+MAX_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    truncated: list[bool]
+
+
+def load_bert_tokenizer(path: Path | None = None):
+    """The WordPiece tokenizer in ``path``; without one, the packaged bert-base-uncased one."""
+    from transformers import AutoTokenizer
+
+    from models.packaged import bert_uncased_tokenizer_dir
+
+    candidates = [path] if path is not None else []
+    candidates.append(bert_uncased_tokenizer_dir())
+    for candidate in candidates:
+        if candidate is not None and any(
+            (Path(candidate) / f).exists() for f in ("tokenizer.json", "vocab.txt")
+        ):
+            try:
+                return AutoTokenizer.from_pretrained(str(candidate), local_files_only=True)
+            except Exception as exc:
+                raise EncoderLoadError(f"{candidate}: cannot load its tokenizer ({exc})") from None
+    raise EncoderLoadError("no tokenizer found (tokenizer.json or vocab.txt)")
+
+
+def tokenize_batch(tokenizer, texts: list[str], max_length: int) -> TokenBatch:
+    """Tokenise with padding and truncation; records which texts were cut."""
+    clipped = [t[:MAX_CHARS] for t in texts]
+    enc = tokenizer(
+        clipped,
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_overflowing_tokens=False,
+    )
+    truncated = []
+    for original, text, mask in zip(texts, clipped, enc["attention_mask"], strict=True):
+        cut = len(original) > len(text)
+        if not cut and int(mask.sum()) >= max_length:
+            # Full window: tokenise without truncation to see whether anything was dropped.
+            cut = len(tokenizer(text, truncation=False, add_special_tokens=True)["input_ids"]) > max_length
+        truncated.append(cut)
+    return TokenBatch(enc["input_ids"], enc["attention_mask"], truncated)
