@@ -151,3 +151,31 @@ def provenance(
             TermProvenance(term, unit, encoding.units[unit], float(column[unit]), term.index in own)
         )
     return out
+
+
+def term_rows(
+    encoding: LexicalEncoding,
+    vocab: list[str],
+    k: int = 20,
+    *,
+    weights: np.ndarray | None = None,
+    merge_pieces: bool = False,
+) -> list[dict]:
+    """Top terms as table rows: token, weight, index, and for text the provenance.
+
+    ``weights`` overrides the encoding's pooled vector (e.g. a patch group's); the
+    ``from_unit`` column (the unit that won the max pool) is given for the encoding's own
+    vector when per-unit rows were kept. ``in_input`` marks bag-of-words terms (the
+    input's own token ids) against expansion terms.
+    """
+    own_vector = weights is None
+    terms = top_terms(encoding.weights if own_vector else weights, vocab, k, merge_pieces=merge_pieces)
+    rows = [t.to_dict() for t in terms]
+    own = set(encoding.input_ids or [])
+    for row in rows:
+        row["in_input"] = row["index"] in own
+    if own_vector and encoding.unit_weights is not None:
+        for row, prov in zip(rows, provenance(encoding, terms), strict=True):
+            row["from_unit"] = prov.unit
+            row["from_unit_index"] = prov.unit_index
+    return rows

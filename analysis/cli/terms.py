@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from analysis.cli.common import add_common_args, emit, format_table
-from analysis.terms import provenance, top_terms
+from analysis.terms import term_rows
 from models import load_encoder
 from models.base import InputError
 
@@ -33,22 +33,19 @@ def run(args: argparse.Namespace) -> None:
     notes: list[str] = []
     if args.text is not None:
         encoding = encoder.encode_texts([args.text], side=args.side)[0]
-        weights = encoding.weights
+        weights = None
     else:
         from analysis.patches import parse_box, pool_box
         from models.images import load_image
 
         encoding = encoder.encode_images([load_image(args.image)])[0]
-        weights = pool_box(encoding, parse_box(args.box)) if args.box else encoding.weights
+        weights = pool_box(encoding, parse_box(args.box)) if args.box else None
     if encoding.truncated:
         notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
     notes.extend(encoding.notes)
-    terms = top_terms(weights, encoder.vocab, args.top, merge_pieces=args.merge_pieces)
-    rows = [t.to_dict() for t in terms]
-    if args.text is not None and not args.merge_pieces:
-        for row, prov in zip(rows, provenance(encoding, terms), strict=True):
-            row["from_unit"] = prov.unit
-            row["in_input"] = prov.in_input
+    rows = term_rows(
+        encoding, encoder.vocab, args.top, weights=weights, merge_pieces=args.merge_pieces
+    )
     payload = {"encoder": encoder.name, "terms": rows, "notes": notes}
     if args.box:
         payload["box"] = args.box

@@ -1,0 +1,31 @@
+"""Lexlens app entry point: ``streamlit run app/main.py``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.state import device_picker  # noqa: E402
+
+st.set_page_config(page_title="Lexlens", page_icon="🔎", layout="wide")
+
+HERE = Path(__file__).resolve().parent
+PAGES = [  # (file, title, icon, url path)
+    ("app_pages/text.py", "Text", "📝", "text"),
+    ("app_pages/images.py", "Images", "🖼️", "images"),
+    ("app_pages/attribution.py", "Attribution", "🧭", "attribution"),
+]
+
+st.sidebar.title("Lexlens")
+st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
+device_picker()
+pages = [
+    st.Page(str(HERE / path), title=title, icon=icon, url_path=url, default=(i == 0))
+    for i, (path, title, icon, url) in enumerate(PAGES)
+    if (HERE / path).exists()
+]
+st.navigation(pages).run()
