@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from models.base import Encoder, EncoderLoadError, LexicalEncoding, check_texts
+from models.checkpoint import find_weights, load_checked, read_state_dict
 from models.text_io import load_bert_tokenizer, tokenize_batch
 
 
@@ -43,18 +44,18 @@ class SpladeEncoder(Encoder):
         from transformers import AutoConfig, AutoModelForMaskedLM
 
         path = Path(path)
-        if not any((path / f).exists() for f in ("model.safetensors", "pytorch_model.bin")):
-            raise EncoderLoadError(f"{path} has neither model.safetensors nor pytorch_model.bin")
+        weights = find_weights(path)
         try:
-            config = AutoConfig.from_pretrained(path, local_files_only=True)
+            config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:  # transformers raises many types for a bad config
-            raise EncoderLoadError(f"{path / 'config.json'}: not a usable model config ({exc})") from None
+            first = str(exc).splitlines()[0][:160]
+            raise EncoderLoadError(f"{path / 'config.json'}: not a usable model config ({first})") from None
         try:
-            mlm = AutoModelForMaskedLM.from_pretrained(
-                path, config=config, local_files_only=True, use_safetensors=(path / "model.safetensors").exists()
-            )
-        except Exception as exc:
-            raise EncoderLoadError(f"{path}: cannot load masked-LM weights ({exc})".splitlines()[0]) from None
+            mlm = AutoModelForMaskedLM.from_config(config)
+        except ValueError as exc:
+            first = str(exc).splitlines()[0][:160]
+            raise EncoderLoadError(f"{path / 'config.json'}: no masked-LM head for it ({first})") from None
+        load_checked(mlm, read_state_dict(weights), weights)
         tokenizer = load_bert_tokenizer(path)
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
 
