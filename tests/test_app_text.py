@@ -1,0 +1,42 @@
+"""The Text page, run headless with Streamlit's AppTest (real encoder, no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+def _run(text: str | None = None) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.run()
+    if text is not None:
+        at.text_area(key="text_input").input(text)
+        at.button[0].click()  # the form's submit button
+        at.run()
+    return at
+
+
+def test_text_page_shows_cloud_terms_and_provenance():
+    at = _run("a cat sleeping on a book")
+    assert not at.exception
+    assert not at.error
+    terms = at.dataframe[0].value
+    top = list(terms["term"][:10])
+    assert {"cat", "sleeping", "book"} <= set(top)
+    assert set(terms["kind"]) == {"bag of words", "expansion"}
+    row = terms[terms["term"] == "cats"].iloc[0]
+    assert row["from input token"] == "cat" and row["kind"] == "expansion"
+    assert len(at.get("image")) == 1  # the word cloud
+
+
+def test_text_page_empty_and_long_text():
+    at = _run("   ")
+    assert not at.exception
+    assert any("empty" in e.value for e in at.error)
+    at = _run("sparse " * 20_000)
+    assert not at.exception
+    assert any("only its first" in w.value for w in at.warning)
+    assert len(at.dataframe) >= 1

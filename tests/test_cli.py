@@ -1,0 +1,48 @@
+"""The ``lexlens`` console script, run as a user would (a subprocess)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_terms_json_acceptance(lexlens_cli):
+    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["encoder"] == "splade-tiny"
+    tokens = [t["token"] for t in payload["terms"]]
+    assert {"cat", "sleeping", "book"} <= set(tokens[:10])
+    assert all({"token", "weight"} <= set(t) for t in payload["terms"])
+    weights = [t["weight"] for t in payload["terms"]]
+    assert weights == sorted(weights, reverse=True)
+
+
+def test_terms_table_and_long_text_notice(lexlens_cli):
+    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: input truncated" in proc.stdout
+    assert proc.stdout.count("\n") >= 5
+
+
+def test_encoders_lists_the_registry(lexlens_cli):
+    proc = lexlens_cli("encoders", "--json")
+    names = {e["name"] for e in json.loads(proc.stdout)["encoders"]}
+    assert {"splade-tiny", "efficientnet-lite0-lexical", "minilm-pq"} <= names
+
+
+def _one_line_error(proc, *needles: str) -> None:
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_user_errors_exit_2_with_one_line(lexlens_cli, tmp_path):
+    _one_line_error(lexlens_cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
+    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
+    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny"), "--text")
+    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
+    _one_line_error(lexlens_cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
+    _one_line_error(lexlens_cli("frobnicate"), "invalid choice")
