@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from itertools import permutations
 from dataclasses import asdict, dataclass
+from itertools import permutations
 
 import numpy as np
 
@@ -73,7 +73,9 @@ def top_terms(
     if k <= 0:
         return []
     if weights.shape[0] != len(vocab):
-        raise ValueError(f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}")
+        raise ValueError(
+            f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}"
+        )
     scores = np.asarray(weights, dtype=np.float32).copy()
     if exclude_special:
         scores[special_mask(vocab)] = -np.inf
@@ -135,9 +137,7 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], max_tails: int = 3) -
     return sorted(out, key=lambda t: -t.weight)
 
 
-def provenance(
-    encoding: LexicalEncoding, terms: list[Term]
-) -> list[TermProvenance]:
+def provenance(encoding: LexicalEncoding, terms: list[Term]) -> list[TermProvenance]:
     """For each term, the unit whose row won the max pool (argmax over units)."""
     if encoding.unit_weights is None:
         raise ValueError("this encoding was made without per-unit rows (keep_units=False)")
@@ -169,7 +169,9 @@ def term_rows(
     input's own token ids) against expansion terms.
     """
     own_vector = weights is None
-    terms = top_terms(encoding.weights if own_vector else weights, vocab, k, merge_pieces=merge_pieces)
+    terms = top_terms(
+        encoding.weights if own_vector else weights, vocab, k, merge_pieces=merge_pieces
+    )
     rows = [t.to_dict() for t in terms]
     own = set(encoding.input_ids or [])
     for row in rows:

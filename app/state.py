@@ -31,10 +31,14 @@ def device_picker() -> str:
     import torch
 
     options = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    return st.sidebar.selectbox("Device", options, key="device", help="auto picks the GPU if there is one")
+    return st.sidebar.selectbox(
+        "Device", options, key="device", help="auto picks the GPU if there is one"
+    )
 
 
-def encoder_picker(label: str, modality: str, key: str, default: str | None = None) -> Encoder | None:
+def encoder_picker(
+    label: str, modality: str, key: str, default: str | None = None
+) -> Encoder | None:
     """Sidebar picker among registry encoders whose modality starts with ``modality``.
 
     ``modality`` is "text", "image" or "dense"; a local directory can always be typed in.

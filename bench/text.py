@@ -7,10 +7,29 @@ from bench.run import timed
 
 def _texts(n: int) -> list[str]:
     """Deterministic sentence-length texts of varied length."""
-    words = (
-        "retrieval sparse lexical encoder image caption query document token weight "
-        "vocabulary cat dog book train bay river mountain city night market"
-    ).split()
+    words = [
+        "retrieval",
+        "sparse",
+        "lexical",
+        "encoder",
+        "image",
+        "caption",
+        "query",
+        "document",
+        "token",
+        "weight",
+        "vocabulary",
+        "cat",
+        "dog",
+        "book",
+        "train",
+        "bay",
+        "river",
+        "mountain",
+        "city",
+        "night",
+        "market",
+    ]
     return [" ".join(words[(i * 7 + j) % len(words)] for j in range(6 + i % 20)) for i in range(n)]
 
 

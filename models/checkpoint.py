@@ -17,7 +17,9 @@ def find_weights(directory: Path) -> Path:
     for name in WEIGHT_FILES:
         if (directory / name).is_file():
             return directory / name
-    raise EncoderLoadError(f"{directory} has no weights file (expected one of: {', '.join(WEIGHT_FILES)})")
+    raise EncoderLoadError(
+        f"{directory} has no weights file (expected one of: {', '.join(WEIGHT_FILES)})"
+    )
 
 
 def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
@@ -45,7 +47,9 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict) or not state:
-        raise EncoderLoadError(f"{path}: holds a {type(state).__name__}, not a state dict of tensors")
+        raise EncoderLoadError(
+            f"{path}: holds a {type(state).__name__}, not a state dict of tensors"
+        )
     bad = [k for k, v in state.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
     if bad:
         raise EncoderLoadError(f"{path}: entry {bad[0]!r} is not a tensor: not a state dict")

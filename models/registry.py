@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from models.base import Encoder, EncoderLoadError, LexlensError, pick_device
 
@@ -97,7 +97,9 @@ def _load_uncached(spec: str, device: str) -> Encoder:
     path = Path(spec).expanduser()
     if not path.exists():
         names = ", ".join(REGISTRY)
-        raise LexlensError(f"unknown encoder {spec!r}: not a registry name ({names}) nor an existing path")
+        raise LexlensError(
+            f"unknown encoder {spec!r}: not a registry name ({names}) nor an existing path"
+        )
     if not path.is_dir():
         raise EncoderLoadError(f"{path} is a file: point at the checkpoint directory that holds it")
     return load_directory(path, device)
@@ -111,7 +113,9 @@ def load_directory(path: Path, device: str) -> Encoder:
         return DensePQEncoder.from_dir(path, device=device)
     config_path = path / "config.json"
     if not config_path.exists():
-        raise EncoderLoadError(f"{path} has no config.json: not a VDR, SPLADE or dense+PQ checkpoint")
+        raise EncoderLoadError(
+            f"{path} has no config.json: not a VDR, SPLADE or dense+PQ checkpoint"
+        )
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -122,7 +126,9 @@ def load_directory(path: Path, device: str) -> Encoder:
         from models.vdr import load_vdr_checkpoint
 
         return load_vdr_checkpoint(path, config, device=device)
-    if config.get("model_type") == "bert" or any("MaskedLM" in a for a in config.get("architectures", [])):
+    if config.get("model_type") == "bert" or any(
+        "MaskedLM" in a for a in config.get("architectures", [])
+    ):
         from models.splade import SpladeEncoder
 
         return SpladeEncoder.from_dir(path, device=device, name=path.name)

@@ -49,12 +49,16 @@ class SpladeEncoder(Encoder):
             config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:  # transformers raises many types for a bad config
             first = str(exc).splitlines()[0][:160]
-            raise EncoderLoadError(f"{path / 'config.json'}: not a usable model config ({first})") from None
+            raise EncoderLoadError(
+                f"{path / 'config.json'}: not a usable model config ({first})"
+            ) from None
         try:
             mlm = AutoModelForMaskedLM.from_config(config)
         except ValueError as exc:
             first = str(exc).splitlines()[0][:160]
-            raise EncoderLoadError(f"{path / 'config.json'}: no masked-LM head for it ({first})") from None
+            raise EncoderLoadError(
+                f"{path / 'config.json'}: no masked-LM head for it ({first})"
+            ) from None
         load_checked(mlm, read_state_dict(weights), weights)
         tokenizer = load_bert_tokenizer(path)
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
@@ -86,4 +90,3 @@ class SpladeEncoder(Encoder):
                     )
                 )
         return out
-

@@ -56,6 +56,9 @@ def tokenize_batch(tokenizer, texts: list[str], max_length: int) -> TokenBatch:
         cut = len(original) > len(text)
         if not cut and int(mask.sum()) >= max_length:
             # Full window: tokenise without truncation to see whether anything was dropped.
-            cut = len(tokenizer(text, truncation=False, add_special_tokens=True)["input_ids"]) > max_length
+            cut = (
+                len(tokenizer(text, truncation=False, add_special_tokens=True)["input_ids"])
+                > max_length
+            )
         truncated.append(cut)
     return TokenBatch(enc["input_ids"], enc["attention_mask"], truncated)

@@ -6,7 +6,9 @@ import json
 
 
 def test_terms_json_acceptance(lexlens_cli):
-    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json")
+    proc = lexlens_cli(
+        "terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["encoder"] == "splade-tiny"
@@ -18,7 +20,9 @@ def test_terms_json_acceptance(lexlens_cli):
 
 
 def test_terms_table_and_long_text_notice(lexlens_cli):
-    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3")
+    proc = lexlens_cli(
+        "terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "note: input truncated" in proc.stdout
     assert proc.stdout.count("\n") >= 5
@@ -43,6 +47,10 @@ def test_user_errors_exit_2_with_one_line(lexlens_cli, tmp_path):
     _one_line_error(lexlens_cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
     _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
     _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny"), "--text")
-    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
-    _one_line_error(lexlens_cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
+    _one_line_error(
+        lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top"
+    )
+    _one_line_error(
+        lexlens_cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json"
+    )
     _one_line_error(lexlens_cli("frobnicate"), "invalid choice")

@@ -104,7 +104,10 @@ def test_masked_lm_directory_loads_as_splade(tmp_path, splade):
     enc = load_encoder(str(path), device="cpu")
     text = "a cat sleeping on a book"
     assert enc.name == path.name
-    assert np.abs(enc.encode_texts([text])[0].weights - splade.encode_texts([text])[0].weights).max() < 1e-5
+    assert (
+        np.abs(enc.encode_texts([text])[0].weights - splade.encode_texts([text])[0].weights).max()
+        < 1e-5
+    )
 
 
 def test_masked_lm_with_wrong_shape_is_a_clear_error(tmp_path, splade):
@@ -114,7 +117,9 @@ def test_masked_lm_with_wrong_shape_is_a_clear_error(tmp_path, splade):
     with pytest.raises(EncoderLoadError) as info:
         load_encoder(str(path), device="cpu")
     message = str(info.value)
-    assert "pytorch_model.bin" in message and "word_embeddings" in message and "(100, 128)" in message
+    assert (
+        "pytorch_model.bin" in message and "word_embeddings" in message and "(100, 128)" in message
+    )
     assert "\n" not in message
 
 

@@ -13,7 +13,9 @@ from models.base import InputError
 def add_common_args(parser: argparse.ArgumentParser) -> None:
     """``--json`` and ``--device`` on every subcommand."""
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    parser.add_argument("--device", default=None, help="cpu, cuda or auto (default: cuda if available)")
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda or auto (default: cuda if available)"
+    )
 
 
 def emit(args: argparse.Namespace, payload: dict, table: str) -> None:

@@ -16,5 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     entries = available_encoders()
-    table = format_table([[e["name"], e["modality"], e["source"]] for e in entries], ["name", "modality", "source"])
+    table = format_table(
+        [[e["name"], e["modality"], e["source"]] for e in entries], ["name", "modality", "source"]
+    )
     emit(args, {"encoders": entries}, table)

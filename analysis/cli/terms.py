@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> None:
     if args.box:
         payload["box"] = args.box
     table = format_table(
-        [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows], ["token", "weight", "from"]
+        [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows],
+        ["token", "weight", "from"],
     )
     emit(args, payload, "\n".join([*(f"note: {n}" for n in notes), table]))

@@ -80,7 +80,12 @@ for r in rows:
         label = f"{r['from_unit_index']}: {r['from_unit']}"
         by_unit.setdefault(label, []).append(r["token"])
 st.dataframe(
-    pd.DataFrame({"input token": list(by_unit), "terms it produces": [", ".join(v) for v in by_unit.values()]}),
+    pd.DataFrame(
+        {
+            "input token": list(by_unit),
+            "terms it produces": [", ".join(v) for v in by_unit.values()],
+        }
+    ),
     hide_index=True,
     width="stretch",
 )
