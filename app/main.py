@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 PAGES = [  # (file, title, icon, url path)
     ("app_pages/text.py", "Text", "📝", "text"),
     ("app_pages/images.py", "Images", "🖼️", "images"),
+    ("app_pages/contrib.py", "Query ⊙ Document", "⚖️", "contrib"),
     ("app_pages/attribution.py", "Attribution", "🧭", "attribution"),
 ]
 

@@ -40,3 +40,14 @@ def test_text_page_empty_and_long_text():
     assert not at.exception
     assert any("only its first" in w.value for w in at.warning)
     assert len(at.dataframe) >= 1
+
+
+def test_contrib_page_contributions_sum_to_score():
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page("app_pages/contrib.py")
+    at.run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    score = float(at.metric[0].value)
+    assert abs(table["contribution"].sum() - score) < 1e-3
+    assert "cat" in set(table["token"])
