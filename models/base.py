@@ -131,6 +131,14 @@ class Encoder:
         """Encode PIL images (any mode/size; each encoder preprocesses as it needs)."""
         raise ModalityError(f"encoder {self.name!r} does not encode images")
 
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None:
+        """The text tower's input word-embedding table ``[n, d]`` and the token of each row.
+
+        Context-free token vectors (D2S's ``f_enc`` for Semantic@k); ``None`` when the
+        encoder has no such table.
+        """
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from models.base import Encoder, EncoderLoadError, LexicalEncoding, check_texts
@@ -90,3 +91,7 @@ class SpladeEncoder(Encoder):
                     )
                 )
         return out
+
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        table = self.model.get_input_embeddings().weight.detach().float().cpu().numpy()
+        return table, self.vocab[: table.shape[0]]
