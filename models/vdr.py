@@ -104,6 +104,9 @@ VIT_DEFAULTS = {"resolution": 224, "patch_size": 32, "width": 768, "layers": 12,
 #: Tensors older transformers versions saved as buffers; harmless to ignore.
 IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 
+#: Longest resized side (in multiples of the ViT resolution) made in full before cropping.
+MAX_RESIZE_SIDE = 8
+
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -420,6 +423,37 @@ def load_vdr_checkpoint(path: Path, config: dict, *, device: str) -> Encoder:
     return VDREncoder(towers, specs, device=device, name=path.name, source=str(path))
 
 
+def centre_view(image: Image.Image, size: int) -> tuple[Image.Image, tuple[float, ...]]:
+    """The published view: shorter side to ``size`` (bicubic), centre ``size × size`` crop.
+
+    Returns the crop and the ``(x0, y0, x1, y1)`` fractions of ``image`` it shows. A very
+    elongated image (a 1 × 20,000 strip would resize to 224 × 4.5 M pixels) resamples only
+    the crop's source box at the scale of the full resize: the same pixels up to a rare
+    ±1 rounding difference.
+    """
+    from PIL import Image as PILImage
+
+    from models.images import resize_center_crop, to_rgb
+
+    image = to_rgb(image)
+    width, height = image.size
+    if width <= height:
+        new_w, new_h = size, int(size * height / width)
+    else:
+        new_w, new_h = int(size * width / height), size
+    if max(new_w, new_h) <= MAX_RESIZE_SIDE * size:
+        return resize_center_crop(image, size)
+    left, top = round((new_w - size) / 2), round((new_h - size) / 2)
+    sx, sy = width / new_w, height / new_h
+    box = (left * sx, top * sy, (left + size) * sx, (top + size) * sy)
+    # Horizontal pass, then vertical, as Pillow orders the full resize (bicubic overshoot is
+    # clipped to 0..255 between the passes, so the order changes pixels).
+    bicubic = PILImage.Resampling.BICUBIC
+    rows = image.resize((size, height), bicubic, box=(box[0], 0, box[2], height))
+    crop = rows.resize((size, size), bicubic, box=(0, box[1], size, box[3]))
+    return crop, (box[0] / width, box[1] / height, box[2] / width, box[3] / height)
+
+
 # --- the encoder ------------------------------------------------------------------------
 
 
@@ -538,7 +572,7 @@ class VDREncoder(Encoder):
         self, images: list[Image.Image], *, keep_units: bool = True
     ) -> list[LexicalEncoding]:
         """Encode with the image tower: shorter side to ``resolution``, centre crop, ViT."""
-        from models.images import image_notes, resize_center_crop, to_tensor
+        from models.images import image_notes, to_tensor
 
         tower = self.towers.image
         if tower is None:
@@ -554,7 +588,7 @@ class VDREncoder(Encoder):
             chunk = images[start : start + self.image_batch_size]
             pixels, boxes = [], []
             for image in chunk:
-                crop, box = resize_center_crop(image, tower.resolution)
+                crop, box = centre_view(image, tower.resolution)
                 pixels.append(to_tensor(crop, CLIP_MEAN, CLIP_STD))
                 boxes.append(box)
             rows = tower(torch.stack(pixels).to(self.device)).float()  # [B, g*g, 27623]

@@ -65,8 +65,18 @@ def tokenizer():
 # --- building checkpoints ---------------------------------------------------------------
 
 
+_TOWERS: dict[int, dict[str, torch.Tensor]] = {}
+_REFERENCE_BERTS: dict[int, torch.nn.Module] = {}
+
+
 def bert_tower(seed: int) -> dict[str, torch.Tensor]:
     """A random text tower: ``ln.*`` + ``bert_model.*`` (BertModel names, no pooler)."""
+    if seed not in _TOWERS:
+        _TOWERS[seed] = _make_bert_tower(seed)
+    return dict(_TOWERS[seed])  # callers may edit the dict, never the tensors
+
+
+def _make_bert_tower(seed: int) -> dict[str, torch.Tensor]:
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(seed)
@@ -153,8 +163,12 @@ def reference_text(
     """The published forward of one text tower, for one text (numpy ``[|V|]``)."""
     from transformers import BertConfig, BertModel
 
-    bert = BertModel(BertConfig(**TINY_BERT), add_pooling_layer=False).eval()
-    bert.load_state_dict(strip(tower, "bert_model."), strict=True)
+    key = id(tower["bert_model.embeddings.word_embeddings.weight"])
+    if key not in _REFERENCE_BERTS:
+        bert = BertModel(BertConfig(**TINY_BERT), add_pooling_layer=False).eval()
+        bert.load_state_dict(strip(tower, "bert_model."), strict=True)
+        _REFERENCE_BERTS[key] = bert
+    bert = _REFERENCE_BERTS[key]
     # vdr pads to the batch's longest text (here: none); the cross-modal tower to max_len.
     padding = "max_length" if kind == "vdr_crossmodal_text" else False
     enc = tokenizer(
@@ -486,3 +500,58 @@ def test_text_checkpoint_has_no_image_tower(tmp_path):
         encoder.encode_texts(["x"], side="passage")
     with pytest.raises(LexlensError, match="empty"):
         encoder.encode_texts([" "])
+
+
+def test_elongated_and_tiny_images(tmp_path):
+    config = {
+        "encoder_q": text_cfg("vdr_crossmodal_text", max_len=16),
+        "encoder_p": {"type": "vdr_crossmodal_image", **TINY_VIT},
+    }
+    vit = vit_tower(11)
+    path = write_checkpoint(
+        tmp_path / "xm", config, {"encoder_q": bert_tower(10), "encoder_p": vit}, "bin"
+    )
+    encoder = load_encoder(str(path), device="cpu")
+    rng = np.random.default_rng(1)
+    strip_image = Image.fromarray(rng.integers(0, 256, (12, 400, 3), dtype=np.uint8))  # 400 × 12
+    rgba = Image.new("RGBA", (1, 1), (255, 0, 0, 128))
+    strip_enc, tiny_enc = encoder.encode_images([strip_image, rgba])
+    assert strip_enc.crop_box == pytest.approx((0.485, 0.0, 0.515, 1.0), abs=2e-3)
+    # Only the crop's source box is resampled (the full resize would be 2133 × 64): the
+    # pixels are those of resize-then-crop up to rare ±1 rounding, so the rows are close.
+    rows, pooled = reference_vit(vit, reference_pixels(strip_image, TINY_VIT["resolution"])[0])
+    assert np.abs(strip_enc.unit_weights - rows).max() < 0.05
+    assert np.abs(strip_enc.weights - pooled).max() < 1e-3
+    assert tiny_enc.crop_box == (0.0, 0.0, 1.0, 1.0)
+    assert np.isfinite(tiny_enc.weights).all()
+
+
+@pytest.mark.parametrize("size", [(400, 12), (3, 900), (100, 80)])
+def test_centre_view_pixels_match_full_resize(size):
+    from models.vdr import centre_view
+
+    rng = np.random.default_rng(2)
+    image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+    res = 64
+    w, h = image.size
+    new = (res, int(res * h / w)) if w <= h else (int(res * w / h), res)
+    left, top = round((new[0] - res) / 2), round((new[1] - res) / 2)
+    full = image.resize(new, Image.Resampling.BICUBIC).crop((left, top, left + res, top + res))
+    crop, box = centre_view(image, res)
+    diff = np.abs(np.asarray(full, dtype=int) - np.asarray(crop, dtype=int))
+    assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
+    assert box == pytest.approx(
+        (left / new[0], top / new[1], (left + res) / new[0], (top + res) / new[1])
+    )
+
+
+def test_dense_document_tower_is_a_modality_error(tmp_path, tokenizer):
+    config = {"encoder_q": text_cfg("vdr", max_len=16), "encoder_p": {"type": "dpr"}}
+    tower = bert_tower(1)
+    path = write_checkpoint(tmp_path / "mixed", config, {"encoder_q": tower}, "bin")
+    encoder = load_encoder(str(path), device="cpu")
+    enc = encoder.encode_texts([TEXTS[0]], side="query")[0]
+    ref = reference_text(tower, "vdr", TEXTS[0], tokenizer=tokenizer, max_len=16)
+    assert np.abs(enc.weights - ref).max() < 1e-5
+    with pytest.raises(ModalityError, match="dense DPR"):
+        encoder.encode_texts([TEXTS[0]], side="document")
