@@ -1,0 +1,146 @@
+"""EfficientNet-Lite0: real ImageNet predictions, the lexical projection, loader errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from analysis.terms import top_terms
+from models.base import EncoderLoadError
+from models.efficientnet_lite import (
+    EfficientNetLite0,
+    cached_class_vocab_map,
+    input_size,
+    load_lite0_state,
+)
+from models.images import load_image
+from tests.conftest import skimage_path
+
+CAT_CLASSES = {281, 282, 285}  # tabby, tiger cat, Egyptian cat
+ESPRESSO = 967
+
+
+@pytest.fixture(scope="session")
+def image_encoder():
+    from models import load_encoder
+
+    return load_encoder("efficientnet-lite0-lexical", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def photos():
+    return {n: load_image(skimage_path(f"{n}.png")) for n in ("chelsea", "coffee")}
+
+
+def test_imagenet_predictions_on_real_photos(image_encoder, photos):
+    cat = image_encoder.classify(photos["chelsea"], k=3)
+    coffee = image_encoder.classify(photos["coffee"], k=3)
+    assert cat[0].index in CAT_CLASSES and cat[0].probability > 0.2
+    assert coffee[0].index == ESPRESSO and coffee[0].label == "espresso"
+    assert coffee[0].probability > 0.5
+
+
+def test_cat_and_coffee_terms_in_top5(image_encoder, photos):
+    cat, coffee = image_encoder.encode_images([photos["chelsea"], photos["coffee"]])
+    cat_top = [t.token for t in top_terms(cat.weights, image_encoder.vocab, k=5)]
+    coffee_top = [t.token for t in top_terms(coffee.weights, image_encoder.vocab, k=5)]
+    assert {"cat", "cats"} & set(cat_top), cat_top
+    # "espresso" is not a bert-base-uncased token: SPLADE writes it "es ##press ##o".
+    assert "coffee" in coffee_top or {"es", "##press"} <= set(coffee_top), coffee_top
+    assert "cat" not in coffee_top and "coffee" not in cat_top
+
+
+def test_rows_are_patch_probabilities_times_class_map(image_encoder, photos):
+    """Recompute the lexical rows from the network's per-cell logits and the dense map."""
+    image = photos["coffee"]
+    enc = image_encoder.encode_images([image])[0]
+    tensor, _ = image_encoder.preprocess(image)
+    with torch.inference_mode():
+        feats = image_encoder.network.features(tensor[None])[0]  # [1280, r, c]
+        weight = image_encoder.network._fc.weight.double()
+        bias = image_encoder.network._fc.bias.double()
+        logits = torch.einsum("kc,crw->rwk", weight, feats.double()) + bias
+        probs = torch.softmax(logits, dim=-1).reshape(-1, 1000).numpy()
+    full_map = image_encoder.class_map.full(len(image_encoder.vocab)).astype(np.float64)
+    expected = probs @ full_map
+    assert enc.grid == tuple(feats.shape[1:]) == (7, 10)
+    assert np.abs(enc.unit_weights - expected).max() < 1e-5
+    assert np.abs(enc.weights - expected.max(axis=0)).max() < 1e-5
+    # global average pool of the per-cell logits is the standard classifier output
+    with torch.inference_mode():
+        standard = image_encoder.network(tensor[None])[0].double().numpy()
+    assert np.abs(logits.mean(dim=(0, 1)).numpy() - standard).max() < 1e-4
+
+
+def test_batched_equals_one_at_a_time(image_encoder, photos):
+    images = [photos["chelsea"], photos["coffee"].resize((200, 400)), photos["coffee"]]
+    batched = image_encoder.encode_images(images)
+    single = [image_encoder.encode_images([im])[0] for im in images]
+    for b, s in zip(batched, single, strict=True):
+        assert b.grid == s.grid
+        assert np.abs(b.unit_weights - s.unit_weights).max() < 1e-4
+    assert batched[1].grid == (14, 7)
+    no_units = image_encoder.encode_images(images[:1], keep_units=False)[0]
+    assert no_units.unit_weights is None
+    assert np.abs(no_units.weights - batched[0].weights).max() < 1e-4
+
+
+def test_class_map_names_cats_and_coffee(image_encoder):
+    vocab = image_encoder.vocab
+    full = image_encoder.class_map.full(len(vocab))
+    assert full.shape == (1000, len(vocab)) and full.max() == pytest.approx(1.0)
+    for cls in CAT_CLASSES:
+        assert full[cls, vocab.index("cat")] > 0.3
+    assert full[ESPRESSO, vocab.index("coffee")] > 0.3
+    assert image_encoder.vocab is not None and len(vocab) == 30522
+
+
+def test_class_map_cache_round_trip(splade, tmp_path):
+    texts = ["tabby cat", "espresso. A small cup of coffee", "goldfish"]
+    first = cached_class_vocab_map(splade, texts, 8, tmp_path)
+    files = list(tmp_path.glob("*.npz"))
+    assert len(files) == 1
+    again = cached_class_vocab_map(splade, texts, 8, tmp_path)
+    assert np.array_equal(first.columns, again.columns) and np.array_equal(first.dense, again.dense)
+    cached_class_vocab_map(splade, [*texts[:2], "tench"], 8, tmp_path)
+    assert len(list(tmp_path.glob("*.npz"))) == 2  # other inputs, other key
+    assert ((first.dense > 0).sum(axis=1) <= 8).all()
+
+
+def test_input_size_keeps_ratio():
+    assert input_size(451, 300) == ((352, 224), False)
+    assert input_size(300, 600) == ((224, 448), False)
+    assert input_size(1, 1) == ((224, 224), False)
+    assert input_size(2000, 100) == ((448, 224), True)
+
+
+def test_loader_names_the_bad_key(tmp_path):
+    state = EfficientNetLite0().state_dict()
+    missing = dict(state)
+    missing.pop("_blocks.7._depthwise_conv.weight")
+    torch.save(missing, tmp_path / "missing.pth")
+    with pytest.raises(EncoderLoadError, match=r"_blocks\.7\._depthwise_conv\.weight"):
+        load_lite0_state(tmp_path / "missing.pth")
+    wrong = dict(state)
+    wrong["_fc.weight"] = torch.zeros(10, 1280)
+    torch.save(wrong, tmp_path / "wrong.pth")
+    with pytest.raises(EncoderLoadError, match=r"_fc\.weight.*\(10, 1280\)"):
+        load_lite0_state(tmp_path / "wrong.pth")
+    (tmp_path / "junk.pth").write_bytes(b"not a checkpoint")
+    with pytest.raises(EncoderLoadError, match="junk.pth"):
+        load_lite0_state(tmp_path / "junk.pth")
+
+
+def test_patch_classes_localise(image_encoder, photos):
+    """The cat's patches name cat classes; a plain white margin does not."""
+    canvas = Image.new("RGB", (600, 300), (255, 255, 255))
+    canvas.paste(photos["chelsea"].resize((300, 300)), (0, 0))
+    per_patch = image_encoder.patch_classes(canvas, k=1)
+    rows, cols = 7, 14
+    assert len(per_patch) == rows * cols
+    centre = per_patch[3 * cols + 3][0]
+    assert centre.index in CAT_CLASSES | {287}  # 287 = lynx, a frequent runner-up
+    far_right = [per_patch[r * cols + cols - 1][0].index for r in range(rows)]
+    assert not set(far_right) & CAT_CLASSES
