@@ -235,7 +235,6 @@ class TowerSpec:
 class LoadedTowers:
     text: dict[str, TextTower] = field(default_factory=dict)  # side -> tower
     image: ImageTower | None = None
-    image_side: str | None = None
     dense_sides: list[str] = field(default_factory=list)
 
 
@@ -259,10 +258,12 @@ def read_state_dict(path: Path) -> tuple[dict[str, torch.Tensor], Path]:
     except Exception as exc:  # unpickling / safetensors header errors have many types
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EncoderLoadError(f"{file}: not a readable state dict ({reason[:200]})") from None
-    if not isinstance(state, dict) or not state:
+    if not isinstance(state, dict):
         raise EncoderLoadError(
             f"{file}: holds a {type(state).__name__}, not a state dict (name → tensor)"
         )
+    if not state:
+        raise EncoderLoadError(f"{file}: the state dict is empty")
     for key, value in state.items():
         if not isinstance(key, str) or not isinstance(value, torch.Tensor):
             raise EncoderLoadError(
@@ -303,15 +304,15 @@ def _tower_specs(config: dict, config_file: Path) -> tuple[dict[str, TowerSpec],
 
 def _tower_state(
     state: dict[str, torch.Tensor], spec: TowerSpec, shared: bool, file: Path
-) -> dict[str, torch.Tensor]:
-    """This tower's tensors with the prefix stripped (a shared encoder may use either)."""
+) -> tuple[str, dict[str, torch.Tensor]]:
+    """This tower's prefix and tensors, prefix stripped (a shared encoder may use either)."""
     prefixes = [spec.prefix] + (
         ["encoder_p" if spec.prefix == "encoder_q" else "encoder_q"] if shared else []
     )
     for prefix in prefixes:
         sub = {k[len(prefix) + 1 :]: v for k, v in state.items() if k.startswith(prefix + ".")}
         if sub:
-            return sub
+            return prefix, sub
     sample = ", ".join(list(state)[:3])
     raise EncoderLoadError(
         f"{file}: no tensor starts with '{' or '.join(p + '.' for p in prefixes)}' "
@@ -369,7 +370,10 @@ def _build_text_tower(spec: TowerSpec, config_file: Path) -> TextTower:
             f"use the bert-base-uncased vocabulary ({BERT_VOCAB_SIZE} ids)"
         )
     normalize = spec.kind == "vdr_crossmodal_text" or bool(spec.fields.get("norm", False))
-    return TextTower(spec.kind, bert_config, shift=shift, normalize=normalize)
+    try:
+        return TextTower(spec.kind, bert_config, shift=shift, normalize=normalize)
+    except (ValueError, TypeError) as exc:  # e.g. hidden_size not a multiple of the heads
+        raise EncoderLoadError(f"{config_file}: bad BERT fields in {spec.prefix} ({exc})") from None
 
 
 def _build_image_tower(spec: TowerSpec, config_file: Path) -> ImageTower:
@@ -409,7 +413,8 @@ def load_vdr_checkpoint(path: Path, config: dict, *, device: str) -> Encoder:
             else:
                 module = _build_image_tower(spec, config_file)
                 skip = ()
-            _load_strict(module, _tower_state(state, spec, shared, file), spec.prefix, file, skip)
+            prefix, sub = _tower_state(state, spec, shared, file)
+            _load_strict(module, sub, prefix, file, skip)
             built[id(spec)] = module.to(device).eval()
         module = built[id(spec)]
         if isinstance(module, ImageTower):
@@ -417,7 +422,7 @@ def load_vdr_checkpoint(path: Path, config: dict, *, device: str) -> Encoder:
                 raise EncoderLoadError(
                     f"{config_file}: two different image towers are not supported"
                 )
-            towers.image, towers.image_side = module, side
+            towers.image = module
         else:
             towers.text[side] = module  # type: ignore[assignment]
     return VDREncoder(towers, specs, device=device, name=path.name, source=str(path))
