@@ -239,3 +239,28 @@ def test_non_image_to_encoder_is_clear(image_encoder):
         image_encoder.encode_images(["chelsea.png"])
     with pytest.raises(InputError, match="no images"):
         image_encoder.encode_images([])
+
+
+# --- the CLI image path, end to end ---------------------------------------------------------
+
+
+def test_cli_terms_image_and_box(lexlens_cli, tmp_path):
+    """Two subprocesses (each loads the models): a box over the cat, then a non-image."""
+    import json
+
+    photo = str(skimage_path("chelsea.png"))
+    done = lexlens_cli(
+        "terms", "--encoder", "efficientnet-lite0-lexical", "--image", photo,
+        "--box", "0.1,0.1,0.9,0.9", "--json", "--top", "5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["encoder"] == "efficientnet-lite0-lexical"
+    assert payload["box"] == "0.1,0.1,0.9,0.9"
+    assert {"cat", "cats"} & {t["token"] for t in payload["terms"]}
+
+    fake = tmp_path / "fake.png"
+    fake.write_text("not an image")
+    bad = lexlens_cli("terms", "--encoder", "efficientnet-lite0-lexical", "--image", str(fake))
+    assert bad.returncode == 2 and "not an image" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
