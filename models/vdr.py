@@ -33,6 +33,7 @@ the top-k (``topk``, 768) dimensions for retrieval; that gate belongs to the ana
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -342,7 +343,20 @@ def _load_strict(
             f"{file}: unexpected tensor {prefix}.{extra[0]} for a {getattr(module, 'kind', '')} "
             f"tower ({len(extra)} such keys): does config.json describe these weights?"
         )
-    module.load_state_dict({k: sub[k].float() for k in expected}, strict=True)
+    # assign: the towers were built without initialising (or on the meta device).
+    module.load_state_dict({k: sub[k].float() for k in expected}, strict=True, assign=True)
+
+
+def _no_init() -> contextlib.AbstractContextManager:
+    """transformers' context that skips random initialisation (loading fills every weight)."""
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:
+        try:
+            from transformers.modeling_utils import no_init_weights
+        except ImportError:
+            return contextlib.nullcontext()
+    return no_init_weights()
 
 
 def _build_text_tower(spec: TowerSpec, config_file: Path) -> TextTower:
@@ -371,7 +385,8 @@ def _build_text_tower(spec: TowerSpec, config_file: Path) -> TextTower:
         )
     normalize = spec.kind == "vdr_crossmodal_text" or bool(spec.fields.get("norm", False))
     try:
-        return TextTower(spec.kind, bert_config, shift=shift, normalize=normalize)
+        with _no_init():  # every parameter is then loaded from the checkpoint
+            return TextTower(spec.kind, bert_config, shift=shift, normalize=normalize)
     except (ValueError, TypeError) as exc:  # e.g. hidden_size not a multiple of the heads
         raise EncoderLoadError(f"{config_file}: bad BERT fields in {spec.prefix} ({exc})") from None
 
@@ -386,7 +401,8 @@ def _build_image_tower(spec: TowerSpec, config_file: Path) -> ImageTower:
             f"{config_file}: {spec.prefix}: resolution must be a multiple of patch_size and "
             "width a multiple of heads"
         )
-    return ImageTower(**values)
+    with torch.device("meta"):  # no buffers: every tensor comes from the checkpoint
+        return ImageTower(**values)
 
 
 def load_vdr_checkpoint(path: Path, config: dict, *, device: str) -> Encoder:
