@@ -11,6 +11,9 @@ A checkpoint directory holds ``config.json`` and ``model.safetensors`` or
     rows   = elu1p(LayerNorm(h) @ E[shift:].T)              # E = tied word embeddings
     V(x)   = max over real tokens of rows  (L2-normalised if the tower's ``norm``)
 
+    (the published code pads a batch to its longest text and max-pools the padding rows
+    too, so its output depends on the batch; this is its output for a text encoded alone)
+
 ``vdr_crossmodal_text`` (the text tower of vsearch/vdr-cross-modal)::
 
     rows   = elu1p(LayerNorm(h) @ E[VALID_TOKEN_IDS].T)     # 27,623 dimensions
@@ -26,6 +29,8 @@ A checkpoint directory holds ``config.json`` and ``model.safetensors`` or
     rows   = elu1p(ln_post(x) @ proj.T)                      # [g*g, 27623], one per patch
     V(x)   = l2norm(max over patches of rows)
 
+Texts are cut at the tower's own ``max_len`` (default 256; a shared encoder uses the longer
+of the two); the top-level ``max_len`` is not read by the published towers.
 ``elu1p(z) = elu(z) + 1``. ``V(x)`` is the ungated vector: the published ``embed`` keeps
 the top-k (``topk``, 768) dimensions for retrieval; that gate belongs to the analysis layer.
 ``dpr`` towers are dense ([CLS] vectors), not lexical: Lexlens cannot read them.
