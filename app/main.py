@@ -18,7 +18,9 @@ PAGES = [  # (file, title, icon, url path)
     ("app_pages/text.py", "Text", "📝", "text"),
     ("app_pages/images.py", "Images", "🖼️", "images"),
     ("app_pages/contrib.py", "Query ⊙ Document", "⚖️", "contrib"),
+    ("app_pages/search.py", "Search & exclusion", "🔍", "search"),
     ("app_pages/attribution.py", "Attribution", "🧭", "attribution"),
+    ("app_pages/deviation.py", "Semantic deviation", "📐", "deviation"),
 ]
 
 st.sidebar.title("Lexlens")

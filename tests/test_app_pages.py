@@ -51,3 +51,24 @@ def test_contrib_page_contributions_sum_to_score():
     score = float(at.metric[0].value)
     assert abs(table["contribution"].sum() - score) < 1e-3
     assert "cat" in set(table["token"])
+
+
+def test_search_page_on_sample_collection():
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page("app_pages/search.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe[0].value) == 10
+    at.selectbox(key="search_method").select("avg")
+    at.run()
+    assert not at.exception
+    assert "beach" not in at.dataframe[0].value["text"].iloc[0]
+
+
+def test_deviation_page_on_sample_captions():
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page("app_pages/deviation.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe[0].value) == 10
+    assert at.metric[0].label == "Exact@20"
