@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.terms import own_tokens
 from models.base import InputError, LexicalEncoding
 
 
@@ -21,14 +22,8 @@ def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:
     Matched by token string, so it holds for encoders whose output dimensions are a slice
     or subset of the tokenizer's ids (VDR's shifted and "valid" vocabularies).
     """
-    bow = np.zeros(len(vocab), dtype=np.float32)
-    if encoding.input_ids is None:
-        return bow
-    index = {token: i for i, token in enumerate(vocab)}
-    for unit in encoding.units:
-        if unit in index:
-            bow[index[unit]] = 1.0
-    return bow
+    own = own_tokens(encoding)
+    return np.fromiter((t in own for t in vocab), dtype=np.float32, count=len(vocab))
 
 
 def gate(encoding: LexicalEncoding, vocab: list[str], k: int) -> np.ndarray:

@@ -137,18 +137,27 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], max_tails: int = 3) -
     return sorted(out, key=lambda t: -t.weight)
 
 
+def own_tokens(encoding: LexicalEncoding) -> set[str]:
+    """The input's own token strings (bag of words); empty for images.
+
+    Compared by string, since an output dimension's index is not always a token id (VDR
+    drops the first 999 ids, or keeps a subset).
+    """
+    return set(encoding.units) if encoding.input_ids is not None else set()
+
+
 def provenance(encoding: LexicalEncoding, terms: list[Term]) -> list[TermProvenance]:
     """For each term, the unit whose row won the max pool (argmax over units)."""
     if encoding.unit_weights is None:
         raise ValueError("this encoding was made without per-unit rows (keep_units=False)")
-    own = set(encoding.input_ids or [])
+    own = own_tokens(encoding)
     rows = encoding.unit_weights
     out = []
     for term in terms:
         column = rows[:, term.index]
         unit = int(np.argmax(column))
         out.append(
-            TermProvenance(term, unit, encoding.units[unit], float(column[unit]), term.index in own)
+            TermProvenance(term, unit, encoding.units[unit], float(column[unit]), term.token in own)
         )
     return out
 
@@ -173,9 +182,9 @@ def term_rows(
         encoding.weights if own_vector else weights, vocab, k, merge_pieces=merge_pieces
     )
     rows = [t.to_dict() for t in terms]
-    own = set(encoding.input_ids or [])
+    own = own_tokens(encoding)
     for row in rows:
-        row["in_input"] = row["index"] in own
+        row["in_input"] = vocab[row["index"]] in own
     if own_vector and encoding.unit_weights is not None:
         for row, prov in zip(rows, provenance(encoding, terms), strict=True):
             row["from_unit"] = prov.unit

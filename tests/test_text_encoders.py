@@ -164,3 +164,17 @@ def test_packaged_tokenizer_is_bert_base_uncased_vocabulary(splade):
 
     vocab_txt = (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert splade.vocab == vocab_txt[: len(splade.vocab)]
+
+
+def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
+    """A vocabulary that is a slice of the tokenizer's (as VDR's) still marks own tokens."""
+    from analysis.terms import term_rows
+
+    enc = splade.encode_texts(["a cat sleeping on a book"])[0]
+    shift = 999
+    from dataclasses import replace
+
+    shifted = replace(enc, weights=enc.weights[shift:], unit_weights=enc.unit_weights[:, shift:])
+    rows = term_rows(shifted, splade.vocab[shift:], 10)
+    marked = {r["token"]: r["in_input"] for r in rows}
+    assert marked["cat"] and marked["book"] and not marked["cats"]
