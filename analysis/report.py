@@ -48,8 +48,8 @@ table.heat td.cell{min-width:2.2em;height:1.35em;border:1px solid #fff}
 table.heat th.num{text-align:right;font-variant-numeric:tabular-nums;color:#444}
 table.heat tr.global th,table.heat tr.global td{border-top:2px solid #444}
 table.data{border-collapse:collapse;font-size:.9em}
-table.data th,table.data td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-table.data th:first-child,table.data td.label{text-align:left}
+table.data th,table.data td{border:1px solid #ccc;padding:3px 8px;text-align:left}
+table.data td.num{text-align:right;font-variant-numeric:tabular-nums}
 .legend{display:inline-block;width:220px;height:12px;vertical-align:middle;
   background:linear-gradient(to right,rgb(33,102,172),#fff,rgb(178,24,43));border:1px solid #ccc}
 img.cloud{max-width:100%;border:1px solid #eee}
@@ -151,15 +151,15 @@ def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_mi
     for r in rows:
         cells = []
         for c, v in enumerate(r):
+            cls = ""
             if isinstance(v, (bool, np.bool_)):
                 text = _e(v)
             elif isinstance(v, (int, float, np.number)):
-                text = _e(_num(float(v)))
+                text, cls = _e(_num(float(v))), ' class="num"'
                 if c in best and float(v) == best[c]:
                     text = f"<b>{text}</b>"
             else:
                 text = _e(v)
-            cls = ' class="label"' if c == 0 else ""
             cells.append(f"<td{cls}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -456,11 +456,16 @@ def write_attribution_report(
 
 @dataclass
 class TermsItem:
-    """One input of a lexical report: a label (the text or file name) and its top terms."""
+    """One input of a lexical report: a label (the text or file name) and its top terms.
+
+    ``in_input`` holds the terms that are the input's own tokens (bag of words); the others
+    are expansion terms. They are drawn in two colours, as on the app's Text page.
+    """
 
     label: str
     terms: list[Any]  # analysis.terms.Term (token, weight, index)
     notes: list[str] = field(default_factory=list)
+    in_input: set[str] = field(default_factory=set)
 
 
 def terms_json(
@@ -477,7 +482,12 @@ def terms_json(
                     "label": it.label,
                     "notes": list(it.notes),
                     "terms": [
-                        {"token": t.token, "weight": float(t.weight), "index": int(t.index)}
+                        {
+                            "token": t.token,
+                            "weight": float(t.weight),
+                            "index": int(t.index),
+                            "in_input": t.token in it.in_input,
+                        }
                         for t in it.terms
                     ],
                 }
@@ -487,10 +497,11 @@ def terms_json(
     )
 
 
-def _cloud_img(terms: Sequence[Any], alt: str) -> str:
+def _cloud_img(terms: Sequence[Any], alt: str, highlight: set[str]) -> str:
     from analysis.plots import png_bytes, wordcloud_image
 
-    data = base64.b64encode(png_bytes(wordcloud_image(list(terms)))).decode("ascii")
+    image = wordcloud_image(list(terms), highlight=highlight)
+    data = base64.b64encode(png_bytes(image)).decode("ascii")
     return f'<img class="cloud" alt="{_e(alt)}" src="data:image/png;base64,{data}">'
 
 
@@ -505,21 +516,33 @@ def render_terms_html(
     info: dict[str, Any] = {"encoder": encoder_name, "inputs": len(items)}
     info.update(meta or {})
     info["generated"] = _now()
-    parts = [f"<h1>Lexlens terms report — {_e(encoder_name)}</h1>", _meta_table(info)]
+    parts = [
+        f"<h1>Lexlens terms report — {_e(encoder_name)}</h1>",
+        _meta_table(info),
+        "<p>Word clouds: font size ∝ the term's weight; dark blue = the input's own tokens "
+        "(bag of words), orange = expansion terms the encoder added.</p>",
+    ]
     shown = list(items)[: max(0, max_items)]
     for i, it in enumerate(shown):
         parts.append(f'<section class="terms-report" id="item-{i}"><h2>{_e(it.label)}</h2>')
         parts.extend(f'<p class="note">{_e(n)}</p>' for n in it.notes)
-        parts.append(_cloud_img(it.terms, f"word cloud of {it.label}"))
-        rows = [[r + 1, t.token, float(t.weight)] for r, t in enumerate(it.terms)]
-        parts.append(_rows_table(["rank", "term", "weight"], rows))
+        parts.append(_cloud_img(it.terms, f"word cloud of {it.label}", set(it.in_input)))
+        rows = [
+            [r + 1, t.token, float(t.weight), _kind(t.token, it.in_input)]
+            for r, t in enumerate(it.terms)
+        ]
+        parts.append(_rows_table(["rank", "term", "weight", "kind"], rows))
         parts.append("</section>")
     if len(items) > len(shown):
         parts.append(f'<p class="note">{len(items) - len(shown)} more inputs are in report.json.</p>')
     return _page(f"Lexlens terms report — {encoder_name}", "\n".join(parts))
 
 
-TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index"]
+def _kind(token: str, in_input: set[str]) -> str:
+    return "bag of words" if token in in_input else "expansion"
+
+
+TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index", "kind"]
 
 
 def terms_report_files(
@@ -527,7 +550,7 @@ def terms_report_files(
 ) -> dict[str, bytes]:
     """File name → bytes of a whole term report."""
     rows = [
-        [i, it.label, r + 1, t.token, float(t.weight), int(t.index)]
+        [i, it.label, r + 1, t.token, float(t.weight), int(t.index), _kind(t.token, it.in_input)]
         for i, it in enumerate(items)
         for r, t in enumerate(it.terms)
     ]

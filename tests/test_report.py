@@ -278,3 +278,57 @@ def test_report_of_real_attribution(real_attr, tmp_path: Path) -> None:
     doc = files["report.html"].decode()
     assert "<script" not in doc.lower()
     assert len(re.findall(r'<tr class="subvector">', doc)) == 2
+
+
+# ------------------------------------------------------------------------------ the CLI
+
+
+def test_cli_report_lexical(lexlens_cli, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(f"a cat sleeping on a book\n\n{EVIL} dogs\n", encoding="utf-8")
+    res = lexlens_cli("report", "--encoder", "splade-tiny", "--corpus", str(corpus),
+                      "--out", str(tmp_path / "out"), "--top", "10", "--json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    files = json.loads(res.stdout)["files"]
+    assert set(files) == {"report.html", "report.json", "terms.csv"}
+    payload = json.loads(Path(files["report.json"]).read_text())
+    assert [it["label"] for it in payload["items"]] == ["a cat sleeping on a book", f"{EVIL} dogs"]
+    first = {t["token"]: t["in_input"] for t in payload["items"][0]["terms"]}
+    assert first["cat"] is True and first.get("cats") is False
+    assert "&lt;script&gt;" in Path(files["report.html"]).read_text()
+
+
+def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
+    from analysis.cli import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a text\n", encoding="utf-8")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    bad = [
+        ["--encoder", "splade-tiny", "--corpus", str(empty), "--out", str(tmp_path / "o")],
+        ["--encoder", "splade-tiny", "--text", "x", "--out", str(corpus)],
+        ["--encoder", "splade-tiny", "--text", "x", "--mot", "--out", str(tmp_path / "o")],
+        ["--encoder", "nope", "--text", "x", "--out", str(tmp_path / "o")],
+        ["--encoder", "minilm-pq", "--text", "x", "--steps", "0", "--out", str(tmp_path / "o")],
+        ["--encoder", "minilm-pq", "--text", "x", "--subvectors", "7", "--out", str(tmp_path / "o")],
+    ]
+    for args in bad:
+        assert main(["report", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_cli_report_dense(lexlens_cli, tmp_path: Path) -> None:
+    res = lexlens_cli("report", "--encoder", "minilm-pq", "--text", f"a cat {EVIL}",
+                      "--steps", "2", "--out", str(tmp_path), "--json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    files = json.loads(res.stdout)["files"]
+    assert set(files) == {"report.html", "report.json", "attributions.csv"}
+    payload = json.loads(Path(files["report.json"]).read_text())
+    t = payload["texts"][0]
+    assert t["steps"] == 2 and len(t["attributions"]) == payload["meta"]["M"] == 24
+    assert t["words"][:2] == ["a", "cat"]
+    doc = Path(files["report.html"]).read_text()
+    assert "<script" not in doc.lower() and doc.count('<tr class="subvector">') == 24
