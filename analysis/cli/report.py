@@ -144,7 +144,7 @@ def _mot(encoder, texts, attrs, args, progress):
 
 def _terms_report(args, encoder, texts, out, meta):
     from analysis.report import TermsItem, write_terms_report
-    from analysis.terms import top_terms
+    from analysis.terms import own_tokens, top_terms
 
     encodings = encoder.encode_texts(texts, keep_units=False)
     items, notes = [], []
@@ -153,8 +153,8 @@ def _terms_report(args, encoder, texts, out, meta):
         if enc.truncated:
             item_notes.append(f"truncated to the encoder's limit of {encoder.max_length} tokens")
         terms = top_terms(enc.weights, encoder.vocab, args.top)
-        own = set(enc.input_ids or [])
-        in_input = {t.token for t in terms if t.index in own}
+        own = own_tokens(enc)
+        in_input = {t.token for t in terms if t.token in own}
         items.append(TermsItem(text, terms, item_notes, in_input))
     n_trunc = sum(e.truncated for e in encodings)
     if n_trunc:
