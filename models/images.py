@@ -182,7 +182,7 @@ def to_rgb(image: Image.Image) -> Image.Image:
         if rgba.getextrema()[3][0] < 255:
             notes.append("transparent areas composited on white")
     elif mode.startswith("I") or mode == "F":
-        out = Image.fromarray(_grey_to_uint8(image, notes), mode="L").convert("RGB")
+        out = Image.fromarray(_grey_to_uint8(image, notes)).convert("RGB")
     else:
         try:
             out = image.convert("RGB")

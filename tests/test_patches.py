@@ -210,3 +210,34 @@ def test_pooling_all_patches_gives_the_image_vector(side_by_side):
     everything = pool_patches(side_by_side, range(98))
     assert np.array_equal(everything, side_by_side.weights)
     assert np.array_equal(pool_box(side_by_side, (0, 0, 1, 1)), side_by_side.weights)
+
+
+# --- pictures (analysis.patch_render) --------------------------------------------------------
+
+
+def test_grid_drawing_marks_groups_and_the_crop():
+    from analysis.patch_render import GROUP_COLORS, draw_grid
+
+    image = Image.new("RGB", (400, 200), (128, 128, 128))
+    crop = (0.25, 0.0, 0.75, 1.0)
+    drawn = draw_grid(image, (2, 2), crop, groups=[[0], [3]])
+    assert drawn.size == image.size
+    outside = drawn.getpixel((20, 100))
+    assert max(outside) < 100  # dimmed: the encoder did not see it
+    tint_a = np.array(drawn.getpixel((140, 50)), dtype=float)  # inside cell 0
+    tint_b = np.array(drawn.getpixel((260, 150)), dtype=float)  # inside cell 3
+    plain = np.array(drawn.getpixel((260, 50)), dtype=float)  # cell 1, in no group
+    assert np.argmax(tint_a - plain) == int(np.argmax(GROUP_COLORS[0]))  # blue-ish
+    assert (tint_b - plain)[0] > 0  # orange adds red
+
+
+def test_heatmap_overlay_brightest_where_the_value_is_highest():
+    from analysis.patch_render import colorize, heatmap_overlay
+
+    image = Image.new("RGB", (300, 100), (128, 128, 128))
+    heat = np.array([[0.0, 0.5, 1.0]])
+    out = heatmap_overlay(image, heat)
+    lum = [sum(out.getpixel((x, 50))) for x in (50, 150, 250)]
+    assert lum[0] < lum[1] < lum[2]
+    ramp = colorize(np.array([0.0, 1.0]), 1.0)
+    assert ramp[0].sum() < 20 and ramp[1].sum() > 600
