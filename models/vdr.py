@@ -57,12 +57,12 @@ from models.base import (
     ModalityError,
     check_texts,
 )
+from models.checkpoint import find_weights, read_state_dict
 from models.text_io import load_bert_tokenizer, tokenize_batch
 
 if TYPE_CHECKING:
     from PIL import Image
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TEXT_TYPES = ("vdr", "vdr_crossmodal_text")
 IMAGE_TYPES = ("vdr_crossmodal_image",)
 DENSE_TYPES = ("dpr",)
@@ -244,40 +244,6 @@ class LoadedTowers:
     dense_sides: list[str] = field(default_factory=list)
 
 
-def read_state_dict(path: Path) -> tuple[dict[str, torch.Tensor], Path]:
-    """The checkpoint's state dict (safetensors preferred) and the file it came from."""
-    for name in WEIGHT_FILES:
-        file = path / name
-        if file.exists():
-            break
-    else:
-        raise EncoderLoadError(
-            f"{path}: no weights file (expected {' or '.join(WEIGHT_FILES)} beside config.json)"
-        )
-    try:
-        if file.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            state = load_file(str(file), device="cpu")
-        else:
-            state = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as exc:  # unpickling / safetensors header errors have many types
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise EncoderLoadError(f"{file}: not a readable state dict ({reason[:200]})") from None
-    if not isinstance(state, dict):
-        raise EncoderLoadError(
-            f"{file}: holds a {type(state).__name__}, not a state dict (name → tensor)"
-        )
-    if not state:
-        raise EncoderLoadError(f"{file}: the state dict is empty")
-    for key, value in state.items():
-        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
-            raise EncoderLoadError(
-                f"{file}: entry {key!r} is a {type(value).__name__}, not a tensor: not a state dict"
-            )
-    return state, file
-
-
 def _tower_specs(config: dict, config_file: Path) -> tuple[dict[str, TowerSpec], bool]:
     """Parse ``encoder_q`` / ``encoder_p`` of config.json; returns specs by side."""
     shared = bool(config.get("shared_encoder", False))
@@ -420,7 +386,8 @@ def load_vdr_checkpoint(path: Path, config: dict, *, device: str) -> Encoder:
             f"{config_file}: both towers are 'dpr' (dense [CLS] vectors): not a lexical VDR "
             "model, so Lexlens has no vocabulary weights to show"
         )
-    state, file = read_state_dict(path)
+    file = find_weights(path)
+    state = read_state_dict(file)
     towers = LoadedTowers()
     built: dict[int, nn.Module] = {}  # a shared encoder is built once
     for side, spec in specs.items():

@@ -443,7 +443,7 @@ def test_config_describing_other_weights(tmp_path):
     ("payload", "match"),
     [
         ([torch.zeros(3), torch.ones(2)], "holds a list, not a state dict"),
-        (Counter(a=1), "not a readable state dict"),  # needs arbitrary unpickling: refused
+        (Counter(a=1), "refused: the pickle holds Python objects"),  # arbitrary unpickling
         ({"encoder_q.ln.weight": [1.0, 2.0]}, "not a tensor"),
     ],
 )
