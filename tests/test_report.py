@@ -332,3 +332,60 @@ def test_cli_report_dense(lexlens_cli, tmp_path: Path) -> None:
     assert t["words"][:2] == ["a", "cat"]
     doc = Path(files["report.html"]).read_text()
     assert "<script" not in doc.lower() and doc.count('<tr class="subvector">') == 24
+
+
+# ------------------------------------------------------------------- the Attribution page
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+def _attribution_page():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.switch_page("app_pages/attribution.py")
+    at.run()
+    assert not at.exception and not at.error
+    return at
+
+
+def test_attribution_page_text_corpus_and_errors() -> None:
+    at = _attribution_page()
+    assert at.header[0].value == "Attribution"
+    at.text_area(key="attr_text").input(f"a cat {EVIL}")
+    at.number_input(key="attr_steps").set_value(2)
+    at.button[0].click()  # the form's submit button
+    at.run()
+    assert not at.exception and not at.error
+    result = at.session_state["attr_result"]
+    (a,) = result["attrs"]
+    assert a.words[:2] == ["a", "cat"] and a.steps == 2
+    # The completeness table shows the attribution's own numbers ...
+    table = at.dataframe[0].value
+    np.testing.assert_allclose(table["delta"].to_numpy(), a.delta)
+    np.testing.assert_allclose(table["Σ attributions"].to_numpy(), a.attributions.sum(1))
+    # ... and the downloads are the report of the same numbers.
+    assert [b.label for b in at.get("download_button")] == [
+        "report.html", "report.json", "attributions.csv",
+    ]  # fmt: skip
+    _check_json_matches(json.loads(result["files"]["report.json"]), [a])
+    assert "<script" not in result["files"]["report.html"].decode().lower()
+
+    # Bad input (corpus chosen, nothing uploaded): one clear error, earlier results kept.
+    at.radio(key="attr_source").set_value("Corpus file")
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    assert len(at.error) == 1 and "upload a corpus" in at.error[0].value
+    assert at.session_state["attr_result"] is result
+    assert at.dataframe[0].value["delta"].tolist() == table["delta"].tolist()
+
+    # A .csv corpus with a 'text' column: the first N texts are attributed.
+    corpus = b"text\nthe red car\n\na small dog barks\nignored third\n"
+    at.file_uploader(key="attr_upload").set_value(("c.csv", corpus, "text/csv"))
+    at.number_input(key="attr_max").set_value(2)
+    at.button[0].click()
+    at.run()
+    assert not at.exception and not at.error
+    texts = [x.text for x in at.session_state["attr_result"]["attrs"]]
+    assert texts == ["the red car", "a small dog barks"]

