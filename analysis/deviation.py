@@ -148,15 +148,24 @@ def dataset_deviation(
     vocab: list[str],
     static: StaticEmbeddings,
     k: int = 20,
+    *,
+    gate_k: int = -1,
 ) -> dict:
-    """Exact@k, Semantic@k (means and per caption) and FLOPs over a caption set."""
+    """Exact@k, Semantic@k (means and per caption) and FLOPs over a caption set.
+
+    FLOPs and active dimensions are read on the gated vectors ``E = V ⊙ G`` (``gate_k``
+    top dimensions plus own tokens; -1 = ungated), since a VDR ``V`` is positive everywhere.
+    """
+    from analysis.contrib import gate
+
     per = [
         deviation(e.weights, vocab, caption_tokens(e.units, static), static, k, text=t)
         for e, t in zip(encodings, texts, strict=True)
     ]
-    stacked = np.stack([e.weights for e in encodings])
+    stacked = np.stack([gate(e, vocab, gate_k) for e in encodings])
     return {
         "k": k,
+        "gate_k": gate_k,
         "n": len(per),
         "exact_at_k": float(np.mean([p.exact for p in per])),
         "semantic_at_k": float(np.mean([p.semantic for p in per])),

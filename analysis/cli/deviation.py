@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--captions", required=True, help=".txt (one per line) or .csv (text column)"
     )
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--topk", type=int, default=768, help="gate k before FLOPs (-1 = none)")
     parser.add_argument(
         "--glove", help="GloVe-format static embeddings (default: the encoder's own)"
     )
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> None:
     encoder = load_encoder(args.encoder, device=args.device)
     static = static_embeddings_for(encoder, args.glove)
     encodings = encoder.encode_texts(texts, keep_units=False)
-    result = dataset_deviation(encodings, texts, encoder.vocab, static, args.k)
+    result = dataset_deviation(encodings, texts, encoder.vocab, static, args.k, gate_k=args.topk)
     table = format_table(
         [
             [p["text"][:50], p["exact_at_k"], p["semantic_at_k"], " ".join(p["top_terms"][:6])]
