@@ -63,3 +63,59 @@ def test_text_page_shows_word_cloud_and_terms(tmp_path: Path) -> None:
         page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)  # the bar chart drew
         page.evaluate("() => window.scrollTo(0, 0)")
         _save(page, tmp_path, "text_page.png", "/tmp/lexlens_text_page.png")
+
+
+def test_html_report_heatmap_and_escaping(tmp_path: Path) -> None:
+    require_chromium()
+    import numpy as np
+
+    from analysis.attribution import SubvectorAttribution
+    from analysis.report import write_attribution_report
+
+    evil = "<script>alert(1)</script>"
+    words = ["a", "cat", "<", "script", ">", "alert", "(", "1", ")", "book", evil]
+    m = 24
+    rng = np.random.default_rng(0)
+    attr = rng.normal(size=(m, len(words)))
+    gap = attr.sum(1) + rng.normal(scale=1e-3, size=m)
+    item = SubvectorAttribution(
+        text=f"a cat {evil} book",
+        tokens=["[CLS]", *words, "[SEP]"],
+        words=words,
+        token_attributions=np.pad(attr, ((0, 0), (1, 1))),
+        attributions=attr,
+        delta=attr.sum(1) - gap,
+        codes=rng.integers(0, 256, size=m),
+        global_attributions=attr.sum(0),
+        global_delta=1e-4,
+        steps=50,
+        truncated=False,
+        subvectors=list(range(m)),
+        target_gap=gap,
+    )
+    paths = write_attribution_report(
+        tmp_path, [item], encoder_name=f"minilm-pq {evil}", meta={"corpus": f"{evil}.txt"}
+    )
+    dialogs: list[str] = []
+    with chromium_page(1400, 1400) as page:
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(paths["report.html"].resolve().as_uri())
+        heat = page.locator("#heatmap-0")
+        heat.wait_for(state="visible", timeout=10_000)
+        box = heat.bounding_box()
+        assert box is not None and box["width"] > 400 and box["height"] > 300
+        assert heat.locator("tr.subvector").count() == m
+        assert heat.locator("tr.global").count() == 1
+        colours = heat.locator("td.cell").evaluate_all(
+            "cells => cells.map(c => getComputedStyle(c).backgroundColor)"
+        )
+        assert len(colours) == (m + 1) * len(words)
+        assert len(set(colours)) > 50  # a real diverging colour map, not one flat colour
+        # The <script> text is shown as text, never run.
+        assert page.locator("script").count() == 0
+        assert dialogs == []
+        assert page.locator("p.text").inner_text() == f"a cat {evil} book"
+        body = page.inner_text("body")
+        assert f"minilm-pq {evil}" in body and f"{evil}.txt" in body
+        assert heat.locator("th.word").last.inner_text() == evil
+        _save(page, tmp_path, "report.png", "/tmp/lexlens_report.png")
