@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHES = ["bench.text"]
+BENCHES = ["bench.text", "bench.images"]
 
 
 def timed(fn, *, repeat: int = 3) -> float:
