@@ -320,11 +320,13 @@ def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
-def test_cli_report_dense(lexlens_cli, tmp_path: Path) -> None:
-    res = lexlens_cli("report", "--encoder", "minilm-pq", "--text", f"a cat {EVIL}",
-                      "--steps", "2", "--out", str(tmp_path), "--json")  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    files = json.loads(res.stdout)["files"]
+def test_cli_report_dense(tmp_path: Path, capsys) -> None:
+    from analysis.cli import main  # in-process: reuses the loaded encoder (the lexical test
+    # above runs the real console script)
+
+    args = ["--text", f"a cat {EVIL}", "--steps", "2", "--out", str(tmp_path), "--json"]
+    assert main(["report", "--encoder", "minilm-pq", *args]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
     assert set(files) == {"report.html", "report.json", "attributions.csv"}
     payload = json.loads(Path(files["report.json"]).read_text())
     t = payload["texts"][0]
