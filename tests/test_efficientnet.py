@@ -75,16 +75,23 @@ def test_rows_are_patch_probabilities_times_class_map(image_encoder, photos):
 
 
 def test_batched_equals_one_at_a_time(image_encoder, photos):
-    images = [photos["chelsea"], photos["coffee"].resize((200, 400)), photos["coffee"]]
+    """Mixed sizes in one call: grouped by size, returned in input order, same rows."""
+    from PIL import ImageOps
+
+    images = [
+        photos["chelsea"],
+        photos["coffee"].resize((200, 400)),
+        ImageOps.mirror(photos["chelsea"]),
+    ]
     batched = image_encoder.encode_images(images)
-    single = [image_encoder.encode_images([im])[0] for im in images]
-    for b, s in zip(batched, single, strict=True):
-        assert b.grid == s.grid
-        assert np.abs(b.unit_weights - s.unit_weights).max() < 1e-4
-    assert batched[1].grid == (14, 7)
+    assert [b.grid for b in batched] == [(7, 11), (14, 7), (7, 11)]
+    for b, image in zip(batched[1:], images[1:], strict=True):
+        single = image_encoder.encode_images([image])[0]
+        assert np.abs(b.unit_weights - single.unit_weights).max() < 1e-4
     no_units = image_encoder.encode_images(images[:1], keep_units=False)[0]
     assert no_units.unit_weights is None
     assert np.abs(no_units.weights - batched[0].weights).max() < 1e-4
+    assert np.abs(batched[0].weights - batched[2].weights).max() > 1e-3  # not one image twice
 
 
 def test_class_map_names_cats_and_coffee(image_encoder):
