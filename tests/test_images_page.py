@@ -86,3 +86,14 @@ def test_uploads_bad_file_does_not_hide_the_good_one():
     assert any("cut.jpg" in e and "truncated" in e for e in errors)
     assert len(at.dataframe) >= 1
     assert {"coffee", "es"} & set(_table_tokens(at.dataframe[0].value)[:5])
+
+
+def test_drawn_sample_groups_differ():
+    """The shipped sample (a maze left, a crossword right): default groups = the two halves."""
+    at = _page()
+    at.multiselect(key="image_samples").set_value(["maze_and_crossword (drawn sample)"]).run()
+    assert not at.exception and not at.error
+    group_a = _table_tokens(at.dataframe[1].value)[:5]
+    group_b = _table_tokens(at.dataframe[2].value)[:5]
+    assert "maze" in group_a and "maze" not in group_b, (group_a, group_b)
+    assert "puzzle" in group_b
