@@ -177,11 +177,33 @@ r = a.subvectors.index(sv)
 series = {"MoT (this sub-vector)": a.attributions[r], "GlobalT (whole vector)": a.global_attributions}
 if a.subvectors == list(range(a.m)) and a.m > 1:
     series["RandT (another sub-vector)"] = randt_attributions(a)[r]
+st.caption(
+    "Each series is scaled to its own largest |value| (GlobalT attributes all M sub-vectors "
+    "at once, so its raw values are about M times larger); hover for the raw value."
+)
+
+
+def _scaled(vals: np.ndarray) -> np.ndarray:
+    peak = float(np.abs(vals).max())
+    return vals / peak if peak > 0 else vals
+
+
 bars = go.Figure(
-    [go.Bar(name=name, x=list(range(len(a.words))), y=vals) for name, vals in series.items()]
+    [
+        go.Bar(
+            name=name,
+            x=list(range(len(a.words))),
+            y=_scaled(np.asarray(vals, dtype=float)),
+            customdata=np.stack([np.array(a.words, dtype=object), np.asarray(vals)], axis=1),
+            hovertemplate="%{customdata[0]}: %{customdata[1]:.4g}<extra>" + name + "</extra>",
+        )
+        for name, vals in series.items()
+    ]
 )
 bars.update_xaxes(tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words)
-bars.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10))
+bars.update_layout(
+    barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
+)
 st.plotly_chart(bars, width="stretch", key="attr_bars")
 
 if result["mot_table"] is not None:
