@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from itertools import permutations
 
 import numpy as np
 
@@ -61,14 +60,14 @@ def top_terms(
     k: int = 20,
     *,
     merge_pieces: bool = False,
+    words: set[str] | None = None,
     exclude_special: bool = True,
 ) -> list[Term]:
     """The ``k`` highest-weighted terms (positive weights only), best first.
 
-    With ``merge_pieces``, a continuation piece (``##raf``) is shown joined to the best
-    preceding head piece it can complete among the top terms ("gi ##raf ##fe" →
-    "giraffe", weight = max of the pieces), a display choice for the word-piece failure
-    VDR App. F describes.
+    With ``merge_pieces``, word pieces among the top terms are joined into the ``words``
+    they spell ("gi ##raf ##fe" → "giraffe"), a display choice for the word-piece failure
+    VDR App. F describes; see :func:`merge_word_pieces`.
     """
     if k <= 0:
         return []
@@ -85,7 +84,7 @@ def top_terms(
     idx = idx[np.argsort(-scores[idx], kind="stable")]
     terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
     if merge_pieces:
-        terms = merge_word_pieces(terms, vocab)
+        terms = merge_word_pieces(terms, vocab, words or set())
     return terms[:k]
 
 
@@ -106,34 +105,44 @@ def wordpiece_split(word: str, vocab: set[str]) -> list[str] | None:
     return pieces
 
 
-def merge_word_pieces(terms: list[Term], vocab: list[str], max_tails: int = 3) -> list[Term]:
-    """Join ``##`` continuation pieces among ``terms`` onto a head piece.
+def input_words(units: list[str]) -> set[str]:
+    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
+    words, current = set(), ""
+    for unit in [*units, ""]:
+        if unit.startswith("##") and current:
+            current += unit[2:]
+            continue
+        if current:
+            words.add(current)
+        current = "" if is_special_token(unit) else unit
+    return words
 
-    A head and up to ``max_tails`` continuations merge into a word when the tokenizer
-    would split that word into exactly those pieces ("gi ##raf ##fe" → "giraffe"), so a
-    merge is never a guess the vocabulary contradicts. Heads are tried best first; the
-    merged term keeps the head's index and the max weight of its pieces. Continuations
-    that complete no head are dropped (on their own they are not words).
+
+def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
+    """Join the pieces of each of ``words`` that are all among ``terms`` into one term.
+
+    Merging needs evidence that the pieces belong together: ``words`` are the input's own
+    words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
+    the ImageNet class names of the label-space image encoder). Guessing from the
+    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done. A
+    merged term keeps its first piece's index and the max weight of its pieces;
+    continuation pieces left over stay as they are.
     """
     vocab_set = set(vocab)
-    tails = [t for t in terms if t.token.startswith("##")][:12]
-    used: set[int] = set()
-    out: list[Term] = []
-    for head in (t for t in terms if not t.token.startswith("##")):
-        best: tuple[Term, ...] = ()
-        for n in range(1, max_tails + 1):
-            for combo in permutations([t for t in tails if t.index not in used], n):
-                chain = [head.token, *(t.token for t in combo)]
-                word = head.token + "".join(t.token[2:] for t in combo)
-                if wordpiece_split(word, vocab_set) == chain:
-                    best = combo
-                    break
-        if best:
-            used.update(t.index for t in best)
-            word = head.token + "".join(t.token[2:] for t in best)
-            out.append(Term(word, max(head.weight, *(t.weight for t in best)), head.index))
-        else:
-            out.append(head)
+    by_token = {t.token: t for t in terms}
+    merged: dict[int, Term] = {}
+    absorbed: set[int] = set()
+    for word in sorted(words):
+        pieces = wordpiece_split(word, vocab_set)
+        if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
+            continue
+        parts = [by_token[p] for p in pieces]
+        head = parts[0]
+        if head.index in merged or any(p.index in absorbed for p in parts[1:]):
+            continue
+        merged[head.index] = Term(word, max(p.weight for p in parts), head.index)
+        absorbed.update(p.index for p in parts[1:])
+    out = [merged.get(t.index, t) for t in terms if t.index not in absorbed]
     return sorted(out, key=lambda t: -t.weight)
 
 
@@ -146,19 +155,21 @@ def own_tokens(encoding: LexicalEncoding) -> set[str]:
     return set(encoding.units) if encoding.input_ids is not None else set()
 
 
-def provenance(encoding: LexicalEncoding, terms: list[Term]) -> list[TermProvenance]:
-    """For each term, the unit whose row won the max pool (argmax over units)."""
+def provenance(
+    encoding: LexicalEncoding, terms: list[Term], units: list[int] | None = None
+) -> list[TermProvenance]:
+    """For each term, the unit whose row won the max pool (argmax over ``units``, or all)."""
     if encoding.unit_weights is None:
         raise ValueError("this encoding was made without per-unit rows (keep_units=False)")
     own = own_tokens(encoding)
-    rows = encoding.unit_weights
+    candidates = np.arange(len(encoding.units)) if units is None else np.asarray(units)
+    rows = encoding.unit_weights[candidates]
     out = []
     for term in terms:
         column = rows[:, term.index]
-        unit = int(np.argmax(column))
-        out.append(
-            TermProvenance(term, unit, encoding.units[unit], float(column[unit]), term.token in own)
-        )
+        unit = int(candidates[int(np.argmax(column))])
+        weight = float(encoding.unit_weights[unit, term.index])
+        out.append(TermProvenance(term, unit, encoding.units[unit], weight, term.token in own))
     return out
 
 
@@ -167,26 +178,32 @@ def term_rows(
     vocab: list[str],
     k: int = 20,
     *,
-    weights: np.ndarray | None = None,
+    units: list[int] | None = None,
     merge_pieces: bool = False,
+    words: set[str] | frozenset[str] = frozenset(),
 ) -> list[dict]:
-    """Top terms as table rows: token, weight, index, and for text the provenance.
+    """Top terms as table rows: token, weight, index, ``in_input`` and provenance.
 
-    ``weights`` overrides the encoding's pooled vector (e.g. a patch group's); the
-    ``from_unit`` column (the unit that won the max pool) is given for the encoding's own
-    vector when per-unit rows were kept. ``in_input`` marks bag-of-words terms (the
-    input's own token ids) against expansion terms.
+    ``units`` restricts the view to a group of units (a patch group): their pooled rows
+    give the weights, and provenance is sought among them. ``from_unit`` (the unit that
+    won the max pool) is given when per-unit rows were kept. ``in_input`` marks
+    bag-of-words terms (the input's own tokens) against expansion terms. Pieces merge
+    into the input's own words and any ``words`` given (see :func:`merge_word_pieces`).
     """
-    own_vector = weights is None
-    terms = top_terms(
-        encoding.weights if own_vector else weights, vocab, k, merge_pieces=merge_pieces
-    )
+    from models.base import pool_units
+
+    if units is not None and encoding.unit_weights is not None:
+        weights = pool_units(encoding.unit_weights[units], encoding.normalization)
+    else:
+        weights = encoding.weights
+    words = set(words) | input_words(encoding.units if encoding.input_ids is not None else [])
+    terms = top_terms(weights, vocab, k, merge_pieces=merge_pieces, words=words)
     rows = [t.to_dict() for t in terms]
     own = own_tokens(encoding)
     for row in rows:
         row["in_input"] = vocab[row["index"]] in own
-    if own_vector and encoding.unit_weights is not None:
-        for row, prov in zip(rows, provenance(encoding, terms), strict=True):
+    if encoding.unit_weights is not None:
+        for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):
             row["from_unit"] = prov.unit
             row["from_unit_index"] = prov.unit_index
     return rows

@@ -118,6 +118,9 @@ class Encoder:
     max_length: int = 512
     #: Human-readable origin of the weights (shown in `lexlens encoders`).
     source: str = ""
+    #: Whole words the encoder's output is known to spell in word pieces (e.g. the class
+    #: names of a label-space image encoder); evidence for merging pieces in displays.
+    known_words: frozenset[str] = frozenset()
 
     def encode_texts(
         self, texts: list[str], side: str = "query", *, keep_units: bool = True

@@ -360,6 +360,9 @@ class EfficientNetLexicalEncoder(Encoder):
         self.device = device
         self.name = name
         self.source = source
+        self.known_words = frozenset(
+            w for cls in classes for name in cls.names for w in re.findall(r"[a-z]+", name.lower())
+        )
         self._columns = torch.from_numpy(class_map.columns).to(device)
         self._dense_map = torch.from_numpy(class_map.dense).to(device)
 

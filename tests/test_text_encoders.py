@@ -178,3 +178,23 @@ def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
     rows = term_rows(shifted, splade.vocab[shift:], 10)
     marked = {r["token"]: r["in_input"] for r in rows}
     assert marked["cat"] and marked["book"] and not marked["cats"]
+
+
+def test_word_pieces_merge_only_with_evidence(splade):
+    from analysis.terms import Term, input_words, merge_word_pieces, term_rows
+
+    enc = splade.encode_texts(["a giraffe eating leaves"])[0]
+    assert "giraffe" in input_words(enc.units)
+    merged = [r["token"] for r in term_rows(enc, splade.vocab, 10, merge_pieces=True)]
+    assert "giraffe" in merged and "##raf" not in merged and "gi" not in merged
+    # Pieces that spell a valid split but were never one word stay apart.
+    terms = [Term("domestic", 2.0, 1), Term("##lis", 1.5, 2), Term("fe", 1.0, 3)]
+    assert [t.token for t in merge_word_pieces(terms, splade.vocab, set())] == [
+        "domestic",
+        "##lis",
+        "fe",
+    ]
+    assert [t.token for t in merge_word_pieces(terms, splade.vocab, {"felis"})] == [
+        "domestic",
+        "felis",
+    ]

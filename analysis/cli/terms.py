@@ -33,18 +33,26 @@ def run(args: argparse.Namespace) -> None:
     notes: list[str] = []
     if args.text is not None:
         encoding = encoder.encode_texts([args.text], side=args.side)[0]
-        weights = None
+        units = None
     else:
-        from analysis.patches import parse_box, pool_box
+        from analysis.patches import box_to_patches, parse_box
         from models.images import load_image
 
         encoding = encoder.encode_images([load_image(args.image)])[0]
-        weights = pool_box(encoding, parse_box(args.box)) if args.box else None
+        units = None
+        if args.box:
+            box = parse_box(args.box)
+            units = box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
     if encoding.truncated:
         notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
     notes.extend(encoding.notes)
     rows = term_rows(
-        encoding, encoder.vocab, args.top, weights=weights, merge_pieces=args.merge_pieces
+        encoding,
+        encoder.vocab,
+        args.top,
+        units=units,
+        merge_pieces=args.merge_pieces,
+        words=encoder.known_words,
     )
     payload = {"encoder": encoder.name, "terms": rows, "notes": notes}
     if args.box:

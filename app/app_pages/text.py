@@ -49,7 +49,7 @@ if encoding.truncated:
         "tokens were encoded."
     )
 
-rows = term_rows(encoding, encoder.vocab, k, merge_pieces=merge)
+rows = term_rows(encoding, encoder.vocab, k, merge_pieces=merge, words=encoder.known_words)
 if not rows:
     st.info("The encoder gave this text no positive term.")
     st.stop()
