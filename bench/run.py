@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHES = ["bench.text", "bench.images"]
+BENCHES = ["bench.text", "bench.images", "bench.attribution"]
 
 
 def timed(fn, *, repeat: int = 3) -> float:
