@@ -185,7 +185,9 @@ def _check_subvectors(subvectors, m: int) -> list[int]:
         raise LexlensError("select at least one sub-vector")
     bad = [i for i in sel if not 0 <= i < m]
     if bad:
-        raise LexlensError(f"sub-vector index {bad[0]} out of range: the codebook has M={m} (0..{m - 1})")
+        raise LexlensError(
+            f"sub-vector index {bad[0]} out of range: the codebook has M={m} (0..{m - 1})"
+        )
     if len(set(sel)) != len(sel):
         raise LexlensError("sub-vector indices must not repeat")
     return sel

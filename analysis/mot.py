@@ -233,11 +233,19 @@ def mot_evaluate(
     mask: str = "unk",
     batch_size: int = 4,
     progress: ProgressFn | None = None,
+    own_codebook: bool = False,
+    attributions: Sequence | None = None,
 ) -> MotResult:
     """Run the masking evaluation; codebooks (one per M) are fitted on the whole corpus.
 
     ``limit`` evaluates a seeded random sample of that many documents (IG dominates the
     cost); IDF and the codebooks still use the whole corpus.
+
+    ``own_codebook=True`` evaluates the encoder's own codebook instead (one column, its M;
+    ``m_values`` is ignored). ``attributions`` — one :class:`SubvectorAttribution` per
+    corpus text, all M sub-vectors, computed with the encoder's own codebook (e.g. by a
+    report that already ran IG) — are reused instead of recomputed, and imply
+    ``own_codebook``.
     """
     from models.dense_pq import ProductQuantizer, check_m
 
@@ -255,6 +263,23 @@ def mot_evaluate(
     if mask not in MASKS:
         raise LexlensError(f"unknown mask {mask!r}: use one of {', '.join(MASKS)}")
     steps = check_steps(steps)
+    if attributions is not None:
+        own_codebook = True
+        if len(attributions) != len(corpus) or any(
+            a.text != t for a, t in zip(attributions, corpus, strict=False)
+        ):
+            raise LexlensError("attributions must be given for every corpus text, in order")
+    if own_codebook:
+        if getattr(encoder, "quantizer", None) is None:
+            raise LexlensError(f"encoder {encoder.name!r} has no codebook to evaluate")
+        m_values = [encoder.m]
+        if attributions is not None and any(
+            a.subvectors != list(range(encoder.m)) or len(a.codes) != encoder.m
+            for a in attributions
+        ):
+            raise LexlensError(
+                "attributions must cover all M sub-vectors of the encoder's codebook"
+            )
     m_values = [int(m) for m in m_values]
     if not m_values:
         raise LexlensError("give at least one M")
@@ -277,9 +302,9 @@ def mot_evaluate(
         if progress is not None:
             progress(min(1.0, frac), msg)
 
-    vectors = encoder.embed_texts(
-        corpus, progress=lambda f, msg: report(0.05 * f, msg)
-    )
+    vectors = None
+    if not own_codebook:
+        vectors = encoder.embed_texts(corpus, progress=lambda f, msg: report(0.05 * f, msg))
     total = len(m_values) * len(docs)
     done = 0
     per_doc: dict[int, pd.DataFrame] = {}
@@ -287,21 +312,28 @@ def mot_evaluate(
     ks: dict[int, int] = {}
     order = sorted(docs, key=lambda i: len(corpus[i]))
     for m in m_values:
-        pq = ProductQuantizer.fit(vectors, m, k, seed=seed)
-        notes.extend(n for n in pq.notes if n not in notes)
-        ks[m] = pq.k
-        enc_m = encoder.with_quantizer(pq)
+        if own_codebook:
+            enc_m = encoder
+        else:
+            enc_m = encoder.with_quantizer(ProductQuantizer.fit(vectors, m, k, seed=seed))
+        notes.extend(n for n in enc_m.quantizer.notes if n not in notes)
+        ks[m] = enc_m.k
         other = random_other(m, seed)
         rows: dict[int, dict[str, float]] = {}
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            attrs = attribute_batch(enc_m, [corpus[i] for i in idx], steps=steps)
+            if attributions is not None:
+                attrs = [attributions[i] for i in idx]
+            else:
+                attrs = attribute_batch(enc_m, [corpus[i] for i in idx], steps=steps)
             for i, attr in zip(idx, attrs, strict=True):
                 doc_rng = np.random.default_rng([seed, i])
                 rows[i] = _doc_errors(enc_m, attr, idf, keep, fill_id, doc_rng, other)
             done += len(idx)
             report(0.05 + 0.95 * done / total, f"M={m}: {start + len(idx)}/{len(order)} documents")
-        per_doc[m] = pd.DataFrame.from_dict(rows, orient="index").loc[docs, list(RANKINGS) + list(REFERENCE_ROWS)]
+        per_doc[m] = pd.DataFrame.from_dict(rows, orient="index").loc[
+            docs, list(RANKINGS) + list(REFERENCE_ROWS)
+        ]
     table = pd.DataFrame({m: per_doc[m].mean() for m in m_values})
     table.index.name = "ranking"
     table.columns.name = "M"
@@ -315,15 +347,20 @@ def mot_evaluate(
         "n_docs": len(docs),
         "m_values": m_values,
         "notes": notes,
+        "codebook": "encoder's own" if own_codebook else "k-means per M on the corpus",
     }
+    if attributions is not None:
+        settings["steps"] = int(attributions[0].steps)
     return MotResult(table, _significance(per_doc), per_doc, settings)
 
 
 def mot_eval(encoder, corpus: list[str], **kwargs) -> pd.DataFrame:
     """:func:`mot_evaluate`'s table (rows ranking, columns M); the significance frame and
-    settings ride along in ``.attrs["significance"]`` / ``.attrs["settings"]``."""
+    settings ride along in ``.attrs["significance"]`` (alias ``"tests"``) and
+    ``.attrs["settings"]``."""
     result = mot_evaluate(encoder, corpus, **kwargs)
     table = result.table.copy()
     table.attrs["significance"] = result.significance
+    table.attrs["tests"] = result.significance  # alias used by analysis.cli.report
     table.attrs["settings"] = result.settings
     return table

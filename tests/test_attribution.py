@@ -70,7 +70,9 @@ def test_corpus_batches_and_padding_do_not_change_results(dense):
 
     texts = [TEXT, "rockets", "an old steam locomotive pulling freight wagons across a bridge"]
     seen = []
-    together = attribute_corpus(dense, texts, steps=6, batch_size=3, progress=lambda f, m: seen.append(f))
+    together = attribute_corpus(
+        dense, texts, steps=6, batch_size=3, progress=lambda f, m: seen.append(f)
+    )
     assert seen[-1] == 1.0
     for text, res in zip(texts, together, strict=True):
         alone = attribute_subvectors(dense, text, steps=6)

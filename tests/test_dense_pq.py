@@ -124,10 +124,14 @@ def test_empty_corpus_is_refused(minilm_base):
 def test_codebook_cache_is_reused(minilm_base, small_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("LEXLENS_CACHE", str(tmp_path))
     messages = []
-    first = minilm_base.fit_codebooks(small_corpus[:16], 12, 8, progress=lambda f, m: messages.append(m))
+    first = minilm_base.fit_codebooks(
+        small_corpus[:16], 12, 8, progress=lambda f, m: messages.append(m)
+    )
     assert any("embedding texts" in m for m in messages)
     messages.clear()
-    second = minilm_base.fit_codebooks(small_corpus[:16], 12, 8, progress=lambda f, m: messages.append(m))
+    second = minilm_base.fit_codebooks(
+        small_corpus[:16], 12, 8, progress=lambda f, m: messages.append(m)
+    )
     assert messages == ["loaded cached codebooks (M=12, K=8)"]
     np.testing.assert_array_equal(first.centroids, second.centroids)
 

@@ -97,3 +97,18 @@ def test_bad_input(base, corpus):
         mot_evaluate(base, corpus, m_values=(12,), keep=0)
     with pytest.raises(LexlensError, match="mask"):
         mot_evaluate(base, corpus, m_values=(12,), mask="blank")
+
+
+def test_own_codebook_reuses_given_attributions(base, corpus):
+    from analysis.attribution import attribute_corpus
+    from analysis.mot import mot_evaluate
+
+    enc = base.fit_codebooks(corpus, 12, 4, seed=0, cache=False)
+    texts = corpus[:3]
+    attrs = attribute_corpus(enc, texts, steps=2)
+    reused = mot_evaluate(enc, texts, attributions=attrs, seed=2)
+    fresh = mot_evaluate(enc, texts, own_codebook=True, steps=2, seed=2)
+    assert list(reused.table.columns) == [12] and reused.settings["codebook"] == "encoder's own"
+    np.testing.assert_allclose(reused.table.to_numpy(), fresh.table.to_numpy(), rtol=1e-4)
+    with pytest.raises(LexlensError, match="every corpus text"):
+        mot_evaluate(enc, texts, attributions=attrs[:2])

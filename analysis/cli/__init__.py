@@ -9,7 +9,7 @@ import sys
 from models.base import LexlensError
 
 #: Subcommand modules; each defines ``register(subparsers)`` and sets ``func``.
-COMMANDS = ["encoders", "terms", "contrib", "deviation", "search", "report"]
+COMMANDS = ["encoders", "terms", "contrib", "deviation", "search", "report", "attribute", "mot_eval"]
 
 
 class _OneLineParser(argparse.ArgumentParser):
