@@ -12,7 +12,7 @@ from models import LexlensError
 def setup():
     from models.dense_pq import DensePQEncoder, default_corpus
 
-    texts = default_corpus()[200:216]
+    texts = default_corpus()[200:208]
     enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(texts, 12, 4, seed=0, cache=False)
     return enc, texts
 
