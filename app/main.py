@@ -11,16 +11,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.state import device_picker  # noqa: E402
 
-st.set_page_config(page_title="Lexlens", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="Lexlens", page_icon=":material/search_insights:", layout="wide")
 
 HERE = Path(__file__).resolve().parent
 PAGES = [  # (file, title, icon, url path)
-    ("app_pages/text.py", "Text", "📝", "text"),
-    ("app_pages/images.py", "Images", "🖼️", "images"),
-    ("app_pages/contrib.py", "Query ⊙ Document", "⚖️", "contrib"),
-    ("app_pages/search.py", "Search & exclusion", "🔍", "search"),
-    ("app_pages/attribution.py", "Attribution", "🧭", "attribution"),
-    ("app_pages/deviation.py", "Semantic deviation", "📐", "deviation"),
+    ("app_pages/text.py", "Text", ":material/notes:", "text"),
+    ("app_pages/images.py", "Images", ":material/image:", "images"),
+    ("app_pages/contrib.py", "Query ⊙ Document", ":material/compare_arrows:", "contrib"),
+    ("app_pages/search.py", "Search & exclusion", ":material/search:", "search"),
+    ("app_pages/attribution.py", "Attribution", ":material/insights:", "attribution"),
+    ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
 ]
 
 st.sidebar.title("Lexlens")

@@ -90,6 +90,13 @@ with st.container(border=True):
         key="image_samples",
     )
     k = right.slider("Top terms", 5, 60, 20, key="image_k")
+    merge = right.checkbox(
+        "Merge word pieces",
+        value=False,
+        key="image_merge",
+        help="Join pieces (es ##press ##o → espresso) into words the encoder is known to spell.",
+        disabled=not encoder.known_words,
+    )
 
 
 @st.cache_data(show_spinner="Encoding image…", max_entries=48)
@@ -106,7 +113,7 @@ def cloud(terms: tuple[tuple[str, float], ...]):
 
 
 def terms_of(weights, n: int) -> list[Term]:
-    return top_terms(weights, encoder.vocab, k=n)
+    return top_terms(weights, encoder.vocab, k=n, merge_pieces=merge, words=encoder.known_words)
 
 
 def term_table(terms: list[Term]) -> pd.DataFrame:
