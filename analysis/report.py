@@ -130,10 +130,21 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def _meta_value(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {_meta_value(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "; ".join(_meta_value(x) for x in v)
+    return json.dumps(_clean(v))
+
+
 def _meta_table(rows: Mapping[str, Any]) -> str:
     cells = "".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(v if isinstance(v, str) else json.dumps(_clean(v)))}</td></tr>"
+        f"<tr><th>{_e(k)}</th><td>{_e(_meta_value(v))}</td></tr>"
         for k, v in rows.items()
+        if v not in ([], (), {}, None, "")
     )
     return f'<table class="meta">{cells}</table>'
 
@@ -142,8 +153,12 @@ def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_mi
     """A plain data table; numbers shown compactly, the first column as a label."""
     rows = [list(r) for r in rows]
     best: dict[int, float] = {}
+    # Reference rows, labelled in parentheses (e.g. "(none masked)"), are not contenders.
+    contenders = [r for r in rows if not str(r[0]).startswith("(")]
     for c in bold_min_cols:
-        vals = [r[c] for r in rows if isinstance(r[c], (int, float)) and math.isfinite(r[c])]
+        vals = [
+            r[c] for r in contenders if isinstance(r[c], (int, float)) and math.isfinite(r[c])
+        ]
         if vals:
             best[c] = min(vals)
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
@@ -156,7 +171,7 @@ def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_mi
                 text = _e(v)
             elif isinstance(v, (int, float, np.number)):
                 text, cls = _e(_num(float(v))), ' class="num"'
-                if c in best and float(v) == best[c]:
+                if c in best and float(v) == best[c] and not str(r[0]).startswith("("):
                     text = f"<b>{text}</b>"
             else:
                 text = _e(v)
@@ -171,10 +186,14 @@ def _table_from_any(obj: Any, *, bold_min: bool = False) -> str:
         import pandas as pd
 
         if isinstance(obj, pd.DataFrame):
-            header = [obj.index.name or "", *obj.columns]
-            rows = [[idx, *vals] for idx, vals in zip(obj.index, obj.to_numpy(dtype=object), strict=True)]
-            cols = range(1, len(header)) if bold_min else ()
-            return _rows_table(header, rows, bold_min_cols=cols)
+            values = obj.to_numpy(dtype=object)
+            cols = [f"{obj.columns.name} = {c}" if obj.columns.name else c for c in obj.columns]
+            if isinstance(obj.index, pd.RangeIndex) and obj.index.name is None:
+                return _rows_table(cols, values)  # a plain 0..n-1 index says nothing
+            header = [obj.index.name or "", *cols]
+            rows = [[idx, *vals] for idx, vals in zip(obj.index, values, strict=True)]
+            bold = range(1, len(header)) if bold_min else ()
+            return _rows_table(header, rows, bold_min_cols=bold)
     except ImportError:  # pragma: no cover
         pass
     if isinstance(obj, Mapping):
@@ -400,13 +419,15 @@ def render_attribution_html(
         parts.append("<h2>Masking evaluation (MoT)</h2>")
         parts.append(
             "<p>Mean <code>‖d̂ᵢ − fᵢ(mask(d))‖²</code> after keeping the top words by each "
-            "ranking (lower is better; the best per column is bold).</p>"
+            "ranking (lower is better; the best ranking per column is bold; rows in "
+            "parentheses are references, not rankings).</p>"
         )
         parts.append(_table_from_any(mot_table, bold_min=True))
         if mot_tests is not None:
             parts.append("<h3>Paired significance tests (MoT against each baseline)</h3>")
             parts.append(_table_from_any(mot_tests))
-    parts.append("<h2>Attributions per text</h2>")
+    if attributions:
+        parts.append("<h2>Attributions per text</h2>")
     shown = list(attributions)[: max(0, max_texts)]
     for i, a in enumerate(shown):
         parts.append(f'<section class="text-report" id="text-{i}"><h3>Text {i + 1}</h3>')
@@ -452,7 +473,9 @@ def _frame_csv(obj: Any) -> bytes:
     import pandas as pd
 
     frame = obj if isinstance(obj, pd.DataFrame) else pd.DataFrame(obj)
-    return frame.to_csv(index=True).encode()
+    # A plain 0..n-1 index carries no information: leave it out.
+    plain = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
+    return frame.to_csv(index=not plain).encode()
 
 
 def write_attribution_report(

@@ -320,20 +320,36 @@ def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
-def test_cli_report_dense(tmp_path: Path, capsys) -> None:
+def test_cli_report_dense_with_mot(tmp_path: Path, capsys) -> None:
     from analysis.cli import main  # in-process: reuses the loaded encoder (the lexical test
     # above runs the real console script)
 
-    args = ["--text", f"a cat {EVIL}", "--steps", "2", "--out", str(tmp_path), "--json"]
+    corpus = tmp_path / "c.txt"
+    texts = [f"a cat {EVIL}", "the red car drives on the road", "a small dog barks at the mailman"]
+    corpus.write_text("\n".join(texts), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["--corpus", str(corpus), "--steps", "2", "--mot", "--out", str(out), "--json"]
     assert main(["report", "--encoder", "minilm-pq", *args]) == 0
     files = json.loads(capsys.readouterr().out)["files"]
-    assert set(files) == {"report.html", "report.json", "attributions.csv"}
+    assert set(files) == {"report.html", "report.json", "attributions.csv", "mot.csv", "mot_tests.csv"}
     payload = json.loads(Path(files["report.json"]).read_text())
+    assert [t["text"] for t in payload["texts"]] == texts
     t = payload["texts"][0]
     assert t["steps"] == 2 and len(t["attributions"]) == payload["meta"]["M"] == 24
     assert t["words"][:2] == ["a", "cat"]
+    # The masking table: the same numbers in mot.csv, the JSON and the HTML.
+    mot = pd.read_csv(files["mot.csv"], index_col=0)
+    assert list(mot.columns) == ["24"] and {"MoT", "GlobalT", "Tail", "(none masked)"} <= set(mot.index)
+    assert payload["mot"]["index"] == list(mot.index)
+    np.testing.assert_array_equal(np.array(payload["mot"]["data"], dtype=float), mot.to_numpy())
+    tests = pd.read_csv(files["mot_tests.csv"])
+    assert "MoT" not in set(tests["baseline"]) and len(tests) == 8  # MoT against 8 baselines
     doc = Path(files["report.html"]).read_text()
-    assert "<script" not in doc.lower() and doc.count('<tr class="subvector">') == 24
+    assert "<script" not in doc.lower() and doc.count('<tr class="subvector">') == 3 * 24
+    # The bold cell is the best ranking, never a reference row in parentheses.
+    best = mot.drop(index=[i for i in mot.index if i.startswith("(")])["24"].idxmin()
+    bold = re.findall(r'<tr><td>([^<]*)</td><td class="num"><b>', doc)
+    assert bold == [best]
 
 
 # ------------------------------------------------------------------- the Attribution page
@@ -386,8 +402,15 @@ def test_attribution_page_text_corpus_and_errors() -> None:
     corpus = b"text\nthe red car\n\na small dog barks\nignored third\n"
     at.file_uploader(key="attr_upload").set_value(("c.csv", corpus, "text/csv"))
     at.number_input(key="attr_max").set_value(2)
+    at.checkbox(key="attr_mot").check()
     at.button[0].click()
     at.run()
     assert not at.exception and not at.error
-    texts = [x.text for x in at.session_state["attr_result"]["attrs"]]
-    assert texts == ["the red car", "a small dog barks"]
+    result = at.session_state["attr_result"]
+    assert [x.text for x in result["attrs"]] == ["the red car", "a small dog barks"]
+    # The masking table is shown and downloadable, with the same numbers.
+    shown = at.dataframe[1].value
+    assert "MoT" in shown.index and "GlobalT" in shown.index
+    back = pd.read_csv(io.BytesIO(result["files"]["mot.csv"]), index_col=0)
+    np.testing.assert_allclose(back.to_numpy(), shown.to_numpy())
+    assert "mot.csv" in [b.label for b in at.get("download_button")]

@@ -105,7 +105,10 @@ def _dense_report(args, encoder, texts, out, meta, progress):
         notes.append(f"{n_trunc} text(s) truncated to the model's limit of {encoder.max_length} tokens")
     mot_table = mot_tests = None
     if args.mot:
-        mot_table, mot_tests = _mot(encoder, texts, attrs, args, progress)
+        mot = _mot(encoder, texts, attrs, args, progress)
+        mot_table, mot_tests = mot.table, mot.significance
+        notes.extend(n for n in mot.settings.get("notes", []) if n not in notes)
+        meta["MoT"] = {k: mot.settings[k] for k in ("keep", "mask", "n_docs", "codebook")}
     meta.update(
         {"M": encoder.m, "K": encoder.k, "IG steps": args.steps, "baseline": args.baseline, "notes": notes}
     )
@@ -116,12 +119,13 @@ def _dense_report(args, encoder, texts, out, meta, progress):
 
 
 def _mot(encoder, texts, attrs, args, progress):
-    from analysis.mot import mot_eval
+    """The masking evaluation on the report's own codebook, reusing its attributions."""
+    from analysis.mot import mot_evaluate
 
-    result = mot_eval(encoder, texts, keep=args.keep, steps=args.steps, attributions=attrs)
-    if isinstance(result, tuple):
-        return result[0], result[1]
-    return result, getattr(result, "attrs", {}).get("tests")
+    result = mot_evaluate(
+        encoder, texts, keep=args.keep, attributions=attrs, mask="unk", progress=progress
+    )
+    return result
 
 
 def _terms_report(args, encoder, texts, out, meta):

@@ -84,12 +84,16 @@ def _run() -> dict:
     attrs = attribute_corpus(enc, texts, steps=int(steps), progress=progress)
     mot_table = mot_tests = None
     if run_mot:
-        from analysis.mot import mot_eval
+        from analysis.mot import mot_evaluate
 
         progress(0.0, "masking evaluation…")
-        mot_table, mot_tests = mot_eval(enc, texts, keep=float(keep), attributions=attrs)
+        mot = mot_evaluate(enc, texts, keep=float(keep), attributions=attrs, progress=progress)
+        mot_table, mot_tests = mot.table, mot.significance
     bar.empty()
     meta = {"source": label, "M": enc.m, "K": enc.k, "IG steps": int(steps), "notes": list(enc.notes)}
+    if run_mot:
+        meta["MoT"] = {k: mot.settings[k] for k in ("keep", "mask", "n_docs", "codebook")}
+        meta["notes"] += [n for n in mot.settings.get("notes", []) if n not in meta["notes"]]
     files = attribution_report_files(
         attrs, encoder_name=enc.name, mot_table=mot_table, mot_tests=mot_tests, meta=meta
     )
@@ -208,7 +212,11 @@ st.plotly_chart(bars, width="stretch", key="attr_bars")
 
 if result["mot_table"] is not None:
     st.subheader("Masking evaluation (MoT)")
-    st.caption("Mean ‖d̂ᵢ − fᵢ(mask(d))‖² keeping the top words of each ranking; lower is better.")
+    st.caption(
+        f"Mean ‖d̂ᵢ − fᵢ(mask(d))‖² after keeping the top {meta['MoT']['keep']:.0%} of the words "
+        "by each ranking and replacing the others with [UNK] (lower is better; rows in "
+        "parentheses are references: nothing masked, everything masked)."
+    )
     st.dataframe(result["mot_table"], width="stretch")
     if result["mot_tests"] is not None:
         st.caption("Paired significance tests of MoT against each baseline")
