@@ -36,15 +36,16 @@ run: setup
 	$(BIN)/streamlit run app/main.py --server.headless true
 
 test: setup-dev browser
-	$(BIN)/ruff check models analysis app tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
 bench: setup-dev
 	$(BIN)/python -m bench.run --out bench/results.json
 
 lint: setup-dev
-	$(BIN)/ruff check models analysis app tests bench
-	$(BIN)/ruff format --check models analysis app tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .lexlens-cache

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from models.base import InputError, LexlensError, check_texts
+from lexlens.models.base import Capability, InputError, LexlensError, Needs, check_texts
+
+#: What this analysis needs of an encoder.
+ATTRIBUTION_NEEDS = Needs(
+    "Integrated Gradients per sub-vector", all_of=frozenset({Capability.DIFFERENTIABLE})
+)
 
 log = logging.getLogger(__name__)
 
@@ -479,7 +484,7 @@ def attribute_lexical_term(
     vocab_size = int(model.config.vocab_size)
     if not isinstance(term_index, int | np.integer) or not 0 <= int(term_index) < vocab_size:
         raise LexlensError(f"term index {term_index!r} out of range 0..{vocab_size - 1}")
-    from models.text_io import tokenize_batch
+    from lexlens.models.text_io import tokenize_batch
 
     batch = tokenize_batch(tokenizer, [text], encoder.max_length)
     ids = batch.input_ids.to(encoder.device)

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.terms import own_tokens
-from models.base import InputError, LexicalEncoding
+from lexlens.analysis.terms import own_tokens
+from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs
+
+#: What this analysis needs of an encoder.
+CONTRIB_NEEDS = Needs("query ⊙ document contributions", all_of=frozenset({Capability.TEXT_LEXICAL}))
 
 
 def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:

@@ -18,8 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.terms import is_special_token, top_terms
-from models.base import InputError, LexicalEncoding
+from lexlens.analysis.terms import is_special_token, top_terms
+from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs
+
+#: What this analysis needs of an encoder.
+DEVIATION_NEEDS = Needs("semantic deviation", all_of=frozenset({Capability.TEXT_LEXICAL}))
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def dataset_deviation(
     FLOPs and active dimensions are read on the gated vectors ``E = V ⊙ G`` (``gate_k``
     top dimensions plus own tokens; -1 = ungated), since a VDR ``V`` is positive everywhere.
     """
-    from analysis.contrib import gate
+    from lexlens.analysis.contrib import gate
 
     per = [
         deviation(e.weights, vocab, caption_tokens(e.units, static), static, k, text=t)

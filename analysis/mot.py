@@ -42,13 +42,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from analysis.attribution import (
+from lexlens.analysis.attribution import (
     attribute_batch,
     check_steps,
     group_word_pieces,
     random_other,
 )
-from models.base import InputError, LexlensError, check_texts
+from lexlens.models.base import InputError, LexlensError, check_texts
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ def mot_evaluate(
     report that already ran IG) — are reused instead of recomputed, and imply
     ``own_codebook``.
     """
-    from models.dense_pq import ProductQuantizer, check_m
+    from lexlens.models.dense_pq import ProductQuantizer, check_m
 
     if not hasattr(encoder, "with_quantizer"):
         raise LexlensError(

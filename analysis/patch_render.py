@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from analysis.patches import FULL_BOX, Box, patch_boxes
+from lexlens.analysis.patches import FULL_BOX, Box, patch_boxes
 
 #: Colours of patch groups A, B, … (RGB).
 GROUP_COLORS: tuple[tuple[int, int, int], ...] = ((31, 119, 180), (255, 127, 14), (44, 160, 44))

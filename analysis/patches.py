@@ -22,13 +22,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from analysis.terms import special_mask
-from models.base import InputError, LexicalEncoding, pool_units
+from lexlens.analysis.terms import special_mask
+from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 
 Box = tuple[float, float, float, float]
 FULL_BOX: Box = (0.0, 0.0, 1.0, 1.0)
 #: Share of a cell's area a box must cover for the cell to be selected.
 MIN_CELL_COVERAGE = 0.5
+
+
+#: What this analysis needs of an encoder.
+IMAGE_NEEDS = Needs("patch groups of an image", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 
 
 def _rows(encoding: LexicalEncoding) -> np.ndarray:

@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from analysis.terms import Term
+from lexlens.analysis.terms import Term
 
 
 def wordcloud_image(

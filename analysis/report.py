@@ -125,7 +125,7 @@ def _cell_colour(value: float, scale: float) -> str:
 
 def _page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
 
@@ -156,9 +156,7 @@ def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_mi
     # Reference rows, labelled in parentheses (e.g. "(none masked)"), are not contenders.
     contenders = [r for r in rows if not str(r[0]).startswith("(")]
     for c in bold_min_cols:
-        vals = [
-            r[c] for r in contenders if isinstance(r[c], (int, float)) and math.isfinite(r[c])
-        ]
+        vals = [r[c] for r in contenders if isinstance(r[c], (int, float)) and math.isfinite(r[c])]
         if vals:
             best[c] = min(vals)
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
@@ -177,7 +175,9 @@ def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_mi
                 text = _e(v)
             cells.append(f"<td{cls}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
 
 
 def _table_from_any(obj: Any, *, bold_min: bool = False) -> str:
@@ -249,7 +249,7 @@ def dense_with_m(encoder: Any, m: int | None, progress: Any = None) -> Any:
 
     The fit is cached on disk by ``fit_codebooks`` (first time: about a minute on a CPU).
     """
-    from models.dense_pq import check_m, default_corpus
+    from lexlens.models.dense_pq import check_m, default_corpus
 
     if m is None or (encoder.quantizer is not None and int(m) == encoder.m):
         return encoder
@@ -302,7 +302,8 @@ def attribution_json(
                 "global_sum": float(np.asarray(a.global_attributions, dtype=np.float64).sum()),
                 "global_delta": float(a.global_delta),
                 "global_gap": float(
-                    np.asarray(a.global_attributions, dtype=np.float64).sum() - float(a.global_delta)
+                    np.asarray(a.global_attributions, dtype=np.float64).sum()
+                    - float(a.global_delta)
                 ),
                 "steps": int(a.steps),
                 "baseline": str(getattr(a, "baseline", "unk")),
@@ -338,7 +339,15 @@ def attribution_csv_rows(attributions: Sequence[Any]) -> list[list[Any]]:
     return rows
 
 
-ATTRIBUTION_CSV_HEADER = ["text_index", "subvector", "code", "word_index", "word", "attribution", "delta"]
+ATTRIBUTION_CSV_HEADER = [
+    "text_index",
+    "subvector",
+    "code",
+    "word_index",
+    "word",
+    "attribution",
+    "delta",
+]
 
 
 def _heatmap_html(a: Any, text_index: int) -> str:
@@ -541,7 +550,7 @@ def terms_json(
 
 
 def _cloud_img(terms: Sequence[Any], alt: str, highlight: set[str]) -> str:
-    from analysis.plots import png_bytes, wordcloud_image
+    from lexlens.analysis.plots import png_bytes, wordcloud_image
 
     image = wordcloud_image(list(terms), highlight=highlight)
     data = base64.b64encode(png_bytes(image)).decode("ascii")
@@ -577,7 +586,9 @@ def render_terms_html(
         parts.append(_rows_table(["rank", "term", "weight", "kind"], rows))
         parts.append("</section>")
     if len(items) > len(shown):
-        parts.append(f'<p class="note">{len(items) - len(shown)} more inputs are in report.json.</p>')
+        parts.append(
+            f'<p class="note">{len(items) - len(shown)} more inputs are in report.json.</p>'
+        )
     return _page(f"Lexlens terms report — {encoder_name}", "\n".join(parts))
 
 

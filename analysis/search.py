@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.contrib import contributions
-from models.base import InputError
+from lexlens.analysis.contrib import contributions
+from lexlens.models.base import Capability, InputError, Needs
+
+#: What this analysis needs of an encoder.
+SEARCH_NEEDS = Needs("search", all_of=frozenset({Capability.TEXT_LEXICAL}))
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ def read_labelled_csv(path) -> tuple[list[str], list[str], list[set[str]]]:
 
     import pandas as pd
 
-    from analysis.cli.common import read_corpus
+    from lexlens.analysis.cli.common import read_corpus
 
     path = Path(path)
     if path.suffix.lower() != ".csv":
@@ -259,7 +262,7 @@ def encode_collection(
     progress: Callable[[float], None] | None = None,
 ) -> Collection:
     """Encode texts as documents and gate them (``E = V ⊙ G``) into a :class:`Collection`."""
-    from analysis.contrib import gate
+    from lexlens.analysis.contrib import gate
 
     vectors = []
     for start in range(0, len(texts), batch):

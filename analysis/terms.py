@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from models.base import LexicalEncoding
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    InputError,
+    LexicalEncoding,
+    Needs,
+    check_texts,
+)
 
 _SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
@@ -190,7 +199,7 @@ def term_rows(
     bag-of-words terms (the input's own tokens) against expansion terms. Pieces merge
     into the input's own words and any ``words`` given (see :func:`merge_word_pieces`).
     """
-    from models.base import pool_units
+    from lexlens.models.base import pool_units
 
     if units is not None and encoding.unit_weights is not None:
         weights = pool_units(encoding.unit_weights[units], encoding.normalization)
@@ -207,3 +216,126 @@ def term_rows(
             row["from_unit"] = prov.unit
             row["from_unit_index"] = prov.unit_index
     return rows
+
+
+# ----------------------------------------------------------------------------- use case
+
+#: The Text page and ``terms --text`` need a lexical text encoder.
+TEXT_NEEDS = Needs("terms of a text", all_of=frozenset({Capability.TEXT_LEXICAL}))
+#: Terms need an encoder that puts texts or images into a vocabulary.
+TERMS_NEEDS = Needs(
+    "term weights", any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL})
+)
+
+
+@dataclass(frozen=True)
+class TermsResult:
+    """Top terms of one input (a text, an image, or a region of an image).
+
+    ``terms`` keeps the raw vocabulary tokens (word pieces included); ``merged_terms`` is
+    the display view with pieces joined into words where there is evidence for it.
+    """
+
+    encoder: str
+    input: dict
+    terms: list[dict]
+    merged_terms: list[dict]
+    notes: list[str]
+
+    def top(self, k: int = 10, *, merged: bool = True) -> list[tuple[str, float]]:
+        rows = self.merged_terms if merged else self.terms
+        return [(r["token"], r["weight"]) for r in rows[:k]]
+
+    def to_dict(self) -> dict:
+        return {
+            "encoder": self.encoder,
+            "input": self.input,
+            "terms": self.terms,
+            "merged_terms": self.merged_terms,
+            "notes": self.notes,
+        }
+
+
+def encode_text(encoder: Encoder, text: str, *, side: str = "query") -> LexicalEncoding:
+    """One text through a lexical text encoder (validated before the model runs)."""
+    check_texts([text])
+    TEXT_NEEDS.check(encoder)
+    return encoder.encode_texts([text], side=side)[0]
+
+
+def encode_image(encoder: Encoder, image: Any, *, name: str | None = None) -> LexicalEncoding:
+    """One image (a path, bytes, or a PIL image) through a lexical image encoder."""
+    from PIL import Image
+
+    from lexlens.models.images import load_image
+
+    Needs("terms of an image", all_of=frozenset({Capability.IMAGE_LEXICAL})).check(encoder)
+    picture = image if isinstance(image, Image.Image) else load_image(image, name=name or "")
+    return encoder.encode_images([picture])[0]
+
+
+def terms_of_encoding(
+    encoder: Encoder,
+    encoding: LexicalEncoding,
+    *,
+    top: int = 20,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    input_info: dict | None = None,
+) -> TermsResult:
+    """The :class:`TermsResult` of an encoding, or of the patch group a box or cells select."""
+    from lexlens.analysis.patches import box_to_patches, units_to_indices
+
+    if not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    info = dict(input_info or {})
+    units = None
+    if box is not None or cells is not None:
+        if encoding.grid is None:
+            raise InputError("a box or cells apply to images only")
+        if box is not None and cells is not None:
+            raise InputError("give a box or cells, not both")
+        if box is not None:
+            units = box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
+            info["box"] = list(box)
+        else:
+            units = units_to_indices(encoding, cells or [])
+        info["cells"] = [encoding.units[i] for i in units]
+    if encoding.grid is not None:
+        info["grid"] = list(encoding.grid)
+        info["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))
+    raw = term_rows(encoding, encoder.vocab, top, units=units)
+    merged = term_rows(
+        encoding, encoder.vocab, top, units=units, merge_pieces=True, words=encoder.known_words
+    )
+    notes = list(encoding.notes)
+    if encoding.truncated:
+        notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
+    return TermsResult(encoder.name, info, raw, merged, notes)
+
+
+def terms(
+    encoder: Encoder,
+    *,
+    text: str | None = None,
+    image: Any = None,
+    name: str | None = None,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    side: str = "query",
+    top: int = 20,
+) -> TermsResult:
+    """Top terms of a text, an image, or an image region (``box`` in fractions 0..1)."""
+    if (text is None) == (image is None):
+        raise InputError("give either a text or an image")
+    if not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    if text is not None:
+        if box is not None or cells is not None:
+            raise InputError("a box or cells apply to images only")
+        encoding = encode_text(encoder, text, side=side)
+        info = {"text": text, "side": side}
+    else:
+        encoding = encode_image(encoder, image, name=name)
+        info = {"image": name or (str(image) if isinstance(image, (str, Path)) else "image")}
+    return terms_of_encoding(encoder, encoding, top=top, box=box, cells=cells, input_info=info)

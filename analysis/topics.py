@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.attribution import SubvectorAttribution, attribute_corpus
-from models.base import InputError, LexlensError, check_texts
+from lexlens.analysis.attribution import SubvectorAttribution, attribute_corpus
+from lexlens.models.base import InputError, LexlensError, check_texts
 
 ProgressFn = Callable[[float, str], None]
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from app.state import device_picker  # noqa: E402
+try:
+    from lexlens.app.state import device_picker, restore_kept
+except ModuleNotFoundError:  # a plain checkout that was never installed
+    st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
+    st.stop()
 
 st.set_page_config(page_title="Lexlens", page_icon=":material/search_insights:", layout="wide")
 
@@ -23,6 +24,7 @@ PAGES = [  # (file, title, icon, url path)
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
 ]
 
+restore_kept()
 st.sidebar.title("Lexlens")
 st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
 device_picker()

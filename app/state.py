@@ -6,16 +6,13 @@ Pages stay thin: they pick an encoder here and call ``analysis`` functions.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `streamlit run app/main.py` from a plain checkout
-    sys.path.insert(0, str(ROOT))
+from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
 
-from models import Encoder, LexlensError, available_encoders, load_encoder  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CUSTOM = "local checkpoint directory…"
 
@@ -37,14 +34,14 @@ def device_picker() -> str:
 
 
 def encoder_picker(
-    label: str, modality: str, key: str, default: str | None = None
+    label: str, needs: Needs, key: str, default: str | None = None
 ) -> Encoder | None:
-    """Sidebar picker among registry encoders whose modality starts with ``modality``.
+    """Sidebar picker among the registry encoders an analysis can use (``needs``).
 
-    ``modality`` is "text", "image" or "dense"; a local directory can always be typed in.
-    Shows a clear error and returns ``None`` when loading fails.
+    A local checkpoint directory can always be typed in; once loaded it is checked against
+    ``needs`` too. Shows a clear error and returns ``None`` when loading or the check fails.
     """
-    names = [e["name"] for e in available_encoders() if _matches(e["modality"], modality)]
+    names = [c.name for c in available_encoders() if needs.is_compatible(c.capabilities)]
     options = names + [CUSTOM]
     index = options.index(default) if default in options else 0
     choice = st.sidebar.selectbox(label, options, index=index, key=key)
@@ -54,16 +51,12 @@ def encoder_picker(
             st.info("Type the path of a local checkpoint directory in the sidebar.")
             return None
     try:
-        return get_encoder(choice, st.session_state.get("device", "auto"))
+        encoder = get_encoder(choice, st.session_state.get("device", "auto"))
+        needs.check(encoder)
     except LexlensError as exc:
         st.error(str(exc))
         return None
-
-
-def _matches(modality: str, wanted: str) -> bool:
-    if wanted == "dense":
-        return "dense" in modality
-    return modality.startswith(wanted) and "lexical" in modality
+    return encoder
 
 
 def content_key(*parts: bytes | str) -> str:
@@ -73,3 +66,50 @@ def content_key(*parts: bytes | str) -> str:
         digest.update(part.encode("utf-8") if isinstance(part, str) else part)
         digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+# ------------------------------------------------------------- state that survives pages
+#
+# Streamlit forgets a widget's value when a run does not draw it (another page was shown).
+# Keys registered with ``kept`` are re-assigned at the start of every run (``app/main.py``
+# calls ``restore_kept``), which keeps their values for the whole session. Uploads cannot
+# be set through session state, so ``remembered_uploads`` keeps their bytes instead.
+
+_KEPT = "_lexlens_kept_keys"
+
+
+def kept(key: str, default: object = None) -> str:
+    """Register a widget key whose value survives page switches; returns ``key``.
+
+    The default is seeded into session state (pass no ``value=``/``index=`` to the widget,
+    or Streamlit warns that the value was set twice).
+    """
+    registry = st.session_state.setdefault(_KEPT, set())
+    registry.add(key)
+    if key not in st.session_state and default is not None:
+        st.session_state[key] = default
+    return key
+
+
+def restore_kept() -> None:
+    """Re-assign every kept key so Streamlit does not clean it up (call once per run)."""
+    for key in list(st.session_state.get(_KEPT, ())):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of the current uploads, or of the last ones when the uploader is
+    empty after a page switch; a button forgets them."""
+    store = f"_lexlens_uploads_{key}"
+    if uploads:
+        st.session_state[store] = [(f.name, f.getvalue()) for f in uploads]
+    kept_files = st.session_state.get(store, [])
+    if kept_files and not uploads:
+        names = ", ".join(name for name, _ in kept_files)
+        left, right = st.columns([5, 1])
+        left.caption(f"Using your earlier upload: {names}")
+        if right.button("Forget", key=f"{store}_forget"):
+            st.session_state.pop(store, None)
+            st.rerun()
+    return list(kept_files)

@@ -24,8 +24,8 @@ def _clock(fn) -> tuple[float, float]:
 def run() -> list[dict]:
     import numpy as np
 
-    from analysis.attribution import attribute_single_target, attribute_subvectors
-    from models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
+    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
 
     encoder = DensePQEncoder.from_packaged(device="cpu")  # M = 24, K = 256 (cached codebooks)
     text = default_corpus()[0]

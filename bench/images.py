@@ -16,7 +16,7 @@ def _images(n: int):
     import skimage
     from PIL import ImageOps
 
-    from models.images import load_image
+    from lexlens.models.images import load_image
 
     data = Path(skimage.__file__).parent / "data"
     base = [load_image(data / name).resize((448, 300)) for name in ("chelsea.png", "coffee.png")]
@@ -32,9 +32,9 @@ def _images(n: int):
 
 
 def run() -> list[dict]:
-    from analysis.patches import box_to_patches, pool_box, pool_patches
-    from analysis.terms import top_terms
-    from models import load_encoder
+    from lexlens.analysis.patches import box_to_patches, pool_box, pool_patches
+    from lexlens.analysis.terms import top_terms
+    from lexlens.models import load_encoder
 
     encoder = load_encoder("efficientnet-lite0-lexical")
     images = _images(16)

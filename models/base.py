@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -102,18 +103,111 @@ def pick_device(device: str | None = None) -> str:
     return device
 
 
+class Capability(StrEnum):
+    """What an encoder can do; each analysis states the capabilities it needs."""
+
+    #: texts → weights over a vocabulary (``encode_texts``)
+    TEXT_LEXICAL = "text-lexical"
+    #: images → weights over a vocabulary, one row per patch (``encode_images``)
+    IMAGE_LEXICAL = "image-lexical"
+    #: texts → dense vectors (``embed_texts``, ``dim``)
+    DENSE = "dense"
+    #: dense vectors → discrete codes of a product quantiser (``quantizer``, ``codes``)
+    QUANTISED = "quantised"
+    #: a differentiable path from input word embeddings to the sub-vectors (Integrated
+    #: Gradients: ``tokenizer``, ``word_embeddings``, ``tokenize``, ``forward_embeds``,
+    #: ``split_torch``)
+    DIFFERENTIABLE = "differentiable"
+
+
+#: How each capability reads in messages and on encoder cards.
+CAPABILITY_TEXT = {
+    Capability.TEXT_LEXICAL: "text → vocabulary weights",
+    Capability.IMAGE_LEXICAL: "image → vocabulary weights",
+    Capability.DENSE: "text → dense vector",
+    Capability.QUANTISED: "discrete codes (product quantiser)",
+    Capability.DIFFERENTIABLE: "gradients to input words",
+}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What an analysis needs of an encoder (LIT's ``is_compatible``), checked in one place.
+
+    ``all_of``: every capability is required; ``any_of``: at least one of them (e.g. terms
+    of a text *or* an image).
+    """
+
+    analysis: str
+    all_of: frozenset[Capability] = frozenset()
+    any_of: frozenset[Capability] = frozenset()
+
+    def is_compatible(self, capabilities: frozenset[Capability] | Encoder) -> bool:
+        caps = capabilities.capabilities if isinstance(capabilities, Encoder) else capabilities
+        return self.all_of <= caps and (not self.any_of or bool(self.any_of & caps))
+
+    def check(self, encoder: Encoder) -> None:
+        """Raise :class:`ModalityError` naming what is missing, in one line."""
+        if self.is_compatible(encoder):
+            return
+        missing = sorted(self.all_of - encoder.capabilities) or sorted(self.any_of)
+        has = ", ".join(CAPABILITY_TEXT[c] for c in sorted(encoder.capabilities)) or "nothing"
+        joiner = " and " if self.all_of - encoder.capabilities else " or "
+        wants = joiner.join(CAPABILITY_TEXT[c] for c in missing)
+        raise ModalityError(
+            f"{self.analysis} needs an encoder with {wants}; {encoder.name!r} offers {has}"
+        )
+
+
+@dataclass(frozen=True)
+class EncoderCard:
+    """What the registry knows about an encoder before loading it."""
+
+    name: str
+    summary: str
+    capabilities: frozenset[Capability]
+    vocab_size: int | None
+    weights: str
+    licence: str
+
+    @property
+    def modalities(self) -> frozenset[str]:
+        return modalities_of(self.capabilities)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "modalities": sorted(self.modalities),
+            "capabilities": sorted(str(c) for c in self.capabilities),
+            "vocab_size": self.vocab_size,
+            "weights": self.weights,
+            "licence": self.licence,
+        }
+
+
+def modalities_of(capabilities: frozenset[Capability]) -> frozenset[str]:
+    """Input modalities implied by capabilities ("text", "image")."""
+    out = set()
+    if capabilities & {Capability.TEXT_LEXICAL, Capability.DENSE}:
+        out.add("text")
+    if Capability.IMAGE_LEXICAL in capabilities:
+        out.add("image")
+    return frozenset(out)
+
+
 class Encoder:
     """Base class: a loaded model, shared read-only between callers.
 
-    Subclasses set ``name``, ``vocab``, ``device``, ``modalities`` and implement the
-    encode methods they support. Encoding never mutates the encoder, so one instance
-    can serve concurrent app sessions.
+    Subclasses set ``name``, ``device``, ``capabilities`` (and ``vocab`` when lexical) and
+    implement the members of the protocols below for each capability they declare.
+    Encoding never mutates the encoder, so one instance can serve concurrent app sessions.
     """
 
     name: str = "encoder"
     vocab: list[str]
     device: str = "cpu"
-    modalities: frozenset[str] = frozenset()
+    capabilities: frozenset[Capability] = frozenset()
     #: Token limit of the text tower (longer texts are truncated with a notice).
     max_length: int = 512
     #: Human-readable origin of the weights (shown in `lexlens encoders`).
@@ -121,6 +215,16 @@ class Encoder:
     #: Whole words the encoder's output is known to spell in word pieces (e.g. the class
     #: names of a label-space image encoder); evidence for merging pieces in displays.
     known_words: frozenset[str] = frozenset()
+    #: Whether the nonparametric (bag-of-words) query of this model is L2-normalised, as
+    #: the checkpoint's configuration says (VDR ``norm``); binary otherwise.
+    bow_normalize: bool = False
+
+    @property
+    def modalities(self) -> frozenset[str]:
+        return modalities_of(self.capabilities)
+
+    def can(self, capability: Capability) -> bool:
+        return capability in self.capabilities
 
     def encode_texts(
         self, texts: list[str], side: str = "query", *, keep_units: bool = True
@@ -143,7 +247,76 @@ class Encoder:
         return None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"
+        caps = ",".join(sorted(self.capabilities))
+        return f"{type(self).__name__}(name={self.name!r}, device={self.device!r}, {caps})"
+
+
+@runtime_checkable
+class LexicalEncoder(Protocol):
+    """``TEXT_LEXICAL`` / ``IMAGE_LEXICAL``: inputs → :class:`LexicalEncoding` over ``vocab``."""
+
+    name: str
+    vocab: list[str]
+    known_words: frozenset[str]
+    max_length: int
+
+    def encode_texts(
+        self, texts: list[str], side: str = "query", *, keep_units: bool = True
+    ) -> list[LexicalEncoding]: ...
+
+    def encode_images(
+        self, images: list[Image.Image], *, keep_units: bool = True
+    ) -> list[LexicalEncoding]: ...
+
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None: ...
+
+
+@runtime_checkable
+class DenseEncoder(Protocol):
+    """``DENSE``: texts → ``[N, dim]`` float32 vectors."""
+
+    name: str
+    dim: int
+
+    def embed_texts(
+        self, texts: list[str], *, batch_size: int | None = None, progress=None
+    ) -> np.ndarray: ...
+
+
+@runtime_checkable
+class QuantisedEncoder(DenseEncoder, Protocol):
+    """``QUANTISED``: a dense encoder with a product quantiser (``[M, K, D/M]`` centroids)."""
+
+    quantizer: Any  # lexlens.models.pq.ProductQuantizer
+    m: int
+    k: int
+    centroids: np.ndarray
+
+    def codes(self, texts: list[str], *, progress=None) -> np.ndarray: ...
+
+    def with_quantizer(self, quantizer: Any, *, name: str | None = None) -> QuantisedEncoder: ...
+
+
+@runtime_checkable
+class DifferentiableEncoder(QuantisedEncoder, Protocol):
+    """``DIFFERENTIABLE``: what Integrated Gradients over input word embeddings needs."""
+
+    tokenizer: Any
+    device: str
+    max_length: int
+
+    @property
+    def word_embeddings(self) -> Any: ...  # torch.nn.Embedding
+
+    def tokenize(self, texts: list[str]) -> Any: ...  # lexlens.models.text_io.TokenBatch
+
+    def forward_embeds(self, inputs_embeds: Any, attention_mask: Any) -> Any: ...
+
+    def forward_ids(self, input_ids: Any, attention_mask: Any) -> Any: ...
+
+    def split_torch(self, f: Any) -> Any: ...
+
+    def centroids_torch(self) -> Any: ...
 
 
 def check_texts(texts: list[str]) -> list[str]:
@@ -154,5 +327,6 @@ def check_texts(texts: list[str]) -> list[str]:
         raise InputError("no texts given")
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"text #{i + 1} is empty: type some words to encode")
+            which = "the text is" if len(texts) == 1 else f"text #{i + 1} is"
+            raise InputError(f"{which} empty: type some words to encode")
     return texts

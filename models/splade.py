@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.base import Encoder, EncoderLoadError, LexicalEncoding, check_texts
-from models.checkpoint import find_weights, load_checked, read_state_dict
-from models.text_io import load_bert_tokenizer, tokenize_batch
+from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
+from lexlens.models.checkpoint import find_weights, load_checked, read_state_dict
+from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
 
 
 class SpladeEncoder(Encoder):
     """A SPLADE text encoder (one tower serves queries and documents)."""
 
-    modalities = frozenset({"text"})
+    capabilities = frozenset({Capability.TEXT_LEXICAL})
 
     def __init__(self, mlm, tokenizer, *, device: str, name: str, source: str = "") -> None:
         self.model = mlm.to(device).eval()

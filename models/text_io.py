@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from models.base import EncoderLoadError
+from lexlens.models.base import EncoderLoadError
 
 #: Texts longer than this many characters are cut before tokenisation (a 512-token
 #: window never needs more); the encoding is then marked ``truncated``.
@@ -25,7 +25,7 @@ def load_bert_tokenizer(path: Path | None = None):
     """The WordPiece tokenizer in ``path``; without one, the packaged bert-base-uncased one."""
     from transformers import AutoTokenizer
 
-    from models.packaged import bert_uncased_tokenizer_dir
+    from lexlens.models.packaged import bert_uncased_tokenizer_dir
 
     candidates = [path] if path is not None else []
     candidates.append(bert_uncased_tokenizer_dir())

@@ -49,7 +49,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.base import (
+from lexlens.models.base import (
+    Capability,
     Encoder,
     EncoderLoadError,
     InputError,
@@ -57,8 +58,8 @@ from models.base import (
     ModalityError,
     check_texts,
 )
-from models.checkpoint import find_weights, read_state_dict
-from models.text_io import load_bert_tokenizer, tokenize_batch
+from lexlens.models.checkpoint import find_weights, read_state_dict
+from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -426,7 +427,7 @@ def centre_view(image: Image.Image, size: int) -> tuple[Image.Image, tuple[float
     """
     from PIL import Image as PILImage
 
-    from models.images import resize_center_crop, to_rgb
+    from lexlens.models.images import resize_center_crop, to_rgb
 
     image = to_rgb(image)
     width, height = image.size
@@ -482,8 +483,9 @@ class VDREncoder(Encoder):
         self.vocab_ids: list[int] = vocab_ids[0]
         self.tokenizer = load_bert_tokenizer()
         self.vocab = self.tokenizer.convert_ids_to_tokens(self.vocab_ids)
-        self.modalities = frozenset(
-            (["text"] if towers.text else []) + (["image"] if towers.image else [])
+        self.capabilities = frozenset(
+            ([Capability.TEXT_LEXICAL] if towers.text else [])
+            + ([Capability.IMAGE_LEXICAL] if towers.image else [])
         )
         self.max_length = max(
             [self._text_max_len(side) for side in towers.text] or [DEFAULT_MAX_LEN]
@@ -565,7 +567,7 @@ class VDREncoder(Encoder):
         self, images: list[Image.Image], *, keep_units: bool = True
     ) -> list[LexicalEncoding]:
         """Encode with the image tower: shorter side to ``resolution``, centre crop, ViT."""
-        from models.images import image_notes, to_tensor
+        from lexlens.models.images import image_notes, to_tensor
 
         tower = self.towers.image
         if tower is None:

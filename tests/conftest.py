@@ -1,19 +1,28 @@
-"""Session-scoped real models (they are small) and sample inputs."""
+"""Session-scoped real models (they are small), the CLI in-process, an isolated cache.
+
+``LEXLENS_CACHE`` points at ``.lexlens-cache/tests`` in the checkout (git-ignored), never at
+the user's ``~/.cache/lexlens``: costly derived data (the ImageNet class map, fitted
+codebooks) is built once per checkout and reused by later runs. Tests of the cache itself
+use their own ``tmp_path``.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["LEXLENS_CACHE"] = str(ROOT / ".lexlens-cache" / "tests")
+os.environ.setdefault("LEXLENS_HOME", str(ROOT / ".lexlens-cache" / "tests-home"))
 
 
 @pytest.fixture(scope="session")
 def splade():
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     return load_encoder("splade-tiny", device="cpu")
 
@@ -28,9 +37,35 @@ def skimage_path(name: str) -> Path:
     return path
 
 
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        import json
+
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``lexlens ARGS…`` in this process (encoders stay loaded between calls)."""
+    from lexlens.analysis.cli import main
+
+    def run(*args: str) -> CliRun:
+        capsys.readouterr()  # drop anything printed before
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return CliRun(code, out, err)
+
+    return run
+
+
 @pytest.fixture
 def lexlens_cli():
-    """Run the installed ``lexlens`` console script; returns CompletedProcess."""
+    """Run the installed ``lexlens`` console script in a subprocess (smoke tests only)."""
     import subprocess
     import sys
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import LexlensError
+from lexlens.models import LexlensError
 
 TEXT = "a small striped cat sleeps on a wooden chair"
 
@@ -13,7 +13,7 @@ TEXT = "a small striped cat sleeps on a wooden chair"
 @pytest.fixture(scope="module")
 def dense():
     """MiniLM with M=12, K=8 codebooks fitted on 16 real class descriptions."""
-    from models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
 
     base = DensePQEncoder.packaged_base("cpu")
     return base.fit_codebooks(default_corpus()[:16], 12, 8, seed=0, cache=False)
@@ -29,7 +29,7 @@ def _reference_gap(enc, text: str, n_tokens: int) -> np.ndarray:
 
 
 def test_batched_equals_single_target_captum(dense):
-    from analysis.attribution import attribute_single_target, attribute_subvectors
+    from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
 
     steps = 16
     attr = attribute_subvectors(dense, TEXT, steps=steps)
@@ -47,7 +47,7 @@ def test_batched_equals_single_target_captum(dense):
 
 
 def test_completeness_and_delta_shrinks_with_steps(dense):
-    from analysis.attribution import attribute_subvectors
+    from lexlens.analysis.attribution import attribute_subvectors
 
     coarse = attribute_subvectors(dense, TEXT, steps=2, method="riemann_trapezoid")
     fine = attribute_subvectors(dense, TEXT, steps=48, method="riemann_trapezoid")
@@ -66,7 +66,7 @@ def test_completeness_and_delta_shrinks_with_steps(dense):
 
 
 def test_corpus_batches_and_padding_do_not_change_results(dense):
-    from analysis.attribution import attribute_corpus, attribute_subvectors
+    from lexlens.analysis.attribution import attribute_corpus, attribute_subvectors
 
     texts = [TEXT, "rockets", "an old steam locomotive pulling freight wagons across a bridge"]
     seen = []
@@ -82,7 +82,7 @@ def test_corpus_batches_and_padding_do_not_change_results(dense):
 
 
 def test_subvector_selection_and_global(dense):
-    from analysis.attribution import attribute_subvectors
+    from lexlens.analysis.attribution import attribute_subvectors
 
     full = attribute_subvectors(dense, TEXT, steps=6)
     part = attribute_subvectors(dense, TEXT, steps=6, subvectors=[7, 3])
@@ -94,7 +94,7 @@ def test_subvector_selection_and_global(dense):
 
 
 def test_word_pieces_are_merged_into_words(dense):
-    from analysis.attribution import attribute_subvectors, group_word_pieces
+    from lexlens.analysis.attribution import attribute_subvectors, group_word_pieces
 
     words, groups = group_word_pieces(["[CLS]", "token", "##ization", "is", "fun", "[SEP]"])
     assert words == ["tokenization", "is", "fun"] and groups == [[1, 2], [3], [4]]
@@ -104,7 +104,7 @@ def test_word_pieces_are_merged_into_words(dense):
 
 
 def test_long_text_is_truncated_and_noted(dense):
-    from analysis.attribution import attribute_subvectors
+    from lexlens.analysis.attribution import attribute_subvectors
 
     long_text = " ".join(["the river flows past the mill"] * 80)
     res = attribute_subvectors(dense, long_text, steps=2, subvectors=[0])
@@ -114,7 +114,7 @@ def test_long_text_is_truncated_and_noted(dense):
 
 
 def test_pad_baseline_option(dense):
-    from analysis.attribution import attribute_single_target, attribute_subvectors
+    from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
 
     res = attribute_subvectors(dense, TEXT, steps=8, baseline="pad", subvectors=[2])
     ref, _ = attribute_single_target(dense, TEXT, 2, 8, baseline="pad")
@@ -124,7 +124,7 @@ def test_pad_baseline_option(dense):
 
 
 def test_randt_uses_another_subvector(dense):
-    from analysis.attribution import attribute_subvectors, random_other, randt_attributions
+    from lexlens.analysis.attribution import attribute_subvectors, random_other, randt_attributions
 
     other = random_other(12, seed=5)
     assert np.all(other != np.arange(12)) and np.array_equal(other, random_other(12, seed=5))
@@ -133,7 +133,7 @@ def test_randt_uses_another_subvector(dense):
 
 
 def test_bad_requests_are_clear_errors(dense, splade):
-    from analysis.attribution import attribute_subvectors
+    from lexlens.analysis.attribution import attribute_subvectors
 
     with pytest.raises(LexlensError, match="steps"):
         attribute_subvectors(dense, TEXT, steps=0)
@@ -148,7 +148,7 @@ def test_bad_requests_are_clear_errors(dense, splade):
 
 
 def test_lexical_term_attribution(splade):
-    from analysis.attribution import attribute_lexical_term
+    from lexlens.analysis.attribution import attribute_lexical_term
 
     text = "a cat sleeping on a book"
     term = splade.vocab.index("cat")

@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture(scope="module")
 def small_pq_dir(tmp_path_factory):
     """A saved dense+PQ directory (M=12, K=4): no fit on the default corpus needed."""
-    from models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
 
     path = tmp_path_factory.mktemp("pq12")
     enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(
@@ -20,8 +20,8 @@ def small_pq_dir(tmp_path_factory):
     return path
 
 
-def test_attribute_json(lexlens_cli, small_pq_dir):
-    res = lexlens_cli(
+def test_attribute_json(cli, small_pq_dir):
+    res = cli(
         "attribute",
         "--encoder",
         str(small_pq_dir),
@@ -38,12 +38,12 @@ def test_attribute_json(lexlens_cli, small_pq_dir):
     assert len(out["attributions"][0]) == len(out["tokens"]) and len(out["delta"]) == 12
 
 
-def test_mot_eval_and_bad_corpora(lexlens_cli, small_pq_dir, tmp_path):
-    from models.dense_pq import default_corpus
+def test_mot_eval_and_bad_corpora(cli, small_pq_dir, tmp_path):
+    from lexlens.models.dense_pq import default_corpus
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(default_corpus()[:6]) + "\n")
-    res = lexlens_cli(
+    res = cli(
         "mot-eval",
         "--encoder",
         str(small_pq_dir),
@@ -80,6 +80,6 @@ def test_mot_eval_and_bad_corpora(lexlens_cli, small_pq_dir, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
     for path in (bad, empty):
-        res = lexlens_cli("mot-eval", "--encoder", str(small_pq_dir), "--corpus", str(path))
+        res = cli("mot-eval", "--encoder", str(small_pq_dir), "--corpus", str(path))
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert "Traceback" not in res.stderr

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import LexlensError
+from lexlens.models import LexlensError
 
 
 @pytest.fixture(scope="module")
 def setup():
-    from models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
 
     texts = default_corpus()[200:208]
     enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(texts, 12, 4, seed=0, cache=False)
@@ -18,8 +18,8 @@ def setup():
 
 
 def test_topic_members_and_words(setup):
-    from analysis.attribution import attribute_corpus
-    from analysis.topics import code_topic, topic_sizes
+    from lexlens.analysis.attribution import attribute_corpus
+    from lexlens.analysis.topics import code_topic, topic_sizes
 
     enc, texts = setup
     codes = enc.codes(texts)
@@ -30,7 +30,7 @@ def test_topic_members_and_words(setup):
     assert topic.indices == [i for i in range(len(texts)) if codes[i, 5] == code]
     assert topic.texts == [texts[i] for i in topic.indices]
     assert topic.weights and all(v > 0 for v in topic.weights.values())
-    from analysis.attribution import group_word_pieces
+    from lexlens.analysis.attribution import group_word_pieces
 
     for i, row in zip(topic.indices, topic.per_text, strict=True):
         own = {w.lower() for w in group_word_pieces(enc.tokenizer.tokenize(texts[i]))[0]}
@@ -47,7 +47,7 @@ def test_topic_members_and_words(setup):
 
 
 def test_topic_errors(setup):
-    from analysis.topics import code_topic
+    from lexlens.analysis.topics import code_topic
 
     enc, texts = setup
     with pytest.raises(LexlensError, match="out of range"):

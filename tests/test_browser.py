@@ -69,8 +69,8 @@ def test_html_report_heatmap_and_escaping(tmp_path: Path) -> None:
     require_chromium()
     import numpy as np
 
-    from analysis.attribution import SubvectorAttribution
-    from analysis.report import write_attribution_report
+    from lexlens.analysis.attribution import SubvectorAttribution
+    from lexlens.analysis.report import write_attribution_report
 
     evil = "<script>alert(1)</script>"
     words = ["a", "cat", "<", "script", ">", "alert", "(", "1", ")", "book", evil]

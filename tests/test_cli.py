@@ -1,14 +1,21 @@
-"""The ``lexlens`` console script, run as a user would (a subprocess)."""
+"""The ``lexlens`` command line: in-process through ``main(argv)``, and one subprocess smoke test."""
 
 from __future__ import annotations
 
 import json
 
 
-def test_terms_json_acceptance(lexlens_cli):
-    proc = lexlens_cli(
-        "terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json"
-    )
+def test_console_script_smoke(lexlens_cli):
+    """The installed console script runs and fails as a user sees it (one line, exit 2)."""
+    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "a cat on a book", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["encoder"] == "splade-tiny"
+    bad = lexlens_cli("terms", "--encoder", "nope", "--text", "x")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_terms_json_acceptance(cli):
+    proc = cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["encoder"] == "splade-tiny"
@@ -19,17 +26,15 @@ def test_terms_json_acceptance(lexlens_cli):
     assert weights == sorted(weights, reverse=True)
 
 
-def test_terms_table_and_long_text_notice(lexlens_cli):
-    proc = lexlens_cli(
-        "terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3"
-    )
+def test_terms_table_and_long_text_notice(cli):
+    proc = cli("terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3")
     assert proc.returncode == 0, proc.stderr
     assert "note: input truncated" in proc.stdout
     assert proc.stdout.count("\n") >= 5
 
 
-def test_encoders_lists_the_registry(lexlens_cli):
-    proc = lexlens_cli("encoders", "--json")
+def test_encoders_lists_the_registry(cli):
+    proc = cli("encoders", "--json")
     names = {e["name"] for e in json.loads(proc.stdout)["encoders"]}
     assert {"splade-tiny", "efficientnet-lite0-lexical", "minilm-pq"} <= names
 
@@ -43,14 +48,10 @@ def _one_line_error(proc, *needles: str) -> None:
         assert needle in lines[0]
 
 
-def test_user_errors_exit_2_with_one_line(lexlens_cli, tmp_path):
-    _one_line_error(lexlens_cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
-    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
-    _one_line_error(lexlens_cli("terms", "--encoder", "splade-tiny"), "--text")
-    _one_line_error(
-        lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top"
-    )
-    _one_line_error(
-        lexlens_cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json"
-    )
-    _one_line_error(lexlens_cli("frobnicate"), "invalid choice")
+def test_user_errors_exit_2_with_one_line(cli, tmp_path):
+    _one_line_error(cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
+    _one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
+    _one_line_error(cli("terms", "--encoder", "splade-tiny"), "--text")
+    _one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
+    _one_line_error(cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
+    _one_line_error(cli("frobnicate"), "invalid choice")

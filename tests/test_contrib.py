@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from analysis.contrib import bag_of_words, contributions, gate
-from models import InputError
+from lexlens.analysis.contrib import bag_of_words, contributions, gate
+from lexlens.models import InputError
 
 
 def test_contributions_sum_to_the_score(splade):
@@ -40,8 +40,8 @@ def test_mismatched_vocabularies_are_a_clear_error():
         contributions(np.ones(3), np.ones(4), ["a", "b", "c"])
 
 
-def test_contrib_cli(lexlens_cli):
-    proc = lexlens_cli(
+def test_contrib_cli(cli):
+    proc = cli(
         "contrib", "--encoder", "splade-tiny", "--query", "cat on a book",
         "--doc", "a kitten sleeping on an old novel", "--json",
     )  # fmt: skip

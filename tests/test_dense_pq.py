@@ -8,26 +8,26 @@ import numpy as np
 import pytest
 import torch
 
-from models import InputError, LexlensError, ModalityError, load_encoder
+from lexlens.models import InputError, LexlensError, ModalityError, load_encoder
 
 
 @pytest.fixture(scope="session")
 def minilm_base():
     """The packaged dense model without a codebook (no fitting on the default corpus)."""
-    from models.dense_pq import DensePQEncoder
+    from lexlens.models.dense_pq import DensePQEncoder
 
     return DensePQEncoder.packaged_base("cpu")
 
 
 @pytest.fixture(scope="session")
 def small_corpus():
-    from models.dense_pq import default_corpus
+    from lexlens.models.dense_pq import default_corpus
 
     return default_corpus()[:40]
 
 
 def test_default_corpus_is_real_text():
-    from models.dense_pq import default_corpus
+    from lexlens.models.dense_pq import default_corpus
 
     texts = default_corpus()
     assert len(texts) >= 900
@@ -38,7 +38,7 @@ def test_embeddings_match_independent_mean_pooling(minilm_base):
     """Reference: transformers BertModel here, masked mean, then L2 normalisation."""
     from transformers import AutoModel, AutoTokenizer
 
-    from models.packaged import minilm_dir
+    from lexlens.models.packaged import minilm_dir
 
     texts = ["a tabby cat asleep on a sofa", "the rocket lifted off the launch pad at dawn today"]
     model = AutoModel.from_pretrained(str(minilm_dir()), local_files_only=True).eval()
@@ -75,7 +75,7 @@ def test_fit_encode_save_load_round_trip(minilm_base, small_corpus, tmp_path):
     )
     np.testing.assert_array_equal(codes, brute)
     # Same seed, same codebook (fitted here straight from the embeddings).
-    from models.dense_pq import ProductQuantizer
+    from lexlens.models.dense_pq import ProductQuantizer
 
     again = ProductQuantizer.fit(minilm_base.embed_texts(small_corpus), 24, 16, seed=3)
     np.testing.assert_array_equal(again.centroids, pq.centroids)
@@ -90,7 +90,7 @@ def test_fit_encode_save_load_round_trip(minilm_base, small_corpus, tmp_path):
 
 
 def test_opq_rotation_is_orthogonal_and_used(minilm_base, small_corpus):
-    from models.dense_pq import ProductQuantizer
+    from lexlens.models.dense_pq import ProductQuantizer
 
     vecs = minilm_base.embed_texts(small_corpus)
     pq = ProductQuantizer.fit(vecs, 12, 8, seed=0, opq_iters=2)
@@ -113,7 +113,7 @@ def test_m_must_divide_the_dimension(minilm_base, small_corpus):
 
 
 def test_empty_corpus_is_refused(minilm_base):
-    from models.dense_pq import ProductQuantizer
+    from lexlens.models.dense_pq import ProductQuantizer
 
     with pytest.raises(InputError, match="empty corpus"):
         minilm_base.fit_codebooks([], 12, 8, cache=False)
@@ -147,7 +147,7 @@ def _opq_index(faiss, dim: int, m: int, train: np.ndarray):
 
 def test_faiss_opq_index_is_read(minilm_base, tmp_path):
     faiss = pytest.importorskip("faiss")
-    from models.dense_pq import load_faiss_index
+    from lexlens.models.dense_pq import load_faiss_index
 
     rng = np.random.default_rng(0)
     train = rng.standard_normal((1000, 384)).astype(np.float32)

@@ -8,8 +8,8 @@ from itertools import product
 import numpy as np
 import pytest
 
-from analysis.deviation import StaticEmbeddings, deviation, flops
-from models import InputError
+from lexlens.analysis.deviation import StaticEmbeddings, deviation, flops
+from lexlens.models import InputError
 
 VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]"]
 
@@ -60,10 +60,8 @@ def test_glove_file(tmp_path):
         StaticEmbeddings.from_glove(bad)
 
 
-def test_deviation_cli_on_sample_captions(lexlens_cli):
-    proc = lexlens_cli(
-        "deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json"
-    )
+def test_deviation_cli_on_sample_captions(cli):
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["n"] == 10 and result["k"] == 20
@@ -73,12 +71,12 @@ def test_deviation_cli_on_sample_captions(lexlens_cli):
     assert "cat" in first["top_terms"] and "cat" in first["caption_tokens"]
 
 
-def test_deviation_cli_bad_inputs(lexlens_cli, tmp_path):
+def test_deviation_cli_bad_inputs(cli, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
-    proc = lexlens_cli("deviation", "--encoder", "splade-tiny", "--captions", str(empty))
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", str(empty))
     assert proc.returncode == 2 and "holds no texts" in proc.stderr
     csv = tmp_path / "c.csv"
     csv.write_text('caption\n"a cat\n')
-    proc = lexlens_cli("deviation", "--encoder", "splade-tiny", "--captions", str(csv))
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", str(csv))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1

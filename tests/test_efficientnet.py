@@ -7,15 +7,15 @@ import pytest
 import torch
 from PIL import Image
 
-from analysis.terms import top_terms
-from models.base import EncoderLoadError
-from models.efficientnet_lite import (
+from lexlens.analysis.terms import top_terms
+from lexlens.models.base import EncoderLoadError
+from lexlens.models.efficientnet_lite import (
     EfficientNetLite0,
     cached_class_vocab_map,
     input_size,
     load_lite0_state,
 )
-from models.images import load_image
+from lexlens.models.images import load_image
 from tests.conftest import skimage_path
 
 CAT_CLASSES = {281, 282, 285}  # tabby, tiger cat, Egyptian cat
@@ -24,7 +24,7 @@ ESPRESSO = 967
 
 @pytest.fixture(scope="session")
 def image_encoder():
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     return load_encoder("efficientnet-lite0-lexical", device="cpu")
 

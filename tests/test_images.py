@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from models.base import InputError
-from models.images import (
+from lexlens.models.base import InputError
+from lexlens.models.images import (
     MAX_PIXELS,
     center_crop,
     image_notes,
@@ -25,7 +25,7 @@ from tests.conftest import skimage_path
 
 @pytest.fixture(scope="session")
 def image_encoder():
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     return load_encoder("efficientnet-lite0-lexical", device="cpu")
 
@@ -244,23 +244,28 @@ def test_non_image_to_encoder_is_clear(image_encoder):
 # --- the CLI image path, end to end ---------------------------------------------------------
 
 
-def test_cli_terms_image_and_box(lexlens_cli, tmp_path):
-    """Two subprocesses (each loads the models): a box over the cat, then a non-image."""
+def test_cli_terms_image_and_box(cli, tmp_path):
+    """A box over the cat (its cells listed in the JSON), then a non-image."""
     import json
 
     photo = str(skimage_path("chelsea.png"))
-    done = lexlens_cli(
+    done = cli(
         "terms", "--encoder", "efficientnet-lite0-lexical", "--image", photo,
         "--box", "0.1,0.1,0.9,0.9", "--json", "--top", "5",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["encoder"] == "efficientnet-lite0-lexical"
-    assert payload["box"] == "0.1,0.1,0.9,0.9"
+    assert payload["input"]["box"] == [0.1, 0.1, 0.9, 0.9]
+    # chelsea.png is 451×300: a 7×11 grid. Cells at least half inside 0.1..0.9: rows 1..5
+    # (row 0 spans 0..0.143, 0.3 of it inside) and columns 1..9 (column 1 spans
+    # 0.091..0.182, 0.9 inside; column 10 spans 0.909..1, none inside): 5 × 9 cells.
+    assert payload["input"]["grid"] == [7, 11]
+    assert len(payload["input"]["cells"]) == 45 and payload["input"]["cells"][0] == "r1c1"
     assert {"cat", "cats"} & {t["token"] for t in payload["terms"]}
 
     fake = tmp_path / "fake.png"
     fake.write_text("not an image")
-    bad = lexlens_cli("terms", "--encoder", "efficientnet-lite0-lexical", "--image", str(fake))
+    bad = cli("terms", "--encoder", "efficientnet-lite0-lexical", "--image", str(fake))
     assert bad.returncode == 2 and "not an image" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

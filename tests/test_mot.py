@@ -5,32 +5,32 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import InputError, LexlensError
+from lexlens.models import InputError, LexlensError
 
 
 @pytest.fixture(scope="module")
 def base():
-    from models.dense_pq import DensePQEncoder
+    from lexlens.models.dense_pq import DensePQEncoder
 
     return DensePQEncoder.packaged_base("cpu")
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    from models.dense_pq import default_corpus
+    from lexlens.models.dense_pq import default_corpus
 
     return default_corpus()[100:116]
 
 
 @pytest.fixture(scope="module")
 def result(base, corpus):
-    from analysis.mot import mot_evaluate
+    from lexlens.analysis.mot import mot_evaluate
 
     return mot_evaluate(base, corpus, m_values=(12, 24), k=8, steps=3, limit=3, seed=1)
 
 
 def test_table_has_every_ranking_and_m(result):
-    from analysis.mot import RANKINGS, REFERENCE_ROWS
+    from lexlens.analysis.mot import RANKINGS, REFERENCE_ROWS
 
     table = result.table
     assert list(table.index) == list(RANKINGS) + list(REFERENCE_ROWS)
@@ -45,8 +45,8 @@ def test_table_has_every_ranking_and_m(result):
 
 def _independent_errors(base, corpus, result, m: int, doc: int, k_words: int):
     """Recompute three rows for one document through the plain text path."""
-    from analysis.attribution import group_word_pieces
-    from models.dense_pq import ProductQuantizer
+    from lexlens.analysis.attribution import group_word_pieces
+    from lexlens.models.dense_pq import ProductQuantizer
 
     pq = ProductQuantizer.fit(base.embed_texts(corpus), m, 8, seed=1)
     enc = base.with_quantizer(pq)
@@ -63,8 +63,8 @@ def _independent_errors(base, corpus, result, m: int, doc: int, k_words: int):
 
 
 def test_rows_match_an_independent_masking(base, corpus, result):
-    from analysis.attribution import group_word_pieces
-    from analysis.mot import keep_count
+    from lexlens.analysis.attribution import group_word_pieces
+    from lexlens.analysis.mot import keep_count
 
     m = 12
     frame = result.per_doc[m]
@@ -77,7 +77,7 @@ def test_rows_match_an_independent_masking(base, corpus, result):
 
 
 def test_keep_count_and_masking_helpers():
-    from analysis.mot import keep_count, masked_ids
+    from lexlens.analysis.mot import keep_count, masked_ids
 
     assert keep_count(10, 0.05) == 1 and keep_count(30, 0.05) == 2 and keep_count(50, 0.05) == 3
     assert keep_count(3, 1.0) == 3
@@ -87,7 +87,7 @@ def test_keep_count_and_masking_helpers():
 
 
 def test_bad_input(base, corpus):
-    from analysis.mot import mot_evaluate
+    from lexlens.analysis.mot import mot_evaluate
 
     with pytest.raises(InputError, match="empty"):
         mot_evaluate(base, [], m_values=(12,))
@@ -100,8 +100,8 @@ def test_bad_input(base, corpus):
 
 
 def test_own_codebook_reuses_given_attributions(base, corpus):
-    from analysis.attribution import attribute_corpus
-    from analysis.mot import mot_evaluate
+    from lexlens.analysis.attribution import attribute_corpus
+    from lexlens.analysis.mot import mot_evaluate
 
     enc = base.fit_codebooks(corpus, 12, 4, seed=0, cache=False)
     texts = corpus[:3]

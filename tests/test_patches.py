@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from analysis.patches import (
+from lexlens.analysis.patches import (
     box_to_patches,
     compare_groups,
     parse_box,
@@ -17,9 +17,9 @@ from analysis.patches import (
     token_index,
     units_to_indices,
 )
-from analysis.terms import top_terms
-from models.base import InputError, LexicalEncoding
-from models.images import load_image
+from lexlens.analysis.terms import top_terms
+from lexlens.models.base import InputError, LexicalEncoding
+from lexlens.models.images import load_image
 from tests.conftest import skimage_path
 
 VOCAB = ["[CLS]", "cat", "coffee", "cup", "tree"]
@@ -157,7 +157,7 @@ def test_encoding_without_rows_is_clear():
 
 @pytest.fixture(scope="session")
 def image_encoder():
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     return load_encoder("efficientnet-lite0-lexical", device="cpu")
 
@@ -216,7 +216,7 @@ def test_pooling_all_patches_gives_the_image_vector(side_by_side):
 
 
 def test_grid_drawing_marks_groups_and_the_crop():
-    from analysis.patch_render import GROUP_COLORS, draw_grid
+    from lexlens.analysis.patch_render import GROUP_COLORS, draw_grid
 
     image = Image.new("RGB", (400, 200), (128, 128, 128))
     crop = (0.25, 0.0, 0.75, 1.0)
@@ -232,7 +232,7 @@ def test_grid_drawing_marks_groups_and_the_crop():
 
 
 def test_heatmap_overlay_brightest_where_the_value_is_highest():
-    from analysis.patch_render import colorize, heatmap_overlay
+    from lexlens.analysis.patch_render import colorize, heatmap_overlay
 
     image = Image.new("RGB", (300, 100), (128, 128, 128))
     heat = np.array([[0.0, 0.5, 1.0]])

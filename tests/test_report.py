@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from analysis.attribution import SubvectorAttribution
-from analysis.report import (
+from lexlens.analysis.attribution import SubvectorAttribution
+from lexlens.analysis.report import (
     TermsItem,
     attribution_report_files,
     render_attribution_html,
@@ -100,7 +100,7 @@ def test_user_strings_are_escaped_everywhere() -> None:
     assert f"enc{EVIL}" in text and f"corpus{EVIL}.txt" in text
     # Attribute values (tooltips) keep quotes inside the attribute.
     titles = [a["title"] for t, a in p.tags if t == "td" and "title" in a]
-    assert any(f'{EVIL}: ' in s for s in titles)
+    assert any(f"{EVIL}: " in s for s in titles)
     assert any('say "hi"' in s for s in titles)
     assert any("&amp;" in s for s in titles)  # the literal token "&amp;", not "&"
 
@@ -128,7 +128,9 @@ def test_heatmap_rows_columns_and_colours() -> None:
     # Row headers: the sub-vector index and ITS code (codes hold all M).
     assert rows[0].startswith(f'<th>1</th><th class="num">{attr.codes[1]}</th>')
     assert rows[1].startswith(f'<th>3</th><th class="num">{attr.codes[3]}</th>')
-    cells = re.findall(r'<td class="cell" style="background:(#[0-9a-f]{6})" title="([^"]*)"', rows[0])
+    cells = re.findall(
+        r'<td class="cell" style="background:(#[0-9a-f]{6})" title="([^"]*)"', rows[0]
+    )
     assert [c for c, _ in cells] == ["#b2182b", "#2166ac", "#ffffff"]  # max red, min blue, 0 white
     assert cells[0][1] == f"sub-vector 1 · code {attr.codes[1]} · the: 0.5"
     assert len(re.findall(r'<tr class="global">', doc)) == 1
@@ -164,7 +166,10 @@ def _check_json_matches(payload: dict, attrs: list[SubvectorAttribution]) -> Non
 
 
 def test_json_and_csv_hold_every_number(tmp_path: Path) -> None:
-    attrs = [make_attr(["a", "cat", EVIL], seed=1), make_attr(["dog", ","], m=6, seed=2, subvectors=[5, 0])]
+    attrs = [
+        make_attr(["a", "cat", EVIL], seed=1),
+        make_attr(["dog", ","], m=6, seed=2, subvectors=[5, 0]),
+    ]
     mot = pd.DataFrame(
         {12: [3.08, 2.73], 24: [2.07, 1.87]}, index=pd.Index(["GlobalT", "MoT"], name="ranking")
     )
@@ -173,7 +178,13 @@ def test_json_and_csv_hold_every_number(tmp_path: Path) -> None:
         tmp_path / "out", attrs, encoder_name="minilm-pq", mot_table=mot, mot_tests=tests,
         meta={"corpus": "c.txt"},
     )  # fmt: skip
-    assert set(paths) == {"report.html", "report.json", "attributions.csv", "mot.csv", "mot_tests.csv"}
+    assert set(paths) == {
+        "report.html",
+        "report.json",
+        "attributions.csv",
+        "mot.csv",
+        "mot_tests.csv",
+    }
     assert all(p.is_file() and p.stat().st_size > 0 for p in paths.values())
 
     payload = json.loads(paths["report.json"].read_text())
@@ -221,17 +232,21 @@ def test_non_finite_numbers_become_null() -> None:
 
 
 def test_terms_report_with_real_encoder(tmp_path: Path, splade) -> None:
-    from analysis.terms import top_terms
+    from lexlens.analysis.terms import top_terms
 
     text = f"a cat sleeping on a book {EVIL}"
     enc = splade.encode_texts([text])[0]
     terms = top_terms(enc.weights, splade.vocab, 15)
     paths = write_terms_report(
-        tmp_path, [TermsItem(label=text, terms=terms, notes=["note & <b>"])], encoder_name="splade-tiny"
+        tmp_path,
+        [TermsItem(label=text, terms=terms, notes=["note & <b>"])],
+        encoder_name="splade-tiny",
     )
     assert set(paths) == {"report.html", "report.json", "terms.csv"}
     doc = paths["report.html"].read_text()
-    assert "<script" not in doc.lower() and "&lt;script&gt;" in doc and "note &amp; &lt;b&gt;" in doc
+    assert (
+        "<script" not in doc.lower() and "&lt;script&gt;" in doc and "note &amp; &lt;b&gt;" in doc
+    )
     imgs = [a for t, a in parse(doc).tags if t == "img"]
     assert len(imgs) == 1
     src = imgs[0]["src"]
@@ -254,14 +269,14 @@ def test_terms_report_with_real_encoder(tmp_path: Path, splade) -> None:
 
 @pytest.fixture(scope="module")
 def minilm_pq():
-    from models import load_encoder
+    from lexlens.models import load_encoder
 
     return load_encoder("minilm-pq", device="cpu")
 
 
 @pytest.fixture(scope="module")
 def real_attr(minilm_pq):
-    from analysis.attribution import attribute_subvectors
+    from lexlens.analysis.attribution import attribute_subvectors
 
     return attribute_subvectors(minilm_pq, f"a cat on a {EVIL} book", steps=4, subvectors=[0, 7])
 
@@ -283,10 +298,10 @@ def test_report_of_real_attribution(real_attr, tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ the CLI
 
 
-def test_cli_report_lexical(lexlens_cli, tmp_path: Path) -> None:
+def test_cli_report_lexical(cli, tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(f"a cat sleeping on a book\n\n{EVIL} dogs\n", encoding="utf-8")
-    res = lexlens_cli("report", "--encoder", "splade-tiny", "--corpus", str(corpus),
+    res = cli("report", "--encoder", "splade-tiny", "--corpus", str(corpus),
                       "--out", str(tmp_path / "out"), "--top", "10", "--json")  # fmt: skip
     assert res.returncode == 0, res.stderr
     files = json.loads(res.stdout)["files"]
@@ -299,7 +314,7 @@ def test_cli_report_lexical(lexlens_cli, tmp_path: Path) -> None:
 
 
 def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
-    from analysis.cli import main
+    from lexlens.analysis.cli import main
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("a text\n", encoding="utf-8")
@@ -311,7 +326,16 @@ def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
         ["--encoder", "splade-tiny", "--text", "x", "--mot", "--out", str(tmp_path / "o")],
         ["--encoder", "nope", "--text", "x", "--out", str(tmp_path / "o")],
         ["--encoder", "minilm-pq", "--text", "x", "--steps", "0", "--out", str(tmp_path / "o")],
-        ["--encoder", "minilm-pq", "--text", "x", "--subvectors", "7", "--out", str(tmp_path / "o")],
+        [
+            "--encoder",
+            "minilm-pq",
+            "--text",
+            "x",
+            "--subvectors",
+            "7",
+            "--out",
+            str(tmp_path / "o"),
+        ],
     ]
     for args in bad:
         assert main(["report", *args]) == 2, args
@@ -321,7 +345,7 @@ def test_cli_report_bad_input(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_report_dense_with_mot(tmp_path: Path, capsys) -> None:
-    from analysis.cli import main  # in-process: reuses the loaded encoder (the lexical test
+    from lexlens.analysis.cli import main  # in-process: reuses the loaded encoder (the lexical test
     # above runs the real console script)
 
     corpus = tmp_path / "c.txt"
@@ -331,7 +355,13 @@ def test_cli_report_dense_with_mot(tmp_path: Path, capsys) -> None:
     args = ["--corpus", str(corpus), "--steps", "2", "--mot", "--out", str(out), "--json"]
     assert main(["report", "--encoder", "minilm-pq", *args]) == 0
     files = json.loads(capsys.readouterr().out)["files"]
-    assert set(files) == {"report.html", "report.json", "attributions.csv", "mot.csv", "mot_tests.csv"}
+    assert set(files) == {
+        "report.html",
+        "report.json",
+        "attributions.csv",
+        "mot.csv",
+        "mot_tests.csv",
+    }
     payload = json.loads(Path(files["report.json"]).read_text())
     assert [t["text"] for t in payload["texts"]] == texts
     t = payload["texts"][0]
@@ -339,7 +369,9 @@ def test_cli_report_dense_with_mot(tmp_path: Path, capsys) -> None:
     assert t["words"][:2] == ["a", "cat"]
     # The masking table: the same numbers in mot.csv, the JSON and the HTML.
     mot = pd.read_csv(files["mot.csv"], index_col=0)
-    assert list(mot.columns) == ["24"] and {"MoT", "GlobalT", "Tail", "(none masked)"} <= set(mot.index)
+    assert list(mot.columns) == ["24"] and {"MoT", "GlobalT", "Tail", "(none masked)"} <= set(
+        mot.index
+    )
     assert payload["mot"]["index"] == list(mot.index)
     np.testing.assert_array_equal(np.array(payload["mot"]["data"], dtype=float), mot.to_numpy())
     tests = pd.read_csv(files["mot_tests.csv"])

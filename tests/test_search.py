@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.search import (
+from lexlens.analysis.search import (
     Collection,
     average_precision,
     covering_dimensions,
@@ -17,7 +17,7 @@ from analysis.search import (
     reciprocal_rank,
     search,
 )
-from models import InputError
+from lexlens.models import InputError
 
 VOCAB = ["dog", "beach", "park", "cat", "snow"]
 
@@ -92,8 +92,8 @@ def test_evaluate_exclusion_on_label_pairs():
     assert table["worst"]["MRR@10"] == pytest.approx(1 / 3)
 
 
-def test_search_cli_with_exclusion(lexlens_cli):
-    proc = lexlens_cli(
+def test_search_cli_with_exclusion(cli):
+    proc = cli(
         "search", "--encoder", "splade-tiny", "--collection", "data/collection.csv",
         "--query", "dog", "--top", "5", "--json",
     )  # fmt: skip
@@ -102,7 +102,7 @@ def test_search_cli_with_exclusion(lexlens_cli):
     assert len(results) == 5 and all(
         {"id", "score", "top_contributions"} <= set(r) for r in results
     )
-    proc = lexlens_cli(
+    proc = cli(
         "search", "--encoder", "splade-tiny", "--collection", "data/collection.csv",
         "--query", "dog", "--exclude", "beach", "--k-items", "5", "--json",
     )  # fmt: skip
@@ -111,7 +111,5 @@ def test_search_cli_with_exclusion(lexlens_cli):
     assert set(payload["kept_terms"]) == set(payload["include_terms"]) - set(
         payload["exclude_terms"]
     )
-    proc = lexlens_cli(
-        "search", "--encoder", "splade-tiny", "--collection", "nope.csv", "--query", "x"
-    )
+    proc = cli("search", "--encoder", "splade-tiny", "--collection", "nope.csv", "--query", "x")
     assert proc.returncode == 2 and "not found" in proc.stderr

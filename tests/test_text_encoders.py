@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from models import EncoderLoadError, InputError, LexlensError, load_encoder
+from lexlens.models import EncoderLoadError, InputError, LexlensError, load_encoder
 
 
 def test_default_encoder_terms(splade):
     enc = splade.encode_texts(["a cat sleeping on a book"])[0]
-    from analysis.terms import top_terms
+    from lexlens.analysis.terms import top_terms
 
     top = [t.token for t in top_terms(enc.weights, splade.vocab, 10)]
     assert {"cat", "sleeping", "book"} <= set(top)
@@ -32,7 +32,7 @@ def test_splade_matches_independent_forward(splade):
     """Reference: the masked LM's logits computed here, then log(1+relu) and a max."""
     from transformers import AutoTokenizer, BertForMaskedLM
 
-    from models.packaged import splade_tiny_dir
+    from lexlens.models.packaged import splade_tiny_dir
 
     mlm = BertForMaskedLM.from_pretrained(splade_tiny_dir(), local_files_only=True).eval()
     tok = AutoTokenizer.from_pretrained(str(splade_tiny_dir()), local_files_only=True)
@@ -86,7 +86,7 @@ def test_directory_without_config(tmp_path):
 
 def _save_mlm_dir(tmp_path, state_dict, *, as_bin=True):
     """A masked-LM directory: the splade-tiny config and tokenizer, given weights."""
-    from models.packaged import splade_tiny_dir
+    from lexlens.models.packaged import splade_tiny_dir
 
     src = splade_tiny_dir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
@@ -150,7 +150,7 @@ def test_invalid_json_config(tmp_path):
 
 
 def test_device_selection():
-    from models import pick_device
+    from lexlens.models import pick_device
 
     assert pick_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
     assert pick_device("cpu") == "cpu"
@@ -160,7 +160,7 @@ def test_device_selection():
 
 def test_packaged_tokenizer_is_bert_base_uncased_vocabulary(splade):
     """The stand-in tokenizer for VDR checkpoints must match MiniLM's bert-base-uncased vocab."""
-    from models.packaged import minilm_dir
+    from lexlens.models.packaged import minilm_dir
 
     vocab_txt = (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert splade.vocab == vocab_txt[: len(splade.vocab)]
@@ -168,7 +168,7 @@ def test_packaged_tokenizer_is_bert_base_uncased_vocabulary(splade):
 
 def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
     """A vocabulary that is a slice of the tokenizer's (as VDR's) still marks own tokens."""
-    from analysis.terms import term_rows
+    from lexlens.analysis.terms import term_rows
 
     enc = splade.encode_texts(["a cat sleeping on a book"])[0]
     shift = 999
@@ -181,7 +181,7 @@ def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
 
 
 def test_word_pieces_merge_only_with_evidence(splade):
-    from analysis.terms import Term, input_words, merge_word_pieces, term_rows
+    from lexlens.analysis.terms import Term, input_words, merge_word_pieces, term_rows
 
     enc = splade.encode_texts(["a giraffe eating leaves"])[0]
     assert "giraffe" in input_words(enc.units)

@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from PIL import Image
 from safetensors.torch import save_file
 
-from models import load_encoder
-from models.base import EncoderLoadError, LexlensError, ModalityError, pool_units
-from models.text_io import load_bert_tokenizer
+from lexlens.models import load_encoder
+from lexlens.models.base import EncoderLoadError, LexlensError, ModalityError, pool_units
+from lexlens.models.text_io import load_bert_tokenizer
 
 TINY_BERT = {
     "hidden_size": 32,
@@ -528,7 +528,7 @@ def test_elongated_and_tiny_images(tmp_path):
 
 @pytest.mark.parametrize("size", [(400, 12), (3, 900), (100, 80)])
 def test_centre_view_pixels_match_full_resize(size):
-    from models.vdr import centre_view
+    from lexlens.models.vdr import centre_view
 
     rng = np.random.default_rng(2)
     image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))

@@ -1,22 +1,45 @@
-"""The ``lexlens`` command line: one module per subcommand, errors as one line + exit 2."""
+"""The ``lexlens`` command line: one module per subcommand, errors as one line + exit 2.
+
+Each subcommand module defines ``register(subparsers)``; the handler it sets as ``func``
+parses nothing itself: it calls one use-case function and renders its result.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
+import logging
+import os
 import sys
+import warnings
 
-from models.base import LexlensError
+from lexlens.models.base import LexlensError
 
-#: Subcommand modules; each defines ``register(subparsers)`` and sets ``func``.
-COMMANDS = ["encoders", "terms", "contrib", "deviation", "search", "report", "attribute", "mot_eval"]
+#: Subcommand modules (``lexlens.analysis.cli.<name>``): one line per command.
+COMMANDS = [
+    "encoders",
+    "terms",
+    "contrib",
+    "deviation",
+    "search",
+    "report",
+    "attribute",
+    "mot_eval",
+]
 
 
 class _OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one stderr line and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
+def one_line(message: object) -> str:
+    """A message on one line (embedded newlines would break the one-line-error promise)."""
+    return " ".join(str(message).split())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,28 +48,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"analysis.cli.{name}").register(sub)
+        importlib.import_module(f"lexlens.analysis.cli.{name}").register(sub)
     return parser
 
 
+def _quiet_libraries() -> None:
+    """Library warnings would put lines before the one-line error; notes travel in results."""
+    if os.environ.get("LEXLENS_DEBUG"):
+        return
+    warnings.simplefilter("ignore")
+    logging.getLogger().setLevel(logging.ERROR)
+    for name in ("transformers", "sentence_transformers", "faiss", "urllib3", "filelock"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _fail(command: str, message: object) -> int:
+    with contextlib.suppress(OSError):
+        print(f"lexlens {command}: error: {one_line(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``lexlens`` console script."""
+    """Entry point of the ``lexlens`` console script (also callable in-process by tests)."""
+    _quiet_libraries()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
+    command = args.command
     try:
         args.func(args)
+        sys.stdout.flush()
     except LexlensError as exc:
-        print(f"lexlens {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(command, exc)
     except BrokenPipeError:  # e.g. `lexlens … | head`: the reader left, nothing to report
-        sys.stderr.close()
         return 0
+    except MemoryError:
+        return _fail(command, "not enough memory for this input: try a smaller one")
+    except OSError as exc:  # the environment, not the input: a full disk, a closed stdout…
+        if exc.errno == errno.ENOSPC:
+            return _fail(command, "no space left on the device while writing the output")
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(command, f"{exc.strerror or type(exc).__name__}{where}")
     except KeyboardInterrupt:
-        print("lexlens: interrupted", file=sys.stderr)
-        return 130
+        return _fail(command, "interrupted") and 130
     return 0
 
 

@@ -12,9 +12,9 @@ import sys
 
 import numpy as np
 
-from analysis.cli.common import add_common_args, emit, format_table, read_corpus
-from models import load_encoder
-from models.base import InputError, LexlensError
+from lexlens.analysis.cli.common import add_common_args, emit, format_table, read_corpus
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError, LexlensError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +62,7 @@ def progress_printer(args: argparse.Namespace):
 
 def dense_encoder_with_m(encoder, m: int | None, progress=None):
     """The encoder itself, or its model with M×K codebooks refitted on the default corpus."""
-    from models.dense_pq import check_m, default_corpus
+    from lexlens.models.dense_pq import check_m, default_corpus
 
     if m is None or int(m) == encoder.m:
         return encoder
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> dict:
         return _lexical(args, encoder, texts)
     if args.term is not None:
         raise InputError("--term applies to lexical encoders; a dense+PQ encoder attributes codes")
-    from analysis.attribution import attribute_corpus
+    from lexlens.analysis.attribution import attribute_corpus
 
     progress = progress_printer(args)
     encoder = dense_encoder_with_m(encoder, args.subvectors, progress)
@@ -132,7 +132,7 @@ def _write_report(args, encoder, attrs, notes) -> dict:
     from pathlib import Path
 
     try:
-        from analysis.report import write_attribution_report
+        from lexlens.analysis.report import write_attribution_report
     except ImportError:
         raise LexlensError("--out needs analysis.report (HTML reports); not available") from None
     out = Path(args.out).expanduser()
@@ -172,7 +172,7 @@ def _table(attrs, notes, files) -> str:
 
 
 def _lexical(args, encoder, texts) -> dict:
-    from analysis.attribution import attribute_lexical_term
+    from lexlens.analysis.attribution import attribute_lexical_term
 
     if args.term is None:
         raise InputError(

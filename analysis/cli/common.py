@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from models.base import InputError
+from lexlens.analysis.outputs import json_text
+from lexlens.models.base import InputError
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
@@ -18,11 +18,10 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def emit(args: argparse.Namespace, payload: dict, table: str) -> None:
-    """Print ``payload`` as JSON with ``--json``, else the readable ``table``."""
+def emit(args: argparse.Namespace, payload: object, table: str) -> None:
+    """Print ``payload`` (a result or a mapping) as strict JSON with ``--json``, else ``table``."""
     if getattr(args, "json", False):
-        json.dump(payload, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_text(payload) + "\n")
     else:
         sys.stdout.write(table.rstrip("\n") + "\n")
 

@@ -6,10 +6,10 @@ import argparse
 
 import numpy as np
 
-from analysis.cli.common import add_common_args, emit, format_table
-from analysis.contrib import bag_of_words, contributions, gate
-from models import load_encoder
-from models.base import InputError
+from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.contrib import bag_of_words, contributions, gate
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> None:
     if args.doc is not None:
         doc = d_encoder.encode_texts([args.doc], side="document")[0]
     else:
-        from models.images import load_image
+        from lexlens.models.images import load_image
 
         doc = d_encoder.encode_images([load_image(args.doc_image)])[0]
     if args.query_mode == "bow":

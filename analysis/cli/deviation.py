@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.cli.common import add_common_args, emit, format_table, read_corpus
-from analysis.deviation import StaticEmbeddings, dataset_deviation
-from models import load_encoder
-from models.base import InputError
+from lexlens.analysis.cli.common import add_common_args, emit, format_table, read_corpus
+from lexlens.analysis.deviation import StaticEmbeddings, dataset_deviation
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

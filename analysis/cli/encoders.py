@@ -1,11 +1,11 @@
-"""``lexlens encoders``: the registry's embedded encoders."""
+"""``lexlens encoders``: the registry's embedded encoders and what each can do."""
 
 from __future__ import annotations
 
 import argparse
 
-from analysis.cli.common import add_common_args, emit, format_table
-from models import available_encoders
+from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.models import available_encoders
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    entries = available_encoders()
+    cards = [c.to_dict() for c in available_encoders()]
     table = format_table(
-        [[e["name"], e["modality"], e["source"]] for e in entries], ["name", "modality", "source"]
+        [[c["name"], ", ".join(c["capabilities"]), c["weights"]] for c in cards],
+        ["name", "capabilities", "weights"],
     )
-    emit(args, {"encoders": entries}, table)
+    emit(args, {"encoders": cards}, table)

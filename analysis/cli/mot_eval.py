@@ -11,10 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
-from analysis.cli.attribute import progress_printer
-from analysis.cli.common import add_common_args, emit, format_table, read_corpus
-from models import load_encoder
-from models.base import InputError
+from lexlens.analysis.cli.attribute import progress_printer
+from lexlens.analysis.cli.common import add_common_args, emit, format_table, read_corpus
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from analysis.mot import mot_evaluate
+    from lexlens.analysis.mot import mot_evaluate
 
     if not 1 <= args.steps <= 1000:
         raise InputError("--steps must be between 1 and 1000")
@@ -102,7 +102,7 @@ def write_mot_files(out: Path, result, payload: dict) -> dict[str, str]:
         files[path.name] = path
     files["mot.json"].write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     try:
-        from analysis.report import write_attribution_report
+        from lexlens.analysis.report import write_attribution_report
     except ImportError:
         write_attribution_report = None
     if write_attribution_report is not None:

@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.cli.common import add_common_args, emit, read_corpus
-from analysis.report import dense_with_m, is_dense_pq
-from models import load_encoder
-from models.base import InputError
+from lexlens.analysis.cli.common import add_common_args, emit, read_corpus
+from lexlens.analysis.report import dense_with_m, is_dense_pq
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _dense_report(args, encoder, texts, out, meta, progress):
-    from analysis.attribution import attribute_corpus
-    from analysis.report import write_attribution_report
+    from lexlens.analysis.attribution import attribute_corpus
+    from lexlens.analysis.report import write_attribution_report
 
     encoder = dense_with_m(encoder, args.subvectors, progress)
     notes = list(encoder.notes)
@@ -102,7 +102,9 @@ def _dense_report(args, encoder, texts, out, meta, progress):
     )
     n_trunc = sum(a.truncated for a in attrs)
     if n_trunc:
-        notes.append(f"{n_trunc} text(s) truncated to the model's limit of {encoder.max_length} tokens")
+        notes.append(
+            f"{n_trunc} text(s) truncated to the model's limit of {encoder.max_length} tokens"
+        )
     mot_table = mot_tests = None
     if args.mot:
         mot = _mot(encoder, texts, attrs, args, progress)
@@ -110,7 +112,13 @@ def _dense_report(args, encoder, texts, out, meta, progress):
         notes.extend(n for n in mot.settings.get("notes", []) if n not in notes)
         meta["MoT"] = {k: mot.settings[k] for k in ("keep", "mask", "n_docs", "codebook")}
     meta.update(
-        {"M": encoder.m, "K": encoder.k, "IG steps": args.steps, "baseline": args.baseline, "notes": notes}
+        {
+            "M": encoder.m,
+            "K": encoder.k,
+            "IG steps": args.steps,
+            "baseline": args.baseline,
+            "notes": notes,
+        }
     )
     paths = write_attribution_report(
         out, attrs, encoder_name=encoder.name, mot_table=mot_table, mot_tests=mot_tests, meta=meta
@@ -120,7 +128,7 @@ def _dense_report(args, encoder, texts, out, meta, progress):
 
 def _mot(encoder, texts, attrs, args, progress):
     """The masking evaluation on the report's own codebook, reusing its attributions."""
-    from analysis.mot import mot_evaluate
+    from lexlens.analysis.mot import mot_evaluate
 
     result = mot_evaluate(
         encoder, texts, keep=args.keep, attributions=attrs, mask="unk", progress=progress
@@ -129,8 +137,8 @@ def _mot(encoder, texts, attrs, args, progress):
 
 
 def _terms_report(args, encoder, texts, out, meta):
-    from analysis.report import TermsItem, write_terms_report
-    from analysis.terms import own_tokens, top_terms
+    from lexlens.analysis.report import TermsItem, write_terms_report
+    from lexlens.analysis.terms import own_tokens, top_terms
 
     encodings = encoder.encode_texts(texts, keep_units=False)
     items, notes = [], []
@@ -144,6 +152,8 @@ def _terms_report(args, encoder, texts, out, meta):
         items.append(TermsItem(text, terms, item_notes, in_input))
     n_trunc = sum(e.truncated for e in encodings)
     if n_trunc:
-        notes.append(f"{n_trunc} text(s) truncated to the encoder's limit of {encoder.max_length} tokens")
+        notes.append(
+            f"{n_trunc} text(s) truncated to the encoder's limit of {encoder.max_length} tokens"
+        )
     meta["top terms"] = args.top
     return write_terms_report(out, items, encoder_name=encoder.name, meta=meta), notes

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.cli.common import add_common_args, emit, format_table
-from analysis.contrib import gate
-from analysis.search import (
+from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.contrib import gate
+from lexlens.analysis.search import (
     average_embedding_query,
     encode_collection,
     exclusion_search,
     read_labelled_csv,
     search,
 )
-from models import load_encoder
-from models.base import InputError
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,11 +16,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.attribution import attribute_corpus, randt_attributions
-from analysis.cli.common import read_corpus
-from analysis.report import attribution_report_files, dense_with_m, is_dense_pq
-from app.state import content_key, encoder_picker
-from models import LexlensError
+from lexlens.analysis.attribution import ATTRIBUTION_NEEDS, attribute_corpus, randt_attributions
+from lexlens.analysis.cli.common import read_corpus
+from lexlens.analysis.report import attribution_report_files, dense_with_m, is_dense_pq
+from lexlens.app.state import content_key, encoder_picker
+from lexlens.models import LexlensError
 
 RESULT = "attr_result"
 M_CHOICES = [12, 24, 48]
@@ -32,11 +32,15 @@ st.caption(
     "closeness to its own centroid, −‖d̂ᵢ − fᵢ(x)‖², to the input words (RepMoT)."
 )
 
-encoder = encoder_picker("Dense + PQ encoder", "dense", key="attr_encoder", default="minilm-pq")
+encoder = encoder_picker(
+    "Dense + PQ encoder", ATTRIBUTION_NEEDS, key="attr_encoder", default="minilm-pq"
+)
 if encoder is None:
     st.stop()
 if not is_dense_pq(encoder):
-    st.error(f"{encoder.name} is not a dense+PQ encoder: choose minilm-pq or a saved dense+PQ model.")
+    st.error(
+        f"{encoder.name} is not a dense+PQ encoder: choose minilm-pq or a saved dense+PQ model."
+    )
     st.stop()
 
 with st.form("attr_form"):
@@ -53,7 +57,9 @@ with st.form("attr_form"):
     steps = c2.number_input("IG steps", 2, 500, 50, key="attr_steps")
     max_texts = c3.number_input("Texts from the corpus (first N)", 1, 2000, 20, key="attr_max")
     run_mot = c4.checkbox("MoT masking evaluation", key="attr_mot")
-    keep = c4.number_input("MoT: fraction of words kept", 0.01, 1.0, 0.05, step=0.01, key="attr_keep")
+    keep = c4.number_input(
+        "MoT: fraction of words kept", 0.01, 1.0, 0.05, step=0.01, key="attr_keep"
+    )
     submitted = st.form_submit_button("Attribute", type="primary")
 
 
@@ -84,13 +90,19 @@ def _run() -> dict:
     attrs = attribute_corpus(enc, texts, steps=int(steps), progress=progress)
     mot_table = mot_tests = None
     if run_mot:
-        from analysis.mot import mot_evaluate
+        from lexlens.analysis.mot import mot_evaluate
 
         progress(0.0, "masking evaluation…")
         mot = mot_evaluate(enc, texts, keep=float(keep), attributions=attrs, progress=progress)
         mot_table, mot_tests = mot.table, mot.significance
     bar.empty()
-    meta = {"source": label, "M": enc.m, "K": enc.k, "IG steps": int(steps), "notes": list(enc.notes)}
+    meta = {
+        "source": label,
+        "M": enc.m,
+        "K": enc.k,
+        "IG steps": int(steps),
+        "notes": list(enc.notes),
+    }
     if run_mot:
         meta["MoT"] = {k: mot.settings[k] for k in ("keep", "mask", "n_docs", "codebook")}
         meta["notes"] += [n for n in mot.settings.get("notes", []) if n not in meta["notes"]]
@@ -178,7 +190,10 @@ st.dataframe(table, hide_index=True, width="stretch")
 st.subheader("One sub-vector against GlobalT and RandT")
 sv = st.selectbox("Sub-vector", a.subvectors, key="attr_sv")
 r = a.subvectors.index(sv)
-series = {"MoT (this sub-vector)": a.attributions[r], "GlobalT (whole vector)": a.global_attributions}
+series = {
+    "MoT (this sub-vector)": a.attributions[r],
+    "GlobalT (whole vector)": a.global_attributions,
+}
 if a.subvectors == list(range(a.m)) and a.m > 1:
     series["RandT (another sub-vector)"] = randt_attributions(a)[r]
 st.caption(

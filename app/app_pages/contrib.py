@@ -8,9 +8,9 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from analysis.contrib import bag_of_words, contributions, gate
-from app.state import encoder_picker
-from models import LexlensError
+from lexlens.analysis.contrib import CONTRIB_NEEDS, bag_of_words, contributions, gate
+from lexlens.app.state import encoder_picker
+from lexlens.models import LexlensError
 
 st.header("Query ⊙ Document")
 st.caption(
@@ -18,7 +18,7 @@ st.caption(
     "tokens). Each shared term contributes q_t · d_t; the contributions sum to the score."
 )
 
-encoder = encoder_picker("Query encoder", "text", key="contrib_encoder")
+encoder = encoder_picker("Query encoder", CONTRIB_NEEDS, key="contrib_encoder")
 if encoder is None:
     st.stop()
 

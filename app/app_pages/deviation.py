@@ -11,13 +11,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from analysis.cli.common import read_corpus
-from analysis.cli.deviation import static_embeddings_for
-from analysis.deviation import dataset_deviation, mean_term_weights
-from analysis.plots import png_bytes, wordcloud_image
-from analysis.terms import top_terms
-from app.state import ROOT, content_key, encoder_picker
-from models import LexlensError
+from lexlens.analysis.cli.common import read_corpus
+from lexlens.analysis.cli.deviation import static_embeddings_for
+from lexlens.analysis.deviation import DEVIATION_NEEDS, dataset_deviation, mean_term_weights
+from lexlens.analysis.plots import png_bytes, wordcloud_image
+from lexlens.analysis.terms import top_terms
+from lexlens.app.state import ROOT, content_key, encoder_picker
+from lexlens.models import LexlensError
 
 st.header("Semantic deviation")
 st.caption(
@@ -27,7 +27,7 @@ st.caption(
     "dimensions of two items (long posting lists when high)."
 )
 
-encoder = encoder_picker("Text encoder", "text", key="dev_encoder")
+encoder = encoder_picker("Text encoder", DEVIATION_NEEDS, key="dev_encoder")
 if encoder is None:
     st.stop()
 upload = st.file_uploader(

@@ -14,9 +14,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analysis.patch_render import colorbar, display_copy, draw_grid, heatmap_overlay
-from analysis.patches import (
+from lexlens.analysis.patch_render import colorbar, display_copy, draw_grid, heatmap_overlay
+from lexlens.analysis.patches import (
     FULL_BOX,
+    IMAGE_NEEDS,
     box_to_patches,
     compare_groups,
     pool_patches,
@@ -24,11 +25,11 @@ from analysis.patches import (
     token_index,
     units_to_indices,
 )
-from analysis.plots import png_bytes, wordcloud_image
-from analysis.terms import Term, top_terms
-from app.state import encoder_picker
-from models import LexicalEncoding, LexlensError
-from models.images import load_image
+from lexlens.analysis.plots import png_bytes, wordcloud_image
+from lexlens.analysis.terms import Term, top_terms
+from lexlens.app.state import encoder_picker
+from lexlens.models import LexicalEncoding, LexlensError
+from lexlens.models.images import load_image
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLE_DIR = ROOT / "data" / "images"
@@ -42,7 +43,7 @@ st.caption(
     "re-applied over the selected patches only (VDR's patch-group pooling)."
 )
 
-encoder = encoder_picker("Image encoder", "image", key="image_encoder")
+encoder = encoder_picker("Image encoder", IMAGE_NEEDS, key="image_encoder")
 if encoder is None:
     st.stop()
 if "image" not in encoder.modalities:

@@ -10,16 +10,17 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from analysis.contrib import gate
-from analysis.search import (
+from lexlens.analysis.contrib import gate
+from lexlens.analysis.search import (
+    SEARCH_NEEDS,
     average_embedding_query,
     encode_collection,
     exclusion_search,
     read_labelled_csv,
     search,
 )
-from app.state import ROOT, content_key, encoder_picker
-from models import LexlensError
+from lexlens.app.state import ROOT, content_key, encoder_picker
+from lexlens.models import LexlensError
 
 st.header("Search & exclusion")
 st.caption(
@@ -27,7 +28,7 @@ st.caption(
     "use (SR: D = D1 \\ D2 from the top items of each query), or by a baseline."
 )
 
-encoder = encoder_picker("Text encoder", "text", key="search_encoder")
+encoder = encoder_picker("Text encoder", SEARCH_NEEDS, key="search_encoder")
 if encoder is None:
     st.stop()
 

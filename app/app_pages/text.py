@@ -7,10 +7,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from analysis.plots import png_bytes, terms_bar_chart, wordcloud_image
-from analysis.terms import Term, term_rows
-from app.state import encoder_picker
-from models import LexicalEncoding, LexlensError
+from lexlens.analysis.plots import png_bytes, terms_bar_chart, wordcloud_image
+from lexlens.analysis.terms import TEXT_NEEDS, Term, term_rows
+from lexlens.app.state import encoder_picker
+from lexlens.models import LexicalEncoding, LexlensError
 
 st.header("Text")
 st.caption(
@@ -18,7 +18,7 @@ st.caption(
     "input's own tokens (bag of words); orange terms are expansion terms the model added."
 )
 
-encoder = encoder_picker("Text encoder", "text", key="text_encoder")
+encoder = encoder_picker("Text encoder", TEXT_NEEDS, key="text_encoder")
 if encoder is None:
     st.stop()
 
