@@ -1,28 +1,74 @@
 """Semantic deviation (Exact@k, Semantic@k) and co-activation (FLOPs), after D2S (SPEC.md §2).
 
-- ``Exact@k``: share of the k highest-weighted output terms that are tokens of the caption.
-- ``Semantic@k``: mean over those k terms of the best cosine similarity to any caption
-  token, in a *static* token-embedding space (default: the encoder's own input
-  word-embedding table; a GloVe-format text file can replace it).
-- ``FLOPs``: expected number of dimensions two random items both activate,
-  ``Σ_j p_A(j) · p_B(j)`` with ``p`` the per-dimension activation rates.
+Every number is read off the retrieval representation ``E(x) = V(x) ⊙ G(x)`` (SPEC §1; the
+gate keeps the ``gate_k`` highest dimensions and the input's own tokens), held as CSR rows:
 
-Special and ``[unused]`` tokens are excluded on both sides (from the top-k and from the
-caption's tokens), and so are tokens with no static vector.
+- ``Exact@k`` = (terms among ``top_k(E)`` that are tokens of the caption) / denominator;
+- ``Semantic@k`` = Σ over ``top_k(E)`` of the best cosine to any caption token, in a
+  *static* (context-free) token space ``f_enc``, / denominator. ``f_enc`` is the encoder's
+  own input word-embedding table by default, or a GloVe-format text file;
+- the denominator is ``k`` (the paper's, the default) or ``min(k, positive terms)``. A
+  caption with fewer than ``k`` positive terms cannot reach Exact@k = 1 under ``k``: its
+  *cap* is ``min(k, positive)/k``; both are reported per caption;
+- ``FLOPs`` within one set = the mean, over pairs of *different* items, of the number of
+  dimensions both activate (self-pairs left out: an item always co-activates with itself);
+  between a caption set ``C`` and an image set ``I`` it is D2S's
+  ``(1/(|C||I|)) Σ_c Σ_i s_c⁰ · s_i⁰`` over every pair, with ``s⁰ = (s != 0)``, computed as
+  ``Σ_j n_C(j) n_I(j) / (|C||I|)`` from per-dimension activation counts, as D2S's
+  ``train.py`` does.
+
+Token choices (the paper leaves them open): top-k terms and caption tokens are vocabulary
+token strings; special tokens (``[CLS]``, ``[SEP]``, ``[PAD]``, ``[MASK]``, ``[UNK]``,
+``[unusedN]``) are excluded from both sides and from the positive-term count; a caption
+token counts once however often it appears; word pieces (``##raf``) are tokens like any
+other. A top term without a static vector (GloVe has no ``##`` pieces) adds 0 to
+Semantic@k and is counted (``no_vector``); caption tokens without one cannot be matched
+semantically. A caption with no token of the vocabulary (emoji only, say) is skipped with
+a note and counted; the run goes on.
+
+Everything streams: per-item metrics, activation counts and :mod:`vocab_stats` are folded
+in one batch at a time, so memory is O(|V|) plus the rows asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
-from lexlens.analysis.terms import is_special_token, top_terms
-from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs
+from lexlens.analysis.inputs import TextTable, read_texts
+from lexlens.analysis.outputs import json_bytes, records_csv_bytes
+from lexlens.analysis.terms import is_special_token, special_mask
+from lexlens.analysis.vocab_stats import (
+    CLOUD_TERMS,
+    LAZY_RATE,
+    VocabAccumulator,
+    VocabStats,
+    as_csr,
+)
+from lexlens.models.base import Capability, Encoder, InputError, LexicalEncoding, Needs
 
 #: What this analysis needs of an encoder.
 DEVIATION_NEEDS = Needs("semantic deviation", all_of=frozenset({Capability.TEXT_LEXICAL}))
+
+#: The gate used before any metric. 768 is VDR's text default (SPEC §1): an encoder whose
+#: ``V`` is positive everywhere (VDR's elu1p) would otherwise have every dimension active
+#: (FLOPs ≈ |V|²/|V|); for ReLU-sparse encoders (SPLADE, D2S) with fewer than 768 positive
+#: terms the gate changes nothing. ``-1`` = ungated.
+DEFAULT_GATE_K = 768
+DEFAULT_K = 20
+DENOMINATORS = ("k", "active")
+#: Per-item rows kept in a result (aggregates always cover every item).
+DEFAULT_MAX_ROWS = 10_000
+BATCH_SIZE = 64
+
+Progress = Callable[[float, str], None]
+
+
+# ----------------------------------------------------------------------------- f_enc
 
 
 @dataclass(frozen=True)
@@ -31,153 +77,685 @@ class StaticEmbeddings:
 
     vectors: np.ndarray  # [n, d], rows L2-normalised
     index: dict[str, int]
+    description: str = ""
 
     @classmethod
-    def from_table(cls, table: np.ndarray, tokens: list[str]) -> StaticEmbeddings:
+    def from_table(
+        cls, table: np.ndarray, tokens: list[str], description: str = ""
+    ) -> StaticEmbeddings:
+        table = np.asarray(table, dtype=np.float32)
+        if not np.isfinite(table).all():
+            raise InputError(f"static embeddings ({description or 'table'}) hold NaN or Inf")
         norms = np.linalg.norm(table, axis=1, keepdims=True)
         vectors = (table / np.maximum(norms, 1e-12)).astype(np.float32)
-        return cls(vectors, {t: i for i, t in enumerate(tokens)})
+        index: dict[str, int] = {}
+        for i, t in enumerate(tokens):
+            index.setdefault(t, i)
+        return cls(vectors, index, description)
 
     @classmethod
-    def from_glove(cls, path: str | Path, *, limit: int | None = None) -> StaticEmbeddings:
-        """Read a GloVe-format text file (``word v1 v2 …`` per line)."""
-        path = Path(path)
-        if not path.is_file():
-            raise InputError(f"static embedding file not found: {path}")
+    def from_glove(
+        cls,
+        source: str | Path | bytes,
+        *,
+        name: str | None = None,
+        keep: set[str] | None = None,
+        limit: int | None = None,
+    ) -> StaticEmbeddings:
+        """Read a GloVe-format text file (``word v1 v2 …`` per line).
+
+        ``keep`` limits the rows read to these tokens (the encoder's vocabulary), so a
+        large GloVe file costs memory only for the words that can be looked up.
+        """
+        label = name or ("uploaded file" if isinstance(source, (bytes, bytearray)) else str(source))
+        if isinstance(source, (bytes, bytearray)):
+            lines: Iterable[str] = bytes(source).decode("utf-8", errors="replace").splitlines()
+            return cls._parse_glove(lines, label, keep, limit)
+        path = Path(source).expanduser()
+        try:
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                return cls._parse_glove(handle, label, keep, limit)
+        except FileNotFoundError:
+            raise InputError(f"{label}: file not found") from None
+        except PermissionError:
+            raise InputError(f"{label}: permission denied (cannot read the file)") from None
+        except IsADirectoryError:
+            raise InputError(f"{label}: is a folder, not a file") from None
+
+    @classmethod
+    def _parse_glove(
+        cls, lines: Iterable[str], label: str, keep: set[str] | None, limit: int | None
+    ) -> StaticEmbeddings:
         tokens, rows, dim = [], [], None
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for n, line in enumerate(handle, 1):
-                parts = line.rstrip().split(" ")
-                if len(parts) < 2:
-                    continue
-                try:
-                    vec = np.asarray(parts[1:], dtype=np.float32)
-                except ValueError:
-                    raise InputError(f"{path}:{n}: not a GloVe line (word then numbers)") from None
-                if dim is None:
-                    dim = vec.shape[0]
-                elif vec.shape[0] != dim:
-                    raise InputError(f"{path}:{n}: {vec.shape[0]} numbers, expected {dim}")
-                tokens.append(parts[0])
-                rows.append(vec)
-                if limit and len(rows) >= limit:
-                    break
+        for n, line in enumerate(lines, 1):
+            parts = line.rstrip().split(" ")
+            if len(parts) < 2:
+                continue
+            if keep is not None and parts[0] not in keep:
+                continue
+            try:
+                vec = np.asarray(parts[1:], dtype=np.float32)
+            except ValueError:
+                raise InputError(f"{label}:{n}: not a GloVe line (word then numbers)") from None
+            if dim is None:
+                dim = vec.shape[0]
+            elif vec.shape[0] != dim:
+                raise InputError(f"{label}:{n}: {vec.shape[0]} numbers, expected {dim}")
+            if not np.isfinite(vec).all():
+                raise InputError(f"{label}:{n}: NaN or Inf in the vector")
+            tokens.append(parts[0])
+            rows.append(vec)
+            if limit and len(rows) >= limit:
+                break
         if not rows:
-            raise InputError(f"{path} holds no vectors")
-        return cls.from_table(np.stack(rows), tokens)
+            what = " for any token of the vocabulary" if keep is not None else ""
+            raise InputError(f"{label}: holds no vectors{what}")
+        return cls.from_table(np.stack(rows), tokens, f"GloVe file {Path(label).name}")
 
     def has(self, token: str) -> bool:
         return token in self.index
 
+    def rows_for(self, vocab: list[str]) -> np.ndarray:
+        """For each vocabulary entry its row here, or -1."""
+        return np.fromiter((self.index.get(t, -1) for t in vocab), dtype=np.int64, count=len(vocab))
+
+
+def check_glove(path: str | Path) -> Path:
+    """Prove a GloVe file readable (its first line) before any model loads."""
+    path = Path(path).expanduser()
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            handle.readline()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied (cannot read the file)") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    return path
+
+
+def static_embeddings_for(
+    encoder: Encoder, glove: str | Path | bytes | None = None, *, glove_name: str | None = None
+) -> StaticEmbeddings:
+    """``f_enc``: the encoder's own input word embeddings, or a GloVe file when given."""
+    if glove is not None:
+        return StaticEmbeddings.from_glove(glove, name=glove_name, keep=set(encoder.vocab))
+    table = encoder.static_embeddings()
+    if table is None:
+        raise InputError(
+            f"{encoder.name} has no input word-embedding table: give a GloVe file for Semantic@k"
+        )
+    return StaticEmbeddings.from_table(*table, description=f"{encoder.name} input word embeddings")
+
+
+# ----------------------------------------------------------------------------- one item
+
+
+def caption_terms(units: Iterable[str]) -> list[str]:
+    """A caption's own tokens that count: no special tokens, each once, in order."""
+    return list(dict.fromkeys(u for u in units if not is_special_token(u)))
+
 
 @dataclass(frozen=True)
-class CaptionDeviation:
-    text: str
+class ItemDeviation:
+    """Exact@k and Semantic@k of one item (a caption, or an image against its captions)."""
+
+    id: str
+    text: str  # the caption, or the image's name
+    positive_terms: int  # non-special terms with E > 0
+    cap: float  # min(k, positive_terms) / k: the most Exact@k can be under denominator k
+    matches: int  # top-k terms that are caption tokens
+    semantic_sum: float  # Σ over top-k of the best cosine to a caption token
+    denominator: int
     exact: float
     semantic: float
     top_terms: list[str]
     caption_tokens: list[str]
+    no_vector: int  # top-k terms without a static vector (add 0 to Semantic@k)
 
     def to_dict(self) -> dict:
         return {
+            "id": self.id,
             "text": self.text,
+            "positive_terms": self.positive_terms,
+            "cap": self.cap,
+            "matches": self.matches,
+            "denominator": self.denominator,
             "exact_at_k": self.exact,
             "semantic_at_k": self.semantic,
             "top_terms": self.top_terms,
             "caption_tokens": self.caption_tokens,
+            "no_vector": self.no_vector,
         }
 
 
-def caption_tokens(units: list[str], static: StaticEmbeddings) -> list[str]:
-    """The caption's own tokens that count: no special tokens, each with a static vector."""
-    seen: dict[str, None] = {}
-    for unit in units:
-        if not is_special_token(unit) and static.has(unit):
-            seen.setdefault(unit, None)
-    return list(seen)
+def denominator_of(k: int, positive: int, denominator: str) -> int:
+    """``k`` (the paper) or ``min(k, positive)`` (at least 1: no term → 0 either way)."""
+    return k if denominator == "k" else max(1, min(k, positive))
 
 
-def deviation(
+@dataclass(frozen=True)
+class _Scorer:
+    """What scoring an item needs, prepared once per run."""
+
+    vocab: list[str]
+    special: np.ndarray  # [|V|] bool
+    static: StaticEmbeddings
+    static_rows: np.ndarray  # [|V|] row in static.vectors or -1
+    k: int
+    denominator: str
+
+    @classmethod
+    def build(cls, vocab: list[str], static: StaticEmbeddings, k: int, denominator: str) -> _Scorer:
+        return cls(vocab, special_mask(vocab), static, static.rows_for(vocab), k, denominator)
+
+    def score(
+        self, item_id: str, text: str, indices: np.ndarray, values: np.ndarray, caption: list[str]
+    ) -> ItemDeviation:
+        keep = (values > 0) & ~self.special[indices]
+        idx, val = indices[keep], values[keep]
+        order = np.lexsort((idx, -val))[: self.k]  # weight desc, then vocabulary order
+        top = idx[order]
+        terms = [self.vocab[i] for i in top]
+        own = set(caption)
+        matches = sum(t in own for t in terms)
+        rows = self.static_rows[top]
+        with_vec = rows[rows >= 0]
+        cap_rows = [self.static.index[c] for c in caption if c in self.static.index]
+        if with_vec.size and cap_rows:
+            sims = self.static.vectors[with_vec] @ self.static.vectors[cap_rows].T
+            semantic_sum = float(np.clip(sims.max(axis=1), -1.0, 1.0).astype(np.float64).sum())
+        else:
+            semantic_sum = 0.0
+        positive = int(idx.size)
+        den = denominator_of(self.k, positive, self.denominator)
+        return ItemDeviation(
+            id=item_id,
+            text=text,
+            positive_terms=positive,
+            cap=min(self.k, positive) / self.k,
+            matches=matches,
+            semantic_sum=semantic_sum,
+            denominator=den,
+            exact=matches / den,
+            semantic=semantic_sum / den,
+            top_terms=terms,
+            caption_tokens=list(caption),
+            no_vector=int(rows.size - with_vec.size),
+        )
+
+
+def item_deviation(
     weights: np.ndarray,
     vocab: list[str],
     caption: list[str],
     static: StaticEmbeddings,
-    k: int = 20,
+    k: int = DEFAULT_K,
     *,
+    denominator: str = "k",
     text: str = "",
-) -> CaptionDeviation:
-    """Exact@k and Semantic@k of one sparse vector against its caption's tokens.
+    item_id: str = "0",
+) -> ItemDeviation:
+    """Exact@k and Semantic@k of one (gated) vector against a caption's tokens."""
+    check_options(k=k, denominator=denominator)
+    weights = np.asarray(weights)
+    idx = np.flatnonzero(weights)
+    scorer = _Scorer.build(vocab, static, k, denominator)
+    return scorer.score(item_id, text, idx, weights[idx].astype(np.float32), caption)
 
-    Fewer than ``k`` positive terms count as misses (the denominator stays ``k``), as in
-    the paper's definition.
+
+# ----------------------------------------------------------------------------- FLOPs
+
+
+def activation_counts(batch: object, vocab_size: int | None = None) -> np.ndarray:
+    """Per dimension, how many rows of ``batch`` activate it (``!= 0``)."""
+    matrix = batch.tocsr() if sp.issparse(batch) else sp.csr_matrix(np.atleast_2d(batch))
+    matrix = matrix.copy()
+    matrix.eliminate_zeros()
+    size = vocab_size or matrix.shape[1]
+    return np.bincount(matrix.indices, minlength=size).astype(np.int64)
+
+
+def flops_within(counts: np.ndarray, n: int) -> float | None:
+    """Mean shared active dimensions over pairs of *different* items of one set.
+
+    ``Σ_{a≠b} s_a⁰·s_b⁰ = Σ_j n(j)² − Σ_j n(j)``, over ``n(n−1)`` ordered pairs;
+    ``None`` for fewer than two items.
     """
-    if k <= 0:
-        raise InputError("k must be a positive number")
-    if not caption:
-        raise InputError(f"caption {text[:40]!r} has no usable token")
-    terms = [t.token for t in top_terms(weights, vocab, k) if static.has(t.token)][:k]
-    own = set(caption)
-    exact = sum(t in own for t in terms) / k
-    if terms:
-        sims = (
-            static.vectors[[static.index[t] for t in terms]]
-            @ static.vectors[[static.index[c] for c in caption]].T
+    if n < 2:
+        return None
+    c = counts.astype(np.float64)
+    return float((np.dot(c, c) - c.sum()) / (n * (n - 1)))
+
+
+def flops_with_self_pairs(counts: np.ndarray, n: int) -> float | None:
+    """The same over all ``n²`` pairs, self-pairs included (``Σ_j p(j)²``), for comparison."""
+    if n < 1:
+        return None
+    c = counts.astype(np.float64)
+    return float(np.dot(c, c) / (n * n))
+
+
+def flops_between(counts_a: np.ndarray, n_a: int, counts_b: np.ndarray, n_b: int) -> float | None:
+    """D2S's FLOPs: ``(1/(|C||I|)) Σ_c Σ_i s_c⁰·s_i⁰ = Σ_j n_C(j) n_I(j) / (|C||I|)``."""
+    if n_a < 1 or n_b < 1:
+        return None
+    return float(np.dot(counts_a.astype(np.float64), counts_b.astype(np.float64)) / (n_a * n_b))
+
+
+def flops(a: np.ndarray, b: np.ndarray | None = None) -> float | None:
+    """FLOPs of dense row sets: within ``a`` (no self-pairs), or between ``a`` and ``b``."""
+    ca, na = activation_counts(a), np.atleast_2d(a).shape[0]
+    if b is None:
+        return flops_within(ca, na)
+    return flops_between(ca, na, activation_counts(b, ca.shape[0]), np.atleast_2d(b).shape[0])
+
+
+# ----------------------------------------------------------------------------- one set
+
+
+@dataclass(frozen=True)
+class SetDeviation:
+    """Exact@k, Semantic@k, positive terms, FLOPs and vocabulary statistics of one set."""
+
+    kind: str  # "captions" or "images"
+    n: int
+    exact: float
+    semantic: float
+    by_denominator: dict[str, dict[str, float]]
+    positive_terms: dict[str, float]
+    flops: float | None
+    flops_with_self_pairs: float | None
+    mean_active_dims: float
+    rows: list[ItemDeviation]
+    skipped: list[dict]
+    n_skipped: int
+    vocabulary: VocabStats | None
+    #: per-dimension activation counts (for FLOPs between sets; not in the JSON)
+    counts: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "n": self.n,
+            "exact_at_k": self.exact,
+            "semantic_at_k": self.semantic,
+            "by_denominator": self.by_denominator,
+            "positive_terms": self.positive_terms,
+            "flops": self.flops,
+            "flops_with_self_pairs": self.flops_with_self_pairs,
+            "mean_active_dims": self.mean_active_dims,
+            "n_skipped": self.n_skipped,
+            "skipped": self.skipped,
+            "rows_shown": len(self.rows),
+            "rows": [r.to_dict() for r in self.rows],
+            "vocabulary": self.vocabulary.to_dict() if self.vocabulary else None,
+        }
+
+
+@dataclass
+class SetAccumulator:
+    """Streams items of one set: per-item metrics, activation counts, vocabulary statistics."""
+
+    kind: str
+    scorer: _Scorer
+    max_rows: int = DEFAULT_MAX_ROWS
+    vocab_top: int = CLOUD_TERMS
+    lazy_rate: float = LAZY_RATE
+    n: int = 0
+    rows: list[ItemDeviation] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    n_skipped: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    positive: list[int] = field(default_factory=list)
+    counts: np.ndarray = field(init=False, repr=False)
+    nnz: int = 0
+    vocab: VocabAccumulator = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        size = len(self.scorer.vocab)
+        self.counts = np.zeros(size, dtype=np.int64)
+        self.vocab = VocabAccumulator(size)
+        self.sums = {k: 0.0 for k in ("exact_k", "semantic_k", "exact_a", "semantic_a")}
+
+    def skip(self, item_id: str, text: str, reason: str) -> None:
+        self.n_skipped += 1
+        if len(self.skipped) < 1000:
+            self.skipped.append({"id": item_id, "text": text, "reason": reason})
+
+    def add(
+        self, ids: list[str], texts: list[str], batch: object, captions: list[list[str]]
+    ) -> None:
+        """Fold a batch: ``batch`` rows are the items' gated vectors, ``captions`` the
+        caption tokens each is measured against (empty → skipped)."""
+        matrix = as_csr(batch, len(self.scorer.vocab))
+        if not (len(ids) == len(texts) == len(captions) == matrix.shape[0]):
+            raise ValueError("ids, texts, captions and rows differ in number")
+        keep = []
+        for r, (item_id, text, caption) in enumerate(zip(ids, texts, captions, strict=True)):
+            if not caption:
+                reason = (
+                    "no token of the vocabulary (e.g. emoji only)"
+                    if self.kind == "captions"
+                    else "no paired caption with a token of the vocabulary"
+                )
+                self.skip(item_id, text, reason)
+                continue
+            keep.append(r)
+            lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+            item = self.scorer.score(
+                item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption
+            )
+            k = self.scorer.k
+            self.sums["exact_k"] += item.matches / k
+            self.sums["semantic_k"] += item.semantic_sum / k
+            den = denominator_of(k, item.positive_terms, "active")
+            self.sums["exact_a"] += item.matches / den
+            self.sums["semantic_a"] += item.semantic_sum / den
+            self.positive.append(item.positive_terms)
+            if len(self.rows) < self.max_rows:
+                self.rows.append(item)
+        kept = matrix[keep]
+        kept.eliminate_zeros()
+        self.counts += np.bincount(kept.indices, minlength=len(self.scorer.vocab))
+        self.nnz += int(kept.nnz)
+        self.n += len(keep)
+        self.vocab.add(kept)
+
+    def result(self) -> SetDeviation:
+        n, k = self.n, self.scorer.k
+        by_den = {
+            "k": {
+                "exact_at_k": self.sums["exact_k"] / n if n else 0.0,
+                "semantic_at_k": self.sums["semantic_k"] / n if n else 0.0,
+            },
+            "active": {
+                "exact_at_k": self.sums["exact_a"] / n if n else 0.0,
+                "semantic_at_k": self.sums["semantic_a"] / n if n else 0.0,
+            },
+        }
+        positive = np.asarray(self.positive, dtype=np.int64)
+        pos = {
+            "mean": float(positive.mean()) if n else 0.0,
+            "min": int(positive.min()) if n else 0,
+            "max": int(positive.max()) if n else 0,
+            "below_k": int((positive < k).sum()),
+            "cap_exact_at_k": float(np.minimum(positive, k).mean() / k) if n else 0.0,
+        }
+        chosen = by_den[self.scorer.denominator]
+        return SetDeviation(
+            kind=self.kind,
+            n=n,
+            exact=chosen["exact_at_k"],
+            semantic=chosen["semantic_at_k"],
+            by_denominator=by_den,
+            positive_terms=pos,
+            flops=flops_within(self.counts, n),
+            flops_with_self_pairs=flops_with_self_pairs(self.counts, n),
+            mean_active_dims=self.nnz / n if n else 0.0,
+            rows=list(self.rows),
+            skipped=list(self.skipped),
+            n_skipped=self.n_skipped,
+            vocabulary=(
+                self.vocab.result(self.scorer.vocab, top=self.vocab_top, lazy_rate=self.lazy_rate)
+                if n
+                else None
+            ),
+            counts=self.counts.copy(),
         )
-        semantic = float(np.clip(sims.max(axis=1), -1.0, 1.0).sum()) / k
-    else:
-        semantic = 0.0
-    return CaptionDeviation(text, exact, semantic, terms, caption)
 
 
-def activation_rates(vectors: np.ndarray, threshold: float = 0.0) -> np.ndarray:
-    """Per-dimension share of items whose weight exceeds ``threshold`` (``p(j)``)."""
-    return (np.asarray(vectors) > threshold).mean(axis=0)
+# ----------------------------------------------------------------------------- result
 
 
-def flops(a: np.ndarray, b: np.ndarray | None = None, threshold: float = 0.0) -> float:
-    """Co-activation ``Σ_j p_A(j) p_B(j)`` (SPLADE's FLOPs when ``b`` is ``a``).
+@dataclass(frozen=True)
+class DeviationResult:
+    """Semantic deviation of a caption set (and an image set, from a stored collection)."""
 
-    Equals the mean over all pairs (one of ``a``, one of ``b``) of the number of dimensions
-    both activate: the expected posting-list work of a query–document match.
-    """
-    p_a = activation_rates(a, threshold)
-    p_b = p_a if b is None else activation_rates(b, threshold)
-    return float(np.dot(p_a, p_b))
+    encoder: str
+    input: dict
+    k: int
+    gate_k: int
+    denominator: str
+    f_enc: str
+    captions: SetDeviation
+    images: SetDeviation | None = None
+    flops_captions_images: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "encoder": self.encoder,
+            "input": self.input,
+            "k": self.k,
+            "gate_k": self.gate_k,
+            "denominator": self.denominator,
+            "f_enc": self.f_enc,
+            "captions": self.captions.to_dict(),
+            "images": self.images.to_dict() if self.images else None,
+            "flops_captions_images": self.flops_captions_images,
+            "notes": self.notes,
+        }
 
 
-def dataset_deviation(
-    encodings: list[LexicalEncoding],
-    texts: list[str],
-    vocab: list[str],
-    static: StaticEmbeddings,
-    k: int = 20,
+def set_notes(s: SetDeviation, k: int) -> list[str]:
+    """Plain-language notes on one set (positive terms below k, skipped items)."""
+    what = s.kind
+    notes = []
+    below = s.positive_terms["below_k"]
+    if below:
+        notes.append(
+            f"{below} of {s.n} {what} have fewer than {k} positive terms: under the paper's "
+            f"denominator k, Exact@{k} cannot exceed {s.positive_terms['cap_exact_at_k']:.3f} "
+            f"on this set (use denominator 'active' = min(k, positive terms) to compare "
+            "without that cap)"
+        )
+    if s.n_skipped:
+        one = what[:-1] if s.n_skipped == 1 else what
+        notes.append(
+            f"{s.n_skipped} {one} skipped ({s.skipped[0]['reason']}), e.g. "
+            f"{s.skipped[0]['text'][:40]!r}; the others were measured"
+        )
+    return notes
+
+
+# ----------------------------------------------------------------------------- use case
+
+
+def check_options(
     *,
-    gate_k: int = -1,
-) -> dict:
-    """Exact@k, Semantic@k (means and per caption) and FLOPs over a caption set.
+    k: int = DEFAULT_K,
+    gate_k: int = DEFAULT_GATE_K,
+    denominator: str = "k",
+    batch_size: int = BATCH_SIZE,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> None:
+    """Refuse bad options before anything is loaded or encoded."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, not {k!r}")
+    if isinstance(gate_k, bool) or not isinstance(gate_k, int) or gate_k < -1:
+        raise InputError(f"the gate k must be -1 (ungated), 0 (own tokens only) or more: {gate_k}")
+    if denominator not in DENOMINATORS:
+        raise InputError(f"denominator must be one of {', '.join(DENOMINATORS)}: {denominator!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"the batch size must be a positive integer, not {batch_size!r}")
+    if not isinstance(max_rows, int) or max_rows < 0:
+        raise InputError(f"the number of rows shown must be 0 or more, not {max_rows!r}")
 
-    FLOPs and active dimensions are read on the gated vectors ``E = V ⊙ G`` (``gate_k``
-    top dimensions plus own tokens; -1 = ungated), since a VDR ``V`` is positive everywhere.
-    """
+
+CaptionSource = str | Path | bytes | bytearray | list[str] | TextTable
+
+
+def read_captions(
+    source: CaptionSource, name: str | None = None, *, suffix: str | None = None
+) -> TextTable:
+    """Captions from a file (.txt one per line, .csv/.jsonl with a ``text`` column), its
+    bytes (an upload: pass its ``name``), or a list of texts (empty ones skipped)."""
+    if isinstance(source, TextTable):
+        return source
+    if isinstance(source, list):
+        texts = [str(t).strip() for t in source]
+        kept = [t for t in texts if t]
+        if not kept:
+            raise InputError("no captions given (every text is empty)")
+        return TextTable([str(i) for i in range(len(kept))], kept, [], len(texts) - len(kept))
+    return read_texts(source, name, suffix=suffix, what="caption")
+
+
+def input_name(source: CaptionSource, name: str | None) -> str:
+    """The name a result records for its input: the file's base name (same from CLI and app)."""
+    if name:
+        return Path(name).name
+    if isinstance(source, (str, Path)):
+        return Path(source).name
+    return "captions" if isinstance(source, (list, TextTable)) else "uploaded file"
+
+
+@dataclass(frozen=True)
+class EncodedCaptions:
+    """A caption set's gated vectors (CSR, O(non-zeros)) and caption tokens."""
+
+    ids: list[str]
+    texts: list[str]
+    vectors: sp.csr_matrix  # [n, |V|] E = V ⊙ G
+    tokens: list[list[str]]
+    gate_k: int
+    truncated: int = 0
+
+    def batches(self, size: int = 256) -> Iterator[tuple[list[str], list[str], sp.csr_matrix]]:
+        for lo in range(0, len(self.ids), size):
+            hi = lo + size
+            yield self.ids[lo:hi], self.texts[lo:hi], self.vectors[lo:hi]
+
+
+def gated_rows(encodings: list[LexicalEncoding], vocab: list[str], gate_k: int) -> sp.csr_matrix:
+    """``E = V ⊙ G`` of each encoding as CSR rows."""
     from lexlens.analysis.contrib import gate
 
-    per = [
-        deviation(e.weights, vocab, caption_tokens(e.units, static), static, k, text=t)
-        for e, t in zip(encodings, texts, strict=True)
-    ]
-    stacked = np.stack([gate(e, vocab, gate_k) for e in encodings])
-    return {
-        "k": k,
-        "gate_k": gate_k,
-        "n": len(per),
-        "exact_at_k": float(np.mean([p.exact for p in per])),
-        "semantic_at_k": float(np.mean([p.semantic for p in per])),
-        "flops": flops(stacked),
-        "mean_active_dims": float((stacked > 0).sum(axis=1).mean()),
-        "per_caption": [p.to_dict() for p in per],
+    return sp.csr_matrix(np.stack([gate(e, vocab, gate_k) for e in encodings]))
+
+
+def encode_captions(
+    encoder: Encoder,
+    table: TextTable,
+    *,
+    gate_k: int = DEFAULT_GATE_K,
+    batch_size: int = BATCH_SIZE,
+    progress: Progress | None = None,
+) -> EncodedCaptions:
+    """Encode captions in batches (query tower), keeping only gated CSR rows and tokens."""
+    DEVIATION_NEEDS.check(encoder)
+    parts, tokens, truncated = [], [], 0
+    total = len(table.texts)
+    for lo in range(0, total, batch_size):
+        chunk = table.texts[lo : lo + batch_size]
+        encodings = encoder.encode_texts(chunk, side="query", keep_units=False)
+        parts.append(gated_rows(encodings, encoder.vocab, gate_k))
+        tokens += [caption_terms(e.units) for e in encodings]
+        truncated += sum(e.truncated for e in encodings)
+        if progress:
+            done = min(total, lo + batch_size)
+            progress(done / total, f"Encoded {done} of {total} captions")
+    vectors = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, len(encoder.vocab)))
+    return EncodedCaptions(list(table.ids), list(table.texts), vectors, tokens, gate_k, truncated)
+
+
+def deviation_of_encoded(
+    encoded: EncodedCaptions,
+    *,
+    encoder_name: str,
+    vocab: list[str],
+    static: StaticEmbeddings,
+    k: int = DEFAULT_K,
+    denominator: str = "k",
+    input_info: dict | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    notes: list[str] | None = None,
+) -> DeviationResult:
+    """The :class:`DeviationResult` of an already encoded caption set (cheap: no model)."""
+    check_options(k=k, gate_k=encoded.gate_k, denominator=denominator, max_rows=max_rows)
+    scorer = _Scorer.build(vocab, static, k, denominator)
+    acc = SetAccumulator("captions", scorer, max_rows=max_rows)
+    start = 0
+    for ids, texts, batch in encoded.batches():
+        acc.add(ids, texts, batch, encoded.tokens[start : start + len(ids)])
+        start += len(ids)
+    captions = acc.result()
+    out_notes = list(notes or [])
+    if encoded.truncated:
+        out_notes.append(f"{encoded.truncated} caption(s) cut to the encoder's token limit")
+    out_notes += set_notes(captions, k)
+    if captions.n == 0:
+        raise InputError("no caption has a token of the encoder's vocabulary: nothing to measure")
+    return DeviationResult(
+        encoder=encoder_name,
+        input=dict(input_info or {}),
+        k=k,
+        gate_k=encoded.gate_k,
+        denominator=denominator,
+        f_enc=static.description,
+        captions=captions,
+        notes=out_notes,
+    )
+
+
+def deviation(
+    encoder: Encoder,
+    captions: CaptionSource,
+    *,
+    name: str | None = None,
+    suffix: str | None = None,
+    k: int = DEFAULT_K,
+    gate_k: int = DEFAULT_GATE_K,
+    denominator: str = "k",
+    glove: str | Path | bytes | None = None,
+    glove_name: str | None = None,
+    batch_size: int = BATCH_SIZE,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    progress: Progress | None = None,
+) -> DeviationResult:
+    """Exact@k, Semantic@k, FLOPs and vocabulary statistics of an encoder over captions.
+
+    ``captions``: a path, a file's bytes (give the upload's ``name``), or a list of texts.
+    Options and the file are checked before anything is encoded.
+    """
+    check_options(
+        k=k, gate_k=gate_k, denominator=denominator, batch_size=batch_size, max_rows=max_rows
+    )
+    table = read_captions(captions, name, suffix=suffix)
+    DEVIATION_NEEDS.check(encoder)
+    static = static_embeddings_for(encoder, glove, glove_name=glove_name)
+    encoded = encode_captions(
+        encoder, table, gate_k=gate_k, batch_size=batch_size, progress=progress
+    )
+    notes = [f"{table.skipped} empty row(s) left out"] if table.skipped else []
+    return deviation_of_encoded(
+        encoded,
+        encoder_name=encoder.name,
+        vocab=encoder.vocab,
+        static=static,
+        k=k,
+        denominator=denominator,
+        input_info={"captions": input_name(captions, name), "rows": len(table)},
+        max_rows=max_rows,
+        notes=notes,
+    )
+
+
+def result_files(result: DeviationResult) -> dict[str, bytes]:
+    """The files a run exports (CLI ``--out`` and the page's downloads): the JSON document,
+    per-caption rows and the top vocabulary terms as formula-safe CSV."""
+    files = {
+        "deviation.json": json_bytes(result),
+        "captions.csv": records_csv_bytes([r.to_dict() for r in result.captions.rows]),
     }
-
-
-def mean_term_weights(encodings: list[LexicalEncoding]) -> np.ndarray:
-    """Average value of every dimension over a collection (VDR App. D dataset view)."""
-    return np.mean(np.stack([e.weights for e in encodings]), axis=0)
+    if result.captions.vocabulary is not None:
+        files["vocabulary.csv"] = records_csv_bytes(
+            [t.to_dict() for t in result.captions.vocabulary.top_terms]
+        )
+    if result.images is not None:
+        files["images.csv"] = records_csv_bytes([r.to_dict() for r in result.images.rows])
+    return files

@@ -2,81 +2,186 @@
 
 from __future__ import annotations
 
-import json
 from itertools import product
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from lexlens.analysis.deviation import StaticEmbeddings, deviation, flops
+from lexlens.analysis.deviation import (
+    SetAccumulator,
+    StaticEmbeddings,
+    _Scorer,
+    caption_terms,
+    check_options,
+    flops,
+    flops_between,
+    flops_with_self_pairs,
+    item_deviation,
+)
 from lexlens.models import InputError
 
-VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]"]
+VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]", "sun", "sky"]
 
 
 def _static() -> StaticEmbeddings:
-    # cat and dog are close (cos 0.8), book and car orthogonal to everything else.
+    # cat·dog = 0.8, book·car = 0.8, sun and sky orthogonal to everything; specials random.
     table = np.array(
-        [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0.8, 0.6, 0], [0, 0, 0, 1], [0, 0, 0, 0.0], [1, 1, 1, 1]],
+        [
+            [1, 1, 1, 1],  # [CLS]
+            [0, 1, 0, 0],  # cat
+            [0, 0.8, 0.6, 0],  # dog
+            [0, 0, 0, 1],  # book
+            [0.6, 0, 0, 0.8],  # car
+            [1, 1, 1, 1],  # [unused0]
+            [1, 0, 0, 0],  # sun
+            [0, 0, 1, 0],  # sky
+        ],
         dtype=np.float32,
     )
-    table[4] = [0.6, 0, 0, 0.8]  # car: cos 0.8 with book
     return StaticEmbeddings.from_table(table, VOCAB)
 
 
 def test_exact_and_semantic_by_hand():
-    weights = np.array([9.0, 3.0, 2.0, 0.5, 1.0, 8.0], dtype=np.float32)
-    # top-3 without special tokens: cat (3), dog (2), car (1); caption tokens: cat, book
-    dev = deviation(weights, VOCAB, ["cat", "book"], _static(), k=3)
+    # Specials are excluded even with the highest weights.
+    weights = np.array([9.0, 3.0, 2.0, 0.5, 1.0, 8.0, 0, 0], dtype=np.float32)
+    dev = item_deviation(weights, VOCAB, ["cat", "book"], _static(), k=3)
+    # top-3 of the non-special terms: cat (3), dog (2), car (1)
     assert dev.top_terms == ["cat", "dog", "car"]
+    assert dev.positive_terms == 4 and dev.cap == 1.0 and dev.matches == 1
     assert dev.exact == pytest.approx(1 / 3)
     # cat→cat 1.0, dog→cat 0.8, car→book 0.8
     assert dev.semantic == pytest.approx((1.0 + 0.8 + 0.8) / 3, abs=1e-6)
 
 
-def test_fewer_positive_terms_than_k_count_as_misses():
-    weights = np.array([0, 1.0, 0, 0, 0, 0], dtype=np.float32)
-    dev = deviation(weights, VOCAB, ["cat"], _static(), k=4)
-    assert dev.exact == pytest.approx(0.25) and dev.semantic == pytest.approx(0.25)
+def test_both_denominators_with_fewer_positive_terms_than_k():
+    # Two positive terms (cat 1.0, sun 0.5), k = 4, caption "cat sky".
+    weights = np.array([0, 1.0, 0, 0, 0, 0, 0.5, 0], dtype=np.float32)
+    static = _static()
+    paper = item_deviation(weights, VOCAB, ["cat", "sky"], static, k=4)
+    # Denominator k: one match of 4 → 0.25; cap = 2/4. Semantic: cat→cat 1, sun→(0 with both) 0.
+    assert paper.positive_terms == 2 and paper.cap == pytest.approx(0.5)
+    assert paper.denominator == 4
+    assert paper.exact == pytest.approx(1 / 4)
+    assert paper.semantic == pytest.approx((1.0 + 0.0) / 4, abs=1e-6)
+    active = item_deviation(weights, VOCAB, ["cat", "sky"], static, k=4, denominator="active")
+    # Denominator min(k, active) = 2: 1/2 and (1 + 0)/2.
+    assert active.denominator == 2 and active.cap == pytest.approx(0.5)
+    assert active.exact == pytest.approx(1 / 2)
+    assert active.semantic == pytest.approx(1 / 2, abs=1e-6)
+    # When every term matches, the paper's denominator caps Exact@k at positive/k.
+    both = np.array([0, 1.0, 0.5, 0, 0, 0, 0, 0], dtype=np.float32)
+    capped = item_deviation(both, VOCAB, ["cat", "dog"], static, k=4)
+    assert capped.exact == pytest.approx(capped.cap) == pytest.approx(0.5)
+    full = item_deviation(both, VOCAB, ["cat", "dog"], static, k=4, denominator="active")
+    assert full.exact == pytest.approx(1.0)
 
 
-def test_flops_equals_mean_pairwise_coactivation():
+def test_no_positive_term_gives_zero_under_both_denominators():
+    zeros = np.zeros(len(VOCAB), dtype=np.float32)
+    for den in ("k", "active"):
+        dev = item_deviation(zeros, VOCAB, ["cat"], _static(), k=3, denominator=den)
+        assert dev.exact == 0 and dev.semantic == 0 and dev.cap == 0 and dev.top_terms == []
+
+
+def test_set_means_and_cap_by_hand():
+    # Three captions, k = 2; caption tokens and gated vectors chosen to give known values.
+    rows = np.array(
+        [
+            [0, 2.0, 1.0, 0, 0, 0, 0, 0],  # cat dog → caption "cat": 1 match, 2 positive
+            [0, 0, 0, 0, 0, 0, 3.0, 0],  # sun alone → caption "sun": 1 match, 1 positive
+            [0, 0, 0, 1.0, 0.5, 0, 0.2, 0],  # book car sun → caption "sky": 0, 3 positive
+        ],
+        dtype=np.float32,
+    )
+    scorer = _Scorer.build(VOCAB, _static(), 2, "k")
+    acc = SetAccumulator("captions", scorer)
+    acc.add(
+        ["a", "b", "c"], ["cat", "sun", "sky"], sp.csr_matrix(rows), [["cat"], ["sun"], ["sky"]]
+    )
+    out = acc.result()
+    # denominator k = 2: exact 1/2, 1/2, 0 → mean 1/3
+    assert out.by_denominator["k"]["exact_at_k"] == pytest.approx(1 / 3)
+    # denominator min(2, positive) = 2, 1, 2: 1/2, 1/1, 0 → mean 1/2
+    assert out.by_denominator["active"]["exact_at_k"] == pytest.approx(1 / 2)
+    # semantic (k): cat→cat 1 + dog→cat 0.8 = 1.8/2; sun→sun 1/2; book→sky 0 + car→sky 0 = 0
+    assert out.by_denominator["k"]["semantic_at_k"] == pytest.approx((0.9 + 0.5 + 0) / 3, abs=1e-6)
+    assert out.by_denominator["active"]["semantic_at_k"] == pytest.approx((0.9 + 1.0) / 3, abs=1e-6)
+    assert out.positive_terms["below_k"] == 1  # only "sun" has fewer than 2
+    assert out.positive_terms["cap_exact_at_k"] == pytest.approx((1 + 0.5 + 1) / 3)
+    assert out.exact == out.by_denominator["k"]["exact_at_k"]
+
+
+def test_token_less_caption_is_skipped_and_counted():
+    scorer = _Scorer.build(VOCAB, _static(), 2, "k")
+    acc = SetAccumulator("captions", scorer)
+    rows = sp.csr_matrix(np.eye(2, len(VOCAB), 1, dtype=np.float32))
+    acc.add(["a", "b"], ["cat", "😀"], rows, [["cat"], caption_terms(["[CLS]", "[UNK]", "[SEP]"])])
+    out = acc.result()
+    assert out.n == 1 and out.n_skipped == 1 and out.skipped[0]["text"] == "😀"
+    assert out.mean_active_dims == 1.0  # the skipped row is left out of every statistic
+
+
+def test_flops_between_equals_brute_force_pairwise():
     rng = np.random.default_rng(0)
     a = rng.random((7, 12)) * (rng.random((7, 12)) < 0.3)
     b = rng.random((5, 12)) * (rng.random((5, 12)) < 0.5)
-    brute = np.mean([np.sum((x > 0) & (y > 0)) for x, y in product(a, b)])
-    assert flops(a, b) == pytest.approx(brute)
-    assert flops(a) == pytest.approx(np.mean([np.sum((x > 0) & (y > 0)) for x, y in product(a, a)]))
+    # D2S: the mean over all caption × image pairs of the shared active dimensions.
+    brute = sum(int(np.sum((x != 0) & (y != 0))) for x, y in product(a, b)) / (7 * 5)
+    assert flops(a, b) == pytest.approx(brute, rel=1e-12)
+    # D2S's own batched form: Σ over batch pairs of Σ_v nnz_img[v]·nnz_txt[v], / |C||I|.
+    batched = sum(
+        float(np.sum((a[i : i + 3] != 0).sum(0) * (b[j : j + 2] != 0).sum(0)))
+        for i in range(0, 7, 3)
+        for j in range(0, 5, 2)
+    )
+    assert flops(a, b) == pytest.approx(batched / 35, rel=1e-12)
+
+
+def test_flops_within_one_set_leaves_self_pairs_out():
+    rng = np.random.default_rng(1)
+    a = rng.random((9, 20)) * (rng.random((9, 20)) < 0.4)
+    pairs = [(i, j) for i in range(9) for j in range(9) if i != j]
+    brute = np.mean([np.sum((a[i] != 0) & (a[j] != 0)) for i, j in pairs])
+    assert flops(a) == pytest.approx(brute, rel=1e-12)
+    with_self = np.mean([np.sum((x != 0) & (y != 0)) for x, y in product(a, a)])
+    counts = (a != 0).sum(0)
+    assert flops_with_self_pairs(counts, 9) == pytest.approx(with_self, rel=1e-12)
+    assert flops(a) < with_self
+    # Hand-sized case: two items sharing one of their two dims each → 1 shared dim.
+    two = np.array([[1.0, 1.0, 0], [0, 2.0, 3.0]])
+    assert flops(two) == 1.0 and flops_with_self_pairs((two != 0).sum(0), 2) == 1.5
+    assert flops(two[:1]) is None  # no pair of different items
+    assert flops_between((two != 0).sum(0), 2, np.array([1, 0, 1]), 1) == 1.0
+
+
+def test_options_are_validated():
+    for bad in ({"k": 0}, {"k": -1}, {"gate_k": -2}, {"denominator": "n"}, {"k": True}):
+        with pytest.raises(InputError):
+            check_options(**bad)
+    check_options(k=1, gate_k=-1, denominator="active")
 
 
 def test_glove_file(tmp_path):
     good = tmp_path / "glove.txt"
-    good.write_text("cat 1 0\ndog 0.6 0.8\n")
-    static = StaticEmbeddings.from_glove(good)
-    assert static.has("dog") and static.vectors.shape == (2, 2)
+    good.write_text("cat 1 0\ndog 0.6 0.8\nzebra 0 1\n")
+    static = StaticEmbeddings.from_glove(good, keep={"cat", "dog"})
+    assert static.has("dog") and not static.has("zebra") and static.vectors.shape == (2, 2)
+    assert StaticEmbeddings.from_glove(good.read_bytes(), name="up.txt").has("zebra")
     bad = tmp_path / "bad.txt"
     bad.write_text("cat 1 0\ndog 1\n")
     with pytest.raises(InputError, match="bad.txt:2"):
         StaticEmbeddings.from_glove(bad)
+    with pytest.raises(InputError, match="no vectors for any token"):
+        StaticEmbeddings.from_glove(good, keep={"car"})
+    with pytest.raises(InputError, match="file not found"):
+        StaticEmbeddings.from_glove(tmp_path / "missing.txt")
 
 
-def test_deviation_cli_on_sample_captions(cli):
-    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json")
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
-    assert result["n"] == 10 and result["k"] == 20
-    assert 0 < result["exact_at_k"] <= 1 and result["exact_at_k"] < result["semantic_at_k"] <= 1
-    assert result["flops"] > 0
-    first = result["per_caption"][0]
-    assert "cat" in first["top_terms"] and "cat" in first["caption_tokens"]
-
-
-def test_deviation_cli_bad_inputs(cli, tmp_path):
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n\n")
-    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", str(empty))
-    assert proc.returncode == 2 and "holds no texts" in proc.stderr
-    csv = tmp_path / "c.csv"
-    csv.write_text('caption\n"a cat\n')
-    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", str(csv))
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+def test_glove_top_terms_without_vector_add_zero():
+    # GloVe has no word pieces: a ##piece in the top-k adds 0 to Semantic@k and is counted.
+    vocab = ["cat", "##s", "dog"]
+    static = StaticEmbeddings.from_table(np.array([[1.0, 0], [0.6, 0.8]]), ["cat", "dog"])
+    dev = item_deviation(np.array([2.0, 1.0, 0.5]), vocab, ["cat"], static, k=3)
+    assert dev.top_terms == ["cat", "##s", "dog"] and dev.no_vector == 1
+    assert dev.semantic == pytest.approx((1.0 + 0 + 0.6) / 3)
