@@ -1,0 +1,104 @@
+"""The Semantic deviation page (AppTest, real splade-tiny): same JSON as the CLI, notes,
+skipped captions, errors naming the upload, state kept across pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = str(ROOT / "app" / "main.py")
+PAGE = "app_pages/deviation.py"
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The bytes each download button offers, by file name (recorded as Streamlit stores them)."""
+    seen: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, path_or_data, mimetype, kind, filename=None):
+        if filename and isinstance(path_or_data, (bytes, str)):
+            data = path_or_data if isinstance(path_or_data, bytes) else path_or_data.encode()
+            seen[filename] = data
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return seen
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page(PAGE)
+    at.run()
+    return at
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> None:
+    at.radio(key="dev_source").set_value("Upload a caption file")
+    at.run()
+    at.file_uploader(key="dev_upload").upload(name, data, "text/plain")
+    at.run()
+
+
+def test_page_json_equals_cli_json_and_says_how_many_are_below_k(cli, downloads):
+    at = _page()
+    assert not at.exception and not at.error
+    assert at.metric[0].label == "Exact@20"
+    assert any("10 of 10 captions have fewer than 20 positive terms" in i.value for i in at.info)
+    page_json = downloads["deviation.json"]
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json")
+    assert proc.returncode == 0
+    assert page_json.decode("utf-8") == proc.stdout
+    # The same with the other denominator and another k, chosen on the page.
+    at.radio(key="dev_denominator").set_value("active")
+    at.number_input(key="dev_k").set_value(7)
+    at.run()
+    assert not at.exception and at.metric[0].label == "Exact@7"
+    proc = cli(
+        "deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json",
+        "--k", "7", "--denominator", "active",
+    )  # fmt: skip
+    assert downloads["deviation.json"].decode("utf-8") == proc.stdout
+    # Readable plots: the scatter has a title and named axes, the boxes are not flat.
+    charts = at.get("plotly_chart")
+    specs = [c.proto.spec for c in charts]
+    assert any("Per caption: Exact@7 against Semantic@7" in s for s in specs)
+    assert not any('"title":{"text":"exact_at_k"}' in s for s in specs)
+    assert any("where they are active" in s for s in specs)
+
+
+def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads, tmp_path):
+    data = "a cat sleeping on a book\n🙂🙂\na red train crossing a bridge\n".encode()
+    at = _page()
+    _upload(at, "mine.txt", data)
+    assert not at.exception and not at.error
+    assert any("1 caption(s) skipped" in w.value for w in at.warning)
+    assert len(at.dataframe[0].value) == 2
+    path = tmp_path / "mine.txt"
+    path.write_bytes(data)
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", path, "--json")
+    assert downloads["deviation.json"].decode("utf-8") == proc.stdout
+    # Another page and back: the upload, the options and the result are still there.
+    at.switch_page("app_pages/text.py")
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception
+    assert at.radio(key="dev_source").value == "Upload a caption file"
+    assert any("mine.txt" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == 2
+
+
+def test_bad_upload_names_the_file_and_keeps_the_previous_result():
+    at = _page()
+    assert len(at.dataframe[0].value) == 10
+    _upload(at, "broken.csv", b'text\n"a cat\n')
+    assert not at.exception
+    assert any("broken.csv" in e.value for e in at.error)
+    assert not any("tmp" in e.value for e in at.error)
+    assert any("previous result" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == 10  # the sample's result is still shown
