@@ -1,7 +1,16 @@
-"""Lexlens app entry point: ``streamlit run app/main.py``."""
+"""Lexlens app entry point: ``streamlit run app/main.py``.
+
+Every page has its own URL (``/text``, ``/images``, …). Streamlit serves its *default* page
+at the root URL only (``/text`` would answer "Page not found" if Text were the default), so
+the default page is a hidden one at ``/`` that forwards to Text. Nothing here reaches beyond
+this machine: the favicon is drawn locally (a Material-icon favicon is fetched from a font
+CDN) and ``app/.streamlit/config.toml`` turns usage statistics off.
+"""
 
 from __future__ import annotations
 
+import functools
+import io
 from pathlib import Path
 
 import streamlit as st
@@ -12,10 +21,8 @@ except ModuleNotFoundError:  # a plain checkout that was never installed
     st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
     st.stop()
 
-st.set_page_config(page_title="Lexlens", page_icon=":material/search_insights:", layout="wide")
-
 HERE = Path(__file__).resolve().parent
-PAGES = [  # (file, title, icon, url path)
+PAGES = [  # (file, title, icon, url path); the first one is what the root URL shows
     ("app_pages/text.py", "Text", ":material/notes:", "text"),
     ("app_pages/images.py", "Images", ":material/image:", "images"),
     ("app_pages/contrib.py", "Query ⊙ Document", ":material/compare_arrows:", "contrib"),
@@ -24,13 +31,38 @@ PAGES = [  # (file, title, icon, url path)
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
 ]
 
+
+@functools.cache
+def favicon() -> bytes:
+    """A small lens drawn here (PNG bytes), served by the app itself."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    draw.line((38, 38, 58, 58), fill=(49, 51, 63, 255), width=9)
+    draw.ellipse((4, 4, 44, 44), fill=(255, 255, 255, 255), outline=(255, 75, 75, 255), width=7)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+st.set_page_config(page_title="Lexlens", page_icon=favicon(), layout="wide")
 restore_kept()
 st.sidebar.title("Lexlens")
 st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
 device_picker()
+
 pages = [
-    st.Page(str(HERE / path), title=title, icon=icon, url_path=url, default=(i == 0))
-    for i, (path, title, icon, url) in enumerate(PAGES)
+    st.Page(str(HERE / path), title=title, icon=icon, url_path=url)
+    for path, title, icon, url in PAGES
     if (HERE / path).exists()
 ]
-st.navigation(pages).run()
+
+
+def _home() -> None:
+    """The root URL: show the first page under its own URL."""
+    st.switch_page(pages[0])
+
+
+home = st.Page(_home, title="Lexlens", url_path="home", default=True, visibility="hidden")
+st.navigation([home, *pages]).run()
