@@ -24,6 +24,7 @@ COMMANDS = [
     "contrib",
     "deviation",
     "search",
+    "index",
     "report",
     "attribute",
     "mot_eval",
