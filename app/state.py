@@ -40,13 +40,17 @@ def encoder_picker(
 
     A local checkpoint directory can always be typed in; once loaded it is checked against
     ``needs`` too. Shows a clear error and returns ``None`` when loading or the check fails.
+    The choice and the typed directory are kept across page switches (``kept``).
     """
     names = [c.name for c in available_encoders() if needs.is_compatible(c.capabilities)]
     options = names + [CUSTOM]
-    index = options.index(default) if default in options else 0
-    choice = st.sidebar.selectbox(label, options, index=index, key=key)
+    kept(key, default if default in options else options[0])
+    if st.session_state.get(key) not in options:  # a kept name this page no longer lists
+        st.session_state[key] = options[0]
+    choice = st.sidebar.selectbox(label, options, key=key)
     if choice == CUSTOM:
-        choice = st.sidebar.text_input("Checkpoint directory", key=f"{key}_dir").strip()
+        path = st.sidebar.text_input("Checkpoint directory", key=kept(f"{key}_dir", ""))
+        choice = path.strip()
         if not choice:
             st.info("Type the path of a local checkpoint directory in the sidebar.")
             return None
@@ -70,19 +74,23 @@ def content_key(*parts: bytes | str) -> str:
 
 # ------------------------------------------------------------- state that survives pages
 #
-# Streamlit forgets a widget's value when a run does not draw it (another page was shown).
-# Keys registered with ``kept`` are re-assigned at the start of every run (``app/main.py``
-# calls ``restore_kept``), which keeps their values for the whole session. Uploads cannot
-# be set through session state, so ``remembered_uploads`` keeps their bytes instead.
+# Streamlit forgets a widget's value when a run does not draw it (another page was shown,
+# or the page stopped early, e.g. while a checkpoint directory is being typed). Keys
+# registered with ``kept`` are re-assigned at the start of every run (``app/main.py`` calls
+# ``restore_kept``), which keeps their values for the whole session. Uploads cannot be set
+# through session state, so ``remembered_uploads`` keeps their bytes instead.
 
 _KEPT = "_lexlens_kept_keys"
+_RUN = "_lexlens_run"
 
 
 def kept(key: str, default: object = None) -> str:
     """Register a widget key whose value survives page switches; returns ``key``.
 
     The default is seeded into session state (pass no ``value=``/``index=`` to the widget,
-    or Streamlit warns that the value was set twice).
+    or Streamlit warns that the value was set twice). Use it for value widgets (text,
+    numbers, sliders, selections, checkboxes); not for buttons, uploaders or data editors,
+    whose values Streamlit does not let a script set.
     """
     registry = st.session_state.setdefault(_KEPT, set())
     registry.add(key)
@@ -93,17 +101,25 @@ def kept(key: str, default: object = None) -> str:
 
 def restore_kept() -> None:
     """Re-assign every kept key so Streamlit does not clean it up (call once per run)."""
+    st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
     for key in list(st.session_state.get(_KEPT, ())):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
 
 
 def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]]:
-    """``(name, bytes)`` of the current uploads, or of the last ones when the uploader is
-    empty after a page switch; a button forgets them."""
+    """``(name, bytes)`` of the current uploads, or of the last ones when the uploader comes
+    back empty after the page was left (another page, or an early stop); a button forgets
+    them. Removing the files in the uploader itself forgets them too."""
     store = f"_lexlens_uploads_{key}"
+    seen = f"{store}_run"
+    run = st.session_state.get(_RUN, 0)
+    shown_just_before = st.session_state.get(seen) == run - 1
+    st.session_state[seen] = run
     if uploads:
         st.session_state[store] = [(f.name, f.getvalue()) for f in uploads]
+    elif shown_just_before and run > 0:  # the user emptied the uploader on this page
+        st.session_state.pop(store, None)
     kept_files = st.session_state.get(store, [])
     if kept_files and not uploads:
         names = ", ".join(name for name, _ in kept_files)
