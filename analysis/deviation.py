@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -359,13 +360,19 @@ def flops(a: np.ndarray, b: np.ndarray | None = None) -> float | None:
 
 @dataclass(frozen=True)
 class SetDeviation:
-    """Exact@k, Semantic@k, positive terms, FLOPs and vocabulary statistics of one set."""
+    """Exact@k, Semantic@k, positive terms, FLOPs and vocabulary statistics of one set.
 
-    kind: str  # "captions" or "images"
+    ``n`` counts every item (FLOPs and vocabulary statistics cover them all); Exact@k and
+    Semantic@k cover the ``n_measured`` items that have caption tokens to compare with (the
+    others are listed in ``skipped``); they are ``None`` when no item could be measured.
+    """
+
+    kind: str  # "captions", "texts" or "images"
     n: int
-    exact: float
-    semantic: float
-    by_denominator: dict[str, dict[str, float]]
+    n_measured: int
+    exact: float | None
+    semantic: float | None
+    by_denominator: dict[str, dict[str, float | None]]
     positive_terms: dict[str, float]
     flops: float | None
     flops_with_self_pairs: float | None
@@ -381,6 +388,7 @@ class SetDeviation:
         return {
             "kind": self.kind,
             "n": self.n,
+            "n_measured": self.n_measured,
             "exact_at_k": self.exact,
             "semantic_at_k": self.semantic,
             "by_denominator": self.by_denominator,
@@ -394,6 +402,13 @@ class SetDeviation:
             "rows": [r.to_dict() for r in self.rows],
             "vocabulary": self.vocabulary.to_dict() if self.vocabulary else None,
         }
+
+
+_SKIP_REASON = {
+    "captions": "no token of the vocabulary (e.g. emoji only)",
+    "texts": "no token of the vocabulary (e.g. emoji only)",
+    "images": "no paired caption with a token of the vocabulary",
+}
 
 
 @dataclass
@@ -430,21 +445,15 @@ class SetAccumulator:
         self, ids: list[str], texts: list[str], batch: object, captions: list[list[str]]
     ) -> None:
         """Fold a batch: ``batch`` rows are the items' gated vectors, ``captions`` the
-        caption tokens each is measured against (empty → skipped)."""
-        matrix = as_csr(batch, len(self.scorer.vocab))
+        caption tokens each is measured against (empty → not measured, listed as skipped)."""
+        matrix = as_csr(batch, len(self.scorer.vocab)).copy()  # stored rows are read-only
+        matrix.eliminate_zeros()
         if not (len(ids) == len(texts) == len(captions) == matrix.shape[0]):
             raise ValueError("ids, texts, captions and rows differ in number")
-        keep = []
         for r, (item_id, text, caption) in enumerate(zip(ids, texts, captions, strict=True)):
             if not caption:
-                reason = (
-                    "no token of the vocabulary (e.g. emoji only)"
-                    if self.kind == "captions"
-                    else "no paired caption with a token of the vocabulary"
-                )
-                self.skip(item_id, text, reason)
+                self.skip(item_id, text, _SKIP_REASON.get(self.kind, "no caption tokens"))
                 continue
-            keep.append(r)
             lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
             item = self.scorer.score(
                 item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption
@@ -458,37 +467,35 @@ class SetAccumulator:
             self.positive.append(item.positive_terms)
             if len(self.rows) < self.max_rows:
                 self.rows.append(item)
-        kept = matrix[keep]
-        kept.eliminate_zeros()
-        self.counts += np.bincount(kept.indices, minlength=len(self.scorer.vocab))
-        self.nnz += int(kept.nnz)
-        self.n += len(keep)
-        self.vocab.add(kept)
+        self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
+        self.nnz += int(matrix.nnz)
+        self.n += matrix.shape[0]
+        self.vocab.add(matrix)
 
     def result(self) -> SetDeviation:
         n, k = self.n, self.scorer.k
+        measured = len(self.positive)
+
+        def mean(key: str) -> float | None:
+            return self.sums[key] / measured if measured else None
+
         by_den = {
-            "k": {
-                "exact_at_k": self.sums["exact_k"] / n if n else 0.0,
-                "semantic_at_k": self.sums["semantic_k"] / n if n else 0.0,
-            },
-            "active": {
-                "exact_at_k": self.sums["exact_a"] / n if n else 0.0,
-                "semantic_at_k": self.sums["semantic_a"] / n if n else 0.0,
-            },
+            "k": {"exact_at_k": mean("exact_k"), "semantic_at_k": mean("semantic_k")},
+            "active": {"exact_at_k": mean("exact_a"), "semantic_at_k": mean("semantic_a")},
         }
         positive = np.asarray(self.positive, dtype=np.int64)
         pos = {
-            "mean": float(positive.mean()) if n else 0.0,
-            "min": int(positive.min()) if n else 0,
-            "max": int(positive.max()) if n else 0,
+            "mean": float(positive.mean()) if measured else 0.0,
+            "min": int(positive.min()) if measured else 0,
+            "max": int(positive.max()) if measured else 0,
             "below_k": int((positive < k).sum()),
-            "cap_exact_at_k": float(np.minimum(positive, k).mean() / k) if n else 0.0,
+            "cap_exact_at_k": float(np.minimum(positive, k).mean() / k) if measured else 0.0,
         }
         chosen = by_den[self.scorer.denominator]
         return SetDeviation(
             kind=self.kind,
             n=n,
+            n_measured=measured,
             exact=chosen["exact_at_k"],
             semantic=chosen["semantic_at_k"],
             by_denominator=by_den,
@@ -513,7 +520,13 @@ class SetAccumulator:
 
 @dataclass(frozen=True)
 class DeviationResult:
-    """Semantic deviation of a caption set (and an image set, from a stored collection)."""
+    """Semantic deviation of a caption set, or of a stored collection's texts, or of its
+    images against their paired captions (``captions`` = those captions, encoded by the
+    text encoder; ``flops_captions_images`` = D2S's FLOPs between the two sets)."""
+
+    @property
+    def sets(self) -> list[SetDeviation]:
+        return [s for s in (self.captions, self.images) if s is not None]
 
     encoder: str
     input: dict
@@ -521,7 +534,7 @@ class DeviationResult:
     gate_k: int
     denominator: str
     f_enc: str
-    captions: SetDeviation
+    captions: SetDeviation | None
     images: SetDeviation | None = None
     flops_captions_images: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -534,7 +547,7 @@ class DeviationResult:
             "gate_k": self.gate_k,
             "denominator": self.denominator,
             "f_enc": self.f_enc,
-            "captions": self.captions.to_dict(),
+            "captions": self.captions.to_dict() if self.captions else None,
             "images": self.images.to_dict() if self.images else None,
             "flops_captions_images": self.flops_captions_images,
             "notes": self.notes,
@@ -548,8 +561,9 @@ def set_notes(s: SetDeviation, k: int) -> list[str]:
     below = s.positive_terms["below_k"]
     if below:
         notes.append(
-            f"{below} of {s.n} {what} have fewer than {k} positive terms: under the paper's "
-            f"denominator k, Exact@{k} cannot exceed {s.positive_terms['cap_exact_at_k']:.3f} "
+            f"{below} of {s.n_measured} {what} have fewer than {k} positive terms: under the "
+            "paper's "
+            f"denominator k, their Exact@{k} cannot exceed {s.positive_terms['cap_exact_at_k']:.3f} "
             f"on this set (use denominator 'active' = min(k, positive terms) to compare "
             "without that cap)"
         )
@@ -688,7 +702,7 @@ def deviation_of_encoded(
     if encoded.truncated:
         out_notes.append(f"{encoded.truncated} caption(s) cut to the encoder's token limit")
     out_notes += set_notes(captions, k)
-    if captions.n == 0:
+    if captions.n_measured == 0:
         raise InputError("no caption has a token of the encoder's vocabulary: nothing to measure")
     return DeviationResult(
         encoder=encoder_name,
@@ -745,17 +759,144 @@ def deviation(
     )
 
 
+def index_tokens(
+    encoder: Encoder, texts: list[str], batch_size: int = BATCH_SIZE
+) -> list[list[str]]:
+    """Caption tokens of texts as ``encoder`` tokenises them (empty text → no token)."""
+    out: list[list[str]] = [[] for _ in texts]
+    todo = [i for i, t in enumerate(texts) if t and t.strip()]
+    for lo in range(0, len(todo), batch_size):
+        chunk = todo[lo : lo + batch_size]
+        encodings = encoder.encode_texts([texts[i] for i in chunk], keep_units=False)
+        for i, e in zip(chunk, encodings, strict=True):
+            out[i] = caption_terms(e.units)
+    return out
+
+
+def deviation_of_index(
+    index: str | Path | Any,
+    encoder: Encoder,
+    *,
+    k: int = DEFAULT_K,
+    gate_k: int | None = None,
+    denominator: str = "k",
+    glove: str | Path | bytes | None = None,
+    glove_name: str | None = None,
+    batch_size: int = 1024,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    progress: Progress | None = None,
+) -> DeviationResult:
+    """The same analyses on a stored collection, streamed from its memory-mapped CSR vectors.
+
+    - A text collection: Exact@k / Semantic@k of each stored text vector against its own
+      tokens, FLOPs between different texts, vocabulary statistics.
+    - An image collection: each image's stored vector against the tokens of its paired
+      captions (all of them: a term counts if it is a token of any; an item's ``text`` stands
+      in when it has no ``caption``); the captions themselves, encoded by ``encoder`` with
+      the index's gate k, as a caption set; D2S's FLOPs between the caption set and the
+      image set; vocabulary statistics of both.
+
+    ``encoder`` is the text encoder (its tokens, its static embeddings unless ``glove``); its
+    vocabulary must be the index's. ``gate_k``, when given, must equal the index's (stored
+    vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
+    """
+    from lexlens.analysis.collections import StoredIndex, open_index, vocab_hash
+
+    check_options(k=k, denominator=denominator, batch_size=batch_size, max_rows=max_rows)
+    ix = index if isinstance(index, StoredIndex) else open_index(index)
+    stored_gate = int(ix.manifest["gate_k"])
+    if gate_k is not None and gate_k != stored_gate:
+        raise InputError(
+            f"the collection {ix.path.name} stores vectors gated at k = {stored_gate}: "
+            f"they cannot be re-gated at {gate_k} (leave the gate k out, or re-index)"
+        )
+    DEVIATION_NEEDS.check(encoder)
+    if vocab_hash(encoder.vocab) != ix.manifest["vocab"]["hash"]:
+        raise InputError(
+            f"{encoder.name!r} does not share the vocabulary of the collection "
+            f"{ix.path.name} (built with {ix.encoder_name!r}): pick a text encoder in its space"
+        )
+    static = static_embeddings_for(encoder, glove, glove_name=glove_name)
+    scorer = _Scorer.build(encoder.vocab, static, k, denominator)
+    images = ix.modality == "image"
+    items = SetAccumulator("images" if images else "texts", scorer, max_rows=max_rows)
+    captions = SetAccumulator("captions", scorer, max_rows=max_rows) if images else None
+    total = len(ix)
+    columns = ["id", "text", "image", "captions"]
+    for batch in ix.iter_batches(batch_size=batch_size, columns=columns):
+        if not images:
+            texts = [m.get("text") or "" for m in batch.meta]
+            items.add(batch.ids, texts, batch.vectors, index_tokens(encoder, texts))
+        else:
+            own: list[list[str]] = []
+            cap_ids, cap_texts = [], []
+            for m in batch.meta:
+                paired = [c.strip() for c in (m.get("captions") or []) if c and c.strip()]
+                if not paired and (m.get("text") or "").strip():
+                    paired = [m["text"].strip()]
+                own.append(paired)
+                cap_ids += [f"{m['id']}#{j}" for j in range(len(paired))]
+                cap_texts += paired
+            cap_tokens: list[list[str]] = []
+            for lo in range(0, len(cap_texts), BATCH_SIZE):
+                chunk = cap_texts[lo : lo + BATCH_SIZE]
+                encodings = encoder.encode_texts(chunk, side="query", keep_units=False)
+                tokens = [caption_terms(e.units) for e in encodings]
+                captions.add(
+                    cap_ids[lo : lo + BATCH_SIZE],
+                    chunk,
+                    gated_rows(encodings, encoder.vocab, stored_gate),
+                    tokens,
+                )
+                cap_tokens += tokens
+            union, at = [], 0
+            for paired in own:
+                union.append(
+                    caption_terms(t for toks in cap_tokens[at : at + len(paired)] for t in toks)
+                )
+                at += len(paired)
+            names = [m.get("image") or m["id"] for m in batch.meta]
+            items.add(batch.ids, names, batch.vectors, union)
+        if progress:
+            progress(batch.stop / total, f"Measured {batch.stop} of {total} items")
+    item_set = items.result()
+    cap_set = captions.result() if captions is not None and captions.n else None
+    between = (
+        flops_between(cap_set.counts, cap_set.n, item_set.counts, item_set.n) if cap_set else None
+    )
+    notes = set_notes(item_set, k) + (set_notes(cap_set, k) if cap_set else [])
+    if images and cap_set is None:
+        notes.append(
+            "no image of this collection has a caption: Exact@k, Semantic@k and the "
+            "caption × image FLOPs need captions (a caption column in the source)"
+        )
+    info = {
+        "index": ix.path.name,
+        "index_encoder": ix.encoder_name,
+        "modality": ix.modality,
+        "items": total,
+    }
+    return DeviationResult(
+        encoder=encoder.name,
+        input=info,
+        k=k,
+        gate_k=stored_gate,
+        denominator=denominator,
+        f_enc=static.description,
+        captions=cap_set if images else item_set,
+        images=item_set if images else None,
+        flops_captions_images=between,
+        notes=notes,
+    )
+
+
 def result_files(result: DeviationResult) -> dict[str, bytes]:
     """The files a run exports (CLI ``--out`` and the page's downloads): the JSON document,
-    per-caption rows and the top vocabulary terms as formula-safe CSV."""
-    files = {
-        "deviation.json": json_bytes(result),
-        "captions.csv": records_csv_bytes([r.to_dict() for r in result.captions.rows]),
-    }
-    if result.captions.vocabulary is not None:
-        files["vocabulary.csv"] = records_csv_bytes(
-            [t.to_dict() for t in result.captions.vocabulary.top_terms]
-        )
-    if result.images is not None:
-        files["images.csv"] = records_csv_bytes([r.to_dict() for r in result.images.rows])
+    per-item rows and each set's top vocabulary terms, as formula-safe CSV."""
+    files = {"deviation.json": json_bytes(result)}
+    for part in result.sets:
+        files[f"{part.kind}.csv"] = records_csv_bytes([r.to_dict() for r in part.rows])
+        if part.vocabulary is not None:
+            name = "vocabulary.csv" if part is result.sets[0] else f"vocabulary_{part.kind}.csv"
+            files[name] = records_csv_bytes([t.to_dict() for t in part.vocabulary.top_terms])
     return files

@@ -118,8 +118,15 @@ def test_token_less_caption_is_skipped_and_counted():
     rows = sp.csr_matrix(np.eye(2, len(VOCAB), 1, dtype=np.float32))
     acc.add(["a", "b"], ["cat", "😀"], rows, [["cat"], caption_terms(["[CLS]", "[UNK]", "[SEP]"])])
     out = acc.result()
-    assert out.n == 1 and out.n_skipped == 1 and out.skipped[0]["text"] == "😀"
-    assert out.mean_active_dims == 1.0  # the skipped row is left out of every statistic
+    assert out.n_measured == 1 and out.n_skipped == 1 and out.skipped[0]["text"] == "😀"
+    assert out.rows[0].text == "cat" and out.exact == pytest.approx(1 / 2)
+    # Its vector is still an item of the set: FLOPs and vocabulary statistics count it.
+    assert out.n == 2 and out.vocabulary.n == 2 and out.flops == 0.0
+    nothing = SetAccumulator("images", scorer)
+    nothing.add(["i"], ["i.png"], rows[:1], [[]])
+    alone = nothing.result()
+    assert alone.exact is None and alone.semantic is None and alone.n == 1
+    assert alone.vocabulary.top_terms[0].token == "cat"
 
 
 def test_flops_between_equals_brute_force_pairwise():
