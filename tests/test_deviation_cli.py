@@ -89,7 +89,12 @@ def test_emoji_only_caption_is_skipped_not_fatal(cli, tmp_path):
     proc = cli("deviation", "--encoder", "splade-tiny", "--captions", path, "--json")
     assert proc.returncode == 0, proc.stderr
     doc = proc.json()
-    assert doc["captions"]["n"] == 2 and doc["captions"]["n_skipped"] == 1
+    caps = doc["captions"]
+    assert caps["n_measured"] == 2 and caps["n_skipped"] == 1 and caps["n"] == 3
+    assert [r["text"] for r in caps["rows"]] == [
+        "a cat sleeping on a book",
+        "two dogs running on the beach",
+    ]
     assert doc["captions"]["skipped"][0]["text"] == "😀😀😀"
     assert any("1 caption skipped" in n for n in doc["notes"])
     only = tmp_path / "only.txt"
