@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = str(ROOT / "app" / "main.py")
 PAGE = "app_pages/deviation.py"
+SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def _page() -> AppTest:
 
 
 def _upload(at: AppTest, name: str, data: bytes) -> None:
-    at.radio(key="dev_source").set_value("Upload a caption file")
+    at.radio(key="dev_source").set_value(SOURCES[1])
     at.run()
     at.file_uploader(key="dev_upload").upload(name, data, "text/plain")
     at.run()
@@ -76,7 +77,7 @@ def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads,
     at = _page()
     _upload(at, "mine.txt", data)
     assert not at.exception and not at.error
-    assert any("1 caption(s) skipped" in w.value for w in at.warning)
+    assert any("1 of the captions not measured" in w.value for w in at.warning)
     assert len(at.dataframe[0].value) == 2
     path = tmp_path / "mine.txt"
     path.write_bytes(data)
@@ -88,7 +89,7 @@ def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads,
     at.switch_page(PAGE)
     at.run()
     assert not at.exception
-    assert at.radio(key="dev_source").value == "Upload a caption file"
+    assert at.radio(key="dev_source").value == SOURCES[1]
     assert any("mine.txt" in c.value for c in at.caption)
     assert len(at.dataframe[0].value) == 2
 
@@ -102,3 +103,22 @@ def test_bad_upload_names_the_file_and_keeps_the_previous_result():
     assert not any("tmp" in e.value for e in at.error)
     assert any("previous result" in c.value for c in at.caption)
     assert len(at.dataframe[0].value) == 10  # the sample's result is still shown
+
+
+def test_stored_collection_same_json_as_cli(cli, downloads, splade, tmp_path, monkeypatch):
+    from lexlens.analysis.collections import build_index
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    at = _page()
+    at.radio(key="dev_source").set_value(SOURCES[2])
+    at.run()
+    assert not at.exception and any("No stored collection yet" in i.value for i in at.info)
+    path = tmp_path / "collections" / "sample-captions"
+    build_index(splade, ROOT / "data" / "captions.txt", path)
+    at.run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="dev_collection").value == "sample-captions"
+    proc = cli("deviation", "--index", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert downloads["deviation.json"].decode("utf-8") == proc.stdout
+    assert any("10 of 10 texts have fewer than 20 positive terms" in i.value for i in at.info)

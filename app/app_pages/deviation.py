@@ -1,7 +1,7 @@
 """Semantic deviation page: Exact@k, Semantic@k, FLOPs and the dataset view of the vocabulary.
 
-The numbers come from ``lexlens.analysis.deviation`` (the same use case as
-``lexlens deviation``); this page parses inputs, caches the encoded captions and renders.
+The numbers come from ``lexlens.analysis.deviation`` (the same use cases as
+``lexlens deviation``); this page parses inputs, caches encodings and results, and renders.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from lexlens.analysis.deviation import (
     DEVIATION_NEEDS,
     DeviationResult,
     EncodedCaptions,
+    SetDeviation,
     StaticEmbeddings,
     check_glove,
     check_options,
     deviation_of_encoded,
+    deviation_of_index,
     encode_captions,
     input_name,
     read_captions,
@@ -33,22 +35,25 @@ from lexlens.app.state import ROOT, content_key, encoder_picker, kept, remembere
 from lexlens.models import LexlensError
 
 SAMPLE = ROOT / "data" / "captions.txt"
-SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file"]
+SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
 RESULT = "dev_result"
+NOUN = {"captions": "captions", "texts": "texts", "images": "images"}
 
 st.header("Semantic deviation")
 st.caption(
-    "How far do a caption's top terms stray from its own words (D2S)? **Exact@k**: share of "
+    "How far do an input's top terms stray from its own words (D2S)? **Exact@k**: share of "
     "the k top terms that are tokens of the caption. **Semantic@k**: their mean best cosine "
     "to a caption token in a static word-embedding space (the encoder's input embeddings, "
-    "or a GloVe file). **FLOPs**: mean number of dimensions two different captions both "
+    "or a GloVe file). **FLOPs**: mean number of dimensions two different items both "
     "activate (long posting lists when high). Every metric reads the gated vector "
-    "E = V ⊙ G (top gate-k dimensions plus the caption's own tokens)."
+    "E = V ⊙ G (top gate-k dimensions plus the input's own tokens). An image is measured "
+    "against the tokens of its paired captions."
 )
 
 # ----------------------------------------------------------------------------- inputs
-source = st.radio("Captions", SOURCES, horizontal=True, key=kept("dev_source", SOURCES[0]))
+source = st.radio("Input", SOURCES, horizontal=True, key=kept("dev_source", SOURCES[0]))
 upload_data: tuple[str, bytes] | None = None
+collection: dict | None = None
 if source == SOURCES[1]:
     upload = st.file_uploader(
         "Caption file: .txt (one per line), or .csv / .jsonl with a text column",
@@ -60,6 +65,32 @@ if source == SOURCES[1]:
         st.info("Upload a caption file, or pick the sample captions.")
         st.stop()
     upload_data = files[0]
+elif source == SOURCES[2]:
+    from lexlens.analysis.collections import list_collections
+
+    cards = [c for c in list_collections() if "error" not in c]
+    if not cards:
+        st.info(
+            "No stored collection yet: build one on the Collections page or with "
+            "`lexlens index --encoder NAME --source PATH --out DIR`."
+        )
+        st.stop()
+    by_name = {c["name"]: c for c in cards}
+    chosen = st.selectbox(
+        "Stored collection",
+        list(by_name),
+        format_func=lambda n: (
+            f"{n} — {by_name[n]['items']:,} {by_name[n]['modality']} items, "
+            f"{by_name[n]['encoder']}, gate k {by_name[n]['gate_k']}"
+        ),
+        key=kept("dev_collection", next(iter(by_name))),
+    )
+    collection = by_name.get(chosen) or cards[0]
+    if collection["modality"] == "image":
+        st.caption(
+            "Images are measured against their paired captions; the captions are encoded by "
+            "the text encoder chosen in the sidebar (same vocabulary as the collection)."
+        )
 
 c1, c2, c3 = st.columns(3)
 k = c1.number_input(
@@ -70,10 +101,12 @@ gate_k = c2.number_input(
     min_value=-1,
     step=64,
     key=kept("dev_gate_k", DEFAULT_GATE_K),
+    disabled=collection is not None,
     help=(
         "E = V ⊙ G keeps the top gate-k dimensions and the caption's own tokens before any "
         f"metric. {DEFAULT_GATE_K} (VDR's text default) is also the CLI's default; it changes "
-        "nothing for an encoder with fewer positive terms (SPLADE). -1 = ungated."
+        "nothing for an encoder with fewer positive terms (SPLADE). -1 = ungated. A stored "
+        "collection keeps the gate it was built with."
     ),
 )
 denominator = c3.radio(
@@ -93,13 +126,15 @@ glove_path = st.text_input(
 ).strip()
 
 # Validate everything before the encoder loads.
+data, name, table = b"", "", None
 try:
     check_options(k=int(k), gate_k=int(gate_k), denominator=denominator)
-    if upload_data is None:
-        data, name = SAMPLE.read_bytes(), SAMPLE.name
-    else:
-        name, data = upload_data
-    table = read_captions(data, name)
+    if collection is None:
+        if upload_data is None:
+            data, name = SAMPLE.read_bytes(), SAMPLE.name
+        else:
+            name, data = upload_data
+        table = read_captions(data, name)
     if glove_path:
         check_glove(glove_path)
 except LexlensError as exc:
@@ -110,7 +145,7 @@ except LexlensError as exc:
 else:
     ok = True
 
-encoder = encoder_picker("Text encoder", DEVIATION_NEEDS, key=kept("dev_encoder")) if ok else None
+encoder = encoder_picker("Text encoder", DEVIATION_NEEDS, key="dev_encoder") if ok else None
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -134,101 +169,140 @@ def static_for(_encoder, spec: str, glove: str) -> StaticEmbeddings:
     return static_embeddings_for(_encoder, glove or None, glove_name=glove or None)
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def index_result(
+    _encoder, spec: str, path: str, updated: str, k: int, denominator: str, glove: str
+) -> DeviationResult:
+    """A stored collection's result, cached on (encoder, collection version, options)."""
+    bar = st.progress(0.0, "Reading the collection…")
+    result = deviation_of_index(
+        path,
+        _encoder,
+        k=k,
+        denominator=denominator,
+        glove=glove or None,
+        glove_name=glove or None,
+        progress=lambda f, msg: bar.progress(f, msg),
+    )
+    bar.empty()
+    return result
+
+
 if encoder is not None:
     try:
         spec = encoder.source or encoder.name
-        encoded = encoded_captions(
-            encoder, spec, encoder.device, content_key(data), data, name, int(gate_k)
-        )
-        result = deviation_of_encoded(
-            encoded,
-            encoder_name=encoder.name,
-            vocab=encoder.vocab,
-            static=static_for(encoder, spec, glove_path),
-            k=int(k),
-            denominator=denominator,
-            input_info={"captions": input_name(data, name), "rows": len(table)},
-            notes=[f"{table.skipped} empty row(s) left out"] if table.skipped else [],
-        )
+        if collection is not None:
+            result = index_result(
+                encoder,
+                spec,
+                collection["path"],
+                str(collection.get("updated")),
+                int(k),
+                denominator,
+                glove_path,
+            )
+        else:
+            encoded = encoded_captions(
+                encoder, spec, encoder.device, content_key(data), data, name, int(gate_k)
+            )
+            result = deviation_of_encoded(
+                encoded,
+                encoder_name=encoder.name,
+                vocab=encoder.vocab,
+                static=static_for(encoder, spec, glove_path),
+                k=int(k),
+                denominator=denominator,
+                input_info={"captions": input_name(data, name), "rows": len(table)},
+                notes=[f"{table.skipped} empty row(s) left out"] if table.skipped else [],
+            )
         st.session_state[RESULT] = result
     except LexlensError as exc:
         st.error(str(exc))
+        if RESULT in st.session_state:
+            st.caption("Showing the previous result below.")
 
 result: DeviationResult | None = st.session_state.get(RESULT)
 if result is None:
     st.stop()
 
-# ----------------------------------------------------------------------------- results
-caps = result.captions
-kk = result.k
-den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
-st.subheader(f"{caps.n} captions · {result.encoder} · k = {kk} · denominator {den_text}")
-m1, m2, m3, m4 = st.columns(4)
-m1.metric(f"Exact@{kk}", f"{caps.exact:.1%}")
-m2.metric(f"Semantic@{kk}", f"{caps.semantic:.1%}")
-m3.metric(
-    "FLOPs",
-    "n/a" if caps.flops is None else f"{caps.flops:.3f}",
-    help=(
-        "Mean number of dimensions two different captions both activate (self-pairs left "
-        f"out; with them: {caps.flops_with_self_pairs:.3f})."
-    ),
-)
-m4.metric("Mean active dims", f"{caps.mean_active_dims:.1f}")
-other = "active" if result.denominator == "k" else "k"
-st.caption(
-    f"With the other denominator ({'min(k, positive terms)' if other == 'active' else 'k'}): "
-    f"Exact@{kk} {caps.by_denominator[other]['exact_at_k']:.1%}, "
-    f"Semantic@{kk} {caps.by_denominator[other]['semantic_at_k']:.1%}. "
-    f"Static embeddings: {result.f_enc}. Gate k = {result.gate_k}."
-)
-pos = caps.positive_terms
-if pos["below_k"]:
-    st.info(
-        f"**{pos['below_k']} of {caps.n} captions have fewer than {kk} positive terms** "
-        f"(mean {pos['mean']:.1f}, min {pos['min']}, max {pos['max']}). With the paper's "
-        f"denominator k, their Exact@{kk} is capped at positive/k: on this set Exact@{kk} "
-        f"cannot exceed {pos['cap_exact_at_k']:.3f}. Choose 'min(k, positive terms)' to "
-        "compare without the cap."
-    )
-else:
-    st.caption(f"Every caption has at least {kk} positive terms (mean {pos['mean']:.1f}).")
-if caps.n_skipped:
-    st.warning(
-        f"{caps.n_skipped} caption(s) skipped: no token of the vocabulary (emoji only, say); "
-        "the others were measured. " + "; ".join(repr(s["text"][:40]) for s in caps.skipped[:5])
-    )
-for note in result.notes:
-    if "positive terms" not in note and "skipped" not in note:
-        st.caption(note)
 
-per = pd.DataFrame([r.to_dict() for r in caps.rows])
-exact_name = f"Exact@{kk}"
-sem_name = f"Semantic@{kk}"
-if not per.empty:
+# ----------------------------------------------------------------------------- rendering
+def render_metrics(part: SetDeviation, kk: int) -> None:
+    noun = NOUN.get(part.kind, part.kind)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric(f"Exact@{kk}", "n/a" if part.exact is None else f"{part.exact:.1%}")
+    m2.metric(f"Semantic@{kk}", "n/a" if part.semantic is None else f"{part.semantic:.1%}")
+    m3.metric(
+        "FLOPs",
+        "n/a" if part.flops is None else f"{part.flops:.3f}",
+        help=(
+            f"Mean number of dimensions two different {noun} both activate (self-pairs left "
+            f"out; with them: {part.flops_with_self_pairs or 0:.3f})."
+        ),
+    )
+    m4.metric("Mean active dims", f"{part.mean_active_dims:.1f}")
+    if part.exact is None:
+        st.caption(f"No {noun[:-1]} has caption tokens to compare with: Exact@k is not defined.")
+        return
+    other = "active" if result.denominator == "k" else "k"
+    st.caption(
+        f"With the other denominator ({'min(k, positive terms)' if other == 'active' else 'k'}):"
+        f" Exact@{kk} {part.by_denominator[other]['exact_at_k']:.1%}, "
+        f"Semantic@{kk} {part.by_denominator[other]['semantic_at_k']:.1%}. "
+        f"Static embeddings: {result.f_enc}. Gate k = {result.gate_k}."
+    )
+    pos = part.positive_terms
+    if pos["below_k"]:
+        st.info(
+            f"**{pos['below_k']} of {part.n_measured} {noun} have fewer than {kk} positive "
+            f"terms** (mean {pos['mean']:.1f}, min {pos['min']}, max {pos['max']}). With the "
+            f"paper's denominator k, their Exact@{kk} is capped at positive/k: on this set "
+            f"Exact@{kk} cannot exceed {pos['cap_exact_at_k']:.3f}. Choose 'min(k, positive "
+            "terms)' to compare without the cap."
+        )
+    else:
+        st.caption(f"Every one of the {noun} has at least {kk} positive terms.")
+    if part.n_skipped:
+        st.warning(
+            f"{part.n_skipped} of the {noun} not measured ({part.skipped[0]['reason']}); the "
+            "others were. They still count in FLOPs and the vocabulary view: "
+            + "; ".join(repr(s["text"][:40]) for s in part.skipped[:5])
+        )
+
+
+def render_items(part: SetDeviation, kk: int) -> None:
+    noun = NOUN.get(part.kind, part.kind)
+    one = noun[:-1]
+    per = pd.DataFrame([r.to_dict() for r in part.rows])
+    if per.empty:
+        return
+    exact_name, sem_name = f"Exact@{kk}", f"Semantic@{kk}"
+    den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
     per["top_terms"] = per["top_terms"].map(" ".join)
     per["caption_tokens"] = per["caption_tokens"].map(" ".join)
-    per["below k"] = per["positive_terms"] < kk
+    per["positive"] = per["positive_terms"].map(
+        lambda p: f"fewer than {kk}" if p < kk else f"{kk} or more"
+    )
     fig = px.scatter(
         per,
         x="exact_at_k",
         y="semantic_at_k",
-        color=per["below k"].map({True: f"fewer than {kk}", False: f"{kk} or more"}),
-        hover_data={"text": True, "positive_terms": True, "cap": ":.2f"},
+        color="positive",
+        hover_data={"text": True, "positive_terms": True, "cap": ":.2f", "positive": False},
         labels={
             "exact_at_k": f"{exact_name}: share of top-{kk} terms that are caption tokens",
             "semantic_at_k": f"{sem_name}: mean best cosine to a caption token",
-            "color": "positive terms",
-            "text": "caption",
+            "positive": "positive terms",
+            "text": one,
             "positive_terms": "positive terms",
         },
-        title=f"Per caption: {exact_name} against {sem_name} (denominator {den_text})",
+        title=f"Per {one}: {exact_name} against {sem_name} (denominator {den_text})",
     )
     fig.update_traces(marker={"size": 10, "opacity": 0.8})
-    st.plotly_chart(fig, width="stretch")
+    st.plotly_chart(fig, width="stretch", key=f"dev_scatter_{part.kind}")
     table = per.rename(
         columns={
-            "text": "caption",
+            "text": one,
             "positive_terms": "positive terms",
             "cap": f"cap on {exact_name}",
             "exact_at_k": exact_name,
@@ -237,44 +311,44 @@ if not per.empty:
             "caption_tokens": "caption tokens",
         }
     )
-    st.dataframe(
-        table[
-            [
-                "caption",
-                "positive terms",
-                f"cap on {exact_name}",
-                exact_name,
-                sem_name,
-                f"top-{kk} terms",
-                "caption tokens",
-            ]
-        ],
-        hide_index=True,
-        width="stretch",
-    )
-    if len(caps.rows) < caps.n:
-        st.caption(f"Showing {len(caps.rows)} of {caps.n} captions; the means cover all.")
+    columns = [
+        one,
+        "positive terms",
+        f"cap on {exact_name}",
+        exact_name,
+        sem_name,
+        f"top-{kk} terms",
+        "caption tokens",
+    ]
+    st.dataframe(table[columns], hide_index=True, width="stretch")
+    if len(part.rows) < part.n_measured:
+        st.caption(f"Showing {len(part.rows)} of {part.n_measured} {noun}; the means cover all.")
 
-# ----------------------------------------------------------------------------- dataset view
-vocab = caps.vocabulary
-if vocab is not None and vocab.top_terms:
-    st.subheader("Dataset view: the vocabulary over all captions (VDR App. D)")
+
+def render_vocabulary(part: SetDeviation) -> bytes | None:
+    """The dataset view; returns the cloud's PNG for the downloads."""
+    vocab = part.vocabulary
+    if vocab is None or not vocab.top_terms:
+        return None
+    noun = NOUN.get(part.kind, part.kind)
+    st.markdown(f"**Dataset view: the vocabulary over all {vocab.n} {noun} (VDR App. D)**")
     st.caption(
-        f"Mean weight of each term over the {vocab.n} captions (zeros included): the top "
+        f"Mean weight of each term over the {vocab.n} {noun} (zeros included): the top "
         f"{len(vocab.top_terms)} as a cloud, font size ∝ mean weight. Terms active for at "
-        f"least {vocab.lazy_rate:.0%} of the captions are flagged *lazy*: always-on "
-        "dimensions that signal disentanglement laziness."
+        f"least {vocab.lazy_rate:.0%} of the {noun} are flagged *lazy*: always-on dimensions "
+        "that signal disentanglement laziness."
     )
     cloud = wordcloud_image([Term(t.token, t.mean_weight, t.index) for t in vocab.top_terms])
     st.image(cloud, width="stretch")
     lazy = vocab.lazy_terms
     if lazy:
         st.warning(
-            f"{len(lazy)} lazy term(s) (active for ≥ {vocab.lazy_rate:.0%} of captions): "
+            f"{len(lazy)} lazy term(s) (active for ≥ {vocab.lazy_rate:.0%} of {noun}): "
             + ", ".join(f"{t.token} ({t.activation_rate:.0%})" for t in lazy[:30])
+            + (" …" if len(lazy) > 30 else "")
         )
     else:
-        st.caption(f"No lazy term: none is active for ≥ {vocab.lazy_rate:.0%} of the captions.")
+        st.caption(f"No lazy term: none is active for ≥ {vocab.lazy_rate:.0%} of the {noun}.")
     shown = vocab.top_terms[:15]
     fig = go.Figure()
     for t in shown:
@@ -287,23 +361,24 @@ if vocab is not None and vocab.top_terms:
                 name=f"{t.token} ({t.activation_rate:.0%})",
                 boxpoints="all" if values.size <= 30 else "outliers",
                 jitter=0.3,
+                pointpos=0,
                 showlegend=False,
             )
         )
     fig.update_layout(
         title=(
             f"Weights of the top {len(shown)} terms where they are active "
-            "(in brackets: share of captions where active)"
+            f"(in brackets: share of {noun} where active)"
         ),
         xaxis_title="term (activation rate)",
         yaxis_title="weight where active",
     )
-    st.plotly_chart(fig, width="stretch")
+    st.plotly_chart(fig, width="stretch", key=f"dev_box_{part.kind}")
     st.caption(
-        "Each box shows a term's weights over the captions where it is active: over all "
-        "captions most terms are 0 for most of them (a sparse encoder), which would collapse "
-        f"every box onto 0. Distributions keep up to {vocab.reservoir} values per term "
-        "(exact below that)."
+        f"Each box shows a term's weights over the {noun} where it is active: over all of "
+        "them most terms are 0 for most items (a sparse encoder), which would collapse every "
+        f"box onto 0. Distributions keep up to {vocab.reservoir} values per term (exact "
+        "below that)."
     )
     stats = pd.DataFrame([t.to_dict() for t in vocab.top_terms])[
         ["token", "mean_weight", "activation_rate", "mean_when_active", "max_weight", "lazy"]
@@ -318,19 +393,52 @@ if vocab is not None and vocab.top_terms:
     )
     with st.expander(f"Top {len(stats)} terms by mean weight"):
         st.dataframe(stats, hide_index=True, width="stretch")
+    return png_bytes(cloud)
+
+
+kk = result.k
+den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
+where = result.input.get("captions") or result.input.get("index")
+st.subheader(f"{where} · {result.encoder} · k = {kk} · denominator {den_text}")
+for note in result.notes:
+    if "positive terms" not in note and "skipped" not in note:
+        st.caption(note)
+if result.flops_captions_images is not None:
+    st.metric(
+        "FLOPs captions × images",
+        f"{result.flops_captions_images:.3f}",
+        help=(
+            "D2S: (1/(|C||I|)) Σ_c Σ_i s_c⁰·s_i⁰ over every caption × image pair — the mean "
+            "number of dimensions a caption query and an image both activate."
+        ),
+    )
+parts = [result.images, result.captions] if result.images else [result.captions]
+clouds: dict[str, bytes] = {}
+for part in parts:
+    if part is None:
+        continue
+    if len(parts) > 1:
+        title = "Images against their paired captions" if part.kind == "images" else "Captions"
+        st.subheader(f"{title} ({part.n})")
+    render_metrics(part, kk)
+    render_items(part, kk)
+    png = render_vocabulary(part)
+    if png:
+        clouds[part.kind] = png
 
 # ----------------------------------------------------------------------------- downloads
 files = result_files(result)
-d1, d2, d3, d4 = st.columns(4)
-d1.download_button(
-    "deviation.json",
-    files["deviation.json"],
-    "deviation.json",
-    "application/json",
-    help="The same document as `lexlens deviation --json`",
-)
-d2.download_button("captions.csv", files["captions.csv"], "captions.csv", "text/csv")
-if "vocabulary.csv" in files:
-    d3.download_button("vocabulary.csv", files["vocabulary.csv"], "vocabulary.csv", "text/csv")
-if vocab is not None and vocab.top_terms:
-    d4.download_button("dataset_cloud.png", png_bytes(cloud), "dataset_cloud.png", "image/png")
+st.markdown("**Downloads**")
+columns = st.columns(len(files) + len(clouds))
+for col, (fname, payload) in zip(columns, files.items(), strict=False):
+    mime = "application/json" if fname.endswith(".json") else "text/csv"
+    col.download_button(
+        fname,
+        payload,
+        fname,
+        mime,
+        help="The same document as `lexlens deviation --json`" if fname.endswith(".json") else None,
+    )
+for col, (kind, png) in zip(columns[len(files) :], clouds.items(), strict=False):
+    fname = f"dataset_cloud_{kind}.png"
+    col.download_button(fname, png, fname, "image/png")
