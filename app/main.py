@@ -27,6 +27,7 @@ PAGES = [  # (file, title, icon, url path); the first one is what the root URL s
     ("app_pages/images.py", "Images", ":material/image:", "images"),
     ("app_pages/contrib.py", "Query ⊙ Document", ":material/compare_arrows:", "contrib"),
     ("app_pages/search.py", "Search & exclusion", ":material/search:", "search"),
+    ("app_pages/collections.py", "Collections", ":material/database:", "collections"),
     ("app_pages/attribution.py", "Attribution", ":material/insights:", "attribution"),
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
 ]
