@@ -188,13 +188,45 @@ def token_index(vocab: Sequence[str], token: str) -> int:
     raise InputError(f"{token!r} is not a token of this encoder's vocabulary")
 
 
-def term_heatmap(encoding: LexicalEncoding, token: int) -> np.ndarray:
-    """``[rows, cols]``: how strongly each patch activates vocabulary entry ``token``."""
+def term_columns(vocab: Sequence[str], text: str) -> tuple[str, list[int]]:
+    """The vocabulary columns a typed term stands for, and how it reads.
+
+    A vocabulary token (exact, then lower-cased) is one column; any other word is spelled
+    in word pieces ("espresso" → ``es ##press ##o``) and stands for all of them, so its
+    heatmap is the max over its pieces' rows. Raises :class:`InputError` when the text is
+    empty or cannot be spelled in this vocabulary.
+    """
+    from lexlens.analysis.terms import wordpiece_split
+
+    word = text.strip()
+    if not word:
+        raise InputError("type a word to see its heatmap")
+    try:
+        found = token_index(vocab, word)
+        return vocab[found], [found]
+    except InputError:
+        pass
+    index = {t: i for i, t in enumerate(vocab)}
+    pieces = wordpiece_split(word.lower(), set(index)) if " " not in word else None
+    if not pieces:
+        raise InputError(f"{word!r} cannot be spelled in this encoder's vocabulary")
+    return f"{word.lower()} ({' '.join(pieces)})", [index[p] for p in pieces]
+
+
+def term_heatmap(encoding: LexicalEncoding, token: int | Sequence[int]) -> np.ndarray:
+    """``[rows, cols]``: how strongly each patch activates a vocabulary entry.
+
+    With several entries (the pieces of a merged word), the max over their columns.
+    """
     rows = _rows(encoding)
-    if not 0 <= int(token) < rows.shape[1]:
-        raise InputError(f"token index {token} out of range (vocabulary has {rows.shape[1]})")
+    columns = [int(token)] if isinstance(token, (int, np.integer)) else [int(t) for t in token]
+    if not columns:
+        raise InputError("no vocabulary entry given for the heatmap")
+    bad = [c for c in columns if not 0 <= c < rows.shape[1]]
+    if bad:
+        raise InputError(f"token index {bad[0]} out of range (vocabulary has {rows.shape[1]})")
     r, c = encoding.grid  # type: ignore[misc]
-    return rows[:, int(token)].reshape(r, c).astype(np.float32, copy=True)
+    return rows[:, columns].max(axis=1).reshape(r, c).astype(np.float32, copy=True)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,25 @@ _SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
 @dataclass(frozen=True)
 class Term:
-    """One output dimension: its token string, weight and index in the vocabulary."""
+    """One output dimension: its token string, weight and index in the vocabulary.
+
+    A word merged from pieces keeps its first piece's ``index``; ``pieces`` holds the
+    vocabulary indices whose largest weight is the word's weight (its heatmap is the max
+    over these columns). Empty for a plain vocabulary token.
+    """
 
     token: str
     weight: float
     index: int
+    pieces: tuple[int, ...] = ()
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """The vocabulary columns this term stands for (its pieces, or its own index)."""
+        return self.pieces or (self.index,)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"token": self.token, "weight": self.weight, "index": self.index}
 
 
 @dataclass(frozen=True)
@@ -132,26 +144,42 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
 
     Merging needs evidence that the pieces belong together: ``words`` are the input's own
     words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
-    the ImageNet class names of the label-space image encoder). Guessing from the
-    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done. A
-    merged term keeps its first piece's index and the max weight of its pieces;
-    continuation pieces left over stay as they are.
+    the ImageNet class words of the label-space image encoder). Guessing from the
+    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
+
+    - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
+      unless it is one of ``words`` itself ("cat" of "catamount" stays a term of its own
+      and lends the word no weight).
+    - A merged word's weight is the largest weight among the pieces that lend it weight
+      and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
+      to neither); when every piece is shared, the smallest of its pieces' weights.
+    - Continuation pieces left over stay as they are (the raw view shows them anyway).
     """
     vocab_set = set(vocab)
     by_token = {t.token: t for t in terms}
-    merged: dict[int, Term] = {}
-    absorbed: set[int] = set()
+    candidates: list[tuple[str, list[Term], list[Term]]] = []
     for word in sorted(words):
         pieces = wordpiece_split(word, vocab_set)
         if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
             continue
         parts = [by_token[p] for p in pieces]
-        head = parts[0]
-        if head.index in merged or any(p.index in absorbed for p in parts[1:]):
-            continue
-        merged[head.index] = Term(word, max(p.weight for p in parts), head.index)
-        absorbed.update(p.index for p in parts[1:])
-    out = [merged.get(t.index, t) for t in terms if t.index not in absorbed]
+        lenders = parts[1:] if parts[0].token in words else parts
+        candidates.append((word, parts, lenders))
+    if not candidates:
+        return list(terms)
+    claims = Counter(p.index for _, _, lenders in candidates for p in lenders)
+    absorbed = {p.index for _, _, lenders in candidates for p in lenders}
+    merged = []
+    for word, parts, lenders in candidates:
+        exclusive = [p for p in lenders if claims[p.index] == 1]
+        if exclusive:
+            weight = max(p.weight for p in exclusive)
+            columns = tuple(p.index for p in exclusive)
+        else:
+            weight = min(p.weight for p in parts)
+            columns = tuple(p.index for p in parts)
+        merged.append(Term(word, weight, parts[0].index, columns))
+    out = [t for t in terms if t.index not in absorbed] + merged
     return sorted(out, key=lambda t: -t.weight)
 
 
@@ -175,9 +203,9 @@ def provenance(
     rows = encoding.unit_weights[candidates]
     out = []
     for term in terms:
-        column = rows[:, term.index]
+        column = rows[:, list(term.columns)].max(axis=1)
         unit = int(candidates[int(np.argmax(column))])
-        weight = float(encoding.unit_weights[unit, term.index])
+        weight = float(encoding.unit_weights[unit, list(term.columns)].max())
         out.append(TermProvenance(term, unit, encoding.units[unit], weight, term.token in own))
     return out
 
@@ -209,8 +237,10 @@ def term_rows(
     terms = top_terms(weights, vocab, k, merge_pieces=merge_pieces, words=words)
     rows = [t.to_dict() for t in terms]
     own = own_tokens(encoding)
-    for row in rows:
-        row["in_input"] = vocab[row["index"]] in own
+    for row, term in zip(rows, terms, strict=True):
+        row["in_input"] = vocab[term.index] in own
+        if term.pieces:
+            row["pieces"] = [vocab[i] for i in term.pieces]
     if encoding.unit_weights is not None:
         for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):
             row["from_unit"] = prov.unit

@@ -9,13 +9,10 @@ from PIL import Image
 
 from lexlens.analysis.terms import top_terms
 from lexlens.models.base import EncoderLoadError
-from lexlens.models.efficientnet_lite import (
-    EfficientNetLite0,
-    cached_class_vocab_map,
-    input_size,
-    load_lite0_state,
-)
+from lexlens.models.efficientnet_lite import input_size
+from lexlens.models.efficientnet_network import EfficientNetLite0, load_lite0_state
 from lexlens.models.images import load_image
+from lexlens.models.label_map import ImageNetClass, cached_class_vocab_map
 from tests.conftest import skimage_path
 
 CAT_CLASSES = {281, 282, 285}  # tabby, tiger cat, Egyptian cat
@@ -105,15 +102,25 @@ def test_class_map_names_cats_and_coffee(image_encoder):
 
 
 def test_class_map_cache_round_trip(splade, tmp_path):
-    texts = ["tabby cat", "espresso. A small cup of coffee", "goldfish"]
-    first = cached_class_vocab_map(splade, texts, 8, tmp_path)
+    classes = [
+        ImageNetClass(0, "tabby", ("tabby cat", "tabby"), "A domestic cat with stripes."),
+        ImageNetClass(1, "espresso", ("espresso",), "A small serving of concentrated coffee."),
+        ImageNetClass(2, "goldfish", ("goldfish",), "A small ornamental carp."),
+    ]
+    first = cached_class_vocab_map(splade, classes, 8, tmp_path)
     files = list(tmp_path.glob("*.npz"))
     assert len(files) == 1
-    again = cached_class_vocab_map(splade, texts, 8, tmp_path)
+    again = cached_class_vocab_map(splade, classes, 8, tmp_path)
     assert np.array_equal(first.columns, again.columns) and np.array_equal(first.dense, again.dense)
-    cached_class_vocab_map(splade, [*texts[:2], "tench"], 8, tmp_path)
+    cached_class_vocab_map(
+        splade, [*classes[:2], classes[2].__class__(2, "tench", ("tench",), "")], 8, tmp_path
+    )
     assert len(list(tmp_path.glob("*.npz"))) == 2  # other inputs, other key
     assert ((first.dense > 0).sum(axis=1) <= 8).all()
+    # a damaged cache file is a miss: rebuilt, same map
+    files[0].write_bytes(b"not an npz")
+    rebuilt = cached_class_vocab_map(splade, classes, 8, tmp_path)
+    assert np.array_equal(rebuilt.dense, first.dense)
 
 
 def test_input_size_keeps_ratio():
