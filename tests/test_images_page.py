@@ -59,8 +59,8 @@ def test_cells_group_and_typed_heatmap(cat_page):
     typed.input("Dog").run()
     assert not at.exception
     assert any("'dog' per patch" in c for c in _captions(at))
-    typed.input("notaword").run()
-    assert any("not a token" in w.value for w in at.warning)
+    typed.input("☃☃").run()
+    assert any("cannot be spelled" in w.value for w in at.warning)
 
 
 def _captions(at) -> list[str]:

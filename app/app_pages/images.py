@@ -1,40 +1,43 @@
 """Images page: word cloud per image, patch grid, patch groups, term heatmaps, downloads.
 
-Thin: every number comes from ``analysis.patches`` / ``analysis.terms``; pictures from
-``analysis.patch_render``. Encodings are cached on the file's content hash, so choosing
-another patch group or term re-encodes nothing.
+Thin: every number is a :class:`~lexlens.analysis.terms.TermsResult` from the use-case
+layer (the whole image, or the patch group a box or cells select: the same document
+``lexlens terms --image P [--box …] --json`` prints); pictures come from
+``analysis.patch_render`` and ``analysis.plots``. Encodings are cached on the file's
+content hash, so choosing another patch group or term re-encodes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.patch_render import colorbar, display_copy, draw_grid, heatmap_overlay
+from lexlens.analysis.outputs import json_text, records_csv_bytes
 from lexlens.analysis.patches import (
     FULL_BOX,
     IMAGE_NEEDS,
-    box_to_patches,
+    MIN_CELL_COVERAGE,
     compare_groups,
-    pool_patches,
+    term_columns,
     term_heatmap,
-    token_index,
     units_to_indices,
 )
-from lexlens.analysis.plots import png_bytes, wordcloud_image
-from lexlens.analysis.terms import Term, top_terms
-from lexlens.app.state import encoder_picker
-from lexlens.models import LexicalEncoding, LexlensError
+from lexlens.analysis.terms import Term, TermsResult, encode_image, terms_of_encoding
+from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLE_DIR = ROOT / "data" / "images"
 GROUP_NAMES = ("A", "B")
 GROUP_DEFAULT_X = ((0.0, 0.5), (0.5, 1.0))
+GROUP_COLORS = ("blue", "orange")
+COVERAGE_RULE = (
+    f"A cell belongs to a box when at least {MIN_CELL_COVERAGE:.0%} of the cell's area lies "
+    "inside the box (a box too small for that selects the cell it overlaps most)."
+)
 
 st.header("Images")
 st.caption(
@@ -42,20 +45,6 @@ st.caption(
     "groups (a box or cells) to see what each region contributes: the max pooling is "
     "re-applied over the selected patches only (VDR's patch-group pooling)."
 )
-
-encoder = encoder_picker("Image encoder", IMAGE_NEEDS, key="image_encoder")
-if encoder is None:
-    st.stop()
-if "image" not in encoder.modalities:
-    st.error(f"{encoder.name} does not encode images: pick an image encoder in the sidebar.")
-    st.stop()
-if encoder.name == "efficientnet-lite0-lexical":
-    st.info(
-        "Default image encoder: an ImageNet classifier (EfficientNet-Lite0) applied to every "
-        "patch, its 1,000 class names projected onto the text encoder's vocabulary. It is a "
-        "label-space projection, not a VDR-trained model: it only knows words near ImageNet "
-        "class names."
-    )
 
 
 def sample_images() -> dict[str, Path]:
@@ -65,7 +54,7 @@ def sample_images() -> dict[str, Path]:
         import skimage
 
         photos = Path(skimage.__file__).parent / "data"
-        for name in ("chelsea.png", "coffee.png", "astronaut.png"):
+        for name in ("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg"):
             if (photos / name).exists():
                 found[f"{Path(name).stem} (scikit-image)"] = photos / name
     except ImportError:
@@ -76,6 +65,7 @@ def sample_images() -> dict[str, Path]:
 SAMPLES = sample_images()
 DEFAULT_SAMPLE = next((s for s in SAMPLES if "scikit-image" in s), next(iter(SAMPLES), None))
 
+kept("image_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.container(border=True):
     uploads = st.file_uploader(
         "Images (png, jpg, webp, gif; several at once)",
@@ -83,96 +73,112 @@ with st.container(border=True):
         accept_multiple_files=True,
         key="image_uploads",
     )
+    uploaded = remembered_uploads("image_uploads", uploads)
     left, right = st.columns([3, 1])
+    if any(s not in SAMPLES for s in st.session_state.get("image_samples", [])):
+        st.session_state["image_samples"] = [
+            s for s in st.session_state["image_samples"] if s in SAMPLES
+        ]
     chosen = left.multiselect(
         "Sample images",
         list(SAMPLES),
-        default=[DEFAULT_SAMPLE] if DEFAULT_SAMPLE else [],
-        key="image_samples",
+        key=kept("image_samples", [DEFAULT_SAMPLE] if DEFAULT_SAMPLE else []),
     )
-    k = right.slider("Top terms", 5, 60, 20, key="image_k")
-    merge = right.checkbox(
-        "Merge word pieces",
-        value=False,
-        key="image_merge",
-        help="Join pieces (es ##press ##o → espresso) into words the encoder is known to spell.",
-        disabled=not encoder.known_words,
+    k = right.slider("Top terms", 5, 60, key=kept("image_k", 20))
+    merge = right.toggle(
+        "Merge word pieces into words",
+        key=kept("image_merge", True),
+        help="es ##press ##o → espresso, for words the encoder is known to spell. Off: the "
+        "raw vocabulary tokens. The JSON downloads always hold both views.",
     )
 
 
 @st.cache_data(show_spinner="Encoding image…", max_entries=48)
-def encode(_encoder, encoder_key: str, digest: str, _data: bytes, name: str):
-    """Load and encode one image; cached on (encoder, content hash)."""
-    image = load_image(_data, name=name)
-    encoding = _encoder.encode_images([image])[0]
-    return encoding, display_copy(image)
+def encode(_encoder, encoder_key: str, digest: str, _image) -> LexicalEncoding:
+    """Encode one image; cached on (encoder, content hash)."""
+    return encode_image(_encoder, _image)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def cloud(terms: tuple[tuple[str, float], ...]):
-    return wordcloud_image([Term(t, w, i) for i, (t, w) in enumerate(terms)], width=560, height=300)
+    """The cloud picture (1600×900) and its caption, cached on the terms shown."""
+    from lexlens.analysis.plots import cloud_caption, cloud_layout, render_cloud
+
+    layout = cloud_layout([Term(t, w, i) for i, (t, w) in enumerate(terms)])
+    return render_cloud(layout), cloud_caption(layout, "Word cloud")
 
 
-def terms_of(weights, n: int) -> list[Term]:
-    return top_terms(weights, encoder.vocab, k=n, merge_pieces=merge, words=encoder.known_words)
+def rows_of(result: TermsResult) -> list[dict]:
+    return result.merged_terms if merge else result.terms
 
 
-def term_table(terms: list[Term]) -> pd.DataFrame:
-    return pd.DataFrame({"term": [t.token for t in terms], "weight": [t.weight for t in terms]})
+def term_table(rows: list[dict]):
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {"term": [r["token"] for r in rows], "weight": [r["weight"] for r in rows]}
+    )
+    if any("pieces" in r for r in rows):
+        table["pieces"] = [" ".join(r.get("pieces", [])) for r in rows]
+    return table
 
 
-def show_cloud(where, terms: list[Term], caption: str):
-    image = cloud(tuple((t.token, t.weight) for t in terms))
-    where.image(image, caption=caption, width="stretch")
-    return image
+def show_cloud(where, rows: list[dict], caption: str):
+    picture, how = cloud(tuple((r["token"], r["weight"]) for r in rows))
+    where.image(picture, caption=f"{caption} — {how[len('Word cloud: ') :]}", width="stretch")
+    return picture
 
 
-def select_group(where, encoding: LexicalEncoding, key: str, g: int) -> tuple[list[int], str]:
-    """Widgets for one patch group → (patch indices, description)."""
+def select_group(where, encoding: LexicalEncoding, key: str, g: int) -> dict:
+    """Widgets for one patch group → ``{"box": …}`` or ``{"cells": …}`` for terms_of_encoding."""
     name = GROUP_NAMES[g]
     mode = where.radio(
-        f"Group {name} by", ["box", "cells"], horizontal=True, key=f"{key}_mode{name}"
+        f"Group {name} by", ["box", "cells"], horizontal=True, key=kept(f"{key}_mode{name}", "box")
     )
     if mode == "cells":
+        cells_key = kept(f"{key}_cells{name}", encoding.units[:1])
         labels = where.multiselect(
-            f"Cells of group {name} (r = row, c = column)",
-            encoding.units,
-            default=encoding.units[:1],
-            key=f"{key}_cells{name}",
+            f"Cells of group {name} (r = row, c = column)", encoding.units, key=cells_key
         )
-        return units_to_indices(encoding, labels), "cells " + ", ".join(labels)
+        return {"cells": list(labels)}
     x0, x1 = where.slider(
         f"Group {name}: X range (fraction of width)",
         0.0,
         1.0,
-        GROUP_DEFAULT_X[g],
         step=0.01,
-        key=f"{key}_x{name}",
+        key=kept(f"{key}_x{name}", GROUP_DEFAULT_X[g]),
     )
     y0, y1 = where.slider(
         f"Group {name}: Y range (fraction of height)",
         0.0,
         1.0,
-        (0.0, 1.0),
         step=0.01,
-        key=f"{key}_y{name}",
+        key=kept(f"{key}_y{name}", (0.0, 1.0)),
     )
-    box = (x0, y0, x1, y1)
-    return (
-        box_to_patches(encoding.grid, box, crop_box=encoding.crop_box),
-        "box " + ",".join(f"{v:g}" for v in box),
-    )
+    return {"box": (x0, y0, x1, y1)}
 
 
-def show_image(name: str, data: bytes) -> None:
+def describe(result: TermsResult) -> str:
+    if "box" in result.input:
+        box = ",".join(f"{v:g}" for v in result.input["box"])
+        return f"box {box} → {len(result.input['cells'])} cells"
+    return f"cells {', '.join(result.input['cells'])}"
+
+
+def show_image(label: str, name: str, data: bytes, picture) -> None:
+    from lexlens.analysis.patch_render import colorbar, display_copy, draw_grid, heatmap_overlay
+    from lexlens.analysis.plots import png_bytes
+
     digest = hashlib.sha1(data).hexdigest()[:16]
     key = f"img_{digest}"
-    encoder_key = f"{encoder.name}|{encoder.source}|{encoder.device}"
-    st.subheader(name)
+    st.subheader(label)
     try:
-        encoding, picture = encode(encoder, encoder_key, digest, data, name)
+        encoding = encode(
+            encoder, f"{encoder.name}|{encoder.source}|{encoder.device}", digest, picture
+        )
+        whole = terms_of_encoding(encoder, encoding, top=k, input_info={"image": name})
     except LexlensError as exc:
-        st.error(str(exc))
+        st.error(f"{name}: {exc}")
         return
     for note in encoding.notes:
         st.caption(f"Note: {note}")
@@ -182,56 +188,59 @@ def show_image(name: str, data: bytes) -> None:
             "This encoder saw only the outlined square (its published centre crop); the "
             "dimmed margins did not contribute."
         )
+    shown = display_copy(picture)
     rows, cols = encoding.grid
-    whole = terms_of(encoding.weights, k)
     tab_whole, tab_groups, tab_heat = st.tabs(["Whole image", "Patch groups", "Term heatmap"])
 
     with tab_whole:
         c1, c2 = st.columns(2)
         c1.image(
-            draw_grid(picture, encoding.grid, crop),
+            draw_grid(shown, encoding.grid, crop),
             caption=f"{rows}×{cols} patch grid",
             width="stretch",
         )
-        whole_cloud = show_cloud(c2, whole, "Word cloud of the image: font size ∝ weight")
-        st.dataframe(term_table(whole), hide_index=True, width="stretch")
+        whole_cloud = show_cloud(c2, rows_of(whole), "Word cloud of the image")
+        st.dataframe(term_table(rows_of(whole)), hide_index=True, width="stretch")
 
     with tab_groups:
+        st.caption(COVERAGE_RULE)
         controls = st.columns(2)
-        groups: list[list[int]] = []
-        descriptions: list[str] = []
+        groups: list[TermsResult | None] = []
         for g in range(2):
+            selection = select_group(controls[g], encoding, key, g)
             try:
-                indices, text = select_group(controls[g], encoding, key, g)
+                groups.append(
+                    terms_of_encoding(
+                        encoder, encoding, top=k, input_info={"image": name}, **selection
+                    )
+                )
             except LexlensError as exc:
-                controls[g].warning(str(exc))
-                indices, text = [], ""
-            groups.append(indices)
-            descriptions.append(text)
-        colors = ["blue", "orange"]
+                controls[g].warning(f"Group {GROUP_NAMES[g]}: {exc}")
+                groups.append(None)
+        indices = [
+            units_to_indices(encoding, group.input["cells"]) if group else [] for group in groups
+        ]
         st.image(
-            draw_grid(picture, encoding.grid, crop, groups),
+            draw_grid(shown, encoding.grid, crop, indices),
             caption="Group A in blue, group B in orange (cells in both show both tints)",
             width="stretch",
         )
-        group_terms: list[list[Term]] = []
         outs = st.columns(2)
-        for g, indices in enumerate(groups):
-            if not indices:
+        for g, group in enumerate(groups):
+            if group is None or not indices[g]:
                 outs[g].info(f"Group {GROUP_NAMES[g]} selects no patch.")
-                group_terms.append([])
                 continue
-            terms = terms_of(pool_patches(encoding, indices), k)
-            group_terms.append(terms)
             outs[g].markdown(
-                f"**Group {GROUP_NAMES[g]}** ({colors[g]}, {len(indices)} patches, "
-                f"{descriptions[g]})"
+                f"**Group {GROUP_NAMES[g]}** ({GROUP_COLORS[g]}, {describe(group)}): "
+                f"{' '.join(group.input['cells'])}"
             )
-            show_cloud(outs[g], terms, f"Group {GROUP_NAMES[g]}: max over its patches")
-            outs[g].dataframe(term_table(terms), hide_index=True, width="stretch")
-        if all(groups):
+            show_cloud(outs[g], rows_of(group), f"Group {GROUP_NAMES[g]}: max over its patches")
+            outs[g].dataframe(term_table(rows_of(group)), hide_index=True, width="stretch")
+        if all(indices):
+            import pandas as pd
+
             st.markdown("**What one group has and the other lacks** (pooled weight A − B)")
-            comparison = compare_groups(encoding, groups[0], groups[1], encoder.vocab, k=10)
+            comparison = compare_groups(encoding, indices[0], indices[1], encoder.vocab, k=10)
             cmp_cols = st.columns(2)
             for col, title, items in (
                 (cmp_cols[0], "A, not B", comparison.a_not_b),
@@ -247,88 +256,114 @@ def show_image(name: str, data: bytes) -> None:
                 )
 
     with tab_heat:
-        options = [t.token for t in whole]
+        options = [r["token"] for r in rows_of(whole)]
+        columns_of = {r["token"]: r for r in rows_of(whole)}
+        pick_key = f"{key}_term"
+        if options and st.session_state.get(pick_key) not in options:
+            st.session_state[pick_key] = options[0]
         h1, h2 = st.columns(2)
-        picked = h1.selectbox("Term (from the image's top terms)", options, key=f"{key}_term")
-        typed = h2.text_input("…or type any vocabulary token", key=f"{key}_typed").strip()
-        token = typed or picked
-        if token:
-            try:
-                index = token_index(encoder.vocab, token)
-            except LexlensError as exc:
-                st.warning(str(exc))
+        picked = h1.selectbox("Term (from the image's top terms)", options, key=kept(pick_key))
+        typed = h2.text_input(
+            "…or type any word",
+            key=kept(f"{key}_typed", ""),
+            help="A word that is not one "
+            "vocabulary token is spelled in pieces; its heatmap is the max over them.",
+        ).strip()
+        try:
+            if typed:
+                what, columns = term_columns(encoder.vocab, typed)
+            elif picked:
+                row = columns_of[picked]
+                pieces = row.get("pieces")
+                what = f"{picked} ({' '.join(pieces)})" if pieces else picked
+                index = {t: i for i, t in enumerate(encoder.vocab)}
+                columns = [index[p] for p in pieces] if pieces else [row["index"]]
             else:
-                heat = term_heatmap(encoding, index)
+                what, columns = "", []
+            if columns:
+                heat = term_heatmap(encoding, columns)
                 best = divmod(int(heat.argmax()), cols)
+                how = " (max over its pieces)" if len(columns) > 1 else ""
                 st.image(
-                    heatmap_overlay(picture, heat, crop),
+                    heatmap_overlay(shown, heat, crop),
                     caption=(
-                        f"'{encoder.vocab[index]}' per patch: max {heat.max():.3f} at "
+                        f"'{what}' per patch{how}: max {heat.max():.3f} at "
                         f"r{best[0]}c{best[1]}, min {heat.min():.3f}"
                     ),
                     width="stretch",
                 )
                 st.image(colorbar(), caption=f"0 → {heat.max():.3f}")
+        except LexlensError as exc:
+            st.warning(str(exc))
 
-    records = [{"scope": "image", "token": t.token, "weight": t.weight} for t in whole]
-    for g, terms in enumerate(group_terms):
-        records += [
-            {
-                "scope": f"group {GROUP_NAMES[g]} ({descriptions[g]})",
-                "token": t.token,
-                "weight": t.weight,
-            }
-            for t in terms
-        ]
-    d1, d2, d3 = st.columns(3)
+    view = "merged" if merge else "raw"
+    records = [
+        {"scope": "image", "view": view, "token": r["token"], "weight": r["weight"]}
+        for r in rows_of(whole)
+    ]
+    for g, group in enumerate(groups):
+        if group is not None:
+            scope = f"group {GROUP_NAMES[g]} ({describe(group)})"
+            records += [
+                {"scope": scope, "view": view, "token": r["token"], "weight": r["weight"]}
+                for r in rows_of(group)
+            ]
     stem = Path(name).stem or "image"
-    d1.download_button(
+    d = st.columns(5)
+    d[0].download_button(
         "Word cloud (PNG)", png_bytes(whole_cloud), f"{stem}_wordcloud.png", "image/png",
         key=f"{key}_dl_png",
     )  # fmt: skip
-    d2.download_button(
-        "Terms (CSV)", pd.DataFrame(records).to_csv(index=False), f"{stem}_terms.csv",
-        "text/csv", key=f"{key}_dl_csv",
+    d[1].download_button(
+        "Terms (CSV)", records_csv_bytes(records), f"{stem}_terms.csv", "text/csv",
+        key=f"{key}_dl_csv",
     )  # fmt: skip
-    payload = {
-        "encoder": encoder.name,
-        "image": name,
-        "grid": list(encoding.grid),
-        "crop_box": list(crop),
-        "terms": [{"token": t.token, "weight": t.weight} for t in whole],
-        "groups": [
-            {
-                "group": GROUP_NAMES[g],
-                "selection": descriptions[g],
-                "patches": [encoding.units[i] for i in groups[g]],
-                "terms": [{"token": t.token, "weight": t.weight} for t in group_terms[g]],
-            }
-            for g in range(2)
-        ],
-    }
-    d3.download_button(
-        "Terms (JSON)", json.dumps(payload, indent=2), f"{stem}_terms.json",
-        "application/json", key=f"{key}_dl_json",
+    d[2].download_button(
+        "Terms (JSON)", json_text(whole), f"{stem}_terms.json", "application/json",
+        key=f"{key}_dl_json",
     )  # fmt: skip
+    for g, group in enumerate(groups):
+        if group is not None:
+            d[3 + g].download_button(
+                f"Group {GROUP_NAMES[g]} (JSON)", json_text(group),
+                f"{stem}_group{GROUP_NAMES[g]}.json", "application/json",
+                key=f"{key}_dl_json{GROUP_NAMES[g]}",
+            )  # fmt: skip
 
 
-inputs: list[tuple[str, bytes]] = [(f.name, f.getvalue()) for f in uploads or []]
+# Read and check every input before any model is loaded; errors name the user's file.
+inputs: list[tuple[str, str, bytes]] = [(name, name, data) for name, data in uploaded]
 for label in chosen:
     try:
-        inputs.append((label, SAMPLES[label].read_bytes()))
+        inputs.append((label, SAMPLES[label].name, SAMPLES[label].read_bytes()))
     except OSError as exc:
         st.error(f"{label}: cannot read the sample ({exc.strerror or exc})")
 
-if not inputs:
-    st.info("Upload an image or pick a sample above.")
-    st.stop()
-
+images = []
 seen: set[str] = set()
-for name, data in inputs:
+for label, name, data in inputs:
     digest = hashlib.sha1(data).hexdigest()
     if digest in seen:
         st.caption(f"{name}: same content as an image above, skipped.")
         continue
     seen.add(digest)
+    try:
+        images.append((label, name, data, load_image(data, name=name)))
+    except LexlensError as exc:
+        st.error(str(exc))
+
+if not images:
+    if not inputs:
+        st.info("Upload an image or pick a sample above.")
+    st.stop()
+
+encoder = encoder_picker("Image encoder", IMAGE_NEEDS, key="image_encoder")
+if encoder is None:
+    st.stop()
+card = encoder_card(encoder.name)
+if card is not None:
+    st.caption(f"**{card.name}**: {card.summary}.")
+
+for label, name, data, picture in images:
     with st.container(border=True):
-        show_image(name, data)
+        show_image(label, name, data, picture)

@@ -1,16 +1,21 @@
-"""Text page: per-token weights, word cloud, and which input token produced each term."""
+"""Text page: a text's top terms, word cloud, and which input token produced each term.
+
+Thin: the numbers are a :class:`~lexlens.analysis.terms.TermsResult` from the use-case
+layer (the same document ``lexlens terms --text … --json`` prints); the page only draws it.
+"""
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.plots import png_bytes, terms_bar_chart, wordcloud_image
-from lexlens.analysis.terms import TEXT_NEEDS, Term, term_rows
-from lexlens.app.state import encoder_picker
+from lexlens.analysis.outputs import frame_csv_bytes, json_text
+from lexlens.analysis.terms import TEXT_NEEDS, Term, TermsResult, encode_text, terms_of_encoding
+from lexlens.app.state import encoder_picker, kept
 from lexlens.models import LexicalEncoding, LexlensError
+from lexlens.models.base import check_texts
+
+DEFAULT_TEXT = "a cat sleeping on a book"
+LAST = "_text_page_last"  # the last result shown, kept when a later input fails
 
 st.header("Text")
 st.caption(
@@ -18,29 +23,119 @@ st.caption(
     "input's own tokens (bag of words); orange terms are expansion terms the model added."
 )
 
+kept("text_encoder")  # the sidebar choice survives a run that stops before the picker
+with st.form("text_form"):
+    text = st.text_area("Text", height=100, key=kept("text_input", DEFAULT_TEXT))
+    side = st.radio("Tower", ["query", "document"], horizontal=True, key=kept("text_side", "query"))
+    st.form_submit_button("Encode", type="primary")
+left_opts, right_opts = st.columns([3, 2])
+k = left_opts.slider("Top terms", 5, 100, key=kept("text_k", 20))
+merge = right_opts.toggle(
+    "Merge word pieces into words",
+    key=kept("text_merge", True),
+    help="gi ##raf ##fe → giraffe. Off: the raw vocabulary tokens. The JSON download "
+    "always holds both views.",
+)
+
+
+@st.cache_data(show_spinner="Encoding…", max_entries=64)
+def encode(_encoder, encoder_key: str, text: str, side: str) -> LexicalEncoding:
+    """Cached on (encoder, text, side): display options re-encode nothing."""
+    return encode_text(_encoder, text, side=side)
+
+
+def show(result: TermsResult, merged: bool) -> None:
+    """Draw one result: cloud, bars, provenance tables, downloads."""
+    from lexlens.analysis.plots import (
+        cloud_caption,
+        cloud_layout,
+        png_bytes,
+        render_cloud,
+        terms_bar_chart,
+    )
+
+    rows = result.merged_terms if merged else result.terms
+    if not rows:
+        st.info("The encoder gave this text no positive term.")
+        return
+    terms = [Term(r["token"], r["weight"], r["index"]) for r in rows]
+    in_input = {r["token"] for r in rows if r["in_input"]}
+    layout = cloud_layout(terms)
+    cloud = render_cloud(layout, highlight=in_input)
+    left, right = st.columns([3, 2])
+    left.image(cloud, caption=cloud_caption(layout), width="stretch")
+    right.plotly_chart(terms_bar_chart(terms[:25], in_input=in_input), width="stretch")
+
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "term": [r["token"] for r in rows],
+            "weight": [r["weight"] for r in rows],
+            "kind": ["bag of words" if r["in_input"] else "expansion" for r in rows],
+            "from input token": [r.get("from_unit", "") for r in rows],
+            "pieces": [" ".join(r.get("pieces", [])) for r in rows],
+        }
+    )
+    if not table["pieces"].any():
+        table = table.drop(columns="pieces")
+    st.subheader("Top terms and their provenance")
+    st.dataframe(table, hide_index=True, width="stretch")
+
+    st.subheader("What each input token produces")
+    st.caption("For each input token, the top terms whose max-pooled weight came from its row.")
+    by_unit: dict[str, list[str]] = {}
+    for r in rows:
+        if "from_unit_index" in r:
+            by_unit.setdefault(f"{r['from_unit_index']}: {r['from_unit']}", []).append(r["token"])
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "input token": list(by_unit),
+                "terms it produces": [", ".join(v) for v in by_unit.values()],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    d1, d2, d3 = st.columns(3)
+    d1.download_button(
+        "Terms (CSV)", frame_csv_bytes(table), "terms.csv", "text/csv", key="text_dl_csv"
+    )
+    d2.download_button(
+        "Terms (JSON)", json_text(result), "terms.json", "application/json", key="text_dl_json"
+    )
+    d3.download_button(
+        "Word cloud (PNG)", png_bytes(cloud), "wordcloud.png", "image/png", key="text_dl_png"
+    )
+
+
+def show_last(reason: str) -> None:
+    """After a failed input, keep showing the last result, saying which text it is for."""
+    last: TermsResult | None = st.session_state.get(LAST)
+    if last is not None:
+        st.caption(f"{reason} Below: the last result, for “{last.input.get('text', '')}”.")
+        show(last, merge)
+
+
+# Validate before any model is loaded: an empty text needs no encoder.
+try:
+    check_texts([text])
+except LexlensError as exc:
+    st.error(str(exc))
+    show_last("Nothing was encoded.")
+    st.stop()
+
 encoder = encoder_picker("Text encoder", TEXT_NEEDS, key="text_encoder")
 if encoder is None:
     st.stop()
 
-with st.form("text_form"):
-    text = st.text_area("Text", value="a cat sleeping on a book", height=100, key="text_input")
-    cols = st.columns(3)
-    k = cols[0].slider("Top terms", 5, 100, 30, key="text_k")
-    merge = cols[1].checkbox("Merge word pieces (gi ##raf ##fe → giraffe)", key="text_merge")
-    side = cols[2].radio("Tower", ["query", "document"], horizontal=True, key="text_side")
-    st.form_submit_button("Encode", type="primary")
-
-
-@st.cache_data(show_spinner="Encoding…", max_entries=64)
-def encode(_encoder, spec: str, device: str, text: str, side: str) -> LexicalEncoding:
-    """Cached on (encoder, text, side): other display options re-encode nothing."""
-    return _encoder.encode_texts([text], side=side)[0]
-
-
 try:
-    encoding = encode(encoder, encoder.source or encoder.name, encoder.device, text, side)
+    encoding = encode(encoder, f"{encoder.name}|{encoder.source}|{encoder.device}", text, side)
+    result = terms_of_encoding(encoder, encoding, top=k, input_info={"text": text, "side": side})
 except LexlensError as exc:
     st.error(str(exc))
+    show_last("This text could not be encoded.")
     st.stop()
 
 if encoding.truncated:
@@ -48,54 +143,7 @@ if encoding.truncated:
         f"The text is longer than the encoder's limit: only its first {encoder.max_length} "
         "tokens were encoded."
     )
-
-rows = term_rows(encoding, encoder.vocab, k, merge_pieces=merge, words=encoder.known_words)
-if not rows:
-    st.info("The encoder gave this text no positive term.")
-    st.stop()
-terms = [Term(r["token"], r["weight"], r["index"]) for r in rows]
-in_input = {r["token"] for r in rows if r["in_input"]}
-
-left, right = st.columns([3, 2])
-cloud = wordcloud_image(terms, highlight=in_input)
-left.image(cloud, caption="Word cloud: font size ∝ weight", width="stretch")
-right.plotly_chart(terms_bar_chart(terms[:25], in_input=in_input), width="stretch")
-
-table = pd.DataFrame(rows).rename(
-    columns={"token": "term", "from_unit": "from input token", "in_input": "in input"}
-)
-table["kind"] = ["bag of words" if r["in_input"] else "expansion" for r in rows]
-st.subheader("Top terms and their provenance")
-st.dataframe(
-    table[[c for c in ["term", "weight", "kind", "from input token"] if c in table.columns]],
-    hide_index=True,
-    width="stretch",
-)
-
-st.subheader("What each input token produces")
-st.caption("For each input token, the top terms whose max-pooled weight came from its row.")
-by_unit: dict[str, list[str]] = {}
-for r in rows:
-    if "from_unit_index" in r:
-        label = f"{r['from_unit_index']}: {r['from_unit']}"
-        by_unit.setdefault(label, []).append(r["token"])
-st.dataframe(
-    pd.DataFrame(
-        {
-            "input token": list(by_unit),
-            "terms it produces": [", ".join(v) for v in by_unit.values()],
-        }
-    ),
-    hide_index=True,
-    width="stretch",
-)
-
-d1, d2, d3 = st.columns(3)
-d1.download_button("Terms (CSV)", table.to_csv(index=False), "terms.csv", "text/csv")
-d2.download_button(
-    "Terms (JSON)",
-    json.dumps({"encoder": encoder.name, "text": text, "terms": rows}, indent=2),
-    "terms.json",
-    "application/json",
-)
-d3.download_button("Word cloud (PNG)", png_bytes(cloud), "wordcloud.png", "image/png")
+for note in encoding.notes:
+    st.caption(f"Note: {note}")
+st.session_state[LAST] = result
+show(result, merge)
