@@ -425,7 +425,8 @@ class SetAccumulator:
     skipped: list[dict] = field(default_factory=list)
     n_skipped: int = 0
     sums: dict[str, float] = field(default_factory=dict)
-    positive: list[int] = field(default_factory=list)
+    #: positive-term counts of the measured items: n, sum, min, max, below k, Σ min(k, ·)
+    positive: dict[str, int] = field(default_factory=dict)
     counts: np.ndarray = field(init=False, repr=False)
     nnz: int = 0
     vocab: VocabAccumulator = field(init=False, repr=False)
@@ -435,6 +436,7 @@ class SetAccumulator:
         self.counts = np.zeros(size, dtype=np.int64)
         self.vocab = VocabAccumulator(size)
         self.sums = {k: 0.0 for k in ("exact_k", "semantic_k", "exact_a", "semantic_a")}
+        self.positive = {"n": 0, "sum": 0, "min": 0, "max": 0, "below_k": 0, "capped": 0}
 
     def skip(self, item_id: str, text: str, reason: str) -> None:
         self.n_skipped += 1
@@ -464,7 +466,13 @@ class SetAccumulator:
             den = denominator_of(k, item.positive_terms, "active")
             self.sums["exact_a"] += item.matches / den
             self.sums["semantic_a"] += item.semantic_sum / den
-            self.positive.append(item.positive_terms)
+            pos, stats = item.positive_terms, self.positive
+            stats["min"] = pos if stats["n"] == 0 else min(stats["min"], pos)
+            stats["max"] = max(stats["max"], pos)
+            stats["n"] += 1
+            stats["sum"] += pos
+            stats["below_k"] += pos < k
+            stats["capped"] += min(k, pos)
             if len(self.rows) < self.max_rows:
                 self.rows.append(item)
         self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
@@ -474,7 +482,8 @@ class SetAccumulator:
 
     def result(self) -> SetDeviation:
         n, k = self.n, self.scorer.k
-        measured = len(self.positive)
+        stats = self.positive
+        measured = stats["n"]
 
         def mean(key: str) -> float | None:
             return self.sums[key] / measured if measured else None
@@ -483,13 +492,12 @@ class SetAccumulator:
             "k": {"exact_at_k": mean("exact_k"), "semantic_at_k": mean("semantic_k")},
             "active": {"exact_at_k": mean("exact_a"), "semantic_at_k": mean("semantic_a")},
         }
-        positive = np.asarray(self.positive, dtype=np.int64)
         pos = {
-            "mean": float(positive.mean()) if measured else 0.0,
-            "min": int(positive.min()) if measured else 0,
-            "max": int(positive.max()) if measured else 0,
-            "below_k": int((positive < k).sum()),
-            "cap_exact_at_k": float(np.minimum(positive, k).mean() / k) if measured else 0.0,
+            "mean": stats["sum"] / measured if measured else 0.0,
+            "min": stats["min"],
+            "max": stats["max"],
+            "below_k": stats["below_k"],
+            "cap_exact_at_k": stats["capped"] / (measured * k) if measured else 0.0,
         }
         chosen = by_den[self.scorer.denominator]
         return SetDeviation(
