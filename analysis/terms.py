@@ -148,8 +148,8 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
     vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
 
     - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
-      unless it is one of ``words`` itself ("cat" of "catamount" stays a term of its own
-      and lends the word no weight).
+      unless it is one of ``words`` itself and weighs more than the merged word ("cat" of
+      "catamount" stays a term of its own and lends the word no weight).
     - A merged word's weight is the largest weight among the pieces that lend it weight
       and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
       to neither); when every piece is shared, the smallest of its pieces' weights.
@@ -178,7 +178,10 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
         else:
             weight = min(p.weight for p in parts)
             columns = tuple(p.index for p in parts)
-        merged.append(Term(word, weight, parts[0].index, columns))
+        head = parts[0]
+        if head not in lenders and head.weight <= weight:
+            absorbed.add(head.index)  # nothing but this word explains the head's weight
+        merged.append(Term(word, weight, head.index, columns))
     out = [t for t in terms if t.index not in absorbed] + merged
     return sorted(out, key=lambda t: -t.weight)
 

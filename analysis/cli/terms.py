@@ -9,6 +9,7 @@ from lexlens.analysis.patches import parse_box
 from lexlens.analysis.terms import TERMS_NEEDS, terms
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError
+from lexlens.models.images import load_image
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +37,18 @@ def run(args: argparse.Namespace) -> None:
     if args.text is not None and not args.text.strip():
         raise InputError("the text is empty: type some words to encode")
     box = parse_box(args.box) if args.box else None
+    picture = load_image(args.image, name=args.image) if args.image is not None else None
     encoder = load_encoder(args.encoder, device=args.device)
     TERMS_NEEDS.check(encoder)
-    result = terms(encoder, text=args.text, image=args.image, box=box, side=args.side, top=args.top)
+    result = terms(
+        encoder,
+        text=args.text,
+        image=picture,
+        name=args.image,
+        box=box,
+        side=args.side,
+        top=args.top,
+    )
     rows = result.terms if args.raw_pieces else result.merged_terms
     table = format_table(
         [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows],
