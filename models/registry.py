@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ def _efficientnet(device: str) -> Encoder:
 
 
 def _minilm_pq(device: str) -> Encoder:
-    from lexlens.models.dense_pq import DensePQEncoder
+    from lexlens.models.dense import DensePQEncoder
 
     return DensePQEncoder.from_packaged(device=device)
 
@@ -140,9 +139,20 @@ def _load_uncached(spec: str, device: str) -> Encoder:
 
 
 def load_directory(path: Path, device: str) -> Encoder:
-    """Detect a checkpoint directory's family from its files and load it."""
+    """Detect a checkpoint directory's family from its files and load it.
+
+    - ``lexlens_dense_pq.json``: a dense model + product quantiser (see
+      :func:`lexlens.models.dense.read_spec` for the file's keys);
+    - ``config.json`` with ``encoder_q`` / ``encoder_p``: a published VDR checkpoint;
+    - ``config.json`` of a masked LM (``*ForMaskedLM``, or BERT without architectures): SPLADE;
+    - a sentence-transformers directory (``modules.json``) or a transformers encoder
+      (``architectures`` ``*Model``, e.g. ``BertModel``): a dense model without a codebook
+      (``DENSE`` only; ``fit_codebooks`` or ``with_faiss_index`` add one).
+    """
+    from lexlens.models.checkpoint import read_config
+
     if (path / "lexlens_dense_pq.json").exists():
-        from lexlens.models.dense_pq import DensePQEncoder
+        from lexlens.models.dense import DensePQEncoder
 
         return DensePQEncoder.from_dir(path, device=device)
     config_path = path / "config.json"
@@ -150,23 +160,30 @@ def load_directory(path: Path, device: str) -> Encoder:
         raise EncoderLoadError(
             f"{path} has no config.json: not a VDR, SPLADE or dense+PQ checkpoint"
         )
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise EncoderLoadError(f"{config_path} is not valid JSON: {exc}") from None
-    if not isinstance(config, dict):
-        raise EncoderLoadError(f"{config_path} must hold a JSON object")
+    config = read_config(config_path)
     if "encoder_q" in config or "encoder_p" in config:
         from lexlens.models.vdr import load_vdr_checkpoint
 
         return load_vdr_checkpoint(path, config, device=device)
-    if config.get("model_type") == "bert" or any(
-        "MaskedLM" in a for a in config.get("architectures", [])
+    architectures = config.get("architectures")
+    if architectures is not None and (
+        not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures)
+    ):
+        raise EncoderLoadError(
+            f"{config_path}: 'architectures' must be a list of class names, got {architectures!r}"
+        )
+    architectures = architectures or []
+    if any("MaskedLM" in a for a in architectures) or (
+        config.get("model_type") == "bert" and not architectures
     ):
         from lexlens.models.splade import SpladeEncoder
 
         return SpladeEncoder.from_dir(path, device=device, name=path.name)
+    if (path / "modules.json").exists() or any(a.endswith("Model") for a in architectures):
+        from lexlens.models.dense import DensePQEncoder
+
+        return DensePQEncoder.from_base_dir(path, device=device)
     raise EncoderLoadError(
         f"{config_path}: cannot tell the model family (no 'encoder_q'/'encoder_p' for VDR, "
-        "no BertForMaskedLM 'architectures' for SPLADE)"
+        "no '*ForMaskedLM' architecture for SPLADE, no modules.json or '*Model' for a dense model)"
     )

@@ -1,33 +1,35 @@
-"""Dense MiniLM encoder + product quantiser: embeddings, k-means codebooks, persistence, faiss."""
+"""Dense MiniLM encoder + product quantiser: embeddings, faiss codebooks, persistence, cache."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from lexlens.models import InputError, LexlensError, ModalityError, load_encoder
+from lexlens.models import Capability, InputError, LexlensError, ModalityError, load_encoder
+from lexlens.models.pq import faiss_single_thread
 
 
 @pytest.fixture(scope="session")
 def minilm_base():
     """The packaged dense model without a codebook (no fitting on the default corpus)."""
-    from lexlens.models.dense_pq import DensePQEncoder
+    from lexlens.models.dense import DensePQEncoder
 
     return DensePQEncoder.packaged_base("cpu")
 
 
 @pytest.fixture(scope="session")
 def small_corpus():
-    from lexlens.models.dense_pq import default_corpus
+    from lexlens.models.packaged import default_corpus
 
     return default_corpus()[:40]
 
 
 def test_default_corpus_is_real_text():
-    from lexlens.models.dense_pq import default_corpus
+    from lexlens.models.packaged import default_corpus
 
     texts = default_corpus()
     assert len(texts) >= 900
@@ -75,7 +77,7 @@ def test_fit_encode_save_load_round_trip(minilm_base, small_corpus, tmp_path):
     )
     np.testing.assert_array_equal(codes, brute)
     # Same seed, same codebook (fitted here straight from the embeddings).
-    from lexlens.models.dense_pq import ProductQuantizer
+    from lexlens.models.pq import ProductQuantizer
 
     again = ProductQuantizer.fit(minilm_base.embed_texts(small_corpus), 24, 16, seed=3)
     np.testing.assert_array_equal(again.centroids, pq.centroids)
@@ -90,15 +92,20 @@ def test_fit_encode_save_load_round_trip(minilm_base, small_corpus, tmp_path):
 
 
 def test_opq_rotation_is_orthogonal_and_used(minilm_base, small_corpus):
-    from lexlens.models.dense_pq import ProductQuantizer
+    from lexlens.models.pq import ProductQuantizer
 
-    vecs = minilm_base.embed_texts(small_corpus)
+    # OPQ fits a D×D rotation: it needs at least D vectors (faiss crashes below that).
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((400, 384)).astype(np.float32) * np.linspace(0.2, 2, 384)
     pq = ProductQuantizer.fit(vecs, 12, 8, seed=0, opq_iters=2)
     r = pq.rotation
     assert r is not None and r.shape == (384, 384)
     assert np.abs(r @ r.T - np.eye(384)).max() < 1e-4
+    assert np.abs(r - np.eye(384)).max() > 0.1
     split = pq.split(vecs[:3])
-    np.testing.assert_allclose(split.reshape(3, 384), vecs[:3] @ r.T, atol=1e-6)
+    np.testing.assert_allclose(split.reshape(3, 384), vecs[:3] @ r.T, atol=1e-5)
+    with pytest.raises(InputError, match="OPQ rotation needs at least 384 texts"):
+        minilm_base.fit_codebooks(small_corpus, 12, 8, opq_iters=2, cache=False)
 
 
 def test_small_corpus_reduces_k_with_a_notice(minilm_base, small_corpus):
@@ -113,7 +120,7 @@ def test_m_must_divide_the_dimension(minilm_base, small_corpus):
 
 
 def test_empty_corpus_is_refused(minilm_base):
-    from lexlens.models.dense_pq import ProductQuantizer
+    from lexlens.models.pq import ProductQuantizer
 
     with pytest.raises(InputError, match="empty corpus"):
         minilm_base.fit_codebooks([], 12, 8, cache=False)
@@ -141,13 +148,15 @@ def _opq_index(faiss, dim: int, m: int, train: np.ndarray):
     opq = faiss.OPQMatrix(dim, m)
     opq.niter, opq.niter_pq, opq.niter_pq_0 = 2, 4, 4
     index = faiss.IndexPreTransform(opq, faiss.IndexPQ(dim, m, 8))
-    index.train(train)
+    with faiss_single_thread():  # faiss's OpenMP threads spin against torch's otherwise
+        index.train(train)
     return index
 
 
 def test_faiss_opq_index_is_read(minilm_base, tmp_path):
-    faiss = pytest.importorskip("faiss")
-    from lexlens.models.dense_pq import load_faiss_index
+    import faiss
+
+    from lexlens.models.faiss_index import load_faiss_index
 
     rng = np.random.default_rng(0)
     train = rng.standard_normal((1000, 384)).astype(np.float32)
@@ -167,7 +176,8 @@ def test_faiss_opq_index_is_read(minilm_base, tmp_path):
 
 
 def test_faiss_index_of_the_wrong_dimension_is_refused(minilm_base, tmp_path):
-    faiss = pytest.importorskip("faiss")
+    import faiss
+
     rng = np.random.default_rng(1)
     index = _opq_index(faiss, 64, 8, rng.standard_normal((600, 64)).astype(np.float32))
     path = tmp_path / "small.index"
@@ -178,3 +188,183 @@ def test_faiss_index_of_the_wrong_dimension_is_refused(minilm_base, tmp_path):
     bad.write_bytes(b"not a faiss index")
     with pytest.raises(LexlensError, match="not a readable faiss index"):
         minilm_base.with_faiss_index(bad)
+
+
+# --- faiss equality, the sentence-transformers modules, options ---------------------------
+
+
+@pytest.mark.parametrize("nbits", [8, 4])
+def test_codes_equal_faiss_index_pq(nbits):
+    """Our codes are what a faiss IndexPQ holding the same centroids stores."""
+    import faiss
+
+    from lexlens.models.pq import ProductQuantizer
+
+    rng = np.random.default_rng(nbits)
+    train = rng.standard_normal((600, 96)).astype(np.float32)
+    pq = ProductQuantizer.fit(train, 12, 1 << nbits, seed=1)
+    index = faiss.IndexPQ(96, 12, nbits)
+    faiss.copy_array_to_vector(pq.centroids.ravel(), index.pq.centroids)
+    index.is_trained = True
+    sample = rng.standard_normal((200, 96)).astype(np.float32)
+    ours = pq.encode(sample)
+    assert ours.shape == (200, 12) and ours.dtype == np.int64
+    packed = index.sa_encode(sample)
+    # Decoding faiss's packed codes gives the centroids our codes pick.
+    np.testing.assert_array_equal(
+        index.sa_decode(packed).reshape(200, 12, 96 // 12), pq.decode(ours)
+    )
+    if nbits == 8:
+        np.testing.assert_array_equal(ours, packed.astype(np.int64))
+    # …and they are the nearest centroids (brute force, float64).
+    sub = sample.reshape(200, 12, 8).astype(np.float64)
+    dist = ((sub[:, :, None, :] - pq.centroids[None].astype(np.float64)) ** 2).sum(-1)
+    best = dist.min(-1)
+    chosen = np.take_along_axis(dist, ours[..., None], -1)[..., 0]
+    assert np.abs(chosen - best).max() < 1e-5
+
+
+def test_embeddings_equal_sentence_transformers_encode(minilm_base):
+    texts = ["a tabby cat asleep on a sofa", "espresso", "the rocket lifted off at dawn " * 30]
+    ours = minilm_base.embed_texts(texts)
+    theirs = minilm_base.sentence_transformer.encode(texts, convert_to_numpy=True)
+    assert np.abs(ours - theirs).max() < 1e-5
+
+
+def test_forward_embeds_is_differentiable_and_equals_embed_texts(minilm_base):
+    batch = minilm_base.tokenize(["a red bus", "two dogs play in the snow"])
+    embeds = minilm_base.word_embeddings(batch.input_ids).detach().requires_grad_(True)
+    f = minilm_base.forward_embeds(embeds, batch.attention_mask)
+    f[:, 0].sum().backward()
+    assert embeds.grad is not None and embeds.grad.abs().sum() > 0
+    ref = minilm_base.embed_texts(["a red bus", "two dogs play in the snow"])
+    assert np.abs(f.detach().numpy() - ref).max() < 1e-5
+    hidden = minilm_base.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+    pooled = minilm_base.pool(hidden.last_hidden_state, batch.attention_mask)
+    assert np.abs(pooled.detach().numpy() - ref).max() < 1e-5
+
+
+def _minilm_copy(tmp_path, **pooling):
+    """The packaged MiniLM directory (files linked) with another Pooling configuration."""
+    from lexlens.models.packaged import minilm_dir
+
+    src = minilm_dir()
+    dst = tmp_path / "minilm-copy"
+    dst.mkdir()
+    for item in src.iterdir():
+        if item.name != "1_Pooling":
+            (dst / item.name).symlink_to(item)
+    (dst / "1_Pooling").mkdir()
+    config = json.loads((src / "1_Pooling" / "config.json").read_text())
+    config.update(pooling)
+    (dst / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+def test_cls_pooling_is_read_from_the_directory(tmp_path, minilm_base):
+    """A sentence-transformers directory pooling the [CLS] token (no mean) loads as such."""
+    path = _minilm_copy(tmp_path, pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    enc = load_encoder(str(path), device="cpu")
+    assert enc.name == "minilm-copy" and not enc.can(Capability.QUANTISED)
+    text = "a lighthouse on a cliff"
+    batch = minilm_base.tokenize([text])
+    with torch.no_grad():
+        h = minilm_base.model(**{"input_ids": batch.input_ids}).last_hidden_state[0, 0]
+    reference = (h / h.norm()).numpy()
+    assert np.abs(enc.embed_texts([text])[0] - reference).max() < 1e-5
+
+
+def test_options_are_checked_before_embedding(minilm_base, small_corpus):
+    with pytest.raises(LexlensError, match="K must be a power of two"):
+        minilm_base.fit_codebooks(small_corpus, 12, 100, cache=False)
+    with pytest.raises(LexlensError, match="seed must be an integer"):
+        minilm_base.fit_codebooks(small_corpus, 12, 8, seed=-1, cache=False)
+    with pytest.raises(LexlensError, match="opq_iters"):
+        minilm_base.fit_codebooks(small_corpus, 12, 8, opq_iters=-2, cache=False)
+
+
+def test_one_text_gives_one_centroid(minilm_base, small_corpus):
+    enc = minilm_base.fit_codebooks(small_corpus[:1], 12, 8, cache=False)
+    assert enc.k == 1 and enc.codes(small_corpus[:2]).tolist() == [[0] * 12] * 2
+    vec = minilm_base.embed_texts(small_corpus[:1])
+    np.testing.assert_allclose(enc.centroids[:, 0].reshape(1, 384), vec, atol=1e-6)
+
+
+# --- the codebook cache ------------------------------------------------------------------
+
+
+def _messages():
+    messages: list[str] = []
+    return messages, lambda f, m: messages.append(m)
+
+
+def test_cache_that_is_a_file_runs_uncached(
+    minilm_base, small_corpus, tmp_path, monkeypatch, caplog
+):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("LEXLENS_CACHE", str(blocker))
+    enc = minilm_base.fit_codebooks(small_corpus[:16], 12, 8)
+    assert enc.k == 8
+    assert any("without the disk cache" in r.getMessage() for r in caplog.records)
+
+
+def test_unwritable_cache_runs_uncached(minilm_base, small_corpus, tmp_path, monkeypatch, caplog):
+    import os
+
+    root = tmp_path / "ro"
+    root.mkdir()
+    root.chmod(0o500)
+    # root may write anywhere: then use a place nobody can create directories in.
+    target = root if not os.access(root, os.W_OK) else Path("/proc/lexlens-cache")
+    try:
+        monkeypatch.setenv("LEXLENS_CACHE", str(target))
+        enc = minilm_base.fit_codebooks(small_corpus[:16], 12, 8)
+        assert enc.k == 8
+        assert not target.exists() or not any(target.iterdir())
+        assert any("without the disk cache" in r.getMessage() for r in caplog.records)
+    finally:
+        root.chmod(0o700)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "meta-list", "nan"])
+def test_corrupt_cache_entry_is_a_miss_and_rebuilt(
+    minilm_base, small_corpus, tmp_path, monkeypatch, damage
+):
+    from safetensors.numpy import save_file
+
+    monkeypatch.setenv("LEXLENS_CACHE", str(tmp_path))
+    first = minilm_base.fit_codebooks(small_corpus[:16], 12, 8)
+    (entry,) = [p for p in (tmp_path / "dense_pq").iterdir() if p.is_dir()]
+    codebook, meta = entry / "codebook.safetensors", entry / "meta.json"
+    if damage == "truncated":
+        codebook.write_bytes(codebook.read_bytes()[:100])
+    elif damage == "meta-list":
+        meta.write_text("[1, 2]")
+    else:
+        save_file({"centroids": np.full((12, 8, 32), np.nan, np.float32)}, str(codebook))
+    messages, progress = _messages()
+    again = minilm_base.fit_codebooks(small_corpus[:16], 12, 8, progress=progress)
+    assert any("embedding texts" in m for m in messages)  # fitted again
+    np.testing.assert_array_equal(again.centroids, first.centroids)
+    messages.clear()
+    minilm_base.fit_codebooks(small_corpus[:16], 12, 8, progress=progress)
+    assert messages == ["loaded cached codebooks (M=12, K=8)"]  # the entry was repaired
+
+
+def test_concurrent_fits_of_one_codebook_fit_once(minilm_base, small_corpus, tmp_path, monkeypatch):
+    """Two callers (threads here; the lock file works across processes) fit once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("LEXLENS_CACHE", str(tmp_path))
+    logs = [_messages() for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(minilm_base.fit_codebooks, small_corpus[:24], 12, 8, progress=p)
+            for _, p in logs
+        ]
+        results = [f.result() for f in futures]
+    fitted = [any("embedding texts" in m for m in msgs) for msgs, _ in logs]
+    assert sorted(fitted) == [False, True]
+    np.testing.assert_array_equal(results[0].centroids, results[1].centroids)
+    assert list((tmp_path / "dense_pq").glob("*.lock"))

