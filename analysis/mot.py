@@ -247,7 +247,7 @@ def mot_evaluate(
     report that already ran IG) — are reused instead of recomputed, and imply
     ``own_codebook``.
     """
-    from lexlens.models.dense_pq import ProductQuantizer, check_m
+    from lexlens.models.dense import ProductQuantizer, check_m
 
     if not hasattr(encoder, "with_quantizer"):
         raise LexlensError(

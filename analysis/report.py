@@ -249,7 +249,7 @@ def dense_with_m(encoder: Any, m: int | None, progress: Any = None) -> Any:
 
     The fit is cached on disk by ``fit_codebooks`` (first time: about a minute on a CPU).
     """
-    from lexlens.models.dense_pq import check_m, default_corpus
+    from lexlens.models.dense import check_m, default_corpus
 
     if m is None or (encoder.quantizer is not None and int(m) == encoder.m):
         return encoder

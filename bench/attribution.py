@@ -25,7 +25,7 @@ def run() -> list[dict]:
     import numpy as np
 
     from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
-    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense import DensePQEncoder, default_corpus
 
     encoder = DensePQEncoder.from_packaged(device="cpu")  # M = 24, K = 256 (cached codebooks)
     text = default_corpus()[0]

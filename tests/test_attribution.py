@@ -13,7 +13,7 @@ TEXT = "a small striped cat sleeps on a wooden chair"
 @pytest.fixture(scope="module")
 def dense():
     """MiniLM with M=12, K=8 codebooks fitted on 16 real class descriptions."""
-    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense import DensePQEncoder, default_corpus
 
     base = DensePQEncoder.packaged_base("cpu")
     return base.fit_codebooks(default_corpus()[:16], 12, 8, seed=0, cache=False)

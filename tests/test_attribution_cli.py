@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture(scope="module")
 def small_pq_dir(tmp_path_factory):
     """A saved dense+PQ directory (M=12, K=4): no fit on the default corpus needed."""
-    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense import DensePQEncoder, default_corpus
 
     path = tmp_path_factory.mktemp("pq12")
     enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(
@@ -39,7 +39,7 @@ def test_attribute_json(cli, small_pq_dir):
 
 
 def test_mot_eval_and_bad_corpora(cli, small_pq_dir, tmp_path):
-    from lexlens.models.dense_pq import default_corpus
+    from lexlens.models.dense import default_corpus
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(default_corpus()[:6]) + "\n")

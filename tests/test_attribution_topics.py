@@ -10,7 +10,7 @@ from lexlens.models import LexlensError
 
 @pytest.fixture(scope="module")
 def setup():
-    from lexlens.models.dense_pq import DensePQEncoder, default_corpus
+    from lexlens.models.dense import DensePQEncoder, default_corpus
 
     texts = default_corpus()[200:208]
     enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(texts, 12, 4, seed=0, cache=False)

@@ -10,14 +10,14 @@ from lexlens.models import InputError, LexlensError
 
 @pytest.fixture(scope="module")
 def base():
-    from lexlens.models.dense_pq import DensePQEncoder
+    from lexlens.models.dense import DensePQEncoder
 
     return DensePQEncoder.packaged_base("cpu")
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    from lexlens.models.dense_pq import default_corpus
+    from lexlens.models.dense import default_corpus
 
     return default_corpus()[100:116]
 
@@ -46,7 +46,7 @@ def test_table_has_every_ranking_and_m(result):
 def _independent_errors(base, corpus, result, m: int, doc: int, k_words: int):
     """Recompute three rows for one document through the plain text path."""
     from lexlens.analysis.attribution import group_word_pieces
-    from lexlens.models.dense_pq import ProductQuantizer
+    from lexlens.models.dense import ProductQuantizer
 
     pq = ProductQuantizer.fit(base.embed_texts(corpus), m, 8, seed=1)
     enc = base.with_quantizer(pq)

@@ -62,7 +62,7 @@ def progress_printer(args: argparse.Namespace):
 
 def dense_encoder_with_m(encoder, m: int | None, progress=None):
     """The encoder itself, or its model with M×K codebooks refitted on the default corpus."""
-    from lexlens.models.dense_pq import check_m, default_corpus
+    from lexlens.models.dense import check_m, default_corpus
 
     if m is None or int(m) == encoder.m:
         return encoder
