@@ -23,8 +23,10 @@ token strings; special tokens (``[CLS]``, ``[SEP]``, ``[PAD]``, ``[MASK]``, ``[U
 token counts once however often it appears; word pieces (``##raf``) are tokens like any
 other. A top term without a static vector (GloVe has no ``##`` pieces) adds 0 to
 Semantic@k and is counted (``no_vector``); caption tokens without one cannot be matched
-semantically. A caption with no token of the vocabulary (emoji only, say) is skipped with
-a note and counted; the run goes on.
+semantically. A caption with no token of the vocabulary (emoji only, say) is left out of
+Exact@k and Semantic@k with a note and counted (its vector, an item of the set, still
+counts in FLOPs and the vocabulary statistics); the run goes on. Special tokens do count
+as active dimensions in FLOPs, which follow D2S (every dimension ``!= 0``).
 
 Everything streams: per-item metrics, activation counts and :mod:`vocab_stats` are folded
 in one batch at a time, so memory is O(|V|) plus the rows asked for.
@@ -405,8 +407,8 @@ class SetDeviation:
 
 
 _SKIP_REASON = {
-    "captions": "no token of the vocabulary (e.g. emoji only)",
-    "texts": "no token of the vocabulary (e.g. emoji only)",
+    "captions": "no vocabulary token, e.g. emoji only",
+    "texts": "no vocabulary token, e.g. emoji only",
     "images": "no paired caption with a token of the vocabulary",
 }
 
