@@ -261,24 +261,53 @@ def compare_groups(
     group_b: Sequence[int],
     vocab: Sequence[str],
     k: int = 10,
+    *,
+    words: set[str] | frozenset[str] | None = None,
 ) -> GroupComparison:
     """Terms group A has and group B lacks (largest ``pool(A) − pool(B)``), and vice versa.
 
-    Special tokens are left out; only strictly positive differences are listed.
+    Special tokens are left out; only strictly positive differences are listed. With
+    ``words`` (evidence for merging word pieces, as in :func:`analysis.terms.top_terms`),
+    the contrast is between *words*: the merged top terms of either group, each weighing
+    the max over its pieces' columns in each group (so "##amo" never shows on its own).
     """
+    from lexlens.analysis.terms import top_terms
+
     a = pool_patches(encoding, group_a)
     b = pool_patches(encoding, group_b)
     if a.shape[0] != len(vocab):
         raise InputError(f"the encoding has {a.shape[0]} dims but the vocabulary {len(vocab)}")
+    n = max(int(k), 0)
+    if words is not None:
+        pool = max(4 * n, 40)
+        found: dict[str, tuple[int, ...]] = {}
+        for pooled in (a, b):
+            for term in top_terms(pooled, list(vocab), pool, merge_pieces=True, words=set(words)):
+                found.setdefault(term.token, term.columns)
+        terms = [
+            ContrastTerm(
+                token,
+                columns[0],
+                float(a[list(columns)].max()),
+                float(b[list(columns)].max()),
+                float(a[list(columns)].max() - b[list(columns)].max()),
+            )
+            for token, columns in found.items()
+        ]
+        ranked = sorted(terms, key=lambda t: -t.difference)
+        return GroupComparison(
+            a_not_b=[t for t in ranked if t.difference > 0][:n],
+            b_not_a=[t for t in reversed(ranked) if t.difference < 0][:n],
+        )
     diff = (a - b).astype(np.float64)
     diff[special_mask(list(vocab))] = 0.0
 
     def side(sign: float) -> list[ContrastTerm]:
         scores = sign * diff
-        n = min(max(int(k), 0), scores.shape[0])
-        if n == 0:
+        m = min(n, scores.shape[0])
+        if m == 0:
             return []
-        idx = np.argpartition(-scores, n - 1)[:n]
+        idx = np.argpartition(-scores, m - 1)[:m]
         idx = idx[np.argsort(-scores[idx], kind="stable")]
         return [
             ContrastTerm(vocab[i], int(i), float(a[i]), float(b[i]), float(diff[i]))

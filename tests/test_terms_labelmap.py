@@ -202,3 +202,26 @@ def test_merged_word_heatmap_is_max_over_its_pieces(splade):
         term_columns(vocab, "☃☃")
     with pytest.raises(InputError, match="type a word"):
         term_columns(vocab, "  ")
+
+
+def test_group_contrast_between_words(splade):
+    from lexlens.analysis.patches import compare_groups
+
+    vocab = splade.vocab
+    cols = {t: vocab.index(t) for t in ("es", "##press", "##o", "cup", "cat")}
+    rows = np.zeros((2, len(vocab)), dtype=np.float32)
+    rows[0, [cols["es"], cols["##press"], cols["##o"]]] = 0.9  # patch 0: espresso
+    rows[0, cols["cup"]] = 0.3
+    rows[1, cols["cat"]] = 0.8  # patch 1: a cat
+    rows[1, cols["cup"]] = 0.5
+    encoding = LexicalEncoding(
+        weights=rows.max(0), unit_weights=rows, units=["r0c0", "r0c1"], grid=(1, 2)
+    )
+    raw = compare_groups(encoding, [0], [1], vocab, k=5)
+    assert {t.token for t in raw.a_not_b} == {"es", "##press", "##o"}
+    words = compare_groups(encoding, [0], [1], vocab, k=5, words={"espresso"})
+    assert [(t.token, round(t.difference, 3)) for t in words.a_not_b] == [("espresso", 0.9)]
+    assert [(t.token, round(t.difference, 3)) for t in words.b_not_a] == [
+        ("cat", -0.8),
+        ("cup", -0.2),
+    ]

@@ -34,6 +34,7 @@ SAMPLE_DIR = ROOT / "data" / "images"
 GROUP_NAMES = ("A", "B")
 GROUP_DEFAULT_X = ((0.0, 0.5), (0.5, 1.0))
 GROUP_COLORS = ("blue", "orange")
+IMAGE_WIDTH = 720  # px: the group grid and heatmaps, shown whole without scrolling
 COVERAGE_RULE = (
     f"A cell belongs to a box when at least {MIN_CELL_COVERAGE:.0%} of the cell's area lies "
     "inside the box (a box too small for that selects the cell it overlaps most)."
@@ -86,7 +87,7 @@ with st.container(border=True):
     )
     k = right.slider("Top terms", 5, 60, key=kept("image_k", 20))
     merge = right.toggle(
-        "Merge word pieces into words",
+        "Merge word pieces",
         key=kept("image_merge", True),
         help="es ##press ##o → espresso, for words the encoder is known to spell. Off: the "
         "raw vocabulary tokens. The JSON downloads always hold both views.",
@@ -223,7 +224,7 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
         st.image(
             draw_grid(shown, encoding.grid, crop, indices),
             caption="Group A in blue, group B in orange (cells in both show both tints)",
-            width="stretch",
+            width=IMAGE_WIDTH,
         )
         outs = st.columns(2)
         for g, group in enumerate(groups):
@@ -240,7 +241,14 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
             import pandas as pd
 
             st.markdown("**What one group has and the other lacks** (pooled weight A − B)")
-            comparison = compare_groups(encoding, indices[0], indices[1], encoder.vocab, k=10)
+            comparison = compare_groups(
+                encoding,
+                indices[0],
+                indices[1],
+                encoder.vocab,
+                k=10,
+                words=encoder.known_words if merge else None,
+            )
             cmp_cols = st.columns(2)
             for col, title, items in (
                 (cmp_cols[0], "A, not B", comparison.a_not_b),
@@ -286,11 +294,11 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
                 how = " (max over its pieces)" if len(columns) > 1 else ""
                 st.image(
                     heatmap_overlay(shown, heat, crop),
+                    width=IMAGE_WIDTH,
                     caption=(
                         f"'{what}' per patch{how}: max {heat.max():.3f} at "
                         f"r{best[0]}c{best[1]}, min {heat.min():.3f}"
                     ),
-                    width="stretch",
                 )
                 st.image(colorbar(), caption=f"0 → {heat.max():.3f}")
         except LexlensError as exc:
