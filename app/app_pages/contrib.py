@@ -1,51 +1,139 @@
-"""Query ⊙ Document page: which terms make a score, summing exactly to it."""
+"""Query ⊙ Document page: which terms make a score, summing exactly to it; a text or an
+image on either side.
+
+Thin: the numbers are a :class:`~lexlens.analysis.contrib.ContribResult` from
+``lexlens.analysis.contrib.contrib`` — the JSON download is the document ``lexlens contrib
+… --json`` prints for the same inputs.
+"""
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from lexlens.analysis.contrib import CONTRIB_NEEDS, bag_of_words, contributions, gate
-from lexlens.app.state import encoder_picker
+from lexlens.analysis.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
+from lexlens.analysis.outputs import json_text, records_csv_bytes
+from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexlensError
 
 st.header("Query ⊙ Document")
 st.caption(
-    "sim(q, d) = E_q · E_d with E(x) = V(x) ⊙ G(x) (top-k dimensions and the input's own "
-    "tokens). Each shared term contributes q_t · d_t; the contributions sum to the score."
+    "sim(q, d) = E_q · E_d with E(x) = V(x) ⊙ G(x) (top-k dimensions and, for texts, the "
+    "input's own tokens). Each shared term contributes q_t · d_t; the contributions sum to "
+    "the score. Either side may be an image: it goes through the image encoder, in the same "
+    "vocabulary as the text encoder."
 )
 
-encoder = encoder_picker("Query encoder", CONTRIB_NEEDS, key="contrib_encoder")
-if encoder is None:
-    st.stop()
 
-with st.form("contrib_form"):
-    query = st.text_input("Query", "cat on a book", key="contrib_query")
-    doc = st.text_area("Document", "a kitten sleeping on an old novel", key="contrib_doc")
-    c1, c2 = st.columns(2)
-    mode = c1.radio(
-        "Query mode",
-        ["parametric", "bow"],
-        horizontal=True,
-        help="bow: the query is the binary bag of its own tokens (VDR's nonparametric mode)",
-        key="contrib_mode",
+def sample_photos() -> dict[str, Path]:
+    try:
+        import skimage
+    except ImportError:
+        return {}
+    folder = Path(skimage.__file__).parent / "data"
+    names = ("chelsea.png", "coffee.png", "rocket.jpg", "astronaut.png", "motorcycle_left.png")
+    return {Path(n).stem: folder / n for n in names if (folder / n).exists()}
+
+
+SAMPLES = sample_photos()
+KINDS = ["Text", "Image"]
+q_kind = st.session_state.get("contrib_q_kind", "Text")
+d_kind = st.session_state.get("contrib_d_kind", "Text")
+text_encoder = image_encoder = None
+if "Text" in (q_kind, d_kind):
+    text_encoder = encoder_picker("Text encoder", TEXT_SIDE, key="contrib_encoder")
+if "Image" in (q_kind, d_kind):
+    image_encoder = encoder_picker(
+        "Image encoder",
+        IMAGE_SIDE,
+        key="contrib_image_encoder",
+        default="efficientnet-lite0-lexical",
     )
-    k = c2.number_input("Gate k (-1 = all, 0 = own tokens)", -1, 30522, 768, key="contrib_k")
-    st.form_submit_button("Score", type="primary")
 
-try:
-    q_enc = encoder.encode_texts([query], side="query")[0]
-    d_enc = encoder.encode_texts([doc], side="document")[0]
-except LexlensError as exc:
-    st.error(str(exc))
+
+def side(what: str, prefix: str, default_text: str, default_sample: str):
+    """One side's inputs: (kind, text or None, (name, bytes) or None)."""
+    kind = st.radio(what, KINDS, horizontal=True, key=kept(f"contrib_{prefix}_kind", "Text"))
+    if kind == "Text":
+        widget = st.text_input if prefix == "q" else st.text_area
+        return kind, widget(f"{what} text", key=kept(f"contrib_{prefix}_text", default_text)), None
+    upload = st.file_uploader(
+        f"{what} image", type=["png", "jpg", "jpeg", "webp", "gif"], key=f"contrib_{prefix}_upload"
+    )
+    files = remembered_uploads(f"contrib_{prefix}_upload", [upload] if upload else [])
+    if files:
+        image = files[0]
+    else:
+        options = list(SAMPLES)
+        if not options:
+            st.info("Upload an image (scikit-image's sample photos are not installed).")
+            return kind, None, None
+        if st.session_state.get(f"contrib_{prefix}_sample") not in options:
+            st.session_state[f"contrib_{prefix}_sample"] = (
+                default_sample if default_sample in options else options[0]
+            )
+        name = st.selectbox(
+            "or a sample photo", options, key=kept(f"contrib_{prefix}_sample", default_sample)
+        )
+        image = (SAMPLES[name].name, SAMPLES[name].read_bytes())
+    st.image(image[1], width=200)
+    return kind, None, image
+
+
+left, right = st.columns(2)
+with left:
+    q_kind, q_text, q_image = side("Query", "q", "cat on a book", "chelsea")
+with right:
+    d_kind, d_text, d_image = side("Document", "d", "a kitten sleeping on an old novel", "chelsea")
+c1, c2 = st.columns(2)
+mode = c1.radio(
+    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("contrib_mode", "parametric"),
+    disabled=q_kind == "Image",
+    help="bow: the query is the binary bag of its own tokens (VDR's nonparametric mode; "
+    "normalised when the checkpoint says so; special tokens left out)",
+)  # fmt: skip
+k = int(c2.number_input("Gate k (-1 = all, 0 = own tokens)", -1, 30522, key=kept("contrib_k", 768)))
+
+q_encoder = text_encoder if q_kind == "Text" else image_encoder
+d_encoder = text_encoder if d_kind == "Text" else image_encoder
+if (
+    q_encoder is None
+    or d_encoder is None
+    or (q_kind == "Image" and q_image is None)
+    or (d_kind == "Image" and d_image is None)
+):
     st.stop()
 
-q_vec = bag_of_words(q_enc, encoder.vocab) if mode == "bow" else gate(q_enc, encoder.vocab, int(k))
-score, rows = contributions(q_vec, gate(d_enc, encoder.vocab, int(k)), encoder.vocab)
-st.metric("Score", f"{score:.4f}", help=f"{len(rows)} shared terms")
+key = content_key(
+    q_kind, d_kind, q_text or "", d_text or "", q_image[1] if q_image else b"",
+    d_image[1] if d_image else b"", mode, str(k), q_encoder.name, d_encoder.name,
+)  # fmt: skip
+result: ContribResult | None = st.session_state.get("contrib_result")
+if st.session_state.get("contrib_result_key") != key:
+    try:
+        result = contrib(
+            q_encoder, d_encoder, query=q_text, doc=d_text,
+            query_image=q_image[1] if q_image else None, query_name=q_image[0] if q_image else None,
+            doc_image=d_image[1] if d_image else None, doc_name=d_image[0] if d_image else None,
+            mode="parametric" if q_kind == "Image" else mode, topk=k,
+        )  # fmt: skip
+        st.session_state["contrib_result"] = result
+        st.session_state["contrib_result_key"] = key
+    except LexlensError as exc:
+        st.error(str(exc))
+        if result is None:
+            st.stop()
+        st.caption("Showing the previous result.")
+if result is None:
+    st.stop()
+
+for note in result.notes:
+    st.caption(f"Note: {note}")
+rows = result.contributions
+st.metric("Score", f"{result.score:.4f}", help=f"{len(rows)} shared terms")
 if not rows:
     st.info("The query and the document share no active term: the score is 0.")
     st.stop()
@@ -56,10 +144,12 @@ fig.update_layout(
 )
 st.plotly_chart(fig, width="stretch")
 st.dataframe(table, hide_index=True, width="stretch")
-st.caption(f"Sum of contributions: {table['contribution'].sum():.6f} = score {score:.6f}")
-st.download_button(
-    "Contributions (JSON)",
-    json.dumps({"score": score, "contributions": [r.to_dict() for r in rows]}, indent=2),
-    "contributions.json",
-    "application/json",
+st.caption(f"Sum of contributions: {table['contribution'].sum():.6f} = score {result.score:.6f}")
+d1, d2 = st.columns(2)
+d1.download_button(
+    "Contributions (JSON)", json_text(result), "contributions.json", "application/json"
 )
+d2.download_button(
+    "Contributions (CSV)", records_csv_bytes([r.to_dict() for r in rows]), "contributions.csv",
+    "text/csv",
+)  # fmt: skip

@@ -1,110 +1,309 @@
-"""Search & exclusion page: search a collection; "A but not B" by dimension sets."""
+"""Search & exclusion page: search a stored collection (text → image with the default pair,
+text → text, image → text) or a small text file; "A but not B" by SR's dimension sets or a
+baseline; metrics when the collection has labels.
+
+Thin: every number is a :class:`~lexlens.analysis.search.SearchResult` from
+``lexlens.analysis.search.search`` — the JSON download is the document ``lexlens search
+… --json`` prints for the same inputs.
+"""
 
 from __future__ import annotations
 
-import io
-import json
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.contrib import gate
+from lexlens.analysis.collections import StoredIndex, list_collections, open_index
+from lexlens.analysis.outputs import json_text, records_csv_bytes
 from lexlens.analysis.search import (
-    SEARCH_NEEDS,
-    average_embedding_query,
-    encode_collection,
-    exclusion_search,
-    read_labelled_csv,
+    METHODS,
+    METRICS,
+    QuerySpec,
+    SearchResult,
+    collection_from_file,
+    default_query_encoder,
     search,
 )
-from lexlens.app.state import ROOT, content_key, encoder_picker
-from lexlens.models import LexlensError
+from lexlens.app.state import ROOT, content_key, encoder_picker, kept, remembered_uploads
+from lexlens.models import LexlensError, Needs
+from lexlens.models.base import Capability
+
+SOURCES = ["Stored collection", "Sample texts (data/collection.csv)", "Upload a small text file"]
+METHOD_HELP = {
+    "sr": "SR (seed 003): D1 from A's top-K items, D2 from B's, rank by magnitude on D1 \\ D2",
+    "avg": "average embedding: E(A) − E(B), ranked by inner product",
+    "text": "one query text 'images of A without B' (or 'A without B' for texts)",
+}
+TEXT_QUERY = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
+IMAGE_QUERY = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 
 st.header("Search & exclusion")
 st.caption(
-    "Search your collection; with an exclusion, rank by the dimensions of A that B does not "
-    "use (SR: D = D1 \\ D2 from the top items of each query), or by a baseline."
+    "Rank a collection by E_q · E_d; every hit lists the terms that make its score, and they "
+    "sum to it. With an exclusion “A but not B”, SR ranks by the dimensions of A's top items "
+    "that B's top items do not use (D = D1 \\ D2), beside two baselines. Collections with "
+    "labels get MRR@1, MRR@10, NDCG@10 and AP@10 for every method (ir-measures; relevant = "
+    "labelled A and not B)."
 )
 
-encoder = encoder_picker("Text encoder", SEARCH_NEEDS, key="search_encoder")
-if encoder is None:
-    st.stop()
+source = st.radio("Collection", SOURCES, horizontal=True, key=kept("search_source", SOURCES[0]))
+cards = [c for c in list_collections() if "error" not in c]
+if source == SOURCES[0] and not cards:
+    st.info(
+        "No stored collection yet: build one on the **Collections** page (the sample photos "
+        "are one click), or with `lexlens index`. Meanwhile, the sample texts:"
+    )
+    source = SOURCES[1]
 
-upload = st.file_uploader("Collection (.csv with a text column, or .txt)", type=["csv", "txt"])
-source = upload.getvalue() if upload else (ROOT / "data" / "collection.csv").read_bytes()
-suffix = Path(upload.name).suffix if upload else ".csv"
-st.caption(f"Collection: {upload.name if upload else 'sample data/collection.csv'}")
 
-c1, c2, c3 = st.columns(3)
-query = c1.text_input("Find (A)", "dog", key="search_query")
-exclude = c2.text_input("But not (B) — optional", "beach", key="search_exclude")
-method = c3.selectbox("Exclusion method", ["sr", "avg", "text"], key="search_method")
-c4, c5, c6 = st.columns(3)
-top = c4.slider("Results", 1, 50, 10, key="search_top")
-k_items = c5.slider("Items per dimension set (K)", 1, 50, 10, key="search_k_items")
-coverage = c6.slider("Magnitude coverage", 0.05, 1.0, 0.5, key="search_coverage")
+@st.cache_resource(show_spinner=False, max_entries=8)
+def opened(path: str, updated: str):
+    """An opened index, shared while its manifest's date stays the same."""
+    return open_index(path)
 
 
 @st.cache_data(show_spinner="Encoding the collection…", max_entries=8)
-def build(_encoder, spec: str, key: str, data: bytes, suffix: str):
-    with tempfile.NamedTemporaryFile(suffix=suffix) as handle:
-        handle.write(data)
-        handle.flush()
-        ids, texts, labels = read_labelled_csv(handle.name)
-    bar = st.progress(0.0, "Encoding the collection")
-    collection = encode_collection(_encoder, texts, ids=ids, labels=labels, progress=bar.progress)
-    bar.empty()
-    return collection
+def in_memory(_encoder, encoder_key: str, digest: str, data: bytes, name: str):
+    return collection_from_file(_encoder, data, name)
 
 
-try:
-    collection = build(encoder, encoder.source or encoder.name, content_key(source), source, suffix)
-    q = gate(encoder.encode_texts([query])[0], encoder.vocab, 768)
-    if exclude.strip() and method == "sr":
-        b = gate(encoder.encode_texts([exclude])[0], encoder.vocab, 768)
-        result = exclusion_search(
-            collection, q, b, encoder.vocab, top=top, k_items=k_items, coverage=coverage
-        )
-        sets = result.to_dict(encoder.vocab)
-        st.write(
-            f"**D1** ({query}): {', '.join(sets['include_terms'][:20])}  \n"
-            f"**D2** ({exclude}): {', '.join(sets['exclude_terms'][:20])}  \n"
-            f"**D = D1 \\ D2**: {', '.join(sets['kept_terms'][:20]) or '(empty)'}"
-        )
-        hits = result.hits
-    elif exclude.strip():
-        if method == "avg":
-            b = gate(encoder.encode_texts([exclude])[0], encoder.vocab, 768)
-            q = average_embedding_query(q, b)
-        else:
-            q = gate(encoder.encode_texts([f"{query} without {exclude}"])[0], encoder.vocab, 768)
-        hits = search(collection, q, encoder.vocab, top=top)
+# --------------------------------------------------------------------------- the target
+target = None
+query_kind = "Text"
+if source == SOURCES[0]:
+    names = [c["name"] for c in cards]
+    if st.session_state.get("search_collection") not in names:
+        st.session_state["search_collection"] = names[0]
+    chosen = st.selectbox("Stored collection", names, key=kept("search_collection", names[0]))
+    card = next(c for c in cards if c["name"] == chosen)
+    try:
+        target = opened(card["path"], str(card.get("updated")))
+    except LexlensError as exc:
+        st.error(str(exc))
+        st.stop()
+    st.caption(
+        f"{card['items']:,} {card['modality']} items encoded with **{card['encoder']}** "
+        f"(gate k {card['gate_k']}), {card['labelled']} labelled."
+    )
+    query_kind = st.radio(
+        "Query", ["Text", "Image"], horizontal=True, key=kept("search_query_kind", "Text")
+    )
+    modality = "image" if query_kind == "Image" else "text"
+    try:
+        default = default_query_encoder(target, modality)
+    except LexlensError:
+        default = None
+    encoder = encoder_picker(
+        "Query encoder (same vocabulary as the collection)",
+        IMAGE_QUERY if modality == "image" else TEXT_QUERY,
+        key=f"search_query_encoder_{modality}",
+        default=default,
+    )
+else:
+    encoder = encoder_picker("Text encoder", TEXT_QUERY, key="search_encoder")
+    if encoder is None:
+        st.stop()
+    if source == SOURCES[1]:
+        data, name = (ROOT / "data" / "collection.csv").read_bytes(), "collection.csv"
     else:
-        hits = search(collection, q, encoder.vocab, top=top)
-except LexlensError as exc:
-    st.error(str(exc))
+        upload = st.file_uploader(
+            "Collection (.csv/.jsonl with a text column and optional id, labels; or .txt)",
+            type=["csv", "txt", "jsonl"],
+            key="search_upload",
+        )
+        kept_files = remembered_uploads("search_upload", [upload] if upload else [])
+        if not kept_files:
+            st.info("Upload a file, or build a stored collection on the Collections page.")
+            st.stop()
+        name, data = kept_files[0]
+    try:
+        target = in_memory(encoder, encoder.source or encoder.name, content_key(data), data, name)
+    except LexlensError as exc:
+        st.error(str(exc))
+        st.stop()
+if encoder is None or target is None:
     st.stop()
 
-table = pd.DataFrame(
-    [
-        {
-            "id": h.id,
-            "score": h.score,
-            "text": h.text,
-            "top terms": ", ".join(c["token"] for c in h.top_contributions),
-        }
-        for h in hits
-    ]
-)
-st.dataframe(table, hide_index=True, width="stretch")
-buf = io.StringIO()
-table.to_csv(buf, index=False)
-st.download_button("Results (CSV)", buf.getvalue(), "results.csv", "text/csv")
-st.download_button(
-    "Results (JSON)",
-    json.dumps({"results": [h.to_dict() for h in hits]}, indent=2),
-    "results.json",
-    "application/json",
+# ---------------------------------------------------------------------------- the query
+image_upload: tuple[str, bytes] | None = None
+query = ""
+if query_kind == "Image":
+    upload = st.file_uploader(
+        "Query image", type=["png", "jpg", "jpeg", "webp", "gif"], key="search_image"
+    )
+    kept_images = remembered_uploads("search_image", [upload] if upload else [])
+    if not kept_images:
+        st.info("Upload an image to search with.")
+        st.stop()
+    image_upload = kept_images[0]
+    st.image(image_upload[1], width=160)
+c1, c2, c3 = st.columns(3)
+if query_kind == "Text":
+    query = c1.text_input("Find (A)", key=kept("search_query", "dog"))
+    exclude = c2.text_input("But not (B) — optional", key=kept("search_exclude", "beach"))
+else:
+    exclude = ""
+    c2.caption("Exclusion needs a text query A.")
+method = c3.selectbox(
+    "Exclusion method", list(METHODS), key=kept("search_method", "sr"),
+    format_func=lambda m: {"sr": "SR (dimension sets)", "avg": "average embedding",
+                           "text": "single-line query"}[m],
+    disabled=not exclude.strip(), help=METHOD_HELP.get(st.session_state.get("search_method", "sr")),
+)  # fmt: skip
+uses_sets = bool(exclude.strip()) and method == "sr"
+c4, c5, c6, c7 = st.columns(4)
+top = c4.slider("Results", 1, 50, key=kept("search_top", 10))
+k_items = c5.number_input(
+    "Items per dimension set (K)", 1, 1000, key=kept("search_k_items", 10), disabled=not uses_sets,
+    help="SR only: how many top items of A (and of B) the dimension sets are taken from",
+)  # fmt: skip
+coverage = c6.slider(
+    "Magnitude coverage", 0.05, 1.0, key=kept("search_coverage", 0.5), disabled=not uses_sets,
+    help="SR only: each set is the smallest one holding this share of its items' magnitude",
+)  # fmt: skip
+magnitude = c7.radio(
+    "Magnitude", ["sum", "l2"], key=kept("search_magnitude", "sum"), disabled=not uses_sets,
+    horizontal=True, help="SR only: a dimension's magnitude is its weight (sum) or its squared "
+    "weight (l2: items rank by the L2 norm of their weights on D)",
+)  # fmt: skip
+c8, c9 = st.columns(2)
+normalize = c8.toggle(
+    "L2-normalise items (SR)", key=kept("search_normalize", True), disabled=not uses_sets,
+    help="SR only: each item's vector is divided by its L2 norm before extracting and ranking, "
+    "so items whose mass lies on B's dimensions rank lower",
+)  # fmt: skip
+mode = c9.radio(
+    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("search_mode", "parametric"),
+    disabled=query_kind == "Image",
+    help="bow: VDR's nonparametric query, the bag of the query's own tokens (texts only)",
+)  # fmt: skip
+
+# ---------------------------------------------------------------------------- searching
+options = {
+    "query": query if query_kind == "Text" else None,
+    "exclude": exclude if query_kind == "Text" else None,
+    "method": method,
+    "top": int(top),
+    "k_items": int(k_items) if uses_sets else None,
+    "coverage": float(coverage) if uses_sets else None,
+    "magnitude": magnitude,
+    "normalize": bool(normalize),
+}
+spec = QuerySpec(encoder, "parametric" if query_kind == "Image" else mode, 768)
+key = content_key(
+    repr(sorted(options.items())), spec.mode, encoder.name, str(getattr(target, "path", "")),
+    str(getattr(target, "manifest", {}).get("updated", "")), image_upload[1] if image_upload else b"",
+)  # fmt: skip
+result: SearchResult | None = st.session_state.get("search_result")
+if st.session_state.get("search_result_key") != key:
+    try:
+        if image_upload is not None:
+            options["query_image"] = image_upload[1]
+            options["image_name"] = image_upload[0]
+        result = search(target, spec, **options)
+        st.session_state["search_result"] = result
+        st.session_state["search_result_key"] = key
+    except LexlensError as exc:
+        st.error(str(exc))
+        if result is None:
+            st.stop()
+        st.caption("Showing the previous results.")
+if result is None:
+    st.stop()
+
+for message in result.messages:
+    st.warning(message)
+if result.dimensions:
+    d = result.dimensions
+    st.markdown(
+        f"**D1** ({result.query.get('text')}, from {d['include_items']} items): "
+        f"{', '.join(d['include_terms'][:20])}  \n"
+        f"**D2** ({result.query.get('exclude')}, from {d['exclude_items']} items): "
+        f"{', '.join(d['exclude_terms'][:20])}  \n"
+        f"**D = D1 \\ D2**: {', '.join(d['kept_terms'][:20]) or '(empty)'}"
+    )
+
+
+def contribution_text(hit) -> str:
+    parts = [f"{c['token']} {c['contribution']:.3f}" for c in hit.top_contributions]
+    if hit.other_terms:
+        parts.append(f"+{hit.other_terms} more {hit.other_contribution:.3f}")
+    return " + ".join(parts)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def thumbnail(path: str, mtime: float) -> bytes | None:
+    import io
+
+    from lexlens.models.images import load_image
+
+    try:
+        image = load_image(path)
+    except LexlensError:
+        return None
+    image.thumbnail((220, 220))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+if not result.hits:
+    st.info("No results.")
+elif any(h.kind == "image" for h in result.hits):
+    st.caption("Each hit: score = the sum of its terms' contributions (shown largest first).")
+    cols = st.columns(5)
+    for n, hit in enumerate(result.hits):
+        path = target.image_path({"image": hit.image}) if isinstance(target, StoredIndex) else None
+        with cols[n % 5]:
+            data = thumbnail(str(path), path.stat().st_mtime) if path and path.is_file() else None
+            if data:
+                st.image(data, width="stretch")
+            mark = {True: " ✓", False: " ✗", None: ""}[hit.relevant]
+            st.markdown(f"**{hit.rank}. {hit.id}**{mark} — score {hit.score:.4f}")
+            st.caption(contribution_text(hit))
+else:
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "#": h.rank,
+                    "id": h.id,
+                    "score": h.score,
+                    "text": h.text,
+                    "contributions (sum = score)": contribution_text(h),
+                }
+                | ({"relevant": h.relevant} if h.relevant is not None else {})
+                for h in result.hits
+            ]  # fmt: skip
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+if result.metrics:
+    st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
+    st.dataframe(
+        pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])[["method", *METRICS]],
+        hide_index=True,
+    )
+stem = Path(str(result.collection.get("name", "search"))).stem
+d1, d2 = st.columns(2)
+d1.download_button("Results (JSON)", json_text(result), f"{stem}-search.json", "application/json")
+d2.download_button(
+    "Results (CSV)",
+    records_csv_bytes(
+        [
+            {
+                "rank": h.rank,
+                "id": h.id,
+                "score": h.score,
+                "text": h.text,
+                "image": h.image,
+                "contributions": contribution_text(h),
+            }
+            for h in result.hits
+        ]  # fmt: skip
+    ),
+    f"{stem}-search.csv",
+    "text/csv",
 )

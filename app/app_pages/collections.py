@@ -1,0 +1,237 @@
+"""Collections page: build a stored collection (upload, server path or the sample photos),
+list, open and delete the stored ones, each with its card.
+
+Thin: building is ``lexlens.analysis.collections.index_collection`` (the same use case as
+``lexlens index``), the card is ``StoredIndex.card()``. Collections live in the workspace
+(``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the index,
+``sources/<name>`` an uploaded source; both survive page switches, reruns and restarts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from lexlens.analysis.collections import (
+    INDEX_NEEDS,
+    check_name,
+    collections_dir,
+    delete_collection,
+    index_collection,
+    list_collections,
+    load_sample_photos,
+    open_index,
+    save_upload_source,
+    sources_dir,
+    workspace,
+)
+from lexlens.analysis.outputs import json_text
+from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.models import LexlensError
+
+SOURCES = ["Upload files", "Path on this server", "Sample photos (scikit-image)"]
+
+st.header("Collections")
+st.caption(
+    "A collection is a dataset encoded once and stored sparse: the gated vectors "
+    "E = V ⊙ G as memory-mapped CSR arrays, item metadata in Parquet, a manifest with the "
+    "encoder's weight fingerprint. Re-building an unchanged source encodes nothing; added "
+    f"items are encoded alone. Stored in `{workspace()}` (LEXLENS_HOME)."
+)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def thumbnail(path: str, mtime: float, side: int = 200) -> bytes | None:
+    """A small PNG of an item's image (cached on path and modification time)."""
+    import io
+
+    from lexlens.models.images import load_image
+
+    try:
+        image = load_image(path)
+    except LexlensError:
+        return None
+    image.thumbnail((side, side))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def image_bytes(index, meta: dict) -> bytes | None:
+    path = index.image_path(meta)
+    if path is None or not path.is_file():
+        return None
+    return thumbnail(str(path), path.stat().st_mtime)
+
+
+# --------------------------------------------------------------------------------- build
+with st.expander("Build a collection", expanded=not list_collections()):
+    encoder = encoder_picker(
+        "Collection encoder", INDEX_NEEDS, key="collections_encoder",
+        default="efficientnet-lite0-lexical",
+    )  # fmt: skip
+    source_kind = st.radio(
+        "Source", SOURCES, horizontal=True, key=kept("collections_source", SOURCES[2])
+    )
+    files: list[tuple[str, bytes]] = []
+    server_path = ""
+    if source_kind == SOURCES[0]:
+        uploads = st.file_uploader(
+            "Images, and/or one .csv/.jsonl/.txt (image paths in it are the uploaded file "
+            "names; columns: image, text, id, caption…, labels)",
+            type=["png", "jpg", "jpeg", "webp", "gif", "bmp", "tif", "tiff", "csv", "jsonl", "txt"],
+            accept_multiple_files=True,
+            key="collections_uploads",
+        )
+        files = remembered_uploads("collections_uploads", uploads)
+    elif source_kind == SOURCES[1]:
+        server_path = st.text_input(
+            "Folder of images, or a .txt/.csv/.jsonl file", key=kept("collections_path", "")
+        ).strip()
+    else:
+        st.caption(
+            "19 scikit-image photos with captions and labels written for Lexlens "
+            "(data/photos.csv): the text→image sample for Search & exclusion."
+        )
+    c1, c2, c3 = st.columns(3)
+    name = c1.text_input("Name", key=kept("collections_name", "photos")).strip()
+    topk = int(c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", 768)))
+    batch = int(c3.number_input("Batch size", 1, 512, key=kept("collections_batch", 16)))
+    build = st.button("Build", type="primary", disabled=encoder is None)
+    if build and encoder is not None:
+        try:
+            name = check_name(name)
+            if source_kind == SOURCES[0]:
+                source = save_upload_source(name, files)
+            elif source_kind == SOURCES[1]:
+                if not server_path:
+                    raise LexlensError("type the path of a folder or file on this server")
+                source = Path(server_path).expanduser()
+            else:
+                source = load_sample_photos(sources_dir() / name)
+            bar = st.progress(0.0, "Starting…")
+
+            def progress(done: int, total: int, note: str) -> None:
+                bar.progress(min(1.0, done / max(total, 1)), f"{done}/{total}: {note}")
+
+            result = index_collection(
+                encoder, source, collections_dir() / name, topk=topk, batch_size=batch,
+                progress=progress,
+            )  # fmt: skip
+            bar.empty()
+            st.session_state["collections_open"] = name
+            st.session_state["collections_last_build"] = result.to_dict()
+        except LexlensError as exc:
+            st.error(str(exc))
+    last = st.session_state.get("collections_last_build")
+    if last:
+        st.success(
+            f"{Path(last['out']).name}: {last['items']} items — encoded {last['encoded']}, "
+            f"reused {last['reused']}, skipped {len(last['skipped'])}"
+            + (" (source unchanged: nothing to encode)" if last["up_to_date"] else "")
+        )
+        if last["skipped"]:
+            st.dataframe(pd.DataFrame(last["skipped"]), hide_index=True, width="stretch")
+
+# ---------------------------------------------------------------------------------- list
+cards = list_collections()
+if not cards:
+    st.info("No stored collection yet: build one above, or with `lexlens index … --out "
+            f"{collections_dir()}/NAME`.")  # fmt: skip
+    st.stop()
+table = pd.DataFrame(
+    [
+        {
+            "name": c["name"],
+            "encoder": c.get("encoder", "—"),
+            "kind": c.get("modality", "—"),
+            "items": c.get("items"),
+            "mean non-zeros": round(c["mean_nnz"], 1) if "mean_nnz" in c else None,
+            "labelled": c.get("labelled"),
+            "updated": c.get("updated", ""),
+            "MB on disk": round(c["disk_bytes"] / 1e6, 2) if "disk_bytes" in c else None,
+            "problem": c.get("error", ""),
+        }
+        for c in cards
+    ]
+)
+st.subheader("Stored collections")
+st.dataframe(table, hide_index=True, width="stretch")
+names = [c["name"] for c in cards]
+if st.session_state.get("collections_open") not in names:
+    st.session_state["collections_open"] = names[0]
+chosen = st.selectbox("Open", names, key=kept("collections_open", names[0]))
+card = next(c for c in cards if c["name"] == chosen)
+if "error" in card:
+    st.error(card["error"])
+else:
+    try:
+        index = open_index(card["path"])
+    except LexlensError as exc:
+        st.error(str(exc))
+        st.stop()
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Items", f"{card['items']:,}")
+    m2.metric("Non-zeros per item", f"{card['mean_nnz']:.1f}")
+    m3.metric("Gate k", card["gate_k"])
+    m4.metric(
+        "On disk",
+        f"{card['disk_bytes'] / 1e6:.2f} MB",
+        help=f"CSR alone {card['csr_bytes'] / 1e6:.2f} MB",
+    )
+    st.caption(
+        f"Encoder **{card['encoder']}** · {card['modality']} items · {card['labelled']} "
+        f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
+        f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
+    )
+    mean = index.mean_weights()
+    top = mean.argsort()[::-1][:30]
+    vocab = index.vocab
+    terms = pd.DataFrame(
+        {"term": [vocab[i] for i in top], "mean weight": [float(mean[i]) for i in top]}
+    )
+    left, right = st.columns([1, 2])
+    left.markdown("**Strongest terms over the collection** (mean gated weight)")
+    left.dataframe(terms[terms["mean weight"] > 0], hide_index=True, height=300)
+    preview = index.meta(range(min(len(index), 12)))
+    with right:
+        st.markdown("**First items**")
+        if index.modality == "image":
+            cols = st.columns(4)
+            for n, meta in enumerate(preview):
+                data = image_bytes(index, meta)
+                with cols[n % 4]:
+                    if data:
+                        st.image(data, caption=meta["id"], width="stretch")
+                    else:
+                        st.caption(f"{meta['id']} (image not found)")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {"id": x["id"], "text": x["text"], "labels": " | ".join(x["labels"])}
+                        for x in preview
+                    ]  # fmt: skip
+                ),
+                hide_index=True,
+                width="stretch",
+            )
+    skipped = index.manifest.get("skipped", [])
+    if skipped:
+        with st.expander(f"{len(skipped)} skipped item(s)"):
+            st.dataframe(pd.DataFrame(skipped), hide_index=True, width="stretch")
+    st.download_button(
+        "Manifest (JSON)", json_text(index.manifest), f"{chosen}-manifest.json", "application/json"
+    )
+    with st.popover("Delete…"):
+        st.write(f"Delete **{chosen}** and its stored vectors? This cannot be undone.")
+        if st.button("Delete for good", key="collections_delete", type="primary"):
+            try:
+                delete_collection(chosen)
+                st.session_state.pop("collections_open", None)
+                st.session_state.pop("collections_last_build", None)
+                st.rerun()
+            except LexlensError as exc:
+                st.error(str(exc))

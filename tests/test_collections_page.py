@@ -1,0 +1,59 @@
+"""The Collections page (AppTest): build from a server path, see the card, survive a page
+switch, delete; errors shown without losing earlier results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    source = tmp_path / "pets.csv"
+    source.write_text("id,text,labels\na,a dog on the beach,dog|beach\nb,a cat in the snow,cat\n")
+    at = AppTest.from_file(MAIN, default_timeout=180)
+    at.switch_page("app_pages/collections.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert any("No stored collection" in i.value for i in at.info)
+    at.radio(key="collections_source").set_value("Path on this server")
+    at.run()
+    at.text_input(key="collections_path").set_value(str(source))
+    at.text_input(key="collections_name").set_value("pets")
+    # The default encoder reads images: a text file is refused with one clear message.
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    assert any("does not encode text" in e.value for e in at.error)
+    assert not (home / "collections" / "pets").exists()
+    at.selectbox(key="collections_encoder").set_value("splade-tiny")
+    at.run()
+    at.button[0].click()
+    at.run()
+    assert not at.exception and not at.error
+    assert (home / "collections" / "pets" / "manifest.json").is_file()
+    assert any("pets: 2 items" in s.value for s in at.success)
+    assert at.metric[0].value == "2"
+    listed = at.dataframe[0].value
+    assert list(listed["name"]) == ["pets"] and listed["items"].iloc[0] == 2
+    # Another page and back: the inputs and the stored collection are still there.
+    at.switch_page("app_pages/text.py")
+    at.run()
+    at.switch_page("app_pages/collections.py")
+    at.run()
+    assert not at.exception
+    assert at.text_input(key="collections_path").value == str(source)
+    assert at.selectbox(key="collections_open").value == "pets"
+    # Building again from the unchanged source encodes nothing.
+    at.button[0].click()
+    at.run()
+    assert any("nothing to encode" in s.value for s in at.success)
+    # Delete.
+    [b for b in at.button if b.key == "collections_delete"][0].click()
+    at.run()
+    assert not (home / "collections" / "pets").exists()
+    assert any("No stored collection" in i.value for i in at.info)
