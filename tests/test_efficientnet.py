@@ -60,11 +60,14 @@ def test_rows_are_patch_probabilities_times_class_map(image_encoder, photos):
         bias = image_encoder.network._fc.bias.double()
         logits = torch.einsum("kc,crw->rwk", weight, feats.double()) + bias
         probs = torch.softmax(logits, dim=-1).reshape(-1, 1000).numpy()
-    full_map = image_encoder.class_map.full(len(image_encoder.vocab)).astype(np.float64)
-    expected = probs @ full_map
+    columns = image_encoder.class_map.columns
+    expected = probs @ image_encoder.class_map.dense.astype(np.float64)  # the used columns
     assert enc.grid == tuple(feats.shape[1:]) == (7, 10)
-    assert np.abs(enc.unit_weights - expected).max() < 1e-5
-    assert np.abs(enc.weights - expected.max(axis=0)).max() < 1e-5
+    assert np.abs(enc.unit_weights[:, columns] - expected).max() < 1e-5
+    assert np.abs(enc.weights[columns] - expected.max(axis=0)).max() < 1e-5
+    unused = np.ones(len(image_encoder.vocab), dtype=bool)
+    unused[columns] = False
+    assert not enc.unit_weights[:, unused].any() and not enc.weights[unused].any()
     # global average pool of the per-cell logits is the standard classifier output
     with torch.inference_mode():
         standard = image_encoder.network(tensor[None])[0].double().numpy()
