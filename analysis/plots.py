@@ -27,8 +27,9 @@ from lexlens.analysis.terms import Term
 CLOUD_WIDTH, CLOUD_HEIGHT = 1600, 900
 #: Colour of highlighted terms (the input's own tokens) and of the others.
 HIGHLIGHT_COLOR, OTHER_COLOR = "#1f3b73", "#d9730d"
-#: Smallest font drawn, as a share of the cloud's height (15 px at 900).
-MIN_FONT_FRACTION = 1 / 60
+#: Smallest font drawn, as a share of the height (30 px at 900: still legible when the
+#: cloud is shown 400 px wide).
+MIN_FONT_FRACTION = 1 / 30
 #: Empty space kept around every word, as a share of the height (10 px at 900).
 MARGIN_FRACTION = 1 / 90
 #: Largest font, as a share of the height, before the cloud is scaled down to fit.
