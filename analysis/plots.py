@@ -33,7 +33,7 @@ MIN_FONT_FRACTION = 1 / 30
 #: Empty space kept around every word, as a share of the height (10 px at 900).
 MARGIN_FRACTION = 1 / 90
 #: Largest font, as a share of the height, before the cloud is scaled down to fit.
-MAX_FONT_FRACTION = 0.26
+MAX_FONT_FRACTION = 0.4
 #: Occupancy is tracked on cells of this many pixels (placement speed).
 CELL = 4
 MAX_WORDS = 80
