@@ -96,13 +96,21 @@ def top_terms(
         raise ValueError(
             f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}"
         )
-    scores = np.asarray(weights, dtype=np.float32).copy()
-    if exclude_special:
-        scores[special_mask(vocab)] = -np.inf
-    # Pull a generous candidate pool, so merging and filtering still leave k terms.
-    pool = min(len(scores), max(4 * k, k + 64))
-    idx = np.argpartition(-scores, pool - 1)[:pool]
-    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    scores = np.asarray(weights, dtype=np.float32)
+    # Pull a generous candidate pool, so merging and filtering still leave k terms; special
+    # tokens are dropped from the pool (widened until enough remain: checking the pool is
+    # far cheaper than matching all |V| tokens on every call).
+    want = min(len(scores), max(4 * k, k + 64))
+    size = want
+    while True:
+        idx = np.argpartition(-scores, size - 1)[:size]
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        if exclude_special:
+            idx = np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
+        if len(idx) >= want or size == len(scores):
+            break
+        size = min(len(scores), 2 * size)
+    idx = idx[:want]
     terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
     if merge_pieces:
         terms = merge_word_pieces(terms, vocab, words or set())
