@@ -528,7 +528,7 @@ def test_elongated_and_tiny_images(tmp_path):
 
 @pytest.mark.parametrize("size", [(400, 12), (3, 900), (100, 80)])
 def test_centre_view_pixels_match_full_resize(size):
-    from lexlens.models.vdr import centre_view
+    from lexlens.models.vdr_preprocess import centre_view
 
     rng = np.random.default_rng(2)
     image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
