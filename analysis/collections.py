@@ -1185,7 +1185,7 @@ def build_index(
         writer = IndexWriter(tmp, len(encoder.vocab))
         counters = _encode_into(
             writer, encoder, src, modality, topk, batch_size, reuse, stats, old,
-            progress, ray,
+            progress, ray, encoder_spec or encoder.name,
         )  # fmt: skip
         if writer.count == 0:
             first = src.skipped[0] if src.skipped else None
@@ -1328,99 +1328,109 @@ def _encode_into(
     old: StoredIndex | None,
     progress: Progress | None,
     ray: str | None,
+    spec: str,
 ) -> dict:
+    """Stream the source into ``writer``: reuse stored vectors, encode the rest (here, or
+    on Ray), list what cannot be read."""
     total = count_items(src)
     counters = {"encoded": 0, "reused": 0, "nnz": 0, "labelled": 0, "captioned": 0}
     done = 0
-    if ray is not None:
-        from lexlens.analysis.ray_encode import RayEncoder
 
-        engine: Any = RayEncoder(encoder, topk, batch_size, address=ray)
-    else:
-        engine = _LocalEncoder(encoder, topk, batch_size)
-    try:
+    def tick(n: int = 1) -> None:
+        nonlocal done
+        done += n
+        if progress and (done % max(1, batch_size) == 0 or done >= total):
+            progress(min(done, total), max(total, done), f"{writer.count} items indexed")
+
+    def write(p: _Pending, cols: np.ndarray, vals: np.ndarray, reused: bool) -> None:
+        item = p.item
+        writer.add(
+            {
+                "id": item.id, "kind": p.kind, "image": item.image, "text": item.text,
+                "captions": list(item.captions), "labels": list(item.labels),
+                "content_key": p.key, "size": p.size, "mtime_ns": p.mtime_ns,
+                "where": item.where,
+            },
+            cols,
+            vals,
+        )  # fmt: skip
+        counters["reused" if reused else "encoded"] += 1
+        counters["nnz"] += int(vals.size)
+        counters["labelled"] += bool(item.labels)
+        counters["captioned"] += bool(item.captions)
+
+    def prepared() -> Iterator[_Pending]:
+        for entry in iter_items(src):
+            if isinstance(entry, SourceItem):
+                entry = _prepare(entry, src, modality, stats)
+            if isinstance(entry, Skipped):
+                src.skipped.append(entry)
+                tick()
+                continue
+            entry.reuse_row = reuse.get(entry.key)
+            yield entry
+
+    def reused_row(p: _Pending) -> tuple[np.ndarray, np.ndarray]:
+        assert old is not None and p.reuse_row is not None
+        return old.row(p.reuse_row)
+
+    if ray is None:
         pending: list[_Pending] = []
 
         def flush() -> None:
-            nonlocal done
             todo = [p for p in pending if p.reuse_row is None]
-            vectors = engine.encode(todo, src) if todo else []
-            by_id = {id(p): v for p, v in zip(todo, vectors, strict=True)}
+            results = encode_payloads(
+                encoder, topk, [(p.kind, p.payload, p.item.where) for p in todo], src.root
+            )
+            by_id = {id(p): r for p, r in zip(todo, results, strict=True)}
             for p in pending:
-                if p.reuse_row is not None and old is not None:
-                    cols, vals = old.row(p.reuse_row)
-                    counters["reused"] += 1
+                if p.reuse_row is not None:
+                    write(p, *reused_row(p), reused=True)
+                elif isinstance(by_id[id(p)], Skipped):
+                    src.skipped.append(by_id[id(p)])
                 else:
-                    result = by_id[id(p)]
-                    if isinstance(result, Skipped):
-                        src.skipped.append(result)
-                        continue
-                    cols, vals = result
-                    counters["encoded"] += 1
-                item = p.item
-                writer.add(
-                    {
-                        "id": item.id,
-                        "kind": p.kind,
-                        "image": item.image,
-                        "text": item.text,
-                        "captions": list(item.captions),
-                        "labels": list(item.labels),
-                        "content_key": p.key,
-                        "size": p.size,
-                        "mtime_ns": p.mtime_ns,
-                        "where": item.where,
-                    },
-                    cols,
-                    vals,
-                )
-                counters["nnz"] += int(vals.size)
-                counters["labelled"] += bool(item.labels)
-                counters["captioned"] += bool(item.captions)
-            done += len(pending)
+                    write(p, *by_id[id(p)], reused=False)
+                tick()
             pending.clear()
-            if progress:
-                progress(min(done, total), max(total, done), f"{writer.count} items indexed")
 
-        for entry in iter_items(src):
-            if isinstance(entry, Skipped):
-                src.skipped.append(entry)
-                done += 1
-                continue
-            prepared = _prepare(entry, src, modality, stats)
-            if isinstance(prepared, Skipped):
-                src.skipped.append(prepared)
-                done += 1
-                continue
-            prepared.reuse_row = reuse.get(prepared.key)
-            pending.append(prepared)
-            if len(pending) >= engine.chunk:
+        for p in prepared():
+            pending.append(p)
+            if len(pending) >= batch_size:
                 flush()
         if pending:
             flush()
-    finally:
-        engine.close()
+    else:
+        from lexlens.analysis.ray_encode import RayEncoder
+
+        engine = RayEncoder(encoder, topk, batch_size, address=ray, spec=spec)
+        results = None
+        try:
+            items = []
+            for p in prepared():
+                p.payload = p.payload if p.kind == "text" else b""  # actors read the file
+                items.append(p)
+            todo = [
+                (p.kind, p.item.image if p.kind == "image" else str(p.payload), p.item.where)
+                for p in items
+                if p.reuse_row is None
+            ]
+            results = engine.encode_all(todo, src.root)
+            for p in items:
+                if p.reuse_row is not None:
+                    write(p, *reused_row(p), reused=True)
+                else:
+                    result = next(results)
+                    if isinstance(result, str):
+                        src.skipped.append(Skipped(p.item.where, result))
+                    else:
+                        write(p, *result, reused=False)
+                tick()
+        finally:
+            if results is not None:
+                results.close()  # release Ray's iterator while Ray is still up
+            engine.close()
     counters["nonnegative"] = writer.nonnegative
     return counters
-
-
-class _LocalEncoder:
-    """Encodes pending items in this process, a batch at a time; bad items become Skipped."""
-
-    def __init__(self, encoder: Encoder, topk: int, batch_size: int) -> None:
-        self.encoder = encoder
-        self.topk = topk
-        self.chunk = batch_size
-
-    def encode(
-        self, todo: list[_Pending], src: Source
-    ) -> list[tuple[np.ndarray, np.ndarray] | Skipped]:
-        return encode_payloads(
-            self.encoder, self.topk, [(p.kind, p.payload, p.item.where) for p in todo], src.root
-        )
-
-    def close(self) -> None:
-        pass
 
 
 def encode_payloads(
