@@ -274,7 +274,9 @@ class TermsResult:
     """Top terms of one input (a text, an image, or a region of an image).
 
     ``terms`` keeps the raw vocabulary tokens (word pieces included); ``merged_terms`` is
-    the display view with pieces joined into words where there is evidence for it.
+    the display view with pieces joined into words where there is evidence for it (a
+    merged row's ``pieces`` lists the tokens whose largest weight is the word's weight).
+    For an image region, ``input`` holds the ``box`` and the ``cells`` it selected.
     """
 
     encoder: str
