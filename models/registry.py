@@ -173,13 +173,16 @@ def load_directory(path: Path, device: str) -> Encoder:
             f"{config_path}: 'architectures' must be a list of class names, got {architectures!r}"
         )
     architectures = architectures or []
-    if any("MaskedLM" in a for a in architectures) or (
-        config.get("model_type") == "bert" and not architectures
-    ):
+    masked_lm = any("MaskedLM" in a for a in architectures)
+    if (path / "modules.json").exists() and not masked_lm:
+        from lexlens.models.dense import DensePQEncoder
+
+        return DensePQEncoder.from_base_dir(path, device=device)
+    if masked_lm or (config.get("model_type") == "bert" and not architectures):
         from lexlens.models.splade import SpladeEncoder
 
         return SpladeEncoder.from_dir(path, device=device, name=path.name)
-    if (path / "modules.json").exists() or any(a.endswith("Model") for a in architectures):
+    if any(a.endswith("Model") for a in architectures):
         from lexlens.models.dense import DensePQEncoder
 
         return DensePQEncoder.from_base_dir(path, device=device)

@@ -18,7 +18,17 @@ import numpy as np
 import torch
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
-from lexlens.models.checkpoint import find_weights, load_checked, read_state_dict
+from lexlens.models.checkpoint import (
+    check_header,
+    check_sizes,
+    find_weights,
+    first_line,
+    load_checked,
+    no_init,
+    read_config,
+    read_state_dict,
+    tensor_shapes,
+)
 from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
 
 
@@ -41,26 +51,36 @@ class SpladeEncoder(Encoder):
 
     @classmethod
     def from_dir(cls, path: Path, *, device: str, name: str) -> SpladeEncoder:
-        """Load a masked-LM directory (safetensors or a plain PyTorch state dict)."""
+        """Load a masked-LM directory (safetensors or a plain PyTorch state dict).
+
+        Checked before the model is allocated: config.json readable with plausible sizes,
+        and the weight file's tensor shapes (its header) against a meta-device build of
+        the config; then the tensors are read (NaN/Inf refused) and loaded.
+        """
         from transformers import AutoConfig, AutoModelForMaskedLM
 
         path = Path(path)
+        config_file = path / "config.json"
+        check_sizes(read_config(config_file), config_file)
         weights = find_weights(path)
         try:
             config = AutoConfig.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:  # transformers raises many types for a bad config
-            first = str(exc).splitlines()[0][:160]
             raise EncoderLoadError(
-                f"{path / 'config.json'}: not a usable model config ({first})"
+                f"{config_file}: not a usable model config ({first_line(exc)})"
             ) from None
         try:
-            mlm = AutoModelForMaskedLM.from_config(config)
-        except ValueError as exc:
-            first = str(exc).splitlines()[0][:160]
+            with torch.device("meta"):
+                skeleton = AutoModelForMaskedLM.from_config(config)
+        except (ValueError, TypeError, KeyError) as exc:
             raise EncoderLoadError(
-                f"{path / 'config.json'}: no masked-LM head for it ({first})"
+                f"{config_file}: no masked-LM head for it ({first_line(exc)})"
             ) from None
-        load_checked(mlm, read_state_dict(weights), weights)
+        check_header(skeleton, tensor_shapes(weights), weights, optional=("position_ids",))
+        state = read_state_dict(weights)
+        with no_init():  # every weight is loaded (or tied) below
+            mlm = AutoModelForMaskedLM.from_config(config)
+        load_checked(mlm, state, weights)
         tokenizer = load_bert_tokenizer(path)
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
 

@@ -97,6 +97,18 @@ class VDREncoder(Encoder):
         )
         #: The published retrieval gate (top-k dimensions kept), per side, for reference.
         self.topk = {side: spec.topk for side, spec in specs.items()}
+        query = specs.get("query")
+        #: Whether VDR^α's nonparametric query ``bow(q)`` is L2-normalised: exactly when
+        #: the published code normalises it. A ``vdr`` tower builds it with
+        #: ``build_bow_mask(ids, vocab_size, shift_num=config.shift_vocab_num,
+        #: norm=config.norm)`` (``src/ir/encoder/vdr.py``, ``VDREncoder.__init__``;
+        #: ``src/ir/utils/sparsify_utils.py::build_bow_mask`` normalises after dropping the
+        #: first ``shift`` ids), so it follows the tower's ``norm``. The cross-modal text
+        #: tower calls ``build_bow_mask(input_ids, vocab_size=30522)`` with the default
+        #: ``norm=False`` and then keeps ``VALID_TOKEN_IDS``
+        #: (``src/ir/encoder/vdr_crossmodal_text.py::VDRTextEncoder.build_bow_mask``):
+        #: binary whatever its config says (its *parametric* vector is L2-normalised).
+        self.bow_normalize = bool(query is not None and query.kind == "vdr" and query.norm)
 
     def _text_max_len(self, side: str) -> int:
         tower = self.towers.text[side]

@@ -198,3 +198,113 @@ def test_word_pieces_merge_only_with_evidence(splade):
         "domestic",
         "felis",
     ]
+
+
+# --- bad checkpoints: refused before allocating, one line naming file and key (issue 9) ---
+
+
+def _splade_state(splade) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in splade.model.state_dict().items()}
+
+
+@pytest.mark.parametrize("fmt", ["bin", "safetensors"])
+def test_nan_weight_is_refused_naming_file_and_key(tmp_path, splade, fmt):
+    from safetensors.torch import save_file
+
+    sd = _splade_state(splade)
+    key = "bert.encoder.layer.1.output.dense.weight"
+    sd[key][0, 0] = float("nan")
+    path = _save_mlm_dir(tmp_path, sd, as_bin=fmt == "bin")
+    if fmt == "safetensors":
+        sd.pop("cls.predictions.decoder.weight")  # tied to the word embeddings
+        save_file({k: v.contiguous() for k, v in sd.items()}, str(path / "model.safetensors"))
+    name = "pytorch_model.bin" if fmt == "bin" else "model.safetensors"
+    with pytest.raises(EncoderLoadError, match=rf"{name}: tensor '{key}' holds NaN or Inf"):
+        load_encoder(str(path), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("architectures", "model_type", "match"),
+    [
+        ([1, 2], "bert", r"'architectures' must be a list of class names, got \[1, 2\]"),
+        ("BertForMaskedLM", "bert", "'architectures' must be a list of class names"),
+        (None, "t5", "cannot tell the model family"),
+    ],
+)
+def test_malformed_architectures_are_a_clear_error(tmp_path, architectures, model_type, match):
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": model_type, "architectures": architectures})
+    )
+    with pytest.raises(EncoderLoadError, match=match) as info:
+        load_encoder(str(tmp_path))
+    assert "config.json" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_null_architectures_of_a_bert_masked_lm_still_loads(tmp_path, splade):
+    path = _save_mlm_dir(tmp_path, _splade_state(splade))
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps(config | {"architectures": None}))
+    enc = load_encoder(str(path), device="cpu")
+    assert enc.vocab == splade.vocab
+
+
+def _unreadable(path, monkeypatch):
+    """Make ``path`` unreadable: chmod, or (as root, who reads anything) refuse its open."""
+    import builtins
+    import os
+    import pathlib
+
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root: the OS would let us read it anyway
+        real_open = builtins.open
+
+        def refusing_open(file, *args, **kwargs):
+            if os.fspath(file) == os.fspath(path):
+                raise PermissionError(13, "Permission denied", os.fspath(file))
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", refusing_open)
+        monkeypatch.setattr(
+            pathlib.Path, "read_text", lambda self, *a, **k: refusing_open(self).read()
+        )
+    return path
+
+
+@pytest.mark.parametrize("which", ["config.json", "pytorch_model.bin"])
+def test_unreadable_files_are_one_line_errors(tmp_path, splade, monkeypatch, which):
+    path = _save_mlm_dir(tmp_path, _splade_state(splade))
+    _unreadable(path / which, monkeypatch)
+    with pytest.raises(EncoderLoadError) as info:
+        load_encoder(str(path), device="cpu")
+    message = str(info.value)
+    assert which in message and "Permission denied" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"hidden_size": 1e6}, r"hidden_size = 1000000\.0 is not a plausible size"),
+        ({"vocab_size": 10**9}, r"vocab_size = 1000000000 is not a plausible size"),
+        ({"num_hidden_layers": 0}, r"num_hidden_layers = 0 is not a plausible size"),
+    ],
+)
+def test_absurd_sizes_in_config_are_refused(tmp_path, splade, change, match):
+    path = _save_mlm_dir(tmp_path, _splade_state(splade))
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps(config | change))
+    with pytest.raises(EncoderLoadError, match=match):
+        load_encoder(str(path), device="cpu")
+
+
+def test_large_config_is_refused_from_the_weight_header(tmp_path, splade):
+    """BERT-large-sized config over splade-tiny weights (~1.3 GB if built): refused from
+    the header, naming key and both shapes, before the model exists."""
+    path = _save_mlm_dir(tmp_path, _splade_state(splade))
+    config = json.loads((path / "config.json").read_text())
+    big = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16}
+    (path / "config.json").write_text(json.dumps(config | big | {"intermediate_size": 4096}))
+    with pytest.raises(EncoderLoadError) as info:
+        load_encoder(str(path), device="cpu")
+    message = str(info.value)
+    assert "bert.embeddings.word_embeddings.weight" in message
+    assert "(30522, 128)" in message and "(30522, 1024)" in message

@@ -555,3 +555,84 @@ def test_dense_document_tower_is_a_modality_error(tmp_path, tokenizer):
     assert np.abs(enc.weights - ref).max() < 1e-5
     with pytest.raises(ModalityError, match="dense DPR"):
         encoder.encode_texts([TEXTS[0]], side="document")
+
+
+# --- weights and sizes checked before anything is allocated (issue 9) --------------------
+
+
+@pytest.mark.parametrize(("fmt", "value"), [("safetensors", float("nan")), ("bin", float("inf"))])
+def test_nan_or_inf_weight_is_refused_naming_file_and_key(tmp_path, fmt, value):
+    bad = bert_tower(2)
+    bad["ln.weight"] = bad["ln.weight"].clone()
+    bad["ln.weight"][3] = value
+    path = write_checkpoint(
+        tmp_path / "nan", _vdr_config(), {"encoder_q": bert_tower(1), "encoder_p": bad}, fmt
+    )
+    name = "model.safetensors" if fmt == "safetensors" else "pytorch_model.bin"
+    with pytest.raises(
+        EncoderLoadError, match=rf"{name}: tensor 'encoder_p\.ln\.weight' holds NaN"
+    ):
+        load_encoder(str(path), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("hidden_size", 1_000_000, r"encoder_q\.hidden_size = 1000000 is not a plausible size"),
+        ("num_hidden_layers", 1e6, r"encoder_q\.num_hidden_layers = 1000000\.0 is not a plausible"),
+        ("intermediate_size", -4, r"encoder_q\.intermediate_size = -4 is not a plausible size"),
+    ],
+)
+def test_absurd_config_sizes_are_refused(tmp_path, field, value, match):
+    config = _vdr_config()
+    config["encoder_q"][field] = value
+    path = write_checkpoint(
+        tmp_path / "huge", config, {"encoder_q": bert_tower(1), "encoder_p": bert_tower(2)}, "bin"
+    )
+    with pytest.raises(EncoderLoadError, match=match):
+        load_encoder(str(path), device="cpu")
+
+
+def test_large_config_is_checked_against_the_header_before_allocating(tmp_path):
+    """A plausible but large config (about 10 GB of weights) against tiny weights: refused
+    from the safetensors header, naming the key and both shapes, before any tower is built."""
+    config = _vdr_config()
+    config["encoder_p"] |= {
+        "hidden_size": 4096,
+        "intermediate_size": 16384,
+        "num_hidden_layers": 48,
+    }
+    config["encoder_p"]["num_attention_heads"] = 32
+    path = write_checkpoint(
+        tmp_path / "big",
+        config,
+        {"encoder_q": bert_tower(1), "encoder_p": bert_tower(2)},
+        "safetensors",
+    )
+    with pytest.raises(EncoderLoadError) as info:
+        load_encoder(str(path), device="cpu")
+    message = str(info.value)
+    assert "encoder_p.bert_model.embeddings.word_embeddings.weight" in message
+    assert "[30522, 32]" in message and "[30522, 4096]" in message
+
+
+@pytest.mark.parametrize(
+    ("kind", "norm", "expected"),
+    [
+        ("vdr", False, False),  # conf/biencoder/vdr.yaml: norm False → binary
+        ("vdr", True, True),  # build_bow_mask(..., norm=config.norm)
+        ("vdr_crossmodal_text", True, False),  # build_bow_mask(ids, 30522): never normalised
+    ],
+)
+def test_bow_normalize_follows_the_published_code(tmp_path, kind, norm, expected):
+    config = {
+        "encoder_q": text_cfg(kind, max_len=16, norm=norm),
+        "encoder_p": text_cfg(kind, max_len=16, norm=norm),
+    }
+    path = write_checkpoint(
+        tmp_path / f"bow-{kind}-{norm}",
+        config,
+        {"encoder_q": bert_tower(1), "encoder_p": bert_tower(2)},
+        "bin",
+    )
+    assert load_encoder(str(path), device="cpu").bow_normalize is expected
