@@ -3,12 +3,17 @@
 Chromium is the Debian package at /usr/bin/chromium (`make browser` installs it); Playwright's
 own browser download (`playwright install`) is never used. Tests that need a browser call
 `require_chromium()`, which skips them with a clear reason when Chromium or Playwright is absent.
+
+The app is served exactly as `make run` serves it, with only the port and address given on the
+command line: everything else (usage statistics off, headless, no file watcher) must come
+from the shipped `app/.streamlit/config.toml`, which is what the offline tests check.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +24,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -32,6 +38,13 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+#: Screenshots and downloads of the browser tests (git-ignored, kept after the run).
+OUTPUT = Path(os.environ.get("LEXLENS_TEST_OUTPUT", REPO / ".lexlens-cache" / "test-output"))
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+#: Opening a page's own URL directly (``/images``), Streamlit's frontend first probes
+#: ``/images/_stcore/health`` and ``/images/_stcore/host-config`` (404) before the root ones:
+#: streamlit/streamlit#7074, open upstream. Local requests; the only errors excused.
+DEEP_LINK_PROBE = re.compile(r"^/[^/]+/_stcore/(health|host-config)$")
 
 
 def require_chromium() -> None:
@@ -61,16 +74,13 @@ def _healthy(url: str) -> bool:
 
 @contextlib.contextmanager
 def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> Iterator[str]:
-    """Run `streamlit run <app>` headless on a free port; yield its base URL; always stop it."""
+    """Run `streamlit run <app>` on a free port; yield its base URL; always stop it."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
     ]  # fmt: skip
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     fd, log_name = tempfile.mkstemp(prefix="lexlens_streamlit_", suffix=".log")
@@ -84,7 +94,7 @@ def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> It
                 tail = Path(log_name).read_text(errors="replace")[-2000:]
                 why = f"exited with {proc.returncode}" if proc.poll() is not None else "timed out"
                 raise RuntimeError(f"streamlit {why} before {url} was healthy:\n{tail}")
-            time.sleep(0.3)
+            time.sleep(0.2)
         yield url
     finally:
         proc.terminate()
@@ -98,8 +108,8 @@ def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> It
 
 
 @contextlib.contextmanager
-def chromium_page(width: int = 1280, height: int = 1000) -> Iterator[Any]:
-    """A Playwright `Page` in headless system Chromium; the browser is closed afterwards."""
+def chromium() -> Iterator[Any]:
+    """A headless system-Chromium `Browser` (Playwright); closed afterwards."""
     require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -108,7 +118,105 @@ def chromium_page(width: int = 1280, height: int = 1000) -> Iterator[Any]:
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
         )
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1280, height: int = 1000) -> Iterator[Any]:
+    """A Playwright `Page` in headless system Chromium; the browser is closed afterwards."""
+    with chromium() as browser:
+        yield browser.new_page(viewport={"width": width, "height": height})
+
+
+class Watch:
+    """Every request a page makes, its console messages, page errors and failed responses."""
+
+    def __init__(self, page: Any) -> None:
+        self.requests: list[str] = []
+        self.console: list[tuple[str, str, str]] = []  # (type, text, resource url)
+        self.page_errors: list[str] = []
+        self.failures: list[tuple[int, str]] = []  # (HTTP status or 0 if no answer, url)
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on(
+            "console",
+            lambda m: self.console.append((m.type, m.text, (m.location or {}).get("url", ""))),
+        )
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.on("response", lambda r: r.status >= 400 and self.failures.append((r.status, r.url)))
+        page.on("requestfailed", lambda r: self.failures.append((0, r.url)))
+
+    def outside(self) -> list[str]:
+        """Requests that leave this machine (anything but localhost, data: and blob: URLs)."""
+        out = []
+        for url in self.requests:
+            parts = urlparse(url)
+            if parts.scheme in {"data", "blob", "about"}:
+                continue
+            if parts.hostname not in LOCAL_HOSTS:
+                out.append(url)
+        return out
+
+    @staticmethod
+    def _excused(status: int, url: str) -> bool:
+        parts = urlparse(url)
+        return (
+            status == 404
+            and parts.hostname in LOCAL_HOSTS
+            and bool(DEEP_LINK_PROBE.match(parts.path))
+        )
+
+    def errors(self) -> list[str]:
+        """Console errors and page errors, but for Streamlit's known deep-link probes."""
+        errors = []
+        for kind, text, url in self.console:
+            if kind != "error":
+                continue
+            if text.startswith("Failed to load resource") and any(
+                self._excused(s, u) for s, u in self.failures if u == url
+            ):
+                continue
+            errors.append(f"{text} ({url})" if url else text)
+        bad = [f"HTTP {s or 'no answer'}: {u}" for s, u in self.failures if not self._excused(s, u)]
+        return errors + [f"page error: {e}" for e in self.page_errors] + bad
+
+    def warnings(self) -> list[str]:
+        return [text for kind, text, _ in self.console if kind == "warning"]
+
+
+def wait_idle(page: Any, timeout: float = 180.0, quiet: float = 0.6) -> None:
+    """Wait until the script run is over: Streamlit's own ``data-test-script-state`` reads
+    ``notRunning`` (or ``initial`` never becomes ``running``) for ``quiet`` seconds."""
+    deadline = time.monotonic() + timeout
+    settled_since = None
+    state = None
+    while time.monotonic() < deadline:
+        state = page.evaluate(
+            "() => document.querySelector('[data-testid=\"stApp\"]')"
+            "?.getAttribute('data-test-script-state') ?? null"
+        )
+        busy = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        if state == "notRunning" and not busy:
+            settled_since = settled_since or time.monotonic()
+            if time.monotonic() - settled_since >= quiet:
+                return
+        else:
+            settled_since = None
+        time.sleep(0.1)
+    raise TimeoutError(f"the app was still running after {timeout:.0f} s (state {state!r})")
+
+
+def exception_boxes(page: Any) -> list[str]:
+    """Texts of Streamlit exception boxes (an uncaught error in a page)."""
+    boxes = page.locator('[data-testid="stException"]')
+    return [boxes.nth(i).inner_text()[:500] for i in range(boxes.count())]
+
+
+def shot(page: Any, folder: Path, name: str) -> Path:
+    """A screenshot of the whole app (Streamlit scrolls inside its own container, so the
+    viewport should be tall); returns its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
