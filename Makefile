@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test bench lint setup setup-dev browser clean
+.PHONY: run test bench lint setup setup-dev browser clean sample-collections
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,6 +46,27 @@ bench: setup-dev
 lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Optional sample collections (`make test` never needs them), stored in LEXLENS_HOME: the
+# scikit-image photos with captions and labels written for Lexlens (data/photos.csv), and
+# Debian's public-domain openclipart-svg drawings rendered to PNG (data/make_openclipart.py).
+LEXLENS_HOME ?= $(HOME)/.lexlens
+OPENCLIPART_FOLDERS ?= animals,food,people,plants,transportation
+sample-collections: setup-dev
+	@{ command -v rsvg-convert >/dev/null 2>&1 && [ -d /usr/share/openclipart/svg ]; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      openclipart-svg librsvg2-bin >/dev/null; \
+	  else echo "needs: apt-get install openclipart-svg librsvg2-bin (as root)"; exit 1; fi; }
+	$(BIN)/python -c "from pathlib import Path; from lexlens.analysis.collections import \
+	  load_sample_photos as f; f(Path('$(LEXLENS_HOME)/sources/photos'))"
+	$(BIN)/lexlens index --encoder efficientnet-lite0-lexical \
+	  --source $(LEXLENS_HOME)/sources/photos/photos.csv --out $(LEXLENS_HOME)/collections/photos
+	$(BIN)/python data/make_openclipart.py --out $(LEXLENS_HOME)/sources/openclipart \
+	  --folders $(OPENCLIPART_FOLDERS)
+	$(BIN)/lexlens index --encoder efficientnet-lite0-lexical \
+	  --source $(LEXLENS_HOME)/sources/openclipart/items.csv \
+	  --out $(LEXLENS_HOME)/collections/openclipart
 
 clean:
 	rm -rf $(VENV) .pytest_cache .lexlens-cache
