@@ -1,8 +1,26 @@
 """``make bench``: run every benchmark once, side by side, and write one JSON file.
 
-Each module in ``BENCHES`` has ``run() -> list[dict]``; every entry names what it measured
-and carries the ratios computed from measurements taken in this same run (the machine is
-shared and noisy, so only same-run ratios are meaningful).
+Each module in ``BENCHES`` has ``run() -> list[dict]``; each dict is one *figure*, built with
+:func:`figure` so that every number is written with its goal beside it and whether it is met.
+The machine is shared and noisy, so goals are stated on same-run ratios or on wall times
+measured the way a user meets them, never compared with numbers from another run.
+
+A figure (JSON object; ``figure()`` builds and checks it)::
+
+    {
+      "name": "cold_start_to_first_word_cloud",   # unique, snake_case
+      "value": 6.4,                # the measured number (float), null when it was not measured
+      "unit": "s",                 # "s", "x" (a ratio), "texts/s", "fraction", "MB", ...
+      "goal": {"op": "<=", "value": 8.0},   # op is one of "<", "<=", ">", ">="; or null
+      "met": true,                 # value op goal; null when there is no goal or no value
+      "measured_with": "median of 3 fresh processes ...",   # how, in one sentence
+      "details": {...}             # optional: inputs, raw timings, floors, explanations
+    }
+
+The output file is ``{"machine": {...}, "results": [figure, ...], "summary": {...}}``; the
+summary counts goals met and lists the names of those missed. An entry from an older module
+without ``value``/``goal`` is kept under ``details`` with ``goal: null`` and a warning, so
+every module keeps working while it moves to this shape.
 """
 
 from __future__ import annotations
@@ -10,15 +28,28 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import os
 import platform
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-BENCHES = ["bench.text", "bench.images", "bench.attribution"]
+BENCHES = ["bench.text", "bench.images", "bench.attribution", "bench.coldstart"]
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+KEYS = ("name", "value", "unit", "goal", "met", "measured_with")
 
 
-def timed(fn, *, repeat: int = 3) -> float:
+def timed(fn: Callable[[], object], *, repeat: int = 3) -> float:
     """Best wall time of ``repeat`` calls (seconds): the least disturbed measurement."""
     best = float("inf")
     for _ in range(repeat):
@@ -28,32 +59,139 @@ def timed(fn, *, repeat: int = 3) -> float:
     return best
 
 
+def figure(
+    name: str,
+    value: float | None,
+    unit: str,
+    *,
+    goal: tuple[str, float] | None = None,
+    measured_with: str,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One result in the shape documented above; ``met`` is computed here, never by hand.
+
+    ``goal=("<=", 8.0)`` reads "value ≤ 8.0". A value that is NaN or infinite is stored as
+    ``null`` (JSON has no NaN) and its goal as not met.
+    """
+    if goal is not None and goal[0] not in OPS:
+        raise ValueError(f"goal operator must be one of {sorted(OPS)}, not {goal[0]!r}")
+    if value is not None:
+        value = float(value)
+        if not math.isfinite(value):
+            value = None
+    met: bool | None = None
+    if goal is not None and value is not None:
+        met = OPS[goal[0]](value, float(goal[1]))
+    elif goal is not None:
+        met = False if "skipped" not in measured_with else None
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "goal": None if goal is None else {"op": goal[0], "value": float(goal[1])},
+        "met": met,
+        "measured_with": measured_with,
+        "details": _finite(details or {}),
+    }
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with NaN/Infinity replaced by None, tuples as lists (strict JSON)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _finite(obj.item())
+    return obj
+
+
+def normalise(entry: dict[str, Any], module: str) -> dict[str, Any]:
+    """A module's entry in the figure shape (older free-form entries are wrapped)."""
+    if all(k in entry for k in KEYS):
+        return {**entry, "details": _finite(entry.get("details", {})), "module": module}
+    print(
+        f"bench: {module}: entry {entry.get('name')!r} has no value/goal (see bench/run.py)",
+        file=sys.stderr,
+    )
+    rest = {k: v for k, v in entry.items() if k != "name"}
+    return {
+        "name": entry.get("name", module),
+        "value": None,
+        "unit": "",
+        "goal": None,
+        "met": None,
+        "measured_with": "free-form entry (no goal stated)",
+        "details": _finite(rest),
+        "module": module,
+    }
+
+
+def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    with_goal = [r for r in results if r["goal"] is not None]
+    return {
+        "figures": len(results),
+        "with_goal": len(with_goal),
+        "met": sum(r["met"] is True for r in with_goal),
+        "missed": [r["name"] for r in with_goal if r["met"] is False],
+        "not_measured": [r["name"] for r in with_goal if r["met"] is None],
+    }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """One line per figure: value, goal, met — what a reader checks first."""
+    lines = []
+    for r in results:
+        value = "—" if r["value"] is None else f"{r['value']:.4g} {r['unit']}".strip()
+        goal = "" if r["goal"] is None else f"goal {r['goal']['op']} {r['goal']['value']:g}"
+        met = {True: "met", False: "NOT MET", None: ""}[r["met"]]
+        lines.append(f"{r['name']:<48} {value:>14}  {goal:<14} {met}")
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "cuda": torch.cuda.is_available(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="bench/results.json")
     parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
     args = parser.parse_args(argv)
-    import torch
 
-    results = []
+    results: list[dict[str, Any]] = []
+    failed: list[str] = []
     for name in BENCHES:
         if args.only and name.split(".")[-1] not in args.only and name not in args.only:
             continue
         print(f"bench: {name} …", file=sys.stderr, flush=True)
-        results.extend(importlib.import_module(name).run())
-    doc = {
-        "machine": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "cuda": torch.cuda.is_available(),
-        },
-        "results": results,
-    }
+        try:
+            entries = importlib.import_module(name).run()
+        except Exception:  # one broken module must not hide every other figure
+            traceback.print_exc()
+            failed.append(name)
+            continue
+        results.extend(normalise(e, name) for e in entries)
+    doc = {"machine": machine(), "results": results, "summary": summary(results)}
+    if failed:
+        doc["summary"]["failed_modules"] = failed
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(doc, indent=2))
-    return 0
+    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
+    print(table(results))
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,153 @@
+"""Cold start: from ``make run`` (a fresh ``streamlit run app/main.py``) to the first word cloud.
+
+A headless system Chromium is started first (a user's browser is already open); then the
+clock starts, Streamlit is spawned exactly as ``make run`` spawns it, the root URL is opened
+as soon as the server answers its health check, and the clock stops when the Text page's
+word-cloud image has decoded (``naturalWidth > 0``) and is visible. Phases are reported too:
+server healthy, first page content drawn, word cloud visible. The operating system's file
+cache is warm (the bench runs once before measuring), so this is a warm-disk cold start:
+a fresh Python process that imports and loads everything it needs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from bench.run import figure
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+GOAL_S = 8.0
+CLOUD = '[data-testid="stImage"] img'
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
+    """One cold start; seconds from spawning Streamlit to each phase."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    streamlit = Path(sys.executable).parent / "streamlit"
+    cmd = [
+        str(streamlit), "run", "app/main.py",
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+    ]  # fmt: skip
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while not _healthy(url):
+                if proc.poll() is not None or time.perf_counter() - start > timeout:
+                    log.seek(0)
+                    tail = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"streamlit did not start:\n{tail}")
+                time.sleep(0.05)
+            healthy = time.perf_counter() - start
+            page.goto(url, wait_until="domcontentloaded")
+            page.locator('[data-testid="stSidebar"]').first.wait_for(timeout=timeout * 1000)
+            drawn = time.perf_counter() - start
+            page.wait_for_function(
+                f"""() => {{
+                    const img = document.querySelector('{CLOUD}');
+                    return img && img.complete && img.naturalWidth > 0
+                        && img.getBoundingClientRect().height > 0;
+                }}""",
+                timeout=timeout * 1000,
+                polling=50,
+            )
+            cloud = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    return {"server_healthy_s": healthy, "first_content_s": drawn, "word_cloud_s": cloud}
+
+
+def measure(runs: int = 3) -> list[dict[str, float]]:
+    """``runs`` cold starts after one unmeasured warm-up (fills the OS file cache)."""
+    from playwright.sync_api import sync_playwright
+
+    results = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            for i in range(runs + 1):
+                context = browser.new_context(viewport={"width": 1280, "height": 1000})
+                try:
+                    one = measure_once(context.new_page())
+                finally:
+                    context.close()
+                if i:  # the first run only warms the file cache
+                    results.append(one)
+                print(f"  cold start {i}: {one}", file=sys.stderr, flush=True)
+        finally:
+            browser.close()
+    return results
+
+
+def run() -> list[dict]:
+    if not CHROMIUM.exists():
+        return [
+            figure(
+                "cold_start_to_first_word_cloud",
+                None,
+                "s",
+                goal=("<=", GOAL_S),
+                measured_with=f"skipped: {CHROMIUM} not found (make browser)",
+            )
+        ]
+    runs = measure()
+    cloud = [r["word_cloud_s"] for r in runs]
+    return [
+        figure(
+            "cold_start_to_first_word_cloud",
+            statistics.median(cloud),
+            "s",
+            goal=("<=", GOAL_S),
+            measured_with="median of 3 fresh `streamlit run app/main.py` processes (after one "
+            "warm-up run), headless Chromium on the root URL, until the Text page's word cloud "
+            "image has decoded and is visible",
+            details={
+                "runs": runs,
+                "min_s": min(cloud),
+                "max_s": max(cloud),
+            },
+        )
+    ]
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
