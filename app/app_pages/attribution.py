@@ -1,13 +1,15 @@
 """Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), masking evaluation, reports.
 
-Thin: every number comes from ``analysis.attribution`` / ``analysis.mot``; the downloads are
-the bytes ``analysis.report`` renders. Results live in ``st.session_state`` so a rerun (or a
-failed new run) keeps what was computed.
+Thin: the page parses its inputs, calls the one use case
+:func:`lexlens.analysis.report.attribution_report` (which validates everything before any
+model runs) and draws the :class:`~lexlens.analysis.report.AttributionReport` it returns.
+The downloads are that result's ``files()``: report.json is the same document
+``lexlens report … --json`` prints for the same input. Inputs (``kept``) and the last result
+(``st.session_state``) survive page switches and failed runs.
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,133 +18,134 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from lexlens.analysis.attribution import ATTRIBUTION_NEEDS, attribute_corpus, randt_attributions
-from lexlens.analysis.cli.common import read_corpus
-from lexlens.analysis.report import attribution_report_files, dense_with_m, is_dense_pq
-from lexlens.app.state import content_key, encoder_picker
+from lexlens.analysis.attribution import ATTRIBUTION_NEEDS, randt_attributions
+from lexlens.analysis.inputs import read_texts
+from lexlens.analysis.report import AttributionReport, attribution_report
+from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexlensError
 
 RESULT = "attr_result"
 M_CHOICES = [12, 24, 48]
+STEP_CHOICES = ["auto", 8, 16, 32, 64, 128, 256, 512, 1000]
+DEFAULT_TEXT = "a cat sleeping on a book"
 
 st.header("Attribution")
 st.caption(
     "Which words decide each discrete code? The dense embedding is split into M sub-vectors, "
     "each quantised to one of K centroids; Integrated Gradients attributes every sub-vector's "
-    "closeness to its own centroid, −‖d̂ᵢ − fᵢ(x)‖², to the input words (RepMoT)."
+    "closeness to its own centroid, −‖d̂ᵢ − fᵢ(x)‖², to the input words (RepMoT). The baseline "
+    "replaces every word except the stop words by [UNK], so stop words score exactly 0."
 )
 
+kept("attr_encoder")
 encoder = encoder_picker(
     "Dense + PQ encoder", ATTRIBUTION_NEEDS, key="attr_encoder", default="minilm-pq"
 )
-if encoder is None:
-    st.stop()
-if not is_dense_pq(encoder):
-    st.error(
-        f"{encoder.name} is not a dense+PQ encoder: choose minilm-pq or a saved dense+PQ model."
-    )
-    st.stop()
 
 with st.form("attr_form"):
-    source = st.radio("Input", ["Text", "Corpus file"], horizontal=True, key="attr_source")
-    text = st.text_area("Text", value="a cat sleeping on a book", height=80, key="attr_text")
+    source = st.radio(
+        "Input", ["Text", "Corpus file"], horizontal=True, key=kept("attr_source", "Text")
+    )
+    text = st.text_area("Text", height=80, key=kept("attr_text", DEFAULT_TEXT))
     upload = st.file_uploader(
-        "Corpus: .txt (one text per line) or .csv (a 'text' column)",
-        type=["txt", "csv"],
+        "Corpus: .txt (one text per line), .csv or .jsonl (a 'text' column)",
+        type=["txt", "csv", "jsonl"],
         key="attr_upload",
     )
     c1, c2, c3, c4 = st.columns(4)
-    m_choices = sorted({*M_CHOICES, encoder.m})
-    m = c1.selectbox("Sub-vectors M", m_choices, index=m_choices.index(encoder.m), key="attr_m")
-    steps = c2.number_input("IG steps", 2, 500, 50, key="attr_steps")
-    max_texts = c3.number_input("Texts from the corpus (first N)", 1, 2000, 20, key="attr_max")
-    run_mot = c4.checkbox("MoT masking evaluation", key="attr_mot")
+    m = c1.selectbox("Sub-vectors M", M_CHOICES, key=kept("attr_m", 24))
+    steps = c2.selectbox(
+        "IG steps",
+        STEP_CHOICES,
+        key=kept("attr_steps", "auto"),
+        help="auto: add quadrature nodes until every sub-vector's completeness gap is within "
+        "1 % of F(x) − F(x′); a number: that many Gauss–Legendre nodes",
+    )
+    max_texts = c3.number_input(
+        "Texts from the corpus (first N)", 1, 2000, key=kept("attr_max", 20)
+    )
+    run_mot = c4.checkbox("MoT masking evaluation (≥ 2 texts)", key=kept("attr_mot", False))
     keep = c4.number_input(
-        "MoT: fraction of words kept", 0.01, 1.0, 0.05, step=0.01, key="attr_keep"
+        "MoT: fraction of words kept", 0.01, 1.0, step=0.01, key=kept("attr_keep", 0.05)
     )
     submitted = st.form_submit_button("Attribute", type="primary")
 
+files_in = remembered_uploads("attr_upload", [upload] if upload is not None else None)
+
 
 def _texts() -> tuple[list[str], str]:
-    """The texts to attribute and a label of their source; LexlensError on bad input."""
+    """The texts to attribute and the name of their source; LexlensError on bad input."""
     if source == "Text":
         if not text.strip():
             raise LexlensError("the text is empty: type something to attribute")
         return [text], "text"
-    if upload is None:
-        raise LexlensError("upload a corpus file (.txt or .csv) or choose Input → Text")
-    suffix = Path(upload.name).suffix.lower()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"corpus{suffix}"
-        path.write_bytes(upload.getvalue())
-        texts = read_corpus(path)
-    return texts[: int(max_texts)], upload.name
+    if not files_in:
+        raise LexlensError("upload a corpus file (.txt, .csv or .jsonl) or choose Input → Text")
+    name, data = files_in[0]
+    return read_texts(data, name=name).texts[: int(max_texts)], name
 
 
 def _run() -> dict:
     texts, label = _texts()
-    bar = st.progress(0.0, text="preparing…")
+    bar = st.progress(0.0, text="checking the input…")
 
     def progress(fraction: float, message: str) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=message)
 
-    enc = dense_with_m(encoder, int(m), progress)
-    attrs = attribute_corpus(enc, texts, steps=int(steps), progress=progress)
-    mot_table = mot_tests = None
-    if run_mot:
-        from lexlens.analysis.mot import mot_evaluate
-
-        progress(0.0, "masking evaluation…")
-        mot = mot_evaluate(enc, texts, keep=float(keep), attributions=attrs, progress=progress)
-        mot_table, mot_tests = mot.table, mot.significance
-    bar.empty()
-    meta = {
-        "source": label,
-        "M": enc.m,
-        "K": enc.k,
-        "IG steps": int(steps),
-        "notes": list(enc.notes),
-    }
-    if run_mot:
-        meta["MoT"] = {k: mot.settings[k] for k in ("keep", "mask", "n_docs", "codebook")}
-        meta["notes"] += [n for n in mot.settings.get("notes", []) if n not in meta["notes"]]
-    files = attribution_report_files(
-        attrs, encoder_name=enc.name, mot_table=mot_table, mot_tests=mot_tests, meta=meta
-    )
+    try:
+        report = attribution_report(
+            encoder,
+            texts,
+            m=int(m),
+            steps=None if steps == "auto" else int(steps),
+            mot=bool(run_mot),
+            keep=float(keep),
+            source=label,
+            progress=progress,
+        )
+    finally:
+        bar.empty()
     return {
-        "key": content_key(enc.name, label, *texts, str(m), str(steps)),
-        "encoder": enc.name,
-        "attrs": attrs,
-        "mot_table": mot_table,
-        "mot_tests": mot_tests,
-        "meta": meta,
-        "files": files,
+        "key": content_key(report.attribution.encoder, label, *texts, str(m), str(steps)),
+        "report": report,
+        "files": report.files(),
     }
 
 
-if submitted:
+if submitted and encoder is not None:
     try:
         st.session_state[RESULT] = _run()
     except LexlensError as exc:
-        st.error(str(exc))  # earlier results (below) stay
+        st.error(str(exc))  # the earlier result (below) stays
 
 result = st.session_state.get(RESULT)
 if result is None:
     st.info("Choose a text or upload a corpus, then press **Attribute**.")
     st.stop()
 
-attrs = result["attrs"]
-meta = result["meta"]
+report: AttributionReport = result["report"]
+res = report.attribution
+attrs = res.texts
 st.caption(
-    f"{result['encoder']}: M = {meta['M']} sub-vectors, K = {meta['K']} codes each, "
-    f"{meta['IG steps']} IG steps, {len(attrs)} text(s) from {meta['source']}."
+    f"{res.encoder}: M = {res.m} sub-vectors, K = {res.k} codes each, IG steps "
+    f"{res.settings['steps']} ({', '.join(sorted({str(a.steps) for a in attrs}))} nodes used), "
+    f"{len(attrs)} text(s) from {report.meta.get('source', '')} — "
+    f"{res.seconds:.1f} s."
 )
-for note in meta.get("notes", []):
+for note in res.notes:
     st.info(note)
 
+# One selector per result (its key carries the result's hash): a new run never keeps the
+# index of an earlier run's list, so the label and the heatmap always show the same text.
 labels = [f"{i + 1}: {a.text[:80]}" for i, a in enumerate(attrs)]
-pick = st.selectbox("Text", range(len(attrs)), format_func=lambda i: labels[i], key="attr_pick")
+pick = st.selectbox(
+    "Text",
+    range(len(attrs)),
+    format_func=lambda i: labels[i],
+    key=kept(f"attr_pick_{result['key']}", 0),
+)
 a = attrs[pick]
+st.text(f"Text {pick + 1}: {a.text}")  # what the heatmap below shows (plain text, no markup)
 if a.truncated:
     st.warning("This text is longer than the model's limit: only its first tokens were attributed.")
 
@@ -169,26 +172,32 @@ st.subheader("Attribution per sub-vector")
 st.plotly_chart(fig, width="stretch", key="attr_heatmap")
 
 # --- completeness
-gap = a.target_gap if a.target_gap is not None else a.attributions.sum(1) - a.delta
 table = pd.DataFrame(
     {
         "sub-vector": a.subvectors,
         "code": [int(a.codes[sv]) for sv in a.subvectors],
-        "F(x) − F(x′)": gap,
+        "F(x) − F(x′)": a.gap(),
         "Σ attributions": a.attributions.sum(1),
         "delta": a.delta,
+        "relative delta": np.abs(a.delta) / np.maximum(np.abs(a.gap()), 1e-300),
     }
 )
 st.subheader("Completeness")
 st.caption(
-    "Σ attributions should equal F(x) − F(x′); **delta** is the gap (Captum's convergence "
-    f"delta). Largest |delta| here: {np.abs(a.delta).max():.3g}; raise the steps if it is large."
+    "Σ attributions should equal F(x) − F(x′); **delta** is the gap. "
+    f"{a.steps} quadrature nodes ({a.method}); largest relative |delta| here: "
+    f"{float(table['relative delta'].max()):.2%}."
 )
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={"relative delta": st.column_config.NumberColumn(format="percent")},
+)
 
 # --- one sub-vector against GlobalT and RandT
 st.subheader("One sub-vector against GlobalT and RandT")
-sv = st.selectbox("Sub-vector", a.subvectors, key="attr_sv")
+sv = st.selectbox("Sub-vector", a.subvectors, key=kept(f"attr_sv_{result['key']}", a.subvectors[0]))
 r = a.subvectors.index(sv)
 series = {
     "MoT (this sub-vector)": a.attributions[r],
@@ -225,23 +234,40 @@ bars.update_layout(
 )
 st.plotly_chart(bars, width="stretch", key="attr_bars")
 
-if result["mot_table"] is not None:
+if report.mot is not None:
+    from lexlens.analysis.mot import display_tables
+
+    mot = report.mot
+    shown, tests = display_tables(mot)
     st.subheader("Masking evaluation (MoT)")
     st.caption(
-        f"Mean ‖d̂ᵢ − fᵢ(mask(d))‖² after keeping the top {meta['MoT']['keep']:.0%} of the words "
-        "by each ranking and replacing the others with [UNK] (lower is better; rows in "
-        "parentheses are references: nothing masked, everything masked)."
+        f"Mean ‖d̂ᵢ − fᵢ(mask(d))‖² after keeping the top {mot.settings['keep']:.0%} of each "
+        "text's words (punctuation never kept) by each ranking and replacing the others with "
+        "[UNK] (lower is better; rows in parentheses are references: nothing masked, "
+        f"everything masked). {mot.settings['n_docs']} texts, M = {res.m}."
     )
-    st.dataframe(result["mot_table"], width="stretch")
-    if result["mot_tests"] is not None:
-        st.caption("Paired significance tests of MoT against each baseline")
-        st.dataframe(result["mot_tests"], width="stretch")
+    st.dataframe(shown, hide_index=True, width="stretch", key="attr_mot_table")
+    st.caption(
+        "MoT against each baseline: two-sided Wilcoxon p per text, q = Benjamini–Hochberg "
+        "over the table, and the share of texts where MoT's error is lower."
+    )
+    st.dataframe(tests, hide_index=True, width="stretch", key="attr_mot_tests")
+    for note in mot.notes:
+        st.info(note)
 
 st.subheader("Download the report")
 files = result["files"]
-cols = st.columns(len(files))
 mime = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
-for col, (name, data) in zip(cols, files.items(), strict=True):
+main = [n for n in ("report.html", "report.json", "attributions.csv") if n in files]
+cols = st.columns(len(main))
+for col, name in zip(cols, main, strict=True):
     col.download_button(
-        name, data, file_name=name, mime=mime[Path(name).suffix], key=f"attr_dl_{name}"
+        name, files[name], file_name=name, mime=mime[Path(name).suffix], key=f"attr_dl_{name}"
     )
+extra = [n for n in files if n not in main]
+if extra:
+    cols = st.columns(min(4, len(extra)))
+    for i, name in enumerate(extra):
+        cols[i % len(cols)].download_button(
+            name, files[name], file_name=name, mime=mime[Path(name).suffix], key=f"attr_dl_{name}"
+        )
