@@ -1,21 +1,29 @@
 """SPLADE: a masked-LM head read as vocabulary weights.
 
-Forward pass, top to bottom::
+Forward pass, top to bottom (one text: its real tokens only, never padding)::
 
-    logits = BertForMaskedLM(tokens)             # [B, T, |V|]
-    rows   = log(1 + relu(logits)) * mask         # per-token lexical rows, padding zeroed
-    V(x)   = max over tokens of rows              # [B, |V|]
+    h      = BertModel(tokens)                    # [T, H]   (the MLM's base model)
+    z      = transform(h)                         # MLM head: dense → activation → LayerNorm
+    logits = z @ E.T + b                          # decoder, tied to the word embeddings [T, |V|]
+    rows   = log(1 + relu(logits))                # per-token lexical rows
+    V(x)   = max over tokens of rows              # [|V|]
+           = log(1 + relu(max_t (z_t @ E.T) + b)) # the same without the rows (monotonic)
 
+When rows are not kept (``keep_units=False``) the second form runs on the batch's real
+tokens packed into one matrix (``models.projection``): no ``[batch, length, |V|]`` tensor.
 Any local ``BertForMaskedLM``-style directory (config + weights + tokenizer) loads this
-way, including naver/splade-* checkpoints a user has on disk.
+way, including naver/splade-* checkpoints a user has on disk (DistilBERT heads too; any
+other masked LM runs through its full logits).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
 from lexlens.models.checkpoint import (
@@ -29,13 +37,25 @@ from lexlens.models.checkpoint import (
     read_state_dict,
     tensor_shapes,
 )
+from lexlens.models.projection import pack, project_rows, segment_max, segment_max_projection
 from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
+
+#: Texts tokenised at once before being sorted by length into batches.
+TOKENIZE_GROUP = 1024
 
 
 class SpladeEncoder(Encoder):
     """A SPLADE text encoder (one tower serves queries and documents)."""
 
     capabilities = frozenset({Capability.TEXT_LEXICAL})
+
+    #: Texts per forward pass when per-token rows are kept, and when they are not.
+    batch_size = 32
+    pooled_batch_size = 128
+    #: Padded tokens per forward pass (bounds the body's memory on long texts), and rows
+    #: of ``[n, |V|]`` logits per pass when they are kept.
+    max_batch_tokens = 16384
+    max_kept_rows = 4096
 
     def __init__(self, mlm, tokenizer, *, device: str, name: str, source: str = "") -> None:
         self.model = mlm.to(device).eval()
@@ -47,7 +67,7 @@ class SpladeEncoder(Encoder):
         vocab_size = int(mlm.config.vocab_size)
         vocab = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
         self.vocab = [t if t is not None else f"[id{i}]" for i, t in enumerate(vocab)]
-        self.batch_size = 32
+        self.head = mlm_head(mlm)
 
     @classmethod
     def from_dir(cls, path: Path, *, device: str, name: str) -> SpladeEncoder:
@@ -88,30 +108,103 @@ class SpladeEncoder(Encoder):
     def encode_texts(
         self, texts: list[str], side: str = "query", *, keep_units: bool = True
     ) -> list[LexicalEncoding]:
+        """Encode texts (one tower: ``side`` is ignored); batched by length, order kept."""
         check_texts(texts)
-        out: list[LexicalEncoding] = []
-        for start in range(0, len(texts), self.batch_size):
-            chunk = texts[start : start + self.batch_size]
-            batch = tokenize_batch(self.tokenizer, chunk, self.max_length)
-            ids = batch.input_ids.to(self.device)
-            mask = batch.attention_mask.to(self.device)
-            logits = self.model(input_ids=ids, attention_mask=mask).logits
-            rows = torch.log1p(torch.relu(logits)) * mask.unsqueeze(-1)
-            pooled = rows.amax(dim=1)
-            for b in range(len(chunk)):
-                n = int(mask[b].sum())
+        out: list[LexicalEncoding | None] = [None] * len(texts)
+        for index, ids, mask, truncated in self._batches(texts, keep_units):
+            pooled, rows = self._forward(ids.to(self.device), mask.to(self.device), keep_units)
+            pooled_np = pooled.float().cpu().numpy()
+            lengths = mask.sum(dim=1).tolist()
+            offset = 0
+            for b, i in enumerate(index):
+                n = int(lengths[b])
                 token_ids = ids[b, :n].tolist()
-                out.append(
-                    LexicalEncoding(
-                        weights=pooled[b].float().cpu().numpy(),
-                        unit_weights=rows[b, :n].float().cpu().numpy() if keep_units else None,
-                        units=self.tokenizer.convert_ids_to_tokens(token_ids),
-                        input_ids=token_ids,
-                        truncated=batch.truncated[b],
-                    )
+                out[i] = LexicalEncoding(
+                    weights=pooled_np[b],
+                    unit_weights=None if rows is None else rows[offset : offset + n],
+                    units=self.tokenizer.convert_ids_to_tokens(token_ids),
+                    input_ids=token_ids,
+                    truncated=truncated[b],
                 )
-        return out
+                offset += n
+        return out  # type: ignore[return-value]
+
+    def _forward(
+        self, ids: torch.Tensor, mask: torch.Tensor, keep_units: bool
+    ) -> tuple[torch.Tensor, np.ndarray | None]:
+        """``V(x)`` per text ``[B, |V|]``, and the real tokens' rows ``[n, |V|]`` if kept."""
+        if self.head is None:  # an MLM head of unknown structure: its full logits
+            logits = self.model(input_ids=ids, attention_mask=mask).logits
+            rows_all = torch.log1p(torch.relu(logits)) * mask.unsqueeze(-1)
+            kept = rows_all[mask.bool()].float().cpu().numpy() if keep_units else None
+            return rows_all.amax(dim=1), kept
+        transform, decoder = self.head
+        hidden = self.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+        packed, lengths = pack(hidden, mask.bool())
+        z = transform(packed)
+        if not keep_units:
+            logits = segment_max_projection(z, decoder.weight, lengths)
+            if decoder.bias is not None:
+                logits += decoder.bias
+            return torch.log1p(torch.relu_(logits)), None
+        rows = torch.log1p_(torch.relu_(project_rows(z, decoder.weight, decoder.bias)))
+        pooled = segment_max(rows, lengths)
+        return pooled, rows.float().cpu().numpy()
+
+    def _batches(
+        self, texts: list[str], keep_units: bool
+    ) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor, list[bool]]]:
+        """Length-sorted batches ``(indices, ids, mask, truncated)``, trimmed to their width.
+
+        At most ``batch_size`` (``pooled_batch_size``) texts and ``max_batch_tokens``
+        padded tokens (``max_kept_rows`` real tokens when rows are kept) per batch.
+        """
+        size = self.batch_size if keep_units else self.pooled_batch_size
+        right = getattr(self.tokenizer, "padding_side", "right") == "right"
+        for start in range(0, len(texts), TOKENIZE_GROUP):
+            group = tokenize_batch(
+                self.tokenizer, texts[start : start + TOKENIZE_GROUP], self.max_length
+            )
+            lengths = group.attention_mask.sum(dim=1)
+            order = torch.argsort(lengths, stable=True).tolist()
+            i = 0
+            while i < len(order):
+                j, real = i + 1, int(lengths[order[i]])
+                while j < len(order) and j - i < size:
+                    width = int(lengths[order[j]])
+                    if width * (j - i + 1) > self.max_batch_tokens or (
+                        keep_units and real + width > self.max_kept_rows
+                    ):
+                        break
+                    real += width
+                    j += 1
+                index = order[i:j]
+                width = int(lengths[index[-1]]) if right else group.input_ids.shape[1]
+                yield (
+                    [start + k for k in index],
+                    group.input_ids[index, :width],
+                    group.attention_mask[index, :width],
+                    [group.truncated[k] for k in index],
+                )
+                i = j
 
     def static_embeddings(self) -> tuple[np.ndarray, list[str]]:
         table = self.model.get_input_embeddings().weight.detach().float().cpu().numpy()
         return table, self.vocab[: table.shape[0]]
+
+
+def mlm_head(mlm: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear] | None:
+    """``(transform, decoder)`` of a BERT- or DistilBERT-style MLM head, else ``None``.
+
+    ``decoder(transform(h))`` is the model's own head on base-model states ``h``.
+    """
+    predictions = getattr(getattr(mlm, "cls", None), "predictions", None)
+    if predictions is not None and isinstance(getattr(predictions, "decoder", None), nn.Linear):
+        return predictions.transform, predictions.decoder
+    parts = ("vocab_transform", "activation", "vocab_layer_norm", "vocab_projector")
+    if all(hasattr(mlm, p) for p in parts) and isinstance(mlm.vocab_projector, nn.Linear):
+        return (
+            lambda h: mlm.vocab_layer_norm(mlm.activation(mlm.vocab_transform(h))),
+            mlm.vocab_projector,
+        )
+    return None

@@ -132,7 +132,11 @@ class VDREncoder(Encoder):
     def encode_texts(
         self, texts: list[str], side: str = "query", *, keep_units: bool = True
     ) -> list[LexicalEncoding]:
-        """Encode with the query (``encoder_q``) or document (``encoder_p``) text tower."""
+        """Encode with the query (``encoder_q``) or document (``encoder_p``) text tower.
+
+        With ``keep_units=False`` the max is taken on packed logits before ``elu1p``
+        (:meth:`TextTower.pooled`): the same vector without the ``[B, T, |V|]`` rows.
+        """
         tower = self._text_tower(side)
         check_texts(texts)
         max_len = self._text_max_len(side)
@@ -141,6 +145,7 @@ class VDREncoder(Encoder):
         # padding, so padding rows are left out there.
         pad_to_max = tower.kind == "vdr_crossmodal_text"
         normalization = "l2" if tower.normalize else "none"
+        pad_id = int(self.tokenizer.pad_token_id or 0)
         out: list[LexicalEncoding] = []
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
@@ -148,27 +153,35 @@ class VDREncoder(Encoder):
             ids, mask = batch.input_ids, batch.attention_mask
             if pad_to_max and ids.shape[1] < max_len:
                 extra = max_len - ids.shape[1]
-                ids = F.pad(ids, (0, extra), value=int(self.tokenizer.pad_token_id or 0))
+                ids = F.pad(ids, (0, extra), value=pad_id)
                 mask = F.pad(mask, (0, extra), value=0)
-            rows = tower(ids.to(self.device), mask.to(self.device)).float()  # [B, T, |V|]
+            ids_d, mask_d = ids.to(self.device), mask.to(self.device)
+            if keep_units:
+                rows = tower(ids_d, mask_d).float()  # [B, T, |V|]
+            else:
+                pooled_positions = (
+                    torch.ones_like(mask_d, dtype=torch.bool) if pad_to_max else mask_d.bool()
+                )
+                pooled = tower.pooled(ids_d, mask_d, pooled_positions).float()  # [B, |V|]
             for b in range(len(chunk)):
                 n = int(mask[b].sum())
                 token_ids = ids[b, :n].tolist()
                 units = self.tokenizer.convert_ids_to_tokens(token_ids)
-                unit_rows = rows[b, :n]
+                unit_rows = rows[b, :n] if keep_units else None
                 notes: tuple[str, ...] = ()
                 if pad_to_max and n < max_len:
                     # All padding positions as one unit: their elementwise max.
-                    unit_rows = torch.cat([unit_rows, rows[b, n:].amax(dim=0, keepdim=True)])
+                    if unit_rows is not None:
+                        unit_rows = torch.cat([unit_rows, rows[b, n:].amax(dim=0, keepdim=True)])
                     units = [*units, "[PAD]"]
-                    token_ids = [*token_ids, int(self.tokenizer.pad_token_id or 0)]
+                    token_ids = [*token_ids, pad_id]
                     notes = (
                         f"{max_len - n} padding positions take part in the max pool (as in "
                         "the published cross-modal text tower); they are the unit '[PAD]'",
                     )
                 out.append(
                     self._encoding(
-                        unit_rows,
+                        unit_rows if unit_rows is not None else pooled[b : b + 1],
                         keep_units,
                         units=units,
                         normalization=normalization,

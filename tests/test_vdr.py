@@ -278,6 +278,11 @@ def test_text_towers_match_published_forward(tmp_path, tokenizer, kind, shift, n
             assert len(enc.units) == len(enc.input_ids) == enc.unit_weights.shape[0]
         # The long text exceeds the query window (16 tokens) and is marked truncated.
         assert [e.truncated for e in encodings] == [False, side == "query", False]
+        # Without per-token rows: the max on packed logits, then elu1p (same vector).
+        pooled = encoder.encode_texts(TEXTS, side=side, keep_units=False)
+        for full, fast in zip(encodings, pooled, strict=True):
+            assert fast.unit_weights is None and fast.units == full.units
+            assert np.abs(fast.weights - full.weights).max() < 1e-5
 
     # The two towers are really different: the side picks the tower.
     q = encoder.encode_texts(TEXTS[:1], side="query")[0].weights
@@ -300,6 +305,10 @@ def test_crossmodal_text_padding_is_one_unit(tmp_path, tokenizer):
     real = enc.unit_weights[:-1].max(axis=0)
     assert np.abs(real / np.linalg.norm(real) - enc.weights).max() > 1e-4
     assert any("padding" in n for n in enc.notes)
+    # The pooled-only path keeps the [PAD] positions in the max.
+    fast = load_encoder(str(path), device="cpu").encode_texts(["a cat"], keep_units=False)[0]
+    assert fast.units == enc.units and fast.unit_weights is None
+    assert np.abs(fast.weights - enc.weights).max() < 1e-5
 
 
 # --- image tower ------------------------------------------------------------------------
