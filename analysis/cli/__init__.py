@@ -28,6 +28,7 @@ COMMANDS = [
     "report",
     "attribute",
     "mot_eval",
+    "compare",
 ]
 
 
