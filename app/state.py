@@ -75,12 +75,15 @@ def content_key(*parts: bytes | str) -> str:
 # ------------------------------------------------------------- state that survives pages
 #
 # Streamlit forgets a widget's value when a run does not draw it (another page was shown,
-# or the page stopped early, e.g. while a checkpoint directory is being typed). Keys
-# registered with ``kept`` are re-assigned at the start of every run (``app/main.py`` calls
-# ``restore_kept``), which keeps their values for the whole session. Uploads cannot be set
-# through session state, so ``remembered_uploads`` keeps their bytes instead.
+# or the page stopped early, e.g. while a checkpoint directory is being typed). For keys
+# registered with ``kept``, ``restore_kept`` (called by ``app/main.py`` at the start of every
+# run) remembers the last value and puts it back once Streamlit has dropped it. It never
+# re-assigns a value Streamlit still holds: that would overwrite, on every rerun, what a user
+# has typed into a form but not yet submitted. Uploads cannot be set through session state,
+# so ``remembered_uploads`` keeps their bytes instead.
 
 _KEPT = "_lexlens_kept_keys"
+_VALUES = "_lexlens_kept_values"
 _RUN = "_lexlens_run"
 
 
@@ -90,7 +93,8 @@ def kept(key: str, default: object = None) -> str:
     The default is seeded into session state (pass no ``value=``/``index=`` to the widget,
     or Streamlit warns that the value was set twice). Use it for value widgets (text,
     numbers, sliders, selections, checkboxes); not for buttons, uploaders or data editors,
-    whose values Streamlit does not let a script set.
+    whose values Streamlit does not let a script set. To reset a kept widget, assign its
+    new value (``st.session_state[key] = …``); deleting the key brings the last value back.
     """
     registry = st.session_state.setdefault(_KEPT, set())
     registry.add(key)
@@ -100,11 +104,15 @@ def kept(key: str, default: object = None) -> str:
 
 
 def restore_kept() -> None:
-    """Re-assign every kept key so Streamlit does not clean it up (call once per run)."""
+    """Remember every kept key's value, and restore those Streamlit dropped since the last
+    run (call once per run, before any page draws)."""
     st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
+    values = st.session_state.setdefault(_VALUES, {})
     for key in list(st.session_state.get(_KEPT, ())):
         if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+            values[key] = st.session_state[key]
+        elif key in values:
+            st.session_state[key] = values[key]
 
 
 def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]]:
