@@ -14,6 +14,7 @@ The order of checks keeps a bad checkpoint cheap to refuse:
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,16 @@ def modern_name(key: str) -> str:
 
 
 def no_init() -> contextlib.AbstractContextManager:
-    """transformers' context that skips random initialisation (loading fills every weight)."""
-    try:
-        from transformers.initialization import no_init_weights
-    except ImportError:
-        from transformers.modeling_utils import no_init_weights
-    return no_init_weights()
+    """transformers' context that skips random initialisation (loading fills every weight).
+
+    It lives in ``transformers.initialization`` from 5.0, in ``modeling_utils`` before.
+    """
+    where = (
+        "transformers.initialization"
+        if importlib.util.find_spec("transformers.initialization")
+        else "transformers.modeling_utils"
+    )
+    return importlib.import_module(where).no_init_weights()
 
 
 def shared_groups(module: nn.Module) -> dict[str, set[str]]:

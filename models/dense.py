@@ -136,7 +136,11 @@ class DensePQEncoder(Encoder):
         self.normalize = any(
             type(mod).__name__ == "Normalize" for mod in list(sentence_transformer)[1:]
         )
-        self.dim = int(sentence_transformer.get_embedding_dimension())
+        dimension = (
+            getattr(sentence_transformer, "get_embedding_dimension", None)
+            or sentence_transformer.get_sentence_embedding_dimension
+        )  # renamed in sentence-transformers 6
+        self.dim = int(dimension())
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
         self.vocab = [t if t is not None else f"[id{i}]" for i, t in enumerate(vocab)]
         self.batch_size = 32

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from lexlens.models.base import EncoderLoadError
+from lexlens.models.checkpoint import first_line
 
 #: Texts longer than this many characters are cut before tokenisation (a 512-token
 #: window never needs more); the encoding is then marked ``truncated``.
@@ -35,8 +36,10 @@ def load_bert_tokenizer(path: Path | None = None):
         ):
             try:
                 return AutoTokenizer.from_pretrained(str(candidate), local_files_only=True)
-            except Exception as exc:
-                raise EncoderLoadError(f"{candidate}: cannot load its tokenizer ({exc})") from None
+            except Exception as exc:  # tokenizers / transformers raise many types
+                raise EncoderLoadError(
+                    f"{candidate}: cannot load its tokenizer ({first_line(exc)})"
+                ) from None
     raise EncoderLoadError("no tokenizer found (tokenizer.json or vocab.txt)")
 
 
