@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 try:
-    from lexlens.app.state import device_picker, restore_kept
+    from lexlens.app.state import device_picker, remember_drawn, restore_kept
 except ModuleNotFoundError:  # a plain checkout that was never installed
     st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
     st.stop()
@@ -30,6 +30,7 @@ PAGES = [  # (file, title, icon, url path); the first one is what the root URL s
     ("app_pages/collections.py", "Collections", ":material/database:", "collections"),
     ("app_pages/attribution.py", "Attribution", ":material/insights:", "attribution"),
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
+    ("app_pages/compare.py", "Compare", ":material/difference:", "compare"),
 ]
 
 
@@ -66,4 +67,7 @@ def _home() -> None:
 
 
 home = st.Page(_home, title="Lexlens", url_path="home", default=True, visibility="hidden")
-st.navigation([home, *pages]).run()
+try:
+    st.navigation([home, *pages]).run()
+finally:  # also when the page stopped early (st.stop) or asked for a rerun
+    remember_drawn()

@@ -75,15 +75,19 @@ def content_key(*parts: bytes | str) -> str:
 # ------------------------------------------------------------- state that survives pages
 #
 # Streamlit forgets a widget's value when a run does not draw it (another page was shown,
-# or the page stopped early, e.g. while a checkpoint directory is being typed). For keys
-# registered with ``kept``, ``restore_kept`` (called by ``app/main.py`` at the start of every
-# run) remembers the last value and puts it back once Streamlit has dropped it. It never
-# re-assigns a value Streamlit still holds: that would overwrite, on every rerun, what a user
-# has typed into a form but not yet submitted. Uploads cannot be set through session state,
-# so ``remembered_uploads`` keeps their bytes instead.
+# or the page stopped early, e.g. while a checkpoint directory is being typed), and the
+# browser forgets it as soon as the widget leaves the screen. For keys registered with
+# ``kept``, ``restore_kept`` (called by ``app/main.py`` at the start of every run) remembers
+# the last value and hands it back, through session state, to every widget that was not
+# on the screen in the previous run, so the browser shows it again when it reappears.
+# Widgets that were on the screen are left alone: re-assigning them would overwrite, on
+# each rerun, what a user has typed into a form but not yet submitted. ``app/main.py``
+# calls ``remember_drawn`` after the page ran. Uploads cannot be set through session
+# state, so ``remembered_uploads`` keeps their bytes instead.
 
 _KEPT = "_lexlens_kept_keys"
 _VALUES = "_lexlens_kept_values"
+_DRAWN = "_lexlens_drawn_keys"
 _RUN = "_lexlens_run"
 
 
@@ -104,15 +108,32 @@ def kept(key: str, default: object = None) -> str:
 
 
 def restore_kept() -> None:
-    """Remember every kept key's value, and restore those Streamlit dropped since the last
-    run (call once per run, before any page draws)."""
+    """Remember every kept value; give it back to widgets that were not on the screen in
+    the previous run (call once per run, before any page draws)."""
     st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
     values = st.session_state.setdefault(_VALUES, {})
+    drawn = st.session_state.get(_DRAWN)  # None: unknown, so every widget gets its value
     for key in list(st.session_state.get(_KEPT, ())):
         if key in st.session_state:
             values[key] = st.session_state[key]
+            if drawn is None or key not in drawn:
+                st.session_state[key] = values[key]
         elif key in values:
             st.session_state[key] = values[key]
+
+
+def remember_drawn() -> None:
+    """Note which kept widgets this run drew (call after the page ran, also when it
+    stopped early). Reads Streamlit's record of the widget keys registered in this run;
+    where that is unavailable, ``restore_kept`` re-assigns every kept value instead."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    registered = getattr(getattr(ctx, "shared", ctx), "widget_user_keys_this_run", None)
+    if registered is None:
+        st.session_state.pop(_DRAWN, None)
+        return
+    st.session_state[_DRAWN] = {k for k in st.session_state.get(_KEPT, ()) if k in registered}
 
 
 def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]]:
