@@ -980,7 +980,7 @@ def compare_indexes(
     Indexes, options and encoders are checked before anything is encoded.
     """
     from lexlens.analysis.deviation import deviation_of_index
-    from lexlens.analysis.search import QuerySpec, check_vocabulary
+    from lexlens.analysis.search import check_vocabulary
 
     check_top(top)
     check_options(k=k)
@@ -1065,10 +1065,10 @@ def compare_indexes(
     if query is not None:
         if progress:
             progress(0.92, "Searching both…")
-        queries = tuple(
-            QuerySpec(encoder, "parametric", kk).text(query)
-            for encoder, kk in ((encoder_a, ka), (encoder_b, kb))
-        )
+        # One encoding per encoder (as ``lexlens search`` encodes a query), gated per side.
+        enc_a = encoder_a.encode_texts([query], side="query")[0]
+        enc_b = enc_a if encoder_b is encoder_a else encoder_b.encode_texts([query])[0]
+        queries = (gate(enc_a, encoder_a.vocab, ka), gate(enc_b, encoder_b.vocab, kb))
         collection["search"] = _search_side_by_side(
             tuple(targets), queries, (rows_a, rows_b), query=query, top=top, explain=explain
         )
