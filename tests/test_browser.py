@@ -10,7 +10,9 @@ page may change its layout without breaking them.
 from __future__ import annotations
 
 import ast
+import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,18 @@ def _clean(page: Any, watch: Watch, where: str) -> None:
     assert exception_boxes(page) == [], where
     assert watch.outside() == [], where
     assert watch.errors() == [], where
+
+
+def _stopwatch(laps: dict[str, float]):
+    """``lap(name)`` records the seconds since the previous lap (where a slow run went)."""
+    last = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        laps[name] = round(now - last[0], 2)
+        last[0] = now
+
+    return lap
 
 
 def _nav(page: Any, title: str) -> None:
@@ -151,6 +165,8 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
     the pages again: every input is still there."""
     photo = skimage_path("chelsea.png")
     context, page, watch = _new_page(browser)
+    laps: dict[str, float] = {}
+    lap = _stopwatch(laps)
     try:
         # 1. Text: type and encode.
         page.goto(app_url, wait_until="domcontentloaded")
@@ -177,6 +193,7 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         shot(page, SHOTS, "e2e_1_text")
         _clean(page, watch, "text")
 
+        lap("text")
         # 2. Images: upload a real photo, then select the top-left quarter as group A.
         _nav(page, "Images")
         page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(
@@ -194,6 +211,7 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         shot(page, SHOTS, "e2e_2_images_region")
         _clean(page, watch, "images")
 
+        lap("images")
         # 3. Query ⊙ Document.
         _nav(page, "Query ⊙ Document")
         _commit(page, QUERY, "cat on a book")
@@ -208,6 +226,7 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         shot(page, SHOTS, "e2e_3_contrib")
         _clean(page, watch, "contrib")
 
+        lap("contrib")
         # 4. Attribution: a small run (few IG steps), then download its HTML report.
         _nav(page, "Attribution")
         steps = _few_ig_steps(page)
@@ -225,6 +244,7 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         shot(page, SHOTS, "e2e_4_attribution")
         _clean(page, watch, "attribution")
 
+        lap("attribution")
         # 5. Back to every page: the inputs (and the attribution) are still there.
         _nav(page, "Text")
         assert page.get_by_role("textbox", name="Text", exact=True).input_value() == TYPED
@@ -242,6 +262,7 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         assert _ig_steps_shown(page) == steps
         page.get_by_role("button", name="report.html").wait_for(timeout=30_000)
         shot(page, SHOTS, "e2e_5_back_on_attribution")
+        lap("back on every page")
         _clean(page, watch, "after the round trip")
         assert len(watch.requests) > 50
     except Exception:
@@ -249,6 +270,8 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         raise
     finally:
         context.close()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        (SHOTS / "e2e_seconds.json").write_text(json.dumps(laps, indent=2) + "\n")
 
 
 def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> None:
