@@ -21,8 +21,9 @@ adaptive: Clenshaw–Curtis rules on 9, 17, 33, … nodes, which are nested (eac
 every node of the one before, so reaching 33 nodes costs 33 evaluations, not 9 + 17 + 33),
 stopping once every sub-vector's completeness gap ``delta_i = Σ_j attr_ij − (F_i(x) −
 F_i(x'))`` satisfies ``|delta_i| ≤ tolerance · max(|F_i(x) − F_i(x')|, mean_k |F_k(x) −
-F_k(x')|)``. The floor (the mean gap over all M sub-vectors) keeps a sub-vector whose two
-ends are about equally far from its code from demanding unbounded relative precision.
+F_k(x')|) + 1e-6``. The floor (the mean gap over all M sub-vectors) keeps a sub-vector whose
+two ends are about equally far from its code from demanding unbounded relative precision;
+1e-6 absorbs float32 rounding.
 
 **Cost.** The interpolated inputs are shared by every target, so each node costs one
 forward pass and one input-gradient backward pass per target (M, plus one for GlobalT when
@@ -65,6 +66,8 @@ MAX_STEPS = 1000
 ADAPTIVE_LEVELS = (9, 17, 33, 65, 129, 257, 513)
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_MAX_STEPS = 257
+#: Absolute slack of the convergence test: float32 sums carry rounding of about this size.
+ROUNDING = 1e-6
 #: Bytes the retained graph of one chunk of nodes may hold (backward transients included).
 MEMORY_BUDGET = 512 * 2**20
 
@@ -474,7 +477,7 @@ def _attribute_one(
     evaluate = _Evaluator(encoder, prep, targets, chunk_size(encoder, prep, budget))
     gap_sel = prep.gap[sel]
     floor = float(np.abs(prep.gap).mean())
-    limit = tolerance * np.maximum(np.abs(gap_sel), floor)
+    limit = tolerance * np.maximum(np.abs(gap_sel), floor) + ROUNDING
 
     if steps is not None:
         levels, rule = [steps], method

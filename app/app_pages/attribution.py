@@ -64,7 +64,7 @@ with st.form("attr_form"):
     max_texts = c3.number_input(
         "Texts from the corpus (first N)", 1, 2000, key=kept("attr_max", 20)
     )
-    run_mot = c4.checkbox("MoT masking evaluation (≥ 2 texts)", key=kept("attr_mot", False))
+    run_mot = c4.checkbox("MoT masking (≥ 2 texts)", key=kept("attr_mot", False))
     keep = c4.number_input(
         "MoT: fraction of words kept", 0.01, 1.0, step=0.01, key=kept("attr_keep", 0.05)
     )
@@ -149,90 +149,101 @@ st.text(f"Text {pick + 1}: {a.text}")  # what the heatmap below shows (plain tex
 if a.truncated:
     st.warning("This text is longer than the model's limit: only its first tokens were attributed.")
 
-# --- per-sub-vector heatmap (words on x, sub-vectors on y)
-rows = [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
-scale = float(np.abs(a.attributions).max()) or 1.0
-fig = px.imshow(
-    a.attributions,
-    x=list(range(len(a.words))),
-    y=rows,
-    color_continuous_scale="RdBu_r",
-    zmin=-scale,
-    zmax=scale,
-    aspect="auto",
-    labels={"x": "word", "y": "sub-vector", "color": "attribution"},
-)
-fig.update_xaxes(tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words, side="top")
-fig.update_traces(
-    customdata=np.broadcast_to(np.array(a.words, dtype=object), a.attributions.shape),
-    hovertemplate="sub-vector %{y}<br>%{customdata}: %{z:.4g}<extra></extra>",
-)
-fig.update_layout(height=max(300, 18 * len(rows) + 120), margin=dict(l=10, r=10, t=60, b=10))
-st.subheader("Attribution per sub-vector")
-st.plotly_chart(fig, width="stretch", key="attr_heatmap")
 
-# --- completeness
-table = pd.DataFrame(
-    {
-        "sub-vector": a.subvectors,
-        "code": [int(a.codes[sv]) for sv in a.subvectors],
-        "F(x) − F(x′)": a.gap(),
-        "Σ attributions": a.attributions.sum(1),
-        "delta": a.delta,
-        "relative delta": np.abs(a.delta) / np.maximum(np.abs(a.gap()), 1e-300),
+def show_text(a) -> None:
+    """Heatmap, completeness table and one sub-vector against GlobalT / RandT."""
+    # --- per-sub-vector heatmap (words on x, sub-vectors on y)
+    rows = [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
+    scale = float(np.abs(a.attributions).max()) or 1.0
+    fig = px.imshow(
+        a.attributions,
+        x=list(range(len(a.words))),
+        y=rows,
+        color_continuous_scale="RdBu_r",
+        zmin=-scale,
+        zmax=scale,
+        aspect="auto",
+        labels={"x": "word", "y": "sub-vector", "color": "attribution"},
+    )
+    fig.update_xaxes(
+        tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words, side="top"
+    )
+    fig.update_traces(
+        customdata=np.broadcast_to(np.array(a.words, dtype=object), a.attributions.shape),
+        hovertemplate="sub-vector %{y}<br>%{customdata}: %{z:.4g}<extra></extra>",
+    )
+    fig.update_layout(height=max(300, 18 * len(rows) + 120), margin=dict(l=10, r=10, t=60, b=10))
+    st.subheader("Attribution per sub-vector")
+    st.plotly_chart(fig, width="stretch", key="attr_heatmap")
+
+    # --- completeness
+    table = pd.DataFrame(
+        {
+            "sub-vector": a.subvectors,
+            "code": [int(a.codes[sv]) for sv in a.subvectors],
+            "F(x) − F(x′)": a.gap(),
+            "Σ attributions": a.attributions.sum(1),
+            "delta": a.delta,
+            "relative delta": np.abs(a.delta) / np.maximum(np.abs(a.gap()), 1e-300),
+        }
+    )
+    st.subheader("Completeness")
+    st.caption(
+        "Σ attributions should equal F(x) − F(x′); **delta** is the gap. "
+        f"{a.steps} quadrature nodes ({a.method}); largest relative |delta| here: "
+        f"{float(table['relative delta'].max()):.2%}."
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={"relative delta": st.column_config.NumberColumn(format="percent")},
+    )
+
+    # --- one sub-vector against GlobalT and RandT
+    st.subheader("One sub-vector against GlobalT and RandT")
+    sv = st.selectbox(
+        "Sub-vector", a.subvectors, key=kept(f"attr_sv_{result['key']}", a.subvectors[0])
+    )
+    r = a.subvectors.index(sv)
+    series = {
+        "MoT (this sub-vector)": a.attributions[r],
+        "GlobalT (whole vector)": a.global_attributions,
     }
-)
-st.subheader("Completeness")
-st.caption(
-    "Σ attributions should equal F(x) − F(x′); **delta** is the gap. "
-    f"{a.steps} quadrature nodes ({a.method}); largest relative |delta| here: "
-    f"{float(table['relative delta'].max()):.2%}."
-)
-st.dataframe(
-    table,
-    hide_index=True,
-    width="stretch",
-    column_config={"relative delta": st.column_config.NumberColumn(format="percent")},
-)
+    if a.subvectors == list(range(a.m)) and a.m > 1:
+        series["RandT (another sub-vector)"] = randt_attributions(a)[r]
+    st.caption(
+        "Each series is scaled to its own largest |value| (GlobalT attributes all M sub-vectors "
+        "at once, so its raw values are about M times larger); hover for the raw value."
+    )
 
-# --- one sub-vector against GlobalT and RandT
-st.subheader("One sub-vector against GlobalT and RandT")
-sv = st.selectbox("Sub-vector", a.subvectors, key=kept(f"attr_sv_{result['key']}", a.subvectors[0]))
-r = a.subvectors.index(sv)
-series = {
-    "MoT (this sub-vector)": a.attributions[r],
-    "GlobalT (whole vector)": a.global_attributions,
-}
-if a.subvectors == list(range(a.m)) and a.m > 1:
-    series["RandT (another sub-vector)"] = randt_attributions(a)[r]
-st.caption(
-    "Each series is scaled to its own largest |value| (GlobalT attributes all M sub-vectors "
-    "at once, so its raw values are about M times larger); hover for the raw value."
-)
+    def _scaled(vals: np.ndarray) -> np.ndarray:
+        peak = float(np.abs(vals).max())
+        return vals / peak if peak > 0 else vals
 
-
-def _scaled(vals: np.ndarray) -> np.ndarray:
-    peak = float(np.abs(vals).max())
-    return vals / peak if peak > 0 else vals
+    bars = go.Figure(
+        [
+            go.Bar(
+                name=name,
+                x=list(range(len(a.words))),
+                y=_scaled(np.asarray(vals, dtype=float)),
+                customdata=np.stack([np.array(a.words, dtype=object), np.asarray(vals)], axis=1),
+                hovertemplate="%{customdata[0]}: %{customdata[1]:.4g}<extra>" + name + "</extra>",
+            )
+            for name, vals in series.items()
+        ]
+    )
+    bars.update_xaxes(tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words)
+    bars.update_layout(
+        barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
+    )
+    st.plotly_chart(bars, width="stretch", key="attr_bars")
 
 
-bars = go.Figure(
-    [
-        go.Bar(
-            name=name,
-            x=list(range(len(a.words))),
-            y=_scaled(np.asarray(vals, dtype=float)),
-            customdata=np.stack([np.array(a.words, dtype=object), np.asarray(vals)], axis=1),
-            hovertemplate="%{customdata[0]}: %{customdata[1]:.4g}<extra>" + name + "</extra>",
-        )
-        for name, vals in series.items()
-    ]
-)
-bars.update_xaxes(tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words)
-bars.update_layout(
-    barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
-)
-st.plotly_chart(bars, width="stretch", key="attr_bars")
+if a.words:
+    show_text(a)
+else:
+    st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
 
 if report.mot is not None:
     from lexlens.analysis.mot import display_tables
