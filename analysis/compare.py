@@ -12,7 +12,10 @@ text, its own tokens) at each side's gate k.
   terms against BERT's 30,522) are compared on the tokens they share; the result counts how
   many tokens of each vocabulary have no counterpart in the other, and marks a term "only in
   A" that B's vocabulary cannot express at all (``in_vocab_b`` false). ``merged`` is the
-  same on the display view, word pieces joined into words (as the Terms view shows them);
+  same on the display view, word pieces joined into words (as the Terms view shows them):
+  the words of either side's merged terms, each weighing on a side its merged weight there,
+  or else the smallest weight of its pieces there (a word is on a side only if all its
+  pieces are), and a piece one side keeps alone weighs the other side's weight of it;
 - *rank correlation*: Spearman's ρ (``scipy.stats.spearmanr``) between A's and B's gated
   weights of the terms active in both (raw tokens, not merged words). Fewer than two shared
   terms, or constant weights on a side, give ``null`` and a note (never NaN). ρ says
@@ -318,31 +321,36 @@ def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
         "matched by token string (raw vocabulary tokens, special tokens left out)"
     )
     ma, mb = a.merged(), b.merged()
-    merged_shared = sorted(
-        (
-            {
-                "token": t,
-                "weight_a": ma[t][0],
-                "weight_b": mb[t][0],
-                "difference": mb[t][0] - ma[t][0],
-                "pieces_a": ma[t][1],
-                "pieces_b": mb[t][1],
-            }
-            for t in ma
-            if t in mb
-        ),
-        key=lambda r: (-(r["weight_a"] + r["weight_b"]), r["token"]),
-    )
-    merged_only_a = [
-        {"token": t, "weight_a": w, "pieces_a": p} for t, (w, p) in ma.items() if t not in mb
-    ]
-    merged_only_b = [
-        {"token": t, "weight_b": w, "pieces_b": p} for t, (w, p) in mb.items() if t not in ma
-    ]
+
+    def word_weight(side: _Side, own: dict, token: str, pieces: list[str]) -> float:
+        """The side's merged weight of the word; else, for a word spelled in pieces, the
+        smallest of its pieces' weights there (it is there only if every piece is); for a
+        plain token, its weight there."""
+        if token in own:
+            return own[token][0]
+        cols = [side.lookup.get(p) for p in (pieces or [token])]
+        if any(c is None for c in cols):
+            return 0.0
+        return min(float(side.gated[c]) for c in cols)
+
+    merged_shared, merged_only_a, merged_only_b = [], [], []
+    for t in dict.fromkeys([*ma, *mb]):
+        pieces = (ma.get(t) or mb.get(t))[1]
+        x, y = word_weight(a, ma, t, pieces), word_weight(b, mb, t, pieces)
+        row = {"token": t, "weight_a": x, "weight_b": y, "difference": y - x, "pieces": pieces}
+        if x > 0 and y > 0:
+            merged_shared.append(row)
+        elif x > 0:
+            merged_only_a.append(row)
+        else:
+            merged_only_b.append(row)
+    merged_shared.sort(key=lambda r: (-(r["weight_a"] + r["weight_b"]), r["token"]))
+    merged_only_a.sort(key=lambda r: (-r["weight_a"], r["token"]))
+    merged_only_b.sort(key=lambda r: (-r["weight_b"], r["token"]))
     merged = {
         "counts": {
-            "active_a": len(ma),
-            "active_b": len(mb),
+            "active_a": len(merged_shared) + len(merged_only_a),
+            "active_b": len(merged_shared) + len(merged_only_b),
             "shared": len(merged_shared),
             "only_a": len(merged_only_a),
             "only_b": len(merged_only_b),

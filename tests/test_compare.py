@@ -313,6 +313,9 @@ def test_image_two_gate_k_group_and_heatmap(effnet, photo, coffee):
     shared = sorted((r["weight_b"] for r in group["terms"].shared), reverse=True)
     assert group["terms"].counts["active_b"] == 64
     assert np.allclose(shared, np.sort(pooled)[::-1][:64], atol=1e-6)
+    # B keeps a subset of A's terms: no word is B's alone in the merged view either, even
+    # where B keeps a piece of a word A spells whole.
+    assert group["terms"].merged["only_b"] == [] == result.terms.merged["only_b"]
     # The heatmap: the same term on both sides, per-patch weights before pooling.
     heat = result.heatmap
     assert heat["a"]["term"] == heat["b"]["term"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lexlens.analysis.collections import build_index
+from lexlens.analysis.collections import build_index, open_index
 from tests.test_compare import build_vdr, thumbnail
 from tests.test_terms_pages import downloads  # noqa: F401  (the download-payload fixture)
 
@@ -100,7 +100,10 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
     build_index(splade, source, index, topk=768, encoder_spec="splade-tiny")
     at = _page()
     at.radio(key="compare_kind").set_value("Stored collection").run()
-    at.number_input(key="compare_index_gate_b_pets").set_value(2).run()
+    gate_b = at.number_input(key="compare_index_gate_b_pets_same")
+    mean_terms = open_index(index).card()["mean_nnz"]
+    assert gate_b.value == max(1, int(mean_terms // 2))  # one collection: B re-gated smaller
+    gate_b.set_value(2).run()
     assert not at.exception and not at.error
     run = cli("compare", "--index", index, "--gate-k", "768", "--gate-k", "2", "--query", "dog",
               "--json")  # fmt: skip

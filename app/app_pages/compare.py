@@ -31,7 +31,6 @@ from lexlens.app.state import ROOT, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError
 
 KINDS = ["Text", "Image", "Stored collection"]
-RESULT = "compare_result"
 SAME = "(the same collection as A)"
 DEFAULT_TEXT = "a dog running on the beach at sunset"
 #: Page defaults per kind: (encoder A, encoder B, gate k A, gate k B) — the same encoder at
@@ -82,10 +81,22 @@ def encoder_key(encoder) -> str:
     return f"{encoder.name}|{encoder.source}|{encoder.device}"
 
 
+def seed_picker(key: str, spec: str) -> None:
+    """Start a picker on a collection's own encoder, also when it is a local directory (the
+    picker's "local checkpoint directory" entry with the path typed in)."""
+    from lexlens.app.state import CUSTOM
+    from lexlens.models import available_encoders
+
+    if key in st.session_state or spec in {c.name for c in available_encoders()}:
+        return
+    st.session_state[key] = CUSTOM
+    st.session_state[f"{key}_dir"] = spec
+
+
 kind = st.radio("Compare on", KINDS, horizontal=True, key=kept("compare_kind", KINDS[0]))
+RESULT = f"compare_result_{kind.split()[0].lower()}"  # the last result of each kind is kept
 top_default = 20 if kind != KINDS[2] else DEFAULT_HITS
 top = st.slider("Rows per table", 3, 60, key=kept(f"compare_top_{kind[:5]}", top_default))
-result: CompareResult | None = st.session_state.get(RESULT)
 
 
 def remember(new: CompareResult) -> None:
@@ -195,7 +206,7 @@ if kind in ("Text", "Image"):
                 )  # fmt: skip
             )
             if kind == "Image":
-                st.session_state["compare_picture"] = (digest, data)
+                st.session_state["compare_picture"] = (label, data)
         except LexlensError as exc:
             fail(exc)
 
@@ -235,9 +246,16 @@ else:
         "Gate k of A (≤ the stored k)", min_value=-1, step=8,
         key=kept(f"compare_index_gate_a_{name_a}", int(card_a["gate_k"])),
     )  # fmt: skip
+    stored_b = int(card_b["gate_k"])
+    same = card_b is card_a
+    # One collection: by default B sees it re-gated at half its mean number of stored terms.
+    default_b = max(1, int(card_b["mean_nnz"] // 2)) if same else stored_b
+    if same and stored_b != -1:
+        default_b = min(default_b, stored_b)
     kb = c2.number_input(
         "Gate k of B (≤ the stored k)", min_value=-1, step=8,
-        key=kept(f"compare_index_gate_b_{card_b['name']}", int(card_b["gate_k"])),
+        key=kept(f"compare_index_gate_b_{card_b['name']}_{'same' if same else 'other'}", default_b),
+        help="A stored collection re-gates exactly at any k up to the one it was built with.",
     )  # fmt: skip
     q1, q2 = st.columns([3, 1])
     query = q1.text_input("Query searched on both (optional)", key=kept("compare_query", "dog"))
@@ -253,14 +271,15 @@ else:
         ix_a = ix_b = None
     if ix_a is not None:
         needs = COMPARE_NEEDS["index"]
+        keys = [f"compare_index_encoder_{s}_{c['name']}" for s, c in (("a", card_a), ("b", card_b))]
+        for key, spec in zip(keys, defaults, strict=True):
+            seed_picker(key, spec)
         encoder_a = encoder_picker(
-            "Text encoder A (queries, caption tokens)", needs, key="compare_index_encoder_a",
-            default=defaults[0],
-        )  # fmt: skip
+            "Text encoder A (queries, caption tokens)", needs, key=keys[0], default=defaults[0]
+        )
         encoder_b = encoder_picker(
-            "Text encoder B (queries, caption tokens)", needs, key="compare_index_encoder_b",
-            default=defaults[1],
-        )  # fmt: skip
+            "Text encoder B (queries, caption tokens)", needs, key=keys[1], default=defaults[1]
+        )
         if encoder_a is not None and encoder_b is not None:
 
             @st.cache_data(show_spinner=False, max_entries=8)
@@ -269,13 +288,14 @@ else:
                 gates: tuple[int, int], query: str | None, top: int, k: int,
             ) -> CompareResult:  # fmt: skip
                 bar = st.progress(0.0, "Comparing…")
-                out = compare_indexes(
-                    path_a, None if path_b == path_a else path_b, encoder_a=_a, encoder_b=_b,
-                    gate_k=gates, query=query, top=top, k=k,
-                    progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), msg),
-                )  # fmt: skip
-                bar.empty()
-                return out
+                try:
+                    return compare_indexes(
+                        path_a, None if path_b == path_a else path_b, encoder_a=_a,
+                        encoder_b=_b, gate_k=gates, query=query, top=top, k=k,
+                        progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), msg),
+                    )  # fmt: skip
+                finally:
+                    bar.empty()
 
             try:
                 remember(
@@ -375,7 +395,7 @@ if result.kind == "image" and (result.group is not None or result.heatmap is not
 
     picture = None
     stored = st.session_state.get("compare_picture")
-    if stored is not None:
+    if stored is not None and stored[0] == result.input.get("image"):
         try:
             picture = display_copy(load_image(stored[1], name=result.input.get("image", "")))
         except LexlensError:
@@ -462,7 +482,9 @@ if result.collection is not None:
         cols = st.columns(2)
         for c, s in zip(cols, ("a", "b"), strict=True):
             c.markdown(f"**Top {search['top']} in {s.upper()}**")
-            c.dataframe(pd.DataFrame(search[f"hits_{s}"]), hide_index=True, width="stretch")
+            frame = pd.DataFrame(search[f"hits_{s}"])
+            empty = [n for n in ("text", "image") if n in frame and not frame[n].astype(bool).any()]
+            c.dataframe(frame.drop(columns=empty), hide_index=True, width="stretch")
         st.markdown("**Which hits moved, and the terms that moved them** (contribution B − A)")
         st.dataframe(
             pd.DataFrame(
@@ -487,7 +509,13 @@ if result.collection is not None:
 
 files = result.files()
 st.divider()
+st.caption(
+    "Download the comparison: a self-contained HTML report, the JSON document "
+    "(`lexlens compare … --json` prints the same) and its tables as CSV."
+)
 d = st.columns(len(files))
+KINDS_OF_FILE = {"html": ("Report", "text/html"), "json": ("JSON", "application/json"),
+                 "csv": ("CSV", "text/csv")}  # fmt: skip
 for col_, (name, data) in zip(d, files.items(), strict=True):
-    mime = {"html": "text/html", "json": "application/json", "csv": "text/csv"}[name.split(".")[-1]]
-    col_.download_button(name, data, name, mime, key=f"compare_dl_{name}")
+    what, mime = KINDS_OF_FILE[name.rsplit(".", 1)[-1]]
+    col_.download_button(f"{what}: {name}", data, name, mime, key=f"compare_dl_{name}")
