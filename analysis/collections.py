@@ -42,6 +42,7 @@ import ctypes
 import errno
 import hashlib
 import json
+import mmap
 import os
 import re
 import shutil
@@ -629,54 +630,91 @@ class IndexWriter:
             self._parquet.close()
 
 
+def _read_chunk(path: Path, dtype: Any, start: int, count: int) -> np.ndarray:
+    """``count`` values from element ``start`` of a 1-D ``.npy`` we wrote (plain reads:
+    no memory map, so the pages read do not stay in this process's memory)."""
+    dtype = np.dtype(dtype)
+    return np.fromfile(path, dtype=dtype, count=count, offset=_NPY_HEADER + start * dtype.itemsize)
+
+
+def _drop_pages(mapped: mmap.mmap) -> None:
+    """Write a shared mapping's dirty pages and drop them from this process's memory."""
+    mapped.flush()
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str, int]:
     """The inverted index of the CSR in ``folder``, built in chunks (memory O(chunk)).
 
     For each term: the items that use it (int32, ascending) and their weights as float16
-    of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`).
-    Search scores from them approximately, then rescores its candidates exactly from the
-    CSR rows (see :func:`lexlens.analysis.search.top_items`).
+    of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
+    non-zero weight never rounds to 0). Search scores from them approximately, then
+    rescores its candidates exactly from the CSR rows (see
+    :func:`lexlens.analysis.search.top_items`). The CSR is read with plain reads and the
+    output's pages are written back and dropped after every chunk, so the process's
+    resident memory stays near one chunk whatever the index's size.
     """
-    indptr = np.load(folder / "indptr.npy", mmap_mode="r")
-    indices = np.load(folder / "indices.npy", mmap_mode="r")
-    data = np.load(folder / "data.npy", mmap_mode="r")
+    indptr = np.load(folder / "indptr.npy")
     n, nnz = indptr.shape[0] - 1, int(indptr[-1])
-    counts = np.zeros(vocab_size, dtype=np.int64)
     step = 4_000_000
+    counts = np.zeros(vocab_size, dtype=np.int64)
     for start in range(0, nnz, step):
-        counts += np.bincount(indices[start : start + step], minlength=vocab_size)
+        chunk = _read_chunk(folder / "indices.npy", np.int32, start, min(step, nnz - start))
+        counts += np.bincount(chunk, minlength=vocab_size)
     p_indptr = np.zeros(vocab_size + 1, dtype=np.int64)
     np.cumsum(counts, out=p_indptr[1:])
     scale = max_weight / POSTINGS_TOP if max_weight > 0 else 1.0
+    tiny = np.float16(2.0**-24)
     items_path, weights_path = folder / "postings_items.npy", folder / "postings_weights.npy"
-    items = np.lib.format.open_memmap(items_path, mode="w+", dtype=np.int32, shape=(nnz,))
-    weights = np.lib.format.open_memmap(weights_path, mode="w+", dtype=np.float16, shape=(nnz,))
-    cursor = p_indptr[:-1].copy()
-    rows_per_chunk = max(1, step // max(1, nnz // max(n, 1)))
-    for r0 in range(0, n, rows_per_chunk):
-        r1 = min(n, r0 + rows_per_chunk)
-        a, b = int(indptr[r0]), int(indptr[r1])
-        if a == b:
-            continue
-        cols = np.asarray(indices[a:b])
-        vals = np.asarray(data[a:b])
-        rows = np.repeat(
-            np.arange(r0, r1, dtype=np.int32), np.diff(np.asarray(indptr[r0 : r1 + 1]))
+    files = []
+    for path, dtype in ((items_path, np.int32), (weights_path, np.float16)):
+        with open(path, "wb") as handle:
+            handle.write(_npy_header(np.dtype(dtype), nnz))
+            handle.truncate(_NPY_HEADER + nnz * np.dtype(dtype).itemsize)
+        handle = open(path, "r+b")  # noqa: SIM115
+        mapped = mmap.mmap(handle.fileno(), 0) if nnz else None
+        view = (
+            np.frombuffer(mapped, dtype=dtype, count=nnz, offset=_NPY_HEADER)
+            if mapped is not None
+            else np.zeros(0, dtype)
         )
-        order = np.argsort(cols, kind="stable")
-        cols, rows, vals = cols[order], rows[order], vals[order]
-        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-        group = np.repeat(starts, np.diff(np.r_[starts, cols.size]))
-        positions = cursor[cols] + (np.arange(cols.size) - group)
-        items[positions] = rows
-        weights[positions] = (vals / scale).astype(np.float16)
-        np.add.at(cursor, cols[starts], np.diff(np.r_[starts, cols.size]))
-    for array in (items, weights):
-        array.flush()
-    del items, weights
-    for path in (items_path, weights_path):
-        with open(path, "rb+") as handle:
+        files.append((handle, mapped, view))
+    (_, items_map, items), (_, weights_map, weights) = files
+    try:
+        cursor = p_indptr[:-1].copy()
+        rows_per_chunk = max(1, step // max(1, nnz // max(n, 1)))
+        for r0 in range(0, n, rows_per_chunk):
+            r1 = min(n, r0 + rows_per_chunk)
+            a, b = int(indptr[r0]), int(indptr[r1])
+            if a == b:
+                continue
+            cols = _read_chunk(folder / "indices.npy", np.int32, a, b - a)
+            vals = _read_chunk(folder / "data.npy", np.float32, a, b - a)
+            rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(indptr[r0 : r1 + 1]))
+            order = np.argsort(cols, kind="stable")
+            cols, rows, vals = cols[order], rows[order], vals[order]
+            starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+            group = np.repeat(starts, np.diff(np.r_[starts, cols.size]))
+            positions = cursor[cols] + (np.arange(cols.size) - group)
+            halves = (vals / scale).astype(np.float16)
+            lost = (halves == 0) & (vals != 0)
+            halves[lost] = np.copysign(tiny, vals[lost]).astype(np.float16)
+            items[positions] = rows
+            weights[positions] = halves
+            np.add.at(cursor, cols[starts], np.diff(np.r_[starts, cols.size]))
+            for mapped in (items_map, weights_map):
+                if mapped is not None:
+                    _drop_pages(mapped)
+    finally:
+        del items, weights, view
+        files = [(handle, mapped) for handle, mapped, _ in files]  # drop the array views
+        for handle, mapped in files:
+            if mapped is not None:
+                mapped.flush()
+                mapped.close()
             os.fsync(handle.fileno())
+            handle.close()
     sizes = {
         "postings_items.npy": items_path.stat().st_size,
         "postings_weights.npy": weights_path.stat().st_size,
@@ -1238,13 +1276,7 @@ def build_index(
             "nonnegative": counters["nonnegative"],
             "lexlens": _version(),
         }
-        data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        with open(tmp / MANIFEST, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _fsync_dir(tmp)
-        _install(tmp, out)
+        _seal(tmp, out, manifest)
     except BaseException as exc:
         if writer is not None:
             writer.abort()
@@ -1261,6 +1293,82 @@ def build_index(
         str(out), encoder.name, manifest["counts"]["items"], counters["encoded"],
         counters["reused"], list(src.skipped), False, seconds, manifest, notes,
     )  # fmt: skip
+
+
+def _seal(tmp: Path, out: Path, manifest: dict) -> None:
+    """Write the manifest last (fsynced), then swap the finished folder into place."""
+    data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    with open(tmp / MANIFEST, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    _fsync_dir(tmp)
+    _install(tmp, out)
+
+
+def write_index(
+    out: str | Path,
+    vocab: list[str],
+    rows: Any,
+    *,
+    encoder: dict,
+    gate_k: int = -1,
+    modality: str = "text",
+    source: dict | None = None,
+    postings: bool | None = None,
+) -> StoredIndex:
+    """Store vectors made elsewhere (another tool's sparse vectors, a synthetic benchmark)
+    as an index: ``rows`` yields ``(meta, indices, weights)`` with ``meta`` holding at least
+    ``id`` (and optionally ``text``, ``image``, ``captions``, ``labels``). ``encoder`` is the
+    manifest's encoder entry (``name`` at least). Atomic like :func:`build_index`."""
+    out = Path(out).expanduser()
+    _check_out(out)
+    tmp = out.parent / f".{out.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    writer: IndexWriter | None = IndexWriter(tmp, len(vocab))
+    try:
+        counts = {"nnz": 0, "labelled": 0, "captioned": 0}
+        for meta, cols, vals in rows:
+            order = np.argsort(cols, kind="stable")
+            cols = np.asarray(cols, np.int32)[order]
+            vals = np.asarray(vals, np.float32)[order]
+            full = {"kind": modality, "image": "", "text": "", "captions": [], "labels": [],
+                    "content_key": "", "size": 0, "mtime_ns": 0} | dict(meta)  # fmt: skip
+            writer.add(full, cols, vals)
+            counts["nnz"] += int(vals.size)
+            counts["labelled"] += bool(full["labels"])
+            counts["captioned"] += bool(full["captions"])
+        n_items, nonnegative = writer.count, writer.nonnegative
+        sizes = writer.close(vocab, postings)
+        writer = None
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "encoder": {"fingerprint": "", "capabilities": []} | dict(encoder),
+            "vocab": {"size": len(vocab), "hash": vocab_hash(vocab)},
+            "gate_k": gate_k,
+            "modality": modality,
+            "source": {"path": "", "root": "", "kind": "external", "fingerprint": ""}
+            | dict(source or {}),
+            "counts": {"items": n_items, "encoded": n_items, "reused": 0, "skipped": 0} | counts,
+            "skipped": [],
+            "created": now,
+            "updated": now,
+            "files": sizes,
+            "nonnegative": nonnegative,
+            "lexlens": _version(),
+        }
+        _seal(tmp, out, manifest)
+    except BaseException as exc:
+        if writer is not None:
+            writer.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            why = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+            raise InputError(f"could not write the index at {out} ({why})") from None
+        raise
+    return StoredIndex(out)
 
 
 def _version() -> str:

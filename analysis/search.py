@@ -58,6 +58,7 @@ import numpy as np
 from lexlens.analysis.collections import (
     FP16_ABS,
     FP16_REL,
+    POSTINGS_MIN_NNZ,
     POSTINGS_TOP,
     StoredIndex,
     open_index,
@@ -228,6 +229,30 @@ def _query_terms(q: np.ndarray) -> np.ndarray:
     return np.flatnonzero(q)
 
 
+def _postings(target: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool] | None:
+    """(indptr, items, weights, scale, exact) of the collection's inverted index.
+
+    A large stored index keeps float16 postings on disk (``exact`` False). A small one (or
+    an in-memory collection) gets an exact float32 transpose of its CSR, built once and
+    kept on the object. ``None`` for a large index stored without postings.
+    """
+    stored = getattr(target, "postings", None)
+    if stored is not None:
+        return (*stored, False)
+    cached = target.__dict__.get("_search_postings")
+    if cached is None:
+        if len(target) and getattr(target, "nnz", 0) > POSTINGS_MIN_NNZ:
+            return None
+        csc = _csr(target).tocsc()
+        csc.sort_indices()
+        cached = (
+            csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
+            csc.data.astype(np.float32), 1.0, True,
+        )  # fmt: skip
+        target.__dict__["_search_postings"] = cached
+    return cached
+
+
 def top_items(
     target: Any,
     q: np.ndarray,
@@ -241,70 +266,122 @@ def top_items(
     ``f(w) = w`` (or ``w²`` when ``square``); ``ν_i = ‖w_i‖₂`` (``‖w_i‖₂²`` when square)
     when ``normalize``, else 1. Only items that share a term with ``q`` are candidates.
 
-    Small collections score with one sparse product over the CSR. Large stored indexes
-    accumulate over the inverted postings (float16 weights), bound the rounding error of
-    each approximate score, and rescore exactly (float64, from the CSR rows) every item
-    whose score could still reach the top ``n``; the result equals an exact ranking.
-    Ties are broken by row (collection order).
+    Scores accumulate over the query terms' postings (one ``bincount``: time and memory
+    O(postings touched)). The accumulated scores are approximate — float16 postings of a
+    large index, float32 products — so each carries a bound on its rounding error, and
+    every item whose score could still reach the top ``n`` is rescored exactly (float64,
+    from its CSR row): the result equals an exact ranking. Ties are broken by row.
     """
     terms = _query_terms(q)
     if n <= 0 or terms.size == 0 or len(target) == 0:
         return np.zeros(0, np.int64), np.zeros(0)
-    denominators = None
-    if normalize:
-        norms = np.asarray(target.norms, dtype=np.float64)
-        denominators = norms**2 if square else norms
-        denominators = np.where(denominators > 0, denominators, 1.0)
-    postings = getattr(target, "postings", None)
-    if postings is None:
+    size = len(target)
+    postings = _postings(target)
+    if postings is None:  # a large index stored without postings: one pass over the CSR
         matrix = _csr(target)
-        sub = matrix[:, terms]
-        values = sub.power(2) if square else sub
-        approx = np.asarray(values @ q[terms].astype(np.float64)).ravel()
-        touched = np.flatnonzero(np.diff(sub.indptr) > 0)
-        approx = approx[touched]
-        slack = 1e-9 * (np.abs(approx) + 1e-30)
+        values = matrix.power(2) if square else matrix
+        acc = np.asarray(values @ q.astype(np.float64)).ravel()
+        mag = np.asarray(abs(values) @ np.abs(q).astype(np.float64)).ravel()
+        touched = np.flatnonzero(np.asarray(matrix[:, terms].getnnz(axis=1)) > 0)
+        rel, absolute = 1e-12, 0.0
     else:
-        p_indptr, p_items, p_weights, scale = postings
-        acc = np.zeros(len(target), dtype=np.float64)
-        mag = np.zeros(len(target), dtype=np.float64)
-        seen = np.zeros(len(target), dtype=bool)
-        for t in terms:
-            a, b = int(p_indptr[t]), int(p_indptr[t + 1])
-            if a == b:
-                continue
-            items = np.asarray(p_items[a:b])
-            w = np.asarray(p_weights[a:b], dtype=np.float64) * scale
-            if square:
-                w = w * w
-            acc[items] += q[t] * w
-            mag[items] += abs(float(q[t])) * np.abs(w)
-            seen[items] = True
-        touched = np.flatnonzero(seen)
-        approx = acc[touched]
-        # |w̃ − w| ≤ 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25 (float16, round to nearest); doubled
-        # for safety, and squared bounds for f(w) = w².
-        rel = 2 * FP16_REL / (1 - FP16_REL)
-        absolute = 2 * FP16_ABS * scale
+        import scipy.sparse as sp
+
+        p_indptr, p_items, p_weights, scale, exact = postings
+        signed = bool(np.any(q[terms] < 0)) or not (
+            exact or getattr(target, "manifest", {}).get("nonnegative", False)
+        )
+        slices = [(int(p_indptr[t]), int(p_indptr[t + 1])) for t in terms]
+        lengths = np.array([b - a for a, b in slices], dtype=np.int64)
+        if not lengths.sum():
+            return np.zeros(0, np.int64), np.zeros(0)
+        items = np.concatenate([np.asarray(p_items[a:b]) for a, b in slices])
+        weights = np.concatenate([np.asarray(p_weights[a:b], dtype=np.float32) for a, b in slices])
         if square:
-            top = POSTINGS_TOP * scale
-            rel, absolute = (1 + rel) ** 2 - 1, 2 * absolute * top + absolute**2
-        q_abs = float(np.abs(q[terms]).sum())
-        slack = rel * mag[touched] + absolute * q_abs
+            weights = weights * weights
+        # The query terms' postings as a sparse [items × terms] matrix: one float32 product.
+        matrix = sp.csc_matrix(
+            (weights, items, np.r_[0, np.cumsum(lengths)]), shape=(size, terms.size)
+        )
+        factor = (scale * scale if square else scale) * q[terms].astype(np.float64)
+        acc = matrix @ factor.astype(np.float32)
+        if signed:
+            mag = abs(matrix) @ np.abs(factor).astype(np.float32)
+            touched = np.flatnonzero(matrix @ np.ones(terms.size, np.float32))
+        # Rounding bounds, relative to Σ_t |q_t f(w̃_t)|: float32 products and sums over the
+        # item's terms ((T + 2)·2^-24, doubled); for float16 postings also |w̃ − w| ≤
+        # 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25 (doubled), squared for f(w) = w².
+        rel, absolute = 2 * (terms.size + 2) * 2.0**-24, 0.0
+        if not exact:
+            r16, a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * scale
+            if square:
+                top = POSTINGS_TOP * scale
+                r16, a16 = (1 + r16) ** 2 - 1, 2 * a16 * top + a16**2
+            rel = (1 + rel) * (1 + r16) - 1
+            absolute = a16 * (1 + rel)
+        if not signed:
+            candidates = _candidates_nonnegative(
+                target, acc, n, rel, absolute * float(np.abs(q[terms]).sum()), normalize, square
+            )
+            return _rescored(target, candidates, q, n, normalize, square)
     if touched.size == 0:
         return np.zeros(0, np.int64), np.zeros(0)
-    if denominators is not None:
-        approx = approx / denominators[touched]
-        slack = slack / denominators[touched]
+    approx = acc[touched].astype(np.float64)
+    slack = (
+        rel * np.abs(mag[touched]).astype(np.float64)
+        + absolute * float(np.abs(q[terms]).sum())
+        + 1e-300
+    )
+    if normalize:
+        norms = np.asarray(target.norms, dtype=np.float64)[touched]
+        denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
+        approx, slack = approx / denominators, slack / denominators
     keep = min(n, touched.size)
     low = approx - slack
     threshold = np.partition(low, touched.size - keep)[touched.size - keep]
     candidates = touched[approx + slack >= threshold]
-    exact = np.array([_exact(target, int(i), q, square) for i in candidates], dtype=np.float64)
-    if denominators is not None:
-        exact = exact / denominators[candidates]
-    order = np.lexsort((candidates, -exact))[:keep]
-    return candidates[order].astype(np.int64), exact[order]
+    return _rescored(target, candidates, q, n, normalize, square)
+
+
+def _candidates_nonnegative(
+    target: Any, acc: np.ndarray, n: int, rel: float, absolute: float, normalize: bool,
+    square: bool,
+) -> np.ndarray:  # fmt: skip
+    """Items whose score could reach the top ``n`` when no term can lower a score: the
+    approximate scores ``acc`` (0 = untouched) need only a partition and one comparison."""
+    size = acc.shape[0]
+    keep = min(n, size)
+    if normalize:
+        norms = np.asarray(target.norms, dtype=np.float64)
+        denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
+        scores = acc / denominators
+        low = scores * (1 - rel) - absolute / denominators
+        threshold = np.partition(low, size - keep)[size - keep]
+        upper = scores * (1 + rel) + absolute / denominators
+    else:
+        scores = acc
+        nth = float(np.partition(scores, size - keep)[size - keep])
+        threshold = nth * (1 - rel) - absolute
+        upper = scores  # compared against the threshold moved to the scores' side below
+        threshold = (threshold - absolute) / (1 + rel)
+    mask = upper >= threshold
+    if threshold <= 0:
+        mask &= acc > 0
+    return np.flatnonzero(mask)
+
+
+def _rescored(
+    target: Any, candidates: np.ndarray, q: np.ndarray, n: int, normalize: bool, square: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``n`` of ``candidates`` by their exact float64 scores (ties by row)."""
+    exact_scores = np.array(
+        [_exact(target, int(i), q, square) for i in candidates], dtype=np.float64
+    )
+    if normalize:
+        norms = np.asarray(target.norms, dtype=np.float64)[candidates]
+        exact_scores = exact_scores / np.where(norms > 0, norms**2 if square else norms, 1.0)
+    order = np.lexsort((candidates, -exact_scores))[: min(n, candidates.size)]
+    return candidates[order].astype(np.int64), exact_scores[order]
 
 
 def _exact(target: Any, row: int, q: np.ndarray, square: bool) -> float:
@@ -550,12 +627,28 @@ def dimension_set(
     return covering_dimensions(mass, coverage), rows
 
 
+def _cached(target: Any, name: str, make: Any) -> Any:
+    """A per-collection value computed once (labels and ids of a large index)."""
+    cache = target.__dict__.setdefault("_search_cache", {})
+    if name not in cache:
+        cache[name] = make()
+    return cache[name]
+
+
 def _labelled(target: Any) -> list[frozenset[str]] | None:
     if not getattr(target, "has_labels", False):
         return None
-    return [
-        frozenset(str(x).casefold() for x in (labels or [])) for labels in target.column("labels")
-    ]
+    return _cached(
+        target,
+        "labels",
+        lambda: [
+            frozenset(str(x).casefold() for x in (lab or [])) for lab in target.column("labels")
+        ],
+    )
+
+
+def _ids(target: Any) -> list[str]:
+    return _cached(target, "ids", lambda: [str(x) for x in target.column("id")])
 
 
 def relevant_ids(labels: list[frozenset[str]], ids: list[str], a: str, b: str | None) -> set[str]:
@@ -618,8 +711,8 @@ def rank_method(
     if overlap:
         messages.append(
             f"D2 (from the top items of {b!r}) holds {', '.join(repr(t) for t in overlap)}, "
-            f"among the query {a!r}'s own top terms: they are removed from D, so items are "
-            "ranked without them"
+            f"among the own top terms of the query {a!r}: they are removed from D, so items "
+            "are ranked without them"
         )
     mask = np.zeros(target.vocab_size, dtype=np.float32)
     mask[kept] = 1.0
@@ -735,13 +828,13 @@ def search(
         rows, scores = top_items(target, q, top)
         hits = _hits(target, target.vocab, rows, q, explain=explain)
         return SearchResult(_describe(target), query_info, "search", settings, hits)
-    ids = target.column("id") if labels is not None else None
+    ids = _ids(target) if labels is not None else None
     if labels is not None:
         known = set().union(*labels) if labels else set()
         a_label, b_label = query.casefold().strip(), (exclude or "").casefold().strip()
         if a_label in known and (not exclude or b_label in known):
             relevant = relevant_ids(labels, ids, query, exclude)
-        else:
+        elif exclude:
             missing = a_label if a_label not in known else b_label
             messages.append(f"{missing!r} is not one of the collection's labels: no metrics")
     used = method if exclude else "search"
@@ -887,7 +980,7 @@ def evaluate(
     slq = slq_template or (
         SLQ_IMAGE if getattr(target, "modality", "text") == "image" else SLQ_TEXT
     )
-    ids = [str(x) for x in target.column("id")]
+    ids = _ids(target)
     settings = {"query_mode": spec.mode, "topk": spec.topk, "query_encoder": spec.encoder.name,
                 "cutoff": 10}  # fmt: skip
     common = dict(n=10, k_items=k_items, coverage=coverage, magnitude=magnitude,
