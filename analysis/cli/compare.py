@@ -222,8 +222,6 @@ def run(args: argparse.Namespace) -> None:
     top = check_top(
         args.top if args.top is not None else (DEFAULT_HITS if indexes else DEFAULT_TOP)
     )
-    if args.out:
-        check_out_dir(args.out)
     if indexes:
         result = _run_index(args, specs, indexes, top, load_encoder)
     else:
@@ -240,6 +238,8 @@ def run(args: argparse.Namespace) -> None:
         needs = COMPARE_NEEDS["text" if args.text is not None else "image"]
         for spec in specs:
             check_encoder_spec(needs, spec)
+        if args.out:
+            check_out_dir(args.out)
         encoders = [load_encoder(spec, device=args.device) for spec in specs]
         for encoder in encoders:
             needs.check(encoder)
@@ -263,6 +263,7 @@ def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encode
     from lexlens.analysis.collections import open_index
     from lexlens.analysis.compare import check_regate, check_same_items
     from lexlens.analysis.deviation import check_options
+    from lexlens.analysis.outputs import check_out_dir
     from lexlens.analysis.search import default_query_encoder
 
     if len(indexes) > 2:
@@ -283,6 +284,8 @@ def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encode
         specs = [default_query_encoder(ix, "text") for ix in opened]
     for spec in specs:
         check_encoder_spec(COMPARE_NEEDS["index"], spec)
+    if args.out:
+        check_out_dir(args.out)
     encoders = [load_encoder(spec, device=args.device) for spec in specs]
     return compare_indexes(
         opened[0],
