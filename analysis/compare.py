@@ -81,8 +81,12 @@ COMPARE_IMAGE_NEEDS = Needs(
 COMPARE_INDEX_NEEDS = Needs(
     "comparing encoders on a stored collection", all_of=frozenset({Capability.TEXT_LEXICAL})
 )
-COMPARE_NEEDS = {"text": COMPARE_TEXT_NEEDS, "image": COMPARE_IMAGE_NEEDS}
-COMPARE_NEEDS["index"] = COMPARE_INDEX_NEEDS
+#: The Needs of each kind of input (the page's pickers list only encoders that satisfy it).
+COMPARE_NEEDS = {
+    "text": COMPARE_TEXT_NEEDS,
+    "image": COMPARE_IMAGE_NEEDS,
+    "index": COMPARE_INDEX_NEEDS,
+}
 
 #: Rows listed per table (terms, hits); counts and ρ always cover everything.
 DEFAULT_TOP = 20
