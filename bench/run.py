@@ -38,7 +38,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BENCHES = ["bench.text", "bench.images", "bench.attribution", "bench.coldstart"]
+BENCHES = [
+    "bench.text",
+    "bench.images",
+    "bench.attribution",
+    "bench.coldstart",
+    "bench.collections",
+]
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": lambda a, b: a < b,
