@@ -96,6 +96,8 @@ RANK_DEPTH = 100
 #: Terms listed per moved hit (largest change in contribution first).
 CHANGED_TERMS = 8
 SIDES = ("a", "b")
+#: Below this many shared terms, ρ comes with a note that it rests on very few points.
+FEW_SHARED = 5
 
 Progress = Callable[[float, str], None]
 
@@ -231,7 +233,12 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> dict:
     rho, p = float(rho), float(p)
     out["rho"] = rho if math.isfinite(rho) else None
     out["p_value"] = p if math.isfinite(p) else None
-    out["note"] = None if out["rho"] is not None else "ρ is not defined for these weights"
+    if out["rho"] is None:
+        out["note"] = "ρ is not defined for these weights"
+    elif n < FEW_SHARED:
+        out["note"] = f"only {n} shared terms: ρ rests on very few points"
+    else:
+        out["note"] = None
     return out
 
 
@@ -321,7 +328,8 @@ def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
     }
     rho = spearman([r["weight_a"] for r in shared], [r["weight_b"] for r in shared])
     rho["over"] = (
-        f"the gated weights (E = V ⊙ G) of the {len(shared)} terms active in both A and B, "
+        f"the gated weights (E = V ⊙ G) of the {len(shared)} term{'s' * (len(shared) != 1)} "
+        "active in both A and B, "
         "matched by token string (raw vocabulary tokens, special tokens left out)"
     )
     ma, mb = a.merged(), b.merged()

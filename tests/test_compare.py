@@ -262,6 +262,10 @@ def test_fewer_than_two_shared_terms_give_null_and_a_note(splade):
     assert rc["rho"] is None and rc["p_value"] is None and "at least two" in rc["note"]
     assert any(n.startswith("rank correlation:") for n in result.notes)
     assert "NaN" not in json_text(result)
+    # Two or more shared terms give ρ; under five, with a note that it rests on few points.
+    few = compare(splade, text="cat", gate_k=[768, 2]).terms.rank_correlation
+    assert few["n"] == 2 and abs(few["rho"]) == pytest.approx(1.0)
+    assert "very few points" in few["note"]
 
 
 def test_different_vocabularies_are_compared_on_shared_tokens(splade, vdr):
