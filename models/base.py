@@ -118,6 +118,9 @@ class Capability(StrEnum):
     #: Gradients: ``tokenizer``, ``word_embeddings``, ``tokenize``, ``forward_embeds``,
     #: ``split_torch``)
     DIFFERENTIABLE = "differentiable"
+    #: dense feature vectors (a frozen backbone's output, e.g. BLIP/ALBEF) → weights over a
+    #: vocabulary (``encode_features``, ``feature_dim``, ``tokenize_texts``): a D2S head
+    FEATURE_LEXICAL = "feature-lexical"
 
 
 #: How each capability reads in messages and on encoder cards.
@@ -127,6 +130,7 @@ CAPABILITY_TEXT = {
     Capability.DENSE: "text → dense vector",
     Capability.QUANTISED: "discrete codes (product quantiser)",
     Capability.DIFFERENTIABLE: "gradients to input words",
+    Capability.FEATURE_LEXICAL: "dense features → vocabulary weights",
 }
 
 
@@ -187,12 +191,14 @@ class EncoderCard:
 
 
 def modalities_of(capabilities: frozenset[Capability]) -> frozenset[str]:
-    """Input modalities implied by capabilities ("text", "image")."""
+    """Input modalities implied by capabilities ("text", "image", "features")."""
     out = set()
     if capabilities & {Capability.TEXT_LEXICAL, Capability.DENSE}:
         out.add("text")
     if Capability.IMAGE_LEXICAL in capabilities:
         out.add("image")
+    if Capability.FEATURE_LEXICAL in capabilities:
+        out.add("features")
     return frozenset(out)
 
 
@@ -238,6 +244,12 @@ class Encoder:
         """Encode PIL images (any mode/size; each encoder preprocesses as it needs)."""
         raise ModalityError(f"encoder {self.name!r} does not encode images")
 
+    def encode_features(
+        self, features: np.ndarray, *, keep_units: bool = True
+    ) -> list[LexicalEncoding]:
+        """Encode dense feature vectors ``[N, d]`` (one encoding per row)."""
+        raise ModalityError(f"encoder {self.name!r} does not encode dense feature vectors")
+
     def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None:
         """The text tower's input word-embedding table ``[n, d]`` and the token of each row.
 
@@ -267,6 +279,28 @@ class LexicalEncoder(Protocol):
     def encode_images(
         self, images: list[Image.Image], *, keep_units: bool = True
     ) -> list[LexicalEncoding]: ...
+
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None: ...
+
+
+@runtime_checkable
+class FeatureLexicalEncoder(Protocol):
+    """``FEATURE_LEXICAL``: dense feature vectors ``[N, feature_dim]`` → :class:`LexicalEncoding`.
+
+    The head has no text tower of its own: ``tokenize_texts`` gives a text's own tokens in
+    the output vocabulary (an encoding with zero weights, ``units`` = tokens), which is
+    what a bag-of-words query and a caption's tokens (Exact@k) need.
+    """
+
+    name: str
+    vocab: list[str]
+    feature_dim: int
+
+    def encode_features(
+        self, features: np.ndarray, *, keep_units: bool = True
+    ) -> list[LexicalEncoding]: ...
+
+    def tokenize_texts(self, texts: list[str]) -> list[LexicalEncoding]: ...
 
     def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None: ...
 

