@@ -56,6 +56,17 @@ from lexlens.models.base import Capability, Encoder, InputError, LexicalEncoding
 
 #: What this analysis needs of an encoder.
 DEVIATION_NEEDS = Needs("semantic deviation", all_of=frozenset({Capability.TEXT_LEXICAL}))
+#: A stored collection of dense features (``modality`` "features", a D2S head): its head,
+#: which also tokenises the paired captions (``tokenize_texts``).
+FEATURES_DEVIATION_NEEDS = Needs(
+    "semantic deviation of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL})
+)
+
+
+def deviation_needs_for(modality: str) -> Needs:
+    """The needs of deviation on a stored collection of this ``modality``."""
+    return FEATURES_DEVIATION_NEEDS if modality == "features" else DEVIATION_NEEDS
+
 
 #: The gate used before any metric. 768 is VDR's text default (SPEC §1): an encoder whose
 #: ``V`` is positive everywhere (VDR's elu1p) would otherwise have every dimension active
@@ -410,6 +421,7 @@ _SKIP_REASON = {
     "captions": "no vocabulary token, e.g. emoji only",
     "texts": "no vocabulary token, e.g. emoji only",
     "images": "no paired caption with a token of the vocabulary",
+    "features": "no paired caption with a token of the vocabulary",
 }
 
 
@@ -805,6 +817,10 @@ def deviation_of_index(
       in when it has no ``caption``); the captions themselves, encoded by ``encoder`` with
       the index's gate k, as a caption set; D2S's FLOPs between the caption set and the
       image set; vocabulary statistics of both.
+    - A collection of dense features (``modality`` "features", indexed through a D2S head):
+      each stored vector against the tokens of its paired captions, which the head's
+      tokenizer splits (``tokenize_texts``: the head has no text tower, so there is no
+      caption set and no caption × image FLOPs); FLOPs between different vectors.
 
     ``encoder`` is the text encoder (its tokens, its static embeddings unless ``glove``); its
     vocabulary must be the index's. ``gate_k``, when given, must equal the index's (stored
@@ -820,7 +836,8 @@ def deviation_of_index(
             f"the collection {ix.path.name} stores vectors gated at k = {stored_gate}: "
             f"they cannot be re-gated at {gate_k} (leave the gate k out, or re-index)"
         )
-    DEVIATION_NEEDS.check(encoder)
+    features = ix.modality == "features"
+    deviation_needs_for(ix.modality).check(encoder)
     if vocab_hash(encoder.vocab) != ix.manifest["vocab"]["hash"]:
         raise InputError(
             f"{encoder.name!r} does not share the vocabulary of the collection "
@@ -829,12 +846,23 @@ def deviation_of_index(
     static = static_embeddings_for(encoder, glove, glove_name=glove_name)
     scorer = _Scorer.build(encoder.vocab, static, k, denominator)
     images = ix.modality == "image"
-    items = SetAccumulator("images" if images else "texts", scorer, max_rows=max_rows)
+    kind = "images" if images else "features" if features else "texts"
+    items = SetAccumulator(kind, scorer, max_rows=max_rows)
     captions = SetAccumulator("captions", scorer, max_rows=max_rows) if images else None
     total = len(ix)
     columns = ["id", "text", "image", "captions"]
     for batch in ix.iter_batches(batch_size=batch_size, columns=columns):
-        if not images:
+        if features:  # each vector against the tokens of its paired captions (no caption set)
+            paired = [_paired_captions(m) for m in batch.meta]
+            flat = [c for p in paired for c in p]
+            tokens = [caption_terms(e.units) for e in encoder.tokenize_texts(flat)] if flat else []
+            union, at = [], 0
+            for p in paired:
+                union.append(caption_terms(t for toks in tokens[at : at + len(p)] for t in toks))
+                at += len(p)
+            names = [p[0] if p else m["id"] for p, m in zip(paired, batch.meta, strict=True)]
+            items.add(batch.ids, names, batch.vectors, union)
+        elif not images:
             texts = [m.get("text") or "" for m in batch.meta]
             items.add(batch.ids, texts, batch.vectors, index_tokens(encoder, texts))
         else:
@@ -875,6 +903,11 @@ def deviation_of_index(
         flops_between(cap_set.counts, cap_set.n, item_set.counts, item_set.n) if cap_set else None
     )
     notes = set_notes(item_set, k) + (set_notes(cap_set, k) if cap_set else [])
+    if features and item_set.n_measured == 0:
+        notes.append(
+            "no vector of this collection has a caption: Exact@k and Semantic@k need "
+            "captions (index the features with --captions)"
+        )
     if images and cap_set is None:
         notes.append(
             "no image of this collection has a caption: Exact@k, Semantic@k and the "
@@ -898,6 +931,14 @@ def deviation_of_index(
         flops_captions_images=between,
         notes=notes,
     )
+
+
+def _paired_captions(meta: dict) -> list[str]:
+    """An item's non-empty captions (its ``text`` when it has none)."""
+    paired = [c.strip() for c in (meta.get("captions") or []) if c and c.strip()]
+    if not paired and (meta.get("text") or "").strip():
+        paired = [meta["text"].strip()]
+    return paired
 
 
 def result_files(result: DeviationResult) -> dict[str, bytes]:

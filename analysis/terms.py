@@ -263,10 +263,15 @@ def term_rows(
 
 #: The Text page and ``terms --text`` need a lexical text encoder.
 TEXT_NEEDS = Needs("terms of a text", all_of=frozenset({Capability.TEXT_LEXICAL}))
-#: Terms need an encoder that puts texts or images into a vocabulary.
+#: Terms need an encoder that puts texts, images or dense features into a vocabulary.
 TERMS_NEEDS = Needs(
-    "term weights", any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL})
+    "term weights",
+    any_of=frozenset(
+        {Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL, Capability.FEATURE_LEXICAL}
+    ),
 )
+#: ``terms --features``: a head over dense feature vectors (D2S).
+FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL}))
 
 
 @dataclass(frozen=True)
@@ -315,6 +320,41 @@ def encode_image(encoder: Encoder, image: Any, *, name: str | None = None) -> Le
     Needs("terms of an image", all_of=frozenset({Capability.IMAGE_LEXICAL})).check(encoder)
     picture = image if isinstance(image, Image.Image) else load_image(image, name=name or "")
     return encoder.encode_images([picture])[0]
+
+
+def encode_feature_item(
+    encoder: Encoder,
+    features: Any,
+    item: str | int | None = None,
+    *,
+    name: str | None = None,
+    ids: Any = None,
+) -> tuple[LexicalEncoding, dict]:
+    """One row of a dense features file (or a read :class:`FeatureTable`) through a
+    feature head; ``item`` is its id (optional when the file holds one vector).
+
+    Returns the encoding and the input description ``{"features": file, "item": id}``.
+    The file, the item and the dimension are checked before the head runs.
+    """
+    from lexlens.models.features import FeatureTable, read_features
+
+    FEATURES_NEEDS.check(encoder)
+    table = (
+        features
+        if isinstance(features, FeatureTable)
+        else read_features(features, name=name, ids=ids)
+    )
+    if item is None or (isinstance(item, str) and not item.strip()):
+        if len(table) != 1:
+            shown = ", ".join(table.ids[:3])
+            raise InputError(
+                f"{table.name} holds {len(table)} vectors: pick one by its id (e.g. {shown})"
+            )
+        row = 0
+    else:
+        row = table.position(item)
+    encoding = encoder.encode_features(table.vectors[row : row + 1])[0]
+    return encoding, {"features": Path(table.name).name, "item": table.ids[row]}
 
 
 def terms_of_encoding(
@@ -367,12 +407,24 @@ def terms(
     cells: list[str] | None = None,
     side: str = "query",
     top: int = 20,
+    features: Any = None,
+    item: str | int | None = None,
+    ids: Any = None,
 ) -> TermsResult:
-    """Top terms of a text, an image, or an image region (``box`` in fractions 0..1)."""
-    if (text is None) == (image is None):
-        raise InputError("give either a text or an image")
+    """Top terms of a text, an image, an image region (``box`` in fractions 0..1), or one
+    item of a dense features file (``features`` with its ``item`` id; a D2S head)."""
+    given = sum(x is not None for x in (text, image, features))
+    if given != 1:
+        raise InputError("give one of a text, an image or dense features")
     if not isinstance(top, int) or top <= 0:
         raise InputError("the number of top terms must be a positive integer")
+    if features is not None:
+        if box is not None or cells is not None:
+            raise InputError("a box or cells apply to images only")
+        encoding, info = encode_feature_item(encoder, features, item, name=name, ids=ids)
+        return terms_of_encoding(encoder, encoding, top=top, input_info=info)
+    if item is not None:
+        raise InputError("an item id applies to dense features only")
     if text is not None:
         if box is not None or cells is not None:
             raise InputError("a box or cells apply to images only")

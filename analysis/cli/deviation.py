@@ -18,6 +18,7 @@ from lexlens.analysis.deviation import (
     check_glove,
     check_options,
     deviation,
+    deviation_needs_for,
     deviation_of_index,
     read_captions,
     result_files,
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> None:
                     f"{args.index} holds images: pass --encoder TEXT_ENCODER for their "
                     "captions (e.g. splade-tiny)"
                 )
-            name = index.encoder_name
+            name = index.manifest["encoder"].get("spec") or index.encoder_name
     else:
         table = read_captions(args.captions)
         if not args.encoder:
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> None:
     if args.out:
         check_out_dir(args.out)
     encoder = load_encoder(name, device=args.device)
-    DEVIATION_NEEDS.check(encoder)
+    (deviation_needs_for(index.modality) if args.index else DEVIATION_NEEDS).check(encoder)
     common = {
         "k": args.k,
         "denominator": args.denominator,
