@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
+from lexlens.models.hub import cached_models
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,7 @@ def encoder_picker(
     The choice and the typed directory are kept across page switches (``kept``).
     """
     names = [c.name for c in available_encoders() if needs.is_compatible(c.capabilities)]
+    names += [c.name for c in cached_models() if needs.is_compatible(c.capabilities)]
     options = names + [CUSTOM]
     kept(key, default if default in options else options[0])
     if st.session_state.get(key) not in options:  # a kept name this page no longer lists
