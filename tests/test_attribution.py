@@ -48,8 +48,8 @@ def test_minilm_matches_captum_and_an_independent_completeness_check(dense):
 def test_minilm_adaptive_meets_its_tolerance(dense):
     from lexlens.analysis.attribution import attribute_texts
 
-    (a,) = attribute_texts(dense, ["rockets launch"], subvectors=[5])
-    (full,) = attribute_texts(dense, ["rockets launch"], steps=4)
+    (a,) = attribute_texts(dense, ["rockets"], subvectors=[5])
+    (full,) = attribute_texts(dense, ["rockets"], steps=2)
     gap = np.abs(a.gap())
     floor = np.abs(full.gap()).mean()  # the floor is the mean gap over all M sub-vectors
     assert a.converged and a.method == "clenshaw-curtis" and a.steps in (9, 17, 33, 65, 129, 257)

@@ -93,7 +93,7 @@ def test_errors_are_one_line_and_come_before_any_work(cli, tmp_path):
 def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     from lexlens.analysis.mot import mot_evaluate
 
-    texts = ["a cat sleeps on a mat .", "rockets launch from the coast", "the chef cooks rice"]
+    texts = ["a cat sleeps on a mat .", "rockets launch"]
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(texts) + "\n")
     res = cli("mot-eval", "--encoder", small_dir, "--corpus", corpus, "--own-codebook",
@@ -103,7 +103,7 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     assert res.stdout == json_text(expected) + "\n"
     out = res.json()
     assert set(out["table"]["4"]) >= {"Tail", "Rand", "Head", "IDF", "TF", "TF-IDF", "MoT"}
-    assert out["settings"]["steps"] == 2 and len(out["per_m"]["4"]["delta"]) == 3
+    assert out["settings"]["steps"] == 2 and len(out["per_m"]["4"]["delta"]) == 2
     names = {p.name for p in (tmp_path / "out").iterdir()}
     assert names == {
         "mot.json", "mot.csv", "mot_tests.csv", "mot_convergence.csv", "mot_docs_M4.csv",

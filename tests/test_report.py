@@ -312,7 +312,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     assert at.session_state["attr_result"] is first
 
     # Three texts with MoT: the selector names the text the heatmap shows (the first).
-    texts = ["the red car", "a small dog barks", "=HYPERLINK(x) rockets"]
+    texts = ["red car", "dogs bark", "=HYPERLINK(x) rockets"]
     corpus = ("text\n" + "\n".join(texts) + "\n").encode()
     at.radio(key="attr_source").set_value("Corpus file")
     at.file_uploader(key="attr_upload").set_value(("c.csv", corpus, "text/csv"))
@@ -321,8 +321,8 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     report = at.session_state["attr_result"]["report"]
     assert [x.text for x in report.attribution.texts] == texts
     pick = next(s for s in at.selectbox if s.label == "Text")
-    assert pick.value == 0 and pick.format_func(pick.value).startswith("1: the red car")
-    assert at.text[0].value == "Text 1: the red car"
+    assert pick.value == 0 and pick.format_func(pick.value).startswith("1: red car")
+    assert at.text[0].value == "Text 1: red car"
     pick.set_value(2).run()
     assert at.text[0].value == f"Text 3: {texts[2]}"
     np.testing.assert_allclose(
