@@ -532,14 +532,21 @@ class QuerySpec:
     encoder: Encoder
     mode: str = "parametric"
     topk: int = 768
+    #: query vectors already made (A and B are used by every method of an evaluation)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def text(self, text: str) -> np.ndarray:
         if not isinstance(text, str) or not text.strip():
             raise InputError("the query is empty: type some words")
-        enc = self.encoder.encode_texts([text], side="query")[0]
-        if self.mode == "bow":
-            return bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
-        return gate(enc, self.encoder.vocab, self.topk)
+        if text not in self._memo:
+            enc = self.encoder.encode_texts([text], side="query")[0]
+            if self.mode == "bow":
+                vector = bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
+            else:
+                vector = gate(enc, self.encoder.vocab, self.topk)
+            vector.setflags(write=False)
+            self._memo[text] = vector
+        return self._memo[text]
 
     def image(self, image: Any) -> np.ndarray:
         enc = self.encoder.encode_images([image])[0]
