@@ -38,32 +38,24 @@ def _same_index(a: Path, b: Path) -> None:
     assert x.manifest["encoder"] == y.manifest["encoder"]
 
 
-def test_ray_build_equals_in_process_build(splade, local_ray, tmp_path):
+def test_ray_build_equals_in_process_build(local_ray, tmp_path):
+    """Images exercise the whole path: actors read the files, encode, gate, and report the
+    unreadable one, which the driver lists as skipped."""
     from PIL import Image
 
     from lexlens.models import load_encoder
 
-    texts = tmp_path / "texts.csv"
-    texts.write_text(
-        "id,text,labels\n" + "".join(f"t{i},{t},x\n" for i, t in enumerate(
-            ["a dog on the beach", "a cat in the snow", "two horses in a field",
-             "a bowl of soup", "a red bus on a bridge", "an old map of the city"]))
-    )  # fmt: skip
-    build_index(splade, texts, tmp_path / "here")
-    result = build_index(splade, texts, tmp_path / "ray", ray="auto", batch_size=2)
-    assert result.encoded == 6
-    _same_index(tmp_path / "here", tmp_path / "ray")
-
     skimage = pytest.importorskip("skimage")
     folder = tmp_path / "photos"
     folder.mkdir()
-    for name in ("chelsea.png", "coffee.png"):
+    for name in ("chelsea.png", "coffee.png", "rocket.jpg"):
         image = Image.open(Path(skimage.__file__).parent / "data" / name).convert("RGB")
         image.thumbnail((96, 96))
-        image.save(folder / name)
+        image.save(folder / Path(name).with_suffix(".png").name)
     (folder / "broken.png").write_bytes(b"not an image")
     effnet = load_encoder("efficientnet-lite0-lexical", device="cpu")
-    build_index(effnet, folder, tmp_path / "img-here")
-    on_ray = build_index(effnet, folder, tmp_path / "img-ray", ray="auto")
-    assert on_ray.items == 2 and [Path(s.file).name for s in on_ray.skipped] == ["broken.png"]
-    _same_index(tmp_path / "img-here", tmp_path / "img-ray")
+    build_index(effnet, folder, tmp_path / "here")
+    on_ray = build_index(effnet, folder, tmp_path / "ray", ray="auto", batch_size=2)
+    assert (on_ray.items, on_ray.encoded) == (3, 3)
+    assert [Path(s.file).name for s in on_ray.skipped] == ["broken.png"]
+    _same_index(tmp_path / "here", tmp_path / "ray")
