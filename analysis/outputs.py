@@ -74,7 +74,9 @@ def safe_cell(value: Any) -> Any:
 def csv_bytes(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
     """UTF-8 CSV of ``rows`` under ``header``, every text cell passed through :func:`safe_cell`."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # RFC 4180 line ends: csv then quotes any cell holding "\r" or "\n", so a cell with a
+    # bare carriage return cannot split its row.
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([safe_cell(h) for h in header])
     for row in rows:
         writer.writerow([safe_cell(v) for v in row])

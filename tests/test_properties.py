@@ -331,9 +331,8 @@ def test_safe_cell_examples(formula: str) -> None:
     assert safe_cell(3.5) == 3.5 and safe_cell(float("nan")) == ""
 
 
-#: Text cells for the CSV property. A bare carriage return is left out: it breaks the row
-#: (see test_csv_cell_with_a_carriage_return_stays_one_cell); put it back once that passes.
-csv_text = st.text(max_size=12).filter(lambda t: "\r" not in t)
+#: Text cells for the CSV property (carriage returns and newlines included).
+csv_text = st.text(max_size=12)
 
 
 @FAST
@@ -373,12 +372,6 @@ def test_csv_cells_never_start_a_formula(rows) -> None:
                     assert float(cell) == pytest.approx(float(original))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analysis/outputs.csv_bytes writes with lineterminator='\\n', so csv does not "
-    "quote a cell holding a bare '\\r' and the row splits when read back (found by the "
-    "property below); when fixed, remove this mark and the '\\r' filter of csv_text",
-)
 def test_csv_cell_with_a_carriage_return_stays_one_cell() -> None:
     data = csv_bytes(["a", "b"], [["x\ry", "z"], ["\r", ""]])
     table = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
