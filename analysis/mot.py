@@ -133,6 +133,7 @@ class MotResult:
             "rankings": list(self.table.index),
             "table": {str(m): {r: float(v) for r, v in self.table[m].items()} for m in ms},
             "significance": self.significance.to_dict(orient="records"),
+            "pairwise": pairwise(self.per_doc).to_dict(orient="records"),
             "convergence": self.convergence().to_dict(orient="records"),
             "per_m": {
                 str(m): {
@@ -301,6 +302,43 @@ def significance(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
             p = frame[f"{test}_p"].to_numpy()
             frame[f"{test}_q"] = false_discovery_control(p, method="bh") if len(p) > 1 else p
     return frame
+
+
+def pairwise(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """Every pair of rankings, per M: which is lower, how often, and whether significantly.
+
+    One row per (M, a, b) with ``a`` the ranking of lower mean error: mean errors, the share
+    of documents where ``a`` is lower, the two-sided Wilcoxon p and its Benjamini–Hochberg q
+    over all pairs of the table. This is what supports (or not) an ordering between two
+    baselines, which the MoT-against-each-baseline tests do not cover.
+    """
+    from itertools import combinations
+
+    from scipy.stats import false_discovery_control, wilcoxon
+
+    rows = []
+    for m, frame in per_doc.items():
+        for x, y in combinations(RANKINGS, 2):
+            a, b = (x, y) if frame[x].mean() <= frame[y].mean() else (y, x)
+            diff = frame[a].to_numpy() - frame[b].to_numpy()
+            p = 1.0 if len(diff) < 2 or np.allclose(diff, 0) else float(wilcoxon(diff).pvalue)
+            rows.append(
+                {
+                    "m": int(m),
+                    "lower": a,
+                    "higher": b,
+                    "mean_lower": float(frame[a].mean()),
+                    "mean_higher": float(frame[b].mean()),
+                    "lower_share": float((diff < 0).mean()),
+                    "wilcoxon_p": p,
+                }
+            )
+    out = pd.DataFrame(rows)
+    if len(out) > 1:
+        out["wilcoxon_q"] = false_discovery_control(out["wilcoxon_p"].to_numpy(), method="bh")
+    elif len(out):
+        out["wilcoxon_q"] = out["wilcoxon_p"]
+    return out
 
 
 def check_seed(seed: int) -> int:

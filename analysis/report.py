@@ -258,6 +258,7 @@ def attribution_csv_rows(attributions: Sequence[SubvectorAttribution]) -> list[l
 
 def mot_files(mot: Any) -> dict[str, bytes]:
     """The masking evaluation's CSV files (table, tests, convergence, per-document values)."""
+    from lexlens.analysis.mot import pairwise
     from lexlens.analysis.outputs import frame_csv_bytes
 
     table = mot.table.copy()
@@ -265,6 +266,7 @@ def mot_files(mot: Any) -> dict[str, bytes]:
     files = {
         "mot.csv": frame_csv_bytes(table, index=True),
         "mot_tests.csv": frame_csv_bytes(mot.significance),
+        "mot_pairs.csv": frame_csv_bytes(pairwise(mot.per_doc)),
         "mot_convergence.csv": frame_csv_bytes(mot.convergence()),
     }
     for m, frame in mot.per_doc.items():

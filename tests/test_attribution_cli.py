@@ -106,7 +106,7 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     assert out["settings"]["steps"] == 2 and len(out["per_m"]["4"]["delta"]) == 2
     names = {p.name for p in (tmp_path / "out").iterdir()}
     assert names == {
-        "mot.json", "mot.csv", "mot_tests.csv", "mot_convergence.csv", "mot_docs_M4.csv",
+        "mot.json", "mot.csv", "mot_tests.csv", "mot_pairs.csv", "mot_convergence.csv", "mot_docs_M4.csv",
         "mot_deltas_M4.csv", "report.html",
     }  # fmt: skip
     assert json.loads((tmp_path / "out" / "mot.json").read_text()) == out

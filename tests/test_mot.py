@@ -62,6 +62,24 @@ def test_table_statistics_and_outputs(result):
     assert len(payload["per_m"]["4"]["delta"]) == 6
 
 
+def test_pairwise_orderings_between_all_rankings(result):
+    from scipy.stats import false_discovery_control, wilcoxon
+
+    from lexlens.analysis.mot import pairwise
+
+    pairs = pairwise(result.per_doc)
+    assert len(pairs) == 2 * 36  # 9 rankings: 36 pairs per M
+    assert (pairs["mean_lower"] <= pairs["mean_higher"]).all()
+    pair = ["Head", "Tail"]
+    row = pairs[(pairs.m == 4) & pairs.lower.isin(pair) & pairs.higher.isin(pair)].iloc[0]
+    frame = result.per_doc[4]
+    diff = frame[row.lower] - frame[row.higher]
+    assert row.wilcoxon_p == pytest.approx(wilcoxon(diff).pvalue)
+    assert row.lower_share == pytest.approx((diff < 0).mean())
+    np.testing.assert_allclose(pairs["wilcoxon_q"], false_discovery_control(pairs["wilcoxon_p"]))
+    assert len(result.to_dict()["pairwise"]) == 72
+
+
 def test_punctuation_is_never_kept_and_stop_words_are_candidates():
     from lexlens.analysis.mot import candidates, idf_table, keep_count, ranking_sets
 
