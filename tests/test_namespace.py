@@ -1,0 +1,34 @@
+"""The installed distribution exposes only ``lexlens`` (issue 7: one import namespace)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _python(code: str, cwd) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter outside the checkout (no repo root on sys.path)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_only_lexlens_is_importable_outside_the_checkout(tmp_path):
+    ok = _python(
+        "import lexlens, lexlens.models, lexlens.analysis, lexlens.app;"
+        "print(lexlens.load_encoder.__module__)",
+        tmp_path,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "lexlens.models.registry"
+    for generic in ("models", "analysis", "app"):
+        proc = _python(f"import {generic}", tmp_path)
+        assert proc.returncode == 1
+        assert f"No module named '{generic}'" in proc.stderr
+
+
+def test_import_lexlens_is_light(tmp_path):
+    """``import lexlens`` loads no torch: the notebook API imports on first use."""
+    proc = _python("import sys, lexlens; print('torch' in sys.modules)", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
