@@ -1,10 +1,15 @@
 """Lexlens: an interpretability workbench for retrieval encoders.
 
-The notebook API (every function returns a typed result with ``to_dict()``)::
+The notebook API (every analysis returns a typed result with ``to_dict()``, the same
+document ``lexlens COMMAND --json`` prints)::
 
     import lexlens
     enc = lexlens.load_encoder("splade-tiny")
     lexlens.terms(enc, text="a cat sleeping on a book").top(5)
+    img = lexlens.load_encoder("efficientnet-lite0-lexical")
+    lexlens.terms(img, image="photo.jpg", box=(0, 0, 0.5, 1)).top(5)
+    lexlens.contrib(enc, query="cat on a book", doc="a kitten asleep on a novel").score
+    lexlens.attribute(lexlens.load_encoder("minilm-pq"), "espresso is a strong coffee")
 
 Heavy libraries (torch, transformers) load on first use, not on ``import lexlens``.
 """
@@ -18,12 +23,27 @@ __version__ = "0.1.0"
 
 #: Public name → the module that defines it (imported on first access).
 _EXPORTS = {
+    # encoders
     "load_encoder": "lexlens.models.registry",
     "available_encoders": "lexlens.models.registry",
+    "load_image": "lexlens.models.images",
+    "Capability": "lexlens.models.base",
     "LexlensError": "lexlens.models.base",
     "InputError": "lexlens.models.base",
-    "Capability": "lexlens.models.base",
-    "load_image": "lexlens.models.images",
+    # one use case per analysis: plain inputs in, one typed result (``to_dict()``) out
+    "terms": "lexlens.analysis.terms",
+    "contrib": "lexlens.analysis.contrib",
+    "build_index": "lexlens.analysis.collections",
+    "open_index": "lexlens.analysis.collections",
+    "search_index": "lexlens.analysis.search",
+    "search_file": "lexlens.analysis.search",
+    "evaluate_index": "lexlens.analysis.search",
+    "deviation": "lexlens.analysis.deviation",
+    "deviation_of_index": "lexlens.analysis.deviation",
+    "attribute": "lexlens.analysis.attribution",
+    "mot_evaluate": "lexlens.analysis.mot",
+    "compare": "lexlens.analysis.compare",
+    "compare_indexes": "lexlens.analysis.compare",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -32,3 +32,15 @@ def test_import_lexlens_is_light(tmp_path):
     proc = _python("import sys, lexlens; print('torch' in sys.modules)", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_every_public_name_resolves_and_terms_match_the_cli(cli):
+    import lexlens
+
+    for name in lexlens.__all__:
+        assert callable(getattr(lexlens, name)) or isinstance(getattr(lexlens, name), type)
+    enc = lexlens.load_encoder("splade-tiny")
+    result = lexlens.terms(enc, text="a cat sleeping on a book", top=5)
+    run = cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book",
+              "--top", "5", "--json")  # fmt: skip
+    assert run.json() == result.to_dict()
