@@ -197,6 +197,13 @@ def _grey_to_uint8(image: Image.Image, notes: list[str]) -> np.ndarray:
     array = np.asarray(image, dtype=np.float64)
     if array.ndim != 2:
         array = array.reshape(image.size[1], image.size[0])
+    finite = np.isfinite(array)
+    if array.size and not finite.any():
+        raise InputError("the image holds no pixel values (every pixel is NaN or infinite)")
+    if not finite.all():
+        share = 1.0 - float(finite.mean())
+        notes.append(f"{share:.1%} of the pixels are NaN or infinite: drawn black")
+        array = np.where(finite, array, np.nan)
     if image.mode.startswith("I;16"):
         scaled = array / 257.0
         notes.append("16-bit greyscale rescaled to 8 bits")

@@ -54,14 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_libraries() -> None:
-    """Library warnings would put lines before the one-line error; notes travel in results."""
+@contextlib.contextmanager
+def _quiet_libraries():
+    """Library warnings would put lines before the one-line error; notes travel in results.
+
+    Scoped to one command: warning filters and logger levels are restored afterwards, so an
+    in-process caller (a notebook, the tests) keeps its own settings.
+    """
     if os.environ.get("LEXLENS_DEBUG"):
+        yield
         return
-    warnings.simplefilter("ignore")
-    logging.getLogger().setLevel(logging.ERROR)
-    for name in ("transformers", "sentence_transformers", "faiss", "urllib3", "filelock"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    names = ["", "transformers", "sentence_transformers", "faiss", "urllib3", "filelock"]
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
 
 
 def _fail(command: str, message: object) -> int:
@@ -72,7 +86,11 @@ def _fail(command: str, message: object) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lexlens`` console script (also callable in-process by tests)."""
-    _quiet_libraries()
+    with _quiet_libraries():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -94,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(command, f"{exc.strerror or type(exc).__name__}{where}")
     except KeyboardInterrupt:
-        return _fail(command, "interrupted") and 130
+        _fail(command, "interrupted")
+        return 130
     return 0
 
 
