@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.features_index import FEATURE_SOURCES, is_features_source
 from lexlens.analysis.inputs import LABEL_SEPARATOR, parse_labels
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -219,13 +220,16 @@ def open_source(path: str | Path, *, label: str | None = None) -> Source:
     if p.is_dir():
         return Source(p, "folder", p, shown, has_images=True)
     suffix = p.suffix.lower()
-    if suffix not in (".txt", ".csv", ".jsonl"):
+    if suffix not in (".txt", ".csv", ".jsonl", *FEATURE_SOURCES):
         raise InputError(
-            f"--source {shown}: expected a folder of images or a .txt, .csv or .jsonl file, "
-            f"not {suffix or 'a file without extension'}"
+            f"--source {shown}: expected a folder of images, a .txt, .csv or .jsonl file, or "
+            "dense features (.npy, .safetensors, .parquet), not "
+            f"{suffix or 'a file without extension'}"
         )
     if not os.access(p, os.R_OK):
         raise InputError(f"--source {shown}: permission denied (cannot read the file)")
+    if suffix in FEATURE_SOURCES:  # read by lexlens.analysis.features_index
+        return Source(p, "features", p.parent, shown)
     source = Source(p, suffix[1:], p.parent, shown)
     if source.kind == "txt":
         source.has_texts = True
@@ -1150,17 +1154,30 @@ def build_index(
     postings: bool | None = None,
     source_label: str | None = None,
     encoder_spec: str | None = None,
+    captions: str | Path | None = None,
+    ids: str | Path | None = None,
 ) -> IndexResult:
     """Encode a source into an index folder at ``out`` (see the module docstring).
 
     ``ray``: ``None`` encodes in this process; ``"local"`` starts a local Ray, ``"auto"`` or
     ``"ray://HOST:PORT"`` uses a cluster (Ray Data ``map_batches``, one encoder per actor).
     ``postings``: store the inverted index (default: from :data:`POSTINGS_MIN_NNZ` non-zeros).
+    A dense features file (.npy, .safetensors, .parquet) goes through a feature head (D2S)
+    with its ``ids`` and ``captions`` files: :mod:`lexlens.analysis.features_index`.
     """
     started = time.perf_counter()
     _check_k(topk)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InputError("--batch-size must be a positive integer")
+    _check_features_options(source, ray, captions, ids)
+    if is_features_source(source):
+        from lexlens.analysis.features_index import build_features_index
+
+        return build_features_index(
+            encoder, source, out, topk=topk, batch_size=batch_size, captions=captions, ids=ids,
+            progress=progress, postings=postings, encoder_spec=encoder_spec,
+            source_label=source_label,
+        )  # fmt: skip
     INDEX_NEEDS.check(encoder)
     src = open_source(source, label=source_label)
     out = Path(out).expanduser()
@@ -1589,6 +1606,21 @@ def _encode_images(encoder: Encoder, images: list, wheres: list[str]) -> list:
         return out
 
 
+def _check_features_options(source: str | Path, ray: str | None, captions: Any, ids: Any) -> None:
+    """``--captions`` / ``--ids`` belong to a dense features source, ``--ray`` does not."""
+    if is_features_source(source):
+        if ray is not None:
+            raise InputError(
+                "--ray encodes images and texts: dense features are encoded in this process "
+                "(a D2S head is one matrix product per batch)"
+            )
+    elif captions is not None or ids is not None:
+        raise InputError(
+            "--captions and --ids apply to a dense features source (.npy, .safetensors, "
+            ".parquet); a text or image source names its captions in its own columns"
+        )
+
+
 def index_collection(
     encoder: str | Encoder,
     source: str | Path,
@@ -1600,14 +1632,29 @@ def index_collection(
     progress: Progress | None = None,
     ray: str | None = None,
     postings: bool | None = None,
+    captions: str | Path | None = None,
+    ids: str | Path | None = None,
 ) -> IndexResult:
     """``lexlens index``: the source, ``--out`` and options are checked before the encoder
-    loads, then :func:`build_index` runs."""
+    loads, then :func:`build_index` runs (a dense features source: every file is read and
+    checked first, then :func:`lexlens.analysis.features_index.build_features_index`)."""
     _check_k(topk)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InputError("--batch-size must be a positive integer")
     open_source(source)
+    _check_features_options(source, ray, captions, ids)
     _check_out(Path(out).expanduser())
+    if is_features_source(source):
+        from lexlens.analysis.features_index import build_features_index, read_source
+        from lexlens.models import load_encoder
+
+        table = read_source(source, captions=captions, ids=ids)
+        model = encoder if isinstance(encoder, Encoder) else load_encoder(encoder, device=device)
+        spec = encoder.name if isinstance(encoder, Encoder) else encoder
+        return build_features_index(
+            model, source, out, topk=topk, batch_size=batch_size, captions=captions, ids=ids,
+            progress=progress, postings=postings, encoder_spec=spec, table=table,
+        )  # fmt: skip
     if ray is not None:
         from lexlens.analysis.ray_encode import check_ray
 

@@ -82,6 +82,13 @@ METRICS = ("MRR@1", "MRR@10", "NDCG@10", "AP@10")
 DEFAULT_K_ITEMS = 10
 DEFAULT_COVERAGE = 0.5
 SLQ_IMAGE = "images of {a} without {b}"
+#: A text query: a lexical text encoder; in the bag-of-words mode a head over dense
+#: features (D2S) serves too: it has no text tower but tokenises into its vocabulary.
+TEXT_QUERY_NEEDS = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
+BOW_QUERY_NEEDS = Needs(
+    "a bag-of-words text query",
+    any_of=frozenset({Capability.TEXT_LEXICAL, Capability.FEATURE_LEXICAL}),
+)
 SLQ_TEXT = "{a} without {b}"
 
 
@@ -539,7 +546,10 @@ class QuerySpec:
         if not isinstance(text, str) or not text.strip():
             raise InputError("the query is empty: type some words")
         if text not in self._memo:
-            enc = self.encoder.encode_texts([text], side="query")[0]
+            if self.mode == "bow" and not self.encoder.can(Capability.TEXT_LEXICAL):
+                enc = self.encoder.tokenize_texts([text])[0]  # a feature head: own tokens
+            else:
+                enc = self.encoder.encode_texts([text], side="query")[0]
             if self.mode == "bow":
                 vector = bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
             else:
@@ -804,13 +814,15 @@ def search(
         )
         need = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
     else:
-        need = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
+        need = BOW_QUERY_NEEDS if spec.mode == "bow" else TEXT_QUERY_NEEDS
     try:
         need.check(spec.encoder)
     except ModalityError as exc:
         kind = "image" if image is not None else "text"
         partner = partner_for(spec.encoder.name, kind)
         hint = f": use {partner!r} (same vocabulary)" if partner else ""
+        if kind == "text" and spec.encoder.can(Capability.FEATURE_LEXICAL):
+            hint = ": a head over dense features has no text tower; use --query-mode bow"
         raise ModalityError(f"{exc}{hint}") from None
     check_vocabulary(target, spec.encoder)
     settings = {
@@ -983,7 +995,7 @@ def evaluate(
     k_items, coverage = _check_settings("sr", "b", k_items, coverage, 10, magnitude, 0)
     check_topk(spec.topk)
     check_vocabulary(target, spec.encoder)
-    Needs("text queries", all_of=frozenset({Capability.TEXT_LEXICAL})).check(spec.encoder)
+    (BOW_QUERY_NEEDS if spec.mode == "bow" else TEXT_QUERY_NEEDS).check(spec.encoder)
     slq = slq_template or (
         SLQ_IMAGE if getattr(target, "modality", "text") == "image" else SLQ_TEXT
     )
@@ -1089,6 +1101,8 @@ def default_query_encoder(target: Any, modality: str) -> str:
         spec = enc.get("spec") or enc["name"]
         if wanted in caps:
             return spec
+        if modality == "text" and str(Capability.FEATURE_LEXICAL) in caps:
+            return spec  # a D2S head: bag-of-words text queries (--query-mode bow)
         partner = partner_for(enc["name"], modality)
         if partner:
             return partner

@@ -208,26 +208,70 @@ def _captions_for(head, features) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def feature_index(tmp_path_factory, head, features):
-    """A stored collection of the dense features (kind "features") with paired captions."""
-    from lexlens.analysis.collections import gated_sparse, write_index
+def feature_index(tmp_path_factory, head_dir, head, features, feature_files):
+    """``lexlens index`` of the dense features (kind "features") with paired captions."""
+    from lexlens.analysis.cli import main
 
     captions = _captions_for(head, features)
-    out = tmp_path_factory.mktemp("ix") / "feature-index"
-    rows = []
-    for item, vec, cap in zip(IDS, head.encode_features(features), captions, strict=True):
-        cols, vals = gated_sparse(vec, head.vocab, 768)
-        rows.append(
-            ({"id": item, "kind": "features", "captions": [cap] if cap else []}, cols, vals)
-        )
-    write_index(out, head.vocab, rows, encoder={"name": head.name}, gate_k=768, modality="features")
-    return out, captions
+    root = tmp_path_factory.mktemp("ix")
+    lines = ["id,caption"] + [f"{i},{c}" for i, c in zip(IDS, captions, strict=True) if c]
+    (root / "captions.csv").write_text("\n".join(lines) + "\n")
+    out = root / "feature-index"
+    args = ["index", "--encoder", head_dir, "--source", feature_files["npy"], "--out", out,
+            "--captions", root / "captions.csv", "--json"]  # fmt: skip
+    assert main([str(a) for a in args]) == 0
+    return out, captions, root / "captions.csv"
+
+
+def test_stored_features_index(head, feature_index, features, feature_files, tmp_path):
+    from lexlens.analysis.collections import open_index
+    from lexlens.analysis.features_index import build_features_index
+
+    index, captions, captions_file = feature_index
+    ix = open_index(index)
+    assert ix.modality == "features" and len(ix) == 5 and ix.vocab == head.vocab
+    assert ix.manifest["source"]["kind"] == "features" and ix.manifest["gate_k"] == 768
+    assert ix.manifest["encoder"]["capabilities"] == ["feature-lexical"]
+    meta = ix.meta(range(5))
+    assert [m["id"] for m in meta] == IDS and {m["kind"] for m in meta} == {"features"}
+    assert [m["captions"] for m in meta] == [[c] if c else [] for c in captions]
+    want = reference(head_state(), features)
+    for i in range(5):  # fewer than 768 positive terms: the gate keeps them all
+        assert np.abs(ix.vector(i) - want[i]).max() < 1e-5
+    assert [m["text"] for m in meta] == captions  # the first caption (none for "x")
+    again = build_features_index(
+        head, feature_files["npy"], index, captions=captions_file, encoder_spec="d2s-tiny"
+    )
+    assert again.up_to_date and again.encoded == 0
+    np.save(tmp_path / "f8.npy", np.ones((2, 8), np.float32))
+    with pytest.raises(InputError, match="holds 8-d vectors but the head 'd2s-tiny' expects 16-d"):
+        build_features_index(head, tmp_path / "f8.npy", tmp_path / "ix8")
+    assert not (tmp_path / "ix8").exists()
+
+
+def test_bag_of_words_search_on_stored_features(cli, feature_index, head, tokenizer, features):
+    index, captions, _ = feature_index
+    query = captions[1].split()[-3]  # one of item img-9's top terms
+    run = cli("search", "--index", index, "--query", query, "--query-mode", "bow", "--json")
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert out["settings"]["query_encoder"] == "d2s-tiny"  # the index's own head, no backbone
+    # By hand: a binary bag of the query's tokens · each stored vector.
+    ids = [head.vocab.index(t) for t in dict.fromkeys(tokenizer.tokenize(query))]
+    scores = reference(head_state(), features)[:, ids].sum(axis=1)
+    ranked = [IDS[i] for i in np.argsort(-scores, kind="stable") if scores[i] > 0]
+    assert [h["id"] for h in out["results"]] == ranked[: len(out["results"])]
+    assert out["results"][0]["score"] == pytest.approx(scores.max(), abs=1e-5)
+    assert out["results"][0]["text"] == captions[IDS.index(ranked[0])]
+    run = cli("search", "--index", index, "--query", query)  # parametric: no text tower
+    assert run.returncode == 2 and "--query-mode bow" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
 
 
 def test_deviation_of_stored_dense_features(
     cli, head_dir, head, feature_index, features, tokenizer
 ):
-    index, captions = feature_index
+    index, captions, _ = feature_index
     run = cli("deviation", "--index", index, "--encoder", head_dir, "--k", "10", "--json")
     assert run.returncode == 0, run.stderr
     out = run.json()
@@ -263,7 +307,7 @@ def test_deviation_of_stored_dense_features(
 
 
 def test_deviation_of_features_needs_the_head(cli, feature_index):
-    index, _ = feature_index
+    index, *_ = feature_index
     run = cli("deviation", "--index", index, "--encoder", "splade-tiny")
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
     assert "dense features" in run.stderr
@@ -401,3 +445,21 @@ def test_captions_pair_with_ids(tmp_path, feature_files):
     (tmp_path / "none.csv").write_text("id,caption\nq,nothing\n")
     with pytest.raises(InputError, match="no id of none.csv"):
         read_features(feature_files["npy"], captions=tmp_path / "none.csv")
+
+
+def test_index_options_for_features(cli, head_dir, tmp_path, feature_files):
+    np.save(tmp_path / "f8.npy", np.ones((3, 8), np.float32))
+    run = cli("index", "--encoder", head_dir, "--source", tmp_path / "f8.npy", "--out",
+              tmp_path / "ix")  # fmt: skip
+    _one_line(run, "f8.npy holds 8-d vectors", "expects 16-d")
+    assert not (tmp_path / "ix").exists()
+    (tmp_path / "texts.txt").write_text("a dog\na cat\n")
+    run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "texts.txt", "--out",
+              tmp_path / "ix", "--captions", tmp_path / "texts.txt")  # fmt: skip
+    _one_line(run, "--captions and --ids apply to a dense features source")
+    run = cli("index", "--encoder", head_dir, "--source", feature_files["npy"], "--out",
+              tmp_path / "ix", "--ray")  # fmt: skip
+    _one_line(run, "--ray encodes images and texts")
+    run = cli("index", "--encoder", "splade-tiny", "--source", feature_files["npy"], "--out",
+              tmp_path / "ix")  # fmt: skip
+    _one_line(run, "a stored collection of dense features needs")

@@ -18,15 +18,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "arrays, item metadata in Parquet, a manifest. A source is a folder of images "
         "(recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl of items with 'image' "
         "(relative to the file) and/or 'text', optional 'id', 'caption' (several), 'labels' "
-        "('|'-separated). Unreadable items are listed and skipped.",
+        "('|'-separated). Unreadable items are listed and skipped. Dense features (.npy "
+        "[N, d], a .safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S "
+        "head (--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption).",
     )
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
-    parser.add_argument("--source", required=True, help="folder of images, or .txt/.csv/.jsonl")
+    parser.add_argument(
+        "--source",
+        required=True,
+        help="folder of images, .txt/.csv/.jsonl, or dense features .npy/.safetensors/.parquet",
+    )
     parser.add_argument("--out", required=True, help="index folder (created or updated)")
     parser.add_argument(
         "--topk", type=int, default=768, help="gate k: top-k dims kept (-1 all, 0 own tokens)"
     )
     parser.add_argument("--batch-size", type=int, default=32, help="items encoded per batch")
+    parser.add_argument(
+        "--captions", help="dense features: .csv/.jsonl pairing ids with captions (optional)"
+    )
+    parser.add_argument(
+        "--ids", help="dense features: one id per line (default FILE.ids.txt, else row numbers)"
+    )
     parser.add_argument(
         "--ray",
         nargs="?",
@@ -66,7 +78,8 @@ def run(args: argparse.Namespace) -> None:
     try:
         result = index_collection(
             args.encoder, args.source, args.out, device=args.device, topk=args.topk,
-            batch_size=args.batch_size, progress=bar, ray=args.ray,
+            batch_size=args.batch_size, progress=bar, ray=args.ray, captions=args.captions,
+            ids=args.ids,
         )  # fmt: skip
     finally:
         bar.close()
