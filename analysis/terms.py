@@ -344,6 +344,11 @@ def encode_feature_item(
         if isinstance(features, FeatureTable)
         else read_features(features, name=name, ids=ids)
     )
+    if table.dim != encoder.feature_dim:
+        raise InputError(
+            f"{Path(table.name).name} holds {table.dim}-d vectors but the head {encoder.name!r} "
+            f"expects {encoder.feature_dim}-d (its dense_size)"
+        )
     if item is None or (isinstance(item, str) and not item.strip()):
         if len(table) != 1:
             shown = ", ".join(table.ids[:3])

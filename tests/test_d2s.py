@@ -379,7 +379,7 @@ def test_truncated_head_and_wrong_dense_size(cli, tmp_path, feature_files):
 def test_features_of_another_dimension(cli, head_dir, tmp_path, head):
     np.save(tmp_path / "f8.npy", np.ones((3, 8), np.float32))
     run = cli("terms", "--encoder", head_dir, "--features", tmp_path / "f8.npy", "--item", "1")
-    _one_line(run, "8-d", "16-d", "d2s-tiny")
+    _one_line(run, "f8.npy holds 8-d vectors but the head 'd2s-tiny' expects 16-d")
     with pytest.raises(InputError, match="8-d but the D2S head 'd2s-tiny' expects 16-d"):
         head.encode_features(np.ones((2, 8), np.float32))
 
