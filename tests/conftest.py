@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LEXLENS_CACHE"] = str(ROOT / ".lexlens-cache" / "tests")
 os.environ.setdefault("LEXLENS_HOME", str(ROOT / ".lexlens-cache" / "tests-home"))
+# A developer's own Hugging Face cache must not add models to the pickers under test.
+os.environ["HF_HUB_CACHE"] = str(ROOT / ".lexlens-cache" / "tests-hf")
 
 
 @pytest.fixture(scope="session")
