@@ -97,3 +97,20 @@ def test_drawn_sample_groups_differ():
     group_b = _table_tokens(at.dataframe[2].value)[:5]
     assert "maze" in group_a and "maze" not in group_b, (group_a, group_b)
     assert "puzzle" in group_b
+
+
+def test_an_image_given_twice_is_shown_once():
+    """An upload equal to the selected sample is shown as the upload, without a note; the
+    same file uploaded twice is shown once, with a note naming both."""
+    at = _page()
+    data = skimage_path("chelsea.png").read_bytes()
+    at.multiselect(key="image_samples").set_value(["chelsea (scikit-image)"])
+    at.file_uploader(key="image_uploads").set_value([("my-cat.png", data, "image/png")]).run()
+    assert not at.exception and not at.error
+    assert [h.value for h in at.subheader] == ["my-cat.png"]
+    assert not [c.value for c in at.caption if "same image" in c.value]
+    at.file_uploader(key="image_uploads").set_value(
+        [("my-cat.png", data, "image/png"), ("copy.png", data, "image/png")]
+    ).run()
+    assert [h.value for h in at.subheader] == ["my-cat.png"]
+    assert "copy.png: the same image as my-cat.png, shown once." in [c.value for c in at.caption]

@@ -347,14 +347,17 @@ for label in chosen:
     except OSError as exc:
         st.error(f"{label}: cannot read the sample ({exc.strerror or exc})")
 
+# An image given twice is shown once: a sample equal to an upload (the upload is the one
+# shown) goes silently; two identical uploads say so.
 images = []
-seen: set[str] = set()
-for label, name, data in inputs:
+shown: dict[str, str] = {}  # content hash -> the name it is shown under
+for n, (label, name, data) in enumerate(inputs):
     digest = hashlib.sha1(data).hexdigest()
-    if digest in seen:
-        st.caption(f"{name}: same content as an image above, skipped.")
+    if digest in shown:
+        if n < len(uploaded):
+            st.caption(f"{name}: the same image as {shown[digest]}, shown once.")
         continue
-    seen.add(digest)
+    shown[digest] = name
     try:
         images.append((label, name, data, load_image(data, name=name)))
     except LexlensError as exc:
