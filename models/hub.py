@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from lexlens.models.base import EncoderCard, LexlensError
@@ -81,26 +80,27 @@ def resolve(spec: str) -> Path:
     return Path(folder)
 
 
-@dataclass(frozen=True)
-class CachedModel:
-    """A model repo in the hub cache that Lexlens can load (decided from its config files)."""
-
-    repo_id: str
-    snapshot: Path
-    card: EncoderCard
+_MEMO: dict[str, tuple[tuple, list[EncoderCard]]] = {}
 
 
 def cached_models(cache: str | Path | None = None) -> list[EncoderCard]:
-    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read).
+    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read);
+    ``card.weights`` is the snapshot folder.
 
     "Loadable" is decided from the snapshot's files alone (:func:`lexlens.models.registry.
     detect_directory`): a VDR, SPLADE, D2S or dense model config with its weight file
-    present. An absent or unreadable cache gives an empty list.
+    present. An absent or unreadable cache gives an empty list. The cache is scanned again
+    only when its snapshot folders change (the app calls this on every rerun).
     """
-    return [m.card for m in cached_model_list(cache)]
-
-
-_MEMO: dict[str, tuple[tuple, list[CachedModel]]] = {}
+    root = Path(cache) if cache is not None else hub_cache_dir()
+    if not root.is_dir():
+        return []
+    state = _state(root)
+    memo = _MEMO.get(str(root))
+    if memo is None or memo[0] != state:
+        memo = (state, _scan(root))
+        _MEMO[str(root)] = memo
+    return list(memo[1])
 
 
 def _state(root: Path) -> tuple:
@@ -115,22 +115,7 @@ def _state(root: Path) -> tuple:
     return tuple(stamps)
 
 
-def cached_model_list(cache: str | Path | None = None) -> list[CachedModel]:
-    """:func:`cached_models` with each snapshot folder; re-scanned only when the cache's
-    snapshot folders change (the app calls this on every rerun)."""
-    root = Path(cache) if cache is not None else hub_cache_dir()
-    if not root.is_dir():
-        return []
-    state = _state(root)
-    memo = _MEMO.get(str(root))
-    if memo is not None and memo[0] == state:
-        return list(memo[1])
-    out = _scan(root)
-    _MEMO[str(root)] = (state, out)
-    return list(out)
-
-
-def _scan(root: Path) -> list[CachedModel]:
+def _scan(root: Path) -> list[EncoderCard]:
     from huggingface_hub import scan_cache_dir
 
     from lexlens.models.registry import detect_directory
@@ -150,13 +135,14 @@ def _scan(root: Path) -> list[CachedModel]:
             kind = detect_directory(snapshot, check_weights=True)
         except LexlensError:
             continue
-        card = EncoderCard(
-            name=repo.repo_id,
-            summary=f"{kind.description} from the Hugging Face cache",
-            capabilities=kind.capabilities,
-            vocab_size=kind.vocab_size,
-            weights=str(snapshot),
-            licence="see the model card",
+        out.append(
+            EncoderCard(
+                name=repo.repo_id,
+                summary=f"{kind.description} from the Hugging Face cache",
+                capabilities=kind.capabilities,
+                vocab_size=kind.vocab_size,
+                weights=str(snapshot),
+                licence="see the model card",
+            )
         )
-        out.append(CachedModel(repo.repo_id, snapshot, card))
     return out

@@ -160,6 +160,24 @@ def test_cached_models_lists_what_can_load(hf_home, vdr_folder, tmp_path):
     assert cached_models(tmp_path / "no-cache-here") == []
 
 
+def test_encoders_command_lists_cached_models_with_their_origin(hf_home, vdr_folder, cli):
+    snapshot = place_in_cache(hf_home / "hub", "lexlens-test/vdr-xm-f", vdr_folder)
+    weights = snapshot / "model.safetensors"
+    os.unlink(weights)  # the listing reads config files only: garbage weights still list
+    weights.write_bytes(b"not a safetensors file")
+    run = cli("encoders", "--json")
+    assert run.returncode == 0, run.stderr
+    by_name = {c["name"]: c for c in run.json()["encoders"]}
+    assert by_name["splade-tiny"]["origin"] == "embedded"
+    hub = by_name["lexlens-test/vdr-xm-f"]
+    assert hub["origin"] == "hub cache" and hub["weights"] == str(snapshot)
+    assert set(hub["capabilities"]) == {"text-lexical", "image-lexical"}
+    table = cli("encoders").stdout
+    assert any(
+        "lexlens-test/vdr-xm-f" in line and "hub cache" in line for line in table.splitlines()
+    )
+
+
 def test_app_picker_offers_cached_models(hf_home, vdr_folder, tmp_path):
     from streamlit.testing.v1 import AppTest
 
