@@ -6,7 +6,9 @@ Pages stay thin: they pick an encoder here and call ``analysis`` functions.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import streamlit as st
 
@@ -16,6 +18,7 @@ from lexlens.models.hub import cached_models
 ROOT = Path(__file__).resolve().parent.parent
 
 CUSTOM = "local checkpoint directory…"
+T = TypeVar("T")
 
 
 @st.cache_resource(show_spinner="Loading encoder…", max_entries=8)
@@ -34,15 +37,11 @@ def device_picker() -> str:
     )
 
 
-def encoder_picker(
-    label: str, needs: Needs, key: str, default: str | None = None
-) -> Encoder | None:
-    """Sidebar picker among the registry encoders an analysis can use (``needs``).
-
-    A local checkpoint directory can always be typed in; once loaded it is checked against
-    ``needs`` too. Shows a clear error and returns ``None`` when loading or the check fails.
-    The choice and the typed directory are kept across page switches (``kept``).
-    """
+def encoder_choice(label: str, needs: Needs, key: str, default: str | None = None) -> str | None:
+    """Sidebar picker among the registry encoders (and cached hub models) an analysis can use
+    (``needs``); returns the chosen spec without loading it (``None`` while a local
+    checkpoint directory is still to be typed). The choice and the typed directory are kept
+    across page switches (``kept``)."""
     names = [c.name for c in available_encoders() if needs.is_compatible(c.capabilities)]
     names += [c.name for c in cached_models() if needs.is_compatible(c.capabilities)]
     options = names + [CUSTOM]
@@ -51,18 +50,54 @@ def encoder_picker(
         st.session_state[key] = options[0]
     choice = st.sidebar.selectbox(label, options, key=key)
     if choice == CUSTOM:
-        path = st.sidebar.text_input("Checkpoint directory", key=kept(f"{key}_dir", ""))
-        choice = path.strip()
+        choice = st.sidebar.text_input("Checkpoint directory", key=kept(f"{key}_dir", "")).strip()
         if not choice:
             st.info("Type the path of a local checkpoint directory in the sidebar.")
             return None
+    return choice
+
+
+def load_checked(spec: str, needs: Needs) -> Encoder | None:
+    """Load ``spec`` (cached) and check it against ``needs`` (a local directory is known only
+    once loaded); shows a clear error and returns ``None`` when either fails."""
     try:
-        encoder = get_encoder(choice, st.session_state.get("device", "auto"))
+        encoder = get_encoder(spec, st.session_state.get("device", "auto"))
         needs.check(encoder)
     except LexlensError as exc:
         st.error(str(exc))
         return None
     return encoder
+
+
+def encoder_picker(
+    label: str, needs: Needs, key: str, default: str | None = None
+) -> Encoder | None:
+    """:func:`encoder_choice`, then :func:`load_checked`: the loaded encoder, or ``None``."""
+    spec = encoder_choice(label, needs, key, default)
+    return None if spec is None else load_checked(spec, needs)
+
+
+def kept_result(name: str, compute: Callable[[], T], key: str | None = None) -> T | None:
+    """The page's result, kept in session state under ``name`` across reruns and pages.
+
+    ``compute`` runs when ``key`` (a hash of the inputs) differs from the last run's, or on
+    every run when ``key`` is ``None`` (pages that cache the work themselves). A
+    :class:`LexlensError` is shown with ``st.error`` and the previous result is kept and
+    returned (``None`` when there is none).
+    """
+    result = st.session_state.get(name)
+    if key is not None and st.session_state.get(f"{name}_key") == key:
+        return result
+    try:
+        result = compute()
+    except LexlensError as exc:
+        st.error(str(exc))
+        if result is not None:
+            st.caption("Showing the previous result.")
+        return result
+    st.session_state[name] = result
+    st.session_state[f"{name}_key"] = key
+    return result
 
 
 def content_key(*parts: bytes | str) -> str:

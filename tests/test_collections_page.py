@@ -15,6 +15,14 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     source = tmp_path / "pets.csv"
     source.write_text("id,text,labels\na,a dog on the beach,dog|beach\nb,a cat in the snow,cat\n")
+    # Encoders load when the user builds, not when the page is drawn.
+    from lexlens.app import state
+
+    loaded: list[str] = []
+    real = state.get_encoder
+    monkeypatch.setattr(
+        state, "get_encoder", lambda spec, device: loaded.append(spec) or real(spec, device)
+    )
     at = AppTest.from_file(MAIN, default_timeout=180)
     at.switch_page("app_pages/collections.py")
     at.run()
@@ -24,10 +32,13 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     at.run()
     at.text_input(key="collections_path").set_value(str(source))
     at.text_input(key="collections_name").set_value("pets")
+    at.run()
+    assert loaded == []
     # The default encoder reads images: a text file is refused with one clear message.
     at.button[0].click()
     at.run()
     assert not at.exception
+    assert loaded == ["efficientnet-lite0-lexical"]
     assert any("does not encode text" in e.value for e in at.error)
     assert not (home / "collections" / "pets").exists()
     at.selectbox(key="collections_encoder").set_value("splade-tiny")

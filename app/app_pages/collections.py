@@ -28,7 +28,8 @@ from lexlens.analysis.collections import (
     workspace,
 )
 from lexlens.analysis.outputs import json_text
-from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.app.state import encoder_choice, kept, load_checked, remembered_uploads
+from lexlens.app.thumbnails import item_thumbnail
 from lexlens.models import LexlensError
 
 SOURCES = ["Upload files", "Path on this server", "Sample photos (scikit-image)"]
@@ -42,33 +43,10 @@ st.caption(
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def thumbnail(path: str, mtime: float, side: int = 200) -> bytes | None:
-    """A small PNG of an item's image (cached on path and modification time)."""
-    import io
-
-    from lexlens.models.images import load_image
-
-    try:
-        image = load_image(path)
-    except LexlensError:
-        return None
-    image.thumbnail((side, side))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def image_bytes(index, meta: dict) -> bytes | None:
-    path = index.image_path(meta)
-    if path is None or not path.is_file():
-        return None
-    return thumbnail(str(path), path.stat().st_mtime)
-
-
 # --------------------------------------------------------------------------------- build
 with st.expander("Build a collection", expanded=not list_collections()):
-    encoder = encoder_picker(
+    # Only the choice here: the encoder loads when the user builds.
+    encoder_spec = encoder_choice(
         "Collection encoder", INDEX_NEEDS, key="collections_encoder",
         default="efficientnet-lite0-lexical",
     )  # fmt: skip
@@ -99,8 +77,9 @@ with st.expander("Build a collection", expanded=not list_collections()):
     name = c1.text_input("Name", key=kept("collections_name", "photos")).strip()
     topk = int(c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", 768)))
     batch = int(c3.number_input("Batch size", 1, 512, key=kept("collections_batch", 16)))
-    build = st.button("Build", type="primary", disabled=encoder is None)
-    if build and encoder is not None:
+    build = st.button("Build", type="primary", disabled=encoder_spec is None)
+    encoder = load_checked(encoder_spec, INDEX_NEEDS) if build and encoder_spec else None
+    if encoder is not None:
         try:
             name = check_name(name)
             if source_kind == SOURCES[0]:
@@ -201,7 +180,7 @@ else:
         if index.modality == "image":
             cols = st.columns(4)
             for n, meta in enumerate(preview):
-                data = image_bytes(index, meta)
+                data = item_thumbnail(index, meta, side=200)
                 with cols[n % 4]:
                     if data:
                         st.image(data, caption=meta["id"], width="stretch")
