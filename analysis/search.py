@@ -89,6 +89,7 @@ BOW_QUERY_NEEDS = Needs(
     "a bag-of-words text query",
     any_of=frozenset({Capability.TEXT_LEXICAL, Capability.FEATURE_LEXICAL}),
 )
+IMAGE_QUERY_NEEDS = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 SLQ_TEXT = "{a} without {b}"
 
 
@@ -812,7 +813,7 @@ def search(
                 or (str(query_image) if isinstance(query_image, (str, Path)) else "query image"),
             )
         )
-        need = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
+        need = IMAGE_QUERY_NEEDS
     else:
         need = BOW_QUERY_NEEDS if spec.mode == "bow" else TEXT_QUERY_NEEDS
     try:

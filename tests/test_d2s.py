@@ -313,6 +313,65 @@ def test_deviation_of_features_needs_the_head(cli, feature_index):
     assert "dense features" in run.stderr
 
 
+def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str):
+    """A page on the stored features index, copied into a fresh workspace."""
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    shutil.copytree(feature_index[0], home / "collections" / "feats")
+    at = AppTest.from_file(
+        str(Path(__file__).parent.parent / "app" / "main.py"), default_timeout=180
+    )
+    at.switch_page(page)
+    at.run()
+    return at
+
+
+def _pick_directory(at, key: str, path: Path) -> None:
+    from lexlens.app.state import CUSTOM
+
+    at.selectbox(key=key).set_value(CUSTOM).run()
+    at.text_input(key=f"{key}_dir").set_value(str(path)).run()
+
+
+def test_search_page_offers_the_head_for_bag_of_words_queries(
+    cli, feature_index, head_dir, captions_query, tmp_path, monkeypatch
+):
+    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/search.py")
+    at.text_input(key="search_query").set_value(captions_query)
+    at.text_input(key="search_exclude").set_value("")
+    at.radio(key="search_mode").set_value("bow").run()
+    _pick_directory(at, "search_query_encoder_text_bow", head_dir)
+    assert not at.exception and not at.error
+    run = cli("search", "--index", feature_index[0], "--query", captions_query, "--query-mode",
+              "bow", "--encoder", head_dir, "--json")  # fmt: skip
+    want = [(h["id"], h["score"]) for h in run.json()["results"]]
+    assert [(h.id, h.score) for h in at.session_state["search_result"].hits] == want
+    # Parametric queries need a text tower: the same head is refused there.
+    at.radio(key="search_mode").set_value("parametric").run()
+    _pick_directory(at, "search_query_encoder_text", head_dir)
+    assert any("text" in e.value for e in at.error)
+
+
+def test_deviation_page_takes_the_head_on_stored_features(
+    cli, feature_index, head_dir, tmp_path, monkeypatch
+):
+    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/deviation.py")
+    at.radio(key="dev_source").set_value("Stored collection").run()
+    _pick_directory(at, "dev_encoder", head_dir)
+    assert not at.exception and not at.error
+    run = cli("deviation", "--index", feature_index[0], "--encoder", head_dir, "--json")
+    assert at.session_state["dev_result"].to_dict()["captions"] == run.json()["captions"]
+
+
+@pytest.fixture
+def captions_query(feature_index) -> str:
+    return feature_index[1][1].split()[-3]
+
+
 # --- bad heads and bad feature files -----------------------------------------------------
 
 

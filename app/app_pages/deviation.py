@@ -22,6 +22,7 @@ from lexlens.analysis.deviation import (
     check_glove,
     check_options,
     deviation_of_encoded,
+    deviation_needs_for,
     deviation_of_index,
     encode_captions,
     input_name,
@@ -31,7 +32,14 @@ from lexlens.analysis.deviation import (
 )
 from lexlens.analysis.plots import png_bytes, wordcloud_image
 from lexlens.analysis.terms import Term
-from lexlens.app.state import ROOT, content_key, encoder_picker, kept, remembered_uploads
+from lexlens.app.state import (
+    ROOT,
+    content_key,
+    encoder_picker,
+    kept,
+    kept_result,
+    remembered_uploads,
+)
 from lexlens.models import LexlensError
 
 SAMPLE = ROOT / "data" / "captions.txt"
@@ -145,7 +153,9 @@ except LexlensError as exc:
 else:
     ok = True
 
-encoder = encoder_picker("Text encoder", DEVIATION_NEEDS, key="dev_encoder") if ok else None
+# A stored collection of dense features needs its D2S head; captions and texts a text encoder.
+needs = deviation_needs_for(collection["modality"]) if collection else DEVIATION_NEEDS
+encoder = encoder_picker("Text encoder", needs, key="dev_encoder") if ok else None
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -188,40 +198,29 @@ def index_result(
     return result
 
 
-if encoder is not None:
-    try:
-        spec = encoder.source or encoder.name
-        if collection is not None:
-            result = index_result(
-                encoder,
-                spec,
-                collection["path"],
-                str(collection.get("updated")),
-                int(k),
-                denominator,
-                glove_path,
-            )
-        else:
-            encoded = encoded_captions(
-                encoder, spec, encoder.device, content_key(data), data, name, int(gate_k)
-            )
-            result = deviation_of_encoded(
-                encoded,
-                encoder_name=encoder.name,
-                vocab=encoder.vocab,
-                static=static_for(encoder, spec, glove_path),
-                k=int(k),
-                denominator=denominator,
-                input_info={"captions": input_name(data, name), "rows": len(table)},
-                notes=[f"{table.skipped} empty row(s) left out"] if table.skipped else [],
-            )
-        st.session_state[RESULT] = result
-    except LexlensError as exc:
-        st.error(str(exc))
-        if RESULT in st.session_state:
-            st.caption("Showing the previous result below.")
+def compute() -> DeviationResult:
+    spec = encoder.source or encoder.name
+    if collection is not None:
+        return index_result(
+            encoder, spec, collection["path"], str(collection.get("updated")), int(k),
+            denominator, glove_path,
+        )  # fmt: skip
+    encoded = encoded_captions(
+        encoder, spec, encoder.device, content_key(data), data, name, int(gate_k)
+    )
+    return deviation_of_encoded(
+        encoded,
+        encoder_name=encoder.name,
+        vocab=encoder.vocab,
+        static=static_for(encoder, spec, glove_path),
+        k=int(k),
+        denominator=denominator,
+        input_info={"captions": input_name(data, name), "rows": len(table)},
+        notes=[f"{table.skipped} empty row(s) left out"] if table.skipped else [],
+    )
 
-result: DeviationResult | None = st.session_state.get(RESULT)
+
+result = kept_result(RESULT, compute) if encoder is not None else st.session_state.get(RESULT)
 if result is None:
     st.stop()
 

@@ -14,20 +14,30 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.collections import StoredIndex, list_collections, open_index
+from lexlens.analysis.collections import list_collections, open_index
 from lexlens.analysis.outputs import json_text, records_csv_bytes
 from lexlens.analysis.search import (
+    BOW_QUERY_NEEDS,
+    IMAGE_QUERY_NEEDS,
     METHODS,
     METRICS,
+    TEXT_QUERY_NEEDS,
     QuerySpec,
     SearchResult,
     collection_from_file,
     default_query_encoder,
     search,
 )
-from lexlens.app.state import ROOT, content_key, encoder_picker, kept, remembered_uploads
-from lexlens.models import LexlensError, Needs
-from lexlens.models.base import Capability
+from lexlens.app.state import (
+    ROOT,
+    content_key,
+    encoder_picker,
+    kept,
+    kept_result,
+    remembered_uploads,
+)
+from lexlens.app.thumbnails import item_thumbnail
+from lexlens.models import LexlensError
 
 SOURCES = ["Stored collection", "Sample texts (data/collection.csv)", "Upload a small text file"]
 METHOD_HELP = {
@@ -35,8 +45,6 @@ METHOD_HELP = {
     "avg": "average embedding: E(A) − E(B), ranked by inner product",
     "text": "one query text 'images of A without B' (or 'A without B' for texts)",
 }
-TEXT_QUERY = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
-IMAGE_QUERY = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 
 st.header("Search & exclusion")
 st.caption(
@@ -89,6 +97,14 @@ if source == SOURCES[0]:
     query_kind = st.radio(
         "Query", ["Text", "Image"], horizontal=True, key=kept("search_query_kind", "Text")
     )
+# The mode decides which encoders can make the query (a D2S head: bag-of-words only).
+mode = st.radio(
+    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("search_mode", "parametric"),
+    disabled=query_kind == "Image",
+    help="bow: VDR's nonparametric query, the bag of the query's own tokens (texts only)",
+)  # fmt: skip
+bow = mode == "bow" and query_kind == "Text"
+if target is not None:
     modality = "image" if query_kind == "Image" else "text"
     try:
         default = default_query_encoder(target, modality)
@@ -96,12 +112,12 @@ if source == SOURCES[0]:
         default = None
     encoder = encoder_picker(
         "Query encoder (same vocabulary as the collection)",
-        IMAGE_QUERY if modality == "image" else TEXT_QUERY,
-        key=f"search_query_encoder_{modality}",
+        IMAGE_QUERY_NEEDS if modality == "image" else BOW_QUERY_NEEDS if bow else TEXT_QUERY_NEEDS,
+        key=f"search_query_encoder_{modality}{'_bow' if bow else ''}",
         default=default,
     )
-else:
-    encoder = encoder_picker("Text encoder", TEXT_QUERY, key="search_encoder")
+else:  # a small text file: the encoder encodes its texts too
+    encoder = encoder_picker("Text encoder", TEXT_QUERY_NEEDS, key="search_encoder")
     if encoder is None:
         st.stop()
     if source == SOURCES[1]:
@@ -167,16 +183,10 @@ magnitude = c7.radio(
     horizontal=True, help="SR only: a dimension's magnitude is its weight (sum) or its squared "
     "weight (l2: items rank by the L2 norm of their weights on D)",
 )  # fmt: skip
-c8, c9 = st.columns(2)
-normalize = c8.toggle(
+normalize = st.toggle(
     "L2-normalise items (SR)", key=kept("search_normalize", True), disabled=not uses_sets,
     help="SR only: each item's vector is divided by its L2 norm before extracting and ranking, "
     "so items whose mass lies on B's dimensions rank lower",
-)  # fmt: skip
-mode = c9.radio(
-    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("search_mode", "parametric"),
-    disabled=query_kind == "Image",
-    help="bow: VDR's nonparametric query, the bag of the query's own tokens (texts only)",
 )  # fmt: skip
 
 # ---------------------------------------------------------------------------- searching
@@ -190,25 +200,16 @@ options = {
     "magnitude": magnitude,
     "normalize": bool(normalize),
 }
-spec = QuerySpec(encoder, "parametric" if query_kind == "Image" else mode, 768)
+spec = QuerySpec(encoder, "bow" if bow else "parametric", 768)
 key = content_key(
     repr(sorted(options.items())), spec.mode, encoder.name, str(getattr(target, "path", "")),
     str(getattr(target, "manifest", {}).get("updated", "")), image_upload[1] if image_upload else b"",
 )  # fmt: skip
-result: SearchResult | None = st.session_state.get("search_result")
-if st.session_state.get("search_result_key") != key:
-    try:
-        if image_upload is not None:
-            options["query_image"] = image_upload[1]
-            options["image_name"] = image_upload[0]
-        result = search(target, spec, **options)
-        st.session_state["search_result"] = result
-        st.session_state["search_result_key"] = key
-    except LexlensError as exc:
-        st.error(str(exc))
-        if result is None:
-            st.stop()
-        st.caption("Showing the previous results.")
+if image_upload is not None:
+    options |= {"query_image": image_upload[1], "image_name": image_upload[0]}
+result: SearchResult | None = kept_result(
+    "search_result", lambda: search(target, spec, **options), key=key
+)
 if result is None:
     st.stop()
 
@@ -232,31 +233,14 @@ def contribution_text(hit) -> str:
     return " + ".join(parts)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def thumbnail(path: str, mtime: float) -> bytes | None:
-    import io
-
-    from lexlens.models.images import load_image
-
-    try:
-        image = load_image(path)
-    except LexlensError:
-        return None
-    image.thumbnail((220, 220))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 if not result.hits:
     st.info("No results.")
 elif any(h.kind == "image" for h in result.hits):
     st.caption("Each hit: score = the sum of its terms' contributions (shown largest first).")
     cols = st.columns(5)
     for n, hit in enumerate(result.hits):
-        path = target.image_path({"image": hit.image}) if isinstance(target, StoredIndex) else None
         with cols[n % 5]:
-            data = thumbnail(str(path), path.stat().st_mtime) if path and path.is_file() else None
+            data = item_thumbnail(target, {"image": hit.image})
             if data:
                 st.image(data, width="stretch")
             mark = {True: " ✓", False: " ✗", None: ""}[hit.relevant]
