@@ -9,7 +9,6 @@ inputs); the page parses inputs, caches encodings and draws.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -27,7 +26,8 @@ from lexlens.analysis.compare import (
 )
 from lexlens.analysis.deviation import DEFAULT_K
 from lexlens.analysis.terms import encode_image, encode_text
-from lexlens.app.state import ROOT, encoder_picker, kept, remembered_uploads
+from lexlens.app.samples import sample_images
+from lexlens.app.state import encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError
 
 KINDS = ["Text", "Image", "Stored collection"]
@@ -50,23 +50,6 @@ st.caption(
     "the gated E = V ⊙ G at each side's gate k; encoders with different vocabularies are "
     "compared on the tokens they share."
 )
-
-
-def sample_images() -> dict[str, Path]:
-    """scikit-image's photos (when installed), then the drawn samples in data/images."""
-    found: dict[str, Path] = {}
-    try:
-        import skimage
-
-        photos = Path(skimage.__file__).parent / "data"
-        for name in ("coffee.png", "chelsea.png", "astronaut.png", "rocket.jpg"):
-            if (photos / name).exists():
-                found[f"{Path(name).stem} (scikit-image)"] = photos / name
-    except ImportError:
-        pass
-    for path in sorted((ROOT / "data" / "images").glob("*.png")):
-        found[f"{path.stem} (drawn sample)"] = path
-    return found
 
 
 @st.cache_data(show_spinner="Encoding…", max_entries=64)

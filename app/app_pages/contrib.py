@@ -8,16 +8,14 @@ Thin: the numbers are a :class:`~lexlens.analysis.contrib.ContribResult` from
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from lexlens.analysis.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
 from lexlens.analysis.outputs import json_text, records_csv_bytes
-from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
-from lexlens.models import LexlensError
+from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
+from lexlens.app.state import content_key, encoder_picker, kept, kept_result, remembered_uploads
 
 st.header("Query ⊙ Document")
 st.caption(
@@ -28,17 +26,7 @@ st.caption(
 )
 
 
-def sample_photos() -> dict[str, Path]:
-    try:
-        import skimage
-    except ImportError:
-        return {}
-    folder = Path(skimage.__file__).parent / "data"
-    names = ("chelsea.png", "coffee.png", "rocket.jpg", "astronaut.png", "motorcycle_left.png")
-    return {Path(n).stem: folder / n for n in names if (folder / n).exists()}
-
-
-SAMPLES = sample_photos()
+SAMPLES = sample_images()
 KINDS = ["Text", "Image"]
 q_kind = st.session_state.get("contrib_q_kind", "Text")
 d_kind = st.session_state.get("contrib_d_kind", "Text")
@@ -85,9 +73,11 @@ def side(what: str, prefix: str, default_text: str, default_sample: str):
 
 left, right = st.columns(2)
 with left:
-    q_kind, q_text, q_image = side("Query", "q", "cat on a book", "chelsea")
+    q_kind, q_text, q_image = side("Query", "q", "cat on a book", DEFAULT_SAMPLE)
 with right:
-    d_kind, d_text, d_image = side("Document", "d", "a kitten sleeping on an old novel", "chelsea")
+    d_kind, d_text, d_image = side(
+        "Document", "d", "a kitten sleeping on an old novel", DEFAULT_SAMPLE
+    )
 c1, c2 = st.columns(2)
 mode = c1.radio(
     "Query mode", ["parametric", "bow"], horizontal=True, key=kept("contrib_mode", "parametric"),
@@ -111,22 +101,16 @@ key = content_key(
     q_kind, d_kind, q_text or "", d_text or "", q_image[1] if q_image else b"",
     d_image[1] if d_image else b"", mode, str(k), q_encoder.name, d_encoder.name,
 )  # fmt: skip
-result: ContribResult | None = st.session_state.get("contrib_result")
-if st.session_state.get("contrib_result_key") != key:
-    try:
-        result = contrib(
-            q_encoder, d_encoder, query=q_text, doc=d_text,
-            query_image=q_image[1] if q_image else None, query_name=q_image[0] if q_image else None,
-            doc_image=d_image[1] if d_image else None, doc_name=d_image[0] if d_image else None,
-            mode="parametric" if q_kind == "Image" else mode, topk=k,
-        )  # fmt: skip
-        st.session_state["contrib_result"] = result
-        st.session_state["contrib_result_key"] = key
-    except LexlensError as exc:
-        st.error(str(exc))
-        if result is None:
-            st.stop()
-        st.caption("Showing the previous result.")
+result: ContribResult | None = kept_result(
+    "contrib_result",
+    lambda: contrib(
+        q_encoder, d_encoder, query=q_text, doc=d_text,
+        query_image=q_image[1] if q_image else None, query_name=q_image[0] if q_image else None,
+        doc_image=d_image[1] if d_image else None, doc_name=d_image[0] if d_image else None,
+        mode="parametric" if q_kind == "Image" else mode, topk=k,
+    ),
+    key=key,
+)  # fmt: skip
 if result is None:
     st.stop()
 

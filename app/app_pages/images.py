@@ -25,12 +25,11 @@ from lexlens.analysis.patches import (
     units_to_indices,
 )
 from lexlens.analysis.terms import Term, TermsResult, encode_image, terms_of_encoding
+from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.state import encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-SAMPLE_DIR = ROOT / "data" / "images"
 GROUP_NAMES = ("A", "B")
 GROUP_DEFAULT_X = ((0.0, 0.5), (0.5, 1.0))
 GROUP_COLORS = ("blue", "orange")
@@ -48,23 +47,8 @@ st.caption(
 )
 
 
-def sample_images() -> dict[str, Path]:
-    """Samples: images drawn for Lexlens in data/images, and scikit-image photos if installed."""
-    found = {f"{p.stem} (drawn sample)": p for p in sorted(SAMPLE_DIR.glob("*.png"))}
-    try:
-        import skimage
-
-        photos = Path(skimage.__file__).parent / "data"
-        for name in ("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg"):
-            if (photos / name).exists():
-                found[f"{Path(name).stem} (scikit-image)"] = photos / name
-    except ImportError:
-        pass
-    return found
-
-
 SAMPLES = sample_images()
-DEFAULT_SAMPLE = next((s for s in SAMPLES if "scikit-image" in s), next(iter(SAMPLES), None))
+DEFAULT = DEFAULT_SAMPLE if DEFAULT_SAMPLE in SAMPLES else next(iter(SAMPLES), None)
 
 kept("image_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.container(border=True):
@@ -83,7 +67,7 @@ with st.container(border=True):
     chosen = left.multiselect(
         "Sample images",
         list(SAMPLES),
-        key=kept("image_samples", [DEFAULT_SAMPLE] if DEFAULT_SAMPLE else []),
+        key=kept("image_samples", [DEFAULT] if DEFAULT else []),
     )
     k = right.slider("Top terms", 5, 60, key=kept("image_k", 20))
     merge = right.toggle(
