@@ -33,8 +33,8 @@ _EXPORTS = {
     # one use case per analysis: plain inputs in, one typed result (``to_dict()``) out
     "terms": "lexlens.analysis.terms",
     "contrib": "lexlens.analysis.contrib",
-    "build_index": "lexlens.analysis.collections",
-    "open_index": "lexlens.analysis.collections",
+    "build_index": "lexlens.analysis.indexing",
+    "open_index": "lexlens.analysis.store",
     "search_index": "lexlens.analysis.search",
     "search_file": "lexlens.analysis.search",
     "evaluate_index": "lexlens.analysis.search",

@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections import StoredIndex, open_index
 from lexlens.analysis.contrib import bag_of_words, check_topk, gate
 from lexlens.analysis.deviation import DEFAULT_GATE_K, DEFAULT_K, check_options
 from lexlens.analysis.outputs import csv_bytes, json_bytes, records_csv_bytes
+from lexlens.analysis.store import StoredIndex, open_index
 from lexlens.analysis.terms import input_words, is_special_token, own_tokens, top_terms
 from lexlens.models.base import (
     Capability,

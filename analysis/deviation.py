@@ -826,7 +826,7 @@ def deviation_of_index(
     vocabulary must be the index's. ``gate_k``, when given, must equal the index's (stored
     vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
     """
-    from lexlens.analysis.collections import StoredIndex, open_index, vocab_hash
+    from lexlens.analysis.store import StoredIndex, open_index, vocab_hash
 
     check_options(k=k, denominator=denominator, batch_size=batch_size, max_rows=max_rows)
     ix = index if isinstance(index, StoredIndex) else open_index(index)

@@ -4,7 +4,7 @@
 The vectors (BLIP/ALBEF image or caption embeddings, say) have no text or image the
 workbench could show; each item keeps its id and its paired captions (``--captions``),
 which deviation measures the vector against and search results show. The index is the
-same format as any other (:mod:`lexlens.analysis.collections`): gated CSR vectors
+same format as any other (:mod:`lexlens.analysis.store`): gated CSR vectors
 ``E = V ⊙ G`` (a vector has no bag of words, so the gate is its top-k), ``items.parquet``
 rows with ``kind`` "features" (``captions``: the paired captions, ``text``: the first of
 them, which search results show), and a manifest whose ``source.kind`` is "features".
@@ -19,27 +19,27 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.indexing import (
+    IndexResult,
+    Progress,
+    check_build_options,
+    encoder_entry,
+    gated_sparse,
+)
+from lexlens.analysis.store import existing_index, open_index, vocab_hash
+from lexlens.analysis.store_writer import write_index
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What indexing dense features needs of an encoder: a head over feature vectors.
 FEATURES_INDEX_NEEDS = Needs(
     "a stored collection of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL})
 )
-#: Suffixes of a dense features source (see :mod:`lexlens.models.features`).
-FEATURE_SOURCES = (".npy", ".safetensors", ".parquet")
 #: Vectors encoded per batch (one ``[batch, |V|]`` float32 block in memory at a time).
 BATCH_SIZE = 256
-
-Progress = Callable[[int, int, str], None]  # (done, total, note)
-
-
-def is_features_source(path: str | Path) -> bool:
-    """A dense features file (by its suffix)."""
-    return Path(str(path)).suffix.lower() in FEATURE_SOURCES
 
 
 def read_source(
@@ -99,22 +99,10 @@ def build_features_index(
     Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
     features, ids and captions: see :func:`lexlens.models.features.read_features`), the
     vectors' dimension against the head's, ``--out``. Returns an
-    :class:`~lexlens.analysis.collections.IndexResult`.
+    :class:`~lexlens.analysis.indexing.IndexResult`.
     """
-    from lexlens.analysis.collections import (
-        IndexResult,
-        encoder_fingerprint,
-        gated_sparse,
-        open_index,
-        vocab_hash,
-        write_index,
-    )
-
     started = time.perf_counter()
-    if isinstance(topk, bool) or not isinstance(topk, int) or topk < -1:
-        raise InputError("--topk must be -1 (all dimensions), 0 (own tokens only) or positive")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError("--batch-size must be a positive integer")
+    check_build_options(topk, batch_size)
     FEATURES_INDEX_NEEDS.check(encoder)
     shown = source_label or str(source)
     if table is None:
@@ -131,13 +119,13 @@ def build_features_index(
         Path(ids).expanduser() if ids is not None else (sidecar if sidecar.is_file() else None)
     )
     caps_path = None if captions is None else Path(captions).expanduser()
-    fingerprint = encoder_fingerprint(encoder)
+    entry = encoder_entry(encoder, encoder_spec)
     s_fingerprint = source_fingerprint(path, ids_path, caps_path)
-    old = _previous(out)
+    old = existing_index(out)
     if (
         old is not None
         and old.manifest.get("modality") == "features"
-        and old.manifest["encoder"].get("fingerprint") == fingerprint
+        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
         and old.manifest.get("gate_k") == topk
         and old.manifest["source"].get("fingerprint") == s_fingerprint
@@ -167,14 +155,6 @@ def build_features_index(
             if progress is not None:
                 progress(hi, n, "vectors")
 
-    entry = {
-        "name": encoder.name,
-        "spec": encoder_spec or encoder.name,
-        "fingerprint": fingerprint,
-        "class": type(encoder).__name__,
-        "capabilities": sorted(str(c) for c in encoder.capabilities),
-        "bow_normalize": bool(encoder.bow_normalize),
-    }
     source_entry = {
         "path": str(path.resolve()),
         "root": str(path.resolve().parent),
@@ -196,14 +176,3 @@ def build_features_index(
         str(out), encoder.name, len(ix), len(ix), 0, [], False,
         time.perf_counter() - started, ix.manifest, notes,
     )  # fmt: skip
-
-
-def _previous(out: Path):
-    from lexlens.analysis.collections import MANIFEST, StoredIndex
-
-    if not (out / MANIFEST).is_file():
-        return None
-    try:
-        return StoredIndex(out)
-    except InputError:
-        return None

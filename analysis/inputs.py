@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 from lexlens.models.base import InputError
 
@@ -37,6 +40,17 @@ class TextTable:
         return len(self.texts)
 
 
+def read_error(label: str, exc: OSError) -> InputError:
+    """The one-line message for a user's file that cannot be read."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError(f"{label}: file not found")
+    if isinstance(exc, PermissionError):
+        return InputError(f"{label}: permission denied (cannot read the file)")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(f"{label}: is a folder, not a file")
+    return InputError(f"{label}: cannot read the file ({exc.strerror or exc})")
+
+
 def read_bytes(source: Source, name: str | None = None) -> tuple[bytes, str]:
     """The bytes of a path or an upload, and the name to show in messages."""
     if isinstance(source, (bytes, bytearray)):
@@ -53,14 +67,16 @@ def read_bytes(source: Source, name: str | None = None) -> tuple[bytes, str]:
                 f"{MAX_TEXT_FILE_BYTES:,}): build a stored collection with `lexlens index`"
             )
         return path.read_bytes(), label
-    except FileNotFoundError:
-        raise InputError(f"{label}: file not found") from None
-    except PermissionError:
-        raise InputError(f"{label}: permission denied (cannot read the file)") from None
-    except IsADirectoryError:
-        raise InputError(f"{label}: is a folder, not a file") from None
     except OSError as exc:
-        raise InputError(f"{label}: cannot read the file ({exc.strerror or exc})") from None
+        raise read_error(label, exc) from None
+
+
+def open_text(path: Path, label: str) -> TextIO:
+    """A user's text file opened to stream it (UTF-8, a byte-order mark accepted)."""
+    try:
+        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+    except OSError as exc:
+        raise read_error(label, exc) from None
 
 
 def decode_text(data: bytes, label: str) -> str:
@@ -80,27 +96,51 @@ def _suffix(label: str, suffix: str | None) -> str:
     return found
 
 
-def _rows_csv(text: str, label: str) -> list[dict[str, str]]:
+@contextmanager
+def _csv_errors(label: str, reader: Any) -> Iterator[None]:
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-        header = reader.fieldnames
-        if not header:
-            raise InputError(f"{label}: the CSV is empty (no header row)")
-        rows = []
-        for line, row in enumerate(reader, start=2):
-            if None in row:  # more cells than header columns
-                raise InputError(
-                    f"{label}: line {line} has more cells than the header's {len(header)}"
-                )
-            rows.append({k.strip(): (v or "") for k, v in row.items() if k is not None})
-        return rows
+        yield
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{label}: not UTF-8 text (near line {reader.line_num + 1}): save it as UTF-8"
+        ) from None
     except csv.Error as exc:
-        raise InputError(f"{label}: not a readable CSV ({exc})") from None
+        raise InputError(f"{label}: not a readable CSV (line {reader.line_num}: {exc})") from None
 
 
-def _rows_jsonl(text: str, label: str) -> list[dict[str, object]]:
-    rows = []
-    for line, raw in enumerate(text.splitlines(), start=1):
+def read_csv(
+    handle: Iterable[str], label: str
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """The header of a CSV (names stripped) and its rows, streamed as ``(line, cells)``.
+
+    Quoting is strict; empty lines are left out; a row with more cells than the header, a
+    malformed quote or bytes that are not UTF-8 raise one line naming ``label``.
+    """
+    reader = csv.reader(handle, strict=True)
+    with _csv_errors(label, reader):
+        header = next(reader, None)
+    if not header:
+        raise InputError(f"{label}: the CSV is empty (no header row)")
+    header = [h.strip() for h in header]
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        with _csv_errors(label, reader):
+            for cells in reader:
+                if not cells:
+                    continue
+                if len(cells) > len(header):
+                    raise InputError(
+                        f"{label}: line {reader.line_num} has more cells than the header's "
+                        f"{len(header)}"
+                    )
+                yield reader.line_num, cells
+
+    return header, rows()
+
+
+def json_objects(lines: Iterable[str], label: str) -> Iterator[tuple[int, dict]]:
+    """``(line, object)`` of each non-blank line of a JSON-lines file, streamed."""
+    for line, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
@@ -108,9 +148,8 @@ def _rows_jsonl(text: str, label: str) -> list[dict[str, object]]:
         except json.JSONDecodeError as exc:
             raise InputError(f"{label}: line {line} is not JSON ({exc.msg})") from None
         if not isinstance(row, dict):
-            raise InputError(f"{label}: line {line} must be a JSON object with a 'text' field")
-        rows.append(row)
-    return rows
+            raise InputError(f"{label}: line {line} must be a JSON object")
+        yield line, row
 
 
 def read_rows(source: Source, name: str | None = None, suffix: str | None = None) -> list[dict]:
@@ -119,9 +158,13 @@ def read_rows(source: Source, name: str | None = None, suffix: str | None = None
     kind = _suffix(label, suffix)
     text = decode_text(data, label)
     if kind == ".csv":
-        return _rows_csv(text, label)
+        header, rows = read_csv(io.StringIO(text, newline=""), label)
+        return [
+            {h: cells[i] if i < len(cells) else "" for i, h in enumerate(header)}
+            for _, cells in rows
+        ]
     if kind == ".jsonl":
-        return _rows_jsonl(text, label)
+        return [row for _, row in json_objects(text.splitlines(), label)]
     raise InputError(f"{label}: a .txt file has no columns")
 
 

@@ -3,7 +3,7 @@
 Ray Data ``map_batches`` runs one encoder per actor (a GPU per actor where the cluster has
 GPUs); each actor loads the encoder by its registry name or checkpoint path, reads its
 items (image files from the source folder, or texts), encodes and gates them exactly as
-the in-process build does (:func:`lexlens.analysis.collections.encode_payloads`), and sends
+the in-process build does (:func:`lexlens.analysis.indexing.encode_payloads`), and sends
 back the sparse rows. The driver writes them into the same index, in source order.
 
 ``--ray`` alone starts a local Ray on this machine; ``--ray auto`` joins the cluster this
@@ -63,7 +63,8 @@ class _EncodeActor:
         self.root = Path(root)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from lexlens.analysis.collections import Skipped, encode_payloads
+        from lexlens.analysis.indexing import encode_payloads
+        from lexlens.analysis.sources import Skipped
 
         payloads: list[tuple[str, Any, str]] = []
         failed: dict[int, str] = {}

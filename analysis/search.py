@@ -1,6 +1,6 @@
 """Search a collection, exclusion queries "A but not B" (SPEC.md §3, seed 003), evaluation.
 
-A *collection* is a stored index (:class:`lexlens.analysis.collections.StoredIndex`) or a
+A *collection* is a stored index (:class:`lexlens.analysis.store.StoredIndex`) or a
 small in-memory :class:`MemoryCollection` of gated vectors. Plain search ranks items by the
 inner product ``E_q · E_d``; each hit lists the terms that make its score, and all of a hit's
 contributions sum exactly to the score it shows (both are the same float64 sum).
@@ -55,7 +55,13 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections import (
+from lexlens.analysis.contrib import (
+    bow_query,
+    check_topk,
+    gate,
+    partner_for,
+)
+from lexlens.analysis.store import (
     FP16_ABS,
     FP16_REL,
     POSTINGS_MIN_NNZ,
@@ -63,12 +69,6 @@ from lexlens.analysis.collections import (
     StoredIndex,
     open_index,
     vocab_hash,
-)
-from lexlens.analysis.contrib import (
-    bow_query,
-    check_topk,
-    gate,
-    partner_for,
 )
 from lexlens.analysis.terms import is_special_token
 from lexlens.models.base import Capability, Encoder, InputError, ModalityError, Needs

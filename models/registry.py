@@ -131,6 +131,11 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
         return _cache[key]
 
 
+def as_encoder(encoder: Encoder | str, device: str | None = None) -> Encoder:
+    """An encoder passed already loaded, or loaded from its spec by :func:`load_encoder`."""
+    return encoder if isinstance(encoder, Encoder) else load_encoder(encoder, device=device)
+
+
 #: Codebook suffixes of a spec: ``+faiss:FILE`` and ``+pq:M[:CORPUS]``.
 CODEBOOK_SUFFIXES = ("+faiss:", "+pq:")
 

@@ -13,16 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections import (
-    MANIFEST,
-    NpyAppender,
-    build_index,
-    delete_collection,
-    list_collections,
-    open_index,
-    vocab_hash,
-)
 from lexlens.analysis.contrib import gate
+from lexlens.analysis.indexing import build_index
+from lexlens.analysis.store import MANIFEST, open_index, vocab_hash
+from lexlens.analysis.store_writer import NpyAppender
+from lexlens.analysis.workspace import delete_collection, list_collections
 from lexlens.models import InputError
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections import build_index, open_index
+from lexlens.analysis.indexing import build_index
+from lexlens.analysis.store import open_index
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "lexlens[ray]")')
 

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from lexlens.analysis.collections import build_index, open_index
 from lexlens.analysis.compare import (
     RegatedIndex,
     compare,
@@ -27,7 +26,9 @@ from lexlens.analysis.compare import (
     own_columns,
 )
 from lexlens.analysis.deviation import deviation_of_index
+from lexlens.analysis.indexing import build_index
 from lexlens.analysis.outputs import json_text
+from lexlens.analysis.store import open_index
 from lexlens.analysis.terms import is_special_token
 from lexlens.models import InputError, ModalityError, load_encoder
 

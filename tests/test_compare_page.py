@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lexlens.analysis.collections import build_index, open_index
+from lexlens.analysis.indexing import build_index
+from lexlens.analysis.store import open_index
 from tests.test_compare import build_vdr, thumbnail
 from tests.test_terms_pages import downloads  # noqa: F401  (the download-payload fixture)
 

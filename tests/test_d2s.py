@@ -224,8 +224,8 @@ def feature_index(tmp_path_factory, head_dir, head, features, feature_files):
 
 
 def test_stored_features_index(head, feature_index, features, feature_files, tmp_path):
-    from lexlens.analysis.collections import open_index
     from lexlens.analysis.features_index import build_features_index
+    from lexlens.analysis.store import open_index
 
     index, captions, captions_file = feature_index
     ix = open_index(index)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections import build_index, open_index
 from lexlens.analysis.deviation import deviation, deviation_of_index
+from lexlens.analysis.indexing import build_index
+from lexlens.analysis.store import open_index
 from lexlens.analysis.terms import is_special_token
 
 CAPTIONS = "data/captions.txt"

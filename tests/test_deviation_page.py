@@ -106,7 +106,7 @@ def test_bad_upload_names_the_file_and_keeps_the_previous_result():
 
 
 def test_stored_collection_same_json_as_cli(cli, downloads, splade, tmp_path, monkeypatch):
-    from lexlens.analysis.collections import build_index
+    from lexlens.analysis.indexing import build_index
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
     at = _page()

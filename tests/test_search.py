@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections import build_index
+from lexlens.analysis.indexing import build_index
 from lexlens.analysis.search import (
     MemoryCollection,
     QuerySpec,

@@ -260,11 +260,11 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encoder):
-    from lexlens.analysis.collections import open_index
     from lexlens.analysis.compare import check_regate, check_same_items
     from lexlens.analysis.deviation import check_options
     from lexlens.analysis.outputs import check_out_dir
     from lexlens.analysis.search import default_query_encoder
+    from lexlens.analysis.store import open_index
 
     if len(indexes) > 2:
         raise InputError(f"give --index at most twice (A and B), not {len(indexes)} times")

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from lexlens.analysis.cli.common import add_common_args, emit, format_table
-from lexlens.analysis.collections import open_index
 from lexlens.analysis.deviation import (
     DEFAULT_GATE_K,
     DEFAULT_K,
@@ -24,6 +23,7 @@ from lexlens.analysis.deviation import (
     result_files,
 )
 from lexlens.analysis.outputs import check_out_dir, write_files
+from lexlens.analysis.store import open_index
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError
 

@@ -7,7 +7,7 @@ import sys
 import time
 
 from lexlens.analysis.cli.common import add_common_args, emit, format_table
-from lexlens.analysis.collections import index_collection
+from lexlens.analysis.indexing import index_collection
 
 
 def register(sub: argparse._SubParsersAction) -> None:

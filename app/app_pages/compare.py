@@ -195,8 +195,9 @@ if kind in ("Text", "Image"):
 
 # ----------------------------------------------------------------------------- collections
 else:
-    from lexlens.analysis.collections import list_collections, open_index
     from lexlens.analysis.search import default_query_encoder
+    from lexlens.analysis.store import open_index
+    from lexlens.analysis.workspace import list_collections
 
     cards = [c for c in list_collections() if "error" not in c]
     if not cards:

@@ -21,8 +21,8 @@ from lexlens.analysis.deviation import (
     StaticEmbeddings,
     check_glove,
     check_options,
-    deviation_of_encoded,
     deviation_needs_for,
+    deviation_of_encoded,
     deviation_of_index,
     encode_captions,
     input_name,
@@ -74,7 +74,7 @@ if source == SOURCES[1]:
         st.stop()
     upload_data = files[0]
 elif source == SOURCES[2]:
-    from lexlens.analysis.collections import list_collections
+    from lexlens.analysis.workspace import list_collections
 
     cards = [c for c in list_collections() if "error" not in c]
     if not cards:

@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.collections import list_collections, open_index
 from lexlens.analysis.outputs import json_text, records_csv_bytes
 from lexlens.analysis.search import (
     BOW_QUERY_NEEDS,
@@ -28,6 +27,8 @@ from lexlens.analysis.search import (
     default_query_encoder,
     search,
 )
+from lexlens.analysis.store import open_index
+from lexlens.analysis.workspace import list_collections
 from lexlens.app.state import (
     ROOT,
     content_key,
