@@ -37,7 +37,7 @@ _EXPORTS = {
     "open_index": "lexlens.analysis.store",
     "search_index": "lexlens.analysis.search",
     "search_file": "lexlens.analysis.search",
-    "evaluate_index": "lexlens.analysis.search",
+    "evaluate_index": "lexlens.analysis.evaluation",
     "deviation": "lexlens.analysis.deviation",
     "deviation_of_index": "lexlens.analysis.deviation",
     "attribute": "lexlens.analysis.attribution",

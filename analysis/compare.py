@@ -865,7 +865,7 @@ def _search_side_by_side(
     explain: int,
 ) -> dict:
     """Both rankings, the hits that moved and the terms that moved them."""
-    from lexlens.analysis.search import top_items
+    from lexlens.analysis.ranking import top_items
 
     depth = max(top, RANK_DEPTH)
     ranked = []
@@ -961,17 +961,12 @@ def _search_side_by_side(
 
 def _metrics(targets, ranked, query: str) -> dict | None:
     """MRR@10 … of both rankings when the query is one of the collection's labels."""
-    from lexlens.analysis.search import ir_metrics, relevant_ids
+    from lexlens.analysis.evaluation import ir_metrics, item_ids, labelled, relevant_ids
 
-    if not targets[0].has_labels:
+    labels = labelled(targets[0])
+    if labels is None or query.casefold().strip() not in set().union(*labels):
         return None
-    labels = [
-        frozenset(str(x).casefold() for x in (lab or [])) for lab in targets[0].column("labels")
-    ]
-    if query.casefold().strip() not in set().union(*labels):
-        return None
-    ids = [str(x) for x in targets[0].column("id")]
-    relevant = relevant_ids(labels, ids, query, None)
+    relevant = relevant_ids(labels, item_ids(targets[0]), query, None)
     return {
         s: ir_metrics({"q": ids_s[:10]}, {"q": relevant})["mean"]
         for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
@@ -1000,7 +995,7 @@ def compare_indexes(
     Indexes, options and encoders are checked before anything is encoded.
     """
     from lexlens.analysis.deviation import deviation_of_index
-    from lexlens.analysis.search import check_vocabulary
+    from lexlens.analysis.queries import check_vocabulary
 
     check_top(top)
     check_options(k=k)

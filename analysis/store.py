@@ -262,6 +262,11 @@ class StoredIndex:
     def has_labels(self) -> bool:
         return bool(self.manifest["counts"].get("labelled", 0))
 
+    def describe(self) -> dict:
+        """How results name the collection they come from."""
+        return {"name": self.path.name, "items": len(self), "encoder": self.encoder_name,
+                "modality": self.manifest.get("modality"), "stored": True}  # fmt: skip
+
     def card(self) -> dict:
         """What a collection holds, for lists and the Collections page."""
         m = self.manifest

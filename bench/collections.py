@@ -285,7 +285,7 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
                 import numpy as np
                 from bench.collections import synthetic_query
                 from lexlens.analysis.store import open_index
-                from lexlens.analysis.search import top_items
+                from lexlens.analysis.ranking import top_items
                 t = time.perf_counter()
                 ix = open_index({str(folder / f"s{n}")!r})
                 open_s = time.perf_counter() - t

@@ -26,6 +26,7 @@ from lexlens.analysis.deviation import (
     flops_within,
     item_deviation,
 )
+from lexlens.analysis.evaluation import ir_metrics
 from lexlens.analysis.outputs import (
     FORMULA_PREFIXES,
     csv_bytes,
@@ -35,7 +36,6 @@ from lexlens.analysis.outputs import (
     to_jsonable,
 )
 from lexlens.analysis.patches import pool_patches
-from lexlens.analysis.search import ir_metrics
 from lexlens.models.base import LexicalEncoding, pool_units
 
 FAST = settings(

@@ -9,15 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lexlens.analysis.evaluation import evaluate, ir_metrics
+from lexlens.analysis.exclusion import covering_dimensions
 from lexlens.analysis.indexing import build_index
-from lexlens.analysis.search import (
-    MemoryCollection,
-    QuerySpec,
-    covering_dimensions,
-    evaluate,
-    ir_metrics,
-    search,
-)
+from lexlens.analysis.memory_collection import MemoryCollection
+from lexlens.analysis.queries import QuerySpec
+from lexlens.analysis.search import search
 from lexlens.models import InputError
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
 

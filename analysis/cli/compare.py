@@ -263,7 +263,7 @@ def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encode
     from lexlens.analysis.compare import check_regate, check_same_items
     from lexlens.analysis.deviation import check_options
     from lexlens.analysis.outputs import check_out_dir
-    from lexlens.analysis.search import default_query_encoder
+    from lexlens.analysis.queries import default_query_encoder
     from lexlens.analysis.store import open_index
 
     if len(indexes) > 2:

@@ -6,15 +6,9 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.cli.common import add_common_args, emit, format_table
-from lexlens.analysis.search import (
-    METHODS,
-    METRICS,
-    EvalResult,
-    SearchResult,
-    evaluate_index,
-    search_file,
-    search_index,
-)
+from lexlens.analysis.evaluation import METRICS, EvalResult, evaluate_index
+from lexlens.analysis.exclusion import METHODS
+from lexlens.analysis.search import SearchResult, search_file, search_index
 from lexlens.models.base import InputError
 
 

@@ -195,7 +195,7 @@ if kind in ("Text", "Image"):
 
 # ----------------------------------------------------------------------------- collections
 else:
-    from lexlens.analysis.search import default_query_encoder
+    from lexlens.analysis.queries import default_query_encoder
     from lexlens.analysis.store import open_index
     from lexlens.analysis.workspace import list_collections
 

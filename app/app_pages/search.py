@@ -14,19 +14,18 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.evaluation import METRICS
+from lexlens.analysis.exclusion import METHODS
+from lexlens.analysis.memory_collection import collection_from_file
 from lexlens.analysis.outputs import json_text, records_csv_bytes
-from lexlens.analysis.search import (
+from lexlens.analysis.queries import (
     BOW_QUERY_NEEDS,
     IMAGE_QUERY_NEEDS,
-    METHODS,
-    METRICS,
     TEXT_QUERY_NEEDS,
     QuerySpec,
-    SearchResult,
-    collection_from_file,
     default_query_encoder,
-    search,
 )
+from lexlens.analysis.search import SearchResult, search
 from lexlens.analysis.store import open_index
 from lexlens.analysis.workspace import list_collections
 from lexlens.app.state import (
