@@ -24,6 +24,7 @@ import numpy as np
 
 from lexlens.analysis.terms import special_mask
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
+from lexlens.models.wordpiece import wordpiece_split
 
 Box = tuple[float, float, float, float]
 FULL_BOX: Box = (0.0, 0.0, 1.0, 1.0)
@@ -196,8 +197,6 @@ def term_columns(vocab: Sequence[str], text: str) -> tuple[str, list[int]]:
     heatmap is the max over its pieces' rows. Raises :class:`InputError` when the text is
     empty or cannot be spelled in this vocabulary.
     """
-    from lexlens.analysis.terms import wordpiece_split
-
     word = text.strip()
     if not word:
         raise InputError("type a word to see its heatmap")
@@ -207,7 +206,7 @@ def term_columns(vocab: Sequence[str], text: str) -> tuple[str, list[int]]:
     except InputError:
         pass
     index = {t: i for i, t in enumerate(vocab)}
-    pieces = wordpiece_split(word.lower(), set(index)) if " " not in word else None
+    pieces = wordpiece_split(word.lower(), index) if " " not in word else None
     if not pieces:
         raise InputError(f"{word!r} cannot be spelled in this encoder's vocabulary")
     return f"{word.lower()} ({' '.join(pieces)})", [index[p] for p in pieces]

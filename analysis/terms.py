@@ -18,6 +18,7 @@ from lexlens.models.base import (
     Needs,
     check_texts,
 )
+from lexlens.models.wordpiece import wordpiece_split
 
 _SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
@@ -115,23 +116,6 @@ def top_terms(
     if merge_pieces:
         terms = merge_word_pieces(terms, vocab, words or set())
     return terms[:k]
-
-
-def wordpiece_split(word: str, vocab: set[str]) -> list[str] | None:
-    """Greedy longest-match-first WordPiece split of one word (``None`` if impossible)."""
-    pieces, start = [], 0
-    while start < len(word):
-        end = len(word)
-        while end > start:
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
-                break
-            end -= 1
-        if end == start:
-            return None
-        pieces.append(piece)
-        start = end
-    return pieces
 
 
 def input_words(units: list[str]) -> set[str]:

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from lexlens.models.base import Encoder, EncoderLoadError
+from lexlens.models.wordpiece import wordpiece_split
 
 NUM_CLASSES = 1000
 #: Terms kept per class.
@@ -622,23 +623,6 @@ class ClassVocabMap:
         return out
 
 
-def wordpiece_split(word: str, vocab: dict[str, int]) -> list[int] | None:
-    """Ids of the greedy longest-match-first WordPiece split of one word (``None``: none)."""
-    ids, start = [], 0
-    while start < len(word):
-        end = len(word)
-        while end > start:
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
-                break
-            end -= 1
-        if end == start:
-            return None
-        ids.append(vocab[word[start:end] if start == 0 else "##" + word[start:end]])
-        start = end
-    return ids
-
-
 def expansion_mask(vocab: Sequence[str]) -> np.ndarray:
     """``[|V|]`` True where a token may be an expansion term: a content whole word."""
     return np.fromiter(
@@ -685,9 +669,10 @@ def restrict_to_content(
         for word, floor, cap in [(w, NAME_FLOOR, 1.0) for w in name_words] + [
             (h, 0.0, HEAD_NOUN_CAP) for h in heads
         ]:
-            ids = wordpiece_split(word, index)
-            if not ids:
+            pieces = wordpiece_split(word, index)
+            if not pieces:
                 continue
+            ids = [index[p] for p in pieces]
             weight = min(max(float(row[ids].max()), floor * peak), cap * peak)
             if weight > 0:
                 out[ids] = np.maximum(out[ids], weight)  # a shared piece keeps the larger
