@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.inputs import TextTable, read_texts
+from lexlens.analysis.inputs import TextTable, read_error, read_texts, source_label
 from lexlens.analysis.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.terms import is_special_token, special_mask
 from lexlens.analysis.vocab_stats import (
@@ -121,20 +121,15 @@ class StaticEmbeddings:
         ``keep`` limits the rows read to these tokens (the encoder's vocabulary), so a
         large GloVe file costs memory only for the words that can be looked up.
         """
-        label = name or ("uploaded file" if isinstance(source, (bytes, bytearray)) else str(source))
+        label = source_label(source, name)
         if isinstance(source, (bytes, bytearray)):
             lines: Iterable[str] = bytes(source).decode("utf-8", errors="replace").splitlines()
             return cls._parse_glove(lines, label, keep, limit)
-        path = Path(source).expanduser()
         try:
-            with path.open(encoding="utf-8", errors="replace") as handle:
+            with Path(source).expanduser().open(encoding="utf-8", errors="replace") as handle:
                 return cls._parse_glove(handle, label, keep, limit)
-        except FileNotFoundError:
-            raise InputError(f"{label}: file not found") from None
-        except PermissionError:
-            raise InputError(f"{label}: permission denied (cannot read the file)") from None
-        except IsADirectoryError:
-            raise InputError(f"{label}: is a folder, not a file") from None
+        except OSError as exc:
+            raise read_error(label, exc) from None
 
     @classmethod
     def _parse_glove(
@@ -180,14 +175,8 @@ def check_glove(path: str | Path) -> Path:
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
             handle.readline()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied (cannot read the file)") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+        raise read_error(str(path), exc) from None
     return path
 
 

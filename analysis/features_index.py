@@ -49,8 +49,8 @@ def read_source(
     ids: str | Path | None = None,
     label: str | None = None,
 ):
-    """The :class:`~lexlens.models.features.FeatureTable` of a source (checked in full)."""
-    from lexlens.models.features import read_features
+    """The :class:`~lexlens.analysis.feature_files.FeatureTable` of a source (checked in full)."""
+    from lexlens.analysis.feature_files import read_features
 
     shown = label or str(source)
     path = Path(source).expanduser()
@@ -97,7 +97,7 @@ def build_features_index(
     """Encode a dense features file with a feature head into an index folder at ``out``.
 
     Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
-    features, ids and captions: see :func:`lexlens.models.features.read_features`), the
+    features, ids and captions: see :func:`lexlens.analysis.feature_files.read_features`), the
     vectors' dimension against the head's, ``--out``. Returns an
     :class:`~lexlens.analysis.indexing.IndexResult`.
     """

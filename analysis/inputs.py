@@ -51,12 +51,19 @@ def read_error(label: str, exc: OSError) -> InputError:
     return InputError(f"{label}: cannot read the file ({exc.strerror or exc})")
 
 
+def source_label(source: Source, name: str | None = None) -> str:
+    """The name messages show for a path or an upload (``name`` when given)."""
+    if name:
+        return str(name)
+    return "uploaded file" if isinstance(source, (bytes, bytearray)) else str(source)
+
+
 def read_bytes(source: Source, name: str | None = None) -> tuple[bytes, str]:
     """The bytes of a path or an upload, and the name to show in messages."""
+    label = source_label(source, name)
     if isinstance(source, (bytes, bytearray)):
-        return bytes(source), name or "uploaded file"
+        return bytes(source), label
     path = Path(source).expanduser()
-    label = name or str(path)
     try:
         size = path.stat().st_size
         if path.is_dir():

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.feature_files import FEATURE_SUFFIXES
 from lexlens.analysis.inputs import (
     json_objects,
     open_text,
@@ -31,13 +32,11 @@ from lexlens.models.base import InputError
 
 #: Image files a folder source picks up (case-insensitive).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
-#: Suffixes of a dense features source (read by :mod:`lexlens.analysis.features_index`).
-FEATURE_SOURCES = (".npy", ".safetensors", ".parquet")
 
 
 def is_features_source(path: str | Path) -> bool:
     """A dense features file (by its suffix)."""
-    return Path(str(path)).suffix.lower() in FEATURE_SOURCES
+    return Path(str(path)).suffix.lower() in FEATURE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def open_source(path: str | Path, *, label: str | None = None) -> Source:
     if p.is_dir():
         return Source(p, "folder", p, shown, has_images=True)
     suffix = p.suffix.lower()
-    if suffix not in (".txt", ".csv", ".jsonl", *FEATURE_SOURCES):
+    if suffix not in (".txt", ".csv", ".jsonl", *FEATURE_SUFFIXES):
         raise InputError(
             f"--source {shown}: expected a folder of images, a .txt, .csv or .jsonl file, or "
             "dense features (.npy, .safetensors, .parquet), not "
@@ -96,7 +95,7 @@ def open_source(path: str | Path, *, label: str | None = None) -> Source:
         )
     if not os.access(p, os.R_OK):
         raise InputError(f"--source {shown}: permission denied (cannot read the file)")
-    if suffix in FEATURE_SOURCES:  # read by lexlens.analysis.features_index
+    if suffix in FEATURE_SUFFIXES:  # read by lexlens.analysis.features_index
         return Source(p, "features", p.parent, shown)
     source = Source(p, suffix[1:], p.parent, shown)
     if source.kind == "txt":

@@ -320,7 +320,7 @@ def encode_feature_item(
     Returns the encoding and the input description ``{"features": file, "item": id}``.
     The file, the item and the dimension are checked before the head runs.
     """
-    from lexlens.models.features import FeatureTable, read_features
+    from lexlens.analysis.feature_files import FeatureTable, read_features
 
     FEATURES_NEEDS.check(encoder)
     table = (

@@ -16,8 +16,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from lexlens.analysis.feature_files import read_features
 from lexlens.models import Capability, EncoderLoadError, InputError, load_encoder
-from lexlens.models.features import read_features
 from lexlens.models.text_io import load_bert_tokenizer
 
 HIDDEN, DENSE, VOCAB = 32, 16, 30522

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.feature_files import read_features
 from lexlens.analysis.patches import parse_box
 from lexlens.analysis.terms import TERMS_NEEDS, terms
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError
-from lexlens.models.features import read_features
 from lexlens.models.images import load_image
 
 

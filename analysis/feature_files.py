@@ -1,4 +1,5 @@
-"""Dense feature files: the vectors a D2S head reads, their ids and paired captions.
+"""Dense feature files: the vectors a D2S head reads, their ids and paired captions (a
+researcher's files, read like every other input: :mod:`lexlens.analysis.inputs`).
 
 A researcher's dense features come as
 
@@ -18,16 +19,15 @@ Every error is one line naming the user's file (its name as given, or the upload
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.inputs import decode_text, read_bytes, read_error, read_rows, source_label
 from lexlens.models.base import InputError
+from lexlens.models.checkpoint import first_line
 
 FEATURE_SUFFIXES = (".npy", ".safetensors", ".parquet")
 CAPTION_SUFFIXES = (".csv", ".jsonl")
@@ -89,14 +89,6 @@ class FeatureTable:
         return cached
 
 
-def _label(source: Source, name: str | None) -> str:
-    if name:
-        return str(name)
-    if isinstance(source, (bytes, bytearray)):
-        return "uploaded file"
-    return str(source)
-
-
 def _suffix(label: str, suffix: str | None) -> str:
     return (suffix or Path(label).suffix).lower()
 
@@ -129,7 +121,7 @@ def read_features(
     one 2-D numeric array, no vectors, NaN/Inf, ids that do not match the rows in number or
     repeat.
     """
-    label = _label(source, name)
+    label = source_label(source, name)
     kind = _suffix(label, suffix)
     if kind not in FEATURE_SUFFIXES:
         raise InputError(
@@ -143,14 +135,14 @@ def read_features(
             vectors, row_ids = _read_safetensors(data, label), None
         else:
             vectors, row_ids = _read_parquet(data, label)
-    except PermissionError:
-        raise InputError(f"{label}: permission denied (cannot read the file)") from None
+    except PermissionError as exc:
+        raise read_error(label, exc) from None
     vectors = _check_vectors(vectors, label)
     id_source = "row numbers"
     if row_ids is not None:
         id_source = "parquet column"
     if ids is not None:
-        ids_label = _label(ids, ids_name)
+        ids_label = source_label(ids, ids_name)
         row_ids, id_source = _read_ids(ids, ids_label), Path(ids_label).name
     elif row_ids is None and isinstance(data, Path):
         sidecar = data.with_name(f"{data.stem}.ids.txt")
@@ -177,11 +169,11 @@ def _read_npy(data: bytes | Path, label: str) -> np.ndarray:
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "pickle" in str(exc).lower():
             raise InputError(f"{label} holds Python objects, not an array of numbers") from None
-        raise InputError(f"{label} is not a readable .npy file ({_first(exc)})") from None
+        raise InputError(f"{label} is not a readable .npy file ({first_line(exc)})") from None
     except (OSError, EOFError) as exc:
         if isinstance(exc, PermissionError):
             raise
-        raise InputError(f"{label} is not a readable .npy file ({_first(exc)})") from None
+        raise InputError(f"{label} is not a readable .npy file ({first_line(exc)})") from None
 
 
 def _read_safetensors(data: bytes | Path, label: str) -> np.ndarray:
@@ -204,7 +196,9 @@ def _read_safetensors(data: bytes | Path, label: str) -> np.ndarray:
     except PermissionError:
         raise
     except Exception as exc:  # truncated header, bad JSON, short data …
-        raise InputError(f"{label} is not a readable safetensors file ({_first(exc)})") from None
+        raise InputError(
+            f"{label} is not a readable safetensors file ({first_line(exc)})"
+        ) from None
     import torch
 
     if tensor.dtype == torch.bool or tensor.is_complex():
@@ -245,7 +239,7 @@ def _read_parquet(data: bytes | Path, label: str) -> tuple[np.ndarray, list[str]
     except PermissionError:
         raise
     except Exception as exc:  # ArrowInvalid on a truncated or foreign file
-        raise InputError(f"{label} is not a readable Parquet file ({_first(exc)})") from None
+        raise InputError(f"{label} is not a readable Parquet file ({first_line(exc)})") from None
     emb = table.column("emb").combine_chunks()
     if not (pa.types.is_list(emb.type) or pa.types.is_large_list(emb.type)) and not (
         pa.types.is_fixed_size_list(emb.type)
@@ -298,19 +292,8 @@ def _check_vectors(vectors: np.ndarray, label: str) -> np.ndarray:
 
 
 def _read_ids(source: Source, label: str) -> list[str]:
-    try:
-        raw = bytes(source) if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"ids file {label} not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{label} is a folder, not an ids file") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{label} is not UTF-8 text (one id per line)") from None
-    ids = [line.strip() for line in text.splitlines()]
+    raw, label = read_bytes(source, label)
+    ids = [line.strip() for line in decode_text(raw, label).splitlines()]
     while ids and not ids[-1]:
         ids.pop()
     if not ids:
@@ -334,42 +317,15 @@ def _check_unique(ids: list[str], where: str) -> None:
 
 def read_caption_map(source: Source, *, name: str | None = None) -> dict[str, list[str]]:
     """``id → captions`` from a ``.csv`` or ``.jsonl`` file (see the module docstring)."""
-    label = _label(source, name)
+    label = source_label(source, name)
     kind = _suffix(label, None)
     if kind not in CAPTION_SUFFIXES:
         raise InputError(
             f"{label}: captions must be a {' or '.join(CAPTION_SUFFIXES)} file with an 'id' "
             "and a caption column"
         )
-    try:
-        raw = bytes(source) if isinstance(source, (bytes, bytearray)) else Path(source).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"captions file {label} not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{label} is a folder, not a captions file") from None
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{label} is not UTF-8 text") from None
-    out: dict[str, list[str]] = {}
-    rows = _csv_caption_rows(text, label) if kind == ".csv" else _jsonl_caption_rows(text, label)
-    for item, caps in rows:
-        out.setdefault(item, []).extend(c for c in caps if c)
-    if not any(out.values()):
-        raise InputError(f"{label} holds no captions")
-    return out
-
-
-def _is_caption_column(column: str) -> bool:
-    base = column.strip().lower().rstrip("0123456789").rstrip("_")
-    return base in CAPTION_COLUMNS
-
-
-def _csv_caption_rows(text: str, label: str):
-    reader = csv.DictReader(io.StringIO(text))
-    columns = reader.fieldnames or []
+    rows = read_rows(source, label, kind)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
     if "id" not in columns:
         raise InputError(f"{label} has no 'id' column (columns: {', '.join(columns) or 'none'})")
     caption_columns = [c for c in columns if c != "id" and _is_caption_column(c)]
@@ -378,38 +334,30 @@ def _csv_caption_rows(text: str, label: str):
             f"{label} has no caption column ('caption', 'caption_2', 'captions' or 'text'; "
             f"columns: {', '.join(columns)})"
         )
-    try:
-        for row in reader:
-            item = (row.get("id") or "").strip()
-            if item:
-                yield item, [(row.get(c) or "").strip() for c in caption_columns]
-    except csv.Error as exc:
-        raise InputError(f"{label}: line {reader.line_num}: {exc}") from None
-
-
-def _jsonl_caption_rows(text: str, label: str):
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    out: dict[str, list[str]] = {}
+    for n, row in enumerate(rows, start=1):
+        if "id" not in row:
+            raise InputError(f"{label}: row {n} has no 'id'")
+        item = "" if row["id"] is None else str(row["id"]).strip()
+        if not item:
             continue
-        try:
-            obj: Any = json.loads(line)
-        except json.JSONDecodeError:
-            raise InputError(f"{label}:{n}: not a JSON object") from None
-        if not isinstance(obj, dict) or "id" not in obj:
-            raise InputError(f"{label}:{n}: expected an object with an 'id'")
-        caps: list[str] = []
-        for key in ("caption", "captions", "text"):
-            value = obj.get(key)
-            if isinstance(value, str):
-                caps.append(value.strip())
-            elif isinstance(value, list):
-                caps += [str(v).strip() for v in value if isinstance(v, str)]
-        yield str(obj["id"]).strip(), caps
+        for column in caption_columns:
+            value = row.get(column)
+            values = value if isinstance(value, list) else [value]
+            out.setdefault(item, []).extend(v.strip() for v in values if isinstance(v, str))
+    if not any(c for caps in out.values() for c in caps):
+        raise InputError(f"{label} holds no captions")
+    return {item: [c for c in caps if c] for item, caps in out.items()}
+
+
+def _is_caption_column(column: str) -> bool:
+    base = column.strip().lower().rstrip("0123456789").rstrip("_")
+    return base in CAPTION_COLUMNS
 
 
 def with_captions(table: FeatureTable, source: Source, *, name: str | None = None) -> FeatureTable:
     """The table with each row's paired captions (``[]`` where the file has none)."""
-    label = _label(source, name)
+    label = source_label(source, name)
     mapping = read_caption_map(source, name=name)
     captions = [list(mapping.get(item, [])) for item in table.ids]
     notes = list(table.notes)
@@ -428,8 +376,3 @@ def with_captions(table: FeatureTable, source: Source, *, name: str | None = Non
     return FeatureTable(
         table.name, table.vectors, table.ids, captions, table.id_source, tuple(notes)
     )
-
-
-def _first(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:160]
