@@ -4,8 +4,9 @@ the Attribution page's default run, and the peak memory of the largest allowed r
 Every figure is measured in this run on the same 20-word text with minilm-pq (M = 24, K = 256,
 the page's defaults); contenders run interleaved, best of ``REPEAT``. Ratios use the CPU time
 of one-thread runs: on a shared 2-core machine two OpenMP threads can wait on each other for
-most of a backward pass, so wall time with the default threads says more about the
-neighbours than about the code (both are in the details).
+most of a backward pass, so wall time with two threads says more about the neighbours than
+about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
+``lexlens.analysis.attribution``; the two-thread timings are kept in the details).
 
 - **Floor** (issue 10): exact per-sub-vector gradients need one forward pass and M
   input-gradient backward passes per quadrature node. It is measured directly: one forward

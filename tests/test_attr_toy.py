@@ -251,6 +251,22 @@ def test_progress_is_monotone_per_text_and_subvector(toy):
     assert any("text 1/2" in m and "sub-vector 1/4" in m for _, m in seen)
 
 
+def test_ig_thread_count_is_set_and_restored(toy, monkeypatch):
+    from lexlens.analysis.attribution import attribute_texts
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    monkeypatch.setenv("LEXLENS_IG_THREADS", "1")
+    attribute_texts(
+        toy, [TEXT], steps=2, progress=lambda f, m: seen.append(torch.get_num_threads())
+    )
+    assert set(seen) == {1} and torch.get_num_threads() == before
+    monkeypatch.setenv("LEXLENS_IG_THREADS", "many")
+    with pytest.raises(InputError, match="LEXLENS_IG_THREADS"):
+        attribute_texts(toy, [TEXT], steps=2)
+    assert torch.get_num_threads() == before
+
+
 def test_quadrature_rules():
     from lexlens.analysis.attribution import quadrature
 
