@@ -40,12 +40,16 @@ def check_ray(address: str) -> None:
 
 
 def _quiet() -> None:
-    """Ray's own INFO/WARNING lines would bury the one-line summary on stderr."""
+    """Ray's own INFO/WARNING lines would bury the one-line summary on stderr. Only Ray's
+    loggers and handlers are turned down: the caller's (root) handlers, which Ray may list
+    on its loggers too, keep their levels."""
+    mine = set(logging.getLogger().handlers)
     for name in ("ray", "ray.data", "ray.util", "ray.data._internal"):
         logger = logging.getLogger(name)
         logger.setLevel(logging.ERROR)
         for handler in logger.handlers:
-            handler.setLevel(logging.ERROR)
+            if handler not in mine:
+                handler.setLevel(logging.ERROR)
 
 
 class _EncodeActor:
