@@ -13,36 +13,18 @@ measures another entry script the same way (to try a variant before changing the
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from bench.run import figure
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, healthy
 
-REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 GOAL_S = 8.0
 CLOUD = '[data-testid="stImage"] img'
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -57,7 +39,7 @@ def _cpu_seconds(pid: int) -> float | None:
 def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
     """One cold start; seconds from spawning Streamlit to each phase, and the server's CPU
     seconds until the cloud showed (less sensitive than wall time to other load)."""
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     streamlit = Path(sys.executable).parent / "streamlit"
     cmd = [
@@ -71,13 +53,13 @@ def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            while not _healthy(url):
+            while not healthy(url):
                 if proc.poll() is not None or time.perf_counter() - start > timeout:
                     log.seek(0)
                     tail = log.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"streamlit did not start:\n{tail}")
                 time.sleep(0.05)
-            healthy = time.perf_counter() - start
+            up = time.perf_counter() - start
             page.goto(url, wait_until="domcontentloaded")
             page.locator('[data-testid="stSidebar"]').first.wait_for(timeout=timeout * 1000)
             drawn = time.perf_counter() - start
@@ -100,7 +82,7 @@ def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
                 proc.kill()
                 proc.wait(timeout=10)
     return {
-        "server_healthy_s": healthy,
+        "server_healthy_s": up,
         "first_content_s": drawn,
         "word_cloud_s": cloud,
         "server_cpu_s": cpu,
@@ -116,7 +98,7 @@ def measure(runs: int = 3) -> list[dict[str, float]]:
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM),
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            args=CHROMIUM_ARGS,
         )
         try:
             for i in range(runs + 1):

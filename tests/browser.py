@@ -64,7 +64,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _healthy(url: str) -> bool:
+def healthy(url: str) -> bool:
+    """The Streamlit server at ``url`` answers its health check."""
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
             return resp.status == 200
@@ -88,7 +89,7 @@ def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> It
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
-        while not _healthy(url):
+        while not healthy(url):
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
                 tail = Path(log_name).read_text(errors="replace")[-2000:]

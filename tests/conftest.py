@@ -29,14 +29,33 @@ def splade():
     return load_encoder("splade-tiny", device="cpu")
 
 
-def skimage_path(name: str) -> Path:
-    """A real photo shipped in the scikit-image wheel (e.g. ``chelsea.png``)."""
-    import skimage
+@pytest.fixture(scope="session")
+def effnet():
+    from lexlens.models import load_encoder
 
-    path = Path(skimage.__file__).parent / "data" / name
-    if not path.exists():
-        pytest.skip(f"scikit-image does not ship {name}")
-    return path
+    return load_encoder("efficientnet-lite0-lexical", device="cpu")
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict[str, bytes]:
+    """Every download button's payload by file name, as a page handed it to Streamlit.
+
+    A spy on Streamlit's in-memory media storage (AppTest keeps files there); the call
+    goes through unchanged.
+    """
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    seen: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def spy(self, path_or_data, mimetype, kind, filename=None):
+        if filename is not None:
+            data = path_or_data.encode("utf-8") if isinstance(path_or_data, str) else path_or_data
+            seen[filename] = bytes(data)
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    return seen
 
 
 @dataclass

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+from tests.helpers import app_page
 
 
-def _run(text: str | None = None) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.run()
+def _run(text: str | None = None):
+    at = app_page()
     if text is not None:
         at.text_area(key="text_input").input(text)
         at.button[0].click()  # the form's submit button
@@ -43,9 +38,7 @@ def test_text_page_empty_and_long_text():
 
 
 def test_contrib_page_contributions_sum_to_score():
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/contrib.py")
-    at.run()
+    at = app_page("app_pages/contrib.py")
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     score = float(at.metric[0].value)
@@ -54,9 +47,7 @@ def test_contrib_page_contributions_sum_to_score():
 
 
 def test_search_page_on_sample_collection():
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/search.py")
-    at.run()
+    at = app_page("app_pages/search.py")
     assert not at.exception and not at.error
     assert len(at.dataframe[0].value) == 10
     at.selectbox(key="search_method").select("avg")
@@ -66,9 +57,7 @@ def test_search_page_on_sample_collection():
 
 
 def test_deviation_page_on_sample_captions():
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/deviation.py")
-    at.run()
+    at = app_page("app_pages/deviation.py")
     assert not at.exception and not at.error
     assert len(at.dataframe[0].value) == 10
     assert at.metric[0].label == "Exact@20"

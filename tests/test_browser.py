@@ -28,7 +28,8 @@ from browser import (
     shot,
     wait_idle,
 )
-from conftest import skimage_path
+
+from tests.helpers import skimage_path
 
 pytestmark = pytest.mark.browser
 

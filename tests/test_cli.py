@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from tests.helpers import one_line_error
+
 
 def test_console_script_smoke(lexlens_cli):
     """The installed console script runs and fails as a user sees it (one line, exit 2)."""
@@ -39,19 +41,10 @@ def test_encoders_lists_the_registry(cli):
     assert {"splade-tiny", "efficientnet-lite0-lexical", "minilm-pq"} <= names
 
 
-def _one_line_error(proc, *needles: str) -> None:
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
-    for needle in needles:
-        assert needle in lines[0]
-
-
 def test_user_errors_exit_2_with_one_line(cli, tmp_path):
-    _one_line_error(cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
-    _one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
-    _one_line_error(cli("terms", "--encoder", "splade-tiny"), "--text")
-    _one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
-    _one_line_error(cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
-    _one_line_error(cli("frobnicate"), "invalid choice")
+    one_line_error(cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
+    one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
+    one_line_error(cli("terms", "--encoder", "splade-tiny"), "--text")
+    one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
+    one_line_error(cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
+    one_line_error(cli("frobnicate"), "invalid choice")

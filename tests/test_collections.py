@@ -19,25 +19,9 @@ from lexlens.analysis.store import MANIFEST, open_index, vocab_hash
 from lexlens.analysis.store_writer import NpyAppender
 from lexlens.analysis.workspace import delete_collection, list_collections
 from lexlens.models import InputError
-
-
-def skimage_path(name: str) -> Path:
-    """A real photo shipped in the scikit-image wheel."""
-    skimage = pytest.importorskip("skimage")
-    path = Path(skimage.__file__).parent / "data" / name
-    if not path.exists():
-        pytest.skip(f"scikit-image does not ship {name}")
-    return path
-
+from tests.helpers import skimage_path
 
 PHOTOS = ["chelsea.png", "coffee.png", "rocket.jpg", "astronaut.png", "camera.png", "coins.png"]
-
-
-@pytest.fixture(scope="session")
-def effnet():
-    from lexlens.models import load_encoder
-
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
 
 
 def _thumbs(folder: Path, names: list[str], size: int = 96) -> Path:

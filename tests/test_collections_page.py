@@ -3,11 +3,7 @@ switch, delete; errors shown without losing earlier results."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+from tests.helpers import app_page
 
 
 def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
@@ -23,9 +19,7 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     monkeypatch.setattr(
         state, "get_encoder", lambda spec, device: loaded.append(spec) or real(spec, device)
     )
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/collections.py")
-    at.run()
+    at = app_page("app_pages/collections.py")
     assert not at.exception and not at.error
     assert any("No stored collection" in i.value for i in at.info)
     at.radio(key="collections_source").set_value("Path on this server")

@@ -92,7 +92,7 @@ def thumbnail(root: Path, name: str = "coffee.png", size: int = 160) -> Path:
     """A small copy of a scikit-image photo (fast to encode)."""
     from PIL import Image
 
-    from tests.conftest import skimage_path
+    from tests.helpers import skimage_path
 
     out = root / f"{Path(name).stem}_small.png"
     if not out.exists():
@@ -125,11 +125,6 @@ def vdr_dir(models_dir) -> Path:
 @pytest.fixture(scope="session")
 def vdr(vdr_dir):
     return load_encoder(str(vdr_dir), device="cpu")
-
-
-@pytest.fixture(scope="session")
-def effnet():
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
 
 
 @pytest.fixture(scope="session")

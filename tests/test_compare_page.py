@@ -11,10 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from lexlens.analysis.indexing import build_index
 from lexlens.analysis.store import open_index
+from tests.helpers import app_page
 from tests.test_compare import build_vdr, thumbnail
-from tests.test_terms_pages import downloads  # noqa: F401  (the download-payload fixture)
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGE = "app_pages/compare.py"
 CUSTOM = "local checkpoint directory…"
 TEXT = "a cup of tea at 90 ° with ½ a lemon"
@@ -27,20 +26,13 @@ def models_dir(tmp_path_factory) -> Path:
     return path
 
 
-def _page() -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=240)
-    at.switch_page(PAGE)
-    at.run()
-    return at
-
-
 def _metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_dir):  # noqa: F811
+def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_dir):
     vdr_dir = build_vdr(models_dir)
-    at = _page()
+    at = app_page(PAGE)
     assert not at.exception
     at.text_area(key="compare_text").input(TEXT).run()
     at.number_input(key="compare_text_gate_b").set_value(40).run()
@@ -72,9 +64,9 @@ def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_d
     assert _metric(at, "Shared") == str(counts["shared"])
 
 
-def test_image_at_two_gate_k_equals_the_cli(cli, downloads, models_dir, monkeypatch):  # noqa: F811
+def test_image_at_two_gate_k_equals_the_cli(cli, downloads, models_dir, monkeypatch):
     photo = thumbnail(models_dir)
-    at = _page()
+    at = app_page(PAGE)
     at.radio(key="compare_kind").set_value("Image").run()
     at.file_uploader(key="compare_upload").set_value((photo.name, photo.read_bytes(), "image/png"))
     at.run()
@@ -88,7 +80,7 @@ def test_image_at_two_gate_k_equals_the_cli(cli, downloads, models_dir, monkeypa
     assert any(s.value == f"Heatmap of '{heat['word']}' in both" for s in at.subheader)
 
 
-def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monkeypatch, splade):  # noqa: F811
+def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monkeypatch, splade):
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     source = tmp_path / "pets.csv"
@@ -99,7 +91,7 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
     )
     index = home / "collections" / "pets"
     build_index(splade, source, index, topk=768, encoder_spec="splade-tiny")
-    at = _page()
+    at = app_page(PAGE)
     at.radio(key="compare_kind").set_value("Stored collection").run()
     gate_b = at.number_input(key="compare_index_gate_b_pets_same")
     mean_terms = open_index(index).card()["mean_nnz"]

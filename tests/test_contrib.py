@@ -3,8 +3,6 @@ may be an image (the default pair); the CLI and the page give the same JSON."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,32 +10,16 @@ from hypothesis import strategies as st
 
 from lexlens.analysis.contrib import bag_of_words, bow_query, contrib, contributions, gate
 from lexlens.models import InputError, ModalityError
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-
-
-def photo(name: str) -> Path:
-    skimage = pytest.importorskip("skimage")
-    path = Path(skimage.__file__).parent / "data" / name
-    if not path.exists():
-        pytest.skip(f"scikit-image does not ship {name}")
-    return path
+from tests.helpers import app_page, skimage_path
 
 
 def small(name: str):
     """A 224-px copy of a photo (a PIL image): what the encoder needs, encoded fast."""
     from PIL import Image
 
-    image = Image.open(photo(name)).convert("RGB")
+    image = Image.open(skimage_path(name)).convert("RGB")
     image.thumbnail((224, 224))
     return image
-
-
-@pytest.fixture(scope="module")
-def effnet():
-    from lexlens.models import load_encoder
-
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
 
 
 def test_contributions_sum_to_the_score(splade):
@@ -137,32 +119,15 @@ def test_contrib_cli(cli, tmp_path):
     assert proc.returncode == 2 and "bag-of-words" in proc.stderr
 
 
-def download_matches(at, label: str, text: str, mimetype: str, file_name: str) -> bool:
-    """The page's download button ``label`` serves exactly ``text`` (Streamlit names a
-    download by a hash of its bytes, type and file name)."""
-    from streamlit.runtime.memory_media_file_storage import _calculate_file_id
-
-    buttons = [b for b in at.get("download_button") if b.proto.label == label]
-    assert buttons, f"no download button {label!r}"
-    expected = _calculate_file_id(text.encode("utf-8"), mimetype, file_name)
-    return Path(buttons[0].proto.url).stem == expected
-
-
-def test_page_json_equals_cli_json(cli):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/contrib.py")
-    at.run()
+def test_page_json_equals_cli_json(cli, downloads):
+    at = app_page("app_pages/contrib.py")
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert abs(table["contribution"].sum() - float(at.metric[0].value)) < 1e-3
     proc = cli("contrib", "--encoder", "splade-tiny", "--query", "cat on a book",
                "--doc", "a kitten sleeping on an old novel", "--json")  # fmt: skip
     assert proc.stdout.endswith("}\n")
-    assert download_matches(
-        at, "Contributions (JSON)", proc.stdout[:-1], "application/json", "contributions.json"
-    )
+    assert downloads["contributions.json"].decode("utf-8") == proc.stdout[:-1]
     at.radio(key="contrib_d_kind").set_value("Image")
     at.run()
     assert not at.exception and not at.error

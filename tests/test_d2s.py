@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 from lexlens.analysis.feature_files import read_features
 from lexlens.models import Capability, EncoderLoadError, InputError, load_encoder
 from lexlens.models.text_io import load_bert_tokenizer
+from tests.helpers import app_page, one_line_error
 
 HIDDEN, DENSE, VOCAB = 32, 16, 30522
 IDS = ["img-7", "img-9", "cap-3", "cap-4", "x"]
@@ -317,17 +318,10 @@ def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str):
     """A page on the stored features index, copied into a fresh workspace."""
     import shutil
 
-    from streamlit.testing.v1 import AppTest
-
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     shutil.copytree(feature_index[0], home / "collections" / "feats")
-    at = AppTest.from_file(
-        str(Path(__file__).parent.parent / "app" / "main.py"), default_timeout=180
-    )
-    at.switch_page(page)
-    at.run()
-    return at
+    return app_page(page)
 
 
 def _pick_directory(at, key: str, path: Path) -> None:
@@ -375,15 +369,6 @@ def captions_query(feature_index) -> str:
 # --- bad heads and bad feature files -----------------------------------------------------
 
 
-def _one_line(run, *needles):
-    assert run.returncode == 2, run.stdout
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1, run.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def _drop(key):
     def edit(state):
         del state[key]
@@ -412,7 +397,7 @@ def test_corrupt_heads_are_refused(cli, tmp_path, feature_files, edit, needles):
     edit(state)
     path = write_head(tmp_path / "bad", state)
     run = cli("terms", "--encoder", path, "--features", feature_files["npy"], "--item", "x")
-    _one_line(run, "model.safetensors", *needles)
+    one_line_error(run, "model.safetensors", *needles)
 
 
 def test_truncated_head_and_wrong_dense_size(cli, tmp_path, feature_files):
@@ -420,7 +405,7 @@ def test_truncated_head_and_wrong_dense_size(cli, tmp_path, feature_files):
     data = (path / "model.safetensors").read_bytes()
     (path / "model.safetensors").write_bytes(data[: len(data) // 2])
     run = cli("terms", "--encoder", path, "--features", feature_files["npy"], "--item", "x")
-    _one_line(run, "model.safetensors")
+    one_line_error(run, "model.safetensors")
     other = write_head(tmp_path / "dense", config={"dense_size": 256})
     with pytest.raises(
         EncoderLoadError, match=r"\(32, 16\), but config.json says dense_size = 256"
@@ -438,7 +423,7 @@ def test_truncated_head_and_wrong_dense_size(cli, tmp_path, feature_files):
 def test_features_of_another_dimension(cli, head_dir, tmp_path, head):
     np.save(tmp_path / "f8.npy", np.ones((3, 8), np.float32))
     run = cli("terms", "--encoder", head_dir, "--features", tmp_path / "f8.npy", "--item", "1")
-    _one_line(run, "f8.npy holds 8-d vectors but the head 'd2s-tiny' expects 16-d")
+    one_line_error(run, "f8.npy holds 8-d vectors but the head 'd2s-tiny' expects 16-d")
     with pytest.raises(InputError, match="8-d but the D2S head 'd2s-tiny' expects 16-d"):
         head.encode_features(np.ones((2, 8), np.float32))
 
@@ -476,17 +461,17 @@ def test_bad_feature_files(cli, head_dir, tmp_path, feature_files):
     cases.append((tmp_path / "f.txt", [], ".npy, .safetensors, .parquet"))
     for path, extra, needle in cases:
         run = cli("terms", "--encoder", head_dir, "--features", path, *extra)
-        _one_line(run, needle)
+        one_line_error(run, needle)
         if not extra:
             assert path.name in run.stderr
     run = cli("terms", "--encoder", head_dir, "--features", feature_files["npy"])
-    _one_line(run, "holds 5 vectors: pick one by its id (e.g. img-7")
+    one_line_error(run, "holds 5 vectors: pick one by its id (e.g. img-7")
     run = cli("terms", "--encoder", head_dir, "--text", "a dog")
-    _one_line(run, "terms of a text needs", "dense features → vocabulary weights")
+    one_line_error(run, "terms of a text needs", "dense features → vocabulary weights")
     run = cli(
         "terms", "--encoder", "splade-tiny", "--features", feature_files["npy"], "--item", "x"
     )
-    _one_line(run, "terms of dense features needs")
+    one_line_error(run, "terms of dense features needs")
 
 
 def test_captions_pair_with_ids(tmp_path, feature_files):
@@ -510,15 +495,15 @@ def test_index_options_for_features(cli, head_dir, tmp_path, feature_files):
     np.save(tmp_path / "f8.npy", np.ones((3, 8), np.float32))
     run = cli("index", "--encoder", head_dir, "--source", tmp_path / "f8.npy", "--out",
               tmp_path / "ix")  # fmt: skip
-    _one_line(run, "f8.npy holds 8-d vectors", "expects 16-d")
+    one_line_error(run, "f8.npy holds 8-d vectors", "expects 16-d")
     assert not (tmp_path / "ix").exists()
     (tmp_path / "texts.txt").write_text("a dog\na cat\n")
     run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "texts.txt", "--out",
               tmp_path / "ix", "--captions", tmp_path / "texts.txt")  # fmt: skip
-    _one_line(run, "--captions and --ids apply to a dense features source")
+    one_line_error(run, "--captions and --ids apply to a dense features source")
     run = cli("index", "--encoder", head_dir, "--source", feature_files["npy"], "--out",
               tmp_path / "ix", "--ray")  # fmt: skip
-    _one_line(run, "--ray encodes images and texts")
+    one_line_error(run, "--ray encodes images and texts")
     run = cli("index", "--encoder", "splade-tiny", "--source", feature_files["npy"], "--out",
               tmp_path / "ix")  # fmt: skip
-    _one_line(run, "a stored collection of dense features needs")
+    one_line_error(run, "a stored collection of dense features needs")

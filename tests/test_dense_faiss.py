@@ -16,6 +16,7 @@ from test_models_dense_dirs import write_st_dir
 from lexlens.models import Capability, load_encoder
 from lexlens.models.packaged import default_corpus
 from lexlens.models.pq import faiss_single_thread
+from tests.helpers import one_line_error
 
 TEXTS = ["a tabby cat asleep on a sofa", "espresso in a white cup", "a rocket on the launch pad"]
 
@@ -122,14 +123,6 @@ def test_codebooks_fitted_locally_by_spec(cli, st_dir, tmp_path, monkeypatch):
     assert run.returncode == 2 and "M=5" in run.stderr and "32" in run.stderr
 
 
-def _one_line(run, *needles):
-    assert run.returncode == 2, run.stdout
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1, run.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-
-
 def test_bad_specs(cli, st_dir, tmp_path):
     import faiss
 
@@ -138,12 +131,12 @@ def test_bad_specs(cli, st_dir, tmp_path):
         index.train(np.random.default_rng(1).standard_normal((300, 64)).astype(np.float32))
     faiss.write_index(index, str(tmp_path / "pq64.index"))
     run = cli("attribute", "--encoder", f"{st_dir}+faiss:{tmp_path / 'pq64.index'}", "--text", "x")
-    _one_line(run, "pq64.index", "64-d", "32-d")
+    one_line_error(run, "pq64.index", "64-d", "32-d")
     run = cli("attribute", "--encoder", f"{st_dir}+faiss:{tmp_path / 'none.index'}", "--text", "x")
-    _one_line(run, "none.index", "not found")
+    one_line_error(run, "none.index", "not found")
     (tmp_path / "junk.index").write_bytes(b"not an index")
     run = cli("attribute", "--encoder", f"{st_dir}+faiss:{tmp_path / 'junk.index'}", "--text", "x")
-    _one_line(run, "junk.index", "not a readable faiss index")
+    one_line_error(run, "junk.index", "not a readable faiss index")
     run = cli("attribute", "--encoder", f"splade-tiny+faiss:{tmp_path / 'pq64.index'}",
               "--text", "x")  # fmt: skip
-    _one_line(run, "+faiss: applies to a dense text encoder", "splade-tiny")
+    one_line_error(run, "+faiss: applies to a dense text encoder", "splade-tiny")

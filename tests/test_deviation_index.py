@@ -10,6 +10,7 @@ from lexlens.analysis.deviation import deviation, deviation_of_index
 from lexlens.analysis.indexing import build_index
 from lexlens.analysis.store import open_index
 from lexlens.analysis.terms import is_special_token
+from tests.helpers import skimage_path
 
 CAPTIONS = "data/captions.txt"
 PHOTOS = {
@@ -18,18 +19,6 @@ PHOTOS = {
     "astronaut.png": ["an astronaut in a white space suit"],
     "rocket.jpg": ["a rocket on its launch pad", "a space shuttle ready to launch"],
 }
-
-
-def skimage_path(name: str):
-    """A real photo shipped in the scikit-image wheel."""
-    from pathlib import Path
-
-    import skimage
-
-    path = Path(skimage.__file__).parent / "data" / name
-    if not path.exists():
-        pytest.skip(f"scikit-image does not ship {name}")
-    return path
 
 
 @pytest.fixture(scope="module")

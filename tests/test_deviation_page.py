@@ -3,39 +3,12 @@ skipped captions, errors naming the upload, state kept across pages."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
-MAIN = str(ROOT / "app" / "main.py")
+from tests.helpers import ROOT, app_page
+
 PAGE = "app_pages/deviation.py"
 SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
-
-
-@pytest.fixture
-def downloads(monkeypatch):
-    """The bytes each download button offers, by file name (recorded as Streamlit stores them)."""
-    seen: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def record(self, path_or_data, mimetype, kind, filename=None):
-        if filename and isinstance(path_or_data, (bytes, str)):
-            data = path_or_data if isinstance(path_or_data, bytes) else path_or_data.encode()
-            seen[filename] = data
-        return original(self, path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
-    return seen
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page(PAGE)
-    at.run()
-    return at
 
 
 def _upload(at: AppTest, name: str, data: bytes) -> None:
@@ -46,7 +19,7 @@ def _upload(at: AppTest, name: str, data: bytes) -> None:
 
 
 def test_page_json_equals_cli_json_and_says_how_many_are_below_k(cli, downloads):
-    at = _page()
+    at = app_page(PAGE)
     assert not at.exception and not at.error
     assert at.metric[0].label == "Exact@20"
     assert any("10 of 10 captions have fewer than 20 positive terms" in i.value for i in at.info)
@@ -74,7 +47,7 @@ def test_page_json_equals_cli_json_and_says_how_many_are_below_k(cli, downloads)
 
 def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads, tmp_path):
     data = "a cat sleeping on a book\n🙂🙂\na red train crossing a bridge\n".encode()
-    at = _page()
+    at = app_page(PAGE)
     _upload(at, "mine.txt", data)
     assert not at.exception and not at.error
     assert any("1 of the captions not measured" in w.value for w in at.warning)
@@ -95,7 +68,7 @@ def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads,
 
 
 def test_bad_upload_names_the_file_and_keeps_the_previous_result():
-    at = _page()
+    at = app_page(PAGE)
     assert len(at.dataframe[0].value) == 10
     _upload(at, "broken.csv", b'text\n"a cat\n')
     assert not at.exception
@@ -109,7 +82,7 @@ def test_stored_collection_same_json_as_cli(cli, downloads, splade, tmp_path, mo
     from lexlens.analysis.indexing import build_index
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
-    at = _page()
+    at = app_page(PAGE)
     at.radio(key="dev_source").set_value(SOURCES[2])
     at.run()
     assert not at.exception and any("No stored collection yet" in i.value for i in at.info)

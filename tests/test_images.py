@@ -20,14 +20,7 @@ from lexlens.models.images import (
     to_rgb,
     to_tensor,
 )
-from tests.conftest import skimage_path
-
-
-@pytest.fixture(scope="session")
-def image_encoder():
-    from lexlens.models import load_encoder
-
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
+from tests.helpers import skimage_path
 
 
 def _png_bytes(image: Image.Image) -> bytes:
@@ -195,7 +188,7 @@ def test_center_crop_box_is_in_original_fractions():
 # --- unusual images through the default encoder ---------------------------------------------
 
 
-def test_edge_images_encode(image_encoder):
+def test_edge_images_encode(effnet):
     frames = [Image.new("RGB", (16, 16), c) for c in [(255, 0, 0), (0, 0, 255)]]
     gif = io.BytesIO()
     frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
@@ -211,10 +204,10 @@ def test_edge_images_encode(image_encoder):
         load_image(sixteen),
         load_image(_png_bytes(Image.new("RGBA", (5, 9), (0, 255, 0, 100)))),
     ]
-    encodings = image_encoder.encode_images(images)
+    encodings = effnet.encode_images(images)
     assert len(encodings) == len(images)
     for enc in encodings:
-        assert enc.weights.shape == (len(image_encoder.vocab),)
+        assert enc.weights.shape == (len(effnet.vocab),)
         assert np.isfinite(enc.weights).all() and enc.weights.max() > 0
         assert enc.unit_weights.shape[0] == enc.grid[0] * enc.grid[1]
     assert encodings[0].grid == (7, 7)
@@ -222,23 +215,23 @@ def test_edge_images_encode(image_encoder):
     assert any("tiny image" in n for n in encodings[0].notes)
 
 
-def test_aspect_ratio_gives_non_square_grid(image_encoder):
+def test_aspect_ratio_gives_non_square_grid(effnet):
     photo = load_image(skimage_path("chelsea.png"))
     wide = photo.resize((448, 224))
     tall = photo.resize((150, 300))
     very_wide = photo.resize((900, 100))
-    enc_wide, enc_tall, enc_very = image_encoder.encode_images([wide, tall, very_wide])
+    enc_wide, enc_tall, enc_very = effnet.encode_images([wide, tall, very_wide])
     assert enc_wide.grid == (7, 14) and enc_tall.grid == (14, 7)
     assert enc_wide.units[:2] == ["r0c0", "r0c1"] and len(enc_wide.units) == 98
     assert enc_very.grid == (7, 14) and any("squeezed" in n for n in enc_very.notes)
     assert enc_wide.crop_box == (0.0, 0.0, 1.0, 1.0)
 
 
-def test_non_image_to_encoder_is_clear(image_encoder):
+def test_non_image_to_encoder_is_clear(effnet):
     with pytest.raises(InputError, match="PIL image"):
-        image_encoder.encode_images(["chelsea.png"])
+        effnet.encode_images(["chelsea.png"])
     with pytest.raises(InputError, match="no images"):
-        image_encoder.encode_images([])
+        effnet.encode_images([])
 
 
 # --- the CLI image path, end to end ---------------------------------------------------------

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import skimage_path
+from tests.helpers import app_page, skimage_path
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGE = "app_pages/images.py"
-
-
-def _page() -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=240)
-    at.switch_page(PAGE)
-    at.run()
-    return at
 
 
 def _table_tokens(frame) -> list[str]:
@@ -28,7 +19,7 @@ def _table_tokens(frame) -> list[str]:
 
 @pytest.fixture(scope="module")
 def cat_page() -> AppTest:
-    at = _page()
+    at = app_page(PAGE)
     at.multiselect(key="image_samples").set_value(["chelsea (scikit-image)"]).run()
     return at
 
@@ -68,7 +59,7 @@ def _captions(at) -> list[str]:
 
 
 def test_uploads_bad_file_does_not_hide_the_good_one():
-    at = _page()
+    at = app_page(PAGE)
     at.multiselect(key="image_samples").set_value([]).run()
     buf = io.BytesIO()
     Image.open(skimage_path("coffee.png")).convert("RGB").save(buf, "JPEG")
@@ -90,7 +81,7 @@ def test_uploads_bad_file_does_not_hide_the_good_one():
 
 def test_drawn_sample_groups_differ():
     """The shipped sample (a maze left, a crossword right): default groups = the two halves."""
-    at = _page()
+    at = app_page(PAGE)
     at.multiselect(key="image_samples").set_value(["maze_and_crossword (drawn sample)"]).run()
     assert not at.exception and not at.error
     group_a = _table_tokens(at.dataframe[1].value)[:5]
@@ -102,7 +93,7 @@ def test_drawn_sample_groups_differ():
 def test_an_image_given_twice_is_shown_once():
     """An upload equal to the selected sample is shown as the upload, without a note; the
     same file uploaded twice is shown once, with a note naming both."""
-    at = _page()
+    at = app_page(PAGE)
     data = skimage_path("chelsea.png").read_bytes()
     at.multiselect(key="image_samples").set_value(["chelsea (scikit-image)"])
     at.file_uploader(key="image_uploads").set_value([("my-cat.png", data, "image/png")]).run()

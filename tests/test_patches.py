@@ -20,7 +20,7 @@ from lexlens.analysis.patches import (
 from lexlens.analysis.terms import top_terms
 from lexlens.models.base import InputError, LexicalEncoding
 from lexlens.models.images import load_image
-from tests.conftest import skimage_path
+from tests.helpers import skimage_path
 
 VOCAB = ["[CLS]", "cat", "coffee", "cup", "tree"]
 
@@ -156,14 +156,7 @@ def test_encoding_without_rows_is_clear():
 
 
 @pytest.fixture(scope="session")
-def image_encoder():
-    from lexlens.models import load_encoder
-
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
-
-
-@pytest.fixture(scope="session")
-def side_by_side(image_encoder):
+def side_by_side(effnet):
     """chelsea.png (left) and coffee.png (right), both 300 px high: a 3:1 image (7×14 grid)."""
     cat = load_image(skimage_path("chelsea.png"))
     coffee = load_image(skimage_path("coffee.png"))
@@ -173,15 +166,15 @@ def side_by_side(image_encoder):
     canvas = Image.new("RGB", (left.width + right.width, height))
     canvas.paste(left, (0, 0))
     canvas.paste(right, (left.width, 0))
-    return image_encoder.encode_images([canvas])[0]
+    return effnet.encode_images([canvas])[0]
 
 
 CAT_TERMS = {"cat", "cats", "domestic", "lynx", "tab", "##by"}
 COFFEE_TERMS = {"coffee", "es", "##press", "cup", "mug", "espresso"}
 
 
-def test_side_by_side_halves(image_encoder, side_by_side):
-    vocab = image_encoder.vocab
+def test_side_by_side_halves(effnet, side_by_side):
+    vocab = effnet.vocab
     assert side_by_side.grid == (7, 14)
     left = [t.token for t in top_terms(pool_box(side_by_side, parse_box("0,0,0.5,1")), vocab, k=5)]
     right = [t.token for t in top_terms(pool_box(side_by_side, parse_box("0.5,0,1,1")), vocab, k=5)]
@@ -189,8 +182,8 @@ def test_side_by_side_halves(image_encoder, side_by_side):
     assert {"coffee", "es"} & set(right) and not set(right) & CAT_TERMS, right
 
 
-def test_side_by_side_heatmap_and_contrast(image_encoder, side_by_side):
-    vocab = image_encoder.vocab
+def test_side_by_side_heatmap_and_contrast(effnet, side_by_side):
+    vocab = effnet.vocab
     heat = term_heatmap(side_by_side, token_index(vocab, "cat"))
     assert heat.shape == (7, 14)
     assert heat[:, :7].mean() > 5 * heat[:, 7:].mean()

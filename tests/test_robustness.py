@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import skimage_path
+
+from tests.helpers import skimage_path
 
 ERR, OK, ANY = "error", "ok", "any"
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ from lexlens.analysis.queries import QuerySpec
 from lexlens.analysis.search import search
 from lexlens.models import InputError
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
+from tests.helpers import app_page, skimage_path
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 VOCAB = ["dog", "beach", "park", "cat", "snow", "without", "images", "of"]
 
 
@@ -220,15 +220,13 @@ def photo_index(tmp_path_factory):
 
     from lexlens.models import load_encoder
 
-    skimage = pytest.importorskip("skimage")
     root = tmp_path_factory.mktemp("photos")
-    data = Path(skimage.__file__).parent / "data"
     rows = [("chelsea", "chelsea.png", "a tabby cat", "animal|cat"),
             ("coffee", "coffee.png", "a cup of espresso", "drink|food"),
             ("rocket", "rocket.jpg", "a rocket at night", "space|vehicle"),
             ("astronaut", "astronaut.png", "an astronaut", "space|person")]  # fmt: skip
     for _, name, _, _ in rows:
-        image = Image.open(data / name).convert("RGB")
+        image = Image.open(skimage_path(name)).convert("RGB")
         image.thumbnail((224, 224))
         image.save(root / Path(name).with_suffix(".png").name)
     (root / "items.csv").write_text(
@@ -281,8 +279,7 @@ def test_image_query_over_a_text_index(cli, tmp_path):
     build_index_cli = cli("index", "--encoder", "splade-tiny", "--source", "data/collection.csv",
                           "--out", tmp_path / "texts")  # fmt: skip
     assert build_index_cli.returncode == 0, build_index_cli.stderr
-    skimage = pytest.importorskip("skimage")
-    photo = Path(skimage.__file__).parent / "data" / "chelsea.png"
+    photo = skimage_path("chelsea.png")
     proc = cli("search", "--index", tmp_path / "texts", "--query-image", photo, "--json")
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
@@ -318,29 +315,15 @@ def test_eval_pairs_cli_on_a_labelled_text_index(cli, tmp_path):
         assert row["A_not_B"] >= 1 and set(row["sr"]) == {"MRR@1", "MRR@10", "NDCG@10", "AP@10"}
 
 
-def _download_matches(at, label: str, text: str, mimetype: str, file_name: str) -> bool:
-    """The page's download button ``label`` serves exactly ``text`` (Streamlit names a
-    download by a hash of its bytes, type and file name)."""
-    from streamlit.runtime.memory_media_file_storage import _calculate_file_id
-
-    buttons = [b for b in at.get("download_button") if b.proto.label == label]
-    assert buttons, f"no download button {label!r}"
-    return Path(buttons[0].proto.url).stem == _calculate_file_id(
-        text.encode("utf-8"), mimetype, file_name
-    )
-
-
-def test_search_page_on_a_stored_collection_equals_the_cli(cli, photo_index, tmp_path, monkeypatch):
+def test_search_page_on_a_stored_collection_equals_the_cli(
+    cli, downloads, photo_index, tmp_path, monkeypatch
+):
     import shutil
-
-    from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
     stored = tmp_path / "home" / "collections" / "photos"
     shutil.copytree(photo_index, stored)
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/search.py")
-    at.run()
+    at = app_page("app_pages/search.py")
     assert not at.exception and not at.error
     at.text_input(key="search_query").set_value("space")
     at.text_input(key="search_exclude").set_value("vehicle")
@@ -353,9 +336,7 @@ def test_search_page_on_a_stored_collection_equals_the_cli(cli, photo_index, tmp
     proc = cli("search", "--index", stored, "--query", "space", "--exclude", "vehicle",
                "--k-items", "1", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert _download_matches(
-        at, "Results (JSON)", proc.stdout[:-1], "application/json", "photos-search.json"
-    )
+    assert downloads["photos-search.json"].decode("utf-8") == proc.stdout[:-1]
     # K and coverage are disabled for a method that does not use them.
     at.selectbox(key="search_method").set_value("avg")
     at.run()
@@ -372,12 +353,8 @@ def test_search_page_on_a_stored_collection_equals_the_cli(cli, photo_index, tmp
 
 
 def test_search_page_sample_texts(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "empty-home"))
-    at = AppTest.from_file(MAIN, default_timeout=180)
-    at.switch_page("app_pages/search.py")
-    at.run()
+    at = app_page("app_pages/search.py")
     assert not at.exception and not at.error
     assert any("No stored collection" in i.value for i in at.info)
     result = at.session_state["search_result"]

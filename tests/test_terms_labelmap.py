@@ -15,7 +15,7 @@ from lexlens.models.label_map import (
     is_scientific_name,
     restrict_to_content,
 )
-from tests.conftest import skimage_path
+from tests.helpers import skimage_path
 
 # Written here, independently of the module's stop list: words that must never top a cloud.
 FUNCTION_WORDS = set(
@@ -63,16 +63,9 @@ FUNCTION_WORDS = set(
 
 
 @pytest.fixture(scope="module")
-def image_encoder():
-    from lexlens.models import load_encoder
-
-    return load_encoder("efficientnet-lite0-lexical", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def photo_terms(image_encoder):
+def photo_terms(effnet):
     return {
-        name: terms(image_encoder, image=skimage_path(name), top=20)
+        name: terms(effnet, image=skimage_path(name), top=20)
         for name in ("chelsea.png", "coffee.png", "rocket.jpg")
     }
 
@@ -102,9 +95,9 @@ def test_cloud_top_five_for_cat_and_coffee(photo_terms):
     assert "es" in raw and "espresso" not in raw  # the JSON keeps the raw tokens too
 
 
-def test_espresso_pieces_share_one_weight(image_encoder):
-    vocab = image_encoder.vocab
-    full = image_encoder.class_map.full(len(vocab))
+def test_espresso_pieces_share_one_weight(effnet):
+    vocab = effnet.vocab
+    full = effnet.class_map.full(len(vocab))
     espresso = full[967, [vocab.index(p) for p in ("es", "##press", "##o")]]
     assert espresso.min() == espresso.max() > 0.5
     assert full[967, vocab.index("coffee")] > 0.5

@@ -5,45 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
-import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import skimage_path
+from tests.helpers import app_page, skimage_path
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 IMAGES = "app_pages/images.py"
 TEXT = "app_pages/text.py"
-
-
-@pytest.fixture
-def downloads(monkeypatch) -> dict[str, bytes]:
-    """Every download button's payload by file name, as the page handed it to Streamlit.
-
-    A spy on Streamlit's in-memory media storage (AppTest keeps files there); the call
-    goes through unchanged.
-    """
-    seen: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def spy(self, path_or_data, mimetype, kind, filename=None):
-        if filename is not None:
-            data = path_or_data.encode("utf-8") if isinstance(path_or_data, str) else path_or_data
-            seen[filename] = bytes(data)
-        return original(self, path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
-    return seen
-
-
-def _app(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=240)
-    if page:
-        at.switch_page(page)
-    at.run()
-    return at
 
 
 def _submit_text(at: AppTest, text: str) -> None:
@@ -54,7 +22,7 @@ def _submit_text(at: AppTest, text: str) -> None:
 
 def test_text_page_json_is_the_cli_document(cli, downloads):
     text = "=HYPERLINK(cat) a giraffe sleeping on a book"
-    at = _app()
+    at = app_page()
     _submit_text(at, text)
     assert not at.exception and not at.error
     run = cli("terms", "--encoder", "splade-tiny", "--text", text, "--json")
@@ -70,7 +38,7 @@ def test_text_page_json_is_the_cli_document(cli, downloads):
 
 
 def test_images_page_json_per_image_and_group_is_the_cli_document(cli, downloads, monkeypatch):
-    at = _app(IMAGES)
+    at = app_page(IMAGES)
     at.multiselect(key="image_samples").set_value(["coffee (scikit-image)"]).run()
     assert not at.exception and not at.error
     monkeypatch.chdir(skimage_path("coffee.png").parent)
@@ -90,7 +58,7 @@ def test_images_page_json_per_image_and_group_is_the_cli_document(cli, downloads
 
 
 def test_heatmap_offers_the_merged_word(downloads):
-    at = _app(IMAGES)
+    at = app_page(IMAGES)
     at.multiselect(key="image_samples").set_value(["coffee (scikit-image)"]).run()
     pick = next(s for s in at.selectbox if s.key.endswith("_term"))
     assert "espresso" in pick.options
@@ -103,7 +71,7 @@ def test_heatmap_offers_the_merged_word(downloads):
 
 
 def test_inputs_survive_page_switches():
-    at = _app()
+    at = app_page()
     _submit_text(at, "a red bicycle near the river")
     at.switch_page(IMAGES).run()
     at.multiselect(key="image_samples").set_value([]).run()
@@ -123,7 +91,7 @@ def test_inputs_survive_page_switches():
 
 
 def test_empty_text_says_so_before_any_encoding():
-    at = _app()
+    at = app_page()
     _submit_text(at, "   ")
     assert not at.exception
     errors = [e.value for e in at.error]

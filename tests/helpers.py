@@ -1,0 +1,41 @@
+"""Plain helpers shared by the test files (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN = str(ROOT / "app" / "main.py")
+
+
+def skimage_path(name: str) -> Path:
+    """A real photo shipped in the scikit-image wheel (e.g. ``chelsea.png``)."""
+    skimage = pytest.importorskip("skimage")
+    path = Path(skimage.__file__).parent / "data" / name
+    if not path.exists():
+        pytest.skip(f"scikit-image does not ship {name}")
+    return path
+
+
+def app_page(page: str | None = None, timeout: float = 240):
+    """The app run headless (Streamlit's AppTest), on ``page`` (``"app_pages/search.py"``)
+    or the default page."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(MAIN, default_timeout=timeout)
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def one_line_error(run, *needles: str) -> str:
+    """A CLI run that failed as a user should see it: exit 2, one stderr line (no traceback)
+    holding every needle; returns the line."""
+    assert run.returncode == 2, run.stdout
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
