@@ -100,27 +100,17 @@ def open_source(path: str | Path, *, label: str | None = None) -> Source:
     source = Source(p, suffix[1:], p.parent, shown)
     if source.kind == "txt":
         source.has_texts = True
-    elif source.kind == "csv":
-        header = _csv_header(p, shown)
-        columns = {h.strip().lower() for h in header}
-        source.has_images = "image" in columns
-        source.has_texts = "text" in columns
-        if not (source.has_images or source.has_texts):
-            raise InputError(
-                f"{shown}: needs an 'image' or a 'text' column "
-                f"(columns: {', '.join(h for h in header if h) or 'none'})"
-            )
+        return source
+    if source.kind == "csv":
+        what, names = "column", [h for h in _csv_header(p, shown) if h]
     else:
-        keys: set[str] = set()
-        for _, row in _jsonl_rows(p, shown):
-            keys |= set(row)
-        source.has_images = "image" in keys
-        source.has_texts = "text" in keys
-        if not (source.has_images or source.has_texts):
-            raise InputError(
-                f"{shown}: needs an 'image' or a 'text' field "
-                f"(fields: {', '.join(sorted(keys)) or 'none'})"
-            )
+        what, names = "field", sorted({k for _, row in _jsonl_rows(p, shown) for k in row})
+    lowered = {n.lower() for n in names}
+    source.has_images, source.has_texts = "image" in lowered, "text" in lowered
+    if not (source.has_images or source.has_texts):
+        raise InputError(
+            f"{shown}: needs an 'image' or a 'text' {what} ({what}s: {', '.join(names) or 'none'})"
+        )
     return source
 
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.run import figure
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, healthy
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, healthy, stop
 
 GOAL_S = 8.0
 CLOUD = '[data-testid="stImage"] img'
@@ -75,12 +75,7 @@ def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
             cloud = time.perf_counter() - start
             cpu = _cpu_seconds(proc.pid)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop(proc)
     return {
         "server_healthy_s": up,
         "first_content_s": drawn,

@@ -73,6 +73,16 @@ def healthy(url: str) -> bool:
         return False
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a server process (killed if it does not exit within 10 s)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 @contextlib.contextmanager
 def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> Iterator[str]:
     """Run `streamlit run <app>` on a free port; yield its base URL; always stop it."""
@@ -98,12 +108,7 @@ def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> It
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
         log.close()
         Path(log_name).unlink(missing_ok=True)
 

@@ -16,15 +16,8 @@ import torch
 
 from lexlens.models import Capability, EncoderLoadError, LexlensError, load_encoder
 from lexlens.models.pq import faiss_single_thread
+from tests.test_vdr import TINY_BERT
 
-TINY = {
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "vocab_size": 30522,
-    "max_position_embeddings": 64,
-}
 TEXTS = ["a tabby cat asleep on a sofa", "espresso in a white cup", "a rocket on the launch pad"]
 
 
@@ -37,7 +30,7 @@ def write_st_dir(path, *, pooling="mean", normalize=True, seed=0, state_edit=Non
 
     path.mkdir(parents=True)
     torch.manual_seed(seed)
-    model = BertModel(BertConfig(**TINY))
+    model = BertModel(BertConfig(**TINY_BERT))
     model.config.save_pretrained(path)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     if state_edit is not None:
