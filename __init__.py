@@ -43,7 +43,7 @@ _EXPORTS = {
     "attribute": "lexlens.analysis.attribution",
     "mot_evaluate": "lexlens.analysis.mot",
     "compare": "lexlens.analysis.compare",
-    "compare_indexes": "lexlens.analysis.compare",
+    "compare_indexes": "lexlens.analysis.compare_collections",
 }
 
 __all__ = sorted(_EXPORTS)

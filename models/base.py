@@ -146,12 +146,13 @@ class Needs:
     all_of: frozenset[Capability] = frozenset()
     any_of: frozenset[Capability] = frozenset()
 
-    def is_compatible(self, capabilities: frozenset[Capability] | Encoder) -> bool:
-        caps = capabilities.capabilities if isinstance(capabilities, Encoder) else capabilities
+    def is_compatible(self, capabilities: frozenset[Capability] | Encoder | EncoderCard) -> bool:
+        caps = capabilities if isinstance(capabilities, frozenset) else capabilities.capabilities
         return self.all_of <= caps and (not self.any_of or bool(self.any_of & caps))
 
-    def check(self, encoder: Encoder) -> None:
-        """Raise :class:`ModalityError` naming what is missing, in one line."""
+    def check(self, encoder: Encoder | EncoderCard) -> None:
+        """Raise :class:`ModalityError` naming what is missing, in one line (a registry
+        card can be checked before its encoder loads)."""
         if self.is_compatible(encoder):
             return
         missing = sorted(self.all_of - encoder.capabilities) or sorted(self.any_of)

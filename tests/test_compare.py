@@ -18,16 +18,12 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from lexlens.analysis.compare import (
-    RegatedIndex,
-    compare,
-    compare_encodings,
-    compare_indexes,
-    own_columns,
-)
+from lexlens.analysis.compare import compare, compare_encodings
+from lexlens.analysis.compare_collections import compare_indexes
 from lexlens.analysis.deviation import deviation_of_index
 from lexlens.analysis.indexing import build_index
 from lexlens.analysis.outputs import json_text
+from lexlens.analysis.regate import RegatedIndex, own_columns
 from lexlens.analysis.store import open_index
 from lexlens.analysis.terms import is_special_token
 from lexlens.models import InputError, ModalityError, load_encoder

@@ -15,9 +15,9 @@ from lexlens.analysis.compare import (
     check_encoder_spec,
     check_top,
     compare,
-    compare_indexes,
     gate_pair,
 )
+from lexlens.analysis.compare_collections import compare_indexes
 from lexlens.analysis.deviation import DEFAULT_K
 from lexlens.models.base import InputError
 
@@ -260,10 +260,11 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encoder):
-    from lexlens.analysis.compare import check_regate, check_same_items
+    from lexlens.analysis.compare_collections import check_same_items
     from lexlens.analysis.deviation import check_options
     from lexlens.analysis.outputs import check_out_dir
     from lexlens.analysis.queries import default_query_encoder
+    from lexlens.analysis.regate import check_regate
     from lexlens.analysis.store import open_index
 
     if len(indexes) > 2:

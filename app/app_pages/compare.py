@@ -20,10 +20,10 @@ from lexlens.analysis.compare import (
     TermComparison,
     check_sides,
     compare_encodings,
-    compare_indexes,
     gate_pair,
     vocabulary_note,
 )
+from lexlens.analysis.compare_collections import compare_indexes
 from lexlens.analysis.deviation import DEFAULT_K
 from lexlens.analysis.terms import encode_image, encode_text
 from lexlens.app.samples import sample_images
