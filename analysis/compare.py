@@ -42,7 +42,21 @@ import numpy as np
 
 from lexlens.analysis.contrib import check_topk, gate
 from lexlens.analysis.deviation import DEFAULT_GATE_K
-from lexlens.analysis.terms import input_words, is_special_token, own_tokens, top_terms
+from lexlens.analysis.patches import (
+    box_to_patches,
+    check_box,
+    term_columns,
+    term_heatmap,
+    units_to_indices,
+)
+from lexlens.analysis.terms import (
+    encode_image,
+    encode_text,
+    input_words,
+    is_special_token,
+    own_tokens,
+    top_terms,
+)
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -460,8 +474,6 @@ def _validate_input(text: str | None, image: Any, name: str | None) -> tuple[str
 
 
 def _group_units(encoding: LexicalEncoding, box, cells) -> list[int]:
-    from lexlens.analysis.patches import box_to_patches, units_to_indices
-
     if encoding.unit_weights is None:
         raise InputError("this encoding kept no per-patch rows: encode with keep_units=True")
     if box is not None:
@@ -470,8 +482,6 @@ def _group_units(encoding: LexicalEncoding, box, cells) -> list[int]:
 
 
 def _heatmap_side(encoder: Encoder, encoding: LexicalEncoding, word: str) -> dict:
-    from lexlens.analysis.patches import term_columns, term_heatmap
-
     what, columns = term_columns(encoder.vocab, word)
     heat = term_heatmap(encoding, columns)
     r, c = divmod(int(heat.argmax()), heat.shape[1])
@@ -506,8 +516,6 @@ def compare_encodings(
     whose heatmap is shown on both grids (default: the heaviest term both share, else A's
     heaviest).
     """
-    from lexlens.analysis.patches import check_box
-
     check_top(top)
     ka, kb = gate_k
     check_topk(ka)
@@ -604,9 +612,6 @@ def compare(
 
     Inputs, options and both encoders' capabilities are checked before anything is encoded.
     """
-    from lexlens.analysis.patches import check_box
-    from lexlens.analysis.terms import encode_image, encode_text
-
     encoder_b = encoder_b or encoder_a
     check_top(top)
     ka, kb = gate_pair(gate_k, (DEFAULT_GATE_K, DEFAULT_GATE_K))

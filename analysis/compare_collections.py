@@ -31,7 +31,10 @@ from lexlens.analysis.compare import (
     vocabulary_overlap,
 )
 from lexlens.analysis.contrib import gate
-from lexlens.analysis.deviation import DEFAULT_K, check_options
+from lexlens.analysis.deviation import DEFAULT_K, check_options, deviation_of_index
+from lexlens.analysis.evaluation import ir_metrics, item_ids, labelled, relevant_ids
+from lexlens.analysis.queries import check_vocabulary
+from lexlens.analysis.ranking import top_items
 from lexlens.analysis.regate import RegatedIndex, check_regate, own_columns
 from lexlens.analysis.store import StoredIndex, open_index
 from lexlens.models.base import Encoder, InputError
@@ -166,8 +169,6 @@ def _search_side_by_side(
     explain: int,
 ) -> dict:
     """Both rankings, the hits that moved and the terms that moved them."""
-    from lexlens.analysis.ranking import top_items
-
     depth = max(top, RANK_DEPTH)
     ranked = []
     for target, q in zip(targets, queries, strict=True):
@@ -262,8 +263,6 @@ def _search_side_by_side(
 
 def _metrics(targets, ranked, query: str) -> dict | None:
     """MRR@10 … of both rankings when the query is one of the collection's labels."""
-    from lexlens.analysis.evaluation import ir_metrics, item_ids, labelled, relevant_ids
-
     labels = labelled(targets[0])
     if labels is None or query.casefold().strip() not in set().union(*labels):
         return None
@@ -295,9 +294,6 @@ def compare_indexes(
 
     Indexes, options and encoders are checked before anything is encoded.
     """
-    from lexlens.analysis.deviation import deviation_of_index
-    from lexlens.analysis.queries import check_vocabulary
-
     check_top(top)
     check_options(k=k)
     if not isinstance(explain, int) or explain < 0:

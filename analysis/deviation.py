@@ -42,8 +42,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.inputs import TextTable, read_error, read_texts, source_label
+from lexlens.analysis.contrib import gate
+from lexlens.analysis.inputs import TextTable, read_texts
 from lexlens.analysis.outputs import json_bytes, records_csv_bytes
+from lexlens.analysis.static_embeddings import StaticEmbeddings, static_embeddings_for
+from lexlens.analysis.store import StoredIndex, open_index, vocab_hash
 from lexlens.analysis.terms import is_special_token, special_mask
 from lexlens.analysis.vocab_stats import (
     CLOUD_TERMS,
@@ -80,118 +83,6 @@ DEFAULT_MAX_ROWS = 10_000
 BATCH_SIZE = 64
 
 Progress = Callable[[float, str], None]
-
-
-# ----------------------------------------------------------------------------- f_enc
-
-
-@dataclass(frozen=True)
-class StaticEmbeddings:
-    """Unit-normalised context-free token vectors, looked up by token string."""
-
-    vectors: np.ndarray  # [n, d], rows L2-normalised
-    index: dict[str, int]
-    description: str = ""
-
-    @classmethod
-    def from_table(
-        cls, table: np.ndarray, tokens: list[str], description: str = ""
-    ) -> StaticEmbeddings:
-        table = np.asarray(table, dtype=np.float32)
-        if not np.isfinite(table).all():
-            raise InputError(f"static embeddings ({description or 'table'}) hold NaN or Inf")
-        norms = np.linalg.norm(table, axis=1, keepdims=True)
-        vectors = (table / np.maximum(norms, 1e-12)).astype(np.float32)
-        index: dict[str, int] = {}
-        for i, t in enumerate(tokens):
-            index.setdefault(t, i)
-        return cls(vectors, index, description)
-
-    @classmethod
-    def from_glove(
-        cls,
-        source: str | Path | bytes,
-        *,
-        name: str | None = None,
-        keep: set[str] | None = None,
-        limit: int | None = None,
-    ) -> StaticEmbeddings:
-        """Read a GloVe-format text file (``word v1 v2 …`` per line).
-
-        ``keep`` limits the rows read to these tokens (the encoder's vocabulary), so a
-        large GloVe file costs memory only for the words that can be looked up.
-        """
-        label = source_label(source, name)
-        if isinstance(source, (bytes, bytearray)):
-            lines: Iterable[str] = bytes(source).decode("utf-8", errors="replace").splitlines()
-            return cls._parse_glove(lines, label, keep, limit)
-        try:
-            with Path(source).expanduser().open(encoding="utf-8", errors="replace") as handle:
-                return cls._parse_glove(handle, label, keep, limit)
-        except OSError as exc:
-            raise read_error(label, exc) from None
-
-    @classmethod
-    def _parse_glove(
-        cls, lines: Iterable[str], label: str, keep: set[str] | None, limit: int | None
-    ) -> StaticEmbeddings:
-        tokens, rows, dim = [], [], None
-        for n, line in enumerate(lines, 1):
-            parts = line.rstrip().split(" ")
-            if len(parts) < 2:
-                continue
-            if keep is not None and parts[0] not in keep:
-                continue
-            try:
-                vec = np.asarray(parts[1:], dtype=np.float32)
-            except ValueError:
-                raise InputError(f"{label}:{n}: not a GloVe line (word then numbers)") from None
-            if dim is None:
-                dim = vec.shape[0]
-            elif vec.shape[0] != dim:
-                raise InputError(f"{label}:{n}: {vec.shape[0]} numbers, expected {dim}")
-            if not np.isfinite(vec).all():
-                raise InputError(f"{label}:{n}: NaN or Inf in the vector")
-            tokens.append(parts[0])
-            rows.append(vec)
-            if limit and len(rows) >= limit:
-                break
-        if not rows:
-            what = " for any token of the vocabulary" if keep is not None else ""
-            raise InputError(f"{label}: holds no vectors{what}")
-        return cls.from_table(np.stack(rows), tokens, f"GloVe file {Path(label).name}")
-
-    def has(self, token: str) -> bool:
-        return token in self.index
-
-    def rows_for(self, vocab: list[str]) -> np.ndarray:
-        """For each vocabulary entry its row here, or -1."""
-        return np.fromiter((self.index.get(t, -1) for t in vocab), dtype=np.int64, count=len(vocab))
-
-
-def check_glove(path: str | Path) -> Path:
-    """Prove a GloVe file readable (its first line) before any model loads."""
-    path = Path(path).expanduser()
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            handle.readline()
-    except OSError as exc:
-        raise read_error(str(path), exc) from None
-    return path
-
-
-def static_embeddings_for(
-    encoder: Encoder, glove: str | Path | bytes | None = None, *, glove_name: str | None = None
-) -> StaticEmbeddings:
-    """``f_enc``: the encoder's own input word embeddings, or a GloVe file when given."""
-    if glove is not None:
-        return StaticEmbeddings.from_glove(glove, name=glove_name, keep=set(encoder.vocab))
-    table = encoder.static_embeddings()
-    if table is None:
-        raise InputError(
-            f"{encoder.name} has no input word-embedding table: give a GloVe file for Semantic@k"
-        )
-    return StaticEmbeddings.from_table(*table, description=f"{encoder.name} input word embeddings")
 
 
 # ----------------------------------------------------------------------------- one item
@@ -658,8 +549,6 @@ class EncodedCaptions:
 
 def gated_rows(encodings: list[LexicalEncoding], vocab: list[str], gate_k: int) -> sp.csr_matrix:
     """``E = V ⊙ G`` of each encoding as CSR rows."""
-    from lexlens.analysis.contrib import gate
-
     return sp.csr_matrix(np.stack([gate(e, vocab, gate_k) for e in encodings]))
 
 
@@ -815,8 +704,6 @@ def deviation_of_index(
     vocabulary must be the index's. ``gate_k``, when given, must equal the index's (stored
     vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
     """
-    from lexlens.analysis.store import StoredIndex, open_index, vocab_hash
-
     check_options(k=k, denominator=denominator, batch_size=batch_size, max_rows=max_rows)
     ix = index if isinstance(index, StoredIndex) else open_index(index)
     stored_gate = int(ix.manifest["gate_k"])
@@ -841,49 +728,7 @@ def deviation_of_index(
     total = len(ix)
     columns = ["id", "text", "image", "captions"]
     for batch in ix.iter_batches(batch_size=batch_size, columns=columns):
-        if features:  # each vector against the tokens of its paired captions (no caption set)
-            paired = [_paired_captions(m) for m in batch.meta]
-            flat = [c for p in paired for c in p]
-            tokens = [caption_terms(e.units) for e in encoder.tokenize_texts(flat)] if flat else []
-            union, at = [], 0
-            for p in paired:
-                union.append(caption_terms(t for toks in tokens[at : at + len(p)] for t in toks))
-                at += len(p)
-            names = [p[0] if p else m["id"] for p, m in zip(paired, batch.meta, strict=True)]
-            items.add(batch.ids, names, batch.vectors, union)
-        elif not images:
-            texts = [m.get("text") or "" for m in batch.meta]
-            items.add(batch.ids, texts, batch.vectors, index_tokens(encoder, texts))
-        else:
-            own: list[list[str]] = []
-            cap_ids, cap_texts = [], []
-            for m in batch.meta:
-                paired = [c.strip() for c in (m.get("captions") or []) if c and c.strip()]
-                if not paired and (m.get("text") or "").strip():
-                    paired = [m["text"].strip()]
-                own.append(paired)
-                cap_ids += [f"{m['id']}#{j}" for j in range(len(paired))]
-                cap_texts += paired
-            cap_tokens: list[list[str]] = []
-            for lo in range(0, len(cap_texts), BATCH_SIZE):
-                chunk = cap_texts[lo : lo + BATCH_SIZE]
-                encodings = encoder.encode_texts(chunk, side="query", keep_units=False)
-                tokens = [caption_terms(e.units) for e in encodings]
-                captions.add(
-                    cap_ids[lo : lo + BATCH_SIZE],
-                    chunk,
-                    gated_rows(encodings, encoder.vocab, stored_gate),
-                    tokens,
-                )
-                cap_tokens += tokens
-            union, at = [], 0
-            for paired in own:
-                union.append(
-                    caption_terms(t for toks in cap_tokens[at : at + len(paired)] for t in toks)
-                )
-                at += len(paired)
-            names = [m.get("image") or m["id"] for m in batch.meta]
-            items.add(batch.ids, names, batch.vectors, union)
+        items.add(batch.ids, *_measured_against(batch, encoder, features, captions, stored_gate))
         if progress:
             progress(batch.stop / total, f"Measured {batch.stop} of {total} items")
     item_set = items.result()
@@ -920,6 +765,42 @@ def deviation_of_index(
         flops_captions_images=between,
         notes=notes,
     )
+
+
+def _measured_against(
+    batch: Any, encoder: Encoder, features: bool, captions: SetAccumulator | None, gate_k: int
+) -> tuple[list[str], Any, list[list[str]]]:
+    """(names, vectors, caption tokens) of a batch of stored items: a text against its own
+    tokens; an image or a feature vector against the tokens of its paired captions (an image
+    collection's captions are also a set of their own, encoded at the index's gate, folded
+    into ``captions``; a D2S head tokenises them: it has no text tower)."""
+    if captions is None and not features:
+        texts = [m.get("text") or "" for m in batch.meta]
+        return texts, batch.vectors, index_tokens(encoder, texts)
+    paired = [_paired_captions(m) for m in batch.meta]
+    flat = [c for p in paired for c in p]
+    if features:
+        tokens = [caption_terms(e.units) for e in encoder.tokenize_texts(flat)] if flat else []
+        names = [p[0] if p else m["id"] for p, m in zip(paired, batch.meta, strict=True)]
+    else:
+        ids = [
+            f"{m['id']}#{j}" for p, m in zip(paired, batch.meta, strict=True) for j in range(len(p))
+        ]
+        encoded = encode_captions(encoder, TextTable(ids, flat), gate_k=gate_k)
+        if flat:
+            captions.add(encoded.ids, encoded.texts, encoded.vectors, encoded.tokens)
+        tokens = encoded.tokens
+        names = [m.get("image") or m["id"] for m in batch.meta]
+    return names, batch.vectors, _per_item(paired, tokens)
+
+
+def _per_item(paired: list[list[str]], tokens: list[list[str]]) -> list[list[str]]:
+    """Each item's caption tokens: the union over its paired captions' tokens (in order)."""
+    out, at = [], 0
+    for captions in paired:
+        out.append(caption_terms(t for toks in tokens[at : at + len(captions)] for t in toks))
+        at += len(captions)
+    return out
 
 
 def _paired_captions(meta: dict) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.contrib import gate
 from lexlens.analysis.sources import (
     IMAGE_SUFFIXES,
     Skipped,
@@ -126,8 +127,6 @@ class IndexResult:
 
 def gated_sparse(encoding: Any, vocab: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
     """``E = V ⊙ G`` of an encoding as (sorted vocabulary ids int32, weights float32)."""
-    from lexlens.analysis.contrib import gate
-
     dense = gate(encoding, vocab, k)
     cols = np.flatnonzero(dense).astype(np.int32)
     return cols, dense[cols].astype(np.float32)

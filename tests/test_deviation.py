@@ -10,7 +10,6 @@ import scipy.sparse as sp
 
 from lexlens.analysis.deviation import (
     SetAccumulator,
-    StaticEmbeddings,
     _Scorer,
     caption_terms,
     check_options,
@@ -19,6 +18,7 @@ from lexlens.analysis.deviation import (
     flops_with_self_pairs,
     item_deviation,
 )
+from lexlens.analysis.static_embeddings import StaticEmbeddings
 from lexlens.models import InputError
 
 VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]", "sun", "sky"]

@@ -20,12 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from lexlens.analysis.contrib import contributions
-from lexlens.analysis.deviation import (
-    StaticEmbeddings,
-    flops_between,
-    flops_within,
-    item_deviation,
-)
+from lexlens.analysis.deviation import flops_between, flops_within, item_deviation
 from lexlens.analysis.evaluation import ir_metrics
 from lexlens.analysis.outputs import (
     FORMULA_PREFIXES,
@@ -36,6 +31,7 @@ from lexlens.analysis.outputs import (
     to_jsonable,
 )
 from lexlens.analysis.patches import pool_patches
+from lexlens.analysis.static_embeddings import StaticEmbeddings
 from lexlens.models.base import LexicalEncoding, pool_units
 
 FAST = settings(

@@ -14,7 +14,6 @@ from lexlens.analysis.deviation import (
     DEVIATION_NEEDS,
     DeviationResult,
     SetDeviation,
-    check_glove,
     check_options,
     deviation,
     deviation_needs_for,
@@ -23,6 +22,7 @@ from lexlens.analysis.deviation import (
     result_files,
 )
 from lexlens.analysis.outputs import check_out_dir, write_files
+from lexlens.analysis.static_embeddings import check_glove
 from lexlens.analysis.store import open_index
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError

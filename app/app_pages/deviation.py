@@ -18,8 +18,6 @@ from lexlens.analysis.deviation import (
     DeviationResult,
     EncodedCaptions,
     SetDeviation,
-    StaticEmbeddings,
-    check_glove,
     check_options,
     deviation_needs_for,
     deviation_of_encoded,
@@ -28,9 +26,9 @@ from lexlens.analysis.deviation import (
     input_name,
     read_captions,
     result_files,
-    static_embeddings_for,
 )
 from lexlens.analysis.plots import png_bytes, wordcloud_image
+from lexlens.analysis.static_embeddings import StaticEmbeddings, check_glove, static_embeddings_for
 from lexlens.analysis.terms import Term
 from lexlens.app.state import (
     ROOT,
