@@ -714,7 +714,7 @@ def attribute(
         raise InputError(f"M must be an integer ≥ 2, got {m!r}")
     check_subvectors(subvectors, int(m) if m is not None else encoder.m)
     start = time.perf_counter()
-    enc = with_subvectors(encoder, m, _part(progress, 0.0, 0.1, "codebooks: "))
+    enc = with_subvectors(encoder, m, progress_part(progress, 0.0, 0.1, "codebooks: "))
     attrs = attribute_texts(
         enc,
         texts,
@@ -723,7 +723,7 @@ def attribute(
         max_steps=max_steps,
         baseline=baseline,
         subvectors=subvectors,
-        progress=_part(progress, 0.1 if enc is not encoder else 0.0, 1.0),
+        progress=progress_part(progress, 0.1 if enc is not encoder else 0.0, 1.0),
     )
     settings = {
         "steps": "auto" if steps is None else steps,
@@ -743,7 +743,9 @@ def attribute(
     )
 
 
-def _part(progress: ProgressFn | None, lo: float, hi: float, prefix: str = "") -> ProgressFn | None:
+def progress_part(
+    progress: ProgressFn | None, lo: float, hi: float, prefix: str = ""
+) -> ProgressFn | None:
     """``progress`` mapped onto ``[lo, hi]`` of the whole bar."""
     if progress is None:
         return None

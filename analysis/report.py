@@ -35,6 +35,7 @@ from lexlens.analysis.attribution import (
     AttributionResult,
     SubvectorAttribution,
     attribute,
+    progress_part,
 )
 from lexlens.analysis.outputs import csv_bytes, json_bytes, write_files
 from lexlens.models.base import InputError, check_texts
@@ -374,7 +375,7 @@ def attribution_report(
         tolerance=tolerance,
         max_steps=max_steps,
         baseline=baseline,
-        progress=_part(progress, 0.0, split),
+        progress=progress_part(progress, 0.0, split),
     )
     mot_result = None
     if mot:
@@ -389,7 +390,7 @@ def attribution_report(
             attributions=result.texts,
             tolerance=tolerance,
             max_steps=max_steps,
-            progress=_part(progress, split, 1.0, "masking: "),
+            progress=progress_part(progress, split, 1.0, "masking: "),
         )
     meta = {"source": source, "texts": len(texts)}
     if mot_result is not None:
@@ -400,16 +401,6 @@ def attribution_report(
             "codebook": mot_result.settings["codebook"],
         }
     return AttributionReport(result, mot_result, meta)
-
-
-def _part(progress: ProgressFn | None, lo: float, hi: float, prefix: str = "") -> ProgressFn | None:
-    if progress is None:
-        return None
-
-    def inner(frac: float, msg: str) -> None:
-        progress(lo + (hi - lo) * min(max(float(frac), 0.0), 1.0), prefix + msg)
-
-    return inner
 
 
 def write_attribution_report(
