@@ -129,6 +129,12 @@ class SubvectorAttribution:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(gap > 0, np.abs(self.delta) / gap, np.inf)
 
+    def tolerance_scale(self) -> np.ndarray:
+        """What the tolerance multiplies, per row: ``max(|F_i(x) − F_i(x')|, mean_j |…|)`` (a
+        sub-vector whose own gap is near 0 is judged against the text's mean gap)."""
+        gap = np.abs(np.asarray(self.gap(), dtype=np.float64))
+        return np.maximum(gap, gap.mean()) if gap.size else gap
+
     def gap(self) -> np.ndarray:
         """``F_i(x) − F_i(x')`` per row (from completeness when not stored)."""
         if self.target_gap is not None:
@@ -671,10 +677,7 @@ def attribution_notes(
         )
     loose = [a for a in attrs if a.converged is False]
     if loose:
-        worst = max(
-            float(np.max(np.abs(a.delta) / np.maximum(np.abs(a.gap()), np.abs(a.gap()).mean())))
-            for a in loose
-        )
+        worst = max(float(np.max(np.abs(a.delta) / a.tolerance_scale())) for a in loose)
         notes.append(
             f"{len(loose)} text(s) have a sub-vector whose completeness gap exceeds "
             f"{tolerance:.0%} of F(x) − F(x′) (worst {worst:.1%}) at {loose[0].steps} steps: "
