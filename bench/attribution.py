@@ -28,13 +28,10 @@ about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from bench.run import figure
+from bench.run import child_run, figure
 
 REPEAT = 3
 TEXT20 = (
@@ -94,7 +91,8 @@ def _captum_multi(encoder, text: str, nodes: int):
 
 
 def _peak_rss_cli() -> tuple[float | None, dict]:
-    """Peak RSS (MB) of a fresh ``lexlens attribute`` on a 512-token text at --steps 1000."""
+    """Peak RSS (MB) of ``lexlens attribute`` in a fresh process on a 512-token text at
+    ``--steps 1000`` (the CLI's ``main``, as the console script runs it)."""
     import tempfile
 
     words = (
@@ -103,23 +101,28 @@ def _peak_rss_cli() -> tuple[float | None, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "long.txt"
         corpus.write_text(" ".join(words[:512]) + "\n", encoding="utf-8")
-        exe = Path(sys.executable).parent / "lexlens"
-        cmd = [str(exe), "attribute", "--encoder", "minilm-pq", "--corpus", str(corpus),
-               "--steps", "1000", "--subvectors", "2", "--json"]  # fmt: skip
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        argv = ["attribute", "--encoder", "minilm-pq", "--corpus", str(corpus),
+                "--steps", "1000", "--subvectors", "2", "--json"]  # fmt: skip
         start = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-        seconds = time.perf_counter() - start
-        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    details = {"command": " ".join(cmd[1:]), "seconds": seconds, "returncode": proc.returncode}
-    if proc.returncode != 0 or peak_kb <= before:
-        details["stderr"] = proc.stderr[-500:]
+        try:
+            out = child_run(
+                f"""
+                import contextlib, io
+                from lexlens.analysis.cli import main
+                buf = io.StringIO()
+                with contextlib.redirect_stdout(buf):
+                    code = main({argv!r})
+                text = json.loads(buf.getvalue())["texts"][0] if code == 0 else {{}}
+                _done({{"returncode": code, "tokens": len(text.get("tokens", [])),
+                        "truncated": text.get("truncated"), "nodes": text.get("steps")}})
+                """
+            )
+        except RuntimeError as exc:
+            return None, {"command": " ".join(argv), "error": str(exc)[-500:]}
+    details = {"command": " ".join(argv), "seconds": time.perf_counter() - start, **out}
+    if out["returncode"] != 0:
         return None, details
-    import json
-
-    text = json.loads(proc.stdout)["texts"][0]
-    details.update(tokens=len(text["tokens"]), truncated=text["truncated"], nodes=text["steps"])
-    return peak_kb / 1024, details
+    return out["peak_rss_mb"], details
 
 
 def _interleaved(fns: dict, repeat: int = REPEAT) -> dict[str, dict[str, float]]:
@@ -254,7 +257,7 @@ def run() -> list[dict]:
         how = "skipped"
     else:
         rss, details = _peak_rss_cli()
-        how = "ru_maxrss of a fresh `lexlens attribute` process: 512-token text, --steps 1000"
+        how = "VmHWM of a fresh process running `lexlens attribute`: 512-token text, --steps 1000"
     results.append(
         figure(
             "attribute_peak_rss_max_steps",

@@ -2,27 +2,24 @@
 latency on synthetic indexes of 10k / 100k / 1M items, sparse vs dense, build memory.
 
 Every figure carries its goal. Memory is measured in a fresh child process per build
-(``ru_maxrss`` and the peak of anonymous memory sampled from ``/proc``), so one build's
-pages never count towards another's. Synthetic items have about 100 non-zeros drawn from a
+(``VmHWM`` of its own address space and the peak of anonymous memory sampled from
+``/proc``; see ``bench.run.child_run``), so one build's pages never count towards another's. Synthetic items have about 100 non-zeros drawn from a
 Zipf-like term distribution over the 30,522-term vocabulary (common terms in a large share
 of items, as in learned sparse collections), positive weights.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.run import figure
+from bench.run import child_run, figure
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCAB_SIZE = 30522
@@ -30,40 +27,6 @@ NNZ_PER_ITEM = 100
 
 
 # ------------------------------------------------------------------------------- helpers
-def _child(code: str, timeout: float = 3600) -> dict:
-    """Run ``code`` in a fresh Python; it prints one JSON object on its last line. Adds the
-    child's peak RSS and peak anonymous memory (MB)."""
-    prelude = textwrap.dedent(
-        """
-        import json, os, resource, threading, time
-        _peak = {"anon": 0}
-        def _watch():
-            while True:
-                try:
-                    with open("/proc/self/status") as f:
-                        for line in f:
-                            if line.startswith("RssAnon:"):
-                                _peak["anon"] = max(_peak["anon"], int(line.split()[1]))
-                except OSError:
-                    return
-                time.sleep(0.05)
-        threading.Thread(target=_watch, daemon=True).start()
-        def _done(result):
-            result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            result["peak_anon_mb"] = _peak["anon"] / 1024
-            print(json.dumps(result))
-        """
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )  # fmt: skip
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench child failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def corpus(n: int) -> list[str]:
     """``n`` real English texts: docstring paragraphs of Python's standard library
     (deterministic: files in sorted order, 40–600 characters, duplicates dropped)."""
@@ -137,7 +100,7 @@ def indexing_throughput(n: int = 1500) -> list[dict]:
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-"))
     try:
         (folder / "texts.txt").write_text("\n".join(corpus(n)) + "\n", encoding="utf-8")
-        here = _child(
+        here = child_run(
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
@@ -179,7 +142,7 @@ def indexing_throughput(n: int = 1500) -> list[dict]:
                 )  # fmt: skip
             )
             return out
-        on_ray = _child(
+        on_ray = child_run(
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
@@ -216,7 +179,7 @@ def twenty_thousand_texts(n: int = 20000) -> list[dict]:
     try:
         texts = corpus(n)
         (folder / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
-        r = _child(
+        r = child_run(
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
@@ -243,7 +206,7 @@ def twenty_thousand_texts(n: int = 20000) -> list[dict]:
                 "MB",
                 goal=("<", 1536.0),
                 measured_with=f"lexlens index of {r['items']:,} stdlib docstring paragraphs "
-                "with splade-tiny in a fresh process (ru_maxrss, model and torch included)",
+                "with splade-tiny in a fresh process (VmHWM, model and torch included)",
                 details=details,
             ),
             figure(
@@ -268,7 +231,7 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
     out: list[dict] = []
     try:
         for n in sizes:
-            built = _child(
+            built = child_run(
                 f"""
                 from bench.collections import synthetic_rows, _vocab
                 from lexlens.analysis.store_writer import write_index
@@ -280,7 +243,7 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
                         "postings": ix.postings is not None}})
                 """
             )
-            measured = _child(
+            measured = child_run(
                 f"""
                 import numpy as np
                 from bench.collections import synthetic_query
@@ -350,7 +313,7 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
                     "MB",
                     goal=("<", 1536.0),
                     measured_with=f"writing the {n:,}-item synthetic index (CSR, Parquet, "
-                    "postings) in a fresh process; ru_maxrss counts the memory-mapped output "
+                    "postings) in a fresh process; VmHWM counts the memory-mapped output "
                     f"pages it touched (peak anonymous memory {built['peak_anon_mb']:.0f} MB)",
                     details=details,
                 )

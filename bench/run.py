@@ -31,13 +31,16 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
 BENCHES = [
     "bench.text",
     "bench.images",
@@ -53,6 +56,48 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": lambda a, b: a >= b,
 }
 KEYS = ("name", "value", "unit", "goal", "met", "measured_with")
+
+
+CHILD_PRELUDE = """
+import json, threading, time
+_peak = {"anon": 0}
+def _status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+def _watch():
+    while True:
+        try:
+            _peak["anon"] = max(_peak["anon"], _status("RssAnon"))
+        except OSError:
+            return
+        time.sleep(0.05)
+threading.Thread(target=_watch, daemon=True).start()
+def _done(result):
+    result["peak_rss_mb"] = _status("VmHWM") / 1024
+    result["peak_anon_mb"] = max(_peak["anon"], _status("RssAnon")) / 1024
+    print(json.dumps(result))
+"""
+
+
+def child_run(code: str, timeout: float = 3600) -> dict:
+    """Run ``code`` in a fresh Python that ends by calling ``_done(result_dict)``; returns that
+    dict with the child's peak RSS and peak anonymous memory (MB).
+
+    The peak is ``VmHWM`` of the child's own address space, which starts empty at ``exec``.
+    ``ru_maxrss`` would not do: Linux carries it across ``fork`` + ``exec``, so a child of a
+    large benchmark process reports at least its parent's size.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD_PRELUDE + textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench child failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def timed(fn: Callable[[], object], *, repeat: int = 3) -> float:
