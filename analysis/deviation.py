@@ -47,7 +47,13 @@ from lexlens.analysis.inputs import TextTable, read_texts
 from lexlens.analysis.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.static_embeddings import StaticEmbeddings, static_embeddings_for
 from lexlens.analysis.store import StoredIndex, open_index, vocab_hash
-from lexlens.analysis.terms import is_special_token, special_mask
+from lexlens.analysis.terms import (
+    Term,
+    input_words,
+    is_special_token,
+    merge_word_pieces,
+    special_mask,
+)
 from lexlens.analysis.vocab_stats import (
     CLOUD_TERMS,
     LAZY_RATE,
@@ -80,6 +86,8 @@ DEFAULT_K = 20
 DENOMINATORS = ("k", "active")
 #: Per-item rows kept in a result (aggregates always cover every item).
 DEFAULT_MAX_ROWS = 10_000
+#: At most this many distinct caption words are kept as evidence for merging the cloud.
+MAX_CLOUD_WORDS = 200_000
 BATCH_SIZE = 64
 
 Progress = Callable[[float, str], None]
@@ -274,6 +282,9 @@ class SetDeviation:
     skipped: list[dict]
     n_skipped: int
     vocabulary: VocabStats | None
+    #: the dataset cloud: ``vocabulary.top_terms`` by mean weight, word pieces merged into
+    #: the whole words the items' own tokens spell ("gi ##raf ##fe" → giraffe)
+    cloud_terms: list[Term] = field(default_factory=list)
     #: per-dimension activation counts (for FLOPs between sets; not in the JSON)
     counts: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
 
@@ -294,6 +305,7 @@ class SetDeviation:
             "rows_shown": len(self.rows),
             "rows": [r.to_dict() for r in self.rows],
             "vocabulary": self.vocabulary.to_dict() if self.vocabulary else None,
+            "cloud_terms": [{"term": t.token, "weight": t.weight} for t in self.cloud_terms],
         }
 
 
@@ -324,6 +336,8 @@ class SetAccumulator:
     counts: np.ndarray = field(init=False, repr=False)
     nnz: int = 0
     vocab: VocabAccumulator = field(init=False, repr=False)
+    #: whole words spelled by the items' caption tokens: evidence for merging the cloud
+    words: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         size = len(self.scorer.vocab)
@@ -350,6 +364,8 @@ class SetAccumulator:
             if not caption:
                 self.skip(item_id, text, _SKIP_REASON.get(self.kind, "no caption tokens"))
                 continue
+            if len(self.words) < MAX_CLOUD_WORDS:
+                self.words.update(input_words(caption))
             lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
             item = self.scorer.score(
                 item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption
@@ -394,6 +410,15 @@ class SetAccumulator:
             "cap_exact_at_k": stats["capped"] / (measured * k) if measured else 0.0,
         }
         chosen = by_den[self.scorer.denominator]
+        vocabulary = (
+            self.vocab.result(self.scorer.vocab, top=self.vocab_top, lazy_rate=self.lazy_rate)
+            if n
+            else None
+        )
+        cloud = [] if vocabulary is None else vocabulary.top_terms
+        cloud_terms = merge_word_pieces(
+            [Term(t.token, t.mean_weight, t.index) for t in cloud], self.scorer.vocab, self.words
+        )
         return SetDeviation(
             kind=self.kind,
             n=n,
@@ -408,11 +433,8 @@ class SetAccumulator:
             rows=list(self.rows),
             skipped=list(self.skipped),
             n_skipped=self.n_skipped,
-            vocabulary=(
-                self.vocab.result(self.scorer.vocab, top=self.vocab_top, lazy_rate=self.lazy_rate)
-                if n
-                else None
-            ),
+            vocabulary=vocabulary,
+            cloud_terms=cloud_terms,
             counts=self.counts.copy(),
         )
 

@@ -192,3 +192,25 @@ def test_glove_top_terms_without_vector_add_zero():
     dev = item_deviation(np.array([2.0, 1.0, 0.5]), vocab, ["cat"], static, k=3)
     assert dev.top_terms == ["cat", "##s", "dog"] and dev.no_vector == 1
     assert dev.semantic == pytest.approx((1.0 + 0 + 0.6) / 3)
+
+
+def test_dataset_cloud_joins_the_pieces_of_words_the_captions_spell():
+    vocab = ["[CLS]", "gi", "##raf", "##fe", "tall", "do", "##mestic"]
+    static = StaticEmbeddings.from_table(np.eye(len(vocab), dtype=np.float32), vocab, "identity")
+    scorer = _Scorer.build(vocab, static, 3, "k")
+    acc = SetAccumulator("captions", scorer)
+    # caption 1 spells "giraffe"; nothing spells "do ##mestic", so those pieces stay apart.
+    rows = np.array([[0, 0.9, 0.6, 0.4, 0.8, 0, 0], [0, 0, 0, 0, 0.5, 0.3, 0.2]], np.float32)
+    acc.add(
+        ["a", "b"],
+        ["a tall giraffe", "tall"],
+        sp.csr_matrix(rows),
+        [["tall", "gi", "##raf", "##fe"], ["tall"]],
+    )
+    out = acc.result()
+    cloud = {t.token: t.weight for t in out.cloud_terms}
+    # mean weights over the 2 items: gi .45, ##raf .30, ##fe .20 → giraffe = the largest piece
+    assert cloud["giraffe"] == pytest.approx(0.45)
+    assert not {"gi", "##raf", "##fe"} & set(cloud)
+    assert {"tall", "do", "##mestic"} <= set(cloud)
+    assert out.to_dict()["cloud_terms"][0] == {"term": "tall", "weight": pytest.approx(0.65)}

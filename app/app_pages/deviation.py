@@ -29,7 +29,6 @@ from lexlens.analysis.deviation import (
 )
 from lexlens.analysis.plots import png_bytes, wordcloud_image
 from lexlens.analysis.static_embeddings import StaticEmbeddings, check_glove, static_embeddings_for
-from lexlens.analysis.terms import Term
 from lexlens.app.state import (
     ROOT,
     content_key,
@@ -331,11 +330,12 @@ def render_vocabulary(part: SetDeviation) -> bytes | None:
     st.markdown(f"**Dataset view: the vocabulary over all {vocab.n} {noun} (VDR App. D)**")
     st.caption(
         f"Mean weight of each term over the {vocab.n} {noun} (zeros included): the top "
-        f"{len(vocab.top_terms)} as a cloud, font size ∝ mean weight. Terms active for at "
+        f"{len(vocab.top_terms)} as a cloud (word pieces joined into the words the {noun} "
+        "spell), font size ∝ mean weight. Terms active for at "
         f"least {vocab.lazy_rate:.0%} of the {noun} are flagged *lazy*: always-on dimensions "
         "that signal disentanglement laziness."
     )
-    cloud = wordcloud_image([Term(t.token, t.mean_weight, t.index) for t in vocab.top_terms])
+    cloud = wordcloud_image(part.cloud_terms)
     st.image(cloud, width="stretch")
     lazy = vocab.lazy_terms
     if lazy:
