@@ -117,6 +117,8 @@ class ItemDeviation:
     top_terms: list[str]
     caption_tokens: list[str]
     no_vector: int  # top-k terms without a static vector (add 0 to Semantic@k)
+    #: the top-k terms for reading: pieces of a word the caption spells joined into it
+    top_words: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -131,6 +133,7 @@ class ItemDeviation:
             "top_terms": self.top_terms,
             "caption_tokens": self.caption_tokens,
             "no_vector": self.no_vector,
+            "top_words": self.top_words,
         }
 
 
@@ -187,6 +190,17 @@ class _Scorer:
             top_terms=terms,
             caption_tokens=list(caption),
             no_vector=int(rows.size - with_vec.size),
+            top_words=[
+                t.token
+                for t in merge_word_pieces(
+                    [
+                        Term(self.vocab[i], float(w), int(i))
+                        for i, w in zip(top, val[order], strict=True)
+                    ],
+                    self.vocab,
+                    input_words(caption),
+                )
+            ],
         )
 
 

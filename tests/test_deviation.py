@@ -197,7 +197,7 @@ def test_glove_top_terms_without_vector_add_zero():
 def test_dataset_cloud_joins_the_pieces_of_words_the_captions_spell():
     vocab = ["[CLS]", "gi", "##raf", "##fe", "tall", "do", "##mestic"]
     static = StaticEmbeddings.from_table(np.eye(len(vocab), dtype=np.float32), vocab, "identity")
-    scorer = _Scorer.build(vocab, static, 3, "k")
+    scorer = _Scorer.build(vocab, static, 4, "k")
     acc = SetAccumulator("captions", scorer)
     # caption 1 spells "giraffe"; nothing spells "do ##mestic", so those pieces stay apart.
     rows = np.array([[0, 0.9, 0.6, 0.4, 0.8, 0, 0], [0, 0, 0, 0, 0.5, 0.3, 0.2]], np.float32)
@@ -214,3 +214,6 @@ def test_dataset_cloud_joins_the_pieces_of_words_the_captions_spell():
     assert not {"gi", "##raf", "##fe"} & set(cloud)
     assert {"tall", "do", "##mestic"} <= set(cloud)
     assert out.to_dict()["cloud_terms"][0] == {"term": "tall", "weight": pytest.approx(0.65)}
+    # per caption: the raw top-k tokens stay (Exact@k counts them), the words are for reading
+    assert out.rows[0].top_terms == ["gi", "tall", "##raf", "##fe"]
+    assert out.rows[0].top_words == ["giraffe", "tall"]

@@ -274,7 +274,7 @@ def render_items(part: SetDeviation, kk: int) -> None:
         return
     exact_name, sem_name = f"Exact@{kk}", f"Semantic@{kk}"
     den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
-    per["top_terms"] = per["top_terms"].map(" ".join)
+    per["top_terms"] = per["top_words"].map(" ".join)
     per["caption_tokens"] = per["caption_tokens"].map(" ".join)
     per["positive"] = per["positive_terms"].map(
         lambda p: f"fewer than {kk}" if p < kk else f"{kk} or more"
