@@ -127,6 +127,13 @@ def check_out_dir(path: str | Path) -> Path:
     return out
 
 
+def _new_file_mode() -> int:
+    """The mode an ordinary new file gets under the process umask (``mkstemp`` makes 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Path]:
     """Write every file whole or none: temporary names first, then renamed into place.
 
@@ -134,6 +141,7 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Pa
     call is left behind; the error names the file.
     """
     out = check_out_dir(out_dir)
+    mode = _new_file_mode()
     staged: list[tuple[Path, Path]] = []
     try:
         for name, data in files.items():
@@ -141,6 +149,7 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Pa
             fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{final.name}.", suffix=".part")
             staged.append((Path(tmp), final))
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())

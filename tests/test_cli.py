@@ -48,3 +48,18 @@ def test_user_errors_exit_2_with_one_line(cli, tmp_path):
     one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
     one_line_error(cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
     one_line_error(cli("frobnicate"), "invalid choice")
+
+
+def test_written_files_get_the_ordinary_mode_not_the_temporary_files_0600(tmp_path):
+    import os
+    import stat
+
+    from lexlens.analysis.outputs import write_files
+
+    old = os.umask(0o022)
+    try:
+        written = write_files(tmp_path / "out", {"a.csv": b"x\r\n", "b.json": b"{}"})
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in written.values()} == {0o644}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.csv", "b.json"]
