@@ -158,8 +158,17 @@ class _Scorer:
         return cls(vocab, special_mask(vocab), static, static.rows_for(vocab), k, denominator)
 
     def score(
-        self, item_id: str, text: str, indices: np.ndarray, values: np.ndarray, caption: list[str]
+        self,
+        item_id: str,
+        text: str,
+        indices: np.ndarray,
+        values: np.ndarray,
+        caption: list[str],
+        *,
+        words: bool = True,
     ) -> ItemDeviation:
+        """One item's metrics; ``words=False`` skips ``top_words`` (display only), for items
+        that are counted but not kept as rows."""
         keep = (values > 0) & ~self.special[indices]
         idx, val = indices[keep], values[keep]
         order = np.lexsort((idx, -val))[: self.k]  # weight desc, then vocabulary order
@@ -200,7 +209,9 @@ class _Scorer:
                     self.vocab,
                     input_words(caption),
                 )
-            ],
+            ]
+            if words
+            else [],
         )
 
 
@@ -381,8 +392,14 @@ class SetAccumulator:
             if len(self.words) < MAX_CLOUD_WORDS:
                 self.words.update(input_words(caption))
             lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+            kept_row = len(self.rows) < self.max_rows
             item = self.scorer.score(
-                item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption
+                item_id,
+                text,
+                matrix.indices[lo:hi],
+                matrix.data[lo:hi],
+                caption,
+                words=kept_row,
             )
             k = self.scorer.k
             self.sums["exact_k"] += item.matches / k
@@ -397,7 +414,7 @@ class SetAccumulator:
             stats["sum"] += pos
             stats["below_k"] += pos < k
             stats["capped"] += min(k, pos)
-            if len(self.rows) < self.max_rows:
+            if kept_row:
                 self.rows.append(item)
         self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
         self.nnz += int(matrix.nnz)
