@@ -61,7 +61,7 @@ sample-collections: setup-dev
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      openclipart-svg librsvg2-bin >/dev/null; \
 	  else echo "needs: apt-get install openclipart-svg librsvg2-bin (as root)"; exit 1; fi; }
-	$(BIN)/python -c "from pathlib import Path; from lexlens.analysis.workspace import \
+	$(BIN)/python -c "from pathlib import Path; from lexlens.analysis.collections.workspace import \
 	  load_sample_photos as f; f(Path('$(LEXLENS_HOME)/sources/photos'))"
 	$(BIN)/lexlens index --encoder efficientnet-lite0-lexical \
 	  --source $(LEXLENS_HOME)/sources/photos/photos.csv --out $(LEXLENS_HOME)/collections/photos

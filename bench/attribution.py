@@ -6,7 +6,7 @@ the page's defaults); contenders run interleaved, best of ``REPEAT``. Ratios use
 of one-thread runs: on a shared 2-core machine two OpenMP threads can wait on each other for
 most of a backward pass, so wall time with two threads says more about the neighbours than
 about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
-``lexlens.analysis.attribution``; the two-thread timings are kept in the details).
+``lexlens.analysis.attribution.attribution``; the two-thread timings are kept in the details).
 
 - **Floor** (issue 10): exact per-sub-vector gradients need one forward pass and M
   input-gradient backward passes per quadrature node. It is measured directly: one forward
@@ -45,7 +45,7 @@ def _floor(encoder, text: str, nodes: int):
     """One forward over the nodes' interpolated inputs + M backward passes, nothing else."""
     import torch
 
-    from lexlens.analysis.attribution import _prepare, _targets, quadrature
+    from lexlens.analysis.attribution.attribution import _prepare, _targets, quadrature
 
     prep = _prepare(encoder, text, "unk")
     alphas, _ = quadrature(nodes, "gausslegendre")
@@ -66,7 +66,7 @@ def _captum_multi(encoder, text: str, nodes: int):
     """One Captum call for all M targets: the input repeated M times, target=list(range(M))."""
     from captum.attr import IntegratedGradients
 
-    from lexlens.analysis.attribution import _prepare, _targets
+    from lexlens.analysis.attribution.attribution import _prepare, _targets
 
     prep = _prepare(encoder, text, "unk")
     m = encoder.m
@@ -108,7 +108,7 @@ def _peak_rss_cli() -> tuple[float | None, dict]:
             out = child_run(
                 f"""
                 import contextlib, io
-                from lexlens.analysis.cli import main
+                from lexlens.app.cli import main
                 buf = io.StringIO()
                 with contextlib.redirect_stdout(buf):
                     code = main({argv!r})
@@ -142,8 +142,8 @@ def run() -> list[dict]:
     import numpy as np
     import torch
 
-    from lexlens.analysis.attribution import attribute_texts
-    from lexlens.analysis.report import attribution_report
+    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.render.report import attribution_report
     from lexlens.models import load_encoder
 
     encoder = load_encoder("minilm-pq", device="cpu")  # M = 24, K = 256 (cached codebooks)

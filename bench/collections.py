@@ -104,7 +104,7 @@ def indexing_throughput(n: int = 1500) -> list[dict]:
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
-            from lexlens.analysis.indexing import build_index
+            from lexlens.analysis.collections.indexing import build_index
             folder = Path({str(folder)!r})
             texts = (folder / "texts.txt").read_text().splitlines()
             enc = load_encoder("splade-tiny", device="cpu")
@@ -146,7 +146,7 @@ def indexing_throughput(n: int = 1500) -> list[dict]:
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
-            from lexlens.analysis.indexing import build_index
+            from lexlens.analysis.collections.indexing import build_index
             folder = Path({str(folder)!r})
             enc = load_encoder("splade-tiny", device="cpu")
             t = time.perf_counter()
@@ -183,8 +183,8 @@ def twenty_thousand_texts(n: int = 20000) -> list[dict]:
             f"""
             from pathlib import Path
             from lexlens.models import load_encoder
-            from lexlens.analysis.indexing import build_index
-            from lexlens.analysis.store import open_index
+            from lexlens.analysis.collections.indexing import build_index
+            from lexlens.analysis.collections.store import open_index
             folder = Path({str(folder)!r})
             enc = load_encoder("splade-tiny", device="cpu")
             r = build_index(enc, folder / "texts.txt", folder / "ix", batch_size=32)
@@ -234,7 +234,7 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
             built = child_run(
                 f"""
                 from bench.collections import synthetic_rows, _vocab
-                from lexlens.analysis.store_writer import write_index
+                from lexlens.analysis.collections.store_writer import write_index
                 t = time.perf_counter()
                 ix = write_index({str(folder / f"s{n}")!r}, _vocab(), synthetic_rows({n}),
                                  encoder={{"name": "synthetic"}})
@@ -247,8 +247,8 @@ def latency(sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000), queries: int 
                 f"""
                 import numpy as np
                 from bench.collections import synthetic_query
-                from lexlens.analysis.store import open_index
-                from lexlens.analysis.ranking import top_items
+                from lexlens.analysis.collections.store import open_index
+                from lexlens.analysis.search.ranking import top_items
                 t = time.perf_counter()
                 ix = open_index({str(folder / f"s{n}")!r})
                 open_s = time.perf_counter() - t

@@ -32,9 +32,9 @@ def _images(n: int):
 
 def run() -> list[dict]:
     from bench.run import figure, timed
-    from lexlens.analysis.patches import box_to_patches
-    from lexlens.analysis.plots import cloud_layout, render_cloud
-    from lexlens.analysis.terms import Term, terms_of_encoding
+    from lexlens.analysis.lexical.patches import box_to_patches
+    from lexlens.analysis.lexical.terms import Term, terms_of_encoding
+    from lexlens.analysis.render.plots import cloud_layout, render_cloud
     from lexlens.models import load_encoder
 
     encoder = load_encoder("efficientnet-lite0-lexical")

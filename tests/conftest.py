@@ -73,7 +73,7 @@ class CliRun:
 @pytest.fixture
 def cli(capsys):
     """Run ``lexlens ARGS…`` in this process (encoders stay loaded between calls)."""
-    from lexlens.analysis.cli import main
+    from lexlens.app.cli import main
 
     def run(*args: str) -> CliRun:
         capsys.readouterr()  # drop anything printed before

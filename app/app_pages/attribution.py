@@ -1,8 +1,8 @@
 """Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), masking evaluation, reports.
 
 Thin: the page parses its inputs, calls the one use case
-:func:`lexlens.analysis.report.attribution_report` (which validates everything before any
-model runs) and draws the :class:`~lexlens.analysis.report.AttributionReport` it returns.
+:func:`lexlens.analysis.render.report.attribution_report` (which validates everything before any
+model runs) and draws the :class:`~lexlens.analysis.render.report.AttributionReport` it returns.
 The downloads are that result's ``files()``: report.json is the same document
 ``lexlens report … --json`` prints for the same input. Inputs (``kept``) and the last result
 (``st.session_state``) survive page switches and failed runs.
@@ -18,9 +18,9 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from lexlens.analysis.attribution import ATTRIBUTION_NEEDS, randt_attributions
-from lexlens.analysis.inputs import read_texts
-from lexlens.analysis.report import AttributionReport, attribution_report
+from lexlens.analysis.attribution.attribution import ATTRIBUTION_NEEDS, randt_attributions
+from lexlens.analysis.core.inputs import read_texts
+from lexlens.analysis.render.report import AttributionReport, attribution_report
 from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexlensError
 
@@ -252,7 +252,7 @@ else:
     st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
 
 if report.mot is not None:
-    from lexlens.analysis.mot import display_tables
+    from lexlens.analysis.attribution.mot import display_tables
 
     mot = report.mot
     shown, tests = display_tables(mot)

@@ -1,7 +1,7 @@
 """Collections page: build a stored collection (upload, server path or the sample photos),
 list, open and delete the stored ones, each with its card.
 
-Thin: building is ``lexlens.analysis.indexing.index_collection`` (the same use case as
+Thin: building is ``lexlens.analysis.collections.indexing.index_collection`` (the same use case as
 ``lexlens index``), the card is ``StoredIndex.card()``. Collections live in the workspace
 (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the index,
 ``sources/<name>`` an uploaded source; both survive page switches, reruns and restarts.
@@ -14,10 +14,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.indexing import INDEX_NEEDS, index_collection
-from lexlens.analysis.outputs import json_text
-from lexlens.analysis.store import open_index
-from lexlens.analysis.workspace import (
+from lexlens.analysis.collections.indexing import INDEX_NEEDS, index_collection
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.workspace import (
     check_name,
     collections_dir,
     delete_collection,
@@ -27,6 +26,7 @@ from lexlens.analysis.workspace import (
     sources_dir,
     workspace,
 )
+from lexlens.analysis.core.outputs import json_text
 from lexlens.app.state import encoder_choice, kept, load_checked, remembered_uploads
 from lexlens.app.thumbnails import item_thumbnail
 from lexlens.models import LexlensError

@@ -1,8 +1,8 @@
 """Compare page: two encoders — or one encoder at two gate k — side by side on a text, an
 image or a stored collection.
 
-Thin: every number is a :class:`~lexlens.analysis.compare.CompareResult` from
-``lexlens.analysis.compare`` (the document ``lexlens compare … --json`` prints for the same
+Thin: every number is a :class:`~lexlens.analysis.compare.compare.CompareResult` from
+``lexlens.analysis.compare.compare`` (the document ``lexlens compare … --json`` prints for the same
 inputs); the page parses inputs, caches encodings and draws.
 """
 
@@ -13,7 +13,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.compare import (
+from lexlens.analysis.compare.compare import (
     COMPARE_NEEDS,
     DEFAULT_HITS,
     CompareResult,
@@ -23,9 +23,9 @@ from lexlens.analysis.compare import (
     gate_pair,
     vocabulary_note,
 )
-from lexlens.analysis.compare_collections import compare_indexes
-from lexlens.analysis.deviation import DEFAULT_K
-from lexlens.analysis.terms import encode_image, encode_text
+from lexlens.analysis.compare.compare_collections import compare_indexes
+from lexlens.analysis.deviation.deviation import DEFAULT_K
+from lexlens.analysis.lexical.terms import encode_image, encode_text
 from lexlens.app.samples import sample_images
 from lexlens.app.state import encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError
@@ -195,9 +195,9 @@ if kind in ("Text", "Image"):
 
 # ----------------------------------------------------------------------------- collections
 else:
-    from lexlens.analysis.queries import default_query_encoder
-    from lexlens.analysis.store import open_index
-    from lexlens.analysis.workspace import list_collections
+    from lexlens.analysis.collections.store import open_index
+    from lexlens.analysis.collections.workspace import list_collections
+    from lexlens.analysis.search.queries import default_query_encoder
 
     cards = [c for c in list_collections() if "error" not in c]
     if not cards:
@@ -374,7 +374,7 @@ if result.terms is not None:
     show_terms(result.terms, "input")
 
 if result.kind == "image" and (result.group is not None or result.heatmap is not None):
-    from lexlens.analysis.patch_render import display_copy, draw_grid, heatmap_overlay
+    from lexlens.analysis.render.patch_render import display_copy, draw_grid, heatmap_overlay
     from lexlens.models.images import load_image
 
     picture = None

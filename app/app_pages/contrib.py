@@ -1,8 +1,8 @@
 """Query ⊙ Document page: which terms make a score, summing exactly to it; a text or an
 image on either side.
 
-Thin: the numbers are a :class:`~lexlens.analysis.contrib.ContribResult` from
-``lexlens.analysis.contrib.contrib`` — the JSON download is the document ``lexlens contrib
+Thin: the numbers are a :class:`~lexlens.analysis.lexical.contrib.ContribResult` from
+``lexlens.analysis.lexical.contrib.contrib`` — the JSON download is the document ``lexlens contrib
 … --json`` prints for the same inputs.
 """
 
@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from lexlens.analysis.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
-from lexlens.analysis.outputs import json_text, records_csv_bytes
+from lexlens.analysis.core.outputs import json_text, records_csv_bytes
+from lexlens.analysis.lexical.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.state import content_key, encoder_picker, kept, kept_result, remembered_uploads
 

@@ -1,6 +1,6 @@
 """Semantic deviation page: Exact@k, Semantic@k, FLOPs and the dataset view of the vocabulary.
 
-The numbers come from ``lexlens.analysis.deviation`` (the same use cases as
+The numbers come from ``lexlens.analysis.deviation.deviation`` (the same use cases as
 ``lexlens deviation``); this page parses inputs, caches encodings and results, and renders.
 """
 
@@ -11,7 +11,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from lexlens.analysis.deviation import (
+from lexlens.analysis.deviation.deviation import (
     DEFAULT_GATE_K,
     DEFAULT_K,
     DEVIATION_NEEDS,
@@ -27,8 +27,12 @@ from lexlens.analysis.deviation import (
     read_captions,
     result_files,
 )
-from lexlens.analysis.plots import png_bytes, wordcloud_image
-from lexlens.analysis.static_embeddings import StaticEmbeddings, check_glove, static_embeddings_for
+from lexlens.analysis.deviation.static_embeddings import (
+    StaticEmbeddings,
+    check_glove,
+    static_embeddings_for,
+)
+from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 from lexlens.app.state import (
     ROOT,
     content_key,
@@ -71,7 +75,7 @@ if source == SOURCES[1]:
         st.stop()
     upload_data = files[0]
 elif source == SOURCES[2]:
-    from lexlens.analysis.workspace import list_collections
+    from lexlens.analysis.collections.workspace import list_collections
 
     cards = [c for c in list_collections() if "error" not in c]
     if not cards:

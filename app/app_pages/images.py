@@ -1,6 +1,6 @@
 """Images page: word cloud per image, patch grid, patch groups, term heatmaps, downloads.
 
-Thin: every number is a :class:`~lexlens.analysis.terms.TermsResult` from the use-case
+Thin: every number is a :class:`~lexlens.analysis.lexical.terms.TermsResult` from the use-case
 layer (the whole image, or the patch group a box or cells select: the same document
 ``lexlens terms --image P [--box …] --json`` prints); pictures come from
 ``analysis.patch_render`` and ``analysis.plots``. Encodings are cached on the file's
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from lexlens.analysis.outputs import json_text, records_csv_bytes
-from lexlens.analysis.patches import (
+from lexlens.analysis.core.outputs import json_text, records_csv_bytes
+from lexlens.analysis.lexical.patches import (
     FULL_BOX,
     IMAGE_NEEDS,
     MIN_CELL_COVERAGE,
@@ -24,7 +24,7 @@ from lexlens.analysis.patches import (
     term_heatmap,
     units_to_indices,
 )
-from lexlens.analysis.terms import Term, TermsResult, encode_image, terms_of_encoding
+from lexlens.analysis.lexical.terms import Term, TermsResult, encode_image, terms_of_encoding
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.state import encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
@@ -87,7 +87,7 @@ def encode(_encoder, encoder_key: str, digest: str, _image) -> LexicalEncoding:
 @st.cache_data(show_spinner=False, max_entries=256)
 def cloud(terms: tuple[tuple[str, float], ...]):
     """The cloud picture (1600×900) and its caption, cached on the terms shown."""
-    from lexlens.analysis.plots import cloud_caption, cloud_layout, render_cloud
+    from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 
     layout = cloud_layout([Term(t, w, i) for i, (t, w) in enumerate(terms)])
     return render_cloud(layout), cloud_caption(layout, "Word cloud")
@@ -151,8 +151,13 @@ def describe(result: TermsResult) -> str:
 
 
 def show_image(label: str, name: str, data: bytes, picture) -> None:
-    from lexlens.analysis.patch_render import colorbar, display_copy, draw_grid, heatmap_overlay
-    from lexlens.analysis.plots import png_bytes
+    from lexlens.analysis.render.patch_render import (
+        colorbar,
+        display_copy,
+        draw_grid,
+        heatmap_overlay,
+    )
+    from lexlens.analysis.render.plots import png_bytes
 
     digest = hashlib.sha1(data).hexdigest()[:16]
     key = f"img_{digest}"

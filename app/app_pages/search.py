@@ -2,7 +2,7 @@
 text → text, image → text) or a small text file; "A but not B" by SR's dimension sets or a
 baseline; metrics when the collection has labels.
 
-Thin: every number is a :class:`~lexlens.analysis.search.SearchResult` from
+Thin: every number is a :class:`~lexlens.analysis.search.search.SearchResult` from
 ``lexlens.analysis.search.search`` — the JSON download is the document ``lexlens search
 … --json`` prints for the same inputs.
 """
@@ -14,20 +14,20 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.evaluation import METRICS
-from lexlens.analysis.exclusion import METHODS
-from lexlens.analysis.memory_collection import collection_from_file
-from lexlens.analysis.outputs import json_text, records_csv_bytes
-from lexlens.analysis.queries import (
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.workspace import list_collections
+from lexlens.analysis.core.outputs import json_text, records_csv_bytes
+from lexlens.analysis.search.evaluation import METRICS
+from lexlens.analysis.search.exclusion import METHODS
+from lexlens.analysis.search.memory_collection import collection_from_file
+from lexlens.analysis.search.queries import (
     BOW_QUERY_NEEDS,
     IMAGE_QUERY_NEEDS,
     TEXT_QUERY_NEEDS,
     QuerySpec,
     default_query_encoder,
 )
-from lexlens.analysis.search import SearchResult, search
-from lexlens.analysis.store import open_index
-from lexlens.analysis.workspace import list_collections
+from lexlens.analysis.search.search import SearchResult, search
 from lexlens.app.state import (
     ROOT,
     content_key,

@@ -1,6 +1,6 @@
 """Text page: a text's top terms, word cloud, and which input token produced each term.
 
-Thin: the numbers are a :class:`~lexlens.analysis.terms.TermsResult` from the use-case
+Thin: the numbers are a :class:`~lexlens.analysis.lexical.terms.TermsResult` from the use-case
 layer (the same document ``lexlens terms --text … --json`` prints); the page only draws it.
 """
 
@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lexlens.analysis.outputs import frame_csv_bytes, json_text
-from lexlens.analysis.terms import TEXT_NEEDS, Term, TermsResult, encode_text, terms_of_encoding
+from lexlens.analysis.core.outputs import frame_csv_bytes, json_text
+from lexlens.analysis.lexical.terms import (
+    TEXT_NEEDS,
+    Term,
+    TermsResult,
+    encode_text,
+    terms_of_encoding,
+)
 from lexlens.app.state import encoder_picker, kept
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
@@ -46,7 +52,7 @@ def encode(_encoder, encoder_key: str, text: str, side: str) -> LexicalEncoding:
 
 def show(result: TermsResult, merged: bool) -> None:
     """Draw one result: cloud, bars, provenance tables, downloads."""
-    from lexlens.analysis.plots import (
+    from lexlens.analysis.render.plots import (
         cloud_caption,
         cloud_layout,
         png_bytes,

@@ -1,0 +1,276 @@
+"""Sources of a stored collection: what a user points ``lexlens index --source`` at, read
+as a stream of items.
+
+A *source* is a folder of images (recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl
+of items with ``image`` (a path relative to that file) and/or ``text``, and optional ``id``,
+``caption`` (several columns allowed: ``caption``, ``caption_2``, ``captions``…) and
+``labels`` (``|``-separated); or a file of dense features for a D2S head (.npy,
+.safetensors, .parquet: :mod:`lexlens.analysis.collections.features_index`). Nothing is encoded here:
+items that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
+Image paths that leave the source's folder are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.collections.feature_files import FEATURE_SUFFIXES
+from lexlens.analysis.core.inputs import (
+    json_objects,
+    open_text,
+    parse_labels,
+    read_csv,
+    read_error,
+)
+from lexlens.models.base import InputError
+
+#: Image files a folder source picks up (case-insensitive).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def is_features_source(path: str | Path) -> bool:
+    """A dense features file (by its suffix)."""
+    return Path(str(path)).suffix.lower() in FEATURE_SUFFIXES
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One item of a source, before encoding.
+
+    ``image`` is a path relative to the source's folder (posix), ``""`` for a text item.
+    """
+
+    id: str
+    text: str = ""
+    image: str = ""
+    captions: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    where: str = ""  # "file:line" for messages
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An item left out of the index, and why (file or line, one-line reason)."""
+
+    file: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "reason": self.reason}
+
+
+@dataclass
+class Source:
+    """A resolved source: where it is, what kind, and how to read its items."""
+
+    path: Path
+    kind: str  # "folder" | "txt" | "csv" | "jsonl"
+    root: Path  # the folder image paths are relative to
+    label: str  # the name shown in messages
+    has_images: bool = False
+    has_texts: bool = False
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def open_source(path: str | Path, *, label: str | None = None) -> Source:
+    """Check a source path and tell its kind; nothing is read beyond a header."""
+    p = Path(path).expanduser()
+    shown = label or str(path)
+    if not p.exists():
+        raise InputError(f"--source {shown}: not found")
+    if p.is_dir():
+        return Source(p, "folder", p, shown, has_images=True)
+    suffix = p.suffix.lower()
+    if suffix not in (".txt", ".csv", ".jsonl", *FEATURE_SUFFIXES):
+        raise InputError(
+            f"--source {shown}: expected a folder of images, a .txt, .csv or .jsonl file, or "
+            "dense features (.npy, .safetensors, .parquet), not "
+            f"{suffix or 'a file without extension'}"
+        )
+    if not os.access(p, os.R_OK):
+        raise InputError(f"--source {shown}: permission denied (cannot read the file)")
+    if suffix in FEATURE_SUFFIXES:  # read by lexlens.analysis.collections.features_index
+        return Source(p, "features", p.parent, shown)
+    source = Source(p, suffix[1:], p.parent, shown)
+    if source.kind == "txt":
+        source.has_texts = True
+        return source
+    if source.kind == "csv":
+        what, names = "column", [h for h in _csv_header(p, shown) if h]
+    else:
+        what, names = "field", sorted({k for _, row in _jsonl_rows(p, shown) for k in row})
+    lowered = {n.lower() for n in names}
+    source.has_images, source.has_texts = "image" in lowered, "text" in lowered
+    if not (source.has_images or source.has_texts):
+        raise InputError(
+            f"{shown}: needs an 'image' or a 'text' {what} ({what}s: {', '.join(names) or 'none'})"
+        )
+    return source
+
+
+def _csv_header(path: Path, label: str) -> list[str]:
+    with open_text(path, label) as handle:
+        header, _ = read_csv(handle, label)
+    return header
+
+
+_CAPTION_COLUMN = re.compile(r"^captions?(?:[ _-]?\d+)?$")
+
+
+def _csv_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, row) of a CSV, streamed; several ``caption`` columns become a list."""
+    with open_text(path, label) as handle:
+        header, rows = read_csv(handle, label)
+        lowered = [h.lower() for h in header]
+        caption_cols = [i for i, h in enumerate(lowered) if _CAPTION_COLUMN.match(h)]
+        for line, cells in rows:
+            if not any(c.strip() for c in cells):
+                continue
+            row: dict[str, Any] = {
+                lowered[i]: cell
+                for i, cell in enumerate(cells)
+                if i not in caption_cols and lowered[i]
+            }
+            row["captions"] = [cells[i] for i in caption_cols if i < len(cells)]
+            yield line, row
+
+
+def _jsonl_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, row) of a JSON-lines file, streamed; caption fields become one list."""
+    with open_text(path, label) as handle:
+        line = 0
+        try:
+            for line, row in json_objects(handle, label):
+                row = {str(k).lower(): v for k, v in row.items()}
+                caps = []
+                for key in sorted(k for k in row if _CAPTION_COLUMN.match(k)):
+                    value = row.pop(key)
+                    caps.extend(value if isinstance(value, list) else [value])
+                row["captions"] = [str(c) for c in caps if c is not None]
+                yield line, row
+        except UnicodeDecodeError:
+            raise InputError(
+                f"{label}: not UTF-8 text (near line {line + 1}): save it as UTF-8"
+            ) from None
+
+
+def _inside(root: Path, relative: str) -> str | None:
+    """``relative`` normalised inside ``root`` (posix), or ``None`` when it leaves it.
+
+    Checked on the path as written (``..`` and absolute paths elsewhere are refused);
+    symbolic links a user placed inside the folder are followed as they are.
+    """
+    raw = relative.strip().replace("\\", "/")
+    if not raw:
+        return None
+    candidate = Path(raw)
+    root_abs = Path(os.path.abspath(root))
+    full = Path(os.path.normpath(candidate if candidate.is_absolute() else root_abs / candidate))
+    try:
+        return full.relative_to(root_abs).as_posix()
+    except ValueError:
+        return None
+
+
+def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
+    """The source's items in order (or :class:`Skipped` notes), streamed."""
+    if source.kind == "folder":
+        yield from _folder_items(source)
+        return
+    if source.kind == "txt":
+        with open_text(source.path, source.label) as handle:
+            n = 0
+            try:
+                for line, raw in enumerate(handle, start=1):
+                    text = raw.strip()
+                    if text:
+                        yield SourceItem(str(n), text=text, where=f"{source.label}:{line}")
+                        n += 1
+            except UnicodeDecodeError:
+                raise InputError(f"{source.label}: not UTF-8 text: save it as UTF-8") from None
+        return
+    rows = (
+        _csv_rows(source.path, source.label)
+        if source.kind == "csv"
+        else _jsonl_rows(source.path, source.label)
+    )
+    for n, (line, row) in enumerate(rows):
+        where = f"{source.label}:{line}"
+        text = str(row.get("text") or "").strip()
+        image_cell = str(row.get("image") or "").strip()
+        image = ""
+        if image_cell:
+            image = _inside(source.root, image_cell) or ""
+            if not image:
+                yield Skipped(
+                    where, f"image path {image_cell!r} leaves the source's folder: refused"
+                )
+                continue
+        if not text and not image:
+            yield Skipped(where, "neither an image nor a text")
+            continue
+        item_id = str(row.get("id") or "").strip() or (image if image else str(n))
+        captions = tuple(c.strip() for c in row.get("captions", []) if str(c).strip())
+        yield SourceItem(
+            item_id,
+            text=text,
+            image=image,
+            captions=captions,
+            labels=tuple(sorted(parse_labels(row.get("labels")))),
+            where=where,
+        )
+
+
+def _folder_items(source: Source) -> Iterator[SourceItem]:
+    for dirpath, dirnames, filenames in os.walk(source.path, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.lower().endswith(IMAGE_SUFFIXES):
+                continue
+            rel = (Path(dirpath) / name).relative_to(source.path).as_posix()
+            yield SourceItem(rel, image=rel, where=f"{source.label}/{rel}")
+
+
+def source_fingerprint(source: Source) -> str:
+    """A cheap fingerprint of the source: its file's bytes, and each image's size and mtime."""
+    digest = hashlib.sha256(f"{source.kind}\0".encode())
+    if source.kind != "folder":
+        try:
+            with open(source.path, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError as exc:
+            raise read_error(source.label, exc) from None
+    if source.has_images:
+        for item in iter_items(source):
+            if isinstance(item, SourceItem) and item.image:
+                digest.update(item.image.encode("utf-8") + b"\0")
+                try:
+                    st = (source.root / item.image).stat()
+                    digest.update(f"{st.st_size}:{st.st_mtime_ns}\n".encode())
+                except OSError:
+                    digest.update(b"missing\n")
+    return digest.hexdigest()
+
+
+def count_items(source: Source) -> int:
+    """An upper bound of the number of items (for the progress bar), cheaply."""
+    if source.kind == "folder":
+        return sum(
+            1
+            for _, dirs, files in os.walk(source.path)
+            for f in files
+            if not f.startswith(".") and f.lower().endswith(IMAGE_SUFFIXES)
+        )
+    try:
+        with open(source.path, "rb") as handle:
+            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+    except OSError:
+        return 0
+    return max(lines - (1 if source.kind == "csv" else 0), 1)

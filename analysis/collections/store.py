@@ -1,0 +1,360 @@
+"""The stored index format (version 1) and its reader (issue 8).
+
+An index is a folder:
+
+===================== ===========================================================
+``manifest.json``     format and version, encoder name + weight fingerprint,
+                      vocabulary hash, gate k, source fingerprint, counts, dates,
+                      every file's size (written last: an index without it is not
+                      an index)
+``indptr.npy``        CSR row pointers, int64 ``[N + 1]``
+``indices.npy``       CSR column (vocabulary) ids, int32 ``[nnz]``
+``data.npy``          CSR weights of the gated vectors ``E = V ⊙ G``, float32 ``[nnz]``
+``norms.npy``         L2 norm of each item's gated vector, float32 ``[N]``
+``items.parquet``     one row per item: id, kind, image, text, captions, labels,
+                      content key (what was encoded), file size and mtime
+``vocab.txt``         the output vocabulary, one token per line
+``postings_*.npy``    (large indexes only) the inverted index: for each term its
+                      items (int32) and weights (float16, scaled), for fast search
+===================== ===========================================================
+
+The arrays are plain ``.npy`` files opened memory-mapped, so an index of a million items
+opens in milliseconds and memory stays O(what a query touches). Writing one is
+:mod:`lexlens.analysis.collections.store_writer`; encoding a source into one is
+:mod:`lexlens.analysis.collections.indexing`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.models.base import InputError
+
+FORMAT = "lexlens-index"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+#: Rows per Parquet row group: metadata of any item is one row group read away.
+ROW_GROUP = 8192
+#: Inverted postings are stored from this many non-zeros on: below it a CSR product over
+#: the whole index takes a few milliseconds and the postings would only double the bytes.
+POSTINGS_MIN_NNZ = 2_000_000
+#: float16 postings hold ``weight / scale``; ``scale`` puts the largest weight at this value.
+POSTINGS_TOP = 1024.0
+#: Relative and absolute rounding bounds of a float16 posting (round to nearest).
+FP16_REL = 2.0**-11
+FP16_ABS = 2.0**-25  # half the spacing of float16 subnormals, in scaled units
+
+
+def vocab_hash(vocab: list[str]) -> str:
+    """sha256 of the vocabulary (one token per line): two encoders share a space iff equal."""
+    digest = hashlib.sha256()
+    for token in vocab:
+        digest.update(token.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class IndexBatch:
+    """A batch of consecutive items: their rows ``[start, stop)`` as a scipy CSR matrix."""
+
+    start: int
+    stop: int
+    vectors: Any  # scipy.sparse.csr_matrix [stop - start, |V|], float32
+    ids: list[str]
+    meta: list[dict]
+
+
+class StoredIndex:
+    """An opened index: memory-mapped CSR arrays, metadata on demand, the manifest.
+
+    Opening checks the manifest and the arrays' shapes against it (a truncated or
+    corrupted index is refused with one line, never a traceback).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self.label = str(path)
+        self.manifest = read_manifest(self.path)
+        try:
+            self._open_arrays()
+        except InputError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+            raise self.corrupt(
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            ) from None
+        self._groups: dict[int, list[dict]] = {}
+        self._vocab: list[str] | None = None
+
+    def corrupt(self, why: str) -> InputError:
+        return InputError(
+            f"{self.label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
+        )
+
+    def _open_arrays(self) -> None:
+        m = self.manifest
+        n, nnz, v = int(m["counts"]["items"]), int(m["counts"]["nnz"]), int(m["vocab"]["size"])
+        files = m.get("files", {})
+        for name, size in files.items():
+            path = self.path / name
+            if not path.is_file():
+                raise self.corrupt(f"{name} is missing")
+            if path.stat().st_size != int(size):
+                raise self.corrupt(
+                    f"{name} has {path.stat().st_size:,} bytes, expected {int(size):,}"
+                )
+
+        def load(name: str, dtype: Any, length: int) -> np.ndarray:
+            array = np.load(self.path / name, mmap_mode="r", allow_pickle=False)
+            if array.dtype != np.dtype(dtype) or array.shape != (length,):
+                raise self.corrupt(f"{name} holds {array.dtype}{array.shape}, expected {length}")
+            return array
+
+        self.indptr = load("indptr.npy", np.int64, n + 1)
+        self.indices = load("indices.npy", np.int32, nnz)
+        self.data = load("data.npy", np.float32, nnz)
+        self.norms = load("norms.npy", np.float32, n)
+        if n and (int(self.indptr[0]) != 0 or int(self.indptr[-1]) != nnz):
+            raise self.corrupt("row pointers do not span the stored weights")
+        if n and np.any(np.diff(self.indptr) < 0):
+            raise self.corrupt("row pointers go backwards")
+        self.postings = None
+        if "postings_indptr.npy" in files:
+            scale = json.loads((self.path / "postings_scale.json").read_text())["scale"]
+            self.postings = (
+                load("postings_indptr.npy", np.int64, v + 1),
+                load("postings_items.npy", np.int32, nnz),
+                load("postings_weights.npy", np.float16, nnz),
+                float(scale),
+            )
+        import pyarrow.parquet as pq
+
+        self._parquet = pq.ParquetFile(self.path / "items.parquet")
+        if self._parquet.metadata.num_rows != n:
+            raise self.corrupt(
+                f"items.parquet has {self._parquet.metadata.num_rows} rows, expected {n}"
+            )
+
+    # -- basics ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.manifest["counts"]["items"])
+
+    @property
+    def nnz(self) -> int:
+        return int(self.manifest["counts"]["nnz"])
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.manifest["vocab"]["size"])
+
+    @property
+    def vocab(self) -> list[str]:
+        if self._vocab is None:
+            lines = (self.path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+            if len(lines) != self.vocab_size:
+                raise self.corrupt(f"vocab.txt has {len(lines)} tokens, expected {self.vocab_size}")
+            self._vocab = lines
+        return self._vocab
+
+    @property
+    def encoder_name(self) -> str:
+        return str(self.manifest["encoder"]["name"])
+
+    @property
+    def modality(self) -> str:
+        return str(self.manifest.get("modality", "text"))
+
+    @property
+    def csr_bytes(self) -> int:
+        """Bytes of the CSR arrays alone (indptr int64, indices int32, data float32)."""
+        return 8 * (len(self) + 1) + 8 * self.nnz
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(int(s) for s in self.manifest.get("files", {}).values()) + (
+            (self.path / MANIFEST).stat().st_size
+        )
+
+    # -- vectors --------------------------------------------------------------------------
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Item ``i``'s sparse vector: (vocabulary ids, weights)."""
+        a, b = int(self.indptr[i]), int(self.indptr[i + 1])
+        cols = np.asarray(self.indices[a:b])
+        if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
+            raise self.corrupt(f"item {i} has vocabulary ids out of range")
+        return cols, np.asarray(self.data[a:b])
+
+    def rows(self, start: int, stop: int):
+        """Items ``[start, stop)`` as a scipy CSR matrix (float32)."""
+        import scipy.sparse as sp
+
+        a, b = int(self.indptr[start]), int(self.indptr[stop])
+        cols = np.asarray(self.indices[a:b])
+        if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
+            raise self.corrupt(f"items {start}–{stop - 1} have vocabulary ids out of range")
+        return sp.csr_matrix(
+            (np.asarray(self.data[a:b]), cols, np.asarray(self.indptr[start : stop + 1]) - a),
+            shape=(stop - start, self.vocab_size),
+        )
+
+    def vector(self, i: int) -> np.ndarray:
+        """Item ``i``'s dense gated vector ``[|V|]`` (float32)."""
+        out = np.zeros(self.vocab_size, dtype=np.float32)
+        cols, vals = self.row(i)
+        out[cols] = vals
+        return out
+
+    def iter_batches(
+        self, batch_size: int = 4096, columns: list[str] | None = None
+    ) -> Iterator[IndexBatch]:
+        """Every item in order, ``batch_size`` at a time: CSR rows with ids and metadata."""
+        if batch_size < 1:
+            raise InputError("batch size must be at least 1")
+        for start in range(0, len(self), batch_size):
+            stop = min(len(self), start + batch_size)
+            meta = self.meta(range(start, stop), columns)
+            yield IndexBatch(start, stop, self.rows(start, stop), [m["id"] for m in meta], meta)
+
+    # -- metadata -------------------------------------------------------------------------
+    def _group(self, g: int) -> list[dict]:
+        if g not in self._groups:
+            if len(self._groups) > 64:
+                self._groups.clear()
+            try:
+                self._groups[g] = self._parquet.read_row_group(g).to_pylist()
+            except Exception as exc:  # pyarrow raises its own types for damaged files
+                raise self.corrupt(f"items.parquet: {str(exc).splitlines()[0]}") from None
+        return self._groups[g]
+
+    def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
+        """Metadata dicts of the given rows (``id``, ``kind``, ``image``, ``text``,
+        ``captions``, ``labels``, …), with ``row`` added."""
+        out = []
+        for r in rows:
+            r = int(r)
+            row = dict(self._group(r // ROW_GROUP)[r % ROW_GROUP])
+            row["row"] = r
+            out.append({k: row[k] for k in columns} | {"row": r} if columns else row)
+        return out
+
+    def column(self, name: str) -> list:
+        """One metadata column for every item (e.g. ``labels`` for an evaluation)."""
+        try:
+            return self._parquet.read(columns=[name]).column(name).to_pylist()
+        except Exception as exc:  # noqa: BLE001
+            raise self.corrupt(f"items.parquet: {str(exc).splitlines()[0]}") from None
+
+    def image_path(self, meta: dict) -> Path | None:
+        """Absolute path of an item's image (``None`` for a text item)."""
+        if not meta.get("image"):
+            return None
+        return Path(self.manifest["source"]["root"]) / meta["image"]
+
+    @property
+    def has_labels(self) -> bool:
+        return bool(self.manifest["counts"].get("labelled", 0))
+
+    def describe(self) -> dict:
+        """How results name the collection they come from."""
+        return {"name": self.path.name, "items": len(self), "encoder": self.encoder_name,
+                "modality": self.manifest.get("modality"), "stored": True}  # fmt: skip
+
+    def card(self) -> dict:
+        """What a collection holds, for lists and the Collections page."""
+        m = self.manifest
+        return {
+            "name": self.path.name,
+            "path": str(self.path),
+            "encoder": m["encoder"]["name"],
+            "modality": m.get("modality"),
+            "items": len(self),
+            "nnz": self.nnz,
+            "mean_nnz": self.nnz / max(1, len(self)),
+            "gate_k": m["gate_k"],
+            "labelled": m["counts"].get("labelled", 0),
+            "captioned": m["counts"].get("captioned", 0),
+            "skipped": m["counts"].get("skipped", 0),
+            "source": m["source"]["path"],
+            "created": m.get("created"),
+            "updated": m.get("updated"),
+            "disk_bytes": self.disk_bytes,
+            "csr_bytes": self.csr_bytes,
+            "postings": self.postings is not None,
+        }
+
+    def mean_weights(self, batch_size: int = 65536) -> np.ndarray:
+        """Mean gated weight of every term over the collection (streamed)."""
+        total = np.zeros(self.vocab_size, dtype=np.float64)
+        for start in range(0, self.nnz, batch_size * 64):
+            stop = min(self.nnz, start + batch_size * 64)
+            total += np.bincount(
+                np.asarray(self.indices[start:stop]),
+                weights=np.asarray(self.data[start:stop], dtype=np.float64),
+                minlength=self.vocab_size,
+            )
+        return (total / max(1, len(self))).astype(np.float32)
+
+
+def read_manifest(path: Path) -> dict:
+    """The manifest of an index folder, checked; one-line errors for anything else."""
+    label = str(path)
+    if not path.exists():
+        raise InputError(f"--index {label}: not found")
+    if not path.is_dir():
+        raise InputError(
+            f"--index {label}: is a file; an index is a folder built by `lexlens index`"
+        )
+    file = path / MANIFEST
+    if not file.is_file():
+        raise InputError(
+            f"{label}: not a Lexlens index (no {MANIFEST}; an interrupted build leaves none): "
+            "build it with `lexlens index`"
+        )
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"{label}: {MANIFEST} is unreadable ({type(exc).__name__}): rebuild the index"
+        ) from None
+    try:
+        if manifest.get("format") != FORMAT:
+            raise ValueError("not a lexlens-index manifest")
+        if int(manifest.get("format_version", -1)) > FORMAT_VERSION:
+            raise ValueError(
+                f"format version {manifest['format_version']} is newer than this Lexlens reads "
+                f"({FORMAT_VERSION})"
+            )
+        for key in ("encoder", "vocab", "counts", "files", "source", "gate_k"):
+            if key not in manifest:
+                raise ValueError(f"missing {key!r}")
+        int(manifest["counts"]["items"])
+        int(manifest["counts"]["nnz"])
+        int(manifest["vocab"]["size"])
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise InputError(
+            f"{label}: {MANIFEST} is not a valid manifest ({exc}): rebuild the index"
+        ) from None
+    return manifest
+
+
+def open_index(path: str | Path) -> StoredIndex:
+    """Open an index folder (memory-mapped); one-line :class:`InputError` when invalid."""
+    return StoredIndex(path)
+
+
+def existing_index(out: Path) -> StoredIndex | None:
+    """The valid index already at ``out`` (what a rebuild may reuse), else ``None``."""
+    if not (out / MANIFEST).is_file():
+        return None
+    try:
+        return StoredIndex(out)
+    except InputError:
+        return None

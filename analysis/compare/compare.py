@@ -1,0 +1,635 @@
+"""Compare two encoders — or one encoder at two gate k — on one input or a stored collection.
+
+Two *sides*, A and B, each an encoder and a gate k. Every number is read off the retrieval
+representation ``E(x) = V(x) ⊙ G(x)`` (SPEC §1: the top-k dimensions of ``V`` plus, for a
+text, its own tokens) at each side's gate k.
+
+**One input** (a text, or an image with an optional box):
+
+- *terms*: the terms active (``E > 0``, special tokens left out) in both sides, only in A,
+  only in B, with both weights and their rank on each side. Terms are matched by their
+  token string, so encoders with different vocabularies (a VDR checkpoint's 29,523 or 27,623
+  terms against BERT's 30,522) are compared on the tokens they share; the result counts how
+  many tokens of each vocabulary have no counterpart in the other, and marks a term "only in
+  A" that B's vocabulary cannot express at all (``in_vocab_b`` false). ``merged`` is the
+  same on the display view, word pieces joined into words (as the Terms view shows them):
+  the words of either side's merged terms, each weighing on a side its merged weight there,
+  or else the smallest weight of its pieces there (a word is on a side only if all its
+  pieces are), and a piece one side keeps alone weighs the other side's weight of it;
+- *rank correlation*: Spearman's ρ (``scipy.stats.spearmanr``) between A's and B's gated
+  weights of the terms active in both (raw tokens, not merged words). Fewer than two shared
+  terms, or constant weights on a side, give ``null`` and a note (never NaN). ρ says
+  whether the two sides *order* their shared terms alike; it ignores the terms only one of
+  them has (see the counts) and the weights' scales (which differ between families);
+- for an image: the same comparison on a *patch group* (a box in fractions of the image, or
+  cells when both grids have the same shape): each side pools its own patches under the
+  box (max over them, then its gate), so the two grids may differ in shape; and the
+  *heatmap* of one term on each side's grid (per-patch ``V``, before pooling and gating).
+
+Stored collections are compared by :mod:`lexlens.analysis.compare.compare_collections`; the report
+files are :mod:`lexlens.analysis.compare.compare_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.deviation.deviation import DEFAULT_GATE_K
+from lexlens.analysis.lexical.contrib import check_topk, gate
+from lexlens.analysis.lexical.patches import (
+    box_to_patches,
+    check_box,
+    term_columns,
+    term_heatmap,
+    units_to_indices,
+)
+from lexlens.analysis.lexical.terms import (
+    encode_image,
+    encode_text,
+    input_words,
+    is_special_token,
+    own_tokens,
+    top_terms,
+)
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    InputError,
+    LexicalEncoding,
+    Needs,
+    pool_units,
+)
+
+#: What comparing needs of *both* encoders, per kind of input.
+COMPARE_TEXT_NEEDS = Needs(
+    "comparing encoders on a text", all_of=frozenset({Capability.TEXT_LEXICAL})
+)
+COMPARE_IMAGE_NEEDS = Needs(
+    "comparing encoders on an image", all_of=frozenset({Capability.IMAGE_LEXICAL})
+)
+#: A stored collection is searched with text queries and measured against the tokens of its
+#: texts or captions: each side needs a text encoder in its index's vocabulary.
+COMPARE_INDEX_NEEDS = Needs(
+    "comparing encoders on a stored collection", all_of=frozenset({Capability.TEXT_LEXICAL})
+)
+#: The Needs of each kind of input (the page's pickers list only encoders that satisfy it).
+COMPARE_NEEDS = {
+    "text": COMPARE_TEXT_NEEDS,
+    "image": COMPARE_IMAGE_NEEDS,
+    "index": COMPARE_INDEX_NEEDS,
+}
+
+#: Rows listed per table (terms, hits); counts and ρ always cover everything.
+DEFAULT_TOP = 20
+DEFAULT_HITS = 10
+SIDES = ("a", "b")
+#: Below this many shared terms, ρ comes with a note that it rests on very few points.
+FEW_SHARED = 5
+
+Progress = Callable[[float, str], None]
+
+
+# ----------------------------------------------------------------------------- options
+def check_top(top: Any, what: str = "--top") -> int:
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise InputError(f"{what} must be a positive integer, not {top!r}")
+    return top
+
+
+def gate_pair(values: Sequence[int] | int | None, default: tuple[int, int]) -> tuple[int, int]:
+    """Gate k of A and B: none given → ``default``; one → both sides; two → A, B (in order)."""
+    if values is None:
+        return default
+    if isinstance(values, int) and not isinstance(values, bool):
+        values = [values]
+    values = list(values)
+    if len(values) > 2:
+        raise InputError(f"give the gate k at most twice (one per side), not {len(values)} times")
+    ks = [check_topk(v) for v in values]
+    if not ks:
+        return default
+    return (ks[0], ks[0]) if len(ks) == 1 else (ks[0], ks[1])
+
+
+def check_encoder_spec(needs: Needs, spec: str) -> None:
+    """Refuse a registry encoder whose card lacks what ``needs`` asks, before it loads.
+
+    (A local directory is checked once loaded: its capabilities are known only then.)
+    """
+    from lexlens.models import encoder_card
+
+    card = encoder_card(spec)
+    if card is None:
+        return
+    needs.check(card)
+
+
+def check_sides(a: Encoder, b: Encoder, kind: str, gate_k: tuple[int, int]) -> None:
+    """Both encoders can take the input (``kind`` "text" or "image") and A differs from B
+    (another encoder, or another gate k): checked before anything is encoded."""
+    if kind not in ("text", "image"):
+        raise InputError(f"compare a text or an image here, not {kind!r}")
+    needs = COMPARE_NEEDS[kind]
+    needs.check(a)
+    needs.check(b)
+    if a is b and gate_k[0] == gate_k[1]:
+        raise InputError(
+            f"A and B are the same encoder ({a.name!r}) at the same gate k ({gate_k[0]}): "
+            "nothing to compare; give a second encoder or a second gate k"
+        )
+
+
+# ----------------------------------------------------------------------------- sides
+def token_index(vocab: list[str]) -> dict[str, int]:
+    """Token → its first position in ``vocab``."""
+    index: dict[str, int] = {}
+    for i, token in enumerate(vocab):
+        index.setdefault(token, i)
+    return index
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side's gated vector and what the comparison needs to read it."""
+
+    vocab: list[str]
+    lookup: dict[str, int]
+    gated: np.ndarray  # E = V ⊙ G
+    ungated: np.ndarray  # V
+    words: set[str]  # evidence for merging pieces (input words, known words)
+    own: set[str]  # the input's own tokens (bag of words; empty for images)
+
+    def active(self) -> tuple[dict[str, float], dict[str, int]]:
+        """Active terms (E > 0, no special tokens) → weight, and their rank (1 = heaviest)."""
+        idx = np.flatnonzero(self.gated > 0)
+        idx = np.array([i for i in idx if not is_special_token(self.vocab[i])], dtype=np.int64)
+        if idx.size == 0:
+            return {}, {}
+        order = idx[np.lexsort((idx, -self.gated[idx]))]
+        weights: dict[str, float] = {}
+        for i in order:
+            weights.setdefault(self.vocab[int(i)], float(self.gated[int(i)]))
+        return weights, {t: r for r, t in enumerate(weights, start=1)}
+
+    def merged(self) -> dict[str, tuple[float, list[str]]]:
+        """The display view: active terms with word pieces joined (token → weight, pieces)."""
+        n = int(np.count_nonzero(self.gated > 0))
+        if n == 0:
+            return {}
+        terms = top_terms(self.gated, self.vocab, n, merge_pieces=True, words=self.words)
+        out: dict[str, tuple[float, list[str]]] = {}
+        for t in terms:
+            out.setdefault(t.token, (t.weight, [self.vocab[i] for i in t.pieces]))
+        return out
+
+
+def _side(encoder: Encoder, encoding: LexicalEncoding, k: int, weights=None) -> _Side:
+    """A side from an encoding (or a patch group's pooled ``weights``), gated at ``k``."""
+    source = encoding if weights is None else replace(encoding, weights=weights)
+    words = set(encoder.known_words)
+    if encoding.input_ids is not None:
+        words |= input_words(encoding.units)
+    return _Side(
+        vocab=encoder.vocab,
+        lookup=token_index(encoder.vocab),
+        gated=gate(source, encoder.vocab, k),
+        ungated=np.asarray(source.weights, dtype=np.float32),
+        words=words,
+        own={t for t in own_tokens(encoding) if not is_special_token(t)},
+    )
+
+
+# ----------------------------------------------------------------------------- terms
+def spearman(a: Sequence[float], b: Sequence[float]) -> dict:
+    """Spearman's ρ of paired weights, or ``None`` with a note when it is not defined."""
+    n = len(a)
+    out: dict[str, Any] = {"method": "spearman", "n": n, "rho": None, "p_value": None}
+    if n < 2:
+        out["note"] = (
+            f"{'no term is' if n == 0 else 'only one term is'} active in both: a rank "
+            "correlation needs at least two shared terms"
+        )
+        return out
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        out["note"] = "one side gives every shared term the same weight: ρ is not defined"
+        return out
+    from scipy.stats import spearmanr
+
+    rho, p = spearmanr(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    rho, p = float(rho), float(p)
+    out["rho"] = rho if math.isfinite(rho) else None
+    out["p_value"] = p if math.isfinite(p) else None
+    if out["rho"] is None:
+        out["note"] = "ρ is not defined for these weights"
+    elif n < FEW_SHARED:
+        out["note"] = f"only {n} shared terms: ρ rests on very few points"
+    else:
+        out["note"] = None
+    return out
+
+
+@dataclass(frozen=True)
+class TermComparison:
+    """Terms of one input (or patch group) on two sides: shared, only in A, only in B.
+
+    ``shared``/``only_a``/``only_b`` hold raw vocabulary tokens (at most ``top`` rows each,
+    heaviest first; ``counts`` covers all of them); ``merged`` the same on the display view
+    (pieces joined into words); ``top_a``/``top_b`` each side's own top terms (merged);
+    ``rank_correlation`` is Spearman's ρ over *every* shared raw term.
+    """
+
+    counts: dict
+    shared: list[dict]
+    only_a: list[dict]
+    only_b: list[dict]
+    merged: dict
+    top_a: list[dict]
+    top_b: list[dict]
+    rank_correlation: dict
+
+    def to_dict(self) -> dict:
+        return {
+            "counts": self.counts,
+            "rank_correlation": self.rank_correlation,
+            "shared": self.shared,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "merged": self.merged,
+            "top_a": self.top_a,
+            "top_b": self.top_b,
+        }
+
+
+def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
+    """The :class:`TermComparison` of two gated vectors, matched by token string."""
+    wa, ra = a.active()
+    wb, rb = b.active()
+    own = a.own | b.own
+    shared_tokens = [t for t in wa if t in wb]
+    shared = sorted(
+        (
+            {
+                "token": t,
+                "weight_a": wa[t],
+                "weight_b": wb[t],
+                "difference": wb[t] - wa[t],
+                "rank_a": ra[t],
+                "rank_b": rb[t],
+                "in_input": t in own,
+            }
+            for t in shared_tokens
+        ),
+        key=lambda r: (-(r["weight_a"] + r["weight_b"]), r["token"]),
+    )
+
+    def only(mine: dict, ranks: dict, other: _Side, me: str, them: str) -> list[dict]:
+        rows = []
+        for t, w in mine.items():
+            if t in (wa if me == "b" else wb):
+                continue
+            j = other.lookup.get(t)
+            rows.append(
+                {
+                    "token": t,
+                    f"weight_{me}": w,
+                    f"weight_{them}": None if j is None else float(other.gated[j]),
+                    f"rank_{me}": ranks[t],
+                    f"ungated_weight_{them}": None if j is None else float(other.ungated[j]),
+                    f"in_vocab_{them}": j is not None,
+                    "in_input": t in own,
+                }
+            )
+        return rows  # already heaviest first
+
+    only_a = only(wa, ra, b, "a", "b")
+    only_b = only(wb, rb, a, "b", "a")
+    counts = {
+        "active_a": len(wa),
+        "active_b": len(wb),
+        "shared": len(shared),
+        "only_a": len(only_a),
+        "only_b": len(only_b),
+        "only_a_no_counterpart": sum(not r["in_vocab_b"] for r in only_a),
+        "only_b_no_counterpart": sum(not r["in_vocab_a"] for r in only_b),
+    }
+    rho = spearman([r["weight_a"] for r in shared], [r["weight_b"] for r in shared])
+    rho["over"] = (
+        f"the gated weights (E = V ⊙ G) of the {len(shared)} term{'s' * (len(shared) != 1)} "
+        "active in both A and B, "
+        "matched by token string (raw vocabulary tokens, special tokens left out)"
+    )
+    ma, mb = a.merged(), b.merged()
+
+    def word_weight(side: _Side, own: dict, token: str, pieces: list[str]) -> float:
+        """The side's merged weight of the word; else, for a word spelled in pieces, the
+        smallest of its pieces' weights there (it is there only if every piece is); for a
+        plain token, its weight there."""
+        if token in own:
+            return own[token][0]
+        cols = [side.lookup.get(p) for p in (pieces or [token])]
+        if any(c is None for c in cols):
+            return 0.0
+        return min(float(side.gated[c]) for c in cols)
+
+    merged_shared, merged_only_a, merged_only_b = [], [], []
+    for t in dict.fromkeys([*ma, *mb]):
+        pieces = (ma.get(t) or mb.get(t))[1]
+        x, y = word_weight(a, ma, t, pieces), word_weight(b, mb, t, pieces)
+        row = {"token": t, "weight_a": x, "weight_b": y, "difference": y - x, "pieces": pieces}
+        if x > 0 and y > 0:
+            merged_shared.append(row)
+        elif x > 0:
+            merged_only_a.append(row)
+        else:
+            merged_only_b.append(row)
+    merged_shared.sort(key=lambda r: (-(r["weight_a"] + r["weight_b"]), r["token"]))
+    merged_only_a.sort(key=lambda r: (-r["weight_a"], r["token"]))
+    merged_only_b.sort(key=lambda r: (-r["weight_b"], r["token"]))
+    merged = {
+        "counts": {
+            "active_a": len(merged_shared) + len(merged_only_a),
+            "active_b": len(merged_shared) + len(merged_only_b),
+            "shared": len(merged_shared),
+            "only_a": len(merged_only_a),
+            "only_b": len(merged_only_b),
+        },
+        "shared": merged_shared[:top],
+        "only_a": merged_only_a[:top],
+        "only_b": merged_only_b[:top],
+    }
+    return TermComparison(
+        counts=counts,
+        shared=shared[:top],
+        only_a=only_a[:top],
+        only_b=only_b[:top],
+        merged=merged,
+        top_a=[{"token": t, "weight": w, "pieces": p} for t, (w, p) in list(ma.items())[:top]],
+        top_b=[{"token": t, "weight": w, "pieces": p} for t, (w, p) in list(mb.items())[:top]],
+        rank_correlation=rho,
+    )
+
+
+def vocabulary_overlap(vocab_a: list[str], vocab_b: list[str]) -> dict:
+    """How the two vocabularies relate: the same, or how many tokens lack a counterpart."""
+    if vocab_a is vocab_b or vocab_a == vocab_b:
+        n = len(vocab_a)
+        return {"same": True, "size_a": n, "size_b": n, "shared": n, "only_a": 0, "only_b": 0}
+    sa, sb = set(vocab_a), set(vocab_b)
+    return {
+        "same": False,
+        "size_a": len(vocab_a),
+        "size_b": len(vocab_b),
+        "shared": len(sa & sb),
+        "only_a": len(sa - sb),
+        "only_b": len(sb - sa),
+    }
+
+
+def vocabulary_note(v: dict) -> str | None:
+    if v["same"]:
+        return None
+    return (
+        f"A and B use different vocabularies ({v['size_a']:,} and {v['size_b']:,} terms): "
+        f"they are compared on the {v['shared']:,} tokens both have; {v['only_a']:,} tokens "
+        f"of A's vocabulary and {v['only_b']:,} of B's have no counterpart in the other"
+    )
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class CompareResult:
+    """A comparison of two sides (encoder + gate k) on one input or a stored collection.
+
+    ``kind`` is ``"text"``, ``"image"`` or ``"index"``; ``a``/``b`` describe each side;
+    ``terms`` compares the whole input, ``group`` an image's patch group, ``heatmap`` one
+    term on both grids; ``collection`` holds the side-by-side collection analyses.
+    """
+
+    kind: str
+    a: dict
+    b: dict
+    input: dict
+    vocabulary: dict
+    terms: TermComparison | None = None
+    group: dict | None = None
+    heatmap: dict | None = None
+    collection: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "a": self.a,
+            "b": self.b,
+            "input": self.input,
+            "vocabulary": self.vocabulary,
+            "terms": None if self.terms is None else self.terms.to_dict(),
+            "group": None
+            if self.group is None
+            else {**self.group, "terms": self.group["terms"].to_dict()},
+            "heatmap": self.heatmap,
+            "collection": self.collection,
+            "notes": self.notes,
+        }
+
+    def files(self) -> dict[str, bytes]:
+        """The report: compare.html (self-contained), compare.json (``to_dict``) and CSVs."""
+        from lexlens.analysis.compare.compare_report import compare_files
+
+        return compare_files(self)
+
+
+def _describe_side(encoder: Encoder, k: int, encoding: LexicalEncoding | None = None) -> dict:
+    out: dict[str, Any] = {"encoder": encoder.name, "gate_k": k, "vocab_size": len(encoder.vocab)}
+    if encoding is not None and encoding.grid is not None:
+        out["grid"] = list(encoding.grid)
+        out["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))
+    if encoding is not None and encoding.truncated:
+        out["truncated"] = True
+    return out
+
+
+# ----------------------------------------------------------------------------- one input
+def _validate_input(text: str | None, image: Any, name: str | None) -> tuple[str, Any, str]:
+    if (text is None) == (image is None):
+        raise InputError("give a text or an image to compare on (one of them)")
+    if text is not None:
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("the text is empty: type some words to compare on")
+        return "text", text, ""
+    from PIL import Image
+
+    from lexlens.models.images import load_image
+
+    if isinstance(image, Image.Image):
+        return "image", image, name or "image"
+    label = name or (str(image) if isinstance(image, (str, Path)) else "uploaded image")
+    return "image", load_image(image, name=label), label
+
+
+def _group_units(encoding: LexicalEncoding, box, cells) -> list[int]:
+    if encoding.unit_weights is None:
+        raise InputError("this encoding kept no per-patch rows: encode with keep_units=True")
+    if box is not None:
+        return box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
+    return units_to_indices(encoding, cells)
+
+
+def _heatmap_side(encoder: Encoder, encoding: LexicalEncoding, word: str) -> dict:
+    what, columns = term_columns(encoder.vocab, word)
+    heat = term_heatmap(encoding, columns)
+    r, c = divmod(int(heat.argmax()), heat.shape[1])
+    return {
+        "term": what,
+        "columns": [encoder.vocab[i] for i in columns],
+        "grid": list(heat.shape),
+        "crop_box": list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0)),
+        "values": heat.astype(np.float64).tolist(),
+        "max": float(heat.max()),
+        "min": float(heat.min()),
+        "argmax": f"r{r}c{c}",
+    }
+
+
+def compare_encodings(
+    encoder_a: Encoder,
+    encoding_a: LexicalEncoding,
+    encoder_b: Encoder,
+    encoding_b: LexicalEncoding,
+    *,
+    gate_k: tuple[int, int] = (DEFAULT_GATE_K, DEFAULT_GATE_K),
+    top: int = DEFAULT_TOP,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    term: str | None = None,
+    input_info: dict | None = None,
+) -> CompareResult:
+    """The :class:`CompareResult` of two encodings of the same input (no model runs).
+
+    ``box`` or ``cells`` (images) add the patch-group comparison; ``term`` picks the word
+    whose heatmap is shown on both grids (default: the heaviest term both share, else A's
+    heaviest).
+    """
+    check_top(top)
+    ka, kb = gate_k
+    check_topk(ka)
+    check_topk(kb)
+    image = encoding_a.grid is not None
+    if image != (encoding_b.grid is not None):
+        raise InputError(
+            "A and B must encode the same kind of input (both a text or both an image)"
+        )
+    if (box is not None or cells is not None) and not image:
+        raise InputError("a box or cells apply to images only")
+    if box is not None and cells is not None:
+        raise InputError("give a box or cells, not both")
+    if box is not None:
+        box = check_box(box)
+    info = dict(input_info or {})
+    vocab = vocabulary_overlap(encoder_a.vocab, encoder_b.vocab)
+    notes = [n for n in (vocabulary_note(vocab),) if n]
+    side_a = _side(encoder_a, encoding_a, ka)
+    side_b = _side(encoder_b, encoding_b, kb)
+    terms = compare_sides(side_a, side_b, top=top)
+    if terms.rank_correlation.get("note"):
+        notes.append(f"rank correlation: {terms.rank_correlation['note']}")
+    for label, enc, encoder in (("A", encoding_a, encoder_a), ("B", encoding_b, encoder_b)):
+        notes += [f"{label}: {n}" for n in enc.notes]
+        if enc.truncated:
+            notes.append(f"{label}: input truncated to {encoder.max_length} tokens")
+    group = heatmap = None
+    if image and (box is not None or cells is not None):
+        if cells is not None and tuple(encoding_a.grid) != tuple(encoding_b.grid):
+            raise InputError(
+                f"A's grid ({encoding_a.grid[0]}×{encoding_a.grid[1]}) and B's "
+                f"({encoding_b.grid[0]}×{encoding_b.grid[1]}) differ: cells name different "
+                "regions, select the group with a box"
+            )
+        units_a = _group_units(encoding_a, box, cells)
+        units_b = _group_units(encoding_b, box, cells)
+        pooled_a = pool_units(encoding_a.unit_weights[units_a], encoding_a.normalization)
+        pooled_b = pool_units(encoding_b.unit_weights[units_b], encoding_b.normalization)
+        group_terms = compare_sides(
+            _side(encoder_a, encoding_a, ka, pooled_a),
+            _side(encoder_b, encoding_b, kb, pooled_b),
+            top=top,
+        )
+        group = {
+            "box": None if box is None else list(box),
+            "cells_a": [encoding_a.units[i] for i in units_a],
+            "cells_b": [encoding_b.units[i] for i in units_b],
+            "terms": group_terms,
+        }
+    if image:
+        word = term.strip() if term and term.strip() else None
+        if word is None:
+            pool = terms.merged["shared"] or terms.top_a or terms.top_b
+            word = pool[0]["token"] if pool else None
+        if word is not None:
+            heatmap = {"word": word, "a": None, "b": None}
+            for s, encoder, enc in (("a", encoder_a, encoding_a), ("b", encoder_b, encoding_b)):
+                try:
+                    heatmap[s] = _heatmap_side(encoder, enc, word)
+                except InputError as exc:
+                    notes.append(f"heatmap of {word!r} on {s.upper()}: {exc}")
+            if heatmap["a"] is None and heatmap["b"] is None:
+                raise InputError(f"{word!r} cannot be spelled in either encoder's vocabulary")
+    return CompareResult(
+        kind="image" if image else "text",
+        a=_describe_side(encoder_a, ka, encoding_a),
+        b=_describe_side(encoder_b, kb, encoding_b),
+        input=info,
+        vocabulary=vocab,
+        terms=terms,
+        group=group,
+        heatmap=heatmap,
+        notes=list(dict.fromkeys(notes)),
+    )
+
+
+def compare(
+    encoder_a: Encoder,
+    encoder_b: Encoder | None = None,
+    *,
+    text: str | None = None,
+    image: Any = None,
+    name: str | None = None,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    term: str | None = None,
+    gate_k: Sequence[int] | int | None = None,
+    top: int = DEFAULT_TOP,
+) -> CompareResult:
+    """Compare A and B on a text or an image (a path, bytes or a PIL image; ``name`` is the
+    name results and messages use). ``encoder_b`` defaults to ``encoder_a`` (then give two
+    gate k). ``gate_k``: one value for both sides, or (A's, B's); default 768 each.
+
+    Inputs, options and both encoders' capabilities are checked before anything is encoded.
+    """
+    encoder_b = encoder_b or encoder_a
+    check_top(top)
+    ka, kb = gate_pair(gate_k, (DEFAULT_GATE_K, DEFAULT_GATE_K))
+    if box is not None:
+        box = check_box(box)
+    kind, value, label = _validate_input(text, image, name)
+    if kind == "text" and (box is not None or cells is not None):
+        raise InputError("a box or cells apply to images only")
+    check_sides(encoder_a, encoder_b, kind, (ka, kb))
+    if kind == "text":
+        enc_a = encode_text(encoder_a, value)
+        enc_b = enc_a if encoder_b is encoder_a else encode_text(encoder_b, value)
+        info = {"text": value}
+    else:
+        enc_a = encode_image(encoder_a, value)
+        enc_b = enc_a if encoder_b is encoder_a else encode_image(encoder_b, value)
+        info = {"image": label}
+    return compare_encodings(
+        encoder_a, enc_a, encoder_b, enc_b, gate_k=(ka, kb), top=top, box=box, cells=cells,
+        term=term, input_info=info,
+    )  # fmt: skip

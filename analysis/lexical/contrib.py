@@ -1,0 +1,271 @@
+"""Query ⊙ document contributions (VDR's retrieval reasoning, SPEC.md §1).
+
+``sim(q, p) = E_q · E_p`` with ``E(x) = V(x) ⊙ G(x)``: the gate keeps the top-k dimensions
+and the input's own tokens. The element-wise product gives each vocabulary term's share
+of the score; the shares sum exactly to the score (both are computed in float64 from the
+same vectors).
+
+Either side may be a text or an image: text through a lexical text encoder, an image
+through a lexical image encoder in the same vocabulary (the default pair: ``splade-tiny``
+for texts, ``efficientnet-lite0-lexical`` for images). An image has no bag of words, so
+its gate is its top-k only, and the nonparametric (``bow``) query mode needs a text query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.lexical.terms import is_special_token, own_tokens
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    InputError,
+    LexicalEncoding,
+    ModalityError,
+    Needs,
+    check_texts,
+)
+
+#: What this analysis needs of an encoder (per side: texts or images into a vocabulary).
+CONTRIB_NEEDS = Needs(
+    "query ⊙ document contributions",
+    any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL}),
+)
+TEXT_SIDE = Needs("a text side", all_of=frozenset({Capability.TEXT_LEXICAL}))
+IMAGE_SIDE = Needs("an image side", all_of=frozenset({Capability.IMAGE_LEXICAL}))
+
+#: The default pair, both ways: the encoder that puts the *other* modality into the same
+#: vocabulary (``efficientnet-lite0-lexical`` is a label-space projection onto
+#: ``splade-tiny``'s vocabulary). Other encoders (VDR cross-modal checkpoints) hold both
+#: towers themselves.
+PARTNERS = {
+    ("splade-tiny", "image"): "efficientnet-lite0-lexical",
+    ("efficientnet-lite0-lexical", "text"): "splade-tiny",
+}
+
+
+def partner_for(name: str, modality: str) -> str | None:
+    """The registry encoder that encodes ``modality`` in ``name``'s vocabulary, if known."""
+    return PARTNERS.get((name, modality))
+
+
+def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:
+    """Binary ``bow(x)`` over the output vocabulary: the input's own tokens (none for images).
+
+    Matched by token string, so it holds for encoders whose output dimensions are a slice
+    or subset of the tokenizer's ids (VDR's shifted and "valid" vocabularies). Special
+    tokens (``[CLS]``, ``[SEP]``, ``[PAD]``…) are never part of the bag: VDR's own code
+    drops them by slicing off ids 0–998, and a full-vocabulary encoder must drop them
+    explicitly, or every text would share ``[CLS]`` and ``[SEP]`` dimensions.
+    """
+    own = {t for t in own_tokens(encoding) if not is_special_token(t)}
+    return np.fromiter((t in own for t in vocab), dtype=np.float32, count=len(vocab))
+
+
+def bow_query(encoding: LexicalEncoding, vocab: list[str], normalize: bool) -> np.ndarray:
+    """VDR's nonparametric query ``E_q = bow(q)``: binary, L2-normalised when the
+    checkpoint's configuration says so (``Encoder.bow_normalize``, VDR ``norm``)."""
+    bow = bag_of_words(encoding, vocab)
+    if normalize:
+        norm = float(np.linalg.norm(bow))
+        if norm > 0:
+            bow = (bow / norm).astype(np.float32)
+    return bow
+
+
+def gate(encoding: LexicalEncoding, vocab: list[str], k: int) -> np.ndarray:
+    """``E(x) = V(x) ⊙ G(x)``; ``G`` = top-k of ``V`` or the input's own tokens.
+
+    ``k = -1`` keeps every dimension; ``k = 0`` keeps the bag-of-words dimensions only.
+    """
+    weights = encoding.weights
+    if k < 0 or k >= weights.shape[0]:
+        return weights.copy()
+    mask = bag_of_words(encoding, vocab) > 0
+    if k > 0:
+        mask[np.argpartition(-weights, k - 1)[:k]] = True
+    return np.where(mask, weights, 0.0).astype(np.float32)
+
+
+def check_topk(k: Any) -> int:
+    """Gate k: -1 (all dimensions), 0 (own tokens only) or a positive count."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < -1:
+        raise InputError(f"gate k must be -1 (all), 0 (own tokens only) or positive, not {k!r}")
+    return int(k)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    token: str
+    index: int
+    query_weight: float
+    doc_weight: float
+    contribution: float
+
+    def to_dict(self) -> dict:
+        return {
+            "token": self.token,
+            "index": self.index,
+            "query_weight": self.query_weight,
+            "doc_weight": self.doc_weight,
+            "contribution": self.contribution,
+        }
+
+
+def contributions(
+    query: np.ndarray, doc: np.ndarray, vocab: list[str]
+) -> tuple[float, list[Contribution]]:
+    """The score ``query · doc`` and every non-zero term's share, largest first."""
+    if query.shape != doc.shape or query.shape[0] != len(vocab):
+        raise InputError(
+            f"query ({query.shape[0]} dims) and document ({doc.shape[0]} dims) are not in the "
+            f"same {len(vocab)}-term vocabulary: pick encoders that share one"
+        )
+    product = query.astype(np.float64) * doc.astype(np.float64)
+    nonzero = np.flatnonzero(product)
+    order = nonzero[np.argsort(-product[nonzero], kind="stable")]
+    rows = [
+        Contribution(vocab[i], int(i), float(query[i]), float(doc[i]), float(product[i]))
+        for i in order
+    ]
+    return float(product[order].sum()), rows
+
+
+# ----------------------------------------------------------------------------- use case
+@dataclass(frozen=True)
+class ContribResult:
+    """A query–document score and every shared term's contribution (summing to it)."""
+
+    score: float
+    contributions: list[Contribution]
+    query: dict
+    document: dict
+    query_mode: str
+    topk: int
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return {
+            "score": self.score,
+            "contributions": [c.to_dict() for c in self.contributions],
+            "query": self.query,
+            "document": self.document,
+            "query_mode": self.query_mode,
+            "topk": self.topk,
+            "notes": self.notes,
+        }
+
+
+def _side(what: str, text: str | None, image: Any, name: str | None) -> tuple[str, Any, str]:
+    """Validate one side before any model runs: ("text", str) or ("image", PIL image)."""
+    if (text is None) == (image is None):
+        raise InputError(f"give the {what} as a text or as an image (one of them)")
+    if text is not None:
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"the {what} is empty: type some words")
+        return "text", text, ""
+    from PIL import Image
+
+    from lexlens.models.images import load_image
+
+    if isinstance(image, Image.Image):
+        return "image", image, name or f"{what} image"
+    if isinstance(image, (bytes, bytearray)):
+        label = name or f"uploaded {what} image"
+    else:
+        label = name or str(image)
+    return "image", load_image(image, name=label), label
+
+
+def _needs(encoder: Encoder, kind: str, what: str) -> None:
+    try:
+        (TEXT_SIDE if kind == "text" else IMAGE_SIDE).check(encoder)
+    except ModalityError:
+        partner = partner_for(encoder.name, kind)
+        hint = f" (for {kind}s in its vocabulary use {partner!r})" if partner else ""
+        raise ModalityError(
+            f"the {what} is {'a text' if kind == 'text' else 'an image'} but {encoder.name!r} "
+            f"does not encode {kind}s{hint}"
+        ) from None
+
+
+def encode_side(encoder: Encoder, kind: str, value: Any, side: str) -> LexicalEncoding:
+    """Encode a validated text (``side`` = query/document tower) or image."""
+    if kind == "text":
+        check_texts([value])
+        return encoder.encode_texts([value], side=side)[0]
+    return encoder.encode_images([value])[0]
+
+
+def contrib(
+    query_encoder: Encoder,
+    doc_encoder: Encoder | None = None,
+    *,
+    query: str | None = None,
+    query_image: Any = None,
+    query_name: str | None = None,
+    doc: str | None = None,
+    doc_image: Any = None,
+    doc_name: str | None = None,
+    mode: str = "parametric",
+    topk: int = 768,
+) -> ContribResult:
+    """Score one query against one document and list each term's contribution.
+
+    Either side is a text or an image (a path, bytes or a PIL image; ``*_name`` is the
+    name shown in messages). ``mode="bow"`` uses VDR's nonparametric query (the binary,
+    possibly normalised, bag of the query's own tokens: text queries only). Inputs are
+    validated before any model runs.
+    """
+    doc_encoder = doc_encoder or query_encoder
+    if mode not in ("parametric", "bow"):
+        raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
+    topk = check_topk(topk)
+    q_kind, q_value, q_label = _side("query", query, query_image, query_name)
+    d_kind, d_value, d_label = _side("document", doc, doc_image, doc_name)
+    if mode == "bow" and q_kind != "text":
+        raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
+    _needs(query_encoder, q_kind, "query")
+    _needs(doc_encoder, d_kind, "document")
+    if query_encoder is not doc_encoder and query_encoder.vocab != doc_encoder.vocab:
+        raise InputError(
+            f"{query_encoder.name!r} ({len(query_encoder.vocab)} terms) and {doc_encoder.name!r} "
+            f"({len(doc_encoder.vocab)} terms) use different vocabularies: their scores "
+            "cannot be compared term by term"
+        )
+    vocab = query_encoder.vocab
+    q_enc = encode_side(query_encoder, q_kind, q_value, "query")
+    d_enc = encode_side(doc_encoder, d_kind, d_value, "document")
+    if mode == "bow":
+        q_vec = bow_query(q_enc, vocab, query_encoder.bow_normalize)
+    else:
+        q_vec = gate(q_enc, vocab, topk)
+    d_vec = gate(d_enc, vocab, topk)
+    score, rows = contributions(q_vec, d_vec, vocab)
+    notes = [*q_enc.notes, *d_enc.notes]
+    for what, enc, encoder in (("query", q_enc, query_encoder), ("document", d_enc, doc_encoder)):
+        if enc.truncated:
+            notes.append(f"{what} truncated to {encoder.max_length} tokens")
+    if mode == "bow":
+        notes.append(
+            "bag-of-words query: binary"
+            + (", L2-normalised (the checkpoint's setting)" if query_encoder.bow_normalize else "")
+            + "; special tokens left out"
+        )
+
+    def info(kind: str, value: Any, label: str, encoder: Encoder) -> dict:
+        out = {"text": value} if kind == "text" else {"image": label}
+        return out | {"encoder": encoder.name}
+
+    return ContribResult(
+        score=score,
+        contributions=rows,
+        query=info(q_kind, q_value, q_label, query_encoder),
+        document=info(d_kind, d_value, d_label, doc_encoder),
+        query_mode=mode,
+        topk=topk,
+        notes=list(dict.fromkeys(notes)),
+    )

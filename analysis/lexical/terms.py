@@ -1,0 +1,425 @@
+"""Top terms of a lexical encoding: filtering, word-piece merging, provenance."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.models.base import (
+    Capability,
+    Encoder,
+    InputError,
+    LexicalEncoding,
+    Needs,
+    check_texts,
+)
+from lexlens.models.wordpiece import wordpiece_split
+
+_SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One output dimension: its token string, weight and index in the vocabulary.
+
+    A word merged from pieces keeps its first piece's ``index``; ``pieces`` holds the
+    vocabulary indices whose largest weight is the word's weight (its heatmap is the max
+    over these columns). Empty for a plain vocabulary token.
+    """
+
+    token: str
+    weight: float
+    index: int
+    pieces: tuple[int, ...] = ()
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """The vocabulary columns this term stands for (its pieces, or its own index)."""
+        return self.pieces or (self.index,)
+
+    def to_dict(self) -> dict:
+        return {"token": self.token, "weight": self.weight, "index": self.index}
+
+
+@dataclass(frozen=True)
+class TermProvenance:
+    """Which input unit (token or patch) won the max pool for a term."""
+
+    term: Term
+    unit_index: int
+    unit: str
+    unit_weight: float
+    in_input: bool  # the term is one of the input's own tokens (bag of words)
+
+    def to_dict(self) -> dict:
+        return {
+            "token": self.term.token,
+            "weight": self.term.weight,
+            "unit_index": self.unit_index,
+            "unit": self.unit,
+            "in_input": self.in_input,
+        }
+
+
+def is_special_token(token: str) -> bool:
+    """[CLS], [SEP], [PAD], [MASK], [UNK] and [unusedN] carry no meaning as terms."""
+    return bool(_SPECIAL.match(token))
+
+
+def special_mask(vocab: list[str]) -> np.ndarray:
+    """Boolean ``[|V|]``: True where the vocabulary entry is a special token."""
+    return np.fromiter((is_special_token(t) for t in vocab), dtype=bool, count=len(vocab))
+
+
+def top_terms(
+    weights: np.ndarray,
+    vocab: list[str],
+    k: int = 20,
+    *,
+    merge_pieces: bool = False,
+    words: set[str] | None = None,
+    exclude_special: bool = True,
+) -> list[Term]:
+    """The ``k`` highest-weighted terms (positive weights only), best first.
+
+    With ``merge_pieces``, word pieces among the top terms are joined into the ``words``
+    they spell ("gi ##raf ##fe" → "giraffe"), a display choice for the word-piece failure
+    VDR App. F describes; see :func:`merge_word_pieces`.
+    """
+    if k <= 0:
+        return []
+    if weights.shape[0] != len(vocab):
+        raise ValueError(
+            f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}"
+        )
+    scores = np.asarray(weights, dtype=np.float32)
+    # Pull a generous candidate pool, so merging and filtering still leave k terms; special
+    # tokens are dropped from the pool (widened until enough remain: checking the pool is
+    # far cheaper than matching all |V| tokens on every call).
+    want = min(len(scores), max(4 * k, k + 64))
+    size = want
+    while True:
+        idx = np.argpartition(-scores, size - 1)[:size]
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        if exclude_special:
+            idx = np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
+        if len(idx) >= want or size == len(scores):
+            break
+        size = min(len(scores), 2 * size)
+    idx = idx[:want]
+    terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
+    if merge_pieces:
+        terms = merge_word_pieces(terms, vocab, words or set())
+    return terms[:k]
+
+
+def input_words(units: list[str]) -> set[str]:
+    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
+    words, current = set(), ""
+    for unit in [*units, ""]:
+        if unit.startswith("##") and current:
+            current += unit[2:]
+            continue
+        if current:
+            words.add(current)
+        current = "" if is_special_token(unit) else unit
+    return words
+
+
+def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
+    """Join the pieces of each of ``words`` that are all among ``terms`` into one term.
+
+    Merging needs evidence that the pieces belong together: ``words`` are the input's own
+    words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
+    the ImageNet class words of the label-space image encoder). Guessing from the
+    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
+
+    - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
+      unless it is one of ``words`` itself and weighs more than the merged word ("cat" of
+      "catamount" stays a term of its own and lends the word no weight).
+    - A merged word's weight is the largest weight among the pieces that lend it weight
+      and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
+      to neither); when every piece is shared, the smallest of its pieces' weights.
+    - Continuation pieces left over stay as they are (the raw view shows them anyway).
+    """
+    vocab_set = set(vocab)
+    by_token = {t.token: t for t in terms}
+    candidates: list[tuple[str, list[Term], list[Term]]] = []
+    for word in sorted(words):
+        pieces = wordpiece_split(word, vocab_set)
+        if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
+            continue
+        parts = [by_token[p] for p in pieces]
+        lenders = parts[1:] if parts[0].token in words else parts
+        candidates.append((word, parts, lenders))
+    if not candidates:
+        return list(terms)
+    claims = Counter(p.index for _, _, lenders in candidates for p in lenders)
+    absorbed = {p.index for _, _, lenders in candidates for p in lenders}
+    merged = []
+    for word, parts, lenders in candidates:
+        exclusive = [p for p in lenders if claims[p.index] == 1]
+        if exclusive:
+            weight = max(p.weight for p in exclusive)
+            columns = tuple(p.index for p in exclusive)
+        else:
+            weight = min(p.weight for p in parts)
+            columns = tuple(p.index for p in parts)
+        head = parts[0]
+        if head not in lenders and head.weight <= weight:
+            absorbed.add(head.index)  # nothing but this word explains the head's weight
+        merged.append(Term(word, weight, head.index, columns))
+    out = [t for t in terms if t.index not in absorbed] + merged
+    return sorted(out, key=lambda t: -t.weight)
+
+
+def own_tokens(encoding: LexicalEncoding) -> set[str]:
+    """The input's own token strings (bag of words); empty for images.
+
+    Compared by string, since an output dimension's index is not always a token id (VDR
+    drops the first 999 ids, or keeps a subset).
+    """
+    return set(encoding.units) if encoding.input_ids is not None else set()
+
+
+def provenance(
+    encoding: LexicalEncoding, terms: list[Term], units: list[int] | None = None
+) -> list[TermProvenance]:
+    """For each term, the unit whose row won the max pool (argmax over ``units``, or all)."""
+    if encoding.unit_weights is None:
+        raise ValueError("this encoding was made without per-unit rows (keep_units=False)")
+    own = own_tokens(encoding)
+    candidates = np.arange(len(encoding.units)) if units is None else np.asarray(units)
+    rows = encoding.unit_weights[candidates]
+    out = []
+    for term in terms:
+        column = rows[:, list(term.columns)].max(axis=1)
+        unit = int(candidates[int(np.argmax(column))])
+        weight = float(encoding.unit_weights[unit, list(term.columns)].max())
+        out.append(TermProvenance(term, unit, encoding.units[unit], weight, term.token in own))
+    return out
+
+
+def term_rows(
+    encoding: LexicalEncoding,
+    vocab: list[str],
+    k: int = 20,
+    *,
+    units: list[int] | None = None,
+    merge_pieces: bool = False,
+    words: set[str] | frozenset[str] = frozenset(),
+) -> list[dict]:
+    """Top terms as table rows: token, weight, index, ``in_input`` and provenance.
+
+    ``units`` restricts the view to a group of units (a patch group): their pooled rows
+    give the weights, and provenance is sought among them. ``from_unit`` (the unit that
+    won the max pool) is given when per-unit rows were kept. ``in_input`` marks
+    bag-of-words terms (the input's own tokens) against expansion terms. Pieces merge
+    into the input's own words and any ``words`` given (see :func:`merge_word_pieces`).
+    """
+    from lexlens.models.base import pool_units
+
+    if units is not None and encoding.unit_weights is not None:
+        weights = pool_units(encoding.unit_weights[units], encoding.normalization)
+    else:
+        weights = encoding.weights
+    words = set(words) | input_words(encoding.units if encoding.input_ids is not None else [])
+    terms = top_terms(weights, vocab, k, merge_pieces=merge_pieces, words=words)
+    rows = [t.to_dict() for t in terms]
+    own = own_tokens(encoding)
+    for row, term in zip(rows, terms, strict=True):
+        row["in_input"] = vocab[term.index] in own
+        if term.pieces:
+            row["pieces"] = [vocab[i] for i in term.pieces]
+    if encoding.unit_weights is not None:
+        for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):
+            row["from_unit"] = prov.unit
+            row["from_unit_index"] = prov.unit_index
+    return rows
+
+
+# ----------------------------------------------------------------------------- use case
+
+#: The Text page and ``terms --text`` need a lexical text encoder.
+TEXT_NEEDS = Needs("terms of a text", all_of=frozenset({Capability.TEXT_LEXICAL}))
+#: Terms need an encoder that puts texts, images or dense features into a vocabulary.
+TERMS_NEEDS = Needs(
+    "term weights",
+    any_of=frozenset(
+        {Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL, Capability.FEATURE_LEXICAL}
+    ),
+)
+#: ``terms --features``: a head over dense feature vectors (D2S).
+FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL}))
+
+
+@dataclass(frozen=True)
+class TermsResult:
+    """Top terms of one input (a text, an image, or a region of an image).
+
+    ``terms`` keeps the raw vocabulary tokens (word pieces included); ``merged_terms`` is
+    the display view with pieces joined into words where there is evidence for it (a
+    merged row's ``pieces`` lists the tokens whose largest weight is the word's weight).
+    For an image region, ``input`` holds the ``box`` and the ``cells`` it selected.
+    """
+
+    encoder: str
+    input: dict
+    terms: list[dict]
+    merged_terms: list[dict]
+    notes: list[str]
+
+    def top(self, k: int = 10, *, merged: bool = True) -> list[tuple[str, float]]:
+        rows = self.merged_terms if merged else self.terms
+        return [(r["token"], r["weight"]) for r in rows[:k]]
+
+    def to_dict(self) -> dict:
+        return {
+            "encoder": self.encoder,
+            "input": self.input,
+            "terms": self.terms,
+            "merged_terms": self.merged_terms,
+            "notes": self.notes,
+        }
+
+
+def encode_text(encoder: Encoder, text: str, *, side: str = "query") -> LexicalEncoding:
+    """One text through a lexical text encoder (validated before the model runs)."""
+    check_texts([text])
+    TEXT_NEEDS.check(encoder)
+    return encoder.encode_texts([text], side=side)[0]
+
+
+def encode_image(encoder: Encoder, image: Any, *, name: str | None = None) -> LexicalEncoding:
+    """One image (a path, bytes, or a PIL image) through a lexical image encoder."""
+    from PIL import Image
+
+    from lexlens.models.images import load_image
+
+    Needs("terms of an image", all_of=frozenset({Capability.IMAGE_LEXICAL})).check(encoder)
+    picture = image if isinstance(image, Image.Image) else load_image(image, name=name or "")
+    return encoder.encode_images([picture])[0]
+
+
+def encode_feature_item(
+    encoder: Encoder,
+    features: Any,
+    item: str | int | None = None,
+    *,
+    name: str | None = None,
+    ids: Any = None,
+) -> tuple[LexicalEncoding, dict]:
+    """One row of a dense features file (or a read :class:`FeatureTable`) through a
+    feature head; ``item`` is its id (optional when the file holds one vector).
+
+    Returns the encoding and the input description ``{"features": file, "item": id}``.
+    The file, the item and the dimension are checked before the head runs.
+    """
+    from lexlens.analysis.collections.feature_files import FeatureTable, read_features
+
+    FEATURES_NEEDS.check(encoder)
+    table = (
+        features
+        if isinstance(features, FeatureTable)
+        else read_features(features, name=name, ids=ids)
+    )
+    if table.dim != encoder.feature_dim:
+        raise InputError(
+            f"{Path(table.name).name} holds {table.dim}-d vectors but the head {encoder.name!r} "
+            f"expects {encoder.feature_dim}-d (its dense_size)"
+        )
+    if item is None or (isinstance(item, str) and not item.strip()):
+        if len(table) != 1:
+            shown = ", ".join(table.ids[:3])
+            raise InputError(
+                f"{table.name} holds {len(table)} vectors: pick one by its id (e.g. {shown})"
+            )
+        row = 0
+    else:
+        row = table.position(item)
+    encoding = encoder.encode_features(table.vectors[row : row + 1])[0]
+    return encoding, {"features": Path(table.name).name, "item": table.ids[row]}
+
+
+def terms_of_encoding(
+    encoder: Encoder,
+    encoding: LexicalEncoding,
+    *,
+    top: int = 20,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    input_info: dict | None = None,
+) -> TermsResult:
+    """The :class:`TermsResult` of an encoding, or of the patch group a box or cells select."""
+    from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
+
+    if not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    info = dict(input_info or {})
+    units = None
+    if box is not None or cells is not None:
+        if encoding.grid is None:
+            raise InputError("a box or cells apply to images only")
+        if box is not None and cells is not None:
+            raise InputError("give a box or cells, not both")
+        if box is not None:
+            units = box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
+            info["box"] = list(box)
+        else:
+            units = units_to_indices(encoding, cells or [])
+        info["cells"] = [encoding.units[i] for i in units]
+    if encoding.grid is not None:
+        info["grid"] = list(encoding.grid)
+        info["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))
+    raw = term_rows(encoding, encoder.vocab, top, units=units)
+    merged = term_rows(
+        encoding, encoder.vocab, top, units=units, merge_pieces=True, words=encoder.known_words
+    )
+    notes = list(encoding.notes)
+    if encoding.truncated:
+        notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
+    return TermsResult(encoder.name, info, raw, merged, notes)
+
+
+def terms(
+    encoder: Encoder,
+    *,
+    text: str | None = None,
+    image: Any = None,
+    name: str | None = None,
+    box: tuple[float, float, float, float] | None = None,
+    cells: list[str] | None = None,
+    side: str = "query",
+    top: int = 20,
+    features: Any = None,
+    item: str | int | None = None,
+    ids: Any = None,
+) -> TermsResult:
+    """Top terms of a text, an image, an image region (``box`` in fractions 0..1), or one
+    item of a dense features file (``features`` with its ``item`` id; a D2S head)."""
+    given = sum(x is not None for x in (text, image, features))
+    if given != 1:
+        raise InputError("give one of a text, an image or dense features")
+    if not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    if features is not None:
+        if box is not None or cells is not None:
+            raise InputError("a box or cells apply to images only")
+        encoding, info = encode_feature_item(encoder, features, item, name=name, ids=ids)
+        return terms_of_encoding(encoder, encoding, top=top, input_info=info)
+    if item is not None:
+        raise InputError("an item id applies to dense features only")
+    if text is not None:
+        if box is not None or cells is not None:
+            raise InputError("a box or cells apply to images only")
+        encoding = encode_text(encoder, text, side=side)
+        info = {"text": text, "side": side}
+    else:
+        encoding = encode_image(encoder, image, name=name)
+        info = {"image": name or (str(image) if isinstance(image, (str, Path)) else "image")}
+    return terms_of_encoding(encoder, encoding, top=top, box=box, cells=cells, input_info=info)

@@ -1,0 +1,137 @@
+"""A small collection held in memory: texts from a .txt/.csv/.jsonl file (``lexlens search
+--collection FILE``, the Search page's sample and uploads), encoded as documents and gated
+(``E = V ⊙ G``), kept as one scipy CSR matrix. It answers the same calls as a stored index
+(:class:`lexlens.analysis.collections.store.StoredIndex`) that search and evaluation make.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.core.inputs import read_texts
+from lexlens.analysis.lexical.contrib import check_topk, gate
+from lexlens.models.base import Capability, Encoder, InputError, Needs
+
+#: What encoding a text collection needs: texts into the vocabulary.
+TEXT_COLLECTION_NEEDS = Needs("a text collection", all_of=frozenset({Capability.TEXT_LEXICAL}))
+
+
+class MemoryCollection:
+    """A small collection held in memory (the ``--collection FILE`` path): texts encoded
+    as documents, gated, kept as a scipy CSR matrix."""
+
+    modality = "text"
+
+    def __init__(
+        self,
+        ids: list[str],
+        texts: list[str],
+        vectors: Any,
+        vocab: list[str],
+        labels: list[frozenset[str]] | None = None,
+        name: str = "collection",
+        encoder_name: str = "",
+    ) -> None:
+        import scipy.sparse as sp
+
+        if len(ids) == 0:
+            raise InputError("the collection is empty")
+        matrix = sp.csr_matrix(vectors, dtype=np.float32)
+        if matrix.shape[0] != len(ids):
+            raise ValueError("one vector per item")
+        matrix.sort_indices()
+        self.ids, self.texts, self.matrix = list(ids), list(texts), matrix
+        self.vocab = list(vocab)
+        self.labels = [frozenset(x) for x in labels] if labels else []
+        self.name = name
+        self.encoder_name = encoder_name
+        self.norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel()).astype(
+            np.float32
+        )
+        self.postings = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def has_labels(self) -> bool:
+        return bool(self.labels) and any(self.labels)
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = self.matrix.indptr[i], self.matrix.indptr[i + 1]
+        return self.matrix.indices[a:b], self.matrix.data[a:b]
+
+    def csr(self):
+        return self.matrix
+
+    def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
+        out = []
+        for r in rows:
+            r = int(r)
+            labels = sorted(self.labels[r]) if self.labels else []
+            out.append(
+                {"id": self.ids[r], "kind": "text", "image": "", "text": self.texts[r],
+                 "captions": [], "labels": labels, "row": r}
+            )  # fmt: skip
+        return out
+
+    def column(self, name: str) -> list:
+        if name == "labels":
+            return [sorted(x) for x in self.labels] if self.labels else [[]] * len(self.ids)
+        if name == "id":
+            return list(self.ids)
+        return [m[name] for m in self.meta(range(len(self)))]
+
+    def describe(self) -> dict:
+        """How results name the collection they come from."""
+        return {"name": self.name, "items": len(self), "encoder": self.encoder_name,
+                "modality": "text", "stored": False}  # fmt: skip
+
+
+def encode_collection(
+    encoder: Encoder,
+    texts: list[str],
+    *,
+    ids: list[str] | None = None,
+    labels: list[frozenset[str]] | None = None,
+    k: int = 768,
+    batch: int = 64,
+    progress: Any = None,
+    name: str = "collection",
+) -> MemoryCollection:
+    """Encode texts as documents, gate them (``E = V ⊙ G``) into a :class:`MemoryCollection`."""
+    import scipy.sparse as sp
+
+    TEXT_COLLECTION_NEEDS.check(encoder)
+    check_topk(k)
+    blocks = []
+    for start in range(0, len(texts), batch):
+        chunk = encoder.encode_texts(
+            texts[start : start + batch], side="document", keep_units=False
+        )
+        blocks.append(sp.csr_matrix(np.stack([gate(e, encoder.vocab, k) for e in chunk])))
+        if progress:
+            progress(min(1.0, (start + batch) / len(texts)))
+    return MemoryCollection(
+        ids or [str(i) for i in range(len(texts))], texts, sp.vstack(blocks).tocsr(),
+        encoder.vocab, labels, name=name, encoder_name=encoder.name,
+    )  # fmt: skip
+
+
+def collection_from_file(
+    encoder: Encoder, source: Any, name: str | None = None, *, k: int = 768, progress: Any = None
+) -> MemoryCollection:
+    """Read a .txt/.csv/.jsonl of texts (``id``, ``labels`` optional) and encode it."""
+    table = read_texts(source, name, what="text")
+    label = name or (Path(source).name if isinstance(source, (str, Path)) else "collection")
+    return encode_collection(
+        encoder, table.texts, ids=table.ids, labels=table.labels or None, k=k,
+        progress=progress, name=label,
+    )  # fmt: skip

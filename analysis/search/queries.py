@@ -1,0 +1,109 @@
+"""How a query becomes a vector in a collection's vocabulary, and which encoder makes it.
+
+A text query is the query encoder's gated vector ``E_q = V_q ⊙ G_q`` (``parametric``) or
+the bag of its own tokens (``bow``, VDR's nonparametric query; a D2S head over dense
+features makes only these); an image query is the image encoder's gated vector. The query
+encoder must share the collection's vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.collections.store import StoredIndex, vocab_hash
+from lexlens.analysis.lexical.contrib import bow_query, gate, partner_for
+from lexlens.models.base import Capability, Encoder, InputError, Needs
+
+QUERY_MODES = ("parametric", "bow")
+#: A text query: a lexical text encoder; in the bag-of-words mode a head over dense
+#: features (D2S) serves too: it has no text tower but tokenises into its vocabulary.
+TEXT_QUERY_NEEDS = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
+BOW_QUERY_NEEDS = Needs(
+    "a bag-of-words text query",
+    any_of=frozenset({Capability.TEXT_LEXICAL, Capability.FEATURE_LEXICAL}),
+)
+IMAGE_QUERY_NEEDS = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
+
+
+def check_query_mode(mode: str) -> str:
+    if mode not in QUERY_MODES:
+        raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
+    return mode
+
+
+def text_query_needs(mode: str) -> Needs:
+    """What a text query in ``mode`` needs of its encoder."""
+    return BOW_QUERY_NEEDS if mode == "bow" else TEXT_QUERY_NEEDS
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """How queries become vectors: the encoder, the mode and the gate."""
+
+    encoder: Encoder
+    mode: str = "parametric"
+    topk: int = 768
+    #: query vectors already made (A and B are used by every method of an evaluation)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def text(self, text: str) -> np.ndarray:
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("the query is empty: type some words")
+        if text not in self._memo:
+            if self.mode == "bow" and not self.encoder.can(Capability.TEXT_LEXICAL):
+                enc = self.encoder.tokenize_texts([text])[0]  # a feature head: own tokens
+            else:
+                enc = self.encoder.encode_texts([text], side="query")[0]
+            if self.mode == "bow":
+                vector = bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
+            else:
+                vector = gate(enc, self.encoder.vocab, self.topk)
+            vector.setflags(write=False)
+            self._memo[text] = vector
+        return self._memo[text]
+
+    def image(self, image: Any) -> np.ndarray:
+        enc = self.encoder.encode_images([image])[0]
+        return gate(enc, self.encoder.vocab, self.topk)
+
+
+def check_vocabulary(target: Any, encoder: Encoder) -> None:
+    """Refuse a query encoder whose vocabulary differs from the collection's."""
+    if isinstance(target, StoredIndex):
+        if vocab_hash(encoder.vocab) != target.manifest["vocab"]["hash"]:
+            partner = partner_for(target.encoder_name, "text")
+            hint = f" (e.g. {partner!r})" if partner else ""
+            raise InputError(
+                f"the query encoder {encoder.name!r} ({len(encoder.vocab)} terms) does not share "
+                f"the vocabulary of the index {target.label} (built with "
+                f"{target.encoder_name!r}, {target.vocab_size} terms): pick a query encoder in "
+                f"the same vocabulary{hint}"
+            )
+    elif encoder.vocab != target.vocab:
+        raise InputError(
+            f"the query encoder {encoder.name!r} does not share the collection's vocabulary"
+        )
+
+
+def default_query_encoder(target: Any, modality: str) -> str:
+    """The encoder name that puts ``modality`` queries into ``target``'s vocabulary."""
+    if isinstance(target, StoredIndex):
+        enc = target.manifest["encoder"]
+        caps = set(enc.get("capabilities", []))
+        wanted = str(Capability.TEXT_LEXICAL if modality == "text" else Capability.IMAGE_LEXICAL)
+        spec = enc.get("spec") or enc["name"]
+        if wanted in caps:
+            return spec
+        if modality == "text" and str(Capability.FEATURE_LEXICAL) in caps:
+            return spec  # a D2S head: bag-of-words text queries (--query-mode bow)
+        partner = partner_for(enc["name"], modality)
+        if partner:
+            return partner
+        raise InputError(
+            f"the index was built with {enc['name']!r}, which does not encode {modality}s: "
+            "pass --query-encoder with an encoder in the same vocabulary"
+        )
+    return target.encoder_name

@@ -1,0 +1,121 @@
+"""The ``lexlens`` command line: one module per subcommand, errors as one line + exit 2.
+
+Each subcommand module defines ``register(subparsers)``; the handler it sets as ``func``
+parses nothing itself: it calls one use-case function and renders its result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import importlib
+import logging
+import os
+import sys
+import warnings
+
+from lexlens.models.base import LexlensError
+
+#: Subcommand modules (``lexlens.app.cli.<name>``): one line per command.
+COMMANDS = [
+    "encoders",
+    "terms",
+    "contrib",
+    "deviation",
+    "search",
+    "index",
+    "report",
+    "attribute",
+    "mot_eval",
+    "compare",
+]
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one stderr line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
+def one_line(message: object) -> str:
+    """A message on one line (embedded newlines would break the one-line-error promise)."""
+    return " ".join(str(message).split())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="lexlens", description="Interpretability workbench for retrieval encoders."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"lexlens.app.cli.{name}").register(sub)
+    return parser
+
+
+@contextlib.contextmanager
+def _quiet_libraries():
+    """Library warnings would put lines before the one-line error; notes travel in results.
+
+    Scoped to one command: warning filters and logger levels are restored afterwards, so an
+    in-process caller (a notebook, the tests) keeps its own settings.
+    """
+    if os.environ.get("LEXLENS_DEBUG"):
+        yield
+        return
+    names = ["", "transformers", "sentence_transformers", "faiss", "urllib3", "filelock"]
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
+
+
+def _fail(command: str, message: object) -> int:
+    with contextlib.suppress(OSError):
+        print(f"lexlens {command}: error: {one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``lexlens`` console script (also callable in-process by tests)."""
+    with _quiet_libraries():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return int(exc.code or 0)
+    command = args.command
+    try:
+        args.func(args)
+        sys.stdout.flush()
+    except LexlensError as exc:
+        return _fail(command, exc)
+    except BrokenPipeError:  # e.g. `lexlens … | head`: the reader left, nothing to report
+        return 0
+    except MemoryError:
+        return _fail(command, "not enough memory for this input: try a smaller one")
+    except OSError as exc:  # the environment, not the input: a full disk, a closed stdout…
+        if exc.errno == errno.ENOSPC:
+            return _fail(command, "no space left on the device while writing the output")
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(command, f"{exc.strerror or type(exc).__name__}{where}")
+    except KeyboardInterrupt:
+        _fail(command, "interrupted")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

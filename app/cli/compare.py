@@ -1,0 +1,300 @@
+"""``lexlens compare``: two encoders (or one at two gate k) on a text, an image or a stored
+collection, side by side."""
+
+from __future__ import annotations
+
+import argparse
+
+from lexlens.analysis.compare.compare import (
+    COMPARE_NEEDS,
+    DEFAULT_HITS,
+    DEFAULT_TOP,
+    CompareResult,
+    TermComparison,
+    check_encoder_spec,
+    check_top,
+    compare,
+    gate_pair,
+)
+from lexlens.analysis.compare.compare_collections import compare_indexes
+from lexlens.analysis.deviation.deviation import DEFAULT_K
+from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.models.base import InputError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "compare",
+        help="two encoders (or one at two gate k) side by side on a text, an image or an index",
+        description=(
+            "Compare A and B: terms shared, only in A, only in B and the rank correlation of "
+            "the shared weights (on E = V ⊙ G at each side's gate k); for an image also a patch "
+            "group (--box) and one term's heatmap on both grids; for stored collections "
+            "deviation, FLOPs and vocabulary statistics side by side and a query's hits: which "
+            "moved and which terms moved them. Encoders with different vocabularies are "
+            "compared on the tokens they share."
+        ),
+    )
+    parser.add_argument(
+        "--encoder",
+        action="append",
+        default=[],
+        help="A, then B (registry name or checkpoint folder); once = the same encoder on both "
+        "sides (then give two --gate-k). With --index: the text encoders of the queries "
+        "(default: each index's own, or its partner in the same vocabulary)",
+    )
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="a text to encode with both")
+    what.add_argument("--image", help="an image file to encode with both")
+    what.add_argument(
+        "--index",
+        action="append",
+        help="a stored collection (lexlens index); twice = A's and B's, built from one source",
+    )
+    parser.add_argument("--box", help="--image: a patch group X0,Y0,X1,Y1 in fractions (0..1)")
+    parser.add_argument(
+        "--term", help="--image: the word whose heatmap is shown (default: the top shared term)"
+    )
+    parser.add_argument("--query", help="--index: a text query searched on both sides")
+    parser.add_argument(
+        "--gate-k",
+        action="append",
+        type=int,
+        dest="gate_k",
+        help="gate k of A, then of B (once: both); default 768 for inputs, each index's own "
+        "k for indexes (a re-gated index needs k ≤ its own)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=None,
+        help=f"rows per table (default {DEFAULT_TOP}; hits for --index: {DEFAULT_HITS})",
+    )
+    parser.add_argument(
+        "--k", type=int, default=DEFAULT_K, help="--index: k of Exact@k / Semantic@k (default 20)"
+    )
+    parser.add_argument("--out", help="folder for compare.html, compare.json and the CSV tables")
+    add_common_args(parser)
+    parser.set_defaults(func=run)
+
+
+def _terms_table(c: TermComparison) -> str:
+    n = c.counts
+    rc = c.rank_correlation
+    rho = "not defined" if rc["rho"] is None else f"{rc['rho']:.4f}"
+    lines = [
+        f"active terms: A {n['active_a']}, B {n['active_b']}; shared {n['shared']}, only in A "
+        f"{n['only_a']} ({n['only_a_no_counterpart']} not in B's vocabulary), only in B "
+        f"{n['only_b']} ({n['only_b_no_counterpart']} not in A's vocabulary)",
+        f"Spearman's rho of the shared weights: {rho} (n = {rc['n']})"
+        + (f" — {rc['note']}" if rc.get("note") else ""),
+    ]
+    m = c.merged
+    lines.append(
+        format_table(
+            [[r["token"], r["weight_a"], r["weight_b"], r["difference"]] for r in m["shared"]],
+            ["shared (words)", "A", "B", "B - A"],
+        )
+    )
+    lines.append(
+        format_table([[r["token"], r["weight_a"]] for r in m["only_a"]], ["only in A", "A"])
+    )
+    lines.append(
+        format_table([[r["token"], r["weight_b"]] for r in m["only_b"]], ["only in B", "B"])
+    )
+    return "\n\n".join(lines)
+
+
+def render(result: CompareResult) -> str:
+    """The plain-text view of a result."""
+    a, b = result.a, result.b
+    lines = [
+        f"A: {a['encoder']} (gate k {a['gate_k']})" + (f", {a['index']}" if "index" in a else ""),
+        f"B: {b['encoder']} (gate k {b['gate_k']})" + (f", {b['index']}" if "index" in b else ""),
+    ]
+    lines += [f"note: {n}" for n in result.notes]
+    blocks = ["\n".join(lines)]
+    if result.terms is not None:
+        blocks.append(_terms_table(result.terms))
+    if result.group is not None:
+        g = result.group
+        blocks.append(
+            f"patch group: A cells {' '.join(g['cells_a'])}; B cells {' '.join(g['cells_b'])}\n"
+            + _terms_table(g["terms"])
+        )
+    if result.heatmap is not None:
+        h = result.heatmap
+        parts = [
+            f"{s.upper()}: max {h[s]['max']:.4f} at {h[s]['argmax']} of "
+            f"{h[s]['grid'][0]}x{h[s]['grid'][1]}"
+            for s in ("a", "b")
+            if h[s] is not None
+        ]
+        blocks.append(f"heatmap of {h['word']!r}: " + "; ".join(parts))
+    if result.collection is not None:
+        blocks += _collection_blocks(result.collection)
+    return "\n\n".join(blocks)
+
+
+def _collection_blocks(col: dict) -> list[str]:
+    rows = []
+    dev_a, dev_b = col["deviation"]["a"], col["deviation"]["b"]
+    for kind, pa in dev_a["sets"].items():
+        pb = dev_b["sets"].get(kind) or {}
+        for key, label in (
+            ("exact_at_k", f"Exact@{col['k']}"),
+            ("semantic_at_k", f"Semantic@{col['k']}"),
+            ("flops", "FLOPs"),
+            ("mean_active_dims", "mean active dims"),
+        ):
+            rows.append([kind, label, _num(pa.get(key)), _num(pb.get(key))])
+    if dev_a["flops_captions_images"] is not None:
+        rows.append(
+            ["captions x images", "FLOPs (D2S)", _num(dev_a["flops_captions_images"]),
+             _num(dev_b["flops_captions_images"])]
+        )  # fmt: skip
+    blocks = [format_table(rows, ["set", "measure", "A", "B"])]
+    vocab = col["vocabulary"]
+    blocks.append(
+        format_table(
+            [
+                [
+                    t["token"],
+                    _num(t["mean_weight_a"]),
+                    _num(t["mean_weight_b"]),
+                    _num(t["activation_rate_a"]),
+                    _num(t["activation_rate_b"]),
+                ]
+                for t in vocab["top_terms"]
+            ],  # fmt: skip
+            ["term", "mean A", "mean B", "rate A", "rate B"],
+        )
+    )
+    for s in ("a", "b"):
+        if vocab[s] is not None:
+            lazy = vocab[s]["lazy_terms"]
+            blocks.append(f"lazy terms in {s.upper()}: " + (" ".join(lazy[:30]) or "none"))
+    search = col["search"]
+    if search is not None:
+        blocks.append(
+            format_table(
+                [
+                    [
+                        h["id"],
+                        h["status"],
+                        h["rank_a"] or "-",
+                        h["rank_b"] or "-",
+                        h["score_a"],
+                        h["score_b"],
+                        " ".join(
+                            f"{c['token']}:{c['change']:+.3f}" for c in h["changed_terms"][:5]
+                        ),
+                    ]
+                    for h in search["hits"]
+                ],  # fmt: skip
+                ["hit", "status", "rank A", "rank B", "score A", "score B", "changed terms"],
+            )
+        )
+    return blocks
+
+
+def _num(value: object) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def run(args: argparse.Namespace) -> None:
+    # Every input is checked before a model loads (and both encoders before any encoding).
+    from lexlens.analysis.core.outputs import check_out_dir, write_files
+    from lexlens.models import load_encoder
+
+    specs = list(args.encoder)
+    if len(specs) > 2:
+        raise InputError(f"give --encoder at most twice (A and B), not {len(specs)} times")
+    if any(not s.strip() for s in specs):
+        raise InputError("--encoder is empty: give a registry name or a checkpoint folder")
+    indexes = args.index or []
+    if args.box and args.image is None:
+        raise InputError("--box applies to --image only")
+    if args.term and args.image is None:
+        raise InputError("--term applies to --image only")
+    if (args.query is not None) and not indexes:
+        raise InputError("--query applies to --index only (a text is compared with --text)")
+    top = check_top(
+        args.top if args.top is not None else (DEFAULT_HITS if indexes else DEFAULT_TOP)
+    )
+    if indexes:
+        result = _run_index(args, specs, indexes, top, load_encoder)
+    else:
+        from lexlens.analysis.lexical.patches import parse_box
+        from lexlens.models.images import load_image
+
+        if not specs:
+            raise InputError("give --encoder A (and --encoder B, or two --gate-k)")
+        gate_pair(args.gate_k, (0, 0))  # checks the values
+        if args.text is not None and not args.text.strip():
+            raise InputError("the text is empty: type some words to compare on")
+        box = parse_box(args.box) if args.box else None
+        picture = load_image(args.image, name=args.image) if args.image is not None else None
+        needs = COMPARE_NEEDS["text" if args.text is not None else "image"]
+        for spec in specs:
+            check_encoder_spec(needs, spec)
+        if args.out:
+            check_out_dir(args.out)
+        encoders = [load_encoder(spec, device=args.device) for spec in specs]
+        for encoder in encoders:
+            needs.check(encoder)
+        result = compare(
+            encoders[0],
+            encoders[-1],
+            text=args.text,
+            image=picture,
+            name=args.image,
+            box=box,
+            term=args.term,
+            gate_k=args.gate_k,
+            top=top,
+        )
+    if args.out:
+        write_files(args.out, result.files())
+    emit(args, result, render(result))
+
+
+def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encoder):
+    from lexlens.analysis.collections.store import open_index
+    from lexlens.analysis.compare.compare_collections import check_same_items
+    from lexlens.analysis.compare.regate import check_regate
+    from lexlens.analysis.core.outputs import check_out_dir
+    from lexlens.analysis.deviation.deviation import check_options
+    from lexlens.analysis.search.queries import default_query_encoder
+
+    if len(indexes) > 2:
+        raise InputError(f"give --index at most twice (A and B), not {len(indexes)} times")
+    check_options(k=args.k)
+    if args.query is not None and not args.query.strip():
+        raise InputError("the query is empty: type some words")
+    opened = [open_index(p) for p in indexes]
+    if len(opened) == 2 and opened[0].path.resolve() == opened[1].path.resolve():
+        opened = opened[:1]
+    stored = (int(opened[0].manifest["gate_k"]), int(opened[-1].manifest["gate_k"]))
+    ka, kb = gate_pair(args.gate_k, stored)
+    check_regate(opened[0], ka)
+    check_regate(opened[-1], kb)
+    if len(opened) == 2:
+        check_same_items(opened[0], opened[1])
+    if not specs:
+        specs = [default_query_encoder(ix, "text") for ix in opened]
+    for spec in specs:
+        check_encoder_spec(COMPARE_NEEDS["index"], spec)
+    if args.out:
+        check_out_dir(args.out)
+    encoders = [load_encoder(spec, device=args.device) for spec in specs]
+    return compare_indexes(
+        opened[0],
+        opened[-1] if len(opened) == 2 else None,
+        encoder_a=encoders[0],
+        encoder_b=encoders[-1],
+        gate_k=(ka, kb),
+        query=args.query,
+        top=top,
+        k=args.k,
+    )

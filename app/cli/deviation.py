@@ -1,0 +1,192 @@
+"""``lexlens deviation``: Exact@k, Semantic@k, FLOPs and vocabulary statistics over captions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.core.outputs import check_out_dir, write_files
+from lexlens.analysis.deviation.deviation import (
+    DEFAULT_GATE_K,
+    DEFAULT_K,
+    DEFAULT_MAX_ROWS,
+    DENOMINATORS,
+    DEVIATION_NEEDS,
+    DeviationResult,
+    SetDeviation,
+    check_options,
+    deviation,
+    deviation_needs_for,
+    deviation_of_index,
+    read_captions,
+    result_files,
+)
+from lexlens.analysis.deviation.static_embeddings import check_glove
+from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.models import load_encoder
+from lexlens.models.base import InputError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "deviation",
+        help="semantic deviation (Exact@k, Semantic@k), FLOPs, vocabulary statistics",
+        description=(
+            "D2S's semantic deviation of a caption set or a stored collection: Exact@k, "
+            "Semantic@k (per item, with its positive-term count and the cap it puts on "
+            "Exact@k), FLOPs between different items (and between captions and images), and "
+            "the dataset view of the vocabulary (mean weight, activation rate, lazy terms)."
+        ),
+    )
+    parser.add_argument(
+        "--encoder",
+        help=(
+            "text encoder: registry name or checkpoint directory (with --index: default the "
+            "index's encoder for a text collection; required for an image collection)"
+        ),
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--captions", help=".txt (one per line), or .csv/.jsonl with a text column")
+    source.add_argument("--index", help="a stored collection (folder made by `lexlens index`)")
+    parser.add_argument("--k", type=int, default=DEFAULT_K, help="top-k terms (default 20)")
+    parser.add_argument(
+        "--gate-k",
+        "--topk",
+        dest="gate_k",
+        type=int,
+        default=None,
+        help=(
+            f"gate E = V ⊙ G before every metric: top GATE_K dims + own tokens (default "
+            f"{DEFAULT_GATE_K}, VDR's text default; -1 = ungated; with --index: the index's)"
+        ),
+    )
+    parser.add_argument(
+        "--denominator",
+        choices=DENOMINATORS,
+        default="k",
+        help="k (the paper's, default) or active = min(k, the item's positive terms)",
+    )
+    parser.add_argument(
+        "--glove", help="GloVe-format static embeddings for Semantic@k (default: the encoder's own)"
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        help=f"per-item rows kept in the output (default {DEFAULT_MAX_ROWS})",
+    )
+    parser.add_argument("--out", help="folder for deviation.json and the CSV tables")
+    add_common_args(parser)
+    parser.set_defaults(func=run)
+
+
+def _set_lines(part: SetDeviation, k: int) -> list[str]:
+    pos = part.positive_terms
+    flops = "n/a (one item)" if part.flops is None else f"{part.flops:.3f}"
+    lines = [f"[{part.kind}] {part.n} items, {part.n_measured} measured"]
+    if part.exact is not None:
+        den = part.by_denominator
+        lines += [
+            f"  Exact@{k} {part.exact:.3f}  Semantic@{k} {part.semantic:.3f}   "
+            f"(denominator k: {den['k']['exact_at_k']:.3f} / {den['k']['semantic_at_k']:.3f};"
+            f" min(k, active): {den['active']['exact_at_k']:.3f} / "
+            f"{den['active']['semantic_at_k']:.3f})",
+            f"  positive terms per item: mean {pos['mean']:.1f}, min {pos['min']}, max "
+            f"{pos['max']}; {pos['below_k']} of {part.n_measured} below k; cap on Exact@{k} "
+            f"(denominator k) {pos['cap_exact_at_k']:.3f}",
+        ]
+    self_pairs = part.flops_with_self_pairs
+    lines.append(
+        f"  FLOPs {flops} (pairs of different items; with self-pairs "
+        f"{0.0 if self_pairs is None else self_pairs:.3f})  mean active dims "
+        f"{part.mean_active_dims:.1f}"
+    )
+    if part.vocabulary is not None:
+        lazy = part.vocabulary.lazy_terms
+        lines.append(
+            f"  lazy terms (active in ≥ {part.vocabulary.lazy_rate:.0%} of items): "
+            + (" ".join(t.token for t in lazy[:20]) if lazy else "none")
+            + (f" … ({len(lazy)} in all)" if len(lazy) > 20 else "")
+        )
+    return lines
+
+
+def _set_table(part: SetDeviation, k: int) -> str:
+    table = format_table(
+        [
+            [
+                r.text[:44],
+                r.positive_terms,
+                f"{r.cap:.2f}",
+                f"{r.exact:.3f}",
+                f"{r.semantic:.3f}",
+                " ".join(r.top_terms[:6]),
+            ]
+            for r in part.rows[:50]
+        ],
+        [part.kind[:-1], "positive", "cap", f"exact@{k}", f"semantic@{k}", "top terms"],
+    )
+    more = f"\n({len(part.rows) - 50} more rows in --json / --out)" if len(part.rows) > 50 else ""
+    return table + more
+
+
+def render(result: DeviationResult) -> str:
+    """The plain-text view of a result."""
+    k = result.k
+    where = ", ".join(f"{key} {value}" for key, value in result.input.items())
+    lines = [
+        f"{where}; encoder {result.encoder}, k = {k}, gate k = {result.gate_k}, "
+        f"denominator {result.denominator}"
+    ]
+    for part in result.sets:
+        lines += _set_lines(part, k)
+    if result.flops_captions_images is not None:
+        lines.append(
+            f"FLOPs captions × images (D2S, every pair): {result.flops_captions_images:.3f}"
+        )
+    lines += [f"note: {n}" for n in result.notes]
+    tables = [_set_table(p, k) for p in result.sets if p.rows]
+    return "\n".join(lines) + "\n" + "\n\n".join(tables)
+
+
+def run(args: argparse.Namespace) -> None:
+    # Every input is checked before the model loads.
+    check_options(
+        k=args.k, gate_k=args.gate_k or 0, denominator=args.denominator, max_rows=args.rows
+    )
+    glove = check_glove(args.glove) if args.glove else None
+    if args.index:
+        index = open_index(args.index)
+        name = args.encoder
+        if not name:
+            if index.modality == "image":
+                raise InputError(
+                    f"{args.index} holds images: pass --encoder TEXT_ENCODER for their "
+                    "captions (e.g. splade-tiny)"
+                )
+            name = index.manifest["encoder"].get("spec") or index.encoder_name
+    else:
+        table = read_captions(args.captions)
+        if not args.encoder:
+            raise InputError("--encoder is required with --captions")
+        name = args.encoder
+    if args.out:
+        check_out_dir(args.out)
+    encoder = load_encoder(name, device=args.device)
+    (deviation_needs_for(index.modality) if args.index else DEVIATION_NEEDS).check(encoder)
+    common = {
+        "k": args.k,
+        "denominator": args.denominator,
+        "glove": glove,
+        "glove_name": args.glove,
+        "max_rows": args.rows,
+    }
+    if args.index:
+        result = deviation_of_index(index, encoder, gate_k=args.gate_k, **common)
+    else:
+        gate_k = DEFAULT_GATE_K if args.gate_k is None else args.gate_k
+        result = deviation(encoder, table, name=Path(args.captions).name, gate_k=gate_k, **common)
+    if args.out:
+        write_files(args.out, result_files(result))
+    emit(args, result, render(result))

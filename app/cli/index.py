@@ -1,0 +1,99 @@
+"""``lexlens index``: encode a folder of images or a file of texts/items into a stored index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from lexlens.analysis.collections.indexing import index_collection
+from lexlens.app.cli.common import add_common_args, emit, format_table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "index",
+        help="build a stored, sparse collection (re-running encodes only what changed)",
+        description="Encode a source into a stored index: gated vectors as memory-mapped CSR "
+        "arrays, item metadata in Parquet, a manifest. A source is a folder of images "
+        "(recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl of items with 'image' "
+        "(relative to the file) and/or 'text', optional 'id', 'caption' (several), 'labels' "
+        "('|'-separated). Unreadable items are listed and skipped. Dense features (.npy "
+        "[N, d], a .safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S "
+        "head (--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption).",
+    )
+    parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
+    parser.add_argument(
+        "--source",
+        required=True,
+        help="folder of images, .txt/.csv/.jsonl, or dense features .npy/.safetensors/.parquet",
+    )
+    parser.add_argument("--out", required=True, help="index folder (created or updated)")
+    parser.add_argument(
+        "--topk", type=int, default=768, help="gate k: top-k dims kept (-1 all, 0 own tokens)"
+    )
+    parser.add_argument("--batch-size", type=int, default=32, help="items encoded per batch")
+    parser.add_argument(
+        "--captions", help="dense features: .csv/.jsonl pairing ids with captions (optional)"
+    )
+    parser.add_argument(
+        "--ids", help="dense features: one id per line (default FILE.ids.txt, else row numbers)"
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="encode on Ray: alone starts a local Ray; 'auto' or ray://HOST:PORT uses a cluster "
+        '(needs pip install "lexlens[ray]")',
+    )
+    add_common_args(parser)
+    parser.set_defaults(func=run)
+
+
+class _Bar:
+    """A one-line progress bar on stderr, drawn only on a terminal."""
+
+    def __init__(self) -> None:
+        self.live = sys.stderr.isatty()
+        self.start = time.perf_counter()
+
+    def __call__(self, done: int, total: int, note: str) -> None:
+        if not self.live:
+            return
+        share = done / total if total else 1.0
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        bar = "#" * int(30 * share)
+        sys.stderr.write(f"\r[{bar:<30}] {done}/{total} {note} ({rate:.0f}/s)")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> None:
+    bar = _Bar()
+    try:
+        result = index_collection(
+            args.encoder, args.source, args.out, device=args.device, topk=args.topk,
+            batch_size=args.batch_size, progress=bar, ray=args.ray, captions=args.captions,
+            ids=args.ids,
+        )  # fmt: skip
+    finally:
+        bar.close()
+    counts = result.manifest["counts"]
+    lines = [
+        f"index {result.out}: {result.items} items ({counts['nnz']:,} non-zeros), "
+        f"encoder {result.encoder}",
+        f"encoded {result.encoded}, reused {result.reused}, skipped {len(result.skipped)}"
+        + (f" in {result.seconds:.1f} s" if result.encoded else ""),
+        *(f"note: {n}" for n in result.notes),
+    ]
+    if result.skipped:
+        shown = result.skipped[:20]
+        lines.append(format_table([[s.file, s.reason] for s in shown], ["skipped", "reason"]))
+        if len(result.skipped) > len(shown):
+            lines.append(f"… and {len(result.skipped) - len(shown)} more (see --json)")
+    emit(args, result, "\n".join(lines))

@@ -1,0 +1,187 @@
+"""The MoT masking evaluation: protocol choices, statistics and outputs (analytic toy encoder)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lexlens.models import InputError, LexlensError
+from tests.attribution.test_attr_toy import ToyEncoder
+
+CORPUS = [
+    "the red fox runs across the green field , quickly !",
+    "a fox and a hound meet at dawn ; the hound barks .",
+    "stock markets fell on monday after the bank report",
+    "the quick brown fox jumps over the lazy dog",
+    "markets rallied after the news of the merger",
+    "a hound sleeps by the warm fire in winter",
+    "rain falls on the old garden outside the window",
+    "the chef cooks rice , beans and fresh bread",
+]
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return ToyEncoder(m=4, k=2, dim=8)
+
+
+@pytest.fixture(scope="module")
+def result(toy):
+    from lexlens.analysis.attribution.mot import mot_evaluate
+
+    return mot_evaluate(toy, CORPUS, m_values=(2, 4), k=4, steps=3, limit=6, seed=1)
+
+
+def test_table_statistics_and_outputs(result):
+    from scipy.stats import false_discovery_control, wilcoxon
+
+    from lexlens.analysis.attribution.mot import RANKINGS, REFERENCE_ROWS
+
+    table = result.table
+    assert list(table.index) == list(RANKINGS) + list(REFERENCE_ROWS)
+    assert list(table.columns) == [2, 4]
+    assert np.isfinite(table.to_numpy()).all() and (table.to_numpy() >= 0).all()
+    assert result.settings["n_docs"] == 6 and result.settings["k"] == {"2": 4, "4": 4}
+    for m in (2, 4):
+        np.testing.assert_allclose(table[m], result.per_doc[m].mean())
+    sig = result.significance
+    assert len(sig) == 2 * 8 and set(sig["baseline"]) == set(RANKINGS) - {"MoT"}
+    row = sig[(sig.m == 4) & (sig.baseline == "Head")].iloc[0]
+    frame = result.per_doc[4]
+    assert row.wilcoxon_p == pytest.approx(wilcoxon(frame["MoT"], frame["Head"]).pvalue)
+    # q-values: Benjamini–Hochberg over all 16 comparisons, never below the p-value.
+    np.testing.assert_allclose(sig["wilcoxon_q"], false_discovery_control(sig["wilcoxon_p"]))
+    assert (sig["wilcoxon_q"] >= sig["wilcoxon_p"] - 1e-15).all()
+    # Deltas at the steps used, one per document × sub-vector, and what completeness says.
+    assert result.deltas[4].shape == (6, 4) and (result.steps[4] == 3).all()
+    conv = result.convergence()
+    assert list(conv["m"]) == [2, 4] and (conv["relative_delta_max"] < 1e-3).all()
+    payload = result.to_dict()
+    assert payload["table"]["4"]["MoT"] == pytest.approx(table.loc["MoT", 4])
+    assert len(payload["per_m"]["4"]["delta"]) == 6
+
+
+def test_pairwise_orderings_between_all_rankings(result):
+    from scipy.stats import false_discovery_control, wilcoxon
+
+    from lexlens.analysis.attribution.mot import pairwise
+
+    pairs = pairwise(result.per_doc)
+    assert len(pairs) == 2 * 36  # 9 rankings: 36 pairs per M
+    assert (pairs["mean_lower"] <= pairs["mean_higher"]).all()
+    pair = ["Head", "Tail"]
+    row = pairs[(pairs.m == 4) & pairs.lower.isin(pair) & pairs.higher.isin(pair)].iloc[0]
+    frame = result.per_doc[4]
+    diff = frame[row.lower] - frame[row.higher]
+    assert row.wilcoxon_p == pytest.approx(wilcoxon(diff).pvalue)
+    assert row.lower_share == pytest.approx((diff < 0).mean())
+    np.testing.assert_allclose(pairs["wilcoxon_q"], false_discovery_control(pairs["wilcoxon_p"]))
+    assert len(result.to_dict()["pairwise"]) == 72
+
+
+def test_punctuation_is_never_kept_and_stop_words_are_candidates():
+    from lexlens.analysis.attribution.mot import candidates, idf_table, keep_count, ranking_sets
+
+    words = ["the", ",", "cat", "!", "the", "sat", "-", "the", "mat", "."]
+    cand = candidates(words)
+    assert cand == [0, 2, 4, 5, 7, 8]
+    idf = idf_table([words, ["a", "cat"]])
+    assert "," not in idf and idf["cat"] == 0.0 and idf["the"] == pytest.approx(np.log(2))
+    rng = np.random.default_rng(0)
+    glob = np.array([0.0, 9.0, 1.0, 9.0, 0.0, 2.0, 9.0, 0.0, 3.0, 9.0])
+    shared, mot = ranking_sets(words, glob[None], glob, idf, 0.5, rng)
+    k = keep_count(len(cand), 0.5)
+    assert k == 3
+    for name, kept in shared.items():
+        if not name.startswith("("):
+            assert len(kept) == k and kept <= set(cand), name
+    assert shared["TF"] == {0, 4, 7}  # "the" (3 times) tops TF: stop words stay candidates
+    assert shared["GlobalT"] == mot[0] == {2, 5, 8}  # punctuation scored 9 yet never kept
+    assert shared["Head"] == {0, 2, 4} and shared["Tail"] == {5, 7, 8}
+    assert keep_count(10, 0.05) == 1 and keep_count(30, 0.05) == 2 and keep_count(50, 0.05) == 3
+    assert keep_count(0, 0.05) == 0 and keep_count(3, 1.0) == 3
+
+
+def test_masked_errors_match_an_independent_computation(toy, result):
+    from lexlens.analysis.attribution.attribution import group_word_pieces
+    from lexlens.analysis.attribution.mot import candidates, keep_count
+    from lexlens.models.pq import ProductQuantizer
+
+    m = 4
+    pq = ProductQuantizer.fit(toy.embed_texts(CORPUS), m, 4, seed=1)
+    frame = result.per_doc[m]
+    doc = int(frame.index[0])
+    text = CORPUS[doc]
+    dhat = pq.decode(pq.encode(toy.embed_texts([text])))[0]
+
+    def err(t: str) -> float:
+        return float(((pq.split(toy.embed_texts([t]))[0] - dhat) ** 2).sum(-1).mean())
+
+    words, groups = group_word_pieces(toy.tokenizer.tokenize(text))
+    cand = candidates(words)
+    head = set(cand[: keep_count(len(cand), 0.05)])
+    masked = [w if j in head else " ".join(["[UNK]"] * len(groups[j])) for j, w in enumerate(words)]
+    every = " ".join("[UNK]" for g in groups for _ in g)
+    assert frame.loc[doc, "(none masked)"] == pytest.approx(err(text), rel=1e-4, abs=1e-7)
+    assert frame.loc[doc, "(all masked)"] == pytest.approx(err(every), rel=1e-4, abs=1e-7)
+    assert frame.loc[doc, "Head"] == pytest.approx(err(" ".join(masked)), rel=1e-4, abs=1e-7)
+
+
+def test_masking_helpers():
+    from lexlens.analysis.attribution.mot import masked_ids
+
+    ids, groups = [101, 7, 8, 9, 102], [[1, 2], [3]]
+    assert masked_ids(ids, groups, frozenset({1}), 100) == [101, 100, 100, 9, 102]
+    assert masked_ids(ids, groups, frozenset({0}), None) == [101, 7, 8, 102]
+
+
+def test_reused_attributions_equal_fresh_ones(toy):
+    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.mot import mot_evaluate
+
+    texts = CORPUS[:4]
+    attrs = attribute_texts(toy, texts, steps=2)
+    reused = mot_evaluate(toy, texts, attributions=attrs, seed=2)
+    fresh = mot_evaluate(toy, texts, own_codebook=True, steps=2, seed=2)
+    assert list(reused.table.columns) == [4] and reused.settings["codebook"] == "encoder's own"
+    np.testing.assert_allclose(reused.table.to_numpy(), fresh.table.to_numpy(), rtol=1e-6)
+    with pytest.raises(InputError, match="every corpus text"):
+        mot_evaluate(toy, texts, attributions=attrs[:2])
+
+
+def test_display_tables_match_the_report():
+    from lexlens.analysis.attribution.mot import MotResult, display_tables, format_p
+
+    assert format_p(3.0e-15) == "3.0e-15" and format_p(0.3412) == "0.341"
+    table = pd.DataFrame({24: [1.0, 2.0]}, index=pd.Index(["MoT", "Head"], name="ranking"))
+    rows = [
+        {"m": 24, "baseline": b, "mot_lower_share": 0.9, "wilcoxon_p": 3e-15, "wilcoxon_q": 4e-15}
+        for b in ("Tail", "Rand", "Head", "IDF", "TF", "TF-IDF", "RandT", "GlobalT")
+    ]
+    res = MotResult("x", table, pd.DataFrame(rows), {}, {}, {}, {})
+    shown, tests = display_tables(res)
+    assert list(shown.columns) == ["ranking", "M=24"] and list(shown["ranking"]) == ["MoT", "Head"]
+    assert list(tests.columns) == ["baseline", "M=24 p", "M=24 q (FDR)", "M=24 MoT lower"]
+    assert tests.iloc[0].tolist() == ["Tail", "3.0e-15", "4.0e-15", "90%"]
+
+
+def test_bad_input_fails_before_any_model_runs(toy):
+    from lexlens.analysis.attribution.mot import mot_evaluate
+
+    for kwargs, match in (
+        ({"m_values": (3,)}, "does not divide"),
+        ({"m_values": (1,)}, "at least 2"),
+        ({"keep": 0}, "keep"),
+        ({"mask": "blank"}, "mask"),
+        ({"seed": -1}, "seed"),
+        ({"k": 3}, "power of two"),
+        ({"limit": 1}, "limit"),
+        ({"steps": 1}, "steps"),
+    ):
+        with pytest.raises(LexlensError, match=match):
+            mot_evaluate(toy, CORPUS, **kwargs)
+    with pytest.raises(InputError, match="at least two"):
+        mot_evaluate(toy, CORPUS[:1])
+    with pytest.raises(InputError, match="word"):
+        mot_evaluate(toy, ["!!", "?? ..", "a cat"], m_values=(4,), k=2)

@@ -1,0 +1,65 @@
+"""The ``lexlens`` command line: in-process through ``main(argv)``, and one subprocess smoke test."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import one_line_error
+
+
+def test_console_script_smoke(lexlens_cli):
+    """The installed console script runs and fails as a user sees it (one line, exit 2)."""
+    proc = lexlens_cli("terms", "--encoder", "splade-tiny", "--text", "a cat on a book", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["encoder"] == "splade-tiny"
+    bad = lexlens_cli("terms", "--encoder", "nope", "--text", "x")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_terms_json_acceptance(cli):
+    proc = cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book", "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["encoder"] == "splade-tiny"
+    tokens = [t["token"] for t in payload["terms"]]
+    assert {"cat", "sleeping", "book"} <= set(tokens[:10])
+    assert all({"token", "weight"} <= set(t) for t in payload["terms"])
+    weights = [t["weight"] for t in payload["terms"]]
+    assert weights == sorted(weights, reverse=True)
+
+
+def test_terms_table_and_long_text_notice(cli):
+    proc = cli("terms", "--encoder", "splade-tiny", "--text", "word " * 10_000, "--top", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "note: input truncated" in proc.stdout
+    assert proc.stdout.count("\n") >= 5
+
+
+def test_encoders_lists_the_registry(cli):
+    proc = cli("encoders", "--json")
+    names = {e["name"] for e in json.loads(proc.stdout)["encoders"]}
+    assert {"splade-tiny", "efficientnet-lite0-lexical", "minilm-pq"} <= names
+
+
+def test_user_errors_exit_2_with_one_line(cli, tmp_path):
+    one_line_error(cli("terms", "--encoder", "nope", "--text", "x"), "unknown encoder")
+    one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", ""), "empty")
+    one_line_error(cli("terms", "--encoder", "splade-tiny"), "--text")
+    one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", "x", "--top", "0"), "--top")
+    one_line_error(cli("terms", "--encoder", str(tmp_path), "--text", "x"), "no config.json")
+    one_line_error(cli("frobnicate"), "invalid choice")
+
+
+def test_written_files_get_the_ordinary_mode_not_the_temporary_files_0600(tmp_path):
+    import os
+    import stat
+
+    from lexlens.analysis.core.outputs import write_files
+
+    old = os.umask(0o022)
+    try:
+        written = write_files(tmp_path / "out", {"a.csv": b"x\r\n", "b.json": b"{}"})
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in written.values()} == {0o644}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.csv", "b.json"]
