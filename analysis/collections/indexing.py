@@ -39,7 +39,7 @@ from lexlens.analysis.collections.store_writer import (
     clean_stale,
     write_atomically,
 )
-from lexlens.analysis.lexical.contrib import gate
+from lexlens.analysis.core.gating import gate
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 from lexlens.models.registry import as_encoder
 

@@ -40,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.gating import check_gate_k, gate
+from lexlens.analysis.core.vocabulary import input_words, is_special_token, own_tokens
 from lexlens.analysis.deviation.deviation import DEFAULT_GATE_K
-from lexlens.analysis.lexical.contrib import check_topk, gate
 from lexlens.analysis.lexical.patches import (
     box_to_patches,
     check_box,
@@ -49,14 +50,7 @@ from lexlens.analysis.lexical.patches import (
     term_heatmap,
     units_to_indices,
 )
-from lexlens.analysis.lexical.terms import (
-    encode_image,
-    encode_text,
-    input_words,
-    is_special_token,
-    own_tokens,
-    top_terms,
-)
+from lexlens.analysis.lexical.terms import encode_image, encode_text, top_terms
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -111,7 +105,7 @@ def gate_pair(values: Sequence[int] | int | None, default: tuple[int, int]) -> t
     values = list(values)
     if len(values) > 2:
         raise InputError(f"give the gate k at most twice (one per side), not {len(values)} times")
-    ks = [check_topk(v) for v in values]
+    ks = [check_gate_k(v) for v in values]
     if not ks:
         return default
     return (ks[0], ks[0]) if len(ks) == 1 else (ks[0], ks[1])
@@ -518,8 +512,8 @@ def compare_encodings(
     """
     check_top(top)
     ka, kb = gate_k
-    check_topk(ka)
-    check_topk(kb)
+    check_gate_k(ka)
+    check_gate_k(kb)
     image = encoding_a.grid is not None
     if image != (encoding_b.grid is not None):
         raise InputError(

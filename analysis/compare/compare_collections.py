@@ -32,8 +32,8 @@ from lexlens.analysis.compare.compare import (
     vocabulary_overlap,
 )
 from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
+from lexlens.analysis.core.gating import gate
 from lexlens.analysis.deviation.deviation import DEFAULT_K, check_options, deviation_of_index
-from lexlens.analysis.lexical.contrib import gate
 from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
 from lexlens.analysis.search.queries import check_vocabulary
 from lexlens.analysis.search.ranking import top_items

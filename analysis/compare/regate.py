@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex
-from lexlens.analysis.lexical.contrib import bag_of_words
+from lexlens.analysis.core.gating import bag_of_words
 from lexlens.models.base import Encoder, InputError
 
 

@@ -43,8 +43,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from lexlens.analysis.collections.store import StoredIndex, open_index, vocab_hash
+from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.inputs import TextTable, read_texts
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
+from lexlens.analysis.core.vocabulary import input_words, is_special_token, special_mask
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
 from lexlens.analysis.deviation.vocab_stats import (
     CLOUD_TERMS,
@@ -53,14 +55,7 @@ from lexlens.analysis.deviation.vocab_stats import (
     VocabStats,
     as_csr,
 )
-from lexlens.analysis.lexical.contrib import gate
-from lexlens.analysis.lexical.terms import (
-    Term,
-    input_words,
-    is_special_token,
-    merge_word_pieces,
-    special_mask,
-)
+from lexlens.analysis.lexical.terms import Term, merge_word_pieces
 from lexlens.models.base import Capability, Encoder, InputError, LexicalEncoding, Needs
 
 #: What this analysis needs of an encoder.

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.lexical.terms import special_mask
+from lexlens.analysis.core.vocabulary import special_mask
 from lexlens.models.base import InputError
 
 #: A term active in at least this share of the items is flagged lazy.

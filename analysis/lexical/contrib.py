@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.lexical.terms import is_special_token, own_tokens
+from lexlens.analysis.core.gating import bow_query, check_gate_k, gate
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -50,51 +50,6 @@ PARTNERS = {
 def partner_for(name: str, modality: str) -> str | None:
     """The registry encoder that encodes ``modality`` in ``name``'s vocabulary, if known."""
     return PARTNERS.get((name, modality))
-
-
-def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:
-    """Binary ``bow(x)`` over the output vocabulary: the input's own tokens (none for images).
-
-    Matched by token string, so it holds for encoders whose output dimensions are a slice
-    or subset of the tokenizer's ids (VDR's shifted and "valid" vocabularies). Special
-    tokens (``[CLS]``, ``[SEP]``, ``[PAD]``…) are never part of the bag: VDR's own code
-    drops them by slicing off ids 0–998, and a full-vocabulary encoder must drop them
-    explicitly, or every text would share ``[CLS]`` and ``[SEP]`` dimensions.
-    """
-    own = {t for t in own_tokens(encoding) if not is_special_token(t)}
-    return np.fromiter((t in own for t in vocab), dtype=np.float32, count=len(vocab))
-
-
-def bow_query(encoding: LexicalEncoding, vocab: list[str], normalize: bool) -> np.ndarray:
-    """VDR's nonparametric query ``E_q = bow(q)``: binary, L2-normalised when the
-    checkpoint's configuration says so (``Encoder.bow_normalize``, VDR ``norm``)."""
-    bow = bag_of_words(encoding, vocab)
-    if normalize:
-        norm = float(np.linalg.norm(bow))
-        if norm > 0:
-            bow = (bow / norm).astype(np.float32)
-    return bow
-
-
-def gate(encoding: LexicalEncoding, vocab: list[str], k: int) -> np.ndarray:
-    """``E(x) = V(x) ⊙ G(x)``; ``G`` = top-k of ``V`` or the input's own tokens.
-
-    ``k = -1`` keeps every dimension; ``k = 0`` keeps the bag-of-words dimensions only.
-    """
-    weights = encoding.weights
-    if k < 0 or k >= weights.shape[0]:
-        return weights.copy()
-    mask = bag_of_words(encoding, vocab) > 0
-    if k > 0:
-        mask[np.argpartition(-weights, k - 1)[:k]] = True
-    return np.where(mask, weights, 0.0).astype(np.float32)
-
-
-def check_topk(k: Any) -> int:
-    """Gate k: -1 (all dimensions), 0 (own tokens only) or a positive count."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < -1:
-        raise InputError(f"gate k must be -1 (all), 0 (own tokens only) or positive, not {k!r}")
-    return int(k)
 
 
 @dataclass(frozen=True)
@@ -223,7 +178,7 @@ def contrib(
     doc_encoder = doc_encoder or query_encoder
     if mode not in ("parametric", "bow"):
         raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    topk = check_topk(topk)
+    topk = check_gate_k(topk)
     q_kind, q_value, q_label = _side("query", query, query_image, query_name)
     d_kind, d_value, d_label = _side("document", doc, doc_image, doc_name)
     if mode == "bow" and q_kind != "text":

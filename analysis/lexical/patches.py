@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from lexlens.analysis.lexical.terms import special_mask
+from lexlens.analysis.core.vocabulary import special_mask
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 from lexlens.models.wordpiece import wordpiece_split
 

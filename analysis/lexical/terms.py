@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.vocabulary import input_words, is_special_token, own_tokens
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -19,8 +19,6 @@ from lexlens.models.base import (
     check_texts,
 )
 from lexlens.models.wordpiece import wordpiece_split
-
-_SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
 
 @dataclass(frozen=True)
@@ -66,16 +64,6 @@ class TermProvenance:
         }
 
 
-def is_special_token(token: str) -> bool:
-    """[CLS], [SEP], [PAD], [MASK], [UNK] and [unusedN] carry no meaning as terms."""
-    return bool(_SPECIAL.match(token))
-
-
-def special_mask(vocab: list[str]) -> np.ndarray:
-    """Boolean ``[|V|]``: True where the vocabulary entry is a special token."""
-    return np.fromiter((is_special_token(t) for t in vocab), dtype=bool, count=len(vocab))
-
-
 def top_terms(
     weights: np.ndarray,
     vocab: list[str],
@@ -116,19 +104,6 @@ def top_terms(
     if merge_pieces:
         terms = merge_word_pieces(terms, vocab, words or set())
     return terms[:k]
-
-
-def input_words(units: list[str]) -> set[str]:
-    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
-    words, current = set(), ""
-    for unit in [*units, ""]:
-        if unit.startswith("##") and current:
-            current += unit[2:]
-            continue
-        if current:
-            words.add(current)
-        current = "" if is_special_token(unit) else unit
-    return words
 
 
 def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
@@ -176,15 +151,6 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
         merged.append(Term(word, weight, head.index, columns))
     out = [t for t in terms if t.index not in absorbed] + merged
     return sorted(out, key=lambda t: -t.weight)
-
-
-def own_tokens(encoding: LexicalEncoding) -> set[str]:
-    """The input's own token strings (bag of words); empty for images.
-
-    Compared by string, since an output dimension's index is not always a token id (VDR
-    drops the first 999 ids, or keeps a subset).
-    """
-    return set(encoding.units) if encoding.input_ids is not None else set()
 
 
 def provenance(

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.core.gating import check_gate_k
 from lexlens.analysis.core.inputs import parse_labels, read_rows
-from lexlens.analysis.lexical.contrib import check_topk
 from lexlens.analysis.search.exclusion import METHODS, check_settings, rank_method, slq_for
 from lexlens.analysis.search.queries import (
     QuerySpec,
@@ -167,7 +167,7 @@ def evaluate(
     """Run a table of exclusion pairs (A, B) per method — seed 003's Table 1 — or of text
     queries with their relevant ids (plain search). Metrics by ir-measures."""
     k_items, coverage = check_settings("sr", "b", k_items, coverage, 10, magnitude, 0)
-    check_topk(spec.topk)
+    check_gate_k(spec.topk)
     check_vocabulary(target, spec.encoder)
     text_query_needs(spec.mode).check(spec.encoder)
     slq = slq_for(target, slq_template)
@@ -284,6 +284,6 @@ def evaluate_index(
     if kind == "pairs" and not target.has_labels:
         raise InputError(f"{target.label}: the collection has no labels: pairs need labelled items")
     check_query_mode(mode)
-    check_topk(topk)
+    check_gate_k(topk)
     encoder = as_encoder(query_encoder or default_query_encoder(target, "text"), device)
     return evaluate(target, QuerySpec(encoder, mode, topk), kind, rows, **options)

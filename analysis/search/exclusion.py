@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.lexical.terms import is_special_token
+from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.search.queries import QuerySpec
 from lexlens.analysis.search.ranking import top_items
 from lexlens.models.base import InputError

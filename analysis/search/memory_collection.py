@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.gating import check_gate_k, gate
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.lexical.contrib import check_topk, gate
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What encoding a text collection needs: texts into the vocabulary.
@@ -110,7 +110,7 @@ def encode_collection(
     import scipy.sparse as sp
 
     TEXT_COLLECTION_NEEDS.check(encoder)
-    check_topk(k)
+    check_gate_k(k)
     blocks = []
     for start in range(0, len(texts), batch):
         chunk = encoder.encode_texts(

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
-from lexlens.analysis.lexical.contrib import bow_query, gate, partner_for
+from lexlens.analysis.core.gating import bow_query, gate
+from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 QUERY_MODES = ("parametric", "bow")

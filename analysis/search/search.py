@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.core.gating import check_gate_k
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.lexical.contrib import check_topk, partner_for
+from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
 from lexlens.analysis.search.exclusion import METHODS, check_settings, rank_method, slq_for
 from lexlens.analysis.search.memory_collection import encode_collection
@@ -203,7 +204,7 @@ def search(
     if query is not None and not query.strip():
         raise InputError("the query is empty: type some words")
     check_query_mode(spec.mode)
-    check_topk(spec.topk)
+    check_gate_k(spec.topk)
     slq = slq_for(target, slq_template)
     image = None
     if query_image is not None:
@@ -317,7 +318,7 @@ def _precheck(options: dict) -> None:
         raise InputError("exclusion (--exclude) needs a text query A")
     if image is not None and options.get("mode", "parametric") == "bow":
         raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
-    check_topk(options.get("topk", 768))
+    check_gate_k(options.get("topk", 768))
     if image is not None and not hasattr(image, "size"):
         from lexlens.models.images import load_image
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.lexical.contrib import check_topk, contrib, partner_for
+from lexlens.analysis.core.gating import check_gate_k
+from lexlens.analysis.lexical.contrib import contrib, partner_for
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models import load_encoder
 from lexlens.models.base import Capability, InputError
@@ -50,7 +51,7 @@ def _encoder_for(name: str, kind: str, device: str | None):
 
 
 def run(args: argparse.Namespace) -> None:
-    check_topk(args.topk)
+    check_gate_k(args.topk)
     if args.show < 0:
         raise InputError("--show must be 0 or more")
     if args.query is not None and not args.query.strip():

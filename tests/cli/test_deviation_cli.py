@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.lexical.terms import is_special_token
+from lexlens.analysis.core.vocabulary import is_special_token
 
 CAPTIONS = "data/captions.txt"
 

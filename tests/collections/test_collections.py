@@ -17,7 +17,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import NpyAppender
 from lexlens.analysis.collections.workspace import delete_collection, list_collections
-from lexlens.analysis.lexical.contrib import gate
+from lexlens.analysis.core.gating import gate
 from lexlens.models import InputError
 from tests.helpers import skimage_path
 

@@ -24,8 +24,8 @@ from lexlens.analysis.compare.compare import compare, compare_encodings
 from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.regate import RegatedIndex, own_columns
 from lexlens.analysis.core.outputs import json_text
+from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.deviation.deviation import deviation_of_index
-from lexlens.analysis.lexical.terms import is_special_token
 from lexlens.models import InputError, ModalityError, load_encoder
 
 TEXT = "a dog running on the beach at sunset"

@@ -8,8 +8,8 @@ import pytest
 
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
-from lexlens.analysis.lexical.terms import is_special_token
 from tests.helpers import skimage_path
 
 CAPTIONS = "data/captions.txt"

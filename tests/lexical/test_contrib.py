@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lexlens.analysis.lexical.contrib import bag_of_words, bow_query, contrib, contributions, gate
+from lexlens.analysis.core.gating import bag_of_words, bow_query, gate
+from lexlens.analysis.lexical.contrib import contrib, contributions
 from lexlens.models import InputError, ModalityError
 from tests.helpers import app_page, skimage_path
 

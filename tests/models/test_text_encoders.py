@@ -181,7 +181,8 @@ def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
 
 
 def test_word_pieces_merge_only_with_evidence(splade):
-    from lexlens.analysis.lexical.terms import Term, input_words, merge_word_pieces, term_rows
+    from lexlens.analysis.core.vocabulary import input_words
+    from lexlens.analysis.lexical.terms import Term, merge_word_pieces, term_rows
 
     enc = splade.encode_texts(["a giraffe eating leaves"])[0]
     assert "giraffe" in input_words(enc.units)

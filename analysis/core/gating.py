@@ -1,0 +1,64 @@
+"""The gate ``E(x) = V(x) ⊙ G(x)`` every lexical analysis reads (VDR).
+
+``G(x)[i] = 1`` when ``i`` is among the top-k dimensions of ``V(x)`` or one of the input's
+own tokens (its bag of words; none for an image). ``k = -1`` keeps every dimension,
+``k = 0`` the bag of words only. One name (``gate_k``) and one default for the whole
+package: 768, VDR's text setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
+from lexlens.models.base import InputError, LexicalEncoding
+
+#: VDR's default gate for texts (its cross-modal models use 512 or 768).
+DEFAULT_GATE_K = 768
+
+
+def check_gate_k(k: Any) -> int:
+    """Gate k: -1 (all dimensions), 0 (own tokens only) or a positive count."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < -1:
+        raise InputError(f"gate k must be -1 (all), 0 (own tokens only) or positive, not {k!r}")
+    return int(k)
+
+
+def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:
+    """Binary ``bow(x)`` over the output vocabulary: the input's own tokens (none for images).
+
+    Matched by token string, so it holds for encoders whose output dimensions are a slice
+    or subset of the tokenizer's ids (VDR's shifted and "valid" vocabularies). Special
+    tokens (``[CLS]``, ``[SEP]``, ``[PAD]``…) are never part of the bag: VDR's own code
+    drops them by slicing off ids 0–998, and a full-vocabulary encoder must drop them
+    explicitly, or every text would share ``[CLS]`` and ``[SEP]`` dimensions.
+    """
+    own = {t for t in own_tokens(encoding) if not is_special_token(t)}
+    return np.fromiter((t in own for t in vocab), dtype=np.float32, count=len(vocab))
+
+
+def bow_query(encoding: LexicalEncoding, vocab: list[str], normalize: bool) -> np.ndarray:
+    """VDR's nonparametric query ``E_q = bow(q)``: binary, L2-normalised when the
+    checkpoint's configuration says so (``Encoder.bow_normalize``, VDR ``norm``)."""
+    bow = bag_of_words(encoding, vocab)
+    if normalize:
+        norm = float(np.linalg.norm(bow))
+        if norm > 0:
+            bow = (bow / norm).astype(np.float32)
+    return bow
+
+
+def gate(encoding: LexicalEncoding, vocab: list[str], k: int) -> np.ndarray:
+    """``E(x) = V(x) ⊙ G(x)``; ``G`` = top-k of ``V`` or the input's own tokens.
+
+    ``k = -1`` keeps every dimension; ``k = 0`` keeps the bag-of-words dimensions only.
+    """
+    weights = encoding.weights
+    if k < 0 or k >= weights.shape[0]:
+        return weights.copy()
+    mask = bag_of_words(encoding, vocab) > 0
+    if k > 0:
+        mask[np.argpartition(-weights, k - 1)[:k]] = True
+    return np.where(mask, weights, 0.0).astype(np.float32)
