@@ -8,7 +8,9 @@ package: 768, VDR's text setting.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,6 +19,23 @@ from lexlens.models.base import InputError, LexicalEncoding
 
 #: VDR's default gate for texts (its cross-modal models use 512 or 768).
 DEFAULT_GATE_K = 768
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def accepts_topk(func: F) -> F:
+    """Let a public function take the gate as ``topk=`` too, its name before ``gate_k``
+    (notebooks written against it keep working)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "topk" in kwargs:
+            if "gate_k" in kwargs:
+                raise InputError("give the gate as gate_k or topk, not both")
+            kwargs["gate_k"] = kwargs.pop("topk")
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def check_gate_k(k: Any) -> int:
