@@ -76,7 +76,7 @@ def compare_files(result: CompareResult) -> dict[str, bytes]:
 
 
 def _heat_rows(side: dict | None) -> list[list[dict]] | None:
-    from lexlens.analysis.render.report import cell_colour, num
+    from lexlens.analysis.render.html import cell_colour, num
 
     if side is None:
         return None
@@ -93,14 +93,14 @@ def _heat_rows(side: dict | None) -> list[list[dict]] | None:
 
 def render_html(result: CompareResult) -> str:
     """The comparison as one self-contained HTML page (Jinja2, autoescaped)."""
-    from lexlens.analysis.render.report import _env, _meta_rows, _now, num
+    from lexlens.analysis.render.html import meta_rows, now, num, templates
 
     d = result.to_dict()
     info: dict[str, Any] = {"kind": result.kind, **result.input}
     for s in SIDES:
         side = d[s]
         info[s.upper()] = {k: v for k, v in side.items() if k not in ("crop_box",)}
-    info["generated"] = _now()
+    info["generated"] = now()
     heat = None
     if result.heatmap is not None:
         heat = {
@@ -111,12 +111,12 @@ def render_html(result: CompareResult) -> str:
             "rows_b": _heat_rows(result.heatmap["b"]),
         }
     return (
-        _env()
+        templates()
         .get_template("compare.html")
         .render(
             title=f"Lexlens comparison — A: {result.a['encoder']} (gate k {result.a['gate_k']})"
             f" · B: {result.b['encoder']} (gate k {result.b['gate_k']})",
-            meta=_meta_rows(info),
+            meta=meta_rows(info),
             r=d,
             vocabulary_note=vocabulary_note(result.vocabulary),
             heat=heat,

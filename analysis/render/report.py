@@ -18,11 +18,8 @@ hold every number the HTML shows, unrounded; report.json is exactly ``result.to_
 from __future__ import annotations
 
 import base64
-import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +35,12 @@ from lexlens.analysis.attribution.attribution import (
     progress_part,
 )
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes, write_files
+from lexlens.analysis.render.html import cell_colour, meta_rows, now, num, templates
 from lexlens.models.base import InputError, check_texts
 
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
 MAX_HTML_TEXTS = 50
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 ProgressFn = Callable[[float, str], None]
-
-_POS = (178, 24, 43)  # red: the word pulls the sub-vector towards its code
-_NEG = (33, 102, 172)  # blue: the word pushes it away
 
 ATTRIBUTION_CSV_HEADER = [
     "text_index",
@@ -58,55 +52,6 @@ ATTRIBUTION_CSV_HEADER = [
     "delta",
 ]
 TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index", "kind"]
-
-
-@functools.cache
-def _env():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    return Environment(
-        loader=FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=False,
-        keep_trailing_newline=True,
-    )
-
-
-def num(value: Any) -> str:
-    """Compact display of a number (the JSON and CSV keep the exact value)."""
-    if value is None:
-        return "–"
-    value = float(value)
-    return f"{value:.4g}" if math.isfinite(value) else "–"
-
-
-def cell_colour(value: float, scale: float) -> str:
-    """Diverging blue–white–red colour of ``value`` on a symmetric scale ``[-scale, scale]``."""
-    if scale <= 0 or not math.isfinite(value):
-        return "#ffffff"
-    t = max(-1.0, min(1.0, value / scale))
-    end = _POS if t >= 0 else _NEG
-    a = abs(t)
-    r, g, b = (round(255 + (c - 255) * a) for c in end)
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
-def _meta_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
-    def text(v: Any) -> str:
-        if isinstance(v, Mapping):
-            return ", ".join(f"{k}: {text(x)}" for k, x in v.items())
-        if isinstance(v, (list, tuple)):
-            return "; ".join(text(x) for x in v)
-        if isinstance(v, float):
-            return num(v)
-        return str(v)
-
-    return [(str(k), text(v)) for k, v in meta.items() if v not in ([], (), {}, None, "")]
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # ------------------------------------------------------------------ attribution reports
@@ -221,18 +166,18 @@ def render_attribution_html(
         used = sorted({int(a.steps) for a in attributions})
         info["IG nodes used"] = ", ".join(map(str, used))
     info.update(meta or {})
-    info["generated"] = _now()
+    info["generated"] = now()
     shown = list(attributions)[: max(0, max_texts)]
     fill = "[UNK]"
     if attributions and attributions[0].baseline == "pad":
         fill = "[PAD]"
     title = f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}"
     return (
-        _env()
+        templates()
         .get_template("attribution.html")
         .render(
             title=title,
-            meta=_meta_rows(info),
+            meta=meta_rows(info),
             texts=[_heatmap(a) for a in shown],
             hidden=len(attributions) - len(shown),
             mot=_mot_view(mot) if mot is not None else None,
@@ -468,13 +413,13 @@ class TermsReport:
                 }
             )
         info = {"encoder": self.encoder, "inputs": len(self.items), **self.meta}
-        info["generated"] = _now()
+        info["generated"] = now()
         return (
-            _env()
+            templates()
             .get_template("terms.html")
             .render(
                 title=f"Lexlens terms report — {self.encoder}",
-                meta=_meta_rows(info),
+                meta=meta_rows(info),
                 items=shown,
                 hidden=len(self.items) - len(shown),
             )

@@ -527,7 +527,7 @@ def test_report_files_hold_the_same_numbers(cli, tmp_path, splade):
     assert (tmp_path / "compare.json").read_text(encoding="utf-8") == run.stdout
     document = run.json()
     html = (tmp_path / "compare.html").read_text(encoding="utf-8")
-    from lexlens.analysis.render.report import num
+    from lexlens.analysis.render.html import num
 
     rho = document["terms"]["rank_correlation"]["rho"]
     assert f"<b>{num(rho)}</b>" in html
@@ -556,7 +556,7 @@ def test_index_report_renders(regated):
     assert set(files) == {"compare.html", "compare.json", "compare_deviation.csv",
                           "compare_vocabulary.csv", "compare_hits.csv"}  # fmt: skip
     html = files["compare.html"].decode()
-    from lexlens.analysis.render.report import num
+    from lexlens.analysis.render.html import num
 
     exact = regated.collection["deviation"]["b"]["sets"]["texts"]["exact_at_k"]
     assert f'<td class="num">{num(exact)}</td>' in html and 'id="moved"' in html
