@@ -11,6 +11,7 @@ from the shipped `app/.streamlit/config.toml`, which is what the offline tests c
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -45,6 +46,20 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 #: ``/images/_stcore/health`` and ``/images/_stcore/host-config`` (404) before the root ones:
 #: streamlit/streamlit#7074, open upstream. Local requests; the only errors excused.
 DEEP_LINK_PROBE = re.compile(r"^/[^/]+/_stcore/(health|host-config)$")
+
+
+def app_pages() -> list[tuple[str, str, str, str]]:
+    """``PAGES`` of app/main.py, read from its source: (file, title, icon, url path)."""
+    tree = ast.parse((REPO / "app" / "main.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
+            return ast.literal_eval(node.value)
+    raise AssertionError("app/main.py defines no PAGES list")
+
+
+def page_urls() -> list[str]:
+    """The URL path of every page (``/text``, ``/images``, …)."""
+    return [f"/{url}" for _, _, _, url in app_pages()]
 
 
 def require_chromium() -> None:
