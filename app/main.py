@@ -1,4 +1,10 @@
-"""Lexlens app entry point: ``streamlit run app/main.py``.
+"""Lexlens app entry point: ``streamlit run app/main.py`` (what ``make run`` does).
+
+This file plays two parts. ``streamlit run`` first reads it and finds ``app``, an ``st.App``:
+the server it starts answers every page URL with Streamlit's page, told where the server
+is (:mod:`lexlens.app.serving`), so a page opened or reloaded at its own URL asks nothing
+that is not there. For each browser session Streamlit then runs this file as its script
+(``__name__ == "__main__"``): the sidebar, the navigation and the chosen page.
 
 Every page has its own URL (``/text``, ``/images``, …). Streamlit serves its *default* page
 at the root URL only (``/text`` would answer "Page not found" if Text were the default), so
@@ -15,12 +21,6 @@ from pathlib import Path
 
 import streamlit as st
 
-try:
-    from lexlens.app.state import device_picker, remember_drawn, restore_kept
-except ModuleNotFoundError:  # a plain checkout that was never installed
-    st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
-    st.stop()
-
 HERE = Path(__file__).resolve().parent
 PAGES = [  # (file, title, icon, url path); the first one is what the root URL shows
     ("app_pages/text.py", "Text", ":material/notes:", "text"),
@@ -32,6 +32,8 @@ PAGES = [  # (file, title, icon, url path); the first one is what the root URL s
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
     ("app_pages/compare.py", "Compare", ":material/difference:", "compare"),
 ]
+#: The hidden default page at the root URL, which forwards to the first page.
+HOME_URL = "home"
 
 
 @functools.cache
@@ -48,26 +50,40 @@ def favicon() -> bytes:
     return buf.getvalue()
 
 
-st.set_page_config(page_title="Lexlens", page_icon=favicon(), layout="wide")
-restore_kept()
-st.sidebar.title("Lexlens")
-st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
-device_picker()
+def run_app() -> None:
+    """One run of the app for a browser session: sidebar, navigation and the chosen page."""
+    try:
+        from lexlens.app.state import device_picker, remember_drawn, restore_kept
+    except ModuleNotFoundError:  # a plain checkout that was never installed
+        st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
+        st.stop()
 
-pages = [
-    st.Page(str(HERE / path), title=title, icon=icon, url_path=url)
-    for path, title, icon, url in PAGES
-    if (HERE / path).exists()
-]
+    st.set_page_config(page_title="Lexlens", page_icon=favicon(), layout="wide")
+    restore_kept()
+    st.sidebar.title("Lexlens")
+    st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
+    device_picker()
+    pages = [
+        st.Page(str(HERE / path), title=title, icon=icon, url_path=url)
+        for path, title, icon, url in PAGES
+        if (HERE / path).exists()
+    ]
+    home = st.Page(
+        lambda: st.switch_page(pages[0]),
+        title="Lexlens",
+        url_path=HOME_URL,
+        default=True,
+        visibility="hidden",
+    )
+    try:
+        st.navigation([home, *pages]).run()
+    finally:  # also when the page stopped early (st.stop) or asked for a rerun
+        remember_drawn()
 
 
-def _home() -> None:
-    """The root URL: show the first page under its own URL."""
-    st.switch_page(pages[0])
+if __name__ == "__main__":  # Streamlit runs this file for a session
+    run_app()
+else:  # `streamlit run app/main.py` imports this file to serve it
+    from lexlens.app.serving import page_routes
 
-
-home = st.Page(_home, title="Lexlens", url_path="home", default=True, visibility="hidden")
-try:
-    st.navigation([home, *pages]).run()
-finally:  # also when the page stopped early (st.stop) or asked for a rerun
-    remember_drawn()
+    app = st.App(__file__, routes=page_routes([HOME_URL, *(url for *_, url in PAGES)]))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -42,10 +41,6 @@ CHROMIUM_ARGS = [
 #: Screenshots and downloads of the browser tests (git-ignored, kept after the run).
 OUTPUT = Path(os.environ.get("LEXLENS_TEST_OUTPUT", REPO / ".lexlens-cache" / "test-output"))
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
-#: Opening a page's own URL directly (``/images``), Streamlit's frontend first probes
-#: ``/images/_stcore/health`` and ``/images/_stcore/host-config`` (404) before the root ones:
-#: streamlit/streamlit#7074, open upstream. Local requests; the only errors excused.
-DEEP_LINK_PROBE = re.compile(r"^/[^/]+/_stcore/(health|host-config)$")
 
 
 def app_pages() -> list[tuple[str, str, str, str]]:
@@ -179,27 +174,14 @@ class Watch:
                 out.append(url)
         return out
 
-    @staticmethod
-    def _excused(status: int, url: str) -> bool:
-        parts = urlparse(url)
-        return (
-            status == 404
-            and parts.hostname in LOCAL_HOSTS
-            and bool(DEEP_LINK_PROBE.match(parts.path))
-        )
-
     def errors(self) -> list[str]:
-        """Console errors and page errors, but for Streamlit's known deep-link probes."""
-        errors = []
-        for kind, text, url in self.console:
-            if kind != "error":
-                continue
-            if text.startswith("Failed to load resource") and any(
-                self._excused(s, u) for s, u in self.failures if u == url
-            ):
-                continue
-            errors.append(f"{text} ({url})" if url else text)
-        bad = [f"HTTP {s or 'no answer'}: {u}" for s, u in self.failures if not self._excused(s, u)]
+        """Console errors, page errors and failed responses: none is excused."""
+        errors = [
+            f"{text} ({url})" if url else text
+            for kind, text, url in self.console
+            if kind == "error"
+        ]
+        bad = [f"HTTP {s or 'no answer'}: {u}" for s, u in self.failures]
         return errors + [f"page error: {e}" for e in self.page_errors] + bad
 
     def warnings(self) -> list[str]:

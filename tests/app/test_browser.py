@@ -9,7 +9,6 @@ page may change its layout without breaking them.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import time
@@ -22,6 +21,7 @@ import pytest
 from tests.browser import (
     OUTPUT,
     Watch,
+    app_pages,
     chromium,
     exception_boxes,
     require_chromium,
@@ -38,15 +38,6 @@ SHOTS = OUTPUT / "browser"
 TYPED = "a red bicycle leaning on a brick wall"
 QUERY = re.compile(r"^Query( text)?$")
 DOCUMENT = re.compile(r"^Document( text)?$")
-
-
-def _pages() -> list[tuple[str, str, str, str]]:
-    """``PAGES`` of app/main.py: (file, title, icon, url path)."""
-    tree = ast.parse((ROOT / "app" / "main.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
-            return ast.literal_eval(node.value)
-    raise AssertionError("app/main.py defines no PAGES list")
 
 
 @pytest.fixture(scope="module")
@@ -276,22 +267,28 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
 
 
 def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> None:
-    """Each page opened directly by its URL (and the root) in a fresh session: it draws, shows
-    no exception, sends no request beyond localhost and logs no console error. (After the
+    """Each page opened directly by its URL (and the root) in a fresh session, then reloaded:
+    it draws, shows no exception, sends no request beyond localhost and logs no console
+    error, not even a 404 for a probe of the page's own path. (After the
     end-to-end test, so the server has most encoders loaded already.)"""
     seen: dict[str, int] = {}
-    for path in ["", *(url for *_, url in _pages())]:
+    for path in ["", *(url for *_, url in app_pages())]:
         context, page, watch = _new_page(browser)
         try:
             page.goto(f"{app_url}/{path}", wait_until="domcontentloaded")
             wait_idle(page)
-            expected = path or _pages()[0][3]  # the root shows the first page at its URL
+            expected = path or app_pages()[0][3]  # the root shows the first page at its URL
             assert page.url.rstrip("/") == f"{app_url}/{expected}"
             body = page.inner_text("body")
             assert "Page not found" not in body, path
             assert page.get_by_role("heading", level=1).count() + page.locator("h2").count() > 0
             shot(page, SHOTS, f"page_{path or 'root'}")
             _clean(page, watch, f"/{path}")
+            page.reload(wait_until="domcontentloaded")  # a reload at the page's own URL
+            wait_idle(page)
+            assert page.url.rstrip("/") == f"{app_url}/{expected}"
+            assert "Page not found" not in page.inner_text("body"), path
+            _clean(page, watch, f"/{path} reloaded")
             # The favicon is served by the app itself.
             icon = page.locator("link[rel*=icon]").first.get_attribute("href") or ""
             assert not icon.startswith("http") or icon.startswith(app_url), icon
