@@ -10,20 +10,17 @@ letter or digit (punctuation) are left out of the cloud.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.attribution.attribution import (
-    ATTRIBUTION_NEEDS,
-    SubvectorAttribution,
-    attribute_texts,
-    is_word,
-)
+from lexlens.analysis.attribution.ig import attribute_texts
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
+from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS
+from lexlens.analysis.attribution.words import is_word
+from lexlens.analysis.core.results import Progress
 from lexlens.models.base import InputError, check_texts
-
-ProgressFn = Callable[[float, str], None]
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ def code_topic(
     steps: int | None = 16,
     per_text: int = 5,
     max_texts: int = 50,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> Topic:
     """The texts assigned to ``c_{subvector, code}`` and their highly attributed words.
 

@@ -24,8 +24,9 @@ def enc():
 
 
 def test_topic_members_and_words(enc):
-    from lexlens.analysis.attribution.attribution import attribute_texts, group_word_pieces
+    from lexlens.analysis.attribution.ig import attribute_texts
     from lexlens.analysis.attribution.topics import code_topic, topic_sizes
+    from lexlens.analysis.attribution.words import group_word_pieces
 
     codes = enc.codes(TEXTS)
     sizes = topic_sizes(codes, 1)
