@@ -49,6 +49,12 @@ class AttributionResult(Result):
     texts: list[SubvectorAttribution]
     seconds: float = internal(default=0.0)  # wall time of the attribution
 
+    def codes(self) -> np.ndarray:
+        """The code of every text × sub-vector: ``[n_texts, M]``."""
+        return np.array([np.asarray(a.codes) for a in self.texts], dtype=np.int64).reshape(
+            len(self.texts), self.m
+        )
+
 
 def with_subvectors(encoder, m: int | None, progress: Progress | None = None):
     """The encoder itself, or its model with M×K codebooks fitted on the default corpus.

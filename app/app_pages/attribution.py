@@ -1,9 +1,10 @@
-"""Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), masking evaluation, reports.
+"""Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), topics, masking, reports.
 
 Thin: the page parses its inputs, calls the use case
 :func:`lexlens.analysis.render.attribution_report.attribution_report` (which validates
-everything before any model runs) and draws the report it returns. The downloads are the
-report's ``files()``: report.json is the document ``lexlens report … --json`` prints.
+everything before any model runs) and draws the report it returns; a corpus run also shows
+the topic of a chosen code (``code_topic``, from the same attributions). The downloads are
+the report's ``files()``: report.json is the document ``lexlens report … --json`` prints.
 Inputs (``kept``) and the last result (``st.session_state``) survive page switches.
 """
 
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.attribution import display
+from lexlens.analysis.attribution.topics import DEFAULT_PER_TEXT, code_topic, topic_sizes
 from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.render.attribution_plots import attribution_heatmap, series_bars
 from lexlens.analysis.render.attribution_report import AttributionReport, attribution_report
+from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexlensError
 
@@ -181,10 +185,39 @@ def show_text(a) -> None:
     )
 
 
+def show_topic() -> None:
+    """RepMoT's topic view: the texts of the run that share a code, and the words deciding it."""
+    st.subheader("Topic of a code")
+    st.caption(
+        "Texts whose sub-vector is quantised to the same code share a topic (RepMoT, Figure 1). "
+        f"The cloud sums, over those texts, each one's top {DEFAULT_PER_TEXT} positively "
+        "attributed words for that sub-vector (punctuation left out)."
+    )
+    c1, c2 = st.columns(2)
+    sv = c1.selectbox("Topic sub-vector", range(res.m), key=kept(f"attr_tsv_{result['key']}", 0))
+    sizes = dict(topic_sizes(res, sv))
+    code = c2.selectbox(
+        "Code",
+        list(sizes),
+        format_func=lambda c: f"{c} ({sizes[c]} texts)",
+        key=kept(f"attr_code_{result['key']}_{sv}", next(iter(sizes))),
+    )
+    topic = code_topic(res, sv, code)
+    layout = cloud_layout(topic.cloud_terms(), width=800, height=450)
+    left, right = st.columns([3, 2])
+    left.image(render_cloud(layout), caption=cloud_caption(layout, "Topic cloud"))
+    words = [", ".join(w for w, _ in row) for row in topic.per_text]
+    right.dataframe(
+        pd.DataFrame({"text": topic.texts, "top words": words}), hide_index=True, key="attr_topic"
+    )
+
+
 if a.words:
     show_text(a)
 else:
     st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
+if len(attrs) > 1:
+    show_topic()
 
 if report.mot is not None:
     mot = report.mot

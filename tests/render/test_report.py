@@ -340,6 +340,9 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     tests = next(d.value for d in at.dataframe if "baseline" in d.value.columns)
     assert list(tests.columns)[:3] == ["baseline", "M=24 p", "M=24 q (FDR)"]
     assert all(re.fullmatch(r"\d\.\d{3}|\d\.\de-\d\d", p) for p in tests["M=24 p"])
+    # The topic of a code (RepMoT): the texts sharing the chosen code, from the same run.
+    topic = next(d.value for d in at.dataframe if "top words" in d.value.columns)
+    assert len(topic) >= 1 and set(topic["text"]) <= set(texts)
 
     # report.json on the page is the document `lexlens report --json` prints for this input.
     path = tmp_path / "c.csv"
