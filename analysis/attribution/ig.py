@@ -106,7 +106,7 @@ def _attribute_one(
     max_steps: int,
     baseline: str,
     budget: int,
-    report: Callable[[float, str], None],
+    report: Progress,
 ) -> SubvectorAttribution:
     """IG of one text for the sub-vectors ``sel`` (fixed rule, or adaptive levels)."""
     prep = prepare(encoder, text, baseline)

@@ -6,8 +6,7 @@ topic" for that sub-vector. The topic's word cloud gathers, over those texts, th
 with the highest Integrated-Gradients attribution to sub-vector ``i`` (each text's top
 ``per_text`` positive words; a word's weight is the sum of its attributions). Words with no
 letter or digit (punctuation) are left out of the cloud. Everything comes from an
-attribution run over a corpus (:class:`~lexlens.analysis.attribution.attribution.
-AttributionResult`): no model runs again.
+attribution run over a corpus (an ``AttributionResult``): no model runs again.
 """
 
 from __future__ import annotations
