@@ -6,9 +6,9 @@ the page's defaults); contenders run interleaved, best of ``REPEAT``. Ratios use
 of one-thread runs: on a shared 2-core machine two OpenMP threads can wait on each other for
 most of a backward pass, so wall time with two threads says more about the neighbours than
 about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
-``lexlens.analysis.attribution.attribution``; the two-thread timings are kept in the details).
+``lexlens.analysis.attribution.threads``; the two-thread timings are kept in the details).
 
-- **Floor** (issue 10): exact per-sub-vector gradients need one forward pass and M
+- **Floor**: exact per-sub-vector gradients need one forward pass and M
   input-gradient backward passes per quadrature node. It is measured directly: one forward
   with autograd over the same nodes, then M plain ``torch.autograd.grad`` calls on that
   graph, nothing else. Lexlens's IG at the same nodes is compared with it (goal ≤ 1.3×).
@@ -45,15 +45,16 @@ def _floor(encoder, text: str, nodes: int):
     """One forward over the nodes' interpolated inputs + M backward passes, nothing else."""
     import torch
 
-    from lexlens.analysis.attribution.attribution import _prepare, _targets, quadrature
+    from lexlens.analysis.attribution.objective import prepare, targets
+    from lexlens.analysis.attribution.quadrature import quadrature
 
-    prep = _prepare(encoder, text, "unk")
+    prep = prepare(encoder, text, "unk")
     alphas, _ = quadrature(nodes, "gausslegendre")
     a = torch.as_tensor(alphas, dtype=prep.x.dtype).view(-1, 1, 1)
 
     def run() -> None:
         path = (prep.xb + a * (prep.x - prep.xb)).requires_grad_(True)
-        big_f = _targets(
+        big_f = targets(
             encoder, encoder.forward_embeds(path, prep.mask.expand(nodes, -1)), prep.dhat
         )
         for k in range(big_f.shape[1]):
@@ -66,14 +67,14 @@ def _captum_multi(encoder, text: str, nodes: int):
     """One Captum call for all M targets: the input repeated M times, target=list(range(M))."""
     from captum.attr import IntegratedGradients
 
-    from lexlens.analysis.attribution.attribution import _prepare, _targets
+    from lexlens.analysis.attribution.objective import prepare, targets
 
-    prep = _prepare(encoder, text, "unk")
+    prep = prepare(encoder, text, "unk")
     m = encoder.m
 
     def forward(embeds):
         f = encoder.forward_embeds(embeds, prep.mask.expand(len(embeds), -1))
-        return _targets(encoder, f, prep.dhat)  # [B, M]: Captum picks one column per row
+        return targets(encoder, f, prep.dhat)  # [B, M]: Captum picks one column per row
 
     ig = IntegratedGradients(forward)
 
@@ -142,8 +143,8 @@ def run() -> list[dict]:
     import numpy as np
     import torch
 
-    from lexlens.analysis.attribution.attribution import attribute_texts
-    from lexlens.analysis.render.report import attribution_report
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from lexlens.analysis.render.attribution_report import attribution_report
     from lexlens.models import load_encoder
 
     encoder = load_encoder("minilm-pq", device="cpu")  # M = 24, K = 256 (cached codebooks)

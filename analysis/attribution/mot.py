@@ -1,4 +1,5 @@
-"""The MoT masking evaluation (RepMoT Table 3, SPEC.md §4).
+"""The MoT masking evaluation (RepMoT, "Interpreting Dense Retrieval as Mixture of Topics",
+Table 3).
 
 For each document ``d`` and sub-vector ``i``, keep only the top ``keep`` fraction of its
 words according to a ranking, mask the rest, and measure ``||d̂_i − f_i(mask(d))||²`` with
@@ -7,216 +8,61 @@ documents. Lower means the kept words explain the code better.
 
 Choices the paper leaves open (also listed in the result's ``settings``):
 
-* **Words** are WordPiece tokens merged at ``##``. **Candidates** are the words with a
-  letter or digit: punctuation and symbols are never kept and never counted in the 5 %
-  (they are always masked). Stop words stay candidates, as in the paper.
-* **How many**: ``max(1, floor(keep · n_candidates + 0.5))`` (round half up, at least one).
+* **Words, candidates, rankings**: :mod:`~lexlens.analysis.attribution.mot_rankings`
+  (punctuation is never kept; stop words stay candidates, as in the paper).
 * **Masking**: every piece of a dropped word becomes ``[UNK]`` (default; the IG baseline's
   fill token), ``[MASK]`` (``mask="mask"``) or is deleted (``mask="delete"``); ``[CLS]`` and
   ``[SEP]`` stay, positions and length are unchanged unless deleting.
-* **Rankings** (over candidates): Tail / Head keep the last / first words; Rand a random
-  set (seeded per document); TF = count of the word in the document, IDF = ``log(N / df)``
-  over the whole evaluation corpus, TF-IDF their product; GlobalT = IG of the whole
-  vector; MoT = IG of sub-vector i; RandT = IG of another sub-vector j(i) ≠ i (seeded).
-  Ties are broken by a seeded random order of the document's words.
-* **Integrated Gradients** as in :mod:`lexlens.analysis.attribution.attribution` (stop words kept in
+* **Integrated Gradients** as in :mod:`lexlens.analysis.attribution.ig` (stop words kept in
   the baseline, so they score exactly 0); by default adaptive: each document's step count
   grows until every sub-vector's completeness gap is within ``tolerance`` (1 %) of
   ``F_i(x) − F_i(x')``. The per-sub-vector deltas at the steps used are part of the result.
 * **Codebooks**: each M has its own product quantiser, fitted on the whole corpus.
-* **Significance**: per-document errors (mean over i), MoT against each baseline, two-sided
-  Wilcoxon signed-rank test and the paired t-test the paper used; the p-values of all
-  comparisons of a table (every M × baseline) are corrected for multiple comparisons by
-  Benjamini–Hochberg (``scipy.stats.false_discovery_control``) into q-values.
+* **Significance**: :mod:`~lexlens.analysis.attribution.mot_stats` (Wilcoxon and paired
+  t-test per M and baseline, Benjamini–Hochberg q-values over the table).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import torch
 
-from lexlens.analysis.attribution.attribution import (
+from lexlens.analysis.attribution.ig import attribute_texts
+from lexlens.analysis.attribution.mot_rankings import (
+    RANKINGS,
+    REFERENCE_ROWS,
+    candidates,
+    idf_table,
+    masked_ids,
+    ranking_sets,
+)
+from lexlens.analysis.attribution.mot_result import MotResult
+from lexlens.analysis.attribution.mot_stats import significance
+from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
+from lexlens.analysis.attribution.validate import (
     ATTRIBUTION_NEEDS,
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
-    SubvectorAttribution,
-    attribute_texts,
+    check_keep,
+    check_limit,
+    check_m_values,
+    check_mask,
     check_max_steps,
+    check_mot_corpus,
+    check_seed,
     check_steps,
     check_tolerance,
-    group_word_pieces,
-    is_word,
-    random_other,
 )
+from lexlens.analysis.attribution.words import group_word_pieces
+from lexlens.analysis.core.results import Progress
 from lexlens.models.base import InputError, check_texts
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[float, str], None]
-POSITION = ("Tail", "Rand", "Head")
-FREQUENCY = ("IDF", "TF", "TF-IDF")
-ATTRIBUTION = ("RandT", "GlobalT", "MoT")
-RANKINGS = POSITION + FREQUENCY + ATTRIBUTION
-#: Reference rows (not rankings): no word masked (the quantisation error) / every word.
-REFERENCE_ROWS = ("(none masked)", "(all masked)")
-MASKS = ("unk", "mask", "delete")
-#: What the masking evaluation needs: the same as Integrated Gradients per sub-vector.
-MOT_NEEDS = ATTRIBUTION_NEEDS
-
-
-@dataclass(frozen=True)
-class MotResult:
-    """The masking table, its significance tests and the IG completeness behind it.
-
-    Attributes:
-        table: mean error, rows = rankings (+ reference rows), columns = M (int).
-        significance: one row per (M, baseline): mean errors, the share of documents where
-            MoT's error is lower, Wilcoxon and t-test p-values and their FDR q-values.
-        per_doc: for each M, per-document errors (rows = corpus positions).
-        gaps / deltas: for each M, ``F_i(x) − F_i(x')`` and the completeness gap ``delta_i``
-            of every document × sub-vector, at the steps used (``steps``: per document).
-        settings: what was run (keep, steps, mask, K, corpus sizes, seed, choices).
-    """
-
-    encoder: str
-    table: pd.DataFrame
-    significance: pd.DataFrame
-    per_doc: dict[int, pd.DataFrame]
-    gaps: dict[int, pd.DataFrame]
-    deltas: dict[int, pd.DataFrame]
-    steps: dict[int, pd.Series]
-    settings: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def relative_deltas(self, m: int) -> pd.DataFrame:
-        """``|delta_i| / |F_i(x) − F_i(x')|`` per document × sub-vector."""
-        gap = self.gaps[m].abs()
-        return (self.deltas[m].abs() / gap.where(gap > 0)).fillna(np.inf)
-
-    def convergence(self) -> pd.DataFrame:
-        """Per M: steps used and the relative completeness deltas at those steps."""
-        rows = []
-        tol = float(self.settings.get("tolerance", DEFAULT_TOLERANCE))
-        for m in self.table.columns:
-            rel = self.relative_deltas(m).to_numpy().ravel()
-            rel = rel[np.isfinite(rel)]
-            steps = self.steps[m]
-            rows.append(
-                {
-                    "m": int(m),
-                    "steps_min": int(steps.min()),
-                    "steps_median": float(steps.median()),
-                    "steps_max": int(steps.max()),
-                    "relative_delta_mean": float(rel.mean()) if rel.size else 0.0,
-                    "relative_delta_median": float(np.median(rel)) if rel.size else 0.0,
-                    "relative_delta_max": float(rel.max()) if rel.size else 0.0,
-                    "share_above_tolerance": float((rel > tol).mean()) if rel.size else 0.0,
-                }
-            )
-        return pd.DataFrame(rows)
-
-    def to_dict(self) -> dict:
-        """Every number: the table, the tests, the per-document errors and deltas."""
-        ms = [int(m) for m in self.table.columns]
-        return {
-            "kind": "mot",
-            "encoder": self.encoder,
-            "settings": dict(self.settings),
-            "notes": list(self.notes),
-            "rankings": list(self.table.index),
-            "table": {str(m): {r: float(v) for r, v in self.table[m].items()} for m in ms},
-            "significance": self.significance.to_dict(orient="records"),
-            "pairwise": pairwise(self.per_doc).to_dict(orient="records"),
-            "convergence": self.convergence().to_dict(orient="records"),
-            "per_m": {
-                str(m): {
-                    "docs": [int(i) for i in self.per_doc[m].index],
-                    "errors": {c: self.per_doc[m][c].tolist() for c in self.per_doc[m].columns},
-                    "steps": [int(s) for s in self.steps[m]],
-                    "target_gap": self.gaps[m].to_numpy().tolist(),
-                    "delta": self.deltas[m].to_numpy().tolist(),
-                }
-                for m in ms
-            },
-        }
-
-
-def keep_count(n_words: int, keep: float) -> int:
-    """Words kept: ``max(1, floor(keep · n + 0.5))``, at most ``n`` (0 when ``n`` is 0)."""
-    if n_words <= 0:
-        return 0
-    return min(n_words, max(1, math.floor(keep * n_words + 0.5)))
-
-
-def candidates(words: Sequence[str]) -> list[int]:
-    """Indices of the words that may be kept: those with a letter or digit."""
-    return [j for j, w in enumerate(words) if is_word(w)]
-
-
-def idf_table(word_lists: Sequence[Sequence[str]]) -> dict[str, float]:
-    """``log(N / df)`` per lower-cased candidate word over the documents."""
-    df: Counter[str] = Counter()
-    for words in word_lists:
-        df.update({w.lower() for w in words if is_word(w)})
-    n = len(word_lists)
-    return {w: math.log(n / c) for w, c in df.items()}
-
-
-def _top(cand: list[int], scores: np.ndarray, tiebreak: np.ndarray, k: int) -> frozenset[int]:
-    """The ``k`` candidates with the highest scores; ties by the random order ``tiebreak``."""
-    s = np.asarray(scores, dtype=np.float64)[cand]
-    order = np.lexsort((tiebreak[cand], -s))
-    return frozenset(cand[int(j)] for j in order[:k])
-
-
-def ranking_sets(
-    words: list[str],
-    attributions: np.ndarray,
-    global_attributions: np.ndarray,
-    idf: dict[str, float],
-    keep: float,
-    rng: np.random.Generator,
-) -> tuple[dict[str, frozenset[int]], list[frozenset[int]]]:
-    """Kept word sets: the shared rankings by name, and MoT's set for each sub-vector."""
-    n = len(words)
-    cand = candidates(words)
-    k = keep_count(len(cand), keep)
-    tiebreak = rng.permutation(n)
-    lower = [w.lower() for w in words]
-    tf_counts = Counter(lower[j] for j in cand)
-    tf = np.array([tf_counts.get(w, 0) for w in lower], dtype=np.float64)
-    idf_v = np.array([idf.get(w, 0.0) for w in lower], dtype=np.float64)
-    picked = rng.choice(len(cand), size=k, replace=False) if cand else []
-    shared = {
-        "Tail": frozenset(cand[len(cand) - k :]) if k else frozenset(),
-        "Head": frozenset(cand[:k]),
-        "Rand": frozenset(cand[int(j)] for j in picked),
-        "IDF": _top(cand, idf_v, tiebreak, k),
-        "TF": _top(cand, tf, tiebreak, k),
-        "TF-IDF": _top(cand, tf * idf_v, tiebreak, k),
-        "GlobalT": _top(cand, global_attributions, tiebreak, k),
-        "(none masked)": frozenset(range(n)),
-        "(all masked)": frozenset(),
-    }
-    mot = [_top(cand, row, tiebreak, k) for row in attributions]
-    return shared, mot
-
-
-def masked_ids(
-    ids: list[int], groups: list[list[int]], kept: frozenset[int], fill_id: int | None
-) -> list[int]:
-    """``ids`` with the pieces of words not in ``kept`` replaced by ``fill_id`` (or deleted)."""
-    drop = {j for w, idx in enumerate(groups) if w not in kept for j in idx}
-    if fill_id is None:
-        return [t for j, t in enumerate(ids) if j not in drop]
-    return [fill_id if j in drop else t for j, t in enumerate(ids)]
 
 
 @torch.no_grad()
@@ -267,105 +113,6 @@ def doc_errors(
     return out
 
 
-def significance(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """MoT against every baseline, per M: Wilcoxon and paired t-test, with BH q-values."""
-    from scipy.stats import false_discovery_control, ttest_rel, wilcoxon
-
-    rows = []
-    for m, frame in per_doc.items():
-        mot = frame["MoT"].to_numpy()
-        for base in RANKINGS:
-            if base == "MoT":
-                continue
-            other = frame[base].to_numpy()
-            diff = mot - other
-            if len(diff) < 2 or np.allclose(diff, 0):
-                p_w = p_t = 1.0
-            else:
-                p_w = float(wilcoxon(mot, other, alternative="two-sided").pvalue)
-                p_t = float(ttest_rel(mot, other).pvalue)
-            rows.append(
-                {
-                    "m": int(m),
-                    "baseline": base,
-                    "mean_mot": float(mot.mean()),
-                    "mean_baseline": float(other.mean()),
-                    "mot_lower_share": float((diff < 0).mean()),
-                    "n_docs": len(diff),
-                    "wilcoxon_p": p_w,
-                    "ttest_p": p_t,
-                }
-            )
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        for test in ("wilcoxon", "ttest"):
-            p = frame[f"{test}_p"].to_numpy()
-            frame[f"{test}_q"] = false_discovery_control(p, method="bh") if len(p) > 1 else p
-    return frame
-
-
-def pairwise(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """Every pair of rankings, per M: which is lower, how often, and whether significantly.
-
-    One row per (M, a, b) with ``a`` the ranking of lower mean error: mean errors, the share
-    of documents where ``a`` is lower, the two-sided Wilcoxon p and its Benjamini–Hochberg q
-    over all pairs of the table. This is what supports (or not) an ordering between two
-    baselines, which the MoT-against-each-baseline tests do not cover.
-    """
-    from itertools import combinations
-
-    from scipy.stats import false_discovery_control, wilcoxon
-
-    rows = []
-    for m, frame in per_doc.items():
-        for x, y in combinations(RANKINGS, 2):
-            a, b = (x, y) if frame[x].mean() <= frame[y].mean() else (y, x)
-            diff = frame[a].to_numpy() - frame[b].to_numpy()
-            p = 1.0 if len(diff) < 2 or np.allclose(diff, 0) else float(wilcoxon(diff).pvalue)
-            rows.append(
-                {
-                    "m": int(m),
-                    "lower": a,
-                    "higher": b,
-                    "mean_lower": float(frame[a].mean()),
-                    "mean_higher": float(frame[b].mean()),
-                    "lower_share": float((diff < 0).mean()),
-                    "wilcoxon_p": p,
-                }
-            )
-    out = pd.DataFrame(rows)
-    if len(out) > 1:
-        out["wilcoxon_q"] = false_discovery_control(out["wilcoxon_p"].to_numpy(), method="bh")
-    elif len(out):
-        out["wilcoxon_q"] = out["wilcoxon_p"]
-    return out
-
-
-def check_seed(seed: int) -> int:
-    """A seed for the sampling, RandT and k-means: an integer in ``0 .. 2**31 − 1``."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**31:
-        raise InputError(f"the seed must be an integer from 0 to {2**31 - 1}, got {seed!r}")
-    return int(seed)
-
-
-def _check_m_values(m_values: Sequence[int], dim: int) -> list[int]:
-    from lexlens.models.pq import check_m
-
-    out = []
-    for m in m_values:
-        if isinstance(m, bool) or not isinstance(m, int | np.integer):
-            raise InputError(f"M must be an integer, got {m!r}")
-        if m < 2:
-            raise InputError("M must be at least 2 (RandT needs another sub-vector)")
-        check_m(int(m), dim)
-        out.append(int(m))
-    if not out:
-        raise InputError("give at least one M")
-    if len(set(out)) != len(out):
-        raise InputError("M values must not repeat")
-    return out
-
-
 def mot_evaluate(
     encoder,
     corpus: list[str],
@@ -381,7 +128,8 @@ def mot_evaluate(
     mask: str = "unk",
     own_codebook: bool = False,
     attributions: Sequence[SubvectorAttribution] | None = None,
-    progress: ProgressFn | None = None,
+    source: str = "",
+    progress: Progress | None = None,
 ) -> MotResult:
     """Run the masking evaluation (the use case); every option is checked first.
 
@@ -390,19 +138,11 @@ def mot_evaluate(
     codebooks still use every text. ``own_codebook=True`` evaluates the encoder's own
     codebook (one column, its M). ``attributions`` — one per corpus text, all M
     sub-vectors, computed with the encoder's own codebook (e.g. by a report) — are reused
-    instead of recomputed, and imply ``own_codebook``.
+    instead of recomputed, and imply ``own_codebook``. ``source`` names the corpus in the
+    result's HTML view.
     """
-    if isinstance(corpus, str) or not isinstance(corpus, list | tuple):
-        raise InputError("the corpus must be a list of texts")
-    corpus = list(corpus)
-    if len(corpus) < 2:
-        raise InputError("the masking evaluation needs at least two texts")
-    check_texts(corpus)
-    MOT_NEEDS.check(encoder)
-    if isinstance(keep, bool) or not isinstance(keep, int | float) or not 0 < keep <= 1:
-        raise InputError(f"keep must be a fraction in (0, 1], got {keep!r}")
-    if mask not in MASKS:
-        raise InputError(f"unknown mask {mask!r}: use one of {', '.join(MASKS)}")
+    keep = check_keep(keep)
+    check_mask(mask)
     steps = check_steps(steps)
     tolerance = check_tolerance(tolerance)
     max_steps = check_max_steps(max_steps)
@@ -411,8 +151,10 @@ def mot_evaluate(
         from lexlens.models.pq import check_k
 
         check_k(k)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 2):
-        raise InputError(f"the document limit must be an integer ≥ 2, got {limit!r}")
+    check_limit(limit)
+    corpus = check_mot_corpus(corpus)
+    check_texts(corpus)
+    ATTRIBUTION_NEEDS.check(encoder)
     if attributions is not None:
         own_codebook = True
         if len(attributions) != len(corpus) or any(
@@ -421,7 +163,7 @@ def mot_evaluate(
             raise InputError("attributions must be given for every corpus text, in order")
         if any(a.subvectors != list(range(encoder.m)) for a in attributions):
             raise InputError("attributions must cover all M sub-vectors of the encoder's codebook")
-    m_values = [encoder.m] if own_codebook else _check_m_values(m_values, encoder.dim)
+    m_values = [encoder.m] if own_codebook else check_m_values(m_values, encoder.dim)
     if own_codebook and encoder.m < 2:
         raise InputError("M must be at least 2 (RandT needs another sub-vector)")
 
@@ -531,6 +273,7 @@ def mot_evaluate(
         steps=steps_used,
         settings=settings,
         notes=list(notes),
+        source=source,
     )
     conv = result.convergence()
     loose = conv[conv["share_above_tolerance"] > 0]
@@ -548,48 +291,3 @@ def _with_fitted(encoder, vectors: np.ndarray, m: int, k: int, seed: int):
     from lexlens.models.pq import ProductQuantizer
 
     return encoder.with_quantizer(ProductQuantizer.fit(vectors, m, k, seed=seed))
-
-
-# ----------------------------------------------------------------------------- display
-
-
-def format_p(p: float) -> str:
-    """A p-value as people read it: ``3.0e-15`` below 0.001, else three decimals."""
-    if p is None or not math.isfinite(p):
-        return "–"
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
-
-
-def format_error(v: float) -> str:
-    return "–" if v is None or not math.isfinite(v) else f"{v:.4g}"
-
-
-def display_tables(result: MotResult) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The masking table and the tests as shown to people (the app and the HTML report).
-
-    Table: a ``ranking`` column and one ``M=…`` column per M (4 significant digits). Tests:
-    one row per baseline, per M the Wilcoxon p and its FDR q (``3.0e-15`` style) and the
-    share of documents where MoT is lower.
-    """
-    table = result.table
-    shown = pd.DataFrame({"ranking": list(table.index)})
-    for m in table.columns:
-        shown[f"M={m}"] = [format_error(float(v)) for v in table[m]]
-    sig = result.significance
-    tests = pd.DataFrame({"baseline": [b for b in RANKINGS if b != "MoT"]})
-    for m in table.columns:
-        part = sig[sig["m"] == int(m)].set_index("baseline")
-        tests[f"M={m} p"] = [format_p(float(part.loc[b, "wilcoxon_p"])) for b in tests["baseline"]]
-        tests[f"M={m} q (FDR)"] = [
-            format_p(float(part.loc[b, "wilcoxon_q"])) for b in tests["baseline"]
-        ]
-        tests[f"M={m} MoT lower"] = [
-            f"{float(part.loc[b, 'mot_lower_share']):.0%}" for b in tests["baseline"]
-        ]
-    return shown, tests
-
-
-def best_rows(result: MotResult) -> dict[int, str]:
-    """Per M, the ranking with the lowest error (reference rows are not contenders)."""
-    contenders = result.table.loc[list(RANKINGS)]
-    return {int(m): str(contenders[m].idxmin()) for m in result.table.columns}

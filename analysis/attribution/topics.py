@@ -1,34 +1,38 @@
-"""Topic view of a discrete code (RepMoT Figure 1): which texts share ``c_{i,j}`` and why.
+"""The topic of a discrete code (RepMoT, "Interpreting Dense Retrieval as Mixture of Topics",
+Figure 1): which texts share the code ``c_{i,j}``, and which of their words decide it.
 
 Texts whose sub-vector ``i`` is quantised to the same centroid ``j`` are "about the same
 topic" for that sub-vector. The topic's word cloud gathers, over those texts, the words
 with the highest Integrated-Gradients attribution to sub-vector ``i`` (each text's top
 ``per_text`` positive words; a word's weight is the sum of its attributions). Words with no
-letter or digit (punctuation) are left out of the cloud.
+letter or digit (punctuation) are left out of the cloud. Everything comes from an
+attribution run over a corpus (an ``AttributionResult``): no model runs again.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.attribution.attribution import (
-    ATTRIBUTION_NEEDS,
-    SubvectorAttribution,
-    attribute_texts,
-    is_word,
-)
-from lexlens.models.base import InputError, check_texts
+from lexlens.analysis.attribution.attribution import AttributionResult
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
+from lexlens.analysis.attribution.words import is_word
+from lexlens.analysis.core.results import Result
+from lexlens.analysis.lexical.terms import Term
+from lexlens.models.base import InputError
 
-ProgressFn = Callable[[float, str], None]
+#: Words of a topic cloud: each text's top positively attributed words.
+DEFAULT_PER_TEXT = 5
 
 
 @dataclass(frozen=True)
-class Topic:
+class Topic(Result):
     """Code ``code`` of sub-vector ``subvector`` over a corpus."""
+
+    file_stem = "topic"
 
     subvector: int
     code: int
@@ -38,29 +42,22 @@ class Topic:
     per_text: list[list[tuple[str, float]]] = field(default_factory=list)  # top words per text
     n_corpus: int = 0
 
-    def top_words(self, k: int = 20) -> list[tuple[str, float]]:
-        return sorted(self.weights.items(), key=lambda kv: -kv[1])[:k]
-
-    def to_dict(self) -> dict:
-        return {
-            "subvector": self.subvector,
-            "code": self.code,
-            "indices": list(self.indices),
-            "texts": list(self.texts),
-            "weights": dict(self.weights),
-            "per_text": [[[w, float(v)] for w, v in row] for row in self.per_text],
-            "n_corpus": self.n_corpus,
-        }
+    def cloud_terms(self) -> list[Term]:
+        """The cloud's words as terms (heaviest first), as the word-cloud renderer draws them."""
+        ranked = sorted(self.weights.items(), key=lambda kv: -kv[1])
+        return [Term(word, weight, j) for j, (word, weight) in enumerate(ranked)]
 
 
-def topic_sizes(codes: np.ndarray, subvector: int) -> list[tuple[int, int]]:
-    """``(code, number of texts)`` for sub-vector ``subvector``, largest first."""
-    codes = np.asarray(codes)
-    if codes.ndim != 2:
-        raise InputError("codes must be [N, M]")
-    if not 0 <= subvector < codes.shape[1]:
-        raise InputError(f"sub-vector {subvector} out of range 0..{codes.shape[1] - 1}")
-    counts = Counter(int(c) for c in codes[:, subvector])
+def _check_subvector(result: AttributionResult, subvector: int) -> int:
+    if not 0 <= int(subvector) < result.m:
+        raise InputError(f"sub-vector {subvector} out of range 0..{result.m - 1}")
+    return int(subvector)
+
+
+def topic_sizes(result: AttributionResult, subvector: int) -> list[tuple[int, int]]:
+    """``(code, number of texts)`` of sub-vector ``subvector`` over the run, largest first."""
+    subvector = _check_subvector(result, subvector)
+    counts = Counter(int(c) for c in result.codes()[:, subvector])
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -87,57 +84,22 @@ def topic_words(
 
 
 def code_topic(
-    encoder,
-    texts: list[str],
-    subvector: int,
-    code: int,
-    *,
-    codes: np.ndarray | None = None,
-    attributions: Sequence[SubvectorAttribution] | None = None,
-    steps: int | None = 16,
-    per_text: int = 5,
-    max_texts: int = 50,
-    progress: ProgressFn | None = None,
+    result: AttributionResult, subvector: int, code: int, *, per_text: int = DEFAULT_PER_TEXT
 ) -> Topic:
-    """The texts assigned to ``c_{subvector, code}`` and their highly attributed words.
-
-    ``codes`` ([N, M]) and ``attributions`` (one per text, covering ``subvector``) are
-    reused when given; otherwise codes are computed and IG runs on the assigned texts only
-    (at most ``max_texts`` of them, the first ones), for that one sub-vector.
-    """
-    check_texts(texts)
-    ATTRIBUTION_NEEDS.check(encoder)
-    if not 0 <= int(subvector) < encoder.m:
-        raise InputError(f"sub-vector {subvector} out of range 0..{encoder.m - 1}")
-    if not 0 <= int(code) < encoder.k:
-        raise InputError(f"code {code} out of range 0..{encoder.k - 1}")
-    if codes is None:
-        codes = encoder.codes(texts)
-    codes = np.asarray(codes)
-    if codes.shape != (len(texts), encoder.m):
-        raise InputError(f"codes must be [{len(texts)}, {encoder.m}], got {codes.shape}")
-    members = [int(i) for i in np.nonzero(codes[:, subvector] == code)[0]][: int(max_texts)]
-    if attributions is not None:
-        if len(attributions) != len(texts):
-            raise InputError("attributions must be given for every text, in order")
-        attrs = [attributions[i] for i in members]
-    elif members:
-        attrs = attribute_texts(
-            encoder,
-            [texts[i] for i in members],
-            steps=steps,
-            subvectors=[int(subvector)],
-            progress=progress,
-        )
-    else:
-        attrs = []
-    weights, rows = topic_words(attrs, int(subvector), per_text)
+    """The texts of an attribution run assigned to ``c_{subvector, code}`` and their most
+    highly attributed words (the run must have attributed ``subvector``)."""
+    subvector = _check_subvector(result, subvector)
+    if not 0 <= int(code) < result.k:
+        raise InputError(f"code {code} out of range 0..{result.k - 1}")
+    members = [int(i) for i in np.nonzero(result.codes()[:, subvector] == int(code))[0]]
+    attrs = [result.texts[i] for i in members]
+    weights, rows = topic_words(attrs, subvector, per_text)
     return Topic(
-        subvector=int(subvector),
+        subvector=subvector,
         code=int(code),
         indices=members,
-        texts=[texts[i] for i in members],
+        texts=[a.text for a in attrs],
         weights=weights,
         per_text=rows,
-        n_corpus=len(texts),
+        n_corpus=len(result.texts),
     )

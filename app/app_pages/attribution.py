@@ -1,26 +1,27 @@
-"""Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), masking evaluation, reports.
+"""Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), topics, masking, reports.
 
-Thin: the page parses its inputs, calls the one use case
-:func:`lexlens.analysis.render.report.attribution_report` (which validates everything before any
-model runs) and draws the :class:`~lexlens.analysis.render.report.AttributionReport` it returns.
-The downloads are that result's ``files()``: report.json is the same document
-``lexlens report … --json`` prints for the same input. Inputs (``kept``) and the last result
-(``st.session_state``) survive page switches and failed runs.
+Thin: the page parses its inputs, calls the use case
+:func:`lexlens.analysis.render.attribution_report.attribution_report` (which validates
+everything before any model runs) and draws the report it returns; a corpus run also shows
+the topic of a chosen code (``code_topic``, from the same attributions). The downloads are
+the report's ``files()``: report.json is the document ``lexlens report … --json`` prints.
+Inputs (``kept``) and the last result (``st.session_state``) survive page switches.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
-from lexlens.analysis.attribution.attribution import ATTRIBUTION_NEEDS, randt_attributions
+from lexlens.analysis.attribution import display
+from lexlens.analysis.attribution.topics import DEFAULT_PER_TEXT, code_topic, topic_sizes
+from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.render.report import AttributionReport, attribution_report
+from lexlens.analysis.render.attribution_plots import attribution_heatmap, series_bars
+from lexlens.analysis.render.attribution_report import AttributionReport, attribution_report
+from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 from lexlens.app.state import content_key, encoder_picker, kept, remembered_uploads
 from lexlens.models import LexlensError
 
@@ -28,6 +29,7 @@ RESULT = "attr_result"
 M_CHOICES = [12, 24, 48]
 STEP_CHOICES = ["auto", 8, 16, 32, 64, 128, 256, 512, 1000]
 DEFAULT_TEXT = "a cat sleeping on a book"
+MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 
 st.header("Attribution")
 st.caption(
@@ -59,7 +61,7 @@ with st.form("attr_form"):
         STEP_CHOICES,
         key=kept("attr_steps", "auto"),
         help="auto: add quadrature nodes until every sub-vector's completeness gap is within "
-        "1 % of F(x) − F(x′); a number: that many Gauss–Legendre nodes",
+        f"{DEFAULT_TOLERANCE:.0%} of F(x) − F(x′); a number: that many Gauss–Legendre nodes",
     )
     max_texts = c3.number_input(
         "Texts from the corpus (first N)", 1, 2000, key=kept("attr_max", 20)
@@ -76,8 +78,6 @@ files_in = remembered_uploads("attr_upload", [upload] if upload is not None else
 def _texts() -> tuple[list[str], str]:
     """The texts to attribute and the name of their source; LexlensError on bad input."""
     if source == "Text":
-        if not text.strip():
-            raise LexlensError("the text is empty: type something to attribute")
         return [text], "text"
     if not files_in:
         raise LexlensError("upload a corpus file (.txt, .csv or .jsonl) or choose Input → Text")
@@ -152,42 +152,10 @@ if a.truncated:
 
 def show_text(a) -> None:
     """Heatmap, completeness table and one sub-vector against GlobalT / RandT."""
-    # --- per-sub-vector heatmap (words on x, sub-vectors on y)
-    rows = [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
-    scale = float(np.abs(a.attributions).max()) or 1.0
-    fig = px.imshow(
-        a.attributions,
-        x=list(range(len(a.words))),
-        y=rows,
-        color_continuous_scale="RdBu_r",
-        zmin=-scale,
-        zmax=scale,
-        aspect="auto",
-        labels={"x": "word", "y": "sub-vector", "color": "attribution"},
-    )
-    fig.update_xaxes(
-        tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words, side="top"
-    )
-    fig.update_traces(
-        customdata=np.broadcast_to(np.array(a.words, dtype=object), a.attributions.shape),
-        hovertemplate="sub-vector %{y}<br>%{customdata}: %{z:.4g}<extra></extra>",
-    )
-    fig.update_layout(height=max(300, 18 * len(rows) + 120), margin=dict(l=10, r=10, t=60, b=10))
     st.subheader("Attribution per sub-vector")
-    st.plotly_chart(fig, width="stretch", key="attr_heatmap")
+    st.plotly_chart(attribution_heatmap(a), width="stretch", key="attr_heatmap")
 
-    # --- completeness
-    table = pd.DataFrame(
-        {
-            "sub-vector": a.subvectors,
-            "code": [int(a.codes[sv]) for sv in a.subvectors],
-            "F(x) − F(x′)": a.gap(),
-            "Σ attributions": a.attributions.sum(1),
-            "delta": a.delta,
-            "relative delta": a.relative_delta(),
-            "delta / tolerance scale": np.abs(a.delta) / a.tolerance_scale(),
-        }
-    )
+    table = display.completeness_table(a)
     st.subheader("Completeness")
     st.caption(
         "Σ attributions should equal F(x) − F(x′); **delta** is the gap. "
@@ -196,66 +164,64 @@ def show_text(a) -> None:
         "max(|F(x) − F(x′)|, its mean over sub-vectors): a sub-vector whose own gap is near 0 "
         "is judged against the mean, so its relative delta alone can look large."
     )
+    percent = st.column_config.NumberColumn(format="percent")
     st.dataframe(
         table,
         hide_index=True,
         width="stretch",
-        column_config={
-            "relative delta": st.column_config.NumberColumn(format="percent"),
-            "delta / tolerance scale": st.column_config.NumberColumn(format="percent"),
-        },
+        column_config={"relative delta": percent, "delta / tolerance scale": percent},
     )
 
-    # --- one sub-vector against GlobalT and RandT
     st.subheader("One sub-vector against GlobalT and RandT")
     sv = st.selectbox(
         "Sub-vector", a.subvectors, key=kept(f"attr_sv_{result['key']}", a.subvectors[0])
     )
-    r = a.subvectors.index(sv)
-    series = {
-        "MoT (this sub-vector)": a.attributions[r],
-        "GlobalT (whole vector)": a.global_attributions,
-    }
-    if a.subvectors == list(range(a.m)) and a.m > 1:
-        series["RandT (another sub-vector)"] = randt_attributions(a)[r]
     st.caption(
         "Each series is scaled to its own largest |value| (GlobalT attributes all M sub-vectors "
         "at once, so its raw values are about M times larger); hover for the raw value."
     )
-
-    def _scaled(vals: np.ndarray) -> np.ndarray:
-        peak = float(np.abs(vals).max())
-        return vals / peak if peak > 0 else vals
-
-    bars = go.Figure(
-        [
-            go.Bar(
-                name=name,
-                x=list(range(len(a.words))),
-                y=_scaled(np.asarray(vals, dtype=float)),
-                customdata=np.stack([np.array(a.words, dtype=object), np.asarray(vals)], axis=1),
-                hovertemplate="%{customdata[0]}: %{customdata[1]:.4g}<extra>" + name + "</extra>",
-            )
-            for name, vals in series.items()
-        ]
+    st.plotly_chart(
+        series_bars(a.words, display.comparison_series(a, sv)), width="stretch", key="attr_bars"
     )
-    bars.update_xaxes(tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words)
-    bars.update_layout(
-        barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
+
+
+def show_topic() -> None:
+    """RepMoT's topic view: the texts of the run that share a code, and the words deciding it."""
+    st.subheader("Topic of a code")
+    st.caption(
+        "Texts whose sub-vector is quantised to the same code share a topic (RepMoT, Figure 1). "
+        f"The cloud sums, over those texts, each one's top {DEFAULT_PER_TEXT} positively "
+        "attributed words for that sub-vector (punctuation left out)."
     )
-    st.plotly_chart(bars, width="stretch", key="attr_bars")
+    c1, c2 = st.columns(2)
+    sv = c1.selectbox("Topic sub-vector", range(res.m), key=kept(f"attr_tsv_{result['key']}", 0))
+    sizes = dict(topic_sizes(res, sv))
+    code = c2.selectbox(
+        "Code",
+        list(sizes),
+        format_func=lambda c: f"{c} ({sizes[c]} texts)",
+        key=kept(f"attr_code_{result['key']}_{sv}", next(iter(sizes))),
+    )
+    topic = code_topic(res, sv, code)
+    layout = cloud_layout(topic.cloud_terms(), width=800, height=450)
+    left, right = st.columns([3, 2])
+    left.image(render_cloud(layout), caption=cloud_caption(layout, "Topic cloud"))
+    words = [", ".join(w for w, _ in row) for row in topic.per_text]
+    right.dataframe(
+        pd.DataFrame({"text": topic.texts, "top words": words}), hide_index=True, key="attr_topic"
+    )
 
 
 if a.words:
     show_text(a)
 else:
     st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
+if len(attrs) > 1:
+    show_topic()
 
 if report.mot is not None:
-    from lexlens.analysis.attribution.mot import display_tables
-
     mot = report.mot
-    shown, tests = display_tables(mot)
+    shown, tests = display.display_tables(mot)
     st.subheader("Masking evaluation (MoT)")
     st.caption(
         f"Mean ‖d̂ᵢ − fᵢ(mask(d))‖² after keeping the top {mot.settings['keep']:.0%} of each "
@@ -274,17 +240,11 @@ if report.mot is not None:
 
 st.subheader("Download the report")
 files = result["files"]
-mime = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 main = [n for n in ("report.html", "report.json", "attributions.csv") if n in files]
-cols = st.columns(len(main))
-for col, name in zip(cols, main, strict=True):
-    col.download_button(
-        name, files[name], file_name=name, mime=mime[Path(name).suffix], key=f"attr_dl_{name}"
-    )
 extra = [n for n in files if n not in main]
-if extra:
-    cols = st.columns(min(4, len(extra)))
-    for i, name in enumerate(extra):
-        cols[i % len(cols)].download_button(
-            name, files[name], file_name=name, mime=mime[Path(name).suffix], key=f"attr_dl_{name}"
+for names, width in ((main, len(main)), (extra, min(4, len(extra)))):
+    cols = st.columns(width) if names else []
+    for i, name in enumerate(names):
+        cols[i % width].download_button(
+            name, files[name], file_name=name, mime=MIME[Path(name).suffix], key=f"attr_dl_{name}"
         )

@@ -1,8 +1,9 @@
 """``lexlens attribute``: Integrated Gradients of a text's words onto each PQ sub-vector code.
 
-Parses the arguments, calls :func:`lexlens.analysis.attribution.attribution.attribute` and renders the
-result (``--json``: exactly ``result.to_dict()``); ``--out`` also writes the HTML + JSON + CSV
-report (the folder is checked before any work starts).
+Parses the arguments, calls
+:func:`~lexlens.analysis.render.attribution_report.attribution_report` and renders its
+attribution (``--json``: exactly ``report.attribution.to_dict()``); ``--out`` also writes the
+report's files, HTML + JSON + CSV (the folder is checked before any work starts).
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from lexlens.analysis.attribution.attribution import (
-    ATTRIBUTION_NEEDS,
+from lexlens.analysis.attribution.attribution import AttributionResult
+from lexlens.analysis.attribution.display import top_words
+from lexlens.analysis.attribution.validate import (
+    BASELINES,
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
     MAX_STEPS,
-    AttributionResult,
-    attribute,
 )
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
+from lexlens.analysis.core.results import Progress
+from lexlens.analysis.render.attribution_report import attribution_report
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models import load_encoder
-from lexlens.models.base import InputError
 
 
 def steps_arg(value: str) -> int | None:
@@ -67,6 +67,7 @@ def add_ig_args(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """The ``attribute`` subcommand and its options."""
     parser = sub.add_parser(
         "attribute", help="Integrated Gradients: words → product-quantiser sub-vector codes"
     )
@@ -78,14 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--subvectors", type=int, default=None, help="M sub-vectors (refits the codebooks)"
     )
     add_ig_args(parser)
-    parser.add_argument("--baseline", choices=["unk", "pad"], default="unk", help="IG baseline")
+    parser.add_argument("--baseline", choices=BASELINES, default="unk", help="IG baseline")
     parser.add_argument("--out", help="also write an HTML + JSON + CSV report into this folder")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
     parser.set_defaults(func=run)
 
 
-def progress_printer(args: argparse.Namespace):
+def progress_printer(args: argparse.Namespace) -> Progress | None:
     """Progress on stderr: a live line on a terminal, plain lines with ``--progress``."""
     if getattr(args, "progress", False):
 
@@ -108,53 +109,48 @@ def progress_printer(args: argparse.Namespace):
 def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:
     """The texts of ``--text`` or ``--corpus`` and the name of their source."""
     if args.text is not None:
-        if not args.text.strip():
-            raise InputError("--text is empty: type some words to attribute")
         return [args.text], "--text"
     return read_texts(args.corpus).texts, Path(args.corpus).name
 
 
 def run(args: argparse.Namespace) -> None:
+    """Attribute the texts; print the attribution (``--json``) or a table, write ``--out``."""
     texts, source = texts_of(args)
     out = check_out_dir(args.out) if args.out else None
-    encoder = load_encoder(args.encoder, device=args.device)
-    ATTRIBUTION_NEEDS.check(encoder)
-    result = attribute(
-        encoder,
+    report = attribution_report(
+        load_encoder(args.encoder, device=args.device),
         texts,
         m=args.subvectors,
         steps=args.steps,
         tolerance=args.tolerance,
         max_steps=args.max_steps,
         baseline=args.baseline,
+        source=source,
         progress=progress_printer(args),
     )
-    written = {}
-    if out is not None:
-        from lexlens.analysis.render.report import AttributionReport
-
-        report = AttributionReport(result, None, {"source": source, "texts": len(texts)})
-        written = write_files(out, report.files())
-    emit(args, result, table(result, written))
+    written = write_files(out, report.files()) if out is not None else {}
+    emit(args, report.attribution, table(report.attribution, written))
 
 
 def table(result: AttributionResult, files: dict[str, Path]) -> str:
+    """Per text: each sub-vector's code, delta and top words; then the files written."""
     lines = [f"note: {n}" for n in result.notes]
     lines.append(
         f"{result.encoder}: M = {result.m}, K = {result.k}, steps {result.settings['steps']}"
     )
     for a in result.texts[:20]:
         lines.append(f"text: {a.text[:100]}  ({a.steps} nodes)")
-        rows = []
-        for r, i in enumerate(a.subvectors):
-            order = np.argsort(-a.attributions[r])[:4]
-            top = ", ".join(f"{a.words[j]} {a.attributions[r, j]:+.4f}" for j in order)
-            rows.append([i, int(a.codes[i]), float(a.delta[r]), top])
-        order = np.argsort(-a.global_attributions)[:4]
-        top = ", ".join(f"{a.words[j]} {a.global_attributions[j]:+.4f}" for j in order)
-        rows.append(["global", "", float(a.global_delta), top])
+        rows = [
+            [i, int(a.codes[i]), float(a.delta[r]), _words(top_words(a, i))]
+            for r, i in enumerate(a.subvectors)
+        ]
+        rows.append(["global", "", float(a.global_delta), _words(top_words(a, None))])
         lines.append(format_table(rows, ["sub-vector", "code", "delta", "top words"]))
     if len(result.texts) > 20:
         lines.append(f"… {len(result.texts) - 20} more texts (use --json or --out)")
     lines.extend(f"{name:<18} {path}" for name, path in files.items())
     return "\n".join(lines)
+
+
+def _words(top: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{word} {score:+.4f}" for word, score in top)

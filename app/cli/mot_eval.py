@@ -1,8 +1,9 @@
-"""``lexlens mot-eval``: the RepMoT masking table (RepMoT Table 3) on a corpus.
+"""``lexlens mot-eval``: the masking table of RepMoT ("Interpreting Dense Retrieval as Mixture
+of Topics", Table 3) on a corpus.
 
-Parses the arguments, calls :func:`lexlens.analysis.attribution.mot.mot_evaluate` and renders the result
-(``--json``: exactly ``result.to_dict()``); ``--out`` writes mot.json, the CSVs and an HTML
-view (the folder is checked before any work starts).
+Parses the arguments, calls :func:`lexlens.analysis.attribution.mot.mot_evaluate` and renders
+the result (``--json``: exactly ``result.to_dict()``); ``--out`` writes ``result.files()``:
+mot.json, the CSVs and an HTML view (the folder is checked before any work starts).
 """
 
 from __future__ import annotations
@@ -10,22 +11,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lexlens.analysis.attribution.mot import (
-    MOT_NEEDS,
-    MotResult,
-    check_seed,
-    display_tables,
-    mot_evaluate,
-)
+from lexlens.analysis.attribution.display import display_tables
+from lexlens.analysis.attribution.mot import mot_evaluate
+from lexlens.analysis.attribution.mot_result import MotResult
+from lexlens.analysis.attribution.validate import MASKS
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.core.outputs import check_out_dir, json_bytes, write_files
+from lexlens.analysis.core.outputs import check_out_dir, write_files
 from lexlens.app.cli.attribute import add_ig_args, progress_printer
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models import load_encoder
-from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """The ``mot-eval`` subcommand and its options."""
     parser = sub.add_parser("mot-eval", help="MoT masking evaluation (RepMoT Table 3)")
     parser.add_argument("--encoder", required=True, help="a dense+PQ encoder (e.g. minilm-pq)")
     parser.add_argument("--corpus", required=True, help="texts: .txt, .csv or .jsonl ('text')")
@@ -36,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_ig_args(parser)
     parser.add_argument("--k", type=int, default=256, help="centroids per sub-space (256)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N")
-    parser.add_argument("--mask", choices=["unk", "mask", "delete"], default="unk")
+    parser.add_argument("--mask", choices=MASKS, default="unk")
     parser.add_argument("--seed", type=int, default=0, help="a non-negative integer (0)")
     parser.add_argument(
         "--own-codebook", action="store_true", help="evaluate the encoder's codebook (one M)"
@@ -48,21 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    check_seed(args.seed)
-    if not 0 < args.keep <= 1:
-        raise InputError(f"--keep must be a fraction in (0, 1], got {args.keep}")
-    if args.limit is not None and args.limit < 2:
-        raise InputError("--limit must be at least 2")
-    if args.k < 1:
-        raise InputError("--k must be a positive number")
+    """Run the masking evaluation; print it (``--json``) or its tables, write ``--out``."""
     texts = read_texts(args.corpus).texts
-    if len(texts) < 2:
-        raise InputError(f"{args.corpus}: the masking evaluation needs at least two texts")
     out = check_out_dir(args.out) if args.out else None
-    encoder = load_encoder(args.encoder, device=args.device)
-    MOT_NEEDS.check(encoder)
     result = mot_evaluate(
-        encoder,
+        load_encoder(args.encoder, device=args.device),
         texts,
         m_values=tuple(args.subvectors),
         keep=args.keep,
@@ -74,23 +62,15 @@ def run(args: argparse.Namespace) -> None:
         limit=args.limit,
         mask=args.mask,
         own_codebook=args.own_codebook,
+        source=Path(args.corpus).name,
         progress=progress_printer(args),
     )
-    written = write_files(out, files(result, Path(args.corpus).name)) if out is not None else {}
+    written = write_files(out, result.files()) if out is not None else {}
     emit(args, result, table(result, written))
 
 
-def files(result: MotResult, source: str) -> dict[str, bytes]:
-    """mot.json (``to_dict``), the CSVs and an HTML view of the table."""
-    from lexlens.analysis.render.report import mot_files, render_attribution_html
-
-    meta = {"corpus": source, **{k: v for k, v in result.settings.items() if k != "k"}}
-    meta["notes"] = list(result.notes)
-    html = render_attribution_html([], encoder_name=result.encoder, mot=result, meta=meta)
-    return {"mot.json": json_bytes(result), **mot_files(result), "report.html": html.encode()}
-
-
 def table(result: MotResult, written: dict[str, Path]) -> str:
+    """The masking table, the tests and the IG completeness; then the files written."""
     s = result.settings
     lines = [f"note: {n}" for n in result.notes]
     lines.append(

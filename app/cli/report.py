@@ -3,25 +3,25 @@
 A quantised, differentiable encoder (``minilm-pq`` or a saved dense+PQ folder) gets the
 attribution report (IG per sub-vector, GlobalT, completeness, and with ``--mot`` the masking
 evaluation); a lexical encoder gets a terms report. The command parses the arguments,
-calls :func:`~lexlens.analysis.render.report.attribution_report` or
-:func:`~lexlens.analysis.render.report.terms_report`, writes ``result.files()`` into ``--out``
-(checked before any work) and prints the file list, or ``result.to_dict()`` with ``--json``.
+calls :func:`~lexlens.analysis.render.report.build_report`, writes ``result.files()`` into
+``--out`` (checked before any work) and prints the file list, or ``result.to_dict()`` with
+``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.attribution.attribution import ATTRIBUTION_NEEDS
+from lexlens.analysis.attribution.validate import BASELINES
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.render.report import attribution_report, terms_report
+from lexlens.analysis.render.report import build_report
 from lexlens.app.cli.attribute import add_ig_args, progress_printer, texts_of
 from lexlens.app.cli.common import add_common_args, emit
 from lexlens.models import load_encoder
-from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """The ``report`` subcommand and its options."""
     parser = sub.add_parser("report", help="write an HTML + JSON + CSV report into a folder")
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint directory")
     source = parser.add_mutually_exclusive_group(required=True)
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
     parser.add_argument("--subvectors", type=int, default=None, help="M sub-vectors (dense+PQ)")
     add_ig_args(parser)
-    parser.add_argument("--baseline", choices=["unk", "pad"], default="unk", help="IG baseline")
+    parser.add_argument("--baseline", choices=BASELINES, default="unk", help="IG baseline")
     parser.add_argument("--mot", action="store_true", help="add the MoT masking evaluation")
     parser.add_argument("--keep", type=float, default=0.05, help="MoT: fraction of words kept")
     parser.add_argument("--top", type=int, default=30, help="lexical: top terms per text")
@@ -40,43 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    if not 0 < args.keep <= 1:
-        raise InputError(f"--keep must be a fraction in (0, 1], got {args.keep}")
-    if args.top <= 0:
-        raise InputError("--top must be a positive number")
+    """Build the report the encoder gets, write its files, print them (or ``--json``)."""
     texts, source = texts_of(args)
-    if args.mot and len(texts) < 2:
-        raise InputError("--mot needs at least two texts: give a --corpus")
     out = check_out_dir(args.out)
-    encoder = load_encoder(args.encoder, device=args.device)
-    if ATTRIBUTION_NEEDS.is_compatible(encoder):
-        result = attribution_report(
-            encoder,
-            texts,
-            m=args.subvectors,
-            steps=args.steps,
-            tolerance=args.tolerance,
-            max_steps=args.max_steps,
-            baseline=args.baseline,
-            mot=args.mot,
-            keep=args.keep,
-            source=source,
-            progress=progress_printer(args),
-        )
-        notes = list(result.attribution.notes) + ([] if result.mot is None else result.mot.notes)
-    else:
-        if args.subvectors is not None or args.mot:
-            raise InputError(
-                f"--subvectors and --mot need a dense+PQ encoder (e.g. minilm-pq); "
-                f"{encoder.name} is not one"
-            )
-        result = terms_report(encoder, texts, top=args.top, source=source)
-        notes = [n for item in result.items for n in item.notes]
+    result = build_report(
+        load_encoder(args.encoder, device=args.device),
+        texts,
+        m=args.subvectors,
+        steps=args.steps,
+        tolerance=args.tolerance,
+        max_steps=args.max_steps,
+        baseline=args.baseline,
+        mot=args.mot,
+        keep=args.keep,
+        top=args.top,
+        source=source,
+        progress=progress_printer(args),
+    )
     written = write_files(out, result.files())
     table = "\n".join(
-        [
-            *(f"note: {n}" for n in dict.fromkeys(notes)),
-            *(f"{n:<22} {p}" for n, p in written.items()),
-        ]
+        [*(f"note: {n}" for n in result.notes), *(f"{n:<22} {p}" for n, p in written.items())]
     )
     emit(args, result, table)

@@ -301,8 +301,9 @@ def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> N
 def test_html_report_heatmap_and_escaping(tmp_path: Path, browser: Any) -> None:
     import numpy as np
 
-    from lexlens.analysis.attribution.attribution import SubvectorAttribution
-    from lexlens.analysis.render.report import write_attribution_report
+    from lexlens.analysis.attribution.subvector import SubvectorAttribution
+    from lexlens.analysis.core.outputs import write_files
+    from lexlens.analysis.render.attribution_html import render_attribution_html
 
     evil = "<script>alert(1)</script>"
     words = ["a", "cat", "<", "script", ">", "alert", "(", "1", ")", "book", evil]
@@ -325,9 +326,10 @@ def test_html_report_heatmap_and_escaping(tmp_path: Path, browser: Any) -> None:
         subvectors=list(range(m)),
         target_gap=gap,
     )
-    paths = write_attribution_report(
-        tmp_path, [item], encoder_name=f"minilm-pq {evil}", meta={"corpus": f"{evil}.txt"}
+    html = render_attribution_html(
+        [item], encoder_name=f"minilm-pq {evil}", meta={"corpus": f"{evil}.txt"}
     )
+    paths = write_files(tmp_path, {"report.html": html.encode("utf-8")})
     dialogs: list[str] = []
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     try:

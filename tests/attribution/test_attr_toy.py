@@ -164,7 +164,8 @@ TEXT = "the quick brown fox jumps over the lazy dog, unbelievably"
 
 
 def test_linear_toy_matches_the_closed_form_at_any_step_count(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts, baseline_ids
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from lexlens.analysis.attribution.words import baseline_ids
 
     ids = toy.tokenize([TEXT]).input_ids[0].tolist()
     expected, gap = toy_ig(toy, TEXT, baseline_ids(ids, toy.tokenizer))
@@ -180,7 +181,8 @@ def test_linear_toy_matches_the_closed_form_at_any_step_count(toy):
 
 
 def test_tanh_toy_adaptive_refines_until_the_tolerance():
-    from lexlens.analysis.attribution.attribution import attribute_texts, baseline_ids
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from lexlens.analysis.attribution.words import baseline_ids
 
     enc = ToyEncoder(steep=1.5)
     ids = enc.tokenize([TEXT]).input_ids[0].tolist()
@@ -200,7 +202,7 @@ def test_tanh_toy_adaptive_refines_until_the_tolerance():
 
 
 def test_stop_words_keep_their_embedding_and_get_zero(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     (a,) = attribute_texts(toy, [TEXT], steps=2)
     base = dict(zip(range(len(a.tokens)), a.baseline_tokens, strict=True))
@@ -217,7 +219,8 @@ def test_stop_words_keep_their_embedding_and_get_zero(toy):
 
 
 def test_selected_subvectors_and_globalt(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts, randt_attributions
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from lexlens.analysis.attribution.subvector import randt_attributions
 
     (full,) = attribute_texts(toy, [TEXT], steps=4)
     (part,) = attribute_texts(toy, [TEXT], steps=4, subvectors=[3, 1])
@@ -232,7 +235,7 @@ def test_selected_subvectors_and_globalt(toy):
 
 
 def test_chunks_of_any_size_give_the_same_numbers(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     (whole,) = attribute_texts(toy, [TEXT], steps=33, method="clenshaw-curtis")
     (tiny,) = attribute_texts(toy, [TEXT], steps=33, method="clenshaw-curtis", memory_budget=1)
@@ -241,7 +244,7 @@ def test_chunks_of_any_size_give_the_same_numbers(toy):
 
 
 def test_progress_is_monotone_per_text_and_subvector(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     seen: list[tuple[float, str]] = []
     attribute_texts(toy, [TEXT, "a dog"], progress=lambda f, m: seen.append((f, m)))
@@ -252,7 +255,7 @@ def test_progress_is_monotone_per_text_and_subvector(toy):
 
 
 def test_ig_thread_count_is_set_and_restored(toy, monkeypatch):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     before = torch.get_num_threads()
     seen: list[int] = []
@@ -268,7 +271,7 @@ def test_ig_thread_count_is_set_and_restored(toy, monkeypatch):
 
 
 def test_quadrature_rules():
-    from lexlens.analysis.attribution.attribution import quadrature
+    from lexlens.analysis.attribution.quadrature import quadrature
 
     for n in (3, 9, 17):
         a, w = quadrature(n, "clenshaw-curtis")
@@ -284,7 +287,8 @@ def test_quadrature_rules():
 
 
 def test_bad_requests_fail_before_any_work(toy):
-    from lexlens.analysis.attribution.attribution import attribute, attribute_texts
+    from lexlens.analysis.attribution.attribution import attribute
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     for kwargs, match in (
         ({"steps": 1}, "steps"),

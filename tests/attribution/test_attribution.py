@@ -20,7 +20,8 @@ def dense():
 
 
 def test_minilm_matches_captum_and_an_independent_completeness_check(dense):
-    from lexlens.analysis.attribution.attribution import attribute_texts, captum_attribution
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from tests.attribution.captum_oracle import captum_attribution
 
     steps = 6
     (a,) = attribute_texts(dense, [TEXT], steps=steps)
@@ -46,7 +47,7 @@ def test_minilm_matches_captum_and_an_independent_completeness_check(dense):
 
 
 def test_minilm_adaptive_meets_its_tolerance(dense):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
 
     (a,) = attribute_texts(dense, ["rockets"], subvectors=[5])
     (full,) = attribute_texts(dense, ["rockets"], steps=2)

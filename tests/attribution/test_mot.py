@@ -36,7 +36,7 @@ def result(toy):
 def test_table_statistics_and_outputs(result):
     from scipy.stats import false_discovery_control, wilcoxon
 
-    from lexlens.analysis.attribution.mot import RANKINGS, REFERENCE_ROWS
+    from lexlens.analysis.attribution.mot_rankings import RANKINGS, REFERENCE_ROWS
 
     table = result.table
     assert list(table.index) == list(RANKINGS) + list(REFERENCE_ROWS)
@@ -65,7 +65,7 @@ def test_table_statistics_and_outputs(result):
 def test_pairwise_orderings_between_all_rankings(result):
     from scipy.stats import false_discovery_control, wilcoxon
 
-    from lexlens.analysis.attribution.mot import pairwise
+    from lexlens.analysis.attribution.mot_stats import pairwise
 
     pairs = pairwise(result.per_doc)
     assert len(pairs) == 2 * 36  # 9 rankings: 36 pairs per M
@@ -81,7 +81,12 @@ def test_pairwise_orderings_between_all_rankings(result):
 
 
 def test_punctuation_is_never_kept_and_stop_words_are_candidates():
-    from lexlens.analysis.attribution.mot import candidates, idf_table, keep_count, ranking_sets
+    from lexlens.analysis.attribution.mot_rankings import (
+        candidates,
+        idf_table,
+        keep_count,
+        ranking_sets,
+    )
 
     words = ["the", ",", "cat", "!", "the", "sat", "-", "the", "mat", "."]
     cand = candidates(words)
@@ -104,8 +109,8 @@ def test_punctuation_is_never_kept_and_stop_words_are_candidates():
 
 
 def test_masked_errors_match_an_independent_computation(toy, result):
-    from lexlens.analysis.attribution.attribution import group_word_pieces
-    from lexlens.analysis.attribution.mot import candidates, keep_count
+    from lexlens.analysis.attribution.mot_rankings import candidates, keep_count
+    from lexlens.analysis.attribution.words import group_word_pieces
     from lexlens.models.pq import ProductQuantizer
 
     m = 4
@@ -129,7 +134,7 @@ def test_masked_errors_match_an_independent_computation(toy, result):
 
 
 def test_masking_helpers():
-    from lexlens.analysis.attribution.mot import masked_ids
+    from lexlens.analysis.attribution.mot_rankings import masked_ids
 
     ids, groups = [101, 7, 8, 9, 102], [[1, 2], [3]]
     assert masked_ids(ids, groups, frozenset({1}), 100) == [101, 100, 100, 9, 102]
@@ -137,7 +142,7 @@ def test_masking_helpers():
 
 
 def test_reused_attributions_equal_fresh_ones(toy):
-    from lexlens.analysis.attribution.attribution import attribute_texts
+    from lexlens.analysis.attribution.ig import attribute_texts
     from lexlens.analysis.attribution.mot import mot_evaluate
 
     texts = CORPUS[:4]
@@ -151,7 +156,8 @@ def test_reused_attributions_equal_fresh_ones(toy):
 
 
 def test_display_tables_match_the_report():
-    from lexlens.analysis.attribution.mot import MotResult, display_tables, format_p
+    from lexlens.analysis.attribution.display import display_tables, format_p
+    from lexlens.analysis.attribution.mot_result import MotResult
 
     assert format_p(3.0e-15) == "3.0e-15" and format_p(0.3412) == "0.341"
     table = pd.DataFrame({24: [1.0, 2.0]}, index=pd.Index(["MoT", "Head"], name="ranking"))

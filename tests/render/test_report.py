@@ -14,13 +14,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lexlens.analysis.attribution.attribution import AttributionResult, SubvectorAttribution
-from lexlens.analysis.render.report import (
-    AttributionReport,
-    render_attribution_html,
-    terms_report,
-    write_attribution_report,
-)
+from lexlens.analysis.attribution.attribution import AttributionResult
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
+from lexlens.analysis.core.outputs import write_files
+from lexlens.analysis.render.attribution_html import render_attribution_html
+from lexlens.analysis.render.attribution_report import AttributionReport
+from lexlens.analysis.render.terms_report import terms_report
 
 EVIL = "<script>alert(1)</script>"
 
@@ -55,8 +54,15 @@ def make_attr(
 
 
 def make_report(attrs: list[SubvectorAttribution], meta: dict | None = None) -> AttributionReport:
-    result = AttributionResult("minilm-pq", attrs[0].m, 256, attrs, {"steps": 16}, ["a note"])
-    return AttributionReport(result, None, meta or {})
+    result = AttributionResult(
+        encoder="minilm-pq",
+        m=attrs[0].m,
+        k=256,
+        texts=attrs,
+        settings={"steps": 16},
+        notes=["a note"],
+    )
+    return AttributionReport(attribution=result, mot=None, meta=meta or {})
 
 
 class _Collect(HTMLParser):
@@ -183,7 +189,7 @@ def test_json_and_csv_hold_every_number(tmp_path: Path) -> None:
             assert float(row["attribution"]) == a.attributions[a.subvectors.index(sv), w]
             assert float(row["delta"]) == a.delta[a.subvectors.index(sv)]
             assert int(row["code"]) == a.codes[sv]
-    paths = write_attribution_report(tmp_path / "o", attrs, encoder_name="minilm-pq")
+    paths = write_files(tmp_path / "o", files)
     assert {p.name for p in (tmp_path / "o").iterdir()} == set(paths)
 
 
@@ -334,6 +340,9 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     tests = next(d.value for d in at.dataframe if "baseline" in d.value.columns)
     assert list(tests.columns)[:3] == ["baseline", "M=24 p", "M=24 q (FDR)"]
     assert all(re.fullmatch(r"\d\.\d{3}|\d\.\de-\d\d", p) for p in tests["M=24 p"])
+    # The topic of a code (RepMoT): the texts sharing the chosen code, from the same run.
+    topic = next(d.value for d in at.dataframe if "top words" in d.value.columns)
+    assert len(topic) >= 1 and set(topic["text"]) <= set(texts)
 
     # report.json on the page is the document `lexlens report --json` prints for this input.
     path = tmp_path / "c.csv"

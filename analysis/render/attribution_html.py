@@ -1,0 +1,178 @@
+"""The attribution report's HTML and CSV: per text a heatmap with one row per sub-vector
+(its code and completeness delta) and one column per word, the GlobalT row, and the MoT
+masking table with its tests.
+
+HTML is rendered by the Jinja2 template ``attribution.html`` with autoescaping on, so every
+user string (texts, tokens, file and encoder names) is escaped; CSV goes through
+``outputs.csv_bytes`` (formula-safe cells). The CSV holds every number the HTML shows,
+unrounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.attribution.display import best_rows, display_tables
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
+from lexlens.analysis.attribution.validate import DEFAULT_TOLERANCE
+from lexlens.analysis.render.html import cell_colour, meta_rows, now, num, templates
+
+#: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
+MAX_HTML_TEXTS = 50
+
+ATTRIBUTION_CSV_HEADER = [
+    "text_index",
+    "subvector",
+    "code",
+    "word_index",
+    "word",
+    "attribution",
+    "delta",
+]
+
+
+def _heatmap(a: SubvectorAttribution) -> dict[str, Any]:
+    """Template data of one text: rows of coloured cells with their exact values as titles."""
+    attr = np.asarray(a.attributions, dtype=np.float64)
+    glob = np.asarray(a.global_attributions, dtype=np.float64)
+    codes = np.asarray(a.codes).astype(int)
+    gap, delta = a.gap(), np.asarray(a.delta, dtype=np.float64)
+    finite = attr[np.isfinite(attr)]
+    scale = float(np.abs(finite).max()) if finite.size else 0.0
+    gfinite = glob[np.isfinite(glob)]
+    gscale = float(np.abs(gfinite).max()) if gfinite.size else 0.0
+    words = [str(w) for w in a.words]
+    rows = []
+    for r, sv in enumerate(a.subvectors):
+        cells = [
+            {
+                "colour": cell_colour(attr[r, w], scale),
+                "title": f"sub-vector {sv} · code {codes[sv]} · {word}: {num(attr[r, w])}",
+            }
+            for w, word in enumerate(words)
+        ]
+        rows.append(
+            {
+                "subvector": sv,
+                "code": int(codes[sv]),
+                "gap": num(gap[r]),
+                "sum": num(attr[r].sum()),
+                "delta": num(delta[r]),
+                "cells": cells,
+            }
+        )
+    global_row = {
+        "gap": num(glob.sum() - float(a.global_delta)),
+        "sum": num(glob.sum()),
+        "delta": num(float(a.global_delta)),
+        "cells": [
+            {"colour": cell_colour(glob[w], gscale), "title": f"GlobalT · {word}: {num(glob[w])}"}
+            for w, word in enumerate(words)
+        ],
+    }
+    return {
+        "text": a.text,
+        "truncated": bool(a.truncated),
+        "words": words,
+        "rows": rows,
+        "global_row": global_row,
+        "scale": num(scale),
+        "global_scale": num(gscale),
+        "steps": int(a.steps),
+        "method": a.method,
+    }
+
+
+def _mot_view(mot: Any) -> dict[str, Any]:
+    """Template data of a MoT result (a ``MotResult``, not imported here: it renders itself
+    with this module): the display tables the app shows too."""
+    table, tests = display_tables(mot)
+    best = best_rows(mot)
+    bold = {c: best[int(col[2:])] for c, col in enumerate(table.columns) if col.startswith("M=")}
+    conv = mot.convergence()
+    conv_rows = [
+        [
+            f"M={r.m}",
+            f"{r.steps_min}–{r.steps_max}",
+            f"{r.relative_delta_mean:.2%}",
+            f"{r.relative_delta_median:.2%}",
+            f"{r.relative_delta_max:.2%}",
+            f"{r.share_above_tolerance:.1%}",
+        ]
+        for r in conv.itertuples()
+    ]
+    tol = float(mot.settings.get("tolerance", DEFAULT_TOLERANCE))
+    return {
+        "keep": f"{float(mot.settings.get('keep', 0.05)):.0%}",
+        "table": {"columns": list(table.columns), "rows": table.to_numpy().tolist()},
+        "table_numeric": tuple(range(1, len(table.columns))),
+        "bold": bold,
+        "tests": {"columns": list(tests.columns), "rows": tests.to_numpy().tolist()},
+        "tests_numeric": tuple(range(1, len(tests.columns))),
+        "convergence": {
+            "columns": [
+                "M",
+                "steps used",
+                "mean rel. delta",
+                "median",
+                "max",
+                f"share > {tol:.0%}",
+            ],
+            "rows": conv_rows,
+        },
+        "convergence_numeric": (2, 3, 4, 5),
+    }
+
+
+def render_attribution_html(
+    attributions: Sequence[SubvectorAttribution],
+    *,
+    encoder_name: str,
+    mot: Any = None,  # a MotResult
+    meta: Mapping[str, Any] | None = None,
+    max_texts: int = MAX_HTML_TEXTS,
+) -> str:
+    """The attribution report (and/or MoT table) as one self-contained HTML string."""
+    info: dict[str, Any] = {"encoder": encoder_name, "texts": len(attributions)}
+    if attributions:
+        info["sub-vectors per text"] = len(attributions[0].subvectors)
+        used = sorted({int(a.steps) for a in attributions})
+        info["IG nodes used"] = ", ".join(map(str, used))
+    info.update(meta or {})
+    info["generated"] = now()
+    shown = list(attributions)[: max(0, max_texts)]
+    fill = "[UNK]"
+    if attributions and attributions[0].baseline == "pad":
+        fill = "[PAD]"
+    title = f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}"
+    return (
+        templates()
+        .get_template("attribution.html")
+        .render(
+            title=title,
+            meta=meta_rows(info),
+            texts=[_heatmap(a) for a in shown],
+            hidden=len(attributions) - len(shown),
+            mot=_mot_view(mot) if mot is not None else None,
+            fill=fill,
+        )
+    )
+
+
+def attribution_csv_rows(attributions: Sequence[SubvectorAttribution]) -> list[list[Any]]:
+    """One row per text × sub-vector × word (plus the GlobalT rows, ``subvector = "global"``)."""
+    rows: list[list[Any]] = []
+    for t, a in enumerate(attributions):
+        attr = np.asarray(a.attributions, dtype=np.float64)
+        delta = np.asarray(a.delta, dtype=np.float64)
+        codes = np.asarray(a.codes).astype(int)
+        for r, sv in enumerate(a.subvectors):
+            for w, word in enumerate(a.words):
+                rows.append([t, sv, int(codes[sv]), w, word, float(attr[r, w]), float(delta[r])])
+        glob = np.asarray(a.global_attributions, dtype=np.float64)
+        for w, word in enumerate(a.words):
+            rows.append([t, "global", None, w, word, float(glob[w]), float(a.global_delta)])
+    return rows

@@ -1,0 +1,65 @@
+"""Figures of one text's attributions (plotly): the heatmap of words × sub-vectors, and one
+sub-vector's word scores beside GlobalT and RandT (the Attribution page draws these)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
+
+
+def attribution_heatmap(a: SubvectorAttribution):
+    """Words on x, attributed sub-vectors (with their codes) on y, a symmetric red–blue scale."""
+    import plotly.express as px
+
+    rows = [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
+    scale = float(np.abs(a.attributions).max()) or 1.0
+    fig = px.imshow(
+        a.attributions,
+        x=list(range(len(a.words))),
+        y=rows,
+        color_continuous_scale="RdBu_r",
+        zmin=-scale,
+        zmax=scale,
+        aspect="auto",
+        labels={"x": "word", "y": "sub-vector", "color": "attribution"},
+    )
+    fig.update_xaxes(
+        tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words, side="top"
+    )
+    fig.update_traces(
+        customdata=np.broadcast_to(np.array(a.words, dtype=object), a.attributions.shape),
+        hovertemplate="sub-vector %{y}<br>%{customdata}: %{z:.4g}<extra></extra>",
+    )
+    fig.update_layout(height=max(300, 18 * len(rows) + 120), margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def series_bars(words: list[str], series: Mapping[str, np.ndarray]):
+    """Grouped bars of word scores, each series scaled to its own largest |value| (the raw
+    value on hover): GlobalT's values are about M times a sub-vector's."""
+    import plotly.graph_objects as go
+
+    def scaled(vals: np.ndarray) -> np.ndarray:
+        peak = float(np.abs(vals).max())
+        return vals / peak if peak > 0 else vals
+
+    bars = go.Figure(
+        [
+            go.Bar(
+                name=name,
+                x=list(range(len(words))),
+                y=scaled(np.asarray(vals, dtype=float)),
+                customdata=np.stack([np.array(words, dtype=object), np.asarray(vals)], axis=1),
+                hovertemplate="%{customdata[0]}: %{customdata[1]:.4g}<extra>" + name + "</extra>",
+            )
+            for name, vals in series.items()
+        ]
+    )
+    bars.update_xaxes(tickmode="array", tickvals=list(range(len(words))), ticktext=words)
+    bars.update_layout(
+        barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
+    )
+    return bars

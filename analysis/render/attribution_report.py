@@ -1,0 +1,144 @@
+"""The attribution report (quantised, differentiable encoders): IG of every text and,
+optionally, the MoT masking evaluation over them with the same codebook.
+
+One use case, :func:`attribution_report`, returning an :class:`AttributionReport` whose
+``files()`` are report.html (:mod:`~lexlens.analysis.render.attribution_html`), report.json
+(exactly ``to_dict()``, every number unrounded), attributions.csv and, with the masking
+evaluation, its CSV tables. The CLI writes them with
+:func:`lexlens.analysis.core.outputs.write_files`; the Attribution page offers them as
+downloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lexlens.analysis.attribution.attribution import AttributionResult, attribute, with_subvectors
+from lexlens.analysis.attribution.mot import mot_evaluate
+from lexlens.analysis.attribution.mot_result import MotResult
+from lexlens.analysis.attribution.validate import (
+    ATTRIBUTION_NEEDS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TOLERANCE,
+    check_keep,
+)
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Progress, Result, progress_part
+from lexlens.analysis.render.attribution_html import (
+    ATTRIBUTION_CSV_HEADER,
+    attribution_csv_rows,
+    render_attribution_html,
+)
+from lexlens.models.base import InputError, check_texts
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionReport(Result):
+    """An attribution (and optionally masking) report: the numbers and where they came from."""
+
+    file_stem = "report"
+
+    kind: str = field(default="attribution-report", init=False)
+    meta: dict = field(default_factory=dict)
+    attribution: AttributionResult
+    mot: MotResult | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes of the attribution and of the masking evaluation, each once."""
+        both = list(self.attribution.notes) + ([] if self.mot is None else list(self.mot.notes))
+        return list(dict.fromkeys(both))
+
+    def html(self) -> str:
+        """report.html: the settings, the masking table (if run) and a heatmap per text."""
+        a = self.attribution
+        meta = {
+            "M": a.m,
+            "K": a.k,
+            "IG steps": a.settings.get("steps"),
+            "baseline": a.settings.get("baseline"),
+            "tolerance": a.settings.get("tolerance"),
+            **self.meta,
+            "notes": list(a.notes) + ([] if self.mot is None else list(self.mot.notes)),
+        }
+        return render_attribution_html(a.texts, encoder_name=a.encoder, mot=self.mot, meta=meta)
+
+    def files(self) -> dict[str, bytes]:
+        """report.html, report.json (``to_dict``), attributions.csv and the MoT CSVs."""
+        files = {
+            "report.html": self.html().encode("utf-8"),
+            "report.json": json_bytes(self),
+            "attributions.csv": csv_bytes(
+                ATTRIBUTION_CSV_HEADER, attribution_csv_rows(self.attribution.texts)
+            ),
+        }
+        if self.mot is not None:
+            files.update(self.mot.csv_files())
+        return files
+
+
+def check_mot_texts(texts: list[str]) -> None:
+    """The masking evaluation compares documents: a report with it needs two texts or more."""
+    if len(texts) < 2:
+        raise InputError(
+            "the MoT masking evaluation needs at least two texts: give a corpus or untick MoT"
+        )
+
+
+def attribution_report(
+    encoder,
+    texts: list[str],
+    *,
+    m: int | None = None,
+    steps: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    baseline: str = "unk",
+    mot: bool = False,
+    keep: float = 0.05,
+    source: str = "",
+    progress: Progress | None = None,
+) -> AttributionReport:
+    """IG of every text (and the MoT table over them with the same codebook): the use case.
+
+    Checked before any model runs: the texts, every option, and that the masking
+    evaluation has at least two texts.
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    check_texts(texts)
+    ATTRIBUTION_NEEDS.check(encoder)
+    if mot:
+        check_mot_texts(texts)
+        check_keep(keep)
+    split = 0.7 if mot else 1.0
+    result = attribute(
+        encoder,
+        texts,
+        m=m,
+        steps=steps,
+        tolerance=tolerance,
+        max_steps=max_steps,
+        baseline=baseline,
+        progress=progress_part(progress, 0.0, split),
+    )
+    mot_result = None
+    if mot:
+        mot_result = mot_evaluate(
+            with_subvectors(encoder, result.m),
+            texts,
+            keep=float(keep),
+            attributions=result.texts,
+            tolerance=tolerance,
+            max_steps=max_steps,
+            progress=progress_part(progress, split, 1.0, "masking: "),
+        )
+    meta = {"source": source, "texts": len(texts)}
+    if mot_result is not None:
+        meta["MoT"] = {
+            "keep": mot_result.settings["keep"],
+            "mask": mot_result.settings["mask"],
+            "documents": mot_result.settings["n_docs"],
+            "codebook": mot_result.settings["codebook"],
+        }
+    return AttributionReport(attribution=result, mot=mot_result, meta=meta)

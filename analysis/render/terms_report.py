@@ -1,0 +1,129 @@
+"""The terms report (lexical encoders): per text an inline word-cloud PNG and its top terms.
+
+One use case, :func:`terms_report`, returning a :class:`TermsReport` whose ``files()`` are
+report.html (the Jinja2 template ``terms.html``, autoescaped), report.json (exactly
+``to_dict()``) and terms.csv (formula-safe cells).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Record, Result
+from lexlens.analysis.lexical.terms import TEXT_NEEDS, Term, TermsResult, terms_of_encoding
+from lexlens.analysis.render.html import meta_rows, now, num, templates
+from lexlens.analysis.render.plots import png_bytes, wordcloud_image
+from lexlens.models.base import InputError, check_texts
+
+#: Inputs drawn in the HTML; the rest are in the JSON only.
+MAX_HTML_ITEMS = 50
+TERMS_CSV_HEADER = ["item_index", "label", "rank", "token", "weight", "index", "kind"]
+
+
+@dataclass(frozen=True)
+class LabelledTerms(Record):
+    """The top terms of one input of the report, under its label."""
+
+    label: str
+    terms: TermsResult
+
+    def to_dict(self) -> dict:
+        """The terms result's own document with the label first (written by hand: one flat
+        item per input, as the report has always written it)."""
+        return {"label": self.label, **self.terms.to_dict()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TermsReport(Result):
+    """Top terms (with word clouds) of each text, for a lexical encoder."""
+
+    file_stem = "report"
+
+    kind: str = field(default="terms-report", init=False)
+    encoder: str
+    meta: dict = field(default_factory=dict)
+    items: list[LabelledTerms]
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes of every input, each once."""
+        return list(dict.fromkeys(n for item in self.items for n in item.terms.notes))
+
+    def html(self, max_items: int = MAX_HTML_ITEMS) -> str:
+        """report.html: per input (up to ``max_items``) its notes, word cloud and top terms."""
+        shown = []
+        for item in self.items[: max(0, max_items)]:
+            rows = item.terms.terms
+            terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
+            own = {r["token"] for r in rows if r.get("in_input")}
+            png = png_bytes(wordcloud_image(terms, highlight=own))
+            shown.append(
+                {
+                    "label": item.label,
+                    "notes": list(item.terms.notes),
+                    "cloud": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+                    "table": {
+                        "columns": ["rank", "term", "weight", "kind"],
+                        "rows": [
+                            [r + 1, t["token"], num(t["weight"]), _kind(t)]
+                            for r, t in enumerate(rows)
+                        ],
+                    },
+                }
+            )
+        info = {"encoder": self.encoder, "inputs": len(self.items), **self.meta}
+        info["generated"] = now()
+        return (
+            templates()
+            .get_template("terms.html")
+            .render(
+                title=f"Lexlens terms report — {self.encoder}",
+                meta=meta_rows(info),
+                items=shown,
+                hidden=len(self.items) - len(shown),
+            )
+        )
+
+    def files(self) -> dict[str, bytes]:
+        """report.html, report.json (``to_dict``) and terms.csv (one row per input × term)."""
+        rows = [
+            [i, item.label, r + 1, t["token"], float(t["weight"]), int(t["index"]), _kind(t)]
+            for i, item in enumerate(self.items)
+            for r, t in enumerate(item.terms.terms)
+        ]
+        return {
+            "report.html": self.html().encode("utf-8"),
+            "report.json": json_bytes(self),
+            "terms.csv": csv_bytes(TERMS_CSV_HEADER, rows),
+        }
+
+
+def _kind(term: Mapping[str, Any]) -> str:
+    return "bag of words" if term.get("in_input") else "expansion"
+
+
+def check_top(top: int) -> int:
+    """The number of top terms per text: a positive integer."""
+    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
+        raise InputError("the number of top terms must be a positive integer")
+    return top
+
+
+def terms_report(encoder, texts: list[str], *, top: int = 30, source: str = "") -> TermsReport:
+    """The top terms of every text through a lexical text encoder (the use case)."""
+    if isinstance(texts, str):
+        texts = [texts]
+    check_texts(texts)
+    check_top(top)
+    TEXT_NEEDS.check(encoder)
+    encodings = encoder.encode_texts(texts, keep_units=False)
+    items = [
+        LabelledTerms(text, terms_of_encoding(encoder, enc, top=top, input_info={"text": text}))
+        for text, enc in zip(texts, encodings, strict=True)
+    ]
+    meta = {"source": source, "texts": len(texts), "top terms": top}
+    return TermsReport(encoder=encoder.name, meta=meta, items=items)
