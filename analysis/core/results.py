@@ -10,17 +10,36 @@ Python name (kept for documents older than the name) with :func:`json_key`.
 A result's files (JSON, CSV tables, an HTML report) come from its ``files()`` method and
 are written by :func:`lexlens.analysis.core.outputs.write_files`: one way for every
 analysis, from the CLI's ``--out`` and a page's downloads alike.
+
+The JSON document is for readers and other tools; it may leave fields out. To keep a result
+and rebuild it later (the app keeps every run in the workspace, so a reload shows it again),
+:meth:`Record.to_state` gives every field as JSON-ready data that says its own type (arrays
+with dtype and shape, tables, tuples, sets, nested records), and :meth:`Record.from_state`
+rebuilds the same record. Nothing is pickled: a stored state is data, never code, and only
+record classes of this package are rebuilt.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from lexlens.models.base import LexlensError
 
 #: Reports progress: the done fraction of the whole work (0..1) and a short message. Every
 #: analysis that takes long accepts one; a job may raise from it to cancel the work.
 Progress = Callable[[float, str], None]
+
+R = TypeVar("R", bound="Record")
+
+
+class Cancelled(LexlensError):
+    """Raised from a :data:`Progress` callback to stop the work it reports on (a cancelled job)."""
+
 
 _INTERNAL = "lexlens_internal"
 _KEY = "lexlens_json_key"
@@ -59,6 +78,24 @@ class Record:
             if not f.metadata.get(_INTERNAL)
         }
 
+    def to_state(self) -> dict:
+        """Every field given at construction (internal ones too) as self-describing JSON data."""
+        return {f.name: _state(getattr(self, f.name)) for f in dataclasses.fields(self) if f.init}
+
+    @classmethod
+    def from_state(cls: type[R], state: Mapping[str, Any]) -> R:
+        """The record :meth:`to_state` described (fields it lacks take their defaults)."""
+        if not isinstance(state, Mapping):
+            raise StateError(f"a stored {cls.__name__} is not a mapping")
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = set(state) - names
+        if unknown:
+            raise StateError(f"a stored {cls.__name__} has unknown fields: {sorted(unknown)}")
+        try:
+            return cls(**{name: _restore(value) for name, value in state.items()})
+        except TypeError as exc:
+            raise StateError(f"a stored {cls.__name__} cannot be rebuilt: {exc}") from None
+
 
 @dataclasses.dataclass(frozen=True)
 class Result(Record):
@@ -72,6 +109,106 @@ class Result(Record):
         from lexlens.analysis.core.outputs import json_bytes
 
         return {f"{self.file_stem}.json": json_bytes(self)}
+
+
+class StateError(LexlensError):
+    """A stored state that does not describe a record of this package."""
+
+
+#: Tags of values JSON cannot hold as they are (a tagged value is a one-key mapping).
+_ARRAY, _FRAME, _SERIES, _TUPLE, _SET, _PATH, _FLOAT, _RECORD, _MAP = (
+    "__ndarray__", "__dataframe__", "__series__", "__tuple__", "__set__", "__path__",
+    "__float__", "__record__", "__mapping__",
+)  # fmt: skip
+
+
+def _state(value: Any) -> Any:
+    """``value`` as JSON-ready data that says its own type (see :meth:`Record.to_state`)."""
+    import numpy as np
+
+    if isinstance(value, Record):
+        kind = type(value)
+        return {_RECORD: [kind.__module__, kind.__qualname__, value.to_state()]}
+    if isinstance(value, np.ndarray):
+        return {_ARRAY: [str(value.dtype), list(value.shape), _state(value.ravel().tolist())]}
+    if isinstance(value, np.generic):
+        return _state(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {_FLOAT: repr(value)}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [_state(v) for v in value]
+        return items if isinstance(value, list) else {_TUPLE: items}
+    if isinstance(value, (set, frozenset)):
+        return {_SET: [type(value) is frozenset, [_state(v) for v in sorted(value, key=repr)]]}
+    if isinstance(value, Path):
+        return {_PATH: str(value)}
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) for k in value) and not any(k.startswith("__") for k in value):
+            return {k: _state(v) for k, v in value.items()}
+        return {_MAP: [[_state(k), _state(v)] for k, v in value.items()]}
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        return {_FRAME: _state(value.to_dict(orient="tight"))}
+    if isinstance(value, pd.Series):
+        return {_SERIES: [_state(value.name), _state(value.to_dict(into=dict)), str(value.dtype)]}
+    raise StateError(f"cannot keep a {type(value).__name__} in a stored state")
+
+
+def _record_class(module: str, qualname: str) -> type[Record]:
+    """A record class of this package, by name (anything else is refused)."""
+    if not (module == "lexlens" or module.startswith("lexlens.")) or "<" in qualname:
+        raise StateError(f"a stored state names {module}.{qualname}, not a Lexlens record")
+    try:
+        kind: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            kind = getattr(kind, part)
+    except (ImportError, AttributeError):
+        raise StateError(
+            f"a stored state names {module}.{qualname}, which does not exist"
+        ) from None
+    if not (isinstance(kind, type) and issubclass(kind, Record)):
+        raise StateError(f"a stored state names {module}.{qualname}, which is not a record")
+    return kind
+
+
+def _restore(data: Any) -> Any:
+    """The value :func:`_state` described."""
+    import numpy as np
+
+    if isinstance(data, list):
+        return [_restore(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if len(data) == 1:
+        ((tag, body),) = data.items()
+        if tag == _RECORD:
+            module, qualname, state = body
+            return _record_class(module, qualname).from_state(state)
+        if tag == _ARRAY:
+            dtype, shape, flat = body
+            return np.asarray(_restore(flat), dtype=np.dtype(dtype)).reshape(shape)
+        if tag == _FLOAT:
+            return float(body)
+        if tag == _TUPLE:
+            return tuple(_restore(v) for v in body)
+        if tag == _SET:
+            frozen, items = body
+            return (frozenset if frozen else set)(_restore(v) for v in items)
+        if tag == _PATH:
+            return Path(body)
+        if tag == _MAP:
+            return {_restore(k): _restore(v) for k, v in body}
+        if tag in (_FRAME, _SERIES):
+            import pandas as pd
+
+            if tag == _FRAME:
+                return pd.DataFrame.from_dict(_restore(body), orient="tight")
+            name, values, dtype = body
+            return pd.Series(_restore(values), name=_restore(name), dtype=dtype)
+    return {k: _restore(v) for k, v in data.items()}
 
 
 def progress_part(
