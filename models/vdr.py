@@ -32,13 +32,8 @@ from lexlens.models.base import (
     check_texts,
 )
 from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
-from lexlens.models.vdr_config import (
-    DEFAULT_MAX_LEN,
-    SIDES,
-    LoadedTowers,
-    TowerSpec,
-    load_towers,
-)
+from lexlens.models.vdr_config import DEFAULT_MAX_LEN, SIDES, TowerSpec
+from lexlens.models.vdr_loading import LoadedTowers, load_towers
 from lexlens.models.vdr_preprocess import pixels
 from lexlens.models.vdr_towers import TextTower
 
