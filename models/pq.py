@@ -1,4 +1,5 @@
-"""Product quantisation on faiss (RepMoT, SPEC.md §4): codebooks, codes and their file.
+"""Product quantisation on faiss (RepMoT, "Interpreting Dense Retrieval as Mixture of
+Topics"): codebooks, codes and their file.
 
 Top to bottom, for a dense embedding ``x ∈ R^D``::
 
