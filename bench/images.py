@@ -32,8 +32,9 @@ def _images(n: int):
 
 def run() -> list[dict]:
     from bench.run import figure, timed
+    from lexlens.analysis.core.words import Term
     from lexlens.analysis.lexical.patches import box_to_patches
-    from lexlens.analysis.lexical.terms import Term, terms_of_encoding
+    from lexlens.analysis.lexical.terms import terms_of_encoding
     from lexlens.analysis.render.plots import cloud_layout, render_cloud
     from lexlens.models import load_encoder
 

@@ -21,7 +21,7 @@ from lexlens.analysis.attribution.attribution import AttributionResult
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.attribution.words import is_word
 from lexlens.analysis.core.results import Result
-from lexlens.analysis.lexical.terms import Term
+from lexlens.analysis.core.words import Term
 from lexlens.models.base import InputError
 
 #: Words of a topic cloud: each text's top positively attributed words.

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.gating import check_gate_k, gate
-from lexlens.analysis.core.vocabulary import input_words, is_special_token, own_tokens
+from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
+from lexlens.analysis.core.words import input_words, top_terms
 from lexlens.analysis.deviation.deviation import DEFAULT_GATE_K
 from lexlens.analysis.lexical.patches import (
     box_to_patches,
@@ -50,7 +51,7 @@ from lexlens.analysis.lexical.patches import (
     term_heatmap,
     units_to_indices,
 )
-from lexlens.analysis.lexical.terms import encode_image, encode_text, top_terms
+from lexlens.analysis.lexical.terms import encode_image, encode_text
 from lexlens.models.base import (
     Capability,
     Encoder,

@@ -31,14 +31,4 @@ def own_tokens(encoding: LexicalEncoding) -> set[str]:
     return set(encoding.units) if encoding.input_ids is not None else set()
 
 
-def input_words(units: list[str]) -> set[str]:
-    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
-    words, current = set(), ""
-    for unit in [*units, ""]:
-        if unit.startswith("##") and current:
-            current += unit[2:]
-            continue
-        if current:
-            words.add(current)
-        current = "" if is_special_token(unit) else unit
-    return words
+# END

@@ -46,7 +46,8 @@ from lexlens.analysis.collections.store import StoredIndex, open_index, vocab_ha
 from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.inputs import TextTable, read_texts
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
-from lexlens.analysis.core.vocabulary import input_words, is_special_token, special_mask
+from lexlens.analysis.core.vocabulary import is_special_token, special_mask
+from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
 from lexlens.analysis.deviation.vocab_stats import (
     CLOUD_TERMS,
@@ -55,7 +56,6 @@ from lexlens.analysis.deviation.vocab_stats import (
     VocabStats,
     as_csr,
 )
-from lexlens.analysis.lexical.terms import Term, merge_word_pieces
 from lexlens.models.base import Capability, Encoder, InputError, LexicalEncoding, Needs
 
 #: What this analysis needs of an encoder.

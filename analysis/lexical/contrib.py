@@ -1,4 +1,4 @@
-"""Query ⊙ document contributions (VDR's retrieval reasoning, SPEC.md §1).
+"""Query ⊙ document contributions (VDR's retrieval reasoning).
 
 ``sim(q, p) = E_q · E_p`` with ``E(x) = V(x) ⊙ G(x)``: the gate keeps the top-k dimensions
 and the input's own tokens. The element-wise product gives each vocabulary term's share
@@ -13,12 +13,19 @@ its gate is its top-k only, and the nonparametric (``bow``) query mode needs a t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.gating import bow_query, check_gate_k, gate
+from lexlens.analysis.core.gating import (
+    DEFAULT_GATE_K,
+    accepts_topk,
+    bow_query,
+    check_gate_k,
+    gate,
+)
+from lexlens.analysis.core.results import Record, Result, json_key
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -28,12 +35,9 @@ from lexlens.models.base import (
     Needs,
     check_texts,
 )
+from lexlens.models.registry import load_encoder
 
-#: What this analysis needs of an encoder (per side: texts or images into a vocabulary).
-CONTRIB_NEEDS = Needs(
-    "query ⊙ document contributions",
-    any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL}),
-)
+#: What each side needs of its encoder: texts, or images, into a vocabulary.
 TEXT_SIDE = Needs("a text side", all_of=frozenset({Capability.TEXT_LEXICAL}))
 IMAGE_SIDE = Needs("an image side", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 
@@ -53,21 +57,14 @@ def partner_for(name: str, modality: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Contribution:
+class Contribution(Record):
+    """One term's share of a query–document score: ``query_weight · doc_weight``."""
+
     token: str
     index: int
     query_weight: float
     doc_weight: float
     contribution: float
-
-    def to_dict(self) -> dict:
-        return {
-            "token": self.token,
-            "index": self.index,
-            "query_weight": self.query_weight,
-            "doc_weight": self.doc_weight,
-            "contribution": self.contribution,
-        }
 
 
 def contributions(
@@ -91,27 +88,18 @@ def contributions(
 
 # ----------------------------------------------------------------------------- use case
 @dataclass(frozen=True)
-class ContribResult:
+class ContribResult(Result):
     """A query–document score and every shared term's contribution (summing to it)."""
+
+    file_stem = "contrib"
 
     score: float
     contributions: list[Contribution]
     query: dict
     document: dict
     query_mode: str
-    topk: int
-    notes: list[str]
-
-    def to_dict(self) -> dict:
-        return {
-            "score": self.score,
-            "contributions": [c.to_dict() for c in self.contributions],
-            "query": self.query,
-            "document": self.document,
-            "query_mode": self.query_mode,
-            "topk": self.topk,
-            "notes": self.notes,
-        }
+    gate_k: int = json_key("topk")
+    notes: list[str] = field(default_factory=list)
 
 
 def _side(what: str, text: str | None, image: Any, name: str | None) -> tuple[str, Any, str]:
@@ -147,6 +135,20 @@ def _needs(encoder: Encoder, kind: str, what: str) -> None:
         ) from None
 
 
+def side_encoder(encoder: Encoder | str, kind: str, device: str | None = None) -> Encoder:
+    """The encoder of one side: an encoder given by name is loaded, or its partner in the same
+    vocabulary when it cannot encode ``kind`` (``splade-tiny`` for an image side gives
+    ``efficientnet-lite0-lexical``); an :class:`Encoder` object is used as it is."""
+    if not isinstance(encoder, str):
+        return encoder
+    loaded = load_encoder(encoder, device=device)
+    wanted = Capability.TEXT_LEXICAL if kind == "text" else Capability.IMAGE_LEXICAL
+    partner = partner_for(loaded.name, kind)
+    if not loaded.can(wanted) and partner:
+        return load_encoder(partner, device=device)
+    return loaded
+
+
 def encode_side(encoder: Encoder, kind: str, value: Any, side: str) -> LexicalEncoding:
     """Encode a validated text (``side`` = query/document tower) or image."""
     if kind == "text":
@@ -155,9 +157,10 @@ def encode_side(encoder: Encoder, kind: str, value: Any, side: str) -> LexicalEn
     return encoder.encode_images([value])[0]
 
 
+@accepts_topk
 def contrib(
-    query_encoder: Encoder,
-    doc_encoder: Encoder | None = None,
+    query_encoder: Encoder | str,
+    doc_encoder: Encoder | str | None = None,
     *,
     query: str | None = None,
     query_image: Any = None,
@@ -166,23 +169,27 @@ def contrib(
     doc_image: Any = None,
     doc_name: str | None = None,
     mode: str = "parametric",
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
+    device: str | None = None,
 ) -> ContribResult:
     """Score one query against one document and list each term's contribution.
 
     Either side is a text or an image (a path, bytes or a PIL image; ``*_name`` is the
     name shown in messages). ``mode="bow"`` uses VDR's nonparametric query (the binary,
-    possibly normalised, bag of the query's own tokens: text queries only). Inputs are
-    validated before any model runs.
+    possibly normalised, bag of the query's own tokens: text queries only). Encoders given by
+    name are loaded on ``device`` for their side (:func:`side_encoder`; the document's default
+    is the query's). Inputs are validated before any model runs.
     """
-    doc_encoder = doc_encoder or query_encoder
+    doc_encoder = query_encoder if doc_encoder is None else doc_encoder
     if mode not in ("parametric", "bow"):
         raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    topk = check_gate_k(topk)
+    gate_k = check_gate_k(gate_k)
     q_kind, q_value, q_label = _side("query", query, query_image, query_name)
     d_kind, d_value, d_label = _side("document", doc, doc_image, doc_name)
     if mode == "bow" and q_kind != "text":
         raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
+    query_encoder = side_encoder(query_encoder, q_kind, device)
+    doc_encoder = side_encoder(doc_encoder, d_kind, device)
     _needs(query_encoder, q_kind, "query")
     _needs(doc_encoder, d_kind, "document")
     if query_encoder is not doc_encoder and query_encoder.vocab != doc_encoder.vocab:
@@ -197,8 +204,8 @@ def contrib(
     if mode == "bow":
         q_vec = bow_query(q_enc, vocab, query_encoder.bow_normalize)
     else:
-        q_vec = gate(q_enc, vocab, topk)
-    d_vec = gate(d_enc, vocab, topk)
+        q_vec = gate(q_enc, vocab, gate_k)
+    d_vec = gate(d_enc, vocab, gate_k)
     score, rows = contributions(q_vec, d_vec, vocab)
     notes = [*q_enc.notes, *d_enc.notes]
     for what, enc, encoder in (("query", q_enc, query_encoder), ("document", d_enc, doc_encoder)):
@@ -221,6 +228,6 @@ def contrib(
         query=info(q_kind, q_value, q_label, query_encoder),
         document=info(d_kind, d_value, d_label, doc_encoder),
         query_mode=mode,
-        topk=topk,
+        gate_k=gate_k,
         notes=list(dict.fromkeys(notes)),
     )

@@ -1,6 +1,6 @@
 """Patch groups of an image encoding: pool any set of patches, boxes, heatmaps, contrasts.
 
-VDR's patch-group max pooling (SPEC.md §1, VDR Fig. 4b): the image vector is the max
+VDR's patch-group max pooling (VDR Fig. 4b): the image vector is the max
 over its patches' rows, so the max over a *subset* of rows is what that region alone
 would contribute. Everything here works on the per-patch rows an encoding already holds
 (``LexicalEncoding.unit_weights``): choosing a new group re-encodes nothing.
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
+from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import special_mask
+from lexlens.analysis.core.words import top_terms
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 from lexlens.models.wordpiece import wordpiece_split
 
@@ -147,14 +149,6 @@ def box_to_patches(grid: tuple[int, int], box: Box, *, crop_box: Box | None = No
     return [int(i) for i in picked]
 
 
-def pool_box(encoding: LexicalEncoding, box: Box) -> np.ndarray:
-    """Pool the patches a box (fractions of the original image) selects."""
-    grid = encoding.grid
-    if grid is None:
-        raise InputError("a box applies to image encodings only")
-    return pool_patches(encoding, box_to_patches(grid, box, crop_box=encoding.crop_box))
-
-
 def patch_boxes(grid: tuple[int, int], crop_box: Box | None = None) -> list[Box]:
     """Each cell's box in fractions of the original image (for drawing the grid)."""
     rows, cols = grid
@@ -229,7 +223,7 @@ def term_heatmap(encoding: LexicalEncoding, token: int | Sequence[int]) -> np.nd
 
 
 @dataclass(frozen=True)
-class ContrastTerm:
+class ContrastTerm(Record):
     """A term's pooled weight in two patch groups and their difference (a − b)."""
 
     token: str
@@ -238,20 +232,13 @@ class ContrastTerm:
     weight_b: float
     difference: float
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class GroupComparison:
+class GroupComparison(Record):
+    """What one patch group has and the other lacks."""
+
     a_not_b: list[ContrastTerm]  # largest positive differences, best first
     b_not_a: list[ContrastTerm]  # largest negative differences, best first
-
-    def to_dict(self) -> dict:
-        return {
-            "a_not_b": [t.to_dict() for t in self.a_not_b],
-            "b_not_a": [t.to_dict() for t in self.b_not_a],
-        }
 
 
 def compare_groups(
@@ -270,8 +257,6 @@ def compare_groups(
     the contrast is between *words*: the merged top terms of either group, each weighing
     the max over its pieces' columns in each group (so "##amo" never shows on its own).
     """
-    from lexlens.analysis.lexical.terms import top_terms
-
     a = pool_patches(encoding, group_a)
     b = pool_patches(encoding, group_b)
     if a.shape[0] != len(vocab):

@@ -1,15 +1,18 @@
-"""Top terms of a lexical encoding: filtering, word-piece merging, provenance."""
+"""Top terms of a lexical input (a text, an image or an image region, dense features): the use
+case, and provenance (which input token or patch produced each term)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.vocabulary import input_words, is_special_token, own_tokens
+from lexlens.analysis.core.results import Record, Result
+from lexlens.analysis.core.vocabulary import own_tokens
+from lexlens.analysis.core.words import Term, input_words, top_terms
+from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -18,34 +21,10 @@ from lexlens.models.base import (
     Needs,
     check_texts,
 )
-from lexlens.models.wordpiece import wordpiece_split
 
 
 @dataclass(frozen=True)
-class Term:
-    """One output dimension: its token string, weight and index in the vocabulary.
-
-    A word merged from pieces keeps its first piece's ``index``; ``pieces`` holds the
-    vocabulary indices whose largest weight is the word's weight (its heatmap is the max
-    over these columns). Empty for a plain vocabulary token.
-    """
-
-    token: str
-    weight: float
-    index: int
-    pieces: tuple[int, ...] = ()
-
-    @property
-    def columns(self) -> tuple[int, ...]:
-        """The vocabulary columns this term stands for (its pieces, or its own index)."""
-        return self.pieces or (self.index,)
-
-    def to_dict(self) -> dict:
-        return {"token": self.token, "weight": self.weight, "index": self.index}
-
-
-@dataclass(frozen=True)
-class TermProvenance:
+class TermProvenance(Record):
     """Which input unit (token or patch) won the max pool for a term."""
 
     term: Term
@@ -53,104 +32,6 @@ class TermProvenance:
     unit: str
     unit_weight: float
     in_input: bool  # the term is one of the input's own tokens (bag of words)
-
-    def to_dict(self) -> dict:
-        return {
-            "token": self.term.token,
-            "weight": self.term.weight,
-            "unit_index": self.unit_index,
-            "unit": self.unit,
-            "in_input": self.in_input,
-        }
-
-
-def top_terms(
-    weights: np.ndarray,
-    vocab: list[str],
-    k: int = 20,
-    *,
-    merge_pieces: bool = False,
-    words: set[str] | None = None,
-    exclude_special: bool = True,
-) -> list[Term]:
-    """The ``k`` highest-weighted terms (positive weights only), best first.
-
-    With ``merge_pieces``, word pieces among the top terms are joined into the ``words``
-    they spell ("gi ##raf ##fe" → "giraffe"), a display choice for the word-piece failure
-    VDR App. F describes; see :func:`merge_word_pieces`.
-    """
-    if k <= 0:
-        return []
-    if weights.shape[0] != len(vocab):
-        raise ValueError(
-            f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}"
-        )
-    scores = np.asarray(weights, dtype=np.float32)
-    # Pull a generous candidate pool, so merging and filtering still leave k terms; special
-    # tokens are dropped from the pool (widened until enough remain: checking the pool is
-    # far cheaper than matching all |V| tokens on every call).
-    want = min(len(scores), max(4 * k, k + 64))
-    size = want
-    while True:
-        idx = np.argpartition(-scores, size - 1)[:size]
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
-        if exclude_special:
-            idx = np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
-        if len(idx) >= want or size == len(scores):
-            break
-        size = min(len(scores), 2 * size)
-    idx = idx[:want]
-    terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
-    if merge_pieces:
-        terms = merge_word_pieces(terms, vocab, words or set())
-    return terms[:k]
-
-
-def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
-    """Join the pieces of each of ``words`` that are all among ``terms`` into one term.
-
-    Merging needs evidence that the pieces belong together: ``words`` are the input's own
-    words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
-    the ImageNet class words of the label-space image encoder). Guessing from the
-    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
-
-    - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
-      unless it is one of ``words`` itself and weighs more than the merged word ("cat" of
-      "catamount" stays a term of its own and lends the word no weight).
-    - A merged word's weight is the largest weight among the pieces that lend it weight
-      and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
-      to neither); when every piece is shared, the smallest of its pieces' weights.
-    - Continuation pieces left over stay as they are (the raw view shows them anyway).
-    """
-    vocab_set = set(vocab)
-    by_token = {t.token: t for t in terms}
-    candidates: list[tuple[str, list[Term], list[Term]]] = []
-    for word in sorted(words):
-        pieces = wordpiece_split(word, vocab_set)
-        if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
-            continue
-        parts = [by_token[p] for p in pieces]
-        lenders = parts[1:] if parts[0].token in words else parts
-        candidates.append((word, parts, lenders))
-    if not candidates:
-        return list(terms)
-    claims = Counter(p.index for _, _, lenders in candidates for p in lenders)
-    absorbed = {p.index for _, _, lenders in candidates for p in lenders}
-    merged = []
-    for word, parts, lenders in candidates:
-        exclusive = [p for p in lenders if claims[p.index] == 1]
-        if exclusive:
-            weight = max(p.weight for p in exclusive)
-            columns = tuple(p.index for p in exclusive)
-        else:
-            weight = min(p.weight for p in parts)
-            columns = tuple(p.index for p in parts)
-        head = parts[0]
-        if head not in lenders and head.weight <= weight:
-            absorbed.add(head.index)  # nothing but this word explains the head's weight
-        merged.append(Term(word, weight, head.index, columns))
-    out = [t for t in terms if t.index not in absorbed] + merged
-    return sorted(out, key=lambda t: -t.weight)
 
 
 def provenance(
@@ -225,7 +106,7 @@ FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.F
 
 
 @dataclass(frozen=True)
-class TermsResult:
+class TermsResult(Result):
     """Top terms of one input (a text, an image, or a region of an image).
 
     ``terms`` keeps the raw vocabulary tokens (word pieces included); ``merged_terms`` is
@@ -233,6 +114,8 @@ class TermsResult:
     merged row's ``pieces`` lists the tokens whose largest weight is the word's weight).
     For an image region, ``input`` holds the ``box`` and the ``cells`` it selected.
     """
+
+    file_stem = "terms"
 
     encoder: str
     input: dict
@@ -243,15 +126,6 @@ class TermsResult:
     def top(self, k: int = 10, *, merged: bool = True) -> list[tuple[str, float]]:
         rows = self.merged_terms if merged else self.terms
         return [(r["token"], r["weight"]) for r in rows[:k]]
-
-    def to_dict(self) -> dict:
-        return {
-            "encoder": self.encoder,
-            "input": self.input,
-            "terms": self.terms,
-            "merged_terms": self.merged_terms,
-            "notes": self.notes,
-        }
 
 
 def encode_text(encoder: Encoder, text: str, *, side: str = "query") -> LexicalEncoding:
@@ -322,8 +196,6 @@ def terms_of_encoding(
     input_info: dict | None = None,
 ) -> TermsResult:
     """The :class:`TermsResult` of an encoding, or of the patch group a box or cells select."""
-    from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
-
     if not isinstance(top, int) or top <= 0:
         raise InputError("the number of top terms must be a positive integer")
     info = dict(input_info or {})

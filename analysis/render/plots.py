@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from lexlens.analysis.lexical.terms import Term
+from lexlens.analysis.core.words import Term
 
 CLOUD_WIDTH, CLOUD_HEIGHT = 1600, 900
 #: Colour of highlighted terms (the input's own tokens) and of the others.

@@ -14,7 +14,8 @@ from typing import Any
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
-from lexlens.analysis.lexical.terms import TEXT_NEEDS, Term, TermsResult, terms_of_encoding
+from lexlens.analysis.core.words import Term
+from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, terms_of_encoding
 from lexlens.analysis.render.html import meta_rows, now, num, templates
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 from lexlens.models.base import InputError, check_texts

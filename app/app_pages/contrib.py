@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
 from lexlens.analysis.lexical.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
@@ -85,7 +86,11 @@ mode = c1.radio(
     help="bow: the query is the binary bag of its own tokens (VDR's nonparametric mode; "
     "normalised when the checkpoint says so; special tokens left out)",
 )  # fmt: skip
-k = int(c2.number_input("Gate k (-1 = all, 0 = own tokens)", -1, 30522, key=kept("contrib_k", 768)))
+k = int(
+    c2.number_input(
+        "Gate k (-1 = all, 0 = own tokens)", -1, 30522, key=kept("contrib_k", DEFAULT_GATE_K)
+    )
+)
 
 q_encoder = text_encoder if q_kind == "Text" else image_encoder
 d_encoder = text_encoder if d_kind == "Text" else image_encoder
@@ -107,7 +112,7 @@ result: ContribResult | None = kept_result(
         q_encoder, d_encoder, query=q_text, doc=d_text,
         query_image=q_image[1] if q_image else None, query_name=q_image[0] if q_image else None,
         doc_image=d_image[1] if d_image else None, doc_name=d_image[0] if d_image else None,
-        mode="parametric" if q_kind == "Image" else mode, topk=k,
+        mode="parametric" if q_kind == "Image" else mode, gate_k=k,
     ),
     key=key,
 )  # fmt: skip

@@ -15,6 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
+from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.patches import (
     FULL_BOX,
     IMAGE_NEEDS,
@@ -24,7 +25,7 @@ from lexlens.analysis.lexical.patches import (
     term_heatmap,
     units_to_indices,
 )
-from lexlens.analysis.lexical.terms import Term, TermsResult, encode_image, terms_of_encoding
+from lexlens.analysis.lexical.terms import TermsResult, encode_image, terms_of_encoding
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.state import encoder_picker, kept, remembered_uploads
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card

@@ -9,13 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from lexlens.analysis.core.outputs import frame_csv_bytes, json_text
-from lexlens.analysis.lexical.terms import (
-    TEXT_NEEDS,
-    Term,
-    TermsResult,
-    encode_text,
-    terms_of_encoding,
-)
+from lexlens.analysis.core.words import Term
+from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, encode_text, terms_of_encoding
 from lexlens.app.state import encoder_picker, kept
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts

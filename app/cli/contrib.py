@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.core.gating import check_gate_k
-from lexlens.analysis.lexical.contrib import contrib, partner_for
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.lexical.contrib import contrib
 from lexlens.app.cli.common import add_common_args, emit, format_table
-from lexlens.models import load_encoder
-from lexlens.models.base import Capability, InputError
+from lexlens.models.base import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,45 +32,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="parametric: E_q = V_q ⊙ G_q; bow: binary bag of the query's own tokens",
     )
     parser.add_argument(
-        "--topk", type=int, default=768, help="gate k: top-k dims kept (-1 all, 0 own tokens only)"
+        "--topk",
+        dest="gate_k",
+        type=int,
+        default=DEFAULT_GATE_K,
+        help="gate k: top-k dims kept (-1 all, 0 own tokens only)",
     )
     parser.add_argument("--show", type=int, default=20, help="rows in the table (JSON has all)")
     add_common_args(parser)
     parser.set_defaults(func=run)
 
 
-def _encoder_for(name: str, kind: str, device: str | None):
-    """``name``, or its partner in the same vocabulary when ``name`` cannot read ``kind``."""
-    encoder = load_encoder(name, device=device)
-    wanted = Capability.TEXT_LEXICAL if kind == "text" else Capability.IMAGE_LEXICAL
-    partner = partner_for(encoder.name, kind)
-    if not encoder.can(wanted) and partner:
-        return load_encoder(partner, device=device)
-    return encoder
-
-
 def run(args: argparse.Namespace) -> None:
-    check_gate_k(args.topk)
     if args.show < 0:
         raise InputError("--show must be 0 or more")
-    if args.query is not None and not args.query.strip():
-        raise InputError("the query is empty: type some words")
-    if args.doc is not None and not args.doc.strip():
-        raise InputError("the document is empty: type some words")
-    if args.query_mode == "bow" and args.query_image:
-        raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
-    q_kind = "image" if args.query_image else "text"
-    d_kind = "image" if args.doc_image else "text"
-    from lexlens.models.images import load_image
-
-    q_image = load_image(args.query_image) if args.query_image else None
-    d_image = load_image(args.doc_image) if args.doc_image else None
-    q_encoder = _encoder_for(args.encoder, q_kind, args.device)
-    d_encoder = _encoder_for(args.doc_encoder or args.encoder, d_kind, args.device)
     result = contrib(
-        q_encoder, d_encoder, query=args.query, query_image=q_image, query_name=args.query_image,
-        doc=args.doc, doc_image=d_image, doc_name=args.doc_image, mode=args.query_mode,
-        topk=args.topk,
+        args.encoder, args.doc_encoder, query=args.query, query_image=args.query_image,
+        doc=args.doc, doc_image=args.doc_image, mode=args.query_mode, gate_k=args.gate_k,
+        device=args.device,
     )  # fmt: skip
     rows = result.contributions
     shown = rows[: args.show]

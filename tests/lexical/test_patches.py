@@ -6,23 +6,27 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lexlens.analysis.core.words import top_terms
 from lexlens.analysis.lexical.patches import (
     box_to_patches,
     compare_groups,
     parse_box,
     patch_boxes,
-    pool_box,
     pool_patches,
     term_heatmap,
     token_index,
     units_to_indices,
 )
-from lexlens.analysis.lexical.terms import top_terms
 from lexlens.models.base import InputError, LexicalEncoding
 from lexlens.models.images import load_image
 from tests.helpers import skimage_path
 
 VOCAB = ["[CLS]", "cat", "coffee", "cup", "tree"]
+
+
+def pool_box(encoding: LexicalEncoding, box) -> np.ndarray:
+    """The patches a box selects, pooled (what the Images page shows for a region)."""
+    return pool_patches(encoding, box_to_patches(encoding.grid, box, crop_box=encoding.crop_box))
 
 
 def _encoding(rows: np.ndarray, grid, normalization="none", crop_box=(0.0, 0.0, 1.0, 1.0)):
@@ -147,9 +151,6 @@ def test_encoding_without_rows_is_clear():
     enc = LexicalEncoding(weights=np.ones(3), unit_weights=None, units=[], grid=(1, 1))
     with pytest.raises(InputError, match="keep_units"):
         pool_patches(enc, [0])
-    text = LexicalEncoding(weights=np.ones(3), unit_weights=np.ones((2, 3)), units=["a", "b"])
-    with pytest.raises(InputError, match="image"):
-        pool_box(text, (0, 0, 1, 1))
 
 
 # --- the real side-by-side photo ------------------------------------------------------------
@@ -234,3 +235,12 @@ def test_heatmap_overlay_brightest_where_the_value_is_highest():
     assert lum[0] < lum[1] < lum[2]
     ramp = colorize(np.array([0.0, 1.0]), 1.0)
     assert ramp[0].sum() < 20 and ramp[1].sum() > 600
+
+
+def test_a_box_or_cells_on_a_text_is_refused_before_encoding(splade):
+    from lexlens.analysis.lexical.terms import terms
+
+    with pytest.raises(InputError, match="images only"):
+        terms(splade, text="a cat", box=(0, 0, 1, 1))
+    with pytest.raises(InputError, match="images only"):
+        terms(splade, text="a cat", cells=["r0c0"])

@@ -7,7 +7,7 @@ import pytest
 import torch
 from PIL import Image
 
-from lexlens.analysis.lexical.terms import top_terms
+from lexlens.analysis.core.words import top_terms
 from lexlens.models.base import EncoderLoadError
 from lexlens.models.efficientnet_lite import input_size
 from lexlens.models.efficientnet_network import EfficientNetLite0, load_lite0_state

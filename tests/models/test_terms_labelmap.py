@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lexlens.analysis.core.words import Term, merge_word_pieces
 from lexlens.analysis.lexical.patches import term_columns, term_heatmap
-from lexlens.analysis.lexical.terms import Term, merge_word_pieces, terms
+from lexlens.analysis.lexical.terms import terms
 from lexlens.analysis.render.plots import cloud_layout
 from lexlens.models.base import InputError, LexicalEncoding
 from lexlens.models.label_map import (

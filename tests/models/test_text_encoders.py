@@ -14,7 +14,7 @@ from lexlens.models import EncoderLoadError, InputError, LexlensError, load_enco
 
 def test_default_encoder_terms(splade):
     enc = splade.encode_texts(["a cat sleeping on a book"])[0]
-    from lexlens.analysis.lexical.terms import top_terms
+    from lexlens.analysis.core.words import top_terms
 
     top = [t.token for t in top_terms(enc.weights, splade.vocab, 10)]
     assert {"cat", "sleeping", "book"} <= set(top)
@@ -181,8 +181,8 @@ def test_bag_of_words_terms_are_matched_by_token_not_index(splade):
 
 
 def test_word_pieces_merge_only_with_evidence(splade):
-    from lexlens.analysis.core.vocabulary import input_words
-    from lexlens.analysis.lexical.terms import Term, merge_word_pieces, term_rows
+    from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
+    from lexlens.analysis.lexical.terms import term_rows
 
     enc = splade.encode_texts(["a giraffe eating leaves"])[0]
     assert "giraffe" in input_words(enc.units)

@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from lexlens.analysis.lexical.terms import Term
+from lexlens.analysis.core.words import Term
 from lexlens.analysis.render.plots import cloud_layout, png_bytes, render_cloud, wordcloud_image
 
 

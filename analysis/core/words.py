@@ -1,0 +1,142 @@
+"""Terms of a vocabulary vector and the one rule that joins word pieces into words.
+
+A lexical vector's dimensions are vocabulary tokens, word pieces among them ("gi", "##raf",
+"##fe"); VDR's appendix shows a word cloud losing "giraffe" that way. Every display of
+Lexlens reads words, not pieces: :func:`merge_word_pieces` joins the pieces of a word into
+that word when there is evidence that they belong together (the input's own words, or the
+words an encoder knows it expresses) — never from the vocabulary alone, which would glue
+unrelated pieces ("domestic ##lis").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from lexlens.analysis.core.results import Record, internal
+from lexlens.analysis.core.vocabulary import is_special_token
+from lexlens.models.wordpiece import wordpiece_split
+
+
+@dataclass(frozen=True)
+class Term(Record):
+    """One output dimension: its token string, weight and index in the vocabulary.
+
+    A word merged from pieces keeps its first piece's ``index``; ``pieces`` holds the
+    vocabulary indices whose largest weight is the word's weight (its heatmap is the max
+    over these columns). Empty for a plain vocabulary token.
+    """
+
+    token: str
+    weight: float
+    index: int
+    pieces: tuple[int, ...] = internal(default=())
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """The vocabulary columns this term stands for (its pieces, or its own index)."""
+        return self.pieces or (self.index,)
+
+
+def input_words(units: list[str]) -> set[str]:
+    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
+    words, current = set(), ""
+    for unit in [*units, ""]:
+        if unit.startswith("##") and current:
+            current += unit[2:]
+            continue
+        if current:
+            words.add(current)
+        current = "" if is_special_token(unit) else unit
+    return words
+
+
+def top_terms(
+    weights: np.ndarray,
+    vocab: list[str],
+    k: int = 20,
+    *,
+    merge_pieces: bool = False,
+    words: set[str] | None = None,
+    exclude_special: bool = True,
+) -> list[Term]:
+    """The ``k`` highest-weighted terms (positive weights only), best first.
+
+    With ``merge_pieces``, word pieces among the top terms are joined into the ``words``
+    they spell ("gi ##raf ##fe" → "giraffe"), a display choice for the word-piece failure
+    VDR App. F describes; see :func:`merge_word_pieces`.
+    """
+    if k <= 0:
+        return []
+    if weights.shape[0] != len(vocab):
+        raise ValueError(
+            f"weights have {weights.shape[0]} dims but the vocabulary has {len(vocab)}"
+        )
+    scores = np.asarray(weights, dtype=np.float32)
+    # Pull a generous candidate pool, so merging and filtering still leave k terms; special
+    # tokens are dropped from the pool (widened until enough remain: checking the pool is
+    # far cheaper than matching all |V| tokens on every call).
+    want = min(len(scores), max(4 * k, k + 64))
+    size = want
+    while True:
+        idx = np.argpartition(-scores, size - 1)[:size]
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        if exclude_special:
+            idx = np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
+        if len(idx) >= want or size == len(scores):
+            break
+        size = min(len(scores), 2 * size)
+    idx = idx[:want]
+    terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
+    if merge_pieces:
+        terms = merge_word_pieces(terms, vocab, words or set())
+    return terms[:k]
+
+
+def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
+    """Join the pieces of each of ``words`` that are all among ``terms`` into one term.
+
+    Merging needs evidence that the pieces belong together: ``words`` are the input's own
+    words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
+    the ImageNet class words of the label-space image encoder). Guessing from the
+    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
+
+    - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
+      unless it is one of ``words`` itself and weighs more than the merged word ("cat" of
+      "catamount" stays a term of its own and lends the word no weight).
+    - A merged word's weight is the largest weight among the pieces that lend it weight
+      and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
+      to neither); when every piece is shared, the smallest of its pieces' weights.
+    - Continuation pieces left over stay as they are (the raw view shows them anyway).
+    """
+    vocab_set = set(vocab)
+    by_token = {t.token: t for t in terms}
+    candidates: list[tuple[str, list[Term], list[Term]]] = []
+    for word in sorted(words):
+        pieces = wordpiece_split(word, vocab_set)
+        if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
+            continue
+        parts = [by_token[p] for p in pieces]
+        lenders = parts[1:] if parts[0].token in words else parts
+        candidates.append((word, parts, lenders))
+    if not candidates:
+        return list(terms)
+    claims = Counter(p.index for _, _, lenders in candidates for p in lenders)
+    absorbed = {p.index for _, _, lenders in candidates for p in lenders}
+    merged = []
+    for word, parts, lenders in candidates:
+        exclusive = [p for p in lenders if claims[p.index] == 1]
+        if exclusive:
+            weight = max(p.weight for p in exclusive)
+            columns = tuple(p.index for p in exclusive)
+        else:
+            weight = min(p.weight for p in parts)
+            columns = tuple(p.index for p in parts)
+        head = parts[0]
+        if head not in lenders and head.weight <= weight:
+            absorbed.add(head.index)  # nothing but this word explains the head's weight
+        merged.append(Term(word, weight, head.index, columns))
+    out = [t for t in terms if t.index not in absorbed] + merged
+    return sorted(out, key=lambda t: -t.weight)
