@@ -17,7 +17,7 @@ it overlaps most, so a non-empty box always selects something it touches.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,6 +220,46 @@ def term_heatmap(encoding: LexicalEncoding, token: int | Sequence[int]) -> np.nd
         raise InputError(f"token index {bad[0]} out of range (vocabulary has {rows.shape[1]})")
     r, c = encoding.grid  # type: ignore[misc]
     return rows[:, columns].max(axis=1).reshape(r, c).astype(np.float32, copy=True)
+
+
+def cell_name(encoding: LexicalEncoding, flat: int) -> str:
+    """The label of patch ``flat`` (row-major): ``r{row}c{col}``."""
+    _, cols = encoding.grid  # type: ignore[misc]
+    row, col = divmod(int(flat), cols)
+    return f"r{row}c{col}"
+
+
+@dataclass(frozen=True)
+class TermHeat(Record):
+    """One term's heatmap over the patch grid: how strongly each patch activates it.
+
+    ``label`` reads as the term is shown ("espresso (es ##press ##o)" for a word spelled in
+    pieces, whose heatmap is the max over its pieces' rows); ``peak_cell`` names the
+    strongest patch.
+    """
+
+    label: str
+    columns: list[int]
+    heat: np.ndarray  # [rows, cols]
+    peak: float
+    peak_cell: str
+    low: float
+
+
+def term_heat(encoding: LexicalEncoding, vocab: Sequence[str], term: str | Mapping) -> TermHeat:
+    """The heatmap of a typed word, or of a term row of a result (its ``pieces`` or ``index``)."""
+    if isinstance(term, str):
+        label, columns = term_columns(vocab, term)
+    else:
+        pieces = term.get("pieces")
+        label = f"{term['token']} ({' '.join(pieces)})" if pieces else str(term["token"])
+        index = {t: i for i, t in enumerate(vocab)}
+        columns = [index[p] for p in pieces] if pieces else [int(term["index"])]
+    heat = term_heatmap(encoding, columns)
+    peak = int(heat.argmax())
+    return TermHeat(
+        label, columns, heat, float(heat.max()), cell_name(encoding, peak), float(heat.min())
+    )
 
 
 @dataclass(frozen=True)

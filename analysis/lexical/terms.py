@@ -3,6 +3,7 @@ case, and provenance (which input token or patch produced each term)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,25 @@ class TermsResult(Result):
     def top(self, k: int = 10, *, merged: bool = True) -> list[tuple[str, float]]:
         rows = self.merged_terms if merged else self.terms
         return [(r["token"], r["weight"]) for r in rows[:k]]
+
+
+def selection_text(result: TermsResult) -> str:
+    """How a patch group was chosen, in a few words ("box 0,0,0.5,1 → 21 cells")."""
+    if "box" in result.input:
+        box = ",".join(f"{v:g}" for v in result.input["box"])
+        return f"box {box} → {len(result.input['cells'])} cells"
+    return f"cells {', '.join(result.input.get('cells', []))}"
+
+
+def term_records(scoped: Sequence[tuple[str, TermsResult]], *, merged: bool) -> list[dict]:
+    """Rows of a terms table over several results (the whole image, its patch groups…):
+    scope, view (merged words or raw tokens), token and weight."""
+    view = "merged" if merged else "raw"
+    return [
+        {"scope": scope, "view": view, "token": r["token"], "weight": r["weight"]}
+        for scope, result in scoped
+        for r in (result.merged_terms if merged else result.terms)
+    ]
 
 
 def encode_text(encoder: Encoder, text: str, *, side: str = "query") -> LexicalEncoding:

@@ -15,26 +15,25 @@ from pathlib import Path
 import streamlit as st
 
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
-from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.patches import (
     FULL_BOX,
     IMAGE_NEEDS,
     MIN_CELL_COVERAGE,
-    compare_groups,
-    term_columns,
-    term_heatmap,
-    units_to_indices,
 )
-from lexlens.analysis.lexical.terms import TermsResult, encode_image, terms_of_encoding
+from lexlens.analysis.lexical.terms import (
+    TermsResult,
+    encode_image,
+    selection_text,
+    term_records,
+    terms_of_encoding,
+)
+from lexlens.app.image_views import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.app.widgets import show_cloud, term_table
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 
-GROUP_NAMES = ("A", "B")
-GROUP_DEFAULT_X = ((0.0, 0.5), (0.5, 1.0))
-GROUP_COLORS = ("blue", "orange")
-IMAGE_WIDTH = 720  # px: the group grid and heatmaps, shown whole without scrolling
 COVERAGE_RULE = (
     f"A cell belongs to a box when at least {MIN_CELL_COVERAGE:.0%} of the cell's area lies "
     "inside the box (a box too small for that selects the cell it overlaps most)."
@@ -85,78 +84,14 @@ def encode(_encoder, encoder_key: str, digest: str, _image) -> LexicalEncoding:
     return encode_image(_encoder, _image)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def cloud(terms: tuple[tuple[str, float], ...]):
-    """The cloud picture (1600×900) and its caption, cached on the terms shown."""
-    from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
-
-    layout = cloud_layout([Term(t, w, i) for i, (t, w) in enumerate(terms)])
-    return render_cloud(layout), cloud_caption(layout, "Word cloud")
-
-
 def rows_of(result: TermsResult) -> list[dict]:
     return result.merged_terms if merge else result.terms
 
 
-def term_table(rows: list[dict]):
-    import pandas as pd
-
-    table = pd.DataFrame(
-        {"term": [r["token"] for r in rows], "weight": [r["weight"] for r in rows]}
-    )
-    if any("pieces" in r for r in rows):
-        table["pieces"] = [" ".join(r.get("pieces", [])) for r in rows]
-    return table
-
-
-def show_cloud(where, rows: list[dict], caption: str):
-    picture, how = cloud(tuple((r["token"], r["weight"]) for r in rows))
-    where.image(picture, caption=f"{caption} — {how[len('Word cloud: ') :]}", width="stretch")
-    return picture
-
-
-def select_group(where, encoding: LexicalEncoding, key: str, g: int) -> dict:
-    """Widgets for one patch group → ``{"box": …}`` or ``{"cells": …}`` for terms_of_encoding."""
-    name = GROUP_NAMES[g]
-    mode = where.radio(
-        f"Group {name} by", ["box", "cells"], horizontal=True, key=kept(f"{key}_mode{name}", "box")
-    )
-    if mode == "cells":
-        cells_key = kept(f"{key}_cells{name}", encoding.units[:1])
-        labels = where.multiselect(
-            f"Cells of group {name} (r = row, c = column)", encoding.units, key=cells_key
-        )
-        return {"cells": list(labels)}
-    x0, x1 = where.slider(
-        f"Group {name}: X range (fraction of width)",
-        0.0,
-        1.0,
-        step=0.01,
-        key=kept(f"{key}_x{name}", GROUP_DEFAULT_X[g]),
-    )
-    y0, y1 = where.slider(
-        f"Group {name}: Y range (fraction of height)",
-        0.0,
-        1.0,
-        step=0.01,
-        key=kept(f"{key}_y{name}", (0.0, 1.0)),
-    )
-    return {"box": (x0, y0, x1, y1)}
-
-
-def describe(result: TermsResult) -> str:
-    if "box" in result.input:
-        box = ",".join(f"{v:g}" for v in result.input["box"])
-        return f"box {box} → {len(result.input['cells'])} cells"
-    return f"cells {', '.join(result.input['cells'])}"
-
-
 def show_image(label: str, name: str, data: bytes, picture) -> None:
     from lexlens.analysis.render.patch_render import (
-        colorbar,
         display_copy,
         draw_grid,
-        heatmap_overlay,
     )
     from lexlens.analysis.render.plots import png_bytes
 
@@ -181,6 +116,7 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
         )
     shown = display_copy(picture)
     rows, cols = encoding.grid
+    view = ImageView(encoder, encoding, shown, crop, key, name, k, merge, COVERAGE_RULE)
     tab_whole, tab_groups, tab_heat = st.tabs(["Whole image", "Patch groups", "Term heatmap"])
 
     with tab_whole:
@@ -194,118 +130,15 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
         st.dataframe(term_table(rows_of(whole)), hide_index=True, width="stretch")
 
     with tab_groups:
-        st.caption(COVERAGE_RULE)
-        controls = st.columns(2)
-        groups: list[TermsResult | None] = []
-        for g in range(2):
-            selection = select_group(controls[g], encoding, key, g)
-            try:
-                groups.append(
-                    terms_of_encoding(
-                        encoder, encoding, top=k, input_info={"image": name}, **selection
-                    )
-                )
-            except LexlensError as exc:
-                controls[g].warning(f"Group {GROUP_NAMES[g]}: {exc}")
-                groups.append(None)
-        indices = [
-            units_to_indices(encoding, group.input["cells"]) if group else [] for group in groups
-        ]
-        st.image(
-            draw_grid(shown, encoding.grid, crop, indices),
-            caption="Group A in blue, group B in orange (cells in both show both tints)",
-            width=IMAGE_WIDTH,
-        )
-        outs = st.columns(2)
-        for g, group in enumerate(groups):
-            if group is None or not indices[g]:
-                outs[g].info(f"Group {GROUP_NAMES[g]} selects no patch.")
-                continue
-            outs[g].markdown(
-                f"**Group {GROUP_NAMES[g]}** ({GROUP_COLORS[g]}, {describe(group)}): "
-                f"{' '.join(group.input['cells'])}"
-            )
-            show_cloud(outs[g], rows_of(group), f"Group {GROUP_NAMES[g]}: max over its patches")
-            outs[g].dataframe(term_table(rows_of(group)), hide_index=True, width="stretch")
-        if all(indices):
-            import pandas as pd
-
-            st.markdown("**What one group has and the other lacks** (pooled weight A − B)")
-            comparison = compare_groups(
-                encoding,
-                indices[0],
-                indices[1],
-                encoder.vocab,
-                k=10,
-                words=encoder.known_words if merge else None,
-            )
-            cmp_cols = st.columns(2)
-            for col, title, items in (
-                (cmp_cols[0], "A, not B", comparison.a_not_b),
-                (cmp_cols[1], "B, not A", comparison.b_not_a),
-            ):
-                col.caption(title)
-                col.dataframe(
-                    pd.DataFrame([t.to_dict() for t in items]).drop(
-                        columns="index", errors="ignore"
-                    ),
-                    hide_index=True,
-                    width="stretch",
-                )
-
+        groups = patch_groups(view)
     with tab_heat:
-        options = [r["token"] for r in rows_of(whole)]
-        columns_of = {r["token"]: r for r in rows_of(whole)}
-        pick_key = f"{key}_term"
-        if options and st.session_state.get(pick_key) not in options:
-            st.session_state[pick_key] = options[0]
-        h1, h2 = st.columns(2)
-        picked = h1.selectbox("Term (from the image's top terms)", options, key=kept(pick_key))
-        typed = h2.text_input(
-            "…or type any word",
-            key=kept(f"{key}_typed", ""),
-            help="A word that is not one "
-            "vocabulary token is spelled in pieces; its heatmap is the max over them.",
-        ).strip()
-        try:
-            if typed:
-                what, columns = term_columns(encoder.vocab, typed)
-            elif picked:
-                row = columns_of[picked]
-                pieces = row.get("pieces")
-                what = f"{picked} ({' '.join(pieces)})" if pieces else picked
-                index = {t: i for i, t in enumerate(encoder.vocab)}
-                columns = [index[p] for p in pieces] if pieces else [row["index"]]
-            else:
-                what, columns = "", []
-            if columns:
-                heat = term_heatmap(encoding, columns)
-                best = divmod(int(heat.argmax()), cols)
-                how = " (max over its pieces)" if len(columns) > 1 else ""
-                st.image(
-                    heatmap_overlay(shown, heat, crop),
-                    width=IMAGE_WIDTH,
-                    caption=(
-                        f"'{what}' per patch{how}: max {heat.max():.3f} at "
-                        f"r{best[0]}c{best[1]}, min {heat.min():.3f}"
-                    ),
-                )
-                st.image(colorbar(), caption=f"0 → {heat.max():.3f}")
-        except LexlensError as exc:
-            st.warning(str(exc))
+        heatmap_tab(view, rows_of(whole))
 
-    view = "merged" if merge else "raw"
-    records = [
-        {"scope": "image", "view": view, "token": r["token"], "weight": r["weight"]}
-        for r in rows_of(whole)
-    ]
-    for g, group in enumerate(groups):
-        if group is not None:
-            scope = f"group {GROUP_NAMES[g]} ({describe(group)})"
-            records += [
-                {"scope": scope, "view": view, "token": r["token"], "weight": r["weight"]}
-                for r in rows_of(group)
-            ]
+    records = term_records(
+        [("image", whole)]
+        + [(f"group {GROUP_NAMES[g]} ({selection_text(r)})", r) for g, r in enumerate(groups) if r],
+        merged=merge,
+    )
     stem = Path(name).stem or "image"
     d = st.columns(5)
     d[0].download_button(
