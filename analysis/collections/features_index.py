@@ -1,5 +1,5 @@
 """Stored collections of dense features (``modality`` "features"): a researcher's
-``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S head (issue 11.3).
+``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S head .
 
 The vectors (BLIP/ALBEF image or caption embeddings, say) have no text or image the
 workbench could show; each item keeps its id and its paired captions (``--captions``),
@@ -23,15 +23,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.indexing import (
+from lexlens.analysis.collections.encoding import (
     IndexResult,
-    Progress,
     check_build_options,
     encoder_entry,
     gated_sparse,
 )
 from lexlens.analysis.collections.store import existing_index, open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import write_index
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What indexing dense features needs of an encoder: a head over feature vectors.
@@ -84,7 +85,7 @@ def build_features_index(
     source: str | Path,
     out: str | Path,
     *,
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     batch_size: int = BATCH_SIZE,
     captions: str | Path | None = None,
     ids: str | Path | None = None,
@@ -102,7 +103,7 @@ def build_features_index(
     :class:`~lexlens.analysis.collections.indexing.IndexResult`.
     """
     started = time.perf_counter()
-    check_build_options(topk, batch_size)
+    check_build_options(gate_k, batch_size)
     FEATURES_INDEX_NEEDS.check(encoder)
     shown = source_label or str(source)
     if table is None:
@@ -127,7 +128,7 @@ def build_features_index(
         and old.manifest.get("modality") == "features"
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == topk
+        and old.manifest.get("gate_k") == gate_k
         and old.manifest["source"].get("fingerprint") == s_fingerprint
     ):
         return IndexResult(
@@ -142,7 +143,7 @@ def build_features_index(
             block = table.vectors[lo:hi]
             encodings = encoder.encode_features(block, keep_units=False)
             for j, encoding in enumerate(encodings):
-                cols, vals = gated_sparse(encoding, encoder.vocab, topk)
+                cols, vals = gated_sparse(encoding, encoder.vocab, gate_k)
                 paired = list(table.captions[lo + j]) if table.captions else []
                 meta = {
                     "id": table.ids[lo + j],
@@ -153,7 +154,7 @@ def build_features_index(
                 }
                 yield meta, cols, vals
             if progress is not None:
-                progress(hi, n, "vectors")
+                progress(hi / max(n, 1), f"{hi}/{n} vectors")
 
     source_entry = {
         "path": str(path.resolve()),
@@ -165,7 +166,7 @@ def build_features_index(
         "captions": None if caps_path is None else str(caps_path.resolve()),
     }
     write_index(
-        out, encoder.vocab, rows(), encoder=entry, gate_k=topk, modality="features",
+        out, encoder.vocab, rows(), encoder=entry, gate_k=gate_k, modality="features",
         source=source_entry, postings=postings,
     )  # fmt: skip
     ix = open_index(out)

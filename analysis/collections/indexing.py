@@ -1,4 +1,4 @@
-"""Building a stored collection: a source encoded in batches into an index (issue 8).
+"""Building a stored collection: a source encoded in batches into an index.
 
 :func:`build_index` streams a source (:mod:`lexlens.analysis.collections.sources`) through an encoder,
 gates each vector (``E = V ⊙ G``), and writes an index folder
@@ -12,15 +12,24 @@ source goes through a D2S head (:mod:`lexlens.analysis.collections.features_inde
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.encoding import (
+    INDEX_NEEDS,
+    IndexResult,
+    check_build_options,
+    content_key,
+    encode_payloads,
+    encoder_entry,
+)
+from lexlens.analysis.collections.features_index import build_features_index, read_source
+from lexlens.analysis.collections.ray_encode import RayEncoder, check_ray
 from lexlens.analysis.collections.sources import (
     IMAGE_SUFFIXES,
     Skipped,
@@ -39,130 +48,19 @@ from lexlens.analysis.collections.store_writer import (
     clean_stale,
     write_atomically,
 )
-from lexlens.analysis.core.gating import gate
-from lexlens.models.base import Capability, Encoder, InputError, Needs
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, accepts_topk
+from lexlens.analysis.core.results import Progress
+from lexlens.models.base import Capability, Encoder, InputError
 from lexlens.models.registry import as_encoder
 
-#: What indexing needs of an encoder: texts or images into a vocabulary.
-INDEX_NEEDS = Needs(
-    "a stored collection", any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL})
-)
 
-Progress = Callable[[int, int, str], None]  # (done, total, note)
-
-
-_FINGERPRINTS: dict[int, tuple[Any, str]] = {}
-
-
-def encoder_fingerprint(encoder: Encoder) -> str:
-    """A hash of the encoder's weights: every tensor, module and array it holds.
-
-    Two loads of the same checkpoint give the same fingerprint; any changed weight (or a
-    changed class→vocabulary map) gives another, so stored vectors are only reused when
-    they would be computed again identically.
-    """
-    cached = _FINGERPRINTS.get(id(encoder))
-    if cached is not None and cached[0] is encoder:
-        return cached[1]
-    import torch
-
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{type(encoder).__module__}.{type(encoder).__qualname__}".encode())
-    digest.update(vocab_hash(list(getattr(encoder, "vocab", []) or [])).encode())
-    digest.update(repr(bool(encoder.bow_normalize)).encode())
-
-    def feed(name: str, value: Any, depth: int = 0) -> None:
-        if isinstance(value, torch.nn.Module):
-            for key, tensor in sorted(value.state_dict().items()):
-                feed(f"{name}.{key}", tensor, depth)
-        elif isinstance(value, torch.Tensor):
-            array = value.detach().cpu().contiguous()
-            digest.update(f"{name}:{array.dtype}:{tuple(array.shape)}".encode())
-            digest.update(array.reshape(-1).view(torch.uint8).numpy().tobytes())
-        elif isinstance(value, np.ndarray):
-            digest.update(f"{name}:{value.dtype}:{value.shape}".encode())
-            digest.update(np.ascontiguousarray(value).tobytes())
-        elif depth == 0 and hasattr(value, "__dict__") and not isinstance(value, type):
-            for key, inner in sorted(vars(value).items()):
-                feed(f"{name}.{key}", inner, depth + 1)
-
-    for key, value in sorted(vars(encoder).items()):
-        feed(key, value)
-    fingerprint = digest.hexdigest()
-    _FINGERPRINTS[id(encoder)] = (encoder, fingerprint)
-    return fingerprint
-
-
-def _content_key(kind: str, payload: bytes) -> str:
-    return hashlib.blake2b(kind.encode() + b"\0" + payload, digest_size=16).hexdigest()
-
-
-@dataclass(frozen=True)
-class IndexResult:
-    """What a build did: counts, skipped items, where the index is, its manifest."""
-
-    out: str
-    encoder: str
-    items: int
-    encoded: int
-    reused: int
-    skipped: list[Skipped]
-    up_to_date: bool
-    seconds: float
-    manifest: dict
-    notes: list[str]
-
-    @property
-    def items_per_second(self) -> float:
-        return self.encoded / self.seconds if self.seconds > 0 else 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "out": self.out,
-            "encoder": self.encoder,
-            "items": self.items,
-            "encoded": self.encoded,
-            "reused": self.reused,
-            "skipped": [s.to_dict() for s in self.skipped],
-            "up_to_date": self.up_to_date,
-            "manifest": self.manifest,
-            "notes": self.notes,
-        }
-
-
-def gated_sparse(encoding: Any, vocab: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``E = V ⊙ G`` of an encoding as (sorted vocabulary ids int32, weights float32)."""
-    dense = gate(encoding, vocab, k)
-    cols = np.flatnonzero(dense).astype(np.int32)
-    return cols, dense[cols].astype(np.float32)
-
-
-def check_build_options(topk: int, batch_size: int) -> None:
-    """``--topk`` and ``--batch-size`` of a build, checked before anything is read."""
-    if isinstance(topk, bool) or not isinstance(topk, int) or topk < -1:
-        raise InputError("--topk must be -1 (all dimensions), 0 (own tokens only) or positive")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError("--batch-size must be a positive integer")
-
-
-def encoder_entry(encoder: Encoder, spec: str | None = None) -> dict:
-    """The manifest's ``encoder`` entry: what reopening, searching and reusing rely on."""
-    return {
-        "name": encoder.name,
-        "spec": spec or encoder.name,
-        "fingerprint": encoder_fingerprint(encoder),
-        "class": type(encoder).__name__,
-        "capabilities": sorted(str(c) for c in encoder.capabilities),
-        "bow_normalize": bool(encoder.bow_normalize),
-    }
-
-
+@accepts_topk
 def build_index(
     encoder: Encoder,
     source: str | Path,
     out: str | Path,
     *,
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     batch_size: int = 32,
     progress: Progress | None = None,
     ray: str | None = None,
@@ -182,13 +80,11 @@ def build_index(
     ``captions`` files: :mod:`lexlens.analysis.collections.features_index`.
     """
     started = time.perf_counter()
-    check_build_options(topk, batch_size)
+    check_build_options(gate_k, batch_size)
     _check_features_options(source, ray, captions, ids)
     if is_features_source(source):
-        from lexlens.analysis.collections.features_index import build_features_index
-
         return build_features_index(
-            encoder, source, out, topk=topk, batch_size=batch_size, captions=captions, ids=ids,
+            encoder, source, out, gate_k=gate_k, batch_size=batch_size, captions=captions, ids=ids,
             progress=progress, postings=postings, encoder_spec=encoder_spec,
             source_label=source_label,
         )  # fmt: skip
@@ -215,7 +111,7 @@ def build_index(
         old is not None
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == topk
+        and old.manifest.get("gate_k") == gate_k
         and old.manifest.get("modality") == modality
     )
     if old is not None and not compatible:
@@ -230,7 +126,7 @@ def build_index(
         and (postings is None or postings == (old.postings is not None))
     ):
         return IndexResult(
-            str(out), encoder.name, len(old), 0, 0,
+            str(out), encoder.name, len(old), 0, len(old),
             [Skipped(**s) for s in old.manifest.get("skipped", [])],
             True, time.perf_counter() - started, old.manifest,
             ["source and encoder unchanged: nothing to encode"],
@@ -249,7 +145,7 @@ def build_index(
 
     def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
         encoded, reused = _encode_into(
-            writer, encoder, src, modality, topk, batch_size, reuse, stats, old,
+            writer, encoder, src, modality, gate_k, batch_size, reuse, stats, old,
             progress, ray, entry["spec"],
         )  # fmt: skip
         if writer.count == 0:
@@ -272,7 +168,7 @@ def build_index(
         "fingerprint": s_fingerprint,
     }
     manifest = write_atomically(
-        out, encoder.vocab, fill, encoder=entry, gate_k=topk, modality=modality,
+        out, encoder.vocab, fill, encoder=entry, gate_k=gate_k, modality=modality,
         source=source_entry, postings=postings,
         created=old.manifest.get("created") if old is not None else None,
     )  # fmt: skip
@@ -319,14 +215,10 @@ def _prepare(
             return Skipped(item.where, "permission denied")
         except OSError as exc:
             return Skipped(item.where, f"cannot read ({exc.strerror or exc})")
-        return _Pending(
-            item, "image", _content_key("image", data), st.st_size, st.st_mtime_ns, data
-        )
+        return _Pending(item, "image", content_key("image", data), st.st_size, st.st_mtime_ns, data)
     if not item.text:
         return Skipped(item.where, "no text to encode (the encoder reads text only)")
-    return _Pending(
-        item, "text", _content_key("text", item.text.encode("utf-8")), payload=item.text
-    )
+    return _Pending(item, "text", content_key("text", item.text.encode("utf-8")), payload=item.text)
 
 
 def _encode_into(
@@ -334,7 +226,7 @@ def _encode_into(
     encoder: Encoder,
     src: Source,
     modality: str,
-    topk: int,
+    gate_k: int,
     batch_size: int,
     reuse: dict[str, int],
     stats: dict[str, tuple[int, int, str]],
@@ -353,7 +245,8 @@ def _encode_into(
         nonlocal done
         done += n
         if progress and (done % max(1, batch_size) == 0 or done >= total):
-            progress(min(done, total), max(total, done), f"{writer.count} items indexed")
+            shown = max(total, done)
+            progress(done / shown, f"{done}/{shown} items read, {writer.count} indexed")
 
     def write(p: _Pending, cols: np.ndarray, vals: np.ndarray, reused: bool) -> None:
         item = p.item
@@ -390,7 +283,7 @@ def _encode_into(
         def flush() -> None:
             todo = [p for p in pending if p.reuse_row is None]
             results = encode_payloads(
-                encoder, topk, [(p.kind, p.payload, p.item.where) for p in todo], src.root
+                encoder, gate_k, [(p.kind, p.payload, p.item.where) for p in todo], src.root
             )
             by_id = {id(p): r for p, r in zip(todo, results, strict=True)}
             for p in pending:
@@ -410,9 +303,7 @@ def _encode_into(
         if pending:
             flush()
     else:
-        from lexlens.analysis.collections.ray_encode import RayEncoder
-
-        engine = RayEncoder(encoder, topk, batch_size, address=ray, spec=spec)
+        engine = RayEncoder(encoder, gate_k, batch_size, address=ray, spec=spec)
         results = None
         try:
             items = []
@@ -442,54 +333,6 @@ def _encode_into(
     return counters["encoded"], counters["reused"]
 
 
-def encode_payloads(
-    encoder: Encoder, topk: int, payloads: list[tuple[str, bytes | str, str]], root: Path
-) -> list[tuple[np.ndarray, np.ndarray] | Skipped]:
-    """Encode (kind, payload, where) triples (image bytes or a text) into gated sparse
-    vectors; unreadable images become :class:`Skipped` (the rest of the batch goes on)."""
-    from lexlens.models.images import load_image
-
-    out: list[Any] = [None] * len(payloads)
-    images, image_slots, texts, text_slots = [], [], [], []
-    for i, (kind, payload, where) in enumerate(payloads):
-        if kind == "image":
-            try:
-                images.append(load_image(payload, name=where))
-                image_slots.append(i)
-            except InputError as exc:
-                reason = str(exc)
-                out[i] = Skipped(where, reason.split(": ", 1)[1] if ": " in reason else reason)
-        else:
-            texts.append(str(payload))
-            text_slots.append(i)
-    if images:
-        for slot, enc in zip(
-            image_slots,
-            _encode_images(encoder, images, [payloads[s][2] for s in image_slots]),
-            strict=True,
-        ):
-            out[slot] = enc if isinstance(enc, Skipped) else gated_sparse(enc, encoder.vocab, topk)
-    if texts:
-        encodings = encoder.encode_texts(texts, side="document", keep_units=False)
-        for slot, enc in zip(text_slots, encodings, strict=True):
-            out[slot] = gated_sparse(enc, encoder.vocab, topk)
-    return out
-
-
-def _encode_images(encoder: Encoder, images: list, wheres: list[str]) -> list:
-    """Encode a batch; if the batch fails, encode one by one and skip the failing ones."""
-    try:
-        return encoder.encode_images(images, keep_units=False)
-    except InputError:
-        out = []
-        for image, where in zip(images, wheres, strict=True):
-            try:
-                out.append(encoder.encode_images([image], keep_units=False)[0])
-            except InputError as exc:
-                out.append(Skipped(where, str(exc)))
-        return out
-
-
 def _check_features_options(source: str | Path, ray: str | None, captions: Any, ids: Any) -> None:
     """``--captions`` / ``--ids`` belong to a dense features source, ``--ray`` does not."""
     if is_features_source(source):
@@ -505,13 +348,14 @@ def _check_features_options(source: str | Path, ray: str | None, captions: Any, 
         )
 
 
+@accepts_topk
 def index_collection(
     encoder: str | Encoder,
     source: str | Path,
     out: str | Path,
     *,
     device: str | None = None,
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     batch_size: int = 32,
     progress: Progress | None = None,
     ray: str | None = None,
@@ -522,25 +366,21 @@ def index_collection(
     """``lexlens index``: the source, ``--out`` and options are checked before the encoder
     loads, then :func:`build_index` runs (a dense features source: every file is read and
     checked first, then :func:`lexlens.analysis.collections.features_index.build_features_index`)."""
-    check_build_options(topk, batch_size)
+    check_build_options(gate_k, batch_size)
     open_source(source)
     _check_features_options(source, ray, captions, ids)
     check_out(Path(out).expanduser())
     spec = encoder.name if isinstance(encoder, Encoder) else encoder
     if is_features_source(source):
-        from lexlens.analysis.collections.features_index import build_features_index, read_source
-
         table = read_source(source, captions=captions, ids=ids)
         return build_features_index(
-            as_encoder(encoder, device), source, out, topk=topk, batch_size=batch_size,
+            as_encoder(encoder, device), source, out, gate_k=gate_k, batch_size=batch_size,
             captions=captions, ids=ids, progress=progress, postings=postings,
             encoder_spec=spec, table=table,
         )  # fmt: skip
     if ray is not None:
-        from lexlens.analysis.collections.ray_encode import check_ray
-
         check_ray(ray)
     return build_index(
-        as_encoder(encoder, device), source, out, topk=topk, batch_size=batch_size,
+        as_encoder(encoder, device), source, out, gate_k=gate_k, batch_size=batch_size,
         progress=progress, ray=ray, postings=postings, encoder_spec=spec,
     )  # fmt: skip

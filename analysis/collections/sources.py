@@ -28,6 +28,7 @@ from lexlens.analysis.core.inputs import (
     read_csv,
     read_error,
 )
+from lexlens.analysis.core.results import Record
 from lexlens.models.base import InputError
 
 #: Image files a folder source picks up (case-insensitive).
@@ -55,14 +56,11 @@ class SourceItem:
 
 
 @dataclass(frozen=True)
-class Skipped:
+class Skipped(Record):
     """An item left out of the index, and why (file or line, one-line reason)."""
 
     file: str
     reason: str
-
-    def to_dict(self) -> dict:
-        return {"file": self.file, "reason": self.reason}
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The stored index format (version 1) and its reader (issue 8).
+"""The stored index format (version 1) and its reader.
 
 An index is a folder:
 

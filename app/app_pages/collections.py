@@ -26,6 +26,7 @@ from lexlens.analysis.collections.workspace import (
     sources_dir,
     workspace,
 )
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text
 from lexlens.app.state import encoder_choice, kept, load_checked, remembered_uploads
 from lexlens.app.thumbnails import item_thumbnail
@@ -74,7 +75,9 @@ with st.expander("Build a collection", expanded=not list_collections()):
         )
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("Name", key=kept("collections_name", "photos")).strip()
-    topk = int(c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", 768)))
+    gate_k = int(
+        c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", DEFAULT_GATE_K))
+    )
     batch = int(c3.number_input("Batch size", 1, 512, key=kept("collections_batch", 16)))
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     encoder = load_checked(encoder_spec, INDEX_NEEDS) if build and encoder_spec else None
@@ -89,14 +92,10 @@ with st.expander("Build a collection", expanded=not list_collections()):
                 source = Path(server_path).expanduser()
             else:
                 source = load_sample_photos(sources_dir() / name)
-            bar = st.progress(0.0, "Starting…")
-
-            def progress(done: int, total: int, note: str) -> None:
-                bar.progress(min(1.0, done / max(total, 1)), f"{done}/{total}: {note}")
-
+            bar = st.progress(0.0, "Reading the source…")
             result = index_collection(
-                encoder, source, collections_dir() / name, topk=topk, batch_size=batch,
-                progress=progress,
+                encoder, source, collections_dir() / name, gate_k=gate_k, batch_size=batch,
+                progress=lambda fraction, message: bar.progress(min(1.0, fraction), message),
             )  # fmt: skip
             bar.empty()
             st.session_state["collections_open"] = name

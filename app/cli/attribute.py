@@ -9,7 +9,6 @@ report's files, HTML + JSON + CSV (the folder is checked before any work starts)
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from lexlens.analysis.attribution.attribution import AttributionResult
@@ -22,9 +21,8 @@ from lexlens.analysis.attribution.validate import (
 )
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.core.results import Progress
 from lexlens.analysis.render.attribution_report import attribution_report
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
 from lexlens.models import load_encoder
 
 
@@ -84,26 +82,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
     parser.set_defaults(func=run)
-
-
-def progress_printer(args: argparse.Namespace) -> Progress | None:
-    """Progress on stderr: a live line on a terminal, plain lines with ``--progress``."""
-    if getattr(args, "progress", False):
-
-        def lines(fraction: float, message: str) -> None:
-            print(f"{100 * fraction:5.1f}%  {message}", file=sys.stderr, flush=True)
-
-        return lines
-    if not sys.stderr.isatty():
-        return None
-
-    def live(fraction: float, message: str) -> None:
-        sys.stderr.write(f"\r{100 * fraction:5.1f}%  {message[:70]:<70}")
-        if fraction >= 1.0:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return live
 
 
 def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:

@@ -1,13 +1,12 @@
-"""Shared pieces of the ``lexlens`` subcommands: options, output, input files."""
+"""Shared pieces of the ``lexlens`` subcommands: options, output, progress on stderr."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from lexlens.analysis.core.outputs import json_text
-from lexlens.models.base import InputError
+from lexlens.analysis.core.results import Progress
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
@@ -39,27 +38,21 @@ def _fmt(value: object) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def read_corpus(path: str | Path) -> list[str]:
-    """Texts from a .txt (one per line) or .csv (a ``text`` column); clear errors."""
-    import pandas as pd
+def progress_printer(args: argparse.Namespace) -> Progress | None:
+    """Progress on stderr: a live line on a terminal, plain lines with ``--progress``."""
+    if getattr(args, "progress", False):
 
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"corpus file not found: {path}")
-    if path.suffix.lower() == ".csv":
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-            raise InputError(f"{path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
-        if "text" not in frame.columns:
-            raise InputError(f"{path} has no 'text' column (columns: {', '.join(frame.columns)})")
-        texts = [t for t in frame["text"].tolist() if t.strip()]
-    else:
-        try:
-            texts = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-        except UnicodeDecodeError:
-            raise InputError(f"{path} is not UTF-8 text") from None
-        texts = [t for t in texts if t]
-    if not texts:
-        raise InputError(f"{path} holds no texts")
-    return texts
+        def lines(fraction: float, message: str) -> None:
+            print(f"{100 * fraction:5.1f}%  {message}", file=sys.stderr, flush=True)
+
+        return lines
+    if not sys.stderr.isatty():
+        return None
+
+    def live(fraction: float, message: str) -> None:
+        sys.stderr.write(f"\r{100 * fraction:5.1f}%  {message[:70]:<70}")
+        if fraction >= 1.0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return live

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 from lexlens.analysis.collections.indexing import index_collection
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", required=True, help="index folder (created or updated)")
     parser.add_argument(
-        "--topk", type=int, default=768, help="gate k: top-k dims kept (-1 all, 0 own tokens)"
+        "--topk",
+        dest="gate_k",
+        type=int,
+        default=DEFAULT_GATE_K,
+        help="gate k: top-k dims kept (-1 all, 0 own tokens)",
     )
     parser.add_argument("--batch-size", type=int, default=32, help="items encoded per batch")
     parser.add_argument(
@@ -52,37 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class _Bar:
-    """A one-line progress bar on stderr, drawn only on a terminal."""
-
-    def __init__(self) -> None:
-        self.live = sys.stderr.isatty()
-        self.start = time.perf_counter()
-
-    def __call__(self, done: int, total: int, note: str) -> None:
-        if not self.live:
-            return
-        share = done / total if total else 1.0
-        rate = done / max(time.perf_counter() - self.start, 1e-9)
-        bar = "#" * int(30 * share)
-        sys.stderr.write(f"\r[{bar:<30}] {done}/{total} {note} ({rate:.0f}/s)")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.live:
-            sys.stderr.write("\n")
-
-
 def run(args: argparse.Namespace) -> None:
-    bar = _Bar()
-    try:
-        result = index_collection(
-            args.encoder, args.source, args.out, device=args.device, topk=args.topk,
-            batch_size=args.batch_size, progress=bar, ray=args.ray, captions=args.captions,
-            ids=args.ids,
-        )  # fmt: skip
-    finally:
-        bar.close()
+    result = index_collection(
+        args.encoder, args.source, args.out, device=args.device, gate_k=args.gate_k,
+        batch_size=args.batch_size, progress=progress_printer(args), ray=args.ray,
+        captions=args.captions, ids=args.ids,
+    )  # fmt: skip
     counts = result.manifest["counts"]
     lines = [
         f"index {result.out}: {result.items} items ({counts['nnz']:,} non-zeros), "

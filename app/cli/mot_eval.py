@@ -17,8 +17,8 @@ from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.validate import MASKS
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.attribute import add_ig_args, progress_printer
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.app.cli.attribute import add_ig_args
+from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
 from lexlens.models import load_encoder
 
 

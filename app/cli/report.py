@@ -15,8 +15,8 @@ import argparse
 from lexlens.analysis.attribution.validate import BASELINES
 from lexlens.analysis.core.outputs import check_out_dir, write_files
 from lexlens.analysis.render.report import build_report
-from lexlens.app.cli.attribute import add_ig_args, progress_printer, texts_of
-from lexlens.app.cli.common import add_common_args, emit
+from lexlens.app.cli.attribute import add_ig_args, texts_of
+from lexlens.app.cli.common import add_common_args, emit, progress_printer
 from lexlens.models import load_encoder
 
 

@@ -269,7 +269,7 @@ def test_index_cli(cli, tmp_path):
     assert payload["items"] == 4 and payload["encoded"] == 4
     assert json.loads((tmp_path / "ix" / MANIFEST).read_text()) == payload["manifest"]
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "ix")
-    assert proc.returncode == 0 and "encoded 0, reused 0" in proc.stdout
+    assert proc.returncode == 0 and "encoded 0, reused 4" in proc.stdout  # every item reused
     assert "nothing to encode" in proc.stdout
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", src)
     assert proc.returncode == 2 and "is a file" in proc.stderr
