@@ -33,22 +33,23 @@ files are :mod:`lexlens.analysis.compare.compare_report`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.gating import check_gate_k, gate
+from lexlens.analysis.compare.result import CompareResult, TermComparison
+from lexlens.analysis.compare.vocabularies import vocabulary_note, vocabulary_overlap
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k, gate
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import input_words, top_terms
-from lexlens.analysis.deviation.deviation import DEFAULT_GATE_K
 from lexlens.analysis.lexical.patches import (
     box_to_patches,
     check_box,
-    term_columns,
-    term_heatmap,
+    parse_box,
+    term_heat,
     units_to_indices,
 )
 from lexlens.analysis.lexical.terms import encode_image, encode_text
@@ -60,6 +61,7 @@ from lexlens.models.base import (
     Needs,
     pool_units,
 )
+from lexlens.models.registry import encoder_card, load_encoder
 
 #: What comparing needs of *both* encoders, per kind of input.
 COMPARE_TEXT_NEEDS = Needs(
@@ -83,11 +85,8 @@ COMPARE_NEEDS = {
 #: Rows listed per table (terms, hits); counts and ρ always cover everything.
 DEFAULT_TOP = 20
 DEFAULT_HITS = 10
-SIDES = ("a", "b")
 #: Below this many shared terms, ρ comes with a note that it rests on very few points.
 FEW_SHARED = 5
-
-Progress = Callable[[float, str], None]
 
 
 # ----------------------------------------------------------------------------- options
@@ -95,6 +94,29 @@ def check_top(top: Any, what: str = "--top") -> int:
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"{what} must be a positive integer, not {top!r}")
     return top
+
+
+#: One encoder on both sides compares two gates: B keeps this many dimensions by default.
+SAME_ENCODER_GATE_B = {"text": 8, "image": 64}
+
+
+def default_gates(kind: str, same: bool, stored: tuple[int, int] | None = None,
+                  mean_active: float | None = None) -> tuple[int, int]:  # fmt: skip
+    """The gate k of A and B when none is given — one rule for the page and the command.
+
+    Two encoders (or two indexes): each side at its own default (:data:`DEFAULT_GATE_K` for
+    an input, the stored k for an index). One encoder on one input or one index: A at that
+    default and B at a smaller gate — :data:`SAME_ENCODER_GATE_B` for an input, half the
+    index's mean number of stored terms (at most its stored k) for an index — so the two
+    sides differ.
+    """
+    ka, kb = stored if stored is not None else (DEFAULT_GATE_K, DEFAULT_GATE_K)
+    if not same:
+        return ka, kb
+    if stored is None:
+        return ka, SAME_ENCODER_GATE_B.get(kind, SAME_ENCODER_GATE_B["text"])
+    half = max(1, int((mean_active or 2) // 2))
+    return ka, half if kb == -1 else min(half, kb)
 
 
 def gate_pair(values: Sequence[int] | int | None, default: tuple[int, int]) -> tuple[int, int]:
@@ -117,8 +139,6 @@ def check_encoder_spec(needs: Needs, spec: str) -> None:
 
     (A local directory is checked once loaded: its capabilities are known only then.)
     """
-    from lexlens.models import encoder_card
-
     card = encoder_card(spec)
     if card is None:
         return
@@ -227,38 +247,6 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> dict:
     else:
         out["note"] = None
     return out
-
-
-@dataclass(frozen=True)
-class TermComparison:
-    """Terms of one input (or patch group) on two sides: shared, only in A, only in B.
-
-    ``shared``/``only_a``/``only_b`` hold raw vocabulary tokens (at most ``top`` rows each,
-    heaviest first; ``counts`` covers all of them); ``merged`` the same on the display view
-    (pieces joined into words); ``top_a``/``top_b`` each side's own top terms (merged);
-    ``rank_correlation`` is Spearman's ρ over *every* shared raw term.
-    """
-
-    counts: dict
-    shared: list[dict]
-    only_a: list[dict]
-    only_b: list[dict]
-    merged: dict
-    top_a: list[dict]
-    top_b: list[dict]
-    rank_correlation: dict
-
-    def to_dict(self) -> dict:
-        return {
-            "counts": self.counts,
-            "rank_correlation": self.rank_correlation,
-            "shared": self.shared,
-            "only_a": self.only_a,
-            "only_b": self.only_b,
-            "merged": self.merged,
-            "top_a": self.top_a,
-            "top_b": self.top_b,
-        }
 
 
 def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
@@ -370,76 +358,6 @@ def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
     )
 
 
-def vocabulary_overlap(vocab_a: list[str], vocab_b: list[str]) -> dict:
-    """How the two vocabularies relate: the same, or how many tokens lack a counterpart."""
-    if vocab_a is vocab_b or vocab_a == vocab_b:
-        n = len(vocab_a)
-        return {"same": True, "size_a": n, "size_b": n, "shared": n, "only_a": 0, "only_b": 0}
-    sa, sb = set(vocab_a), set(vocab_b)
-    return {
-        "same": False,
-        "size_a": len(vocab_a),
-        "size_b": len(vocab_b),
-        "shared": len(sa & sb),
-        "only_a": len(sa - sb),
-        "only_b": len(sb - sa),
-    }
-
-
-def vocabulary_note(v: dict) -> str | None:
-    if v["same"]:
-        return None
-    return (
-        f"A and B use different vocabularies ({v['size_a']:,} and {v['size_b']:,} terms): "
-        f"they are compared on the {v['shared']:,} tokens both have; {v['only_a']:,} tokens "
-        f"of A's vocabulary and {v['only_b']:,} of B's have no counterpart in the other"
-    )
-
-
-# ----------------------------------------------------------------------------- result
-@dataclass(frozen=True)
-class CompareResult:
-    """A comparison of two sides (encoder + gate k) on one input or a stored collection.
-
-    ``kind`` is ``"text"``, ``"image"`` or ``"index"``; ``a``/``b`` describe each side;
-    ``terms`` compares the whole input, ``group`` an image's patch group, ``heatmap`` one
-    term on both grids; ``collection`` holds the side-by-side collection analyses.
-    """
-
-    kind: str
-    a: dict
-    b: dict
-    input: dict
-    vocabulary: dict
-    terms: TermComparison | None = None
-    group: dict | None = None
-    heatmap: dict | None = None
-    collection: dict | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "a": self.a,
-            "b": self.b,
-            "input": self.input,
-            "vocabulary": self.vocabulary,
-            "terms": None if self.terms is None else self.terms.to_dict(),
-            "group": None
-            if self.group is None
-            else {**self.group, "terms": self.group["terms"].to_dict()},
-            "heatmap": self.heatmap,
-            "collection": self.collection,
-            "notes": self.notes,
-        }
-
-    def files(self) -> dict[str, bytes]:
-        """The report: compare.html (self-contained), compare.json (``to_dict``) and CSVs."""
-        from lexlens.analysis.compare.compare_report import compare_files
-
-        return compare_files(self)
-
-
 def _describe_side(encoder: Encoder, k: int, encoding: LexicalEncoding | None = None) -> dict:
     out: dict[str, Any] = {"encoder": encoder.name, "gate_k": k, "vocab_size": len(encoder.vocab)}
     if encoding is not None and encoding.grid is not None:
@@ -477,18 +395,16 @@ def _group_units(encoding: LexicalEncoding, box, cells) -> list[int]:
 
 
 def _heatmap_side(encoder: Encoder, encoding: LexicalEncoding, word: str) -> dict:
-    what, columns = term_columns(encoder.vocab, word)
-    heat = term_heatmap(encoding, columns)
-    r, c = divmod(int(heat.argmax()), heat.shape[1])
+    heat = term_heat(encoding, encoder.vocab, word)
     return {
-        "term": what,
-        "columns": [encoder.vocab[i] for i in columns],
-        "grid": list(heat.shape),
+        "term": heat.label,
+        "columns": [encoder.vocab[i] for i in heat.columns],
+        "grid": list(heat.heat.shape),
         "crop_box": list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0)),
-        "values": heat.astype(np.float64).tolist(),
-        "max": float(heat.max()),
-        "min": float(heat.min()),
-        "argmax": f"r{r}c{c}",
+        "values": heat.heat.astype(np.float64).tolist(),
+        "max": heat.peak,
+        "min": heat.low,
+        "argmax": heat.peak_cell,
     }
 
 
@@ -588,33 +504,54 @@ def compare_encodings(
     )
 
 
+def load_side(spec: Encoder | str, needs: Needs, device: str | None) -> Encoder:
+    """An encoder given by name is checked against ``needs`` from its card, then loaded."""
+    if not isinstance(spec, str):
+        return spec
+    if not spec.strip():
+        raise InputError("the encoder is empty: give a registry name or a checkpoint folder")
+    check_encoder_spec(needs, spec)
+    return load_encoder(spec, device=device)
+
+
 def compare(
-    encoder_a: Encoder,
-    encoder_b: Encoder | None = None,
+    encoder_a: Encoder | str,
+    encoder_b: Encoder | str | None = None,
     *,
     text: str | None = None,
     image: Any = None,
     name: str | None = None,
-    box: tuple[float, float, float, float] | None = None,
+    box: tuple[float, float, float, float] | str | None = None,
     cells: list[str] | None = None,
     term: str | None = None,
     gate_k: Sequence[int] | int | None = None,
-    top: int = DEFAULT_TOP,
+    top: int | None = None,
+    device: str | None = None,
 ) -> CompareResult:
     """Compare A and B on a text or an image (a path, bytes or a PIL image; ``name`` is the
-    name results and messages use). ``encoder_b`` defaults to ``encoder_a`` (then give two
-    gate k). ``gate_k``: one value for both sides, or (A's, B's); default 768 each.
+    name results and messages use). Encoders may be given by name (loaded on ``device``);
+    ``encoder_b`` defaults to ``encoder_a``. ``gate_k``: one value for both sides, or (A's,
+    B's); default :func:`default_gates`. ``box``: fractions ``(x0, y0, x1, y1)`` or their
+    text ``"x0,y0,x1,y1"``.
 
-    Inputs, options and both encoders' capabilities are checked before anything is encoded.
+    Inputs, options and both encoders' capabilities are checked before anything is encoded
+    (an encoder given by name is checked from its card before it loads).
     """
-    encoder_b = encoder_b or encoder_a
-    check_top(top)
-    ka, kb = gate_pair(gate_k, (DEFAULT_GATE_K, DEFAULT_GATE_K))
+    encoder_b = encoder_a if encoder_b is None else encoder_b
+    top = check_top(DEFAULT_TOP if top is None else top)
+    gate_pair(gate_k, (0, 0))  # the values, before anything is read
     if box is not None:
-        box = check_box(box)
+        box = parse_box(box) if isinstance(box, str) else check_box(box)
     kind, value, label = _validate_input(text, image, name)
     if kind == "text" and (box is not None or cells is not None):
         raise InputError("a box or cells apply to images only")
+    needs = COMPARE_NEEDS[kind]
+    for spec in (encoder_a, encoder_b):
+        if isinstance(spec, str):
+            check_encoder_spec(needs, spec)
+    encoder_a = load_side(encoder_a, needs, device)
+    encoder_b = load_side(encoder_b, needs, device)
+    ka, kb = gate_pair(gate_k, default_gates(kind, encoder_b is encoder_a))
     check_sides(encoder_a, encoder_b, kind, (ka, kb))
     if kind == "text":
         enc_a = encode_text(encoder_a, value)

@@ -22,20 +22,20 @@ from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.compare.compare import (
     COMPARE_INDEX_NEEDS,
     DEFAULT_HITS,
-    SIDES,
-    CompareResult,
-    Progress,
     check_top,
+    default_gates,
     gate_pair,
+    load_side,
     token_index,
-    vocabulary_note,
-    vocabulary_overlap,
 )
 from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
+from lexlens.analysis.compare.result import CompareResult
+from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.gating import gate
+from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.deviation import DEFAULT_K, check_options, deviation_of_index
 from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
-from lexlens.analysis.search.queries import check_vocabulary
+from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
 from lexlens.analysis.search.ranking import top_items
 from lexlens.models.base import Encoder, InputError
 
@@ -277,24 +277,27 @@ def compare_indexes(
     index_a: str | Path | StoredIndex,
     index_b: str | Path | StoredIndex | None = None,
     *,
-    encoder_a: Encoder,
-    encoder_b: Encoder | None = None,
+    encoder_a: Encoder | str | None = None,
+    encoder_b: Encoder | str | None = None,
     gate_k: Sequence[int] | int | None = None,
     query: str | None = None,
-    top: int = DEFAULT_HITS,
+    top: int | None = None,
     k: int = DEFAULT_K,
     explain: int = CHANGED_TERMS,
     progress: Progress | None = None,
+    device: str | None = None,
 ) -> CompareResult:
     """Compare two stored indexes of the same source (two encoders), or one index at two
     gate k (each ≤ the index's own). ``encoder_a``/``encoder_b`` are the text encoders in
-    each index's vocabulary (queries, caption tokens and Semantic@k's static embeddings;
-    B defaults to A's). ``gate_k``: one value for both sides or (A's, B's); default each
-    index's stored k. ``k``: Exact@k / Semantic@k. ``query`` adds the search comparison.
+    each index's vocabulary (queries, caption tokens and Semantic@k's static embeddings),
+    objects or names loaded on ``device``; by default each index's own query encoder, and B
+    takes A's when only A is given. ``gate_k``: one value for both sides or (A's, B's);
+    default :func:`~lexlens.analysis.compare.compare.default_gates`. ``k``: Exact@k /
+    Semantic@k. ``query`` adds the search comparison.
 
     Indexes, options and encoders are checked before anything is encoded.
     """
-    check_top(top)
+    top = check_top(DEFAULT_HITS if top is None else top)
     check_options(k=k)
     if not isinstance(explain, int) or explain < 0:
         raise InputError("the number of changed terms shown must be 0 or more")
@@ -305,13 +308,21 @@ def compare_indexes(
     one = ix_b is ix_a or ix_b.path.resolve() == ix_a.path.resolve()
     if one:
         ix_b = ix_a
-    stored = (int(ix_a.manifest["gate_k"]), int(ix_b.manifest["gate_k"]))
-    ka, kb = gate_pair(gate_k, stored)
-    check_regate(ix_a, ka)
-    check_regate(ix_b, kb)
+    gate_pair(gate_k, (0, 0))  # the values, before anything loads
     rows_a = {str(i): r for r, i in enumerate(ix_a.column("id"))}
     rows_b = rows_a if one else check_same_items(ix_a, ix_b)
-    encoder_b = encoder_b or encoder_a
+    if encoder_b is None:
+        encoder_b = default_query_encoder(ix_b, "text") if encoder_a is None else encoder_a
+    if encoder_a is None:
+        encoder_a = default_query_encoder(ix_a, "text")
+    encoder_a = load_side(encoder_a, COMPARE_INDEX_NEEDS, device)
+    encoder_b = load_side(encoder_b, COMPARE_INDEX_NEEDS, device)
+    stored = (int(ix_a.manifest["gate_k"]), int(ix_b.manifest["gate_k"]))
+    same = one and encoder_a is encoder_b
+    mean_active = ix_a.nnz / max(len(ix_a), 1)
+    ka, kb = gate_pair(gate_k, default_gates("index", same, stored, mean_active))
+    check_regate(ix_a, ka)
+    check_regate(ix_b, kb)
     for encoder, ix in ((encoder_a, ix_a), (encoder_b, ix_b)):
         COMPARE_INDEX_NEEDS.check(encoder)
         check_vocabulary(ix, encoder)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.compare.compare import SIDES, CompareResult, TermComparison, vocabulary_note
+from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes, records_csv_bytes
 
 TERMS_CSV_HEADER = [
@@ -15,7 +15,7 @@ TERMS_CSV_HEADER = [
 ]  # fmt: skip
 
 
-def _term_csv_rows(scope: str, c: TermComparison) -> list[list[Any]]:
+def _term_csv_rows(scope: str, c: Any) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for status in ("shared", "only_a", "only_b"):
         for r in getattr(c, status):
@@ -31,7 +31,7 @@ def _term_csv_rows(scope: str, c: TermComparison) -> list[list[Any]]:
     return rows
 
 
-def compare_files(result: CompareResult) -> dict[str, bytes]:
+def compare_files(result: Any) -> dict[str, bytes]:
     """compare.html, compare.json and the CSV tables of a result (CLI ``--out``, the page's
     downloads): every number the HTML shows is in the JSON, unrounded."""
     files = {
@@ -91,7 +91,7 @@ def _heat_rows(side: dict | None) -> list[list[dict]] | None:
     ]
 
 
-def render_html(result: CompareResult) -> str:
+def render_html(result: Any) -> str:
     """The comparison as one self-contained HTML page (Jinja2, autoescaped)."""
     from lexlens.analysis.render.html import meta_rows, now, num, templates
 

@@ -161,13 +161,27 @@ def patch_boxes(grid: tuple[int, int], crop_box: Box | None = None) -> list[Box]
     ]
 
 
+def cell_labels(grid: Sequence[int]) -> list[str]:
+    """The label of every cell of a ``(rows, cols)`` grid, row-major: ``r{row}c{col}``."""
+    rows, cols = grid
+    return [f"r{r}c{c}" for r in range(rows) for c in range(cols)]
+
+
+def cell_indices(grid: Sequence[int], labels: Sequence[str]) -> list[int]:
+    """Cell labels (``"r0c3"``) of a ``(rows, cols)`` grid → their row-major indices."""
+    return _positions({u: i for i, u in enumerate(cell_labels(grid))}, labels, tuple(grid))
+
+
 def units_to_indices(encoding: LexicalEncoding, labels: Sequence[str]) -> list[int]:
     """Patch labels (``"r0c3"``) → row indices, with a clear error for an unknown label."""
-    position = {u: i for i, u in enumerate(encoding.units)}
+    return _positions({u: i for i, u in enumerate(encoding.units)}, labels, encoding.grid)
+
+
+def _positions(position: dict[str, int], labels: Sequence[str], grid) -> list[int]:
     out = []
     for label in labels:
         if label not in position:
-            raise InputError(f"no patch {label!r} in this {_grid_text(encoding.grid)} grid")
+            raise InputError(f"no patch {label!r} in this {_grid_text(grid)} grid")
         out.append(position[label])
     return out
 
@@ -224,9 +238,7 @@ def term_heatmap(encoding: LexicalEncoding, token: int | Sequence[int]) -> np.nd
 
 def cell_name(encoding: LexicalEncoding, flat: int) -> str:
     """The label of patch ``flat`` (row-major): ``r{row}c{col}``."""
-    _, cols = encoding.grid  # type: ignore[misc]
-    row, col = divmod(int(flat), cols)
-    return f"r{row}c{col}"
+    return cell_labels(encoding.grid)[int(flat)]  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.compare.compare import (
-    COMPARE_NEEDS,
-    DEFAULT_HITS,
-    DEFAULT_TOP,
-    CompareResult,
-    TermComparison,
-    check_encoder_spec,
-    check_top,
-    compare,
-    gate_pair,
-)
+from lexlens.analysis.compare.compare import DEFAULT_HITS, DEFAULT_TOP, compare
 from lexlens.analysis.compare.compare_collections import compare_indexes
+from lexlens.analysis.compare.result import CompareResult, TermComparison
+from lexlens.analysis.core.outputs import check_out_dir, write_files
 from lexlens.analysis.deviation.deviation import DEFAULT_K
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models.base import InputError
@@ -61,8 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         type=int,
         dest="gate_k",
-        help="gate k of A, then of B (once: both); default 768 for inputs, each index's own "
-        "k for indexes (a re-gated index needs k ≤ its own)",
+        help="gate k of A, then of B (once: both); default: 768 for inputs, each index's own "
+        "k for indexes; one encoder on one input or index: B at a smaller k (8 for a text, 64 "
+        "for an image, half the index's mean stored terms) (a re-gated index needs k ≤ its own)",
     )
     parser.add_argument(
         "--top",
@@ -203,98 +196,31 @@ def _num(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    # Every input is checked before a model loads (and both encoders before any encoding).
-    from lexlens.analysis.core.outputs import check_out_dir, write_files
-    from lexlens.models import load_encoder
-
-    specs = list(args.encoder)
+    specs, indexes = list(args.encoder), args.index or []
     if len(specs) > 2:
         raise InputError(f"give --encoder at most twice (A and B), not {len(specs)} times")
-    if any(not s.strip() for s in specs):
-        raise InputError("--encoder is empty: give a registry name or a checkpoint folder")
-    indexes = args.index or []
-    if args.box and args.image is None:
-        raise InputError("--box applies to --image only")
-    if args.term and args.image is None:
-        raise InputError("--term applies to --image only")
-    if (args.query is not None) and not indexes:
+    if len(indexes) > 2:
+        raise InputError(f"give --index at most twice (A and B), not {len(indexes)} times")
+    for flag, given in (("--box", args.box), ("--term", args.term)):
+        if given and args.image is None:
+            raise InputError(f"{flag} applies to --image only")
+    if args.query is not None and not indexes:
         raise InputError("--query applies to --index only (a text is compared with --text)")
-    top = check_top(
-        args.top if args.top is not None else (DEFAULT_HITS if indexes else DEFAULT_TOP)
-    )
+    if not specs and not indexes:
+        raise InputError("give --encoder A (and --encoder B, or two --gate-k)")
+    if args.out:
+        check_out_dir(args.out)
+    a, b = (specs[0], specs[-1]) if specs else (None, None)
     if indexes:
-        result = _run_index(args, specs, indexes, top, load_encoder)
+        result = compare_indexes(
+            indexes[0], indexes[-1] if len(indexes) == 2 else None, encoder_a=a, encoder_b=b,
+            gate_k=args.gate_k, query=args.query, top=args.top, k=args.k, device=args.device,
+        )  # fmt: skip
     else:
-        from lexlens.analysis.lexical.patches import parse_box
-        from lexlens.models.images import load_image
-
-        if not specs:
-            raise InputError("give --encoder A (and --encoder B, or two --gate-k)")
-        gate_pair(args.gate_k, (0, 0))  # checks the values
-        if args.text is not None and not args.text.strip():
-            raise InputError("the text is empty: type some words to compare on")
-        box = parse_box(args.box) if args.box else None
-        picture = load_image(args.image, name=args.image) if args.image is not None else None
-        needs = COMPARE_NEEDS["text" if args.text is not None else "image"]
-        for spec in specs:
-            check_encoder_spec(needs, spec)
-        if args.out:
-            check_out_dir(args.out)
-        encoders = [load_encoder(spec, device=args.device) for spec in specs]
-        for encoder in encoders:
-            needs.check(encoder)
         result = compare(
-            encoders[0],
-            encoders[-1],
-            text=args.text,
-            image=picture,
-            name=args.image,
-            box=box,
-            term=args.term,
-            gate_k=args.gate_k,
-            top=top,
-        )
+            a, b, text=args.text, image=args.image, name=args.image, box=args.box,
+            term=args.term, gate_k=args.gate_k, top=args.top, device=args.device,
+        )  # fmt: skip
     if args.out:
         write_files(args.out, result.files())
     emit(args, result, render(result))
-
-
-def _run_index(args, specs: list[str], indexes: list[str], top: int, load_encoder):
-    from lexlens.analysis.collections.store import open_index
-    from lexlens.analysis.compare.compare_collections import check_same_items
-    from lexlens.analysis.compare.regate import check_regate
-    from lexlens.analysis.core.outputs import check_out_dir
-    from lexlens.analysis.deviation.deviation import check_options
-    from lexlens.analysis.search.queries import default_query_encoder
-
-    if len(indexes) > 2:
-        raise InputError(f"give --index at most twice (A and B), not {len(indexes)} times")
-    check_options(k=args.k)
-    if args.query is not None and not args.query.strip():
-        raise InputError("the query is empty: type some words")
-    opened = [open_index(p) for p in indexes]
-    if len(opened) == 2 and opened[0].path.resolve() == opened[1].path.resolve():
-        opened = opened[:1]
-    stored = (int(opened[0].manifest["gate_k"]), int(opened[-1].manifest["gate_k"]))
-    ka, kb = gate_pair(args.gate_k, stored)
-    check_regate(opened[0], ka)
-    check_regate(opened[-1], kb)
-    if len(opened) == 2:
-        check_same_items(opened[0], opened[1])
-    if not specs:
-        specs = [default_query_encoder(ix, "text") for ix in opened]
-    for spec in specs:
-        check_encoder_spec(COMPARE_NEEDS["index"], spec)
-    if args.out:
-        check_out_dir(args.out)
-    encoders = [load_encoder(spec, device=args.device) for spec in specs]
-    return compare_indexes(
-        opened[0],
-        opened[-1] if len(opened) == 2 else None,
-        encoder_a=encoders[0],
-        encoder_b=encoders[-1],
-        gate_k=(ka, kb),
-        query=args.query,
-        top=top,
-        k=args.k,
-    )

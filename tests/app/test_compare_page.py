@@ -48,11 +48,13 @@ def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_d
     v = document["vocabulary"]
     note = next(i.value for i in at.info if "different vocabularies" in i.value)
     assert f"{v['only_a']:,} tokens of A's vocabulary and {v['only_b']:,} of B's" in note
-    counts = document["terms"]["counts"]
-    assert _metric(at, "Shared") == str(counts["shared"])
-    assert _metric(at, "Only in A / only in B") == f"{counts['only_a']} / {counts['only_b']}"
+    # The metrics count what the tables below show: words by default, raw tokens when asked.
+    words = document["terms"]["merged"]["counts"]
+    assert _metric(at, "Shared (words)") == str(words["shared"])
+    assert _metric(at, "Only in A / only in B (words)") == f"{words['only_a']} / {words['only_b']}"
+    assert any(m.value == f"**Shared** ({words['shared']})" for m in at.markdown)
     rho = document["terms"]["rank_correlation"]["rho"]
-    assert _metric(at, "Spearman's ρ (shared)") == ("n/a" if rho is None else f"{rho:.3f}")
+    assert _metric(at, "Spearman's ρ (shared tokens)") == ("n/a" if rho is None else f"{rho:.3f}")
     assert any("cannot exist on the other side" in c.value for c in at.caption)
     # Another page and back: the inputs and the result are still there.
     at.switch_page("app_pages/text.py").run()
@@ -61,7 +63,11 @@ def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_d
     assert at.text_area(key="compare_text").value == TEXT
     assert at.text_input(key="compare_text_encoder_b_dir").value == str(vdr_dir)
     assert at.number_input(key="compare_text_gate_b").value == 40
-    assert _metric(at, "Shared") == str(counts["shared"])
+    assert _metric(at, "Shared (words)") == str(words["shared"])
+    at.toggle(key="compare_raw_input").set_value(True).run()
+    counts = document["terms"]["counts"]
+    assert _metric(at, "Shared (tokens)") == str(counts["shared"])
+    assert any(m.value == f"**Shared** ({counts['shared']})" for m in at.markdown)
 
 
 def test_image_at_two_gate_k_equals_the_cli(cli, downloads, models_dir, monkeypatch):

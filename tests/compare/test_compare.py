@@ -10,6 +10,7 @@ Spearman by ranking with pandas, rankings by brute-force dense products.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -479,7 +480,7 @@ def test_a_loaded_encoder_without_the_modality_is_refused(splade, variant, photo
     ("args", "message"),
     [
         (
-            ["--encoder", "splade-tiny", "--text", TEXT],
+            ["--encoder", "splade-tiny", "--text", TEXT, "--gate-k", "64"],
             "same encoder ('splade-tiny') at the same gate k",
         ),
         (
@@ -507,7 +508,7 @@ def test_bad_indexes_are_one_line(cli, text_indexes, models_dir, splade):
     cases = [
         (["--index", text_indexes["a"], "--index", models_dir / "other-index"], "same source"),
         (["--index", text_indexes["a3"], "--gate-k", "3", "--gate-k", "10"], "re-gate exactly only"),
-        (["--index", text_indexes["a"]], "same index"),
+        (["--index", text_indexes["a"], "--gate-k", "768"], "same index"),
         (["--index", text_indexes["a"], "--gate-k", "3", "--encoder", "efficientnet-lite0-lexical"],
          "comparing encoders on a stored collection needs"),
         (["--index", models_dir / "missing", "--gate-k", "3"], "not found"),
@@ -560,3 +561,19 @@ def test_index_report_renders(regated):
 
     exact = regated.collection["deviation"]["b"]["sets"]["texts"]["exact_at_k"]
     assert f'<td class="num">{num(exact)}</td>' in html and 'id="moved"' in html
+
+
+def test_one_encoder_without_gates_compares_the_default_against_a_smaller_gate(cli, splade):
+    """The page and the command share one rule: A at 768, B at 8 terms for a text."""
+    from lexlens.analysis.compare.compare import SAME_ENCODER_GATE_B, default_gates
+
+    assert default_gates("text", True) == (768, SAME_ENCODER_GATE_B["text"]) == (768, 8)
+    assert default_gates("image", True) == (768, 64)
+    assert default_gates("text", False) == (768, 768)
+    assert default_gates("index", True, (768, 768), mean_active=41.0) == (768, 20)
+    assert default_gates("index", True, (10, 10), mean_active=41.0) == (10, 10)
+    assert default_gates("index", False, (768, 30)) == (768, 30)
+    run = cli("compare", "--encoder", "splade-tiny", "--text", TEXT, "--json")
+    doc = json.loads(run.stdout)
+    assert (doc["a"]["gate_k"], doc["b"]["gate_k"]) == (768, 8)
+    assert doc["terms"]["counts"]["active_b"] <= 8 < doc["terms"]["counts"]["active_a"]
