@@ -10,8 +10,11 @@ unrelated pieces ("domestic ##lis").
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -140,3 +143,45 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
         merged.append(Term(word, weight, head.index, columns))
     out = [t for t in terms if t.index not in absorbed] + merged
     return sorted(out, key=lambda t: -t.weight)
+
+
+def text_words(text: str) -> set[str]:
+    """The lower-cased words a text spells (runs of letters and digits): the evidence that
+    pieces of a vocabulary belong together when only the text is at hand."""
+    return set(re.findall(r"[^\W_]+", text.casefold()))
+
+
+def merge_contributions(
+    rows: Sequence[Mapping[str, Any]], vocab: Sequence[str] | set[str], words: set[str]
+) -> list[dict]:
+    """Contribution rows (``token``, ``contribution`` …) with the pieces of each evidence word
+    joined into one row for the word.
+
+    The word's contribution is the *sum* of its pieces' contributions, so the rows still sum
+    to the score (weights, by contrast, merge by the max: :func:`merge_word_pieces`). A word
+    is joined only when every one of its pieces has a row; its first piece stays a row of its
+    own when it is an evidence word itself ("cat" of "catamount"). Each piece joins at most
+    one word, longer words first. A joined row has ``pieces`` (the tokens) and no
+    per-side weights; the rest keep their fields. Largest contribution first.
+    """
+    vocab_set = vocab if isinstance(vocab, set) else set(vocab)
+    by_token = {str(r["token"]): dict(r) for r in rows}
+    used: set[str] = set()
+    merged: list[dict] = []
+    spelled = [(w, wordpiece_split(w, vocab_set)) for w in words]
+    candidates = [(w, p) for w, p in spelled if p and len(p) > 1]
+    for word, pieces in sorted(candidates, key=lambda wp: (-len(wp[1]), wp[0])):
+        joined = pieces[1:] if pieces[0] in words else pieces
+        if not all(p in by_token for p in pieces) or any(p in used for p in joined):
+            continue
+        used.update(joined)
+        merged.append(
+            {
+                "token": word,
+                "index": by_token[joined[0]].get("index"),
+                "contribution": float(sum(by_token[p]["contribution"] for p in joined)),
+                "pieces": list(joined),
+            }
+        )
+    out = [r for t, r in by_token.items() if t not in used] + merged
+    return sorted(out, key=lambda r: -r["contribution"])

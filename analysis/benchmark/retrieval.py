@@ -1,0 +1,136 @@
+"""Exact top-n for many queries at once over a stored collection.
+
+The queries are one sparse matrix ``Q [queries × |V|]`` and the collection's postings an
+exact float32 transpose ``P [|V| × items]`` built once; a chunk of queries is scored by one
+sparse product ``Q_chunk · P`` (only items sharing a term with a query appear). Those
+float32 scores carry a rounding bound, and every item whose score could still reach a
+query's top n is rescored exactly in float64 from its stored row, as one query's search does
+(:func:`lexlens.analysis.search.ranking.top_items`): the rankings are the exact ones, ties
+broken by row. Memory: the transpose (12 bytes a non-zero) plus one chunk's scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.results import Progress
+
+#: Queries scored by one sparse product (bounded by the scores it may hold, below).
+MAX_CHUNK = 256
+#: Upper bound of the float32 scores one chunk may hold at once (entries).
+MAX_CHUNK_ENTRIES = 32_000_000
+
+
+@dataclass(frozen=True)
+class QueryRanking:
+    """One query's exact top n (rows, float64 scores) and what is needed to rank any other
+    item exactly: its approximate scores over the items it touches."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    touched: np.ndarray  # rows with a shared term
+    approx: np.ndarray  # their float32 scores
+    slack: np.ndarray  # |approx − exact| ≤ slack
+
+
+class BatchScorer:
+    """Scores many queries against one stored index; the postings are built once."""
+
+    def __init__(self, index: StoredIndex) -> None:
+        self.index = index
+        self.size = len(index)
+        self.postings = index.rows(0, self.size).T.tocsr() if self.size else None
+        data = np.asarray(index.data)
+        self.nonnegative = bool(data.size == 0 or float(data.min()) >= 0.0)
+
+    def exact(self, row: int, q: np.ndarray) -> float:
+        """Item ``row``'s exact score for the dense query ``q`` (float64)."""
+        cols, vals = self.index.row(row)
+        return float(np.sum(q[cols].astype(np.float64) * vals.astype(np.float64)))
+
+    def rank(
+        self, vectors: list[np.ndarray], n: int, progress: Progress | None = None
+    ) -> Iterator[QueryRanking]:
+        """The :class:`QueryRanking` of every query (dense vectors ``[|V|]``), in order."""
+        import scipy.sparse as sp
+
+        total = len(vectors)
+        start = 0
+        while start < total:
+            stop = self._chunk_end(vectors, start)
+            chunk = sp.csr_matrix(np.stack(vectors[start:stop]).astype(np.float32))
+            if self.postings is None:
+                for _ in range(start, stop):
+                    empty = np.zeros(0, np.int64)
+                    yield QueryRanking(empty, np.zeros(0), empty, np.zeros(0), np.zeros(0))
+            else:
+                approx = (chunk @ self.postings).tocsr()
+                magnitude = (abs(chunk) @ abs(self.postings)).tocsr()
+                for i in range(stop - start):
+                    yield self._one(vectors[start + i], chunk.getrow(i), approx, magnitude, i, n)
+            start = stop
+            if progress:
+                progress(start / total, f"{start}/{total} queries ranked")
+
+    def _chunk_end(self, vectors: list, start: int) -> int:
+        """The end of the next chunk: at most MAX_CHUNK queries, and scores that fit."""
+        stop = start
+        held = 0
+        while stop < len(vectors) and stop - start < MAX_CHUNK:
+            held += (
+                self.size
+                if self.postings is None
+                else min(self.size, int(self._touch_bound(vectors[stop])))
+            )
+            if held > MAX_CHUNK_ENTRIES and stop > start:
+                break
+            stop += 1
+        return stop
+
+    def _touch_bound(self, q: np.ndarray) -> int:
+        terms = np.flatnonzero(q)
+        indptr = self.postings.indptr
+        return int(np.sum(indptr[terms + 1] - indptr[terms]))
+
+    def _one(self, q, q_row, approx, magnitude, i: int, n: int) -> QueryRanking:
+        a, b = approx.indptr[i], approx.indptr[i + 1]
+        touched = approx.indices[a:b].astype(np.int64)
+        scores = approx.data[a:b].astype(np.float64)
+        order = np.argsort(touched)
+        touched, scores = touched[order], scores[order]
+        ma, mb = magnitude.indptr[i], magnitude.indptr[i + 1]
+        mag = dict(
+            zip(magnitude.indices[ma:mb].tolist(), magnitude.data[ma:mb].tolist(), strict=True)
+        )
+        terms = q_row.indices.size
+        rel = 2 * (terms + 2) * 2.0**-24  # float32 products and sums, doubled
+        slack = rel * np.array([mag.get(int(t), 0.0) for t in touched]) + 1e-300
+        if touched.size == 0:
+            empty = np.zeros(0, np.int64)
+            return QueryRanking(empty, np.zeros(0), touched, scores, slack)
+        keep = min(n, touched.size)
+        low = scores - slack
+        threshold = np.partition(low, touched.size - keep)[touched.size - keep]
+        candidates = touched[scores + slack >= threshold]
+        exact = np.array([self.exact(int(r), q) for r in candidates], dtype=np.float64)
+        best = np.lexsort((candidates, -exact))[:keep]
+        return QueryRanking(candidates[best], exact[best], touched, scores, slack)
+
+    def rank_of(self, ranking: QueryRanking, row: int, q: np.ndarray) -> tuple[int, float]:
+        """The exact 1-based rank and score of item ``row`` (ties by row), at any depth."""
+        score = self.exact(row, q)
+        above = ranking.approx - ranking.slack > score
+        unsure = ~above & (ranking.approx + ranking.slack >= score)
+        count = int(above.sum())
+        for r in ranking.touched[unsure]:
+            s = self.exact(int(r), q)
+            count += int(s > score or (s == score and r < row))
+        if score <= 0 and self.nonnegative:
+            # Items that share no term score 0: those before ``row`` tie with it.
+            untouched_before = row - int(np.searchsorted(ranking.touched, row))
+            count += untouched_before if score == 0 else 0
+        return count + 1, score

@@ -1,0 +1,181 @@
+"""Relevance judgements, runs and query sets in the formats the field exchanges them.
+
+- qrels: TREC (``qid 0 docid rel``, whitespace) or BEIR (``query-id<TAB>corpus-id<TAB>score``
+  after a header line), told apart by the first line;
+- runs: TREC (``qid Q0 docid rank score tag``); the items of a query are ranked by score
+  (ties: as listed), as trec_eval reads them;
+- queries: BEIR ``queries.jsonl`` (``_id``, ``text``) or MS MARCO's TSV (``qid<TAB>text``).
+
+Readers stream and keep every readable line; each malformed line is a problem naming the
+file and line (:class:`Problems`), and a file with none readable is refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lexlens.analysis.core.inputs import open_text, read_error
+from lexlens.models.base import InputError
+
+#: Problems kept per file (the count goes on).
+MAX_PROBLEMS = 100
+
+
+@dataclass
+class Problems:
+    """Malformed lines of the files read, one line each (file:line: why), and their count."""
+
+    lines: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, label: str, line: int, why: str) -> None:
+        """Record one malformed line."""
+        self.count += 1
+        if len(self.lines) < MAX_PROBLEMS:
+            self.lines.append(f"{label}:{line}: {why}")
+
+
+def _lines(path: str | Path, label: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a regular UTF-8 file, streamed; other files are refused."""
+    path = Path(path).expanduser()
+    label = label or str(path)
+    try:
+        if not path.is_file():
+            raise InputError(
+                f"{label}: not a regular file" if path.exists() else f"{label}: file not found"
+            )
+    except OSError as exc:
+        raise read_error(label, exc) from None
+    with open_text(path, label) as handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                yield number, text.rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise InputError(
+                f"{label}: not UTF-8 text (after line {number}): save it as UTF-8"
+            ) from None
+
+
+def read_qrels(
+    path: str | Path, problems: Problems | None = None, *, label: str | None = None
+) -> dict[str, dict[str, int]]:
+    """Query id → {item id: relevance} from TREC or BEIR qrels (told apart by line 1)."""
+    problems = problems if problems is not None else Problems()
+    label = label or str(path)
+    out: dict[str, dict[str, int]] = {}
+    beir = False
+    for number, text in _lines(path, label):
+        fields = text.split("\t") if "\t" in text else text.split()
+        if not fields or not text.strip():
+            continue
+        if number == 1 and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
+            beir = True
+            continue
+        if len(fields) not in (3, 4) or (beir and len(fields) != 3):
+            want = "3 (query-id corpus-id score)" if beir else "4 (qid 0 docid rel)"
+            problems.add(label, number, f"{len(fields)} fields, expected {want}")
+            continue
+        qid, doc, rel = (fields[0], fields[1], fields[2]) if len(fields) == 3 else (
+            fields[0], fields[2], fields[3])  # fmt: skip
+        try:
+            value = int(float(rel))
+        except ValueError:
+            problems.add(label, number, f"relevance {rel!r} is not a number")
+            continue
+        qid, doc = qid.strip(), doc.strip()
+        if doc in out.setdefault(qid, {}):
+            problems.add(label, number, f"({qid}, {doc}) judged twice: the first judgement kept")
+            continue
+        out[qid][doc] = value
+    if not out:
+        raise InputError(f"{label}: no readable judgement ({problems.count} malformed lines)")
+    return out
+
+
+def read_run(
+    path: str | Path, problems: Problems | None = None, *, label: str | None = None
+) -> dict[str, list[tuple[str, float]]]:
+    """Query id → [(item id, score), …] best first, from a TREC run file."""
+    problems = problems if problems is not None else Problems()
+    label = label or str(path)
+    rows: dict[str, list[tuple[float, int, str]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for number, text in _lines(path, label):
+        fields = text.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            problems.add(
+                label, number, f"{len(fields)} fields, expected 6 (qid Q0 docid rank score tag)"
+            )
+            continue
+        qid, _, doc, _, score, _ = fields
+        try:
+            value = float(score)
+        except ValueError:
+            problems.add(label, number, f"score {score!r} is not a number")
+            continue
+        if not math.isfinite(value):
+            problems.add(label, number, f"score {score!r} is not finite")
+            continue
+        if (qid, doc) in seen:
+            problems.add(label, number, f"{doc} listed twice for query {qid}: the first kept")
+            continue
+        seen.add((qid, doc))
+        rows.setdefault(qid, []).append((value, number, doc))
+    if not rows:
+        raise InputError(f"{label}: no readable run line ({problems.count} malformed lines)")
+    return {
+        q: [(doc, score) for score, _, doc in sorted(items, key=lambda x: (-x[0], x[1]))]
+        for q, items in rows.items()
+    }
+
+
+def read_queries(
+    path: str | Path, problems: Problems | None = None, *, label: str | None = None
+) -> dict[str, str]:
+    """Query id → text from BEIR's queries.jsonl or a ``qid<TAB>text`` TSV (by suffix)."""
+    problems = problems if problems is not None else Problems()
+    label = label or str(path)
+    out: dict[str, str] = {}
+    jsonl = Path(path).suffix.lower() == ".jsonl"
+    for number, text in _lines(path, label):
+        if not text.strip():
+            continue
+        if jsonl:
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problems.add(label, number, f"not JSON ({exc.msg})")
+                continue
+            qid, query = (
+                (row.get("_id"), row.get("text")) if isinstance(row, dict) else (None, None)
+            )
+        else:
+            qid, _, query = text.partition("\t")
+        if not isinstance(qid, (str, int)) or not isinstance(query, str) or not query.strip():
+            problems.add(label, number, "needs an id and a non-empty text")
+            continue
+        if str(qid) in out:
+            problems.add(label, number, f"query id {qid!r} appears twice: the first kept")
+            continue
+        out[str(qid)] = query.strip()
+    if not out:
+        raise InputError(f"{label}: no readable query ({problems.count} malformed lines)")
+    return out
+
+
+def run_text(run: Mapping[str, list[tuple[str, float]]], *, tag: str = "lexlens") -> str:
+    """A TREC run: ``qid Q0 docid rank score tag``, ranks from 1 in the order given, scores
+    written exactly (so a reader gets the same floats back)."""
+    tag = "".join(tag.split()) or "lexlens"
+    lines = [
+        f"{q} Q0 {doc} {rank} {score!r} {tag}"
+        for q, pairs in run.items()
+        for rank, (doc, score) in enumerate(pairs, start=1)
+    ]
+    return "\n".join(lines) + ("\n" if lines else "")
