@@ -23,7 +23,7 @@ and listed in the notes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +320,58 @@ def evaluate(
         missing=None if run is None else {"count": len(missing), "items": sorted(missing)[:100]},
         notes=notes, run=out_run,
     )  # fmt: skip
+
+
+def stored_benchmark(index: StoredIndex) -> tuple[Path, Path] | None:
+    """The queries and judgements a collection keeps beside its items (built from a
+    benchmark source), or ``None``."""
+    queries, qrels = index.path / "queries.jsonl", index.path / "qrels.tsv"
+    return (queries, qrels) if queries.is_file() and qrels.is_file() else None
+
+
+def evaluate_benchmark(
+    index: str | Path | StoredIndex,
+    *,
+    queries: str | Path | Mapping[str, str] | None = None,
+    qrels: str | Path | Mapping[str, Mapping[str, int]] | None = None,
+    run: str | Path | Mapping[str, list[tuple[str, float]]] | None = None,
+    top: int = DEFAULT_TOP,
+    query_encoder: Encoder | str | None = None,
+    mode: str = "parametric",
+    gate_k: int = DEFAULT_GATE_K,
+    device: str | None = None,
+    progress: Progress | None = None,
+) -> EvaluationResult:
+    """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
+    or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
+    malformed line is listed in the notes; the readable ones are used."""
+    from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries, read_run
+
+    ix = index if isinstance(index, StoredIndex) else open_index(index)
+    stored = stored_benchmark(ix)
+    if (queries is None or qrels is None) and stored is None:
+        raise InputError(
+            f"{ix.label} keeps no queries and judgements: give --queries and --qrels "
+            "(or index a benchmark: a BEIR folder, MS MARCO files, a Karpathy split)"
+        )
+    problems = Problems()
+    if not isinstance(queries, Mapping):
+        queries = read_queries(queries if queries is not None else stored[0], problems)
+    if not isinstance(qrels, Mapping):
+        qrels = read_qrels(qrels if qrels is not None else stored[1], problems)
+    if run is not None and not isinstance(run, Mapping):
+        run = read_run(run, problems)
+    unknown = [q for q in qrels if q not in queries]
+    result = evaluate(
+        ix, queries, qrels, run=run, top=top, query_encoder=query_encoder, mode=mode,
+        gate_k=gate_k, device=device, progress=progress,
+    )  # fmt: skip
+    notes = list(result.notes)
+    if unknown:
+        notes.append(
+            f"{len(unknown)} judged query ids are not among the queries (e.g. "
+            f"{', '.join(unknown[:3])}): left out"
+        )
+    if problems.count:
+        notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
+    return replace(result, notes=notes)

@@ -29,6 +29,7 @@ COMMANDS = [
     "attribute",
     "mot_eval",
     "compare",
+    "evaluate",
 ]
 
 
