@@ -36,13 +36,13 @@ from lexlens.analysis.benchmark.explain import (
     explain_item,
     item_words,
 )
-from lexlens.analysis.benchmark.retrieval import BatchScorer
+from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
 from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, check_gate_k, gate
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, json_key, progress_part
 from lexlens.analysis.core.words import text_words, top_terms
-from lexlens.models.base import Capability, Encoder, InputError
+from lexlens.models.base import Encoder, InputError
 from lexlens.models.registry import as_encoder
 
 #: The measures every evaluation reports (ir-measures names).
@@ -51,8 +51,6 @@ MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
 DEFAULT_TOP = 100
 #: A query's own top terms shown and checked against its relevant item.
 QUERY_TERMS = 10
-#: Queries encoded in one batch.
-ENCODE_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -143,28 +141,6 @@ def ir_measures_of(run: Mapping[str, list[tuple[str, float]]], qrels: Mapping) -
     n = max(1, len(per_query))
     aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in MEASURES}
     return aggregate, per_query
-
-
-def _query_vectors(
-    encoder: Encoder, texts: list[str], mode: str, gate_k: int, progress: Progress | None
-) -> list[np.ndarray]:
-    """Every query's vector: the gated ``E_q = V ⊙ G`` or the bag of its own tokens."""
-    vectors: list[np.ndarray] = []
-    bow_only = mode == "bow" and not encoder.can(Capability.TEXT_LEXICAL)
-    for start in range(0, len(texts), ENCODE_BATCH):
-        batch = texts[start : start + ENCODE_BATCH]
-        if bow_only:
-            encodings = encoder.tokenize_texts(batch)
-        else:
-            encodings = encoder.encode_texts(batch, side="query", keep_units=False)
-        for enc in encodings:
-            if mode == "bow":
-                vectors.append(bow_query(enc, encoder.vocab, encoder.bow_normalize))
-            else:
-                vectors.append(gate(enc, encoder.vocab, gate_k))
-        if progress:
-            progress(min(1.0, (start + len(batch)) / len(texts)), "encoding the queries")
-    return vectors
 
 
 def _check(queries: Mapping, qrels: Mapping, top: int, mode: str) -> None:
@@ -260,7 +236,7 @@ def evaluate(
     notes = []
     if len(order) < len(queries):
         notes.append(f"{len(queries) - len(order)} queries have no judged relevant item: left out")
-    vectors = _query_vectors(
+    vectors = encode_queries(
         encoder, [queries[q] for q in order], mode, gate_k, progress_part(progress, 0.0, 0.3)
     )
     scorer = BatchScorer(ix)

@@ -17,8 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.gating import bow_query, gate
 from lexlens.analysis.core.results import Progress
+from lexlens.models.base import Capability, Encoder
 
+#: Queries encoded in one batch.
+ENCODE_BATCH = 64
 #: Queries scored by one sparse product (bounded by the scores it may hold, below).
 MAX_CHUNK = 256
 #: Upper bound of the float32 scores one chunk may hold at once (entries).
@@ -134,3 +138,26 @@ class BatchScorer:
             untouched_before = row - int(np.searchsorted(ranking.touched, row))
             count += untouched_before if score == 0 else 0
         return count + 1, score
+
+
+def encode_queries(
+    encoder: Encoder, texts: list[str], mode: str, gate_k: int, progress: Progress | None
+) -> list[np.ndarray]:
+    """Every query's vector: the gated ``E_q = V ⊙ G`` or the bag of its own tokens, encoded
+    in batches."""
+    vectors: list[np.ndarray] = []
+    bow_only = mode == "bow" and not encoder.can(Capability.TEXT_LEXICAL)
+    for start in range(0, len(texts), ENCODE_BATCH):
+        batch = texts[start : start + ENCODE_BATCH]
+        if bow_only:
+            encodings = encoder.tokenize_texts(batch)
+        else:
+            encodings = encoder.encode_texts(batch, side="query", keep_units=False)
+        for enc in encodings:
+            if mode == "bow":
+                vectors.append(bow_query(enc, encoder.vocab, encoder.bow_normalize))
+            else:
+                vectors.append(gate(enc, encoder.vocab, gate_k))
+        if progress:
+            progress(min(1.0, (start + len(batch)) / len(texts)), "encoding the queries")
+    return vectors

@@ -163,3 +163,29 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Pa
             f"could not write {name} in {out} ({_why(exc)}): no file of this run was written"
         ) from None
     return {name: out / name for name in files}
+
+
+def write_lines(path: str | Path, lines: Iterable[str]) -> int:
+    """Stream ``lines`` into ``path`` whole or not at all (a temporary name, then renamed);
+    for files too large to hold in memory. Returns the number of lines written."""
+    final = Path(path).expanduser()
+    out = check_out_dir(final.parent)
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{final.name}.", suffix=".part")
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            os.fchmod(handle.fileno(), _new_file_mode())
+            for line in lines:
+                handle.write(line)
+                handle.write("\n")
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"could not write {final} ({_why(exc)}): nothing was written") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count

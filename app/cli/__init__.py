@@ -30,6 +30,7 @@ COMMANDS = [
     "mot_eval",
     "compare",
     "evaluate",
+    "export",
 ]
 
 
