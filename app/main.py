@@ -31,6 +31,7 @@ PAGES = [  # (file, title, icon, url path); the first one is what the root URL s
     ("app_pages/attribution.py", "Attribution", ":material/insights:", "attribution"),
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
     ("app_pages/compare.py", "Compare", ":material/difference:", "compare"),
+    ("app_pages/history.py", "History", ":material/history:", "history"),
 ]
 #: The hidden default page at the root URL, which forwards to the first page.
 HOME_URL = "home"
@@ -53,6 +54,7 @@ def favicon() -> bytes:
 def run_app() -> None:
     """One run of the app for a browser session: sidebar, navigation and the chosen page."""
     try:
+        from lexlens.app.jobs import jobs_sidebar
         from lexlens.app.state import device_picker, remember_drawn, restore_kept
     except ModuleNotFoundError:  # a plain checkout that was never installed
         st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
@@ -75,8 +77,10 @@ def run_app() -> None:
         default=True,
         visibility="hidden",
     )
+    navigation = st.navigation([home, *pages])
+    jobs_sidebar()  # after the navigation: its links name registered pages
     try:
-        st.navigation([home, *pages]).run()
+        navigation.run()
     finally:  # also when the page stopped early (st.stop) or asked for a rerun
         remember_drawn()
 

@@ -195,3 +195,181 @@ def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]
             st.session_state.pop(store, None)
             st.rerun()
     return list(kept_files)
+
+
+# ----------------------------------------------------------- runs: reload, bookmark, jobs
+#
+# A page keeps its inputs (and, for long work, its result) as a run in the workspace
+# (:mod:`lexlens.app.runs`) and puts the run's id in the URL (``?run=<id>``). Opening that
+# URL later — a reload, a bookmark, a link — gives the inputs back to the widgets and the
+# uploads back to the uploaders, and shows the stored result. A result is shown only under
+# the inputs it was computed from.
+
+_RESTORED = "_lexlens_restored_run"
+_RUNS = "_lexlens_runs"  # run id → Run, read once per session
+
+
+def inputs_key(page: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]]) -> str:
+    """The hash of a page's inputs and uploads: which stored result fits which inputs."""
+    import json
+
+    from lexlens.analysis.core.results import state_of
+
+    parts: list[bytes | str] = [page, json.dumps(state_of(inputs), sort_keys=True)]
+    for key in sorted(uploads):
+        for name, data in uploads[key]:
+            parts += [key, name, data]
+    return content_key(*parts)
+
+
+def url_run_id() -> str | None:
+    """The run id the page's URL carries, if any."""
+    value = st.query_params.get("run")
+    return value or None
+
+
+def _run(run_id: str):
+    from lexlens.app import runs
+
+    cache = st.session_state.setdefault(_RUNS, {})
+    if run_id not in cache:
+        cache[run_id] = runs.load(run_id)
+    return cache[run_id]
+
+
+_PAGE_RUNS = "_lexlens_page_runs"  # page → its last run in this session
+
+
+def url_run(page: str):
+    """The run the URL names, when it is one of ``page``'s (a bad id: an error, dropped).
+    Back on a page without a run in its URL, the page's last run of this session returns
+    to the URL."""
+    run_id = url_run_id()
+    if run_id is None:
+        run_id = st.session_state.get(_PAGE_RUNS, {}).get(page)
+        if run_id is None:
+            return None
+        st.query_params["run"] = run_id
+    try:
+        run = _run(run_id)
+    except LexlensError as exc:
+        st.error(str(exc))
+        del st.query_params["run"]
+        return None
+    if run.page != page:
+        return None
+    st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+    return run
+
+
+def restore_inputs(page: str) -> None:
+    """Once per session and run: the URL's run gives its inputs back to this page's widgets
+    and its uploads back to the uploaders (call before the page draws its widgets)."""
+    from lexlens.analysis.core.results import value_of
+
+    run = url_run(page)
+    if run is None or st.session_state.get(_RESTORED) == run.id:
+        return
+    values = st.session_state.setdefault(_VALUES, {})
+    for key, value in run.inputs.items():
+        st.session_state[key] = values[key] = value_of(value)
+    by_key: dict[str, list[tuple[str, bytes]]] = {}
+    for name in run.uploads:
+        key, _, file_name = name.partition("/")
+        by_key.setdefault(key, []).append((file_name, run.upload(name)))
+    for key, files in by_key.items():
+        st.session_state[f"_lexlens_uploads_{key}"] = files
+    st.session_state[_RESTORED] = run.id
+
+
+def _new_run(page, summary, inputs, uploads, status: str):
+    from lexlens.analysis.core.results import state_of
+    from lexlens.app import runs
+
+    flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
+    run = runs.create(
+        page, summary, {k: state_of(v) for k, v in inputs.items()}, flat,
+        inputs_key(page, inputs, uploads),
+    )  # fmt: skip
+    run.status = status
+    st.session_state.setdefault(_RUNS, {})[run.id] = run
+    st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
+    st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+    st.query_params["run"] = run.id
+    return run
+
+
+def record_inputs(
+    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]] | None = None
+) -> None:
+    """Keep the inputs of a page whose result is quick to recompute, so its URL reopens it
+    (nothing is written when the URL's run holds these inputs already)."""
+    from lexlens.app import runs
+
+    uploads = uploads or {}
+    current = url_run(page)
+    if current is not None and current.key == inputs_key(page, inputs, uploads):
+        return
+    try:
+        run = _new_run(page, summary, inputs, uploads, "done")
+        runs.finish(run, None)
+    except LexlensError as exc:  # a full disk: the page works on, unbookmarked
+        st.caption(f"This state could not be kept for a reload: {exc}")
+
+
+def start_job(
+    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]],
+    work: Callable,
+):  # fmt: skip
+    """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL."""
+    from lexlens.app.jobs import job_manager
+
+    run = _new_run(page, summary, inputs, uploads, "running")
+    return job_manager().submit(run, work)
+
+
+def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
+    """What the URL's run holds for the current inputs: ``(result, job, state)`` with state
+    ``none`` (no run of this page), ``other`` (the run is for other inputs), ``queued``,
+    ``running``, ``done``, ``failed``, ``cancelled`` or ``lost`` (the server stopped while
+    it ran)."""
+    from lexlens.app.jobs import job_manager
+
+    run = url_run(page)
+    if run is None:
+        return None, None, "none"
+    job = job_manager().get(run.id)
+    if run.key != inputs_key(page, inputs, uploads or {}):
+        return None, job, "other"
+    if job is not None:
+        return job.result, job, job.status
+    if run.status == "running":
+        return None, None, "lost"
+    if run.status != "done":
+        return None, None, run.status
+    results = st.session_state.setdefault("_lexlens_results", {})
+    if run.id not in results:
+        try:
+            results[run.id] = run.result(kind)
+        except LexlensError as exc:
+            st.error(str(exc))
+            return None, None, "failed"
+    return results[run.id], None, "done"
+
+
+def show_job(job) -> None:
+    """A job's progress, refreshed every second until it ends (then the page reruns), with a
+    Cancel button."""
+    from lexlens.app.jobs import job_manager
+
+    @st.fragment(run_every=1.0)
+    def live() -> None:
+        if job.finished:
+            st.rerun(scope="app")
+        label = "Queued: waiting for the job before it" if job.status == "queued" else job.message
+        st.progress(job.fraction, text=label)
+        if st.button("Cancel", key=f"cancel_{job.id}"):
+            job_manager().cancel(job.id)
+            st.caption("Cancelling: the work stops at its next progress report.")
+
+    live()

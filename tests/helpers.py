@@ -39,3 +39,35 @@ def one_line_error(run, *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def wait_for_jobs(at, timeout: float = 600.0) -> None:
+    """Let every job of the app finish, then rerun the page (as its live progress would);
+    nothing happens when no job is under way (the page's last run stands)."""
+    import time
+
+    from lexlens.app.jobs import job_manager
+
+    if all(j.finished for j in job_manager().jobs.values()):
+        return
+    deadline = time.monotonic() + timeout
+    while any(not j.finished for j in job_manager().jobs.values()):
+        if time.monotonic() > deadline:
+            raise AssertionError("a job did not finish in time")
+        time.sleep(0.1)
+    at.run()
+
+
+def page_result(at):
+    """The result of the run the page's URL names (a job's result, or the stored one)."""
+    from lexlens.app import runs
+    from lexlens.app.jobs import job_manager
+
+    run_id = at.query_params["run"]
+    run_id = run_id[0] if isinstance(run_id, list) else run_id
+    job = job_manager().get(run_id)
+    if job is not None:
+        return job.result
+    from lexlens.analysis.core.results import Result
+
+    return runs.load(run_id).result(Result)

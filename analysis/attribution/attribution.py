@@ -56,6 +56,30 @@ class AttributionResult(Result):
         )
 
 
+def check_attribute_options(
+    encoder,
+    texts: list[str],
+    *,
+    m: int | None = None,
+    steps: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    baseline: str = "unk",
+    subvectors: Sequence[int] | int | None = None,
+) -> tuple[int | None, float, int]:
+    """Every input of :func:`attribute`, checked before any model runs (a page checks them
+    before it starts the work as a job); returns the normalised steps, tolerance, max steps."""
+    check_texts(texts)
+    ATTRIBUTION_NEEDS.check(encoder)
+    steps = check_steps(steps)
+    tolerance = check_tolerance(tolerance)
+    max_steps = check_max_steps(max_steps)
+    check_baseline(baseline)
+    check_subvector_count(m)
+    check_subvectors(subvectors, int(m) if m is not None else encoder.m)
+    return steps, tolerance, max_steps
+
+
 def with_subvectors(encoder, m: int | None, progress: Progress | None = None):
     """The encoder itself, or its model with M×K codebooks fitted on the default corpus.
 
@@ -116,14 +140,10 @@ def attribute(
     """
     if isinstance(texts, str):
         texts = [texts]
-    check_texts(texts)
-    ATTRIBUTION_NEEDS.check(encoder)
-    steps = check_steps(steps)
-    tolerance = check_tolerance(tolerance)
-    max_steps = check_max_steps(max_steps)
-    check_baseline(baseline)
-    check_subvector_count(m)
-    check_subvectors(subvectors, int(m) if m is not None else encoder.m)
+    steps, tolerance, max_steps = check_attribute_options(
+        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
+        baseline=baseline, subvectors=subvectors,
+    )  # fmt: skip
     start = time.perf_counter()
     enc = with_subvectors(encoder, m, progress_part(progress, 0.0, 0.1, "codebooks: "))
     attrs = attribute_texts(

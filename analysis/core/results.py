@@ -122,6 +122,17 @@ _ARRAY, _FRAME, _SERIES, _TUPLE, _SET, _PATH, _FLOAT, _RECORD, _MAP = (
 )  # fmt: skip
 
 
+def state_of(value: Any) -> Any:
+    """Any value a record may hold as JSON-ready data that says its own type (arrays,
+    tables, tuples, sets, nested records…); :func:`value_of` gives it back."""
+    return _state(value)
+
+
+def value_of(data: Any) -> Any:
+    """The value :func:`state_of` described (only package records are rebuilt)."""
+    return _restore(data)
+
+
 def _state(value: Any) -> Any:
     """``value`` as JSON-ready data that says its own type (see :meth:`Record.to_state`)."""
     import numpy as np

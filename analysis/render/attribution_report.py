@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lexlens.analysis.attribution.attribution import AttributionResult, attribute, with_subvectors
+from lexlens.analysis.attribution.attribution import (
+    AttributionResult,
+    attribute,
+    check_attribute_options,
+    with_subvectors,
+)
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
     check_keep,
@@ -29,7 +33,7 @@ from lexlens.analysis.render.attribution_html import (
     attribution_csv_rows,
     render_attribution_html,
 )
-from lexlens.models.base import InputError, check_texts
+from lexlens.models.base import InputError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +89,29 @@ def check_mot_texts(texts: list[str]) -> None:
         )
 
 
+def check_report_options(
+    encoder,
+    texts: list[str],
+    *,
+    m: int | None = None,
+    steps: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    baseline: str = "unk",
+    mot: bool = False,
+    keep: float = 0.05,
+    source: str = "",
+) -> None:
+    """Every input of :func:`attribution_report`, checked before any model runs."""
+    check_attribute_options(
+        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
+        baseline=baseline,
+    )  # fmt: skip
+    if mot:
+        check_mot_texts(texts)
+        check_keep(keep)
+
+
 def attribution_report(
     encoder,
     texts: list[str],
@@ -106,11 +133,10 @@ def attribution_report(
     """
     if isinstance(texts, str):
         texts = [texts]
-    check_texts(texts)
-    ATTRIBUTION_NEEDS.check(encoder)
-    if mot:
-        check_mot_texts(texts)
-        check_keep(keep)
+    check_report_options(
+        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
+        baseline=baseline, mot=mot, keep=keep,
+    )  # fmt: skip
     split = 0.7 if mot else 1.0
     result = attribute(
         encoder,

@@ -20,6 +20,7 @@ from lexlens.analysis.core.outputs import write_files
 from lexlens.analysis.render.attribution_html import render_attribution_html
 from lexlens.analysis.render.attribution_report import AttributionReport
 from lexlens.analysis.render.terms_report import terms_report
+from tests.helpers import page_result, wait_for_jobs
 
 EVIL = "<script>alert(1)</script>"
 
@@ -286,6 +287,7 @@ def _page():
 def _submit(at) -> None:
     next(b for b in at.button if b.proto.is_form_submitter).click()
     at.run()
+    wait_for_jobs(at)
 
 
 def download_matches(at, label: str, data: bytes, mimetype: str) -> bool:
@@ -304,8 +306,8 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     at.selectbox(key="attr_steps").set_value(8)
     _submit(at)
     assert not at.exception and not at.error
-    first = at.session_state["attr_result"]
-    (a,) = first["report"].attribution.texts
+    first = page_result(at)
+    (a,) = first.attribution.texts
     assert a.words[:2] == ["a", "cat"] and a.steps == 8
     assert at.text[0].value == f"Text 1: a cat {EVIL}"
     np.testing.assert_allclose(at.dataframe[0].value["delta"].to_numpy(), a.delta)
@@ -315,7 +317,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     _submit(at)
     assert not at.exception
     assert len(at.error) == 1 and "at least two texts" in at.error[0].value
-    assert at.session_state["attr_result"] is first
+    assert page_result(at) is first
 
     # Three texts with MoT: the selector names the text the heatmap shows (the first).
     texts = ["red car", "dogs bark", "=HYPERLINK(x) rockets"]
@@ -324,7 +326,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     at.file_uploader(key="attr_upload").set_value(("c.csv", corpus, "text/csv"))
     _submit(at)
     assert not at.exception and not at.error
-    report = at.session_state["attr_result"]["report"]
+    report = page_result(at)
     assert [x.text for x in report.attribution.texts] == texts
     pick = next(s for s in at.selectbox if s.label == "Text")
     assert pick.value == 0 and pick.format_func(pick.value).startswith("1: red car")
@@ -351,7 +353,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
               "--out", tmp_path / "out", "--json")  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert download_matches(at, "report.json", res.stdout.encode(), "application/json")
-    assert at.session_state["attr_result"]["files"]["report.json"] == res.stdout.encode()
+    assert report.files()["report.json"] == res.stdout.encode()
     for name in ("mot.csv", "mot_tests.csv", "attributions.csv"):
         assert (tmp_path / "out" / name).read_bytes() == report.files()[name]
 
@@ -361,5 +363,5 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     assert not at.exception and not at.error
     assert at.radio(key="attr_source").value == "Corpus file"
     assert at.selectbox(key="attr_steps").value == 8
-    assert at.session_state["attr_result"]["report"] is report
+    assert page_result(at) is report
     assert at.text[0].value == f"Text 3: {texts[2]}"  # the chosen text too

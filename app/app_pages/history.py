@@ -1,0 +1,66 @@
+"""History page: the runs kept in the workspace — reopen one (its page, with its inputs and
+result) or delete it; what they hold and how much of the size budget they use."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import streamlit as st
+
+from lexlens.app import runs
+from lexlens.app.jobs import job_manager
+
+st.header("History")
+st.caption(
+    "Every page keeps its inputs (and, for long work, its result) as a run in the workspace "
+    f"({runs.runs_dir()}); a page's URL names its run, so a reload or a bookmark shows the "
+    "same state. Reopen or delete runs here."
+)
+
+stored = runs.list_runs()
+used, budget = runs.usage(), runs.budget_bytes()
+st.progress(min(1.0, used / budget), text=f"{used / 1e6:.1f} MB of the {budget / 1e6:.0f} MB budget "
+            "(LEXLENS_RUNS_BUDGET_MB): past it, the oldest finished runs are removed.")  # fmt: skip
+if not stored:
+    st.info("No run kept yet: results of the other pages appear here.")
+    st.stop()
+
+manager = job_manager()
+table = pd.DataFrame(
+    [
+        {
+            "run": r.id,
+            "page": r.page,
+            "what": r.summary,
+            "when": dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M"),
+            "status": (manager.get(r.id).status if manager.get(r.id) else r.status),
+            "holds": r.holds(),
+            "size (kB)": round(r.size() / 1024, 1),
+        }
+        for r in stored
+    ]
+)
+st.dataframe(table, hide_index=True, width="stretch")
+
+by_id = {r.id: r for r in stored}
+choice = st.selectbox(
+    "Run", list(by_id), format_func=lambda i: f"{by_id[i].page}: {by_id[i].summary[:70]} ({i})"
+)
+run = by_id[choice]
+st.caption(f"Inputs: {runs.describe_inputs(run.inputs) or 'none'}")
+if run.message and run.status != "done":
+    st.caption(f"{run.status}: {run.message}")
+c1, c2, c3 = st.columns(3)
+c1.page_link(f"app_pages/{run.page}.py", label="Reopen", icon=":material/open_in_new:",
+             query_params={"run": run.id})  # fmt: skip
+if c2.button(
+    "Delete this run", disabled=run.status == "running" and manager.get(run.id) is not None
+):
+    runs.delete(run.id)
+    st.rerun()
+if c3.button("Delete every finished run"):
+    for r in stored:
+        if r.status in runs.FINISHED and not (manager.get(r.id) and not manager.get(r.id).finished):
+            runs.delete(r.id)
+    st.rerun()

@@ -1,0 +1,204 @@
+"""Runs kept in the workspace: a page's inputs, uploads and result, so a reload, a bookmark
+or a link opened later shows the same state.
+
+A run lives in ``LEXLENS_HOME/runs/<id>/``: ``run.json`` (page, a one-line summary, the
+inputs, dates, status), ``uploads/`` (the files the inputs name) and ``result.json`` (the
+result's full state, :meth:`~lexlens.analysis.core.results.Record.to_state`: data, never
+code). Every file is written whole or not at all. Run ids are random (16 hex digits) and
+checked before any path is built from them. Stored runs have a size budget
+(``LEXLENS_RUNS_BUDGET_MB``, default 500): when it is exceeded, the oldest finished runs are
+removed and the page says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.collections.workspace import workspace
+from lexlens.analysis.core.outputs import json_bytes, write_files
+from lexlens.analysis.core.results import Record, StateError
+from lexlens.models.base import InputError
+
+_ID = re.compile(r"^[0-9a-f]{16}$")
+DEFAULT_BUDGET_MB = 500
+FINISHED = ("done", "failed", "cancelled")
+
+
+def runs_dir() -> Path:
+    """Where runs are kept (``LEXLENS_HOME/runs``)."""
+    return workspace() / "runs"
+
+
+def budget_bytes() -> int:
+    """The size budget of all stored runs (``LEXLENS_RUNS_BUDGET_MB``, default 500 MB)."""
+    raw = os.environ.get("LEXLENS_RUNS_BUDGET_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_BUDGET_MB
+    except ValueError:
+        mb = DEFAULT_BUDGET_MB
+    return int(max(mb, 1) * 1024 * 1024)
+
+
+def check_id(run_id: object) -> str:
+    """A run id as the URL carries it, or a clear error (never a path outside the store)."""
+    if not isinstance(run_id, str) or not _ID.match(run_id):
+        raise InputError(f"{str(run_id)[:40]!r} is not a run id (16 hex digits)")
+    return run_id
+
+
+@dataclass
+class Run:
+    """One stored run: what page and inputs it holds, and its state."""
+
+    id: str
+    page: str
+    summary: str
+    inputs: dict
+    created: float
+    updated: float
+    status: str = "done"  # running | done | failed | cancelled
+    message: str = ""
+    uploads: list[str] = field(default_factory=list)  # file names under uploads/
+    key: str = ""  # hash of page + inputs + uploads: which result fits which inputs
+
+    @property
+    def folder(self) -> Path:
+        return runs_dir() / self.id
+
+    def size(self) -> int:
+        """Bytes the run takes on disk."""
+        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
+
+    def holds(self) -> str:
+        """What the run keeps, in words."""
+        parts = ["inputs"]
+        if self.uploads:
+            parts.append(f"{len(self.uploads)} upload(s)")
+        if (self.folder / "result.json").is_file():
+            parts.append("result")
+        return ", ".join(parts)
+
+    def upload(self, name: str) -> bytes:
+        """The bytes of one uploaded file of this run."""
+        if name not in self.uploads:
+            raise InputError(f"run {self.id} has no upload {name!r}")
+        return (self.folder / "uploads" / f"{self.uploads.index(name)}.bin").read_bytes()
+
+    def result(self, kind: type[Record]) -> Record | None:
+        """The stored result, rebuilt as ``kind`` (``None`` when there is none yet)."""
+        path = self.folder / "result.json"
+        if not path.is_file():
+            return None
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+            return kind.from_state(state)
+        except (OSError, ValueError, StateError) as exc:
+            raise InputError(f"run {self.id}: its stored result cannot be read ({exc})") from None
+
+    def _record(self) -> dict:
+        return {
+            "id": self.id, "page": self.page, "summary": self.summary, "inputs": self.inputs,
+            "created": self.created, "updated": self.updated, "status": self.status,
+            "message": self.message, "uploads": self.uploads, "key": self.key,
+        }  # fmt: skip
+
+    def save(self) -> None:
+        """Write run.json (whole or not at all)."""
+        self.updated = time.time()
+        write_files(self.folder, {"run.json": json_bytes(self._record())})
+
+
+def create(
+    page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str
+) -> Run:
+    """A new run with its inputs and uploads written (status ``running``)."""
+    now = time.time()
+    run = Run(secrets.token_hex(8), page, summary, inputs, now, now, "running", key=key)
+    if uploads:
+        write_files(
+            run.folder / "uploads", {f"{i}.bin": data for i, (_, data) in enumerate(uploads)}
+        )
+        run.uploads = [name for name, _ in uploads]
+    run.save()
+    return run
+
+
+def finish(run: Run, result: Record | None, status: str = "done", message: str = "") -> list[str]:
+    """Store ``result`` and the run's end; returns the ids of runs removed to stay in budget."""
+    if result is not None:
+        write_files(run.folder, {"result.json": json_bytes(result.to_state())})
+    run.status, run.message = status, message
+    run.save()
+    return enforce_budget(keep=run.id)
+
+
+def load(run_id: str) -> Run:
+    """The stored run ``run_id`` (checked), or a clear error."""
+    folder = runs_dir() / check_id(run_id)
+    try:
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        return Run(**record)
+    except FileNotFoundError:
+        raise InputError(
+            f"run {run_id} is not stored here (deleted, or from another workspace)"
+        ) from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(f"run {run_id} cannot be read ({exc})") from None
+
+
+def list_runs() -> list[Run]:
+    """Every stored run that can be read, newest first."""
+    root = runs_dir()
+    out = []
+    if root.is_dir():
+        for entry in root.iterdir():
+            if _ID.match(entry.name):
+                try:
+                    out.append(load(entry.name))
+                except InputError:
+                    continue
+    return sorted(out, key=lambda r: -r.updated)
+
+
+def delete(run_id: str) -> None:
+    """Remove one run and everything it holds."""
+    shutil.rmtree(runs_dir() / check_id(run_id), ignore_errors=True)
+
+
+def usage() -> int:
+    """Bytes all stored runs take."""
+    root = runs_dir()
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+
+def enforce_budget(keep: str | None = None) -> list[str]:
+    """Remove the oldest finished runs (never ``keep``) until the store fits its budget."""
+    removed = []
+    total = usage()
+    for run in sorted(list_runs(), key=lambda r: r.updated):
+        if total <= budget_bytes():
+            break
+        if run.id == keep or run.status not in FINISHED:
+            continue
+        size = run.size()
+        delete(run.id)
+        removed.append(run.id)
+        total -= size
+    return removed
+
+
+def describe_inputs(inputs: dict[str, Any]) -> str:
+    """A short line of a run's inputs, for lists."""
+    parts = []
+    for key, value in inputs.items():
+        text = str(value)
+        parts.append(f"{key.split('_', 1)[-1]}={text[:40]}{'…' if len(text) > 40 else ''}")
+    return ", ".join(parts)
