@@ -50,13 +50,12 @@ from lexlens.models.checkpoint import (
     tensor_shapes,
 )
 from lexlens.models.text_io import MAX_CHARS, load_bert_tokenizer
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 #: Weight files of a D2S head directory, in the order they are looked for.
 D2S_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.pt")
 #: DistilBERT's MLM-head LayerNorm epsilon (``nn.LayerNorm(dim, eps=1e-12)``).
 LAYER_NORM_EPS = 1e-12
-#: The bert-base-uncased / distilbert-base-uncased WordPiece vocabulary size.
-VOCAB_SIZE = 30522
 #: The published heads: DistilBERT's MLM head (hidden 768) on 256-d BLIP/ALBEF features.
 DEFAULT_HIDDEN = 768
 DEFAULT_DENSE = 256
@@ -76,7 +75,7 @@ KEYS = (
 class D2SHead(nn.Module):
     """The three layers of a D2S head and its forward pass (module docstring)."""
 
-    def __init__(self, dense_size: int, hidden: int, vocab_size: int = VOCAB_SIZE) -> None:
+    def __init__(self, dense_size: int, hidden: int, vocab_size: int = BERT_UNCASED_VOCAB) -> None:
         super().__init__()
         self.proj = nn.Linear(dense_size, hidden)
         self.vocab_layer_norm = nn.LayerNorm(hidden, eps=LAYER_NORM_EPS)
@@ -299,11 +298,11 @@ def _sizes(
         )
     check_sizes({"hidden_size": hidden, "dim": dense}, weights, "proj.weight: ")
     projector = shapes.get("vocab_projector.weight")
-    vocab_size = int(projector[0]) if projector and len(projector) == 2 else VOCAB_SIZE
-    if vocab_size != VOCAB_SIZE:
+    vocab_size = int(projector[0]) if projector and len(projector) == 2 else BERT_UNCASED_VOCAB
+    if vocab_size != BERT_UNCASED_VOCAB:
         raise EncoderLoadError(
             f"{weights}: tensor 'vocab_projector.weight' has {vocab_size} rows; a D2S head "
-            f"outputs the bert-base-uncased vocabulary ({VOCAB_SIZE:,} tokens)"
+            f"outputs the bert-base-uncased vocabulary ({BERT_UNCASED_VOCAB:,} tokens)"
         )
     return dense, hidden, vocab_size
 
