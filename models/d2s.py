@@ -62,14 +62,6 @@ DEFAULT_DENSE = 256
 #: ``mlm_head`` values whose vocabulary is bert-base-uncased (the typo is from an early
 #: default in lsr-multimodal, fixed in commit bc4a212).
 UNCASED_HEADS = ("distilbert-base-uncased", "distilbert-based-uncased", "bert-base-uncased")
-KEYS = (
-    "proj.weight",
-    "proj.bias",
-    "vocab_layer_norm.weight",
-    "vocab_layer_norm.bias",
-    "vocab_projector.weight",
-    "vocab_projector.bias",
-)
 
 
 class D2SHead(nn.Module):

