@@ -1,4 +1,7 @@
-"""Dense2Sparse (D2S) heads, as github.com/thongnt99/lsr-multimodal saves them (SPEC.md §2).
+"""Dense2Sparse (D2S) heads, as github.com/thongnt99/lsr-multimodal saves them.
+
+D2S is the projection head of "Multimodal Learned Sparse Retrieval with Probabilistic
+Expansion Control" (Nguyen, Hendriksen, Yates, de Rijke, ECIR 2024).
 
 A D2S head turns a *frozen* dense vector ``z`` (a BLIP/ALBEF image or caption embedding,
 256-d in the published models) into weights over the bert-base-uncased vocabulary. One

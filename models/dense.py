@@ -1,4 +1,5 @@
-"""A dense sentence encoder discretised by a product quantiser (RepMoT, SPEC.md §4).
+"""A dense sentence encoder discretised by a product quantiser, as RepMoT ("Interpreting
+Dense Retrieval as Mixture of Topics", Zhan et al., 2021) discretises one to interpret it.
 
 Forward pass, top to bottom — the sentence-transformers modules of the model directory,
 entered at the word embeddings so Integrated Gradients can differentiate there::

@@ -1,4 +1,8 @@
-"""Product quantisation on faiss (RepMoT, SPEC.md §4): codebooks, codes and their file.
+"""Product quantisation on faiss: codebooks, codes and their file.
+
+The discretisation RepMoT ("Interpreting Dense Retrieval as Mixture of Topics", Zhan et
+al., 2021) interprets: each sub-vector of a dense embedding is replaced by the id of its
+nearest centroid.
 
 Top to bottom, for a dense embedding ``x ∈ R^D``::
 

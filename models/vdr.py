@@ -1,5 +1,8 @@
 """Published VDR checkpoints (github.com/jzhoubu/VDR, vsearch/* on the Hugging Face hub).
 
+VDR is the model of "Retrieval-based Disentangled Representation Learning with Natural
+Language Supervision" (Zhou et al., ICLR 2024).
+
 One bi-encoder checkpoint loads as one :class:`VDREncoder`: query and document text towers
 (``vdr``), or a text tower and an image tower (``vdr_crossmodal_*``). The files:
 
