@@ -77,6 +77,7 @@ class D2SHead(nn.Module):
         self.vocab_projector = nn.Linear(hidden, vocab_size)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Dense vectors ``[N, dense_size]`` → vocabulary weights ``[N, |V|]``."""
         h = self.vocab_layer_norm(self.proj(z))
         return torch.log1p(torch.relu(self.vocab_projector(h)))
 
@@ -90,6 +91,7 @@ def is_d2s_config(config: dict) -> bool:
 
 
 def find_d2s_weights(directory: Path) -> Path | None:
+    """The weight file of a D2S head directory (:data:`D2S_WEIGHT_FILES` order), or ``None``."""
     for name in D2S_WEIGHT_FILES:
         if (directory / name).is_file():
             return directory / name

