@@ -159,8 +159,10 @@ class Needs:
         return self.all_of <= caps and (not self.any_of or bool(self.any_of & caps))
 
     def check(self, encoder: Encoder | EncoderCard) -> None:
-        """Raise :class:`ModalityError` naming what is missing, in one line (a registry
-        card can be checked before its encoder loads)."""
+        """Raise :class:`ModalityError` naming what is missing, in one line.
+
+        A registry card can be checked before its encoder loads.
+        """
         if self.is_compatible(encoder):
             return
         missing = sorted(self.all_of - encoder.capabilities) or sorted(self.any_of)

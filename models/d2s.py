@@ -151,8 +151,11 @@ class D2SEncoder(Encoder):
 
     @classmethod
     def from_dir(cls, path: str | Path, *, device: str, name: str | None = None) -> D2SEncoder:
-        """Load a head directory; refused before allocating: sizes, keys and shapes from the
-        weight file's header, then NaN/Inf per tensor."""
+        """Load a D2S head directory, refusing a bad one before allocating.
+
+        Sizes, keys and shapes are checked from the weight file's header, then NaN/Inf per
+        tensor.
+        """
         path = Path(path)
         config_file = path / "config.json"
         config = read_config(config_file) if config_file.exists() else {}

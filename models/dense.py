@@ -1,5 +1,7 @@
-"""A dense sentence encoder discretised by a product quantiser, as RepMoT ("Interpreting
-Dense Retrieval as Mixture of Topics", Zhan et al., 2021) discretises one to interpret it.
+"""A dense sentence encoder discretised by a product quantiser.
+
+RepMoT ("Interpreting Dense Retrieval as Mixture of Topics", Zhan et al., 2021) discretises
+a dense retrieval encoder this way to interpret it.
 
 Forward pass, top to bottom — the sentence-transformers modules of the model directory,
 entered at the word embeddings so Integrated Gradients can differentiate there::
@@ -180,8 +182,10 @@ class DensePQEncoder(Encoder):
 
     @classmethod
     def packaged_base(cls, device: str = "cpu") -> DensePQEncoder:
-        """The packaged MiniLM without a codebook (loaded once per device); fit one with
-        :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`."""
+        """The packaged MiniLM without a codebook (loaded once per device).
+
+        Fit one with :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`.
+        """
         return _packaged_base(device)
 
     @classmethod

@@ -31,8 +31,9 @@ _QUANTISED = frozenset({Capability.DENSE, Capability.QUANTISED, Capability.DIFFE
 
 
 def detect_directory(path: Path, *, check_weights: bool = False) -> DirectoryKind:
-    """Detect a checkpoint directory's family from its files (what each family needs: see
-    :func:`lexlens.models.registry.load_directory`).
+    """Detect a checkpoint directory's family from its files alone.
+
+    What each family needs is listed in :func:`lexlens.models.registry.load_directory`.
 
     ``check_weights``: also require the weight file to be present (the app's list of
     cached hub models offers only what can load). Raises ``EncoderLoadError`` when the

@@ -86,13 +86,13 @@ _MEMO: dict[str, tuple[tuple, list[EncoderCard]]] = {}
 
 
 def cached_models(cache: str | Path | None = None) -> list[EncoderCard]:
-    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read);
-    ``card.weights`` is the snapshot folder.
+    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read).
 
-    "Loadable" is decided from the snapshot's files alone
-    (:func:`lexlens.models.detect.detect_directory`): a VDR, SPLADE, D2S or dense model
-    config with its weight file present. An absent or unreadable cache gives an empty list. The cache is scanned again
-    only when its snapshot folders change (the app calls this on every rerun).
+    ``card.weights`` is the snapshot folder. "Loadable" is decided from the snapshot's files
+    alone (:func:`lexlens.models.detect.detect_directory`): a VDR, SPLADE, D2S or dense
+    model config with its weight file present. An absent or unreadable cache gives an empty
+    list. The cache is scanned again only when its snapshot folders change (the app calls
+    this on every rerun).
     """
     root = Path(cache) if cache is not None else hub_cache_dir()
     if not root.is_dir():

@@ -10,8 +10,7 @@ BERT_UNCASED_VOCAB = 30522
 
 
 def wordpiece_split(word: str, vocab: Container[str]) -> list[str] | None:
-    """The pieces of ``word`` (``es ##press ##o``), or ``None`` when the vocabulary cannot
-    spell it."""
+    """The pieces of ``word`` (``es ##press ##o``), or ``None`` if the vocabulary can't spell it."""
     pieces, start = [], 0
     while start < len(word):
         end = len(word)
