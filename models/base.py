@@ -8,6 +8,7 @@ workbench can show which unit produced which term.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -24,6 +25,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+#: Reports progress: the done fraction of the whole work (0..1) and a short message. Every
+#: step that takes long accepts one; a job may raise from it to cancel the work. The one
+#: progress type of Lexlens (``lexlens.analysis.core.results`` re-exports it).
+Progress = Callable[[float, str], None]
 
 
 class LexlensError(Exception):
@@ -147,12 +154,15 @@ class Needs:
     any_of: frozenset[Capability] = frozenset()
 
     def is_compatible(self, capabilities: frozenset[Capability] | Encoder | EncoderCard) -> bool:
+        """Whether an encoder (or its card, or a set of capabilities) meets these needs."""
         caps = capabilities if isinstance(capabilities, frozenset) else capabilities.capabilities
         return self.all_of <= caps and (not self.any_of or bool(self.any_of & caps))
 
     def check(self, encoder: Encoder | EncoderCard) -> None:
-        """Raise :class:`ModalityError` naming what is missing, in one line (a registry
-        card can be checked before its encoder loads)."""
+        """Raise :class:`ModalityError` naming what is missing, in one line.
+
+        A registry card can be checked before its encoder loads.
+        """
         if self.is_compatible(encoder):
             return
         missing = sorted(self.all_of - encoder.capabilities) or sorted(self.any_of)
@@ -177,9 +187,11 @@ class EncoderCard:
 
     @property
     def modalities(self) -> frozenset[str]:
+        """Input modalities the encoder takes ("text", "image", "features")."""
         return modalities_of(self.capabilities)
 
     def to_dict(self) -> dict:
+        """The card as ``lexlens encoders`` prints it (capabilities as sorted strings)."""
         return {
             "name": self.name,
             "summary": self.summary,
@@ -228,9 +240,11 @@ class Encoder:
 
     @property
     def modalities(self) -> frozenset[str]:
+        """Input modalities the encoder takes ("text", "image", "features")."""
         return modalities_of(self.capabilities)
 
     def can(self, capability: Capability) -> bool:
+        """Whether the encoder declares ``capability``."""
         return capability in self.capabilities
 
     def encode_texts(
@@ -275,13 +289,19 @@ class LexicalEncoder(Protocol):
 
     def encode_texts(
         self, texts: list[str], side: str = "query", *, keep_units: bool = True
-    ) -> list[LexicalEncoding]: ...
+    ) -> list[LexicalEncoding]:
+        """Texts → one encoding each (``side``: the query or document tower)."""
+        ...
 
     def encode_images(
         self, images: list[Image.Image], *, keep_units: bool = True
-    ) -> list[LexicalEncoding]: ...
+    ) -> list[LexicalEncoding]:
+        """PIL images → one encoding each, one unit per patch."""
+        ...
 
-    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None: ...
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None:
+        """Context-free token vectors ``[n, d]`` and their tokens, or ``None``."""
+        ...
 
 
 @runtime_checkable
@@ -299,11 +319,17 @@ class FeatureLexicalEncoder(Protocol):
 
     def encode_features(
         self, features: np.ndarray, *, keep_units: bool = True
-    ) -> list[LexicalEncoding]: ...
+    ) -> list[LexicalEncoding]:
+        """Dense feature vectors ``[N, d]`` → one encoding per row."""
+        ...
 
-    def tokenize_texts(self, texts: list[str]) -> list[LexicalEncoding]: ...
+    def tokenize_texts(self, texts: list[str]) -> list[LexicalEncoding]:
+        """Texts' own tokens as zero-weight encodings (their bag of words)."""
+        ...
 
-    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None: ...
+    def static_embeddings(self) -> tuple[np.ndarray, list[str]] | None:
+        """Context-free token vectors ``[n, d]`` and their tokens, or ``None``."""
+        ...
 
 
 @runtime_checkable
@@ -314,8 +340,10 @@ class DenseEncoder(Protocol):
     dim: int
 
     def embed_texts(
-        self, texts: list[str], *, batch_size: int | None = None, progress=None
-    ) -> np.ndarray: ...
+        self, texts: list[str], *, batch_size: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Texts → ``[N, dim]`` float32 embeddings."""
+        ...
 
 
 @runtime_checkable
@@ -327,9 +355,13 @@ class QuantisedEncoder(DenseEncoder, Protocol):
     k: int
     centroids: np.ndarray
 
-    def codes(self, texts: list[str], *, progress=None) -> np.ndarray: ...
+    def codes(self, texts: list[str], *, progress: Progress | None = None) -> np.ndarray:
+        """Texts → ``[N, M]`` code ids, one per sub-vector."""
+        ...
 
-    def with_quantizer(self, quantizer: Any, *, name: str | None = None) -> QuantisedEncoder: ...
+    def with_quantizer(self, quantizer: Any, *, name: str | None = None) -> QuantisedEncoder:
+        """A new encoder sharing this model, with another codebook."""
+        ...
 
 
 @runtime_checkable
@@ -341,17 +373,29 @@ class DifferentiableEncoder(QuantisedEncoder, Protocol):
     max_length: int
 
     @property
-    def word_embeddings(self) -> Any: ...  # torch.nn.Embedding
+    def word_embeddings(self) -> Any:  # torch.nn.Embedding
+        """The input word-embedding layer (Integrated Gradients' input space)."""
+        ...
 
-    def tokenize(self, texts: list[str]) -> Any: ...  # lexlens.models.text_io.TokenBatch
+    def tokenize(self, texts: list[str]) -> Any:  # lexlens.models.text_io.TokenBatch
+        """Texts → padded token ids and attention mask."""
+        ...
 
-    def forward_embeds(self, inputs_embeds: Any, attention_mask: Any) -> Any: ...
+    def forward_embeds(self, inputs_embeds: Any, attention_mask: Any) -> Any:
+        """Differentiable embedding ``[B, D]`` from word embeddings ``[B, T, E]``."""
+        ...
 
-    def forward_ids(self, input_ids: Any, attention_mask: Any) -> Any: ...
+    def forward_ids(self, input_ids: Any, attention_mask: Any) -> Any:
+        """Embedding ``[B, D]`` from token ids (through :attr:`word_embeddings`)."""
+        ...
 
-    def split_torch(self, f: Any) -> Any: ...
+    def split_torch(self, f: Any) -> Any:
+        """Embeddings ``[B, D]`` → rotated sub-vectors ``[B, M, D/M]`` (differentiable)."""
+        ...
 
-    def centroids_torch(self) -> Any: ...
+    def centroids_torch(self) -> Any:
+        """The codebooks ``[M, K, D/M]`` as a tensor on the encoder's device."""
+        ...
 
 
 def check_texts(texts: list[str]) -> list[str]:

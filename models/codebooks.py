@@ -20,9 +20,10 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from lexlens.models.base import LexlensError
-from lexlens.models.pq import CODEBOOK_FILE, ProductQuantizer, ProgressFn, report
+from lexlens.models.base import LexlensError, Progress
+from lexlens.models.pq import CODEBOOK_FILE, ProductQuantizer, report
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def cached_fit(
     key: dict[str, object],
     fit: Callable[[], ProductQuantizer],
     *,
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> ProductQuantizer:
     """The cached codebook for ``key``, or ``fit()`` once (under a lock) and cache it."""
     from lexlens.models.packaged import usable_cache_dir
@@ -123,7 +124,7 @@ def _write(entry: Path, pq: ProductQuantizer) -> None:
         log.warning("could not cache codebooks in %s: %s", entry, exc)
 
 
-def _lock(path: Path):
+def _lock(path: Path) -> Any:
     """An inter-process lock with ``acquire()`` / ``release()``."""
     try:
         from filelock import FileLock

@@ -1,5 +1,7 @@
-"""Dense2Sparse (D2S) heads, as github.com/thongnt99/lsr-multimodal saves them ("Multimodal
-Learned Sparse Retrieval with Probabilistic Expansion Control").
+"""Dense2Sparse (D2S) heads, as github.com/thongnt99/lsr-multimodal saves them.
+
+D2S is the projection head of "Multimodal Learned Sparse Retrieval with Probabilistic
+Expansion Control" (Nguyen, Hendriksen, Yates, de Rijke, ECIR 2024).
 
 A D2S head turns a *frozen* dense vector ``z`` (a BLIP/ALBEF image or caption embedding,
 256-d in the published models) into weights over the bert-base-uncased vocabulary. One
@@ -51,39 +53,31 @@ from lexlens.models.checkpoint import (
     tensor_shapes,
 )
 from lexlens.models.text_io import MAX_CHARS, load_bert_tokenizer
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 #: Weight files of a D2S head directory, in the order they are looked for.
 D2S_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.pt")
 #: DistilBERT's MLM-head LayerNorm epsilon (``nn.LayerNorm(dim, eps=1e-12)``).
 LAYER_NORM_EPS = 1e-12
-#: The bert-base-uncased / distilbert-base-uncased WordPiece vocabulary size.
-VOCAB_SIZE = 30522
 #: The published heads: DistilBERT's MLM head (hidden 768) on 256-d BLIP/ALBEF features.
 DEFAULT_HIDDEN = 768
 DEFAULT_DENSE = 256
 #: ``mlm_head`` values whose vocabulary is bert-base-uncased (the typo is from an early
 #: default in lsr-multimodal, fixed in commit bc4a212).
 UNCASED_HEADS = ("distilbert-base-uncased", "distilbert-based-uncased", "bert-base-uncased")
-KEYS = (
-    "proj.weight",
-    "proj.bias",
-    "vocab_layer_norm.weight",
-    "vocab_layer_norm.bias",
-    "vocab_projector.weight",
-    "vocab_projector.bias",
-)
 
 
 class D2SHead(nn.Module):
     """The three layers of a D2S head and its forward pass (module docstring)."""
 
-    def __init__(self, dense_size: int, hidden: int, vocab_size: int = VOCAB_SIZE) -> None:
+    def __init__(self, dense_size: int, hidden: int, vocab_size: int = BERT_UNCASED_VOCAB) -> None:
         super().__init__()
         self.proj = nn.Linear(dense_size, hidden)
         self.vocab_layer_norm = nn.LayerNorm(hidden, eps=LAYER_NORM_EPS)
         self.vocab_projector = nn.Linear(hidden, vocab_size)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Dense vectors ``[N, dense_size]`` → vocabulary weights ``[N, |V|]``."""
         h = self.vocab_layer_norm(self.proj(z))
         return torch.log1p(torch.relu(self.vocab_projector(h)))
 
@@ -97,6 +91,7 @@ def is_d2s_config(config: dict) -> bool:
 
 
 def find_d2s_weights(directory: Path) -> Path | None:
+    """The weight file of a D2S head directory (:data:`D2S_WEIGHT_FILES` order), or ``None``."""
     for name in D2S_WEIGHT_FILES:
         if (directory / name).is_file():
             return directory / name
@@ -156,8 +151,11 @@ class D2SEncoder(Encoder):
 
     @classmethod
     def from_dir(cls, path: str | Path, *, device: str, name: str | None = None) -> D2SEncoder:
-        """Load a head directory; refused before allocating: sizes, keys and shapes from the
-        weight file's header, then NaN/Inf per tensor."""
+        """Load a D2S head directory, refusing a bad one before allocating.
+
+        Sizes, keys and shapes are checked from the weight file's header, then NaN/Inf per
+        tensor.
+        """
         path = Path(path)
         config_file = path / "config.json"
         config = read_config(config_file) if config_file.exists() else {}
@@ -300,11 +298,11 @@ def _sizes(
         )
     check_sizes({"hidden_size": hidden, "dim": dense}, weights, "proj.weight: ")
     projector = shapes.get("vocab_projector.weight")
-    vocab_size = int(projector[0]) if projector and len(projector) == 2 else VOCAB_SIZE
-    if vocab_size != VOCAB_SIZE:
+    vocab_size = int(projector[0]) if projector and len(projector) == 2 else BERT_UNCASED_VOCAB
+    if vocab_size != BERT_UNCASED_VOCAB:
         raise EncoderLoadError(
             f"{weights}: tensor 'vocab_projector.weight' has {vocab_size} rows; a D2S head "
-            f"outputs the bert-base-uncased vocabulary ({VOCAB_SIZE:,} tokens)"
+            f"outputs the bert-base-uncased vocabulary ({BERT_UNCASED_VOCAB:,} tokens)"
         )
     return dense, hidden, vocab_size
 

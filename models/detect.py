@@ -1,7 +1,9 @@
-"""What a checkpoint directory holds, told from its files alone (no weights read).
+"""What a checkpoint directory holds, told from its files alone (no weights are read).
 
-The registry loads a directory by what this finds, and the list of cached hub models offers
-only what it recognises; neither needs the other.
+Both the loader (:func:`lexlens.models.registry.load_directory`) and the list of cached
+hub models (:func:`lexlens.models.hub.cached_models`) ask this module which family a
+directory is: a dense model + product quantiser, a VDR checkpoint, a D2S head, a masked
+LM read as SPLADE, or a dense sentence-transformers / transformers encoder.
 """
 
 from __future__ import annotations
@@ -10,9 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lexlens.models.base import Capability, EncoderLoadError
-
-#: The size of the bert-base-uncased vocabulary (SPLADE, VDR's tokenizer, D2S heads).
-BERT_UNCASED_VOCAB = 30522
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,9 @@ _QUANTISED = frozenset({Capability.DENSE, Capability.QUANTISED, Capability.DIFFE
 
 
 def detect_directory(path: Path, *, check_weights: bool = False) -> DirectoryKind:
-    """Detect a checkpoint directory's family from its files (see :func:`load_directory`).
+    """Detect a checkpoint directory's family from its files alone.
+
+    What each family needs is listed in :func:`lexlens.models.registry.load_directory`.
 
     ``check_weights``: also require the weight file to be present (the app's list of
     cached hub models offers only what can load). Raises ``EncoderLoadError`` when the

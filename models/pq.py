@@ -1,5 +1,8 @@
-"""Product quantisation on faiss (RepMoT, "Interpreting Dense Retrieval as Mixture of
-Topics"): codebooks, codes and their file.
+"""Product quantisation on faiss: codebooks, codes and their file.
+
+The discretisation RepMoT ("Interpreting Dense Retrieval as Mixture of Topics", Zhan et
+al., 2021) interprets: each sub-vector of a dense embedding is replaced by the id of its
+nearest centroid.
 
 Top to bottom, for a dense embedding ``x ∈ R^D``::
 
@@ -21,18 +24,16 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from lexlens.models.base import EncoderLoadError, InputError, LexlensError
+from lexlens.models.base import EncoderLoadError, InputError, LexlensError, Progress
 
 log = logging.getLogger(__name__)
-
-#: ``progress(fraction in [0, 1], message)``; the app passes a wrapper around st.progress.
-ProgressFn = Callable[[float, str], None]
 
 CODEBOOK_FILE = "codebook.safetensors"
 DEFAULT_M = 24
@@ -44,7 +45,7 @@ MAX_K = 1 << 16
 _FAISS_THREADS = threading.Lock()
 
 
-def report(progress: ProgressFn | None, fraction: float, message: str) -> None:
+def report(progress: Progress | None, fraction: float, message: str) -> None:
     """Log a step and pass it to ``progress`` (clamped to [0, 1])."""
     log.info("%s (%.0f%%)", message, 100 * fraction)
     if progress is not None:
@@ -52,6 +53,7 @@ def report(progress: ProgressFn | None, fraction: float, message: str) -> None:
 
 
 def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in increasing order (the M values that split a dimension)."""
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
@@ -114,7 +116,7 @@ def faiss_single_thread() -> Iterator[object]:
             faiss.omp_set_num_threads(before)
 
 
-def _faiss_pq(faiss, dim: int, m: int, k: int, seed: int):
+def _faiss_pq(faiss: Any, dim: int, m: int, k: int, seed: int) -> Any:
     """An untrained ``faiss.ProductQuantizer`` with Lexlens's k-means settings."""
     pq = faiss.ProductQuantizer(dim, m, k.bit_length() - 1)
     pq.cp.seed = seed
@@ -144,21 +146,26 @@ class ProductQuantizer:
 
     @property
     def m(self) -> int:
+        """Number of sub-vectors (codebooks)."""
         return int(self.centroids.shape[0])
 
     @property
     def k(self) -> int:
+        """Centroids per codebook."""
         return int(self.centroids.shape[1])
 
     @property
     def dsub(self) -> int:
+        """Dimensions of one sub-vector (D/M)."""
         return int(self.centroids.shape[2])
 
     @property
     def dim(self) -> int:
+        """Dimension D of the embeddings it quantises."""
         return self.m * self.dsub
 
     def rotate(self, vectors: np.ndarray) -> np.ndarray:
+        """``[N, D]`` embeddings → ``y = A x`` (unchanged without an OPQ rotation)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         return vectors if self.rotation is None else vectors @ self.rotation.T
 
@@ -170,7 +177,7 @@ class ProductQuantizer:
         return self.rotate(vectors).reshape(len(vectors), self.m, self.dsub)
 
     @functools.cached_property
-    def _faiss(self):
+    def _faiss(self) -> Any:
         """A faiss ``ProductQuantizer`` holding these centroids (K a power of two)."""
         import faiss
 
@@ -212,7 +219,7 @@ class ProductQuantizer:
         *,
         seed: int = DEFAULT_SEED,
         opq_iters: int = 0,
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> ProductQuantizer:
         """faiss k-means per sub-space; with ``opq_iters > 0`` an OPQ rotation first.
 
@@ -276,7 +283,9 @@ class ProductQuantizer:
         return path
 
     @classmethod
-    def load(cls, directory: Path, *, notes=(), meta=None) -> ProductQuantizer:
+    def load(
+        cls, directory: Path, *, notes: tuple[str, ...] = (), meta: dict | None = None
+    ) -> ProductQuantizer:
         """Read ``codebook.safetensors``; a missing, corrupt or ill-shaped file is an error."""
         from safetensors import SafetensorError
         from safetensors.numpy import load_file

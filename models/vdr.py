@@ -1,10 +1,14 @@
 """Published VDR checkpoints (github.com/jzhoubu/VDR, vsearch/* on the Hugging Face hub).
 
+VDR is the model of "Retrieval-based Disentangled Representation Learning with Natural
+Language Supervision" (Zhou et al., ICLR 2024).
+
 One bi-encoder checkpoint loads as one :class:`VDREncoder`: query and document text towers
 (``vdr``), or a text tower and an image tower (``vdr_crossmodal_*``). The files:
 
-- ``models.vdr_config``: what ``config.json`` says; strict, header-first loading;
+- ``models.vdr_config``: what ``config.json`` says;
 - ``models.vdr_towers``: each tower's forward pass, top to bottom;
+- ``models.vdr_load``: strict, header-first building and loading of the towers;
 - ``models.vdr_preprocess``: the published image preprocessing (centre view);
 - this module: the adapter to the Lexlens encoder contract (which positions are pooled,
   normalisation, units, notes).
@@ -33,7 +37,7 @@ from lexlens.models.base import (
 )
 from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
 from lexlens.models.vdr_config import DEFAULT_MAX_LEN, SIDES, TowerSpec
-from lexlens.models.vdr_loading import LoadedTowers, load_towers
+from lexlens.models.vdr_load import LoadedTowers, load_towers
 from lexlens.models.vdr_preprocess import pixels
 from lexlens.models.vdr_towers import TextTower
 

@@ -1,5 +1,4 @@
-"""Published VDR checkpoints: what ``config.json`` says about their towers (no modeling here:
-:mod:`lexlens.models.vdr_loading` builds and loads the towers this describes).
+"""Published VDR checkpoints: what ``config.json`` says about each tower.
 
 A checkpoint directory holds ``config.json`` and ``model.safetensors`` or
 ``pytorch_model.bin``: the state dict of a bi-encoder whose towers live under the prefixes
@@ -11,6 +10,10 @@ bert-base-uncased and ViT-B/32 at 224 px.
 Texts are cut at the tower's own ``max_len`` (default 256; a shared encoder uses the longer
 of the two); the top-level ``max_len`` is not read by the published towers. ``dpr`` towers
 are dense ([CLS] vectors), not lexical: Lexlens cannot read them.
+
+This module only reads configuration (as Hugging Face's ``configuration_*`` modules never
+import ``modeling_*``): the towers are in :mod:`lexlens.models.vdr_towers`, and building
+and loading them in :mod:`lexlens.models.vdr_load`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from lexlens.models.base import EncoderLoadError
 from lexlens.models.checkpoint import check_sizes
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 TEXT_TYPES = ("vdr", "vdr_crossmodal_text")
 IMAGE_TYPES = ("vdr_crossmodal_image",)
@@ -28,8 +32,6 @@ DENSE_TYPES = ("dpr",)
 KNOWN_TYPES = TEXT_TYPES + IMAGE_TYPES + DENSE_TYPES
 SIDES = {"query": "encoder_q", "document": "encoder_p"}
 
-#: bert-base-uncased has 30,522 WordPiece ids; the tokenizer is not stored in checkpoints.
-BERT_VOCAB_SIZE = 30522
 #: Default of ``shift_vocab_num`` in the published ``VDREncoderConfig`` (drops ids 0..998:
 #: [PAD], [unused*], [UNK], [CLS], [SEP], [MASK]); a tower dict may set another value (1000).
 DEFAULT_SHIFT = 999
@@ -53,7 +55,7 @@ _EXCLUDED_IDS = frozenset(
 )  # fmt: skip
 VALID_TOKEN_IDS: tuple[int, ...] = tuple(
     i
-    for i in range(BERT_VOCAB_SIZE)
+    for i in range(BERT_UNCASED_VOCAB)
     if i not in _EXCLUDED_IDS and not any(lo <= i <= hi for lo, hi in _EXCLUDED_RANGES)
 )
 assert len(_EXCLUDED_IDS) == 93 and len(VALID_TOKEN_IDS) == 27623
@@ -66,8 +68,6 @@ BERT_FIELDS = (
 )  # fmt: skip
 #: Image fields and their ViT-B/32 @ 224 px defaults (``VDRImageEncoderConfig``).
 VIT_DEFAULTS = {"resolution": 224, "patch_size": 32, "width": 768, "layers": 12, "heads": 12}
-#: Tensors older transformers versions saved as buffers; harmless to ignore.
-IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 
 @dataclass

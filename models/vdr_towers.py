@@ -99,7 +99,10 @@ class TextTower(nn.Module):
 
 
 class QuickGELU(nn.Module):
+    """CLIP's GELU approximation ``x · sigmoid(1.702 x)``."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Elementwise ``x · sigmoid(1.702 x)``."""
         return x * torch.sigmoid(1.702 * x)
 
 
@@ -122,6 +125,7 @@ class ResidualAttentionBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x + attn(ln_1 x)``, then ``+ mlp(ln_2 x)``: ``[B, n, width]`` in and out."""
         y = self.ln_1(x)
         x = x + self.attn(y, y, y, need_weights=False)[0]
         return x + self.mlp(self.ln_2(x))
@@ -140,7 +144,9 @@ class ImageTower(nn.Module):
 
     kind = "vdr_crossmodal_image"
 
-    def __init__(self, resolution: int, patch_size: int, width: int, layers: int, heads: int):
+    def __init__(
+        self, resolution: int, patch_size: int, width: int, layers: int, heads: int
+    ) -> None:
         super().__init__()
         self.resolution = resolution
         self.grid = resolution // patch_size
@@ -152,6 +158,7 @@ class ImageTower(nn.Module):
         self.proj = nn.Parameter(torch.zeros(len(VALID_TOKEN_IDS), width))
 
     def vocab_ids(self) -> list[int]:
+        """bert-base-uncased id of each output dimension (the 27,623 valid ids)."""
         return list(VALID_TOKEN_IDS)
 
     def forward(self, pixels: torch.Tensor) -> torch.Tensor:

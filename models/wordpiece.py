@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Container
 
+#: Size of the bert-base-uncased WordPiece vocabulary (30,522 ids), the output vocabulary of
+#: the packaged SPLADE, of VDR checkpoints and of D2S heads.
+BERT_UNCASED_VOCAB = 30522
+
 
 def wordpiece_split(word: str, vocab: Container[str]) -> list[str] | None:
-    """The pieces of ``word`` (``es ##press ##o``), or ``None`` when the vocabulary cannot
-    spell it."""
+    """The pieces of ``word`` (``es ##press ##o``), or ``None`` if the vocabulary can't spell it."""
     pieces, start = [], 0
     while start < len(word):
         end = len(word)

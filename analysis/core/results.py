@@ -24,15 +24,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from lexlens.models.base import LexlensError
 
-#: Reports progress: the done fraction of the whole work (0..1) and a short message. Every
-#: analysis that takes long accepts one; a job may raise from it to cancel the work.
-Progress = Callable[[float, str], None]
+# Progress (the done fraction of the whole work, 0..1, and a short message; every analysis
+# that takes long accepts one, and a job may raise from it to cancel the work) is defined in
+# the lowest layer, where codebook fitting reports progress too: one type, re-exported here.
+from lexlens.models.base import Progress as Progress
 
 R = TypeVar("R", bound="Record")
 

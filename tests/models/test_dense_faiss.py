@@ -1,5 +1,5 @@
 """Dense encoders beyond the packaged MiniLM with a RepCONC/JPQ-style faiss index, chosen by
-the spec ``DIR+faiss:FILE`` (issue 11.4): codes equal faiss's own ``sa_encode``, IG per
+the spec ``DIR+faiss:FILE``: codes equal faiss's own ``sa_encode``, IG per
 sub-vector runs on it, and the commands that take an encoder take the spec.
 
 The model is a small random BERT (2 layers, 32 hidden) saved as a sentence-transformers

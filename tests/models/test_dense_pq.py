@@ -240,8 +240,16 @@ def test_forward_embeds_is_differentiable_and_equals_embed_texts(minilm_base):
     ref = minilm_base.embed_texts(["a red bus", "two dogs play in the snow"])
     assert np.abs(f.detach().numpy() - ref).max() < 1e-5
     hidden = minilm_base.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
-    pooled = minilm_base.pool(hidden.last_hidden_state, batch.attention_mask)
+    pooled = _pool(minilm_base, hidden.last_hidden_state, batch.attention_mask)
     assert np.abs(pooled.detach().numpy() - ref).max() < 1e-5
+
+
+def _pool(encoder, hidden, attention_mask):
+    """The sentence-transformers modules after the Transformer, on its hidden states."""
+    features = {"token_embeddings": hidden, "attention_mask": attention_mask}
+    for module in list(encoder.sentence_transformer)[1:]:
+        features = module(features)
+    return features["sentence_embedding"]
 
 
 def _minilm_copy(tmp_path, **pooling):

@@ -1,4 +1,4 @@
-"""Hub ids from the local Hugging Face cache, offline (issue 11.2).
+"""Hub ids from the local Hugging Face cache, offline (Lexlens never downloads).
 
 A small random VDR cross-modal checkpoint (the layout tests/models/test_vdr.py writes) is placed
 in a temporary ``HF_HOME`` exactly as huggingface_hub stores downloads

@@ -182,7 +182,7 @@ def test_dir_spec_fitting_a_codebook_at_load(tmp_path, st_dir, monkeypatch):
         load_encoder(str(bad), device="cpu")
 
 
-# --- bad dense directories (issue 9) -----------------------------------------------------
+# --- bad dense directories: refused before allocating, one line naming the file ---------
 
 
 def test_nan_weight_is_refused_naming_file_and_key(tmp_path):

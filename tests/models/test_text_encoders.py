@@ -201,7 +201,7 @@ def test_word_pieces_merge_only_with_evidence(splade):
     ]
 
 
-# --- bad checkpoints: refused before allocating, one line naming file and key (issue 9) ---
+# --- bad checkpoints: refused before allocating, one line naming file and key -----------
 
 
 def _splade_state(splade) -> dict[str, torch.Tensor]:

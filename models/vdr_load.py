@@ -1,11 +1,10 @@
-"""Strict loading of a published VDR checkpoint's towers (what :mod:`lexlens.models.vdr_config`
-reads from config.json, built as :mod:`lexlens.models.vdr_towers` modules).
+"""Strict, header-first loading of a published VDR checkpoint's towers.
 
-Loading is strict and checked before memory is allocated: sizes within
-``checkpoint.SIZE_LIMITS``; every tower built on the meta device and compared key by key
-with the weight file's header (missing, unexpected or mis-shaped tensors are refused,
-naming file, key and both shapes); then the tensors are read (NaN/Inf refused) and the
-towers built for real.
+Checked before memory is allocated: sizes within ``checkpoint.SIZE_LIMITS``
+(:func:`lexlens.models.vdr_config.tower_specs`); every tower built on the meta device and
+compared key by key with the weight file's header (missing, unexpected or mis-shaped
+tensors are refused, naming file, key and both shapes); then the tensors are read (NaN/Inf
+refused) and the towers built for real.
 """
 
 from __future__ import annotations
@@ -20,10 +19,8 @@ from lexlens.models.base import EncoderLoadError
 from lexlens.models.checkpoint import find_weights, no_init, read_state_dict, tensor_shapes
 from lexlens.models.vdr_config import (
     BERT_FIELDS,
-    BERT_VOCAB_SIZE,
     DEFAULT_SHIFT,
     DENSE_TYPES,
-    IGNORED_SUFFIXES,
     IMAGE_TYPES,
     TEXT_TYPES,
     VIT_DEFAULTS,
@@ -31,16 +28,24 @@ from lexlens.models.vdr_config import (
     tower_specs,
 )
 from lexlens.models.vdr_towers import ImageTower, TextTower
+from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
+
+#: Tensors older transformers versions saved as buffers; harmless to ignore.
+IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 
 
 @dataclass
 class LoadedTowers:
+    """The loaded towers of a checkpoint: text towers by side, the image tower, dense sides."""
+
     text: dict[str, TextTower] = field(default_factory=dict)  # side -> tower
     image: ImageTower | None = None
     dense_sides: list[str] = field(default_factory=list)
 
 
-def load_towers(path: Path, config: dict, *, device: str) -> tuple[LoadedTowers, dict]:
+def load_towers(
+    path: Path, config: dict, *, device: str
+) -> tuple[LoadedTowers, dict[str, TowerSpec]]:
     """Build and strictly load every lexical tower of a checkpoint directory."""
     config_file = path / "config.json"
     specs, shared = tower_specs(config, config_file)
@@ -154,10 +159,10 @@ def _build_text_tower(spec: TowerSpec, config_file: Path, *, real: bool) -> Text
         not isinstance(shift, int) or not 0 <= shift < bert_config.vocab_size
     ):
         raise EncoderLoadError(f"{config_file}: {spec.prefix}.shift_vocab_num {shift!r} is invalid")
-    if bert_config.vocab_size != BERT_VOCAB_SIZE:
+    if bert_config.vocab_size != BERT_UNCASED_VOCAB:
         raise EncoderLoadError(
             f"{config_file}: {spec.prefix}.vocab_size is {bert_config.vocab_size}; VDR checkpoints "
-            f"use the bert-base-uncased vocabulary ({BERT_VOCAB_SIZE} ids)"
+            f"use the bert-base-uncased vocabulary ({BERT_UNCASED_VOCAB} ids)"
         )
     normalize = spec.kind == "vdr_crossmodal_text" or spec.norm
     try:
@@ -170,7 +175,6 @@ def _build_text_tower(spec: TowerSpec, config_file: Path, *, real: bool) -> Text
 
 
 def _build_image_tower(spec: TowerSpec, config_file: Path) -> ImageTower:
-
     values = {k: spec.fields.get(k, default) for k, default in VIT_DEFAULTS.items()}
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
