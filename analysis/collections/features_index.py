@@ -1,11 +1,11 @@
 """Stored collections of dense features (``modality`` "features"): a researcher's
-``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S head (issue 11.3).
+``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S (Dense2Sparse) head.
 
 The vectors (BLIP/ALBEF image or caption embeddings, say) have no text or image the
 workbench could show; each item keeps its id and its paired captions (``--captions``),
 which deviation measures the vector against and search results show. The index is the
-same format as any other (:mod:`lexlens.analysis.collections.store`): gated CSR vectors
-``E = V ⊙ G`` (a vector has no bag of words, so the gate is its top-k), ``items.parquet``
+same format as any other (:mod:`.store`): gated CSR vectors
+``E = V ⊙ G`` (VDR's gate; a vector has no bag of words, so the gate is its top-k), ``items.parquet``
 rows with ``kind`` "features" (``captions``: the paired captions, ``text``: the first of
 them, which search results show), and a manifest whose ``source.kind`` is "features".
 Search takes bag-of-words text queries (``--query-mode bow``): the head tokenises them.
@@ -23,15 +23,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.indexing import (
+from lexlens.analysis.collections.build_parts import (
     IndexResult,
-    Progress,
     check_build_options,
     encoder_entry,
-    gated_sparse,
+    unchanged,
 )
+from lexlens.analysis.collections.encoding import gated_sparse
+from lexlens.analysis.collections.feature_files import FeatureTable, read_features
 from lexlens.analysis.collections.store import existing_index, open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import write_index
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What indexing dense features needs of an encoder: a head over feature vectors.
@@ -48,10 +51,9 @@ def read_source(
     captions: str | Path | None = None,
     ids: str | Path | None = None,
     label: str | None = None,
-):
-    """The :class:`~lexlens.analysis.collections.feature_files.FeatureTable` of a source (checked in full)."""
-    from lexlens.analysis.collections.feature_files import read_features
-
+) -> FeatureTable:
+    """The :class:`~.feature_files.FeatureTable` of a source, checked in full before
+    anything is encoded."""
     shown = label or str(source)
     path = Path(source).expanduser()
     if not path.exists():
@@ -84,7 +86,7 @@ def build_features_index(
     source: str | Path,
     out: str | Path,
     *,
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     batch_size: int = BATCH_SIZE,
     captions: str | Path | None = None,
     ids: str | Path | None = None,
@@ -92,17 +94,16 @@ def build_features_index(
     postings: bool | None = None,
     encoder_spec: str | None = None,
     source_label: str | None = None,
-    table: Any = None,
-):
+    table: FeatureTable | None = None,
+) -> IndexResult:
     """Encode a dense features file with a feature head into an index folder at ``out``.
 
     Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
-    features, ids and captions: see :func:`lexlens.analysis.collections.feature_files.read_features`), the
-    vectors' dimension against the head's, ``--out``. Returns an
-    :class:`~lexlens.analysis.collections.indexing.IndexResult`.
+    features, ids and captions: see :func:`.feature_files.read_features`; ``table``: read
+    already), the vectors' dimension against the head's, ``--out``.
     """
     started = time.perf_counter()
-    check_build_options(topk, batch_size)
+    check_build_options(gate_k, batch_size)
     FEATURES_INDEX_NEEDS.check(encoder)
     shown = source_label or str(source)
     if table is None:
@@ -127,13 +128,10 @@ def build_features_index(
         and old.manifest.get("modality") == "features"
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == topk
+        and old.manifest.get("gate_k") == gate_k
         and old.manifest["source"].get("fingerprint") == s_fingerprint
     ):
-        return IndexResult(
-            str(out), encoder.name, len(old), 0, 0, [], True, time.perf_counter() - started,
-            old.manifest, ["source and encoder unchanged: nothing to encode"],
-        )  # fmt: skip
+        return unchanged(str(out), encoder, old, time.perf_counter() - started)
     n = len(table)
 
     def rows() -> Iterator[tuple[dict, Any, Any]]:
@@ -142,7 +140,7 @@ def build_features_index(
             block = table.vectors[lo:hi]
             encodings = encoder.encode_features(block, keep_units=False)
             for j, encoding in enumerate(encodings):
-                cols, vals = gated_sparse(encoding, encoder.vocab, topk)
+                cols, vals = gated_sparse(encoding, encoder.vocab, gate_k)
                 paired = list(table.captions[lo + j]) if table.captions else []
                 meta = {
                     "id": table.ids[lo + j],
@@ -153,7 +151,7 @@ def build_features_index(
                 }
                 yield meta, cols, vals
             if progress is not None:
-                progress(hi, n, "vectors")
+                progress(hi / n, f"{hi}/{n} vectors")
 
     source_entry = {
         "path": str(path.resolve()),
@@ -165,7 +163,7 @@ def build_features_index(
         "captions": None if caps_path is None else str(caps_path.resolve()),
     }
     write_index(
-        out, encoder.vocab, rows(), encoder=entry, gate_k=topk, modality="features",
+        out, encoder.vocab, rows(), encoder=entry, gate_k=gate_k, modality="features",
         source=source_entry, postings=postings,
     )  # fmt: skip
     ix = open_index(out)
@@ -173,6 +171,14 @@ def build_features_index(
     if old is not None:
         notes.append("the stored index was replaced: every vector was encoded again")
     return IndexResult(
-        str(out), encoder.name, len(ix), len(ix), 0, [], False,
-        time.perf_counter() - started, ix.manifest, notes,
-    )  # fmt: skip
+        out=str(out),
+        encoder=encoder.name,
+        items=len(ix),
+        encoded=len(ix),
+        reused=0,
+        skipped=[],
+        up_to_date=False,
+        seconds=time.perf_counter() - started,
+        manifest=ix.manifest,
+        notes=notes,
+    )

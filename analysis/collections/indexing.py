@@ -1,496 +1,51 @@
-"""Building a stored collection: a source encoded in batches into an index (issue 8).
+"""Building a stored collection: the entry points, which check a build's inputs and choose
+how to encode.
 
-:func:`build_index` streams a source (:mod:`lexlens.analysis.collections.sources`) through an encoder,
-gates each vector (``E = V ⊙ G``), and writes an index folder
-(:mod:`lexlens.analysis.collections.store_writer`; the format: :mod:`lexlens.analysis.collections.store`).
-Unreadable items are listed and skipped, the rest is indexed. Re-indexing reuses every
-stored vector whose content (text, or image bytes) is unchanged under the same encoder
-fingerprint and gate k: an unchanged source encodes nothing, three added files encode
-three. ``--ray`` encodes on Ray (:mod:`lexlens.analysis.collections.ray_encode`); a dense features
-source goes through a D2S head (:mod:`lexlens.analysis.collections.features_index`).
+- :func:`build_index` (``lexlens.build_index``): a loaded encoder and a source. A source of
+  texts or images is encoded in batches (:mod:`.source_index`; on Ray with ``ray``:
+  :mod:`.ray_encode`); a dense features file goes through a D2S (Dense2Sparse) head
+  (:mod:`.features_index`).
+- :func:`index_collection` (``lexlens index``): the same, but the source, ``--out`` and the
+  options are checked before the encoder loads.
+- :func:`build_collection` (the Collections page): a named collection of the workspace
+  (:mod:`.workspace`), from uploaded files, a path on the server or the sample photos.
+
+The index format: :mod:`.store`; writing it: :mod:`.store_writer`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from lexlens.analysis.collections.sources import (
-    IMAGE_SUFFIXES,
-    Skipped,
-    Source,
-    SourceItem,
-    count_items,
-    is_features_source,
-    iter_items,
-    open_source,
-    source_fingerprint,
+from lexlens.analysis.collections.build_parts import (
+    DEFAULT_BATCH_SIZE,
+    IndexResult,
+    check_build_options,
 )
-from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
-from lexlens.analysis.collections.store_writer import (
-    IndexWriter,
-    check_out,
-    clean_stale,
-    write_atomically,
+from lexlens.analysis.collections.features_index import build_features_index, read_source
+from lexlens.analysis.collections.ray_encode import check_ray
+from lexlens.analysis.collections.source_index import build_source_index
+from lexlens.analysis.collections.sources import is_features_source, open_source
+from lexlens.analysis.collections.store_writer import check_out
+from lexlens.analysis.collections.workspace import (
+    check_name,
+    collections_dir,
+    load_sample_photos,
+    save_upload_source,
+    sources_dir,
 )
-from lexlens.analysis.core.gating import gate
-from lexlens.models.base import Capability, Encoder, InputError, Needs
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, accepts_topk
+from lexlens.analysis.core.results import Progress
+from lexlens.models.base import Encoder, InputError
 from lexlens.models.registry import as_encoder
 
-#: What indexing needs of an encoder: texts or images into a vocabulary.
-INDEX_NEEDS = Needs(
-    "a stored collection", any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL})
-)
-
-Progress = Callable[[int, int, str], None]  # (done, total, note)
+#: Where the Collections page takes a collection's source from.
+SOURCE_KINDS = ("upload", "path", "sample")
 
 
-_FINGERPRINTS: dict[int, tuple[Any, str]] = {}
-
-
-def encoder_fingerprint(encoder: Encoder) -> str:
-    """A hash of the encoder's weights: every tensor, module and array it holds.
-
-    Two loads of the same checkpoint give the same fingerprint; any changed weight (or a
-    changed class→vocabulary map) gives another, so stored vectors are only reused when
-    they would be computed again identically.
-    """
-    cached = _FINGERPRINTS.get(id(encoder))
-    if cached is not None and cached[0] is encoder:
-        return cached[1]
-    import torch
-
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{type(encoder).__module__}.{type(encoder).__qualname__}".encode())
-    digest.update(vocab_hash(list(getattr(encoder, "vocab", []) or [])).encode())
-    digest.update(repr(bool(encoder.bow_normalize)).encode())
-
-    def feed(name: str, value: Any, depth: int = 0) -> None:
-        if isinstance(value, torch.nn.Module):
-            for key, tensor in sorted(value.state_dict().items()):
-                feed(f"{name}.{key}", tensor, depth)
-        elif isinstance(value, torch.Tensor):
-            array = value.detach().cpu().contiguous()
-            digest.update(f"{name}:{array.dtype}:{tuple(array.shape)}".encode())
-            digest.update(array.reshape(-1).view(torch.uint8).numpy().tobytes())
-        elif isinstance(value, np.ndarray):
-            digest.update(f"{name}:{value.dtype}:{value.shape}".encode())
-            digest.update(np.ascontiguousarray(value).tobytes())
-        elif depth == 0 and hasattr(value, "__dict__") and not isinstance(value, type):
-            for key, inner in sorted(vars(value).items()):
-                feed(f"{name}.{key}", inner, depth + 1)
-
-    for key, value in sorted(vars(encoder).items()):
-        feed(key, value)
-    fingerprint = digest.hexdigest()
-    _FINGERPRINTS[id(encoder)] = (encoder, fingerprint)
-    return fingerprint
-
-
-def _content_key(kind: str, payload: bytes) -> str:
-    return hashlib.blake2b(kind.encode() + b"\0" + payload, digest_size=16).hexdigest()
-
-
-@dataclass(frozen=True)
-class IndexResult:
-    """What a build did: counts, skipped items, where the index is, its manifest."""
-
-    out: str
-    encoder: str
-    items: int
-    encoded: int
-    reused: int
-    skipped: list[Skipped]
-    up_to_date: bool
-    seconds: float
-    manifest: dict
-    notes: list[str]
-
-    @property
-    def items_per_second(self) -> float:
-        return self.encoded / self.seconds if self.seconds > 0 else 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "out": self.out,
-            "encoder": self.encoder,
-            "items": self.items,
-            "encoded": self.encoded,
-            "reused": self.reused,
-            "skipped": [s.to_dict() for s in self.skipped],
-            "up_to_date": self.up_to_date,
-            "manifest": self.manifest,
-            "notes": self.notes,
-        }
-
-
-def gated_sparse(encoding: Any, vocab: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``E = V ⊙ G`` of an encoding as (sorted vocabulary ids int32, weights float32)."""
-    dense = gate(encoding, vocab, k)
-    cols = np.flatnonzero(dense).astype(np.int32)
-    return cols, dense[cols].astype(np.float32)
-
-
-def check_build_options(topk: int, batch_size: int) -> None:
-    """``--topk`` and ``--batch-size`` of a build, checked before anything is read."""
-    if isinstance(topk, bool) or not isinstance(topk, int) or topk < -1:
-        raise InputError("--topk must be -1 (all dimensions), 0 (own tokens only) or positive")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError("--batch-size must be a positive integer")
-
-
-def encoder_entry(encoder: Encoder, spec: str | None = None) -> dict:
-    """The manifest's ``encoder`` entry: what reopening, searching and reusing rely on."""
-    return {
-        "name": encoder.name,
-        "spec": spec or encoder.name,
-        "fingerprint": encoder_fingerprint(encoder),
-        "class": type(encoder).__name__,
-        "capabilities": sorted(str(c) for c in encoder.capabilities),
-        "bow_normalize": bool(encoder.bow_normalize),
-    }
-
-
-def build_index(
-    encoder: Encoder,
-    source: str | Path,
-    out: str | Path,
-    *,
-    topk: int = 768,
-    batch_size: int = 32,
-    progress: Progress | None = None,
-    ray: str | None = None,
-    postings: bool | None = None,
-    source_label: str | None = None,
-    encoder_spec: str | None = None,
-    captions: str | Path | None = None,
-    ids: str | Path | None = None,
-) -> IndexResult:
-    """Encode a source into an index folder at ``out`` (see the module docstring).
-
-    ``ray``: ``None`` encodes in this process; ``"local"`` starts a local Ray, ``"auto"`` or
-    ``"ray://HOST:PORT"`` uses a cluster (Ray Data ``map_batches``, one encoder per actor).
-    ``postings``: store the inverted index (default: from
-    :data:`~lexlens.analysis.collections.store.POSTINGS_MIN_NNZ` non-zeros). A dense features file
-    (.npy, .safetensors, .parquet) goes through a feature head (D2S) with its ``ids`` and
-    ``captions`` files: :mod:`lexlens.analysis.collections.features_index`.
-    """
-    started = time.perf_counter()
-    check_build_options(topk, batch_size)
-    _check_features_options(source, ray, captions, ids)
-    if is_features_source(source):
-        from lexlens.analysis.collections.features_index import build_features_index
-
-        return build_features_index(
-            encoder, source, out, topk=topk, batch_size=batch_size, captions=captions, ids=ids,
-            progress=progress, postings=postings, encoder_spec=encoder_spec,
-            source_label=source_label,
-        )  # fmt: skip
-    INDEX_NEEDS.check(encoder)
-    src = open_source(source, label=source_label)
-    out = Path(out).expanduser()
-    if src.kind == "folder" and not encoder.can(Capability.IMAGE_LEXICAL):
-        raise InputError(
-            f"--source {src.label} is a folder of images but {encoder.name!r} does not encode "
-            "images: pick an image encoder (e.g. efficientnet-lite0-lexical)"
-        )
-    if src.has_images and not src.has_texts and not encoder.can(Capability.IMAGE_LEXICAL):
-        raise InputError(f"{src.label} lists images but {encoder.name!r} does not encode images")
-    if not src.has_images and not encoder.can(Capability.TEXT_LEXICAL):
-        raise InputError(f"{src.label} holds texts but {encoder.name!r} does not encode text")
-    check_out(out)
-    clean_stale(out)
-    modality = "image" if src.has_images and encoder.can(Capability.IMAGE_LEXICAL) else "text"
-    entry = encoder_entry(encoder, encoder_spec)
-    s_fingerprint = source_fingerprint(src)
-    old = existing_index(out)
-    notes: list[str] = []
-    compatible = (
-        old is not None
-        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
-        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == topk
-        and old.manifest.get("modality") == modality
-    )
-    if old is not None and not compatible:
-        notes.append(
-            "the stored index was built with another encoder, vocabulary or gate k: "
-            "every item is encoded again"
-        )
-    if (
-        compatible
-        and old.manifest["source"].get("fingerprint") == s_fingerprint
-        and old.manifest["source"].get("root") == str(src.root.resolve())
-        and (postings is None or postings == (old.postings is not None))
-    ):
-        return IndexResult(
-            str(out), encoder.name, len(old), 0, 0,
-            [Skipped(**s) for s in old.manifest.get("skipped", [])],
-            True, time.perf_counter() - started, old.manifest,
-            ["source and encoder unchanged: nothing to encode"],
-        )  # fmt: skip
-    reuse: dict[str, int] = {}
-    stats: dict[str, tuple[int, int, str]] = {}
-    if compatible:
-        keys = old.column("content_key")
-        images = old.column("image")
-        sizes = old.column("size")
-        mtimes = old.column("mtime_ns")
-        for row, key in enumerate(keys):
-            reuse.setdefault(key, row)
-            if images[row]:
-                stats[images[row]] = (sizes[row], mtimes[row], key)
-
-    def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
-        encoded, reused = _encode_into(
-            writer, encoder, src, modality, topk, batch_size, reuse, stats, old,
-            progress, ray, entry["spec"],
-        )  # fmt: skip
-        if writer.count == 0:
-            first = src.skipped[0] if src.skipped else None
-            why = f" ({first.file}: {first.reason})" if first else ""
-            if src.kind == "folder" and not src.skipped:
-                raise InputError(
-                    f"--source {src.label}: no images found (looked for "
-                    f"{', '.join(IMAGE_SUFFIXES)} in every sub-folder)"
-                )
-            raise InputError(
-                f"--source {src.label}: no item could be indexed: {len(src.skipped)} skipped{why}"
-            )
-        return encoded, reused, [s.to_dict() for s in src.skipped]
-
-    source_entry = {
-        "path": str(src.path.resolve()),
-        "root": str(src.root.resolve()),
-        "kind": src.kind,
-        "fingerprint": s_fingerprint,
-    }
-    manifest = write_atomically(
-        out, encoder.vocab, fill, encoder=entry, gate_k=topk, modality=modality,
-        source=source_entry, postings=postings,
-        created=old.manifest.get("created") if old is not None else None,
-    )  # fmt: skip
-    if src.skipped:
-        notes.append(f"{len(src.skipped)} item(s) skipped (listed)")
-    counts = manifest["counts"]
-    return IndexResult(
-        str(out), encoder.name, counts["items"], counts["encoded"], counts["reused"],
-        list(src.skipped), False, time.perf_counter() - started, manifest, notes,
-    )  # fmt: skip
-
-
-@dataclass
-class _Pending:
-    item: SourceItem
-    kind: str  # what gets encoded: "image" | "text"
-    key: str = ""
-    size: int = 0
-    mtime_ns: int = 0
-    payload: bytes | str = b""
-    reuse_row: int | None = None
-
-
-def _prepare(
-    item: SourceItem,
-    src: Source,
-    modality: str,
-    stats: dict[str, tuple[int, int, str]],
-) -> _Pending | Skipped:
-    """Decide what an item encodes and its content key (reading image bytes if needed)."""
-    if modality == "image" and item.image:
-        path = src.root / item.image
-        try:
-            st = path.stat()
-            if not path.is_file():
-                return Skipped(item.where, "not a file")
-            known = stats.get(item.image)
-            if known and known[0] == st.st_size and known[1] == st.st_mtime_ns:
-                return _Pending(item, "image", known[2], st.st_size, st.st_mtime_ns)
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return Skipped(item.where, "image file not found")
-        except PermissionError:
-            return Skipped(item.where, "permission denied")
-        except OSError as exc:
-            return Skipped(item.where, f"cannot read ({exc.strerror or exc})")
-        return _Pending(
-            item, "image", _content_key("image", data), st.st_size, st.st_mtime_ns, data
-        )
-    if not item.text:
-        return Skipped(item.where, "no text to encode (the encoder reads text only)")
-    return _Pending(
-        item, "text", _content_key("text", item.text.encode("utf-8")), payload=item.text
-    )
-
-
-def _encode_into(
-    writer: IndexWriter,
-    encoder: Encoder,
-    src: Source,
-    modality: str,
-    topk: int,
-    batch_size: int,
-    reuse: dict[str, int],
-    stats: dict[str, tuple[int, int, str]],
-    old: StoredIndex | None,
-    progress: Progress | None,
-    ray: str | None,
-    spec: str,
-) -> tuple[int, int]:
-    """Stream the source into ``writer``: reuse stored vectors, encode the rest (here, or
-    on Ray), list what cannot be read. Returns (encoded, reused)."""
-    total = count_items(src)
-    counters = {"encoded": 0, "reused": 0}
-    done = 0
-
-    def tick(n: int = 1) -> None:
-        nonlocal done
-        done += n
-        if progress and (done % max(1, batch_size) == 0 or done >= total):
-            progress(min(done, total), max(total, done), f"{writer.count} items indexed")
-
-    def write(p: _Pending, cols: np.ndarray, vals: np.ndarray, reused: bool) -> None:
-        item = p.item
-        writer.add(
-            {
-                "id": item.id, "kind": p.kind, "image": item.image, "text": item.text,
-                "captions": list(item.captions), "labels": list(item.labels),
-                "content_key": p.key, "size": p.size, "mtime_ns": p.mtime_ns,
-                "where": item.where,
-            },
-            cols,
-            vals,
-        )  # fmt: skip
-        counters["reused" if reused else "encoded"] += 1
-
-    def prepared() -> Iterator[_Pending]:
-        for entry in iter_items(src):
-            if isinstance(entry, SourceItem):
-                entry = _prepare(entry, src, modality, stats)
-            if isinstance(entry, Skipped):
-                src.skipped.append(entry)
-                tick()
-                continue
-            entry.reuse_row = reuse.get(entry.key)
-            yield entry
-
-    def reused_row(p: _Pending) -> tuple[np.ndarray, np.ndarray]:
-        assert old is not None and p.reuse_row is not None
-        return old.row(p.reuse_row)
-
-    if ray is None:
-        pending: list[_Pending] = []
-
-        def flush() -> None:
-            todo = [p for p in pending if p.reuse_row is None]
-            results = encode_payloads(
-                encoder, topk, [(p.kind, p.payload, p.item.where) for p in todo], src.root
-            )
-            by_id = {id(p): r for p, r in zip(todo, results, strict=True)}
-            for p in pending:
-                if p.reuse_row is not None:
-                    write(p, *reused_row(p), reused=True)
-                elif isinstance(by_id[id(p)], Skipped):
-                    src.skipped.append(by_id[id(p)])
-                else:
-                    write(p, *by_id[id(p)], reused=False)
-                tick()
-            pending.clear()
-
-        for p in prepared():
-            pending.append(p)
-            if len(pending) >= batch_size:
-                flush()
-        if pending:
-            flush()
-    else:
-        from lexlens.analysis.collections.ray_encode import RayEncoder
-
-        engine = RayEncoder(encoder, topk, batch_size, address=ray, spec=spec)
-        results = None
-        try:
-            items = []
-            for p in prepared():
-                p.payload = p.payload if p.kind == "text" else b""  # actors read the file
-                items.append(p)
-            todo = [
-                (p.kind, p.item.image if p.kind == "image" else str(p.payload), p.item.where)
-                for p in items
-                if p.reuse_row is None
-            ]
-            results = engine.encode_all(todo, src.root)
-            for p in items:
-                if p.reuse_row is not None:
-                    write(p, *reused_row(p), reused=True)
-                else:
-                    result = next(results)
-                    if isinstance(result, str):
-                        src.skipped.append(Skipped(p.item.where, result))
-                    else:
-                        write(p, *result, reused=False)
-                tick()
-        finally:
-            if results is not None:
-                results.close()  # release Ray's iterator while Ray is still up
-            engine.close()
-    return counters["encoded"], counters["reused"]
-
-
-def encode_payloads(
-    encoder: Encoder, topk: int, payloads: list[tuple[str, bytes | str, str]], root: Path
-) -> list[tuple[np.ndarray, np.ndarray] | Skipped]:
-    """Encode (kind, payload, where) triples (image bytes or a text) into gated sparse
-    vectors; unreadable images become :class:`Skipped` (the rest of the batch goes on)."""
-    from lexlens.models.images import load_image
-
-    out: list[Any] = [None] * len(payloads)
-    images, image_slots, texts, text_slots = [], [], [], []
-    for i, (kind, payload, where) in enumerate(payloads):
-        if kind == "image":
-            try:
-                images.append(load_image(payload, name=where))
-                image_slots.append(i)
-            except InputError as exc:
-                reason = str(exc)
-                out[i] = Skipped(where, reason.split(": ", 1)[1] if ": " in reason else reason)
-        else:
-            texts.append(str(payload))
-            text_slots.append(i)
-    if images:
-        for slot, enc in zip(
-            image_slots,
-            _encode_images(encoder, images, [payloads[s][2] for s in image_slots]),
-            strict=True,
-        ):
-            out[slot] = enc if isinstance(enc, Skipped) else gated_sparse(enc, encoder.vocab, topk)
-    if texts:
-        encodings = encoder.encode_texts(texts, side="document", keep_units=False)
-        for slot, enc in zip(text_slots, encodings, strict=True):
-            out[slot] = gated_sparse(enc, encoder.vocab, topk)
-    return out
-
-
-def _encode_images(encoder: Encoder, images: list, wheres: list[str]) -> list:
-    """Encode a batch; if the batch fails, encode one by one and skip the failing ones."""
-    try:
-        return encoder.encode_images(images, keep_units=False)
-    except InputError:
-        out = []
-        for image, where in zip(images, wheres, strict=True):
-            try:
-                out.append(encoder.encode_images([image], keep_units=False)[0])
-            except InputError as exc:
-                out.append(Skipped(where, str(exc)))
-        return out
-
-
-def _check_features_options(source: str | Path, ray: str | None, captions: Any, ids: Any) -> None:
+def check_features_options(
+    source: str | Path, ray: str | None, captions: str | Path | None, ids: str | Path | None
+) -> None:
     """``--captions`` / ``--ids`` belong to a dense features source, ``--ray`` does not."""
     if is_features_source(source):
         if ray is not None:
@@ -505,14 +60,53 @@ def _check_features_options(source: str | Path, ray: str | None, captions: Any, 
         )
 
 
+@accepts_topk
+def build_index(
+    encoder: Encoder,
+    source: str | Path,
+    out: str | Path,
+    *,
+    gate_k: int = DEFAULT_GATE_K,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+    ray: str | None = None,
+    postings: bool | None = None,
+    source_label: str | None = None,
+    encoder_spec: str | None = None,
+    captions: str | Path | None = None,
+    ids: str | Path | None = None,
+) -> IndexResult:
+    """Encode a source into an index folder at ``out``, reusing what an index already there
+    holds for unchanged items.
+
+    ``ray``: ``None`` encodes in this process; ``"local"`` starts a local Ray, ``"auto"`` or
+    ``"ray://HOST:PORT"`` uses a cluster (Ray Data ``map_batches``, one encoder per actor).
+    ``postings``: store the inverted index (default: from
+    :data:`~.store.POSTINGS_MIN_NNZ` non-zeros). A dense features file (.npy, .safetensors,
+    .parquet) goes through a feature head (D2S) with its ``ids`` and ``captions`` files.
+    """
+    check_build_options(gate_k, batch_size)
+    check_features_options(source, ray, captions, ids)
+    if is_features_source(source):
+        return build_features_index(
+            encoder, source, out, gate_k=gate_k, batch_size=batch_size, captions=captions,
+            ids=ids, progress=progress, postings=postings, encoder_spec=encoder_spec,
+            source_label=source_label,
+        )  # fmt: skip
+    return build_source_index(
+        encoder, source, out, gate_k=gate_k, batch_size=batch_size, progress=progress, ray=ray,
+        postings=postings, source_label=source_label, encoder_spec=encoder_spec,
+    )  # fmt: skip
+
+
 def index_collection(
     encoder: str | Encoder,
     source: str | Path,
     out: str | Path,
     *,
     device: str | None = None,
-    topk: int = 768,
-    batch_size: int = 32,
+    gate_k: int = DEFAULT_GATE_K,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
     ray: str | None = None,
     postings: bool | None = None,
@@ -520,27 +114,52 @@ def index_collection(
     ids: str | Path | None = None,
 ) -> IndexResult:
     """``lexlens index``: the source, ``--out`` and options are checked before the encoder
-    loads, then :func:`build_index` runs (a dense features source: every file is read and
-    checked first, then :func:`lexlens.analysis.collections.features_index.build_features_index`)."""
-    check_build_options(topk, batch_size)
+    loads (a dense features source: every file is read and checked), then it is built."""
+    check_build_options(gate_k, batch_size)
     open_source(source)
-    _check_features_options(source, ray, captions, ids)
+    check_features_options(source, ray, captions, ids)
     check_out(Path(out).expanduser())
     spec = encoder.name if isinstance(encoder, Encoder) else encoder
     if is_features_source(source):
-        from lexlens.analysis.collections.features_index import build_features_index, read_source
-
         table = read_source(source, captions=captions, ids=ids)
         return build_features_index(
-            as_encoder(encoder, device), source, out, topk=topk, batch_size=batch_size,
+            as_encoder(encoder, device), source, out, gate_k=gate_k, batch_size=batch_size,
             captions=captions, ids=ids, progress=progress, postings=postings,
             encoder_spec=spec, table=table,
         )  # fmt: skip
     if ray is not None:
-        from lexlens.analysis.collections.ray_encode import check_ray
-
         check_ray(ray)
     return build_index(
-        as_encoder(encoder, device), source, out, topk=topk, batch_size=batch_size,
+        as_encoder(encoder, device), source, out, gate_k=gate_k, batch_size=batch_size,
         progress=progress, ray=ray, postings=postings, encoder_spec=spec,
+    )  # fmt: skip
+
+
+def build_collection(
+    encoder: Encoder,
+    name: str,
+    source_kind: str,
+    *,
+    files: list[tuple[str, bytes]] | None = None,
+    path: str = "",
+    gate_k: int = DEFAULT_GATE_K,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+) -> IndexResult:
+    """Build (or update) the workspace collection ``name`` from uploaded ``files``, a
+    ``path`` on this server or the sample photos (``source_kind``: :data:`SOURCE_KINDS`)."""
+    name = check_name(name)
+    if source_kind == "upload":
+        source = save_upload_source(name, files or [])
+    elif source_kind == "path":
+        if not path.strip():
+            raise InputError("type the path of a folder or file on this server")
+        source = Path(path.strip()).expanduser()
+    elif source_kind == "sample":
+        source = load_sample_photos(sources_dir() / name)
+    else:
+        raise InputError(f"source kind {source_kind!r}: one of {', '.join(SOURCE_KINDS)}")
+    return index_collection(
+        encoder, source, collections_dir() / name, gate_k=gate_k, batch_size=batch_size,
+        progress=progress,
     )  # fmt: skip

@@ -3,7 +3,7 @@
 Ray Data ``map_batches`` runs one encoder per actor (a GPU per actor where the cluster has
 GPUs); each actor loads the encoder by its registry name or checkpoint path, reads its
 items (image files from the source folder, or texts), encodes and gates them exactly as
-the in-process build does (:func:`lexlens.analysis.collections.indexing.encode_payloads`), and sends
+the in-process build does (:func:`.encoding.encode_payloads`), and sends
 back the sparse rows. The driver writes them into the same index, in source order.
 
 ``--ray`` alone starts a local Ray on this machine; ``--ray auto`` joins the cluster this
@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.encoding import encode_payloads
+from lexlens.analysis.collections.sources import Skipped
 from lexlens.models.base import Encoder, InputError
 
 
@@ -55,7 +57,7 @@ def _quiet() -> None:
 class _EncodeActor:
     """One encoder per actor: loads it once, then encodes batches of items."""
 
-    def __init__(self, spec: str, topk: int, device: str | None, root: str) -> None:
+    def __init__(self, spec: str, gate_k: int, device: str | None, root: str) -> None:
         import torch
 
         from lexlens.models import load_encoder
@@ -63,13 +65,10 @@ class _EncodeActor:
         torch.set_num_threads(max(1, int(os.environ.get("LEXLENS_RAY_THREADS", "1"))))
         logging.getLogger().setLevel(logging.ERROR)
         self.encoder = load_encoder(spec, device=device)
-        self.topk = topk
+        self.gate_k = gate_k
         self.root = Path(root)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from lexlens.analysis.collections.indexing import encode_payloads
-        from lexlens.analysis.collections.sources import Skipped
-
         payloads: list[tuple[str, Any, str]] = []
         failed: dict[int, str] = {}
         for i, (kind, value, where) in enumerate(
@@ -83,7 +82,7 @@ class _EncodeActor:
                     payloads.append(("text", "x", str(where)))  # placeholder, dropped below
             else:
                 payloads.append((kind, str(value), str(where)))
-        results = encode_payloads(self.encoder, self.topk, payloads, self.root)
+        results = encode_payloads(self.encoder, self.gate_k, payloads)
         indices, data, errors = [], [], []
         for i, result in enumerate(results):
             if i in failed or isinstance(result, Skipped):
@@ -107,14 +106,13 @@ class RayEncoder:
     """Encodes a list of pending items on Ray Data, yielding results in their order."""
 
     def __init__(
-        self, encoder: Encoder, topk: int, batch_size: int, *, address: str, spec: str
+        self, encoder: Encoder, gate_k: int, batch_size: int, *, address: str, spec: str
     ) -> None:
         import ray
 
         check_ray(address)
         _quiet()
-        self.topk, self.batch_size, self.spec = topk, batch_size, spec
-        self.device = encoder.device if encoder.device != "cpu" else "cpu"
+        self.gate_k, self.batch_size, self.spec = gate_k, batch_size, spec
         self._started = not ray.is_initialized()
         options: dict[str, Any] = {
             "ignore_reinit_error": True,
@@ -161,7 +159,7 @@ class RayEncoder:
                 _EncodeActor,
                 fn_constructor_kwargs={
                     "spec": self.spec,
-                    "topk": self.topk,
+                    "gate_k": self.gate_k,
                     "device": "cuda" if self.gpus else "cpu",
                     "root": str(root),
                 },  # fmt: skip
@@ -190,6 +188,7 @@ class RayEncoder:
             raise InputError(f"Ray returned {expected} of {len(todo)} items")
 
     def close(self) -> None:
+        """Shut down the Ray this encoder started (a cluster it joined keeps running)."""
         import ray
 
         if self._started and ray.is_initialized():

@@ -1,4 +1,4 @@
-"""The stored index format (version 1) and its reader (issue 8).
+"""The stored index format (version 1) and its reader.
 
 An index is a folder:
 
@@ -20,8 +20,7 @@ An index is a folder:
 
 The arrays are plain ``.npy`` files opened memory-mapped, so an index of a million items
 opens in milliseconds and memory stays O(what a query touches). Writing one is
-:mod:`lexlens.analysis.collections.store_writer`; encoding a source into one is
-:mod:`lexlens.analysis.collections.indexing`.
+:mod:`.store_writer`; encoding a source into one is :mod:`.indexing`.
 """
 
 from __future__ import annotations
@@ -301,6 +300,14 @@ class StoredIndex:
                 minlength=self.vocab_size,
             )
         return (total / max(1, len(self))).astype(np.float32)
+
+    def strongest_terms(self, n: int = 30) -> list[tuple[str, float]]:
+        """The ``n`` terms of highest mean gated weight (:meth:`mean_weights`), strongest
+        first; terms that no item uses are left out."""
+        mean = self.mean_weights()
+        vocab = self.vocab
+        top = mean.argsort()[::-1][:n]
+        return [(vocab[i], float(mean[i])) for i in top if float(mean[i]) > 0]
 
 
 def read_manifest(path: Path) -> dict:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
+from lexlens.analysis.collections.build_parts import DEFAULT_BATCH_SIZE
 from lexlens.analysis.collections.indexing import index_collection
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.app.cli.common import add_common_args, emit, format_table
 
 
@@ -30,9 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", required=True, help="index folder (created or updated)")
     parser.add_argument(
-        "--topk", type=int, default=768, help="gate k: top-k dims kept (-1 all, 0 own tokens)"
+        "--topk",
+        dest="gate_k",
+        type=int,
+        default=DEFAULT_GATE_K,
+        help="gate k: top-k dims kept (-1 all, 0 own tokens)",
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="items encoded per batch")
+    parser.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="items encoded per batch"
+    )
     parser.add_argument(
         "--captions", help="dense features: .csv/.jsonl pairing ids with captions (optional)"
     )
@@ -57,15 +64,12 @@ class _Bar:
 
     def __init__(self) -> None:
         self.live = sys.stderr.isatty()
-        self.start = time.perf_counter()
 
-    def __call__(self, done: int, total: int, note: str) -> None:
+    def __call__(self, fraction: float, message: str) -> None:
         if not self.live:
             return
-        share = done / total if total else 1.0
-        rate = done / max(time.perf_counter() - self.start, 1e-9)
-        bar = "#" * int(30 * share)
-        sys.stderr.write(f"\r[{bar:<30}] {done}/{total} {note} ({rate:.0f}/s)")
+        bar = "#" * int(30 * fraction)
+        sys.stderr.write(f"\r[{bar:<30}] {message}")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -77,7 +81,7 @@ def run(args: argparse.Namespace) -> None:
     bar = _Bar()
     try:
         result = index_collection(
-            args.encoder, args.source, args.out, device=args.device, topk=args.topk,
+            args.encoder, args.source, args.out, device=args.device, gate_k=args.gate_k,
             batch_size=args.batch_size, progress=bar, ray=args.ray, captions=args.captions,
             ids=args.ids,
         )  # fmt: skip
