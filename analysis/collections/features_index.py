@@ -4,10 +4,10 @@
 The vectors (BLIP/ALBEF image or caption embeddings, say) have no text or image the
 workbench could show; each item keeps its id and its paired captions (``--captions``),
 which deviation measures the vector against and search results show. The index is the
-same format as any other (:mod:`.store`): gated CSR vectors
-``E = V ⊙ G`` (VDR's gate; a vector has no bag of words, so the gate is its top-k), ``items.parquet``
-rows with ``kind`` "features" (``captions``: the paired captions, ``text``: the first of
-them, which search results show), and a manifest whose ``source.kind`` is "features".
+same format as any other (:mod:`.store`): gated CSR vectors ``E = V ⊙ G`` (VDR's gate;
+a vector has no bag of words, so the gate is its top-k), ``items.parquet`` rows with
+``kind`` "features" (``captions``: the paired captions, ``text``: the first of them,
+which search results show), and a manifest whose ``source.kind`` is "features".
 Search takes bag-of-words text queries (``--query-mode bow``): the head tokenises them.
 
 Re-indexing the same files with the same head and gate k encodes nothing (the source

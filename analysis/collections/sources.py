@@ -4,9 +4,9 @@ as a stream of items.
 A *source* is a folder of images (recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl
 of items with ``image`` (a path relative to that file) and/or ``text``, and optional ``id``,
 ``caption`` (several columns allowed: ``caption``, ``caption_2``, ``captions``…) and
-``labels`` (``|``-separated); or a file of dense features for a D2S head (.npy,
-.safetensors, .parquet: :mod:`lexlens.analysis.collections.features_index`). Nothing is encoded here:
-items that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
+``labels`` (``|``-separated); or a file of dense features for a D2S (Dense2Sparse) head
+(.npy, .safetensors, .parquet: :mod:`.features_index`). Nothing is encoded here: items
+that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
 Image paths that leave the source's folder are refused.
 """
 

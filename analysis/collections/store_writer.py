@@ -1,6 +1,6 @@
-"""Writing a stored index (the format: :mod:`lexlens.analysis.collections.store`): gated sparse rows and
-item metadata streamed into CSR ``.npy`` files and Parquet, the inverted postings of large
-indexes built in chunks, and the folder swapped into place atomically.
+"""Writing a stored index (the format: :mod:`.store`): gated sparse rows and item metadata
+streamed into CSR ``.npy`` files and Parquet, the inverted postings of large indexes built
+in chunks, and the folder swapped into place atomically.
 
 Writes are atomic: the new index is built in a temporary folder beside ``--out``, every
 file is fsynced, then the folder is swapped into place (Linux ``renameat2`` exchange, or two
@@ -64,6 +64,7 @@ class NpyAppender:
         self._handle.write(b"\0" * _NPY_HEADER)
 
     def append(self, values: np.ndarray) -> None:
+        """Write ``values`` after what is there (as this file's dtype)."""
         array = np.ascontiguousarray(values, dtype=self.dtype)
         if array.size:
             self._handle.write(memoryview(array).cast("B"))
@@ -79,6 +80,7 @@ class NpyAppender:
         return _NPY_HEADER + self.length * self.dtype.itemsize
 
     def abort(self) -> None:
+        """Close the file unfinished (the build's temporary folder is removed anyway)."""
         with contextlib.suppress(OSError):
             self._handle.close()
 
@@ -151,10 +153,12 @@ class IndexWriter:
 
     @property
     def count(self) -> int:
+        """Items added so far."""
         return len(self.indptr) - 1
 
     @property
     def nnz(self) -> int:
+        """Non-zero weights added so far."""
         return self.indptr[-1]
 
     def add(self, meta: dict, indices: np.ndarray, data: np.ndarray) -> None:
@@ -217,6 +221,7 @@ class IndexWriter:
         return sizes
 
     def abort(self) -> None:
+        """Close every file unfinished, after a failed build."""
         self.indices.abort()
         self.data.abort()
         with contextlib.suppress(Exception):
@@ -244,9 +249,9 @@ def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str
     of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
     non-zero weight never rounds to 0). Search scores from them approximately, then
     rescores its candidates exactly from the CSR rows (see
-    :func:`lexlens.analysis.search.search.top_items`). The CSR is read with plain reads and the
-    output's pages are written back and dropped after every chunk, so the process's
-    resident memory stays near one chunk whatever the index's size.
+    :func:`lexlens.analysis.search.ranking.top_items`). The CSR is read with plain reads
+    and the output's pages are written back and dropped after every chunk, so the
+    process's resident memory stays near one chunk whatever the index's size.
     """
     indptr = np.load(folder / "indptr.npy")
     n, nnz = indptr.shape[0] - 1, int(indptr[-1])

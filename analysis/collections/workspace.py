@@ -24,6 +24,7 @@ def workspace() -> Path:
 
 
 def collections_dir() -> Path:
+    """Where the app keeps stored collections (one index folder per name)."""
     return workspace() / "collections"
 
 

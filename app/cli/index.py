@@ -12,6 +12,7 @@ from lexlens.app.cli.common import add_common_args, emit, format_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``lexlens index`` and its options."""
     parser = sub.add_parser(
         "index",
         help="build a stored, sparse collection (re-running encodes only what changed)",
@@ -73,11 +74,13 @@ class _Bar:
         sys.stderr.flush()
 
     def close(self) -> None:
+        """End the bar's line."""
         if self.live:
             sys.stderr.write("\n")
 
 
 def run(args: argparse.Namespace) -> None:
+    """Build the index, then print what was encoded, reused and skipped (or ``--json``)."""
     bar = _Bar()
     try:
         result = index_collection(

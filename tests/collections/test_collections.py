@@ -1,5 +1,5 @@
 """Stored collections: sources, the CSR + Parquet store, incremental and atomic builds,
-bad input (issue 8). Real encoders, tiny sources."""
+bad input. Real encoders, tiny sources."""
 
 from __future__ import annotations
 
