@@ -52,7 +52,7 @@ INDEX_NEEDS = Needs(
 )
 
 
-def check_encoder_reads(encoder: Encoder, src: Source) -> str:
+def _check_encoder_reads(encoder: Encoder, src: Source) -> str:
     """The modality the encoder indexes the source in ("image" or "text"); refused in one
     line when the encoder cannot read what the source holds."""
     images = encoder.can(Capability.IMAGE_LEXICAL)
@@ -89,7 +89,7 @@ def build_source_index(
     INDEX_NEEDS.check(encoder)
     src = open_source(source, label=source_label)
     out = Path(out).expanduser()
-    modality = check_encoder_reads(encoder, src)
+    modality = _check_encoder_reads(encoder, src)
     check_out(out)
     clean_stale(out)
     entry = encoder_entry(encoder, encoder_spec)
