@@ -33,6 +33,9 @@ def sources_dir() -> Path:
     return workspace() / "sources"
 
 
+#: The sample photos' table (captions and labels), in the package's ``data`` folder.
+PHOTOS_TABLE = Path(__file__).resolve().parents[2] / "data" / "photos.csv"
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -118,7 +121,7 @@ def load_sample_photos(dest: Path) -> Path:
             "the sample photos come from scikit-image: `pip install scikit-image`"
         ) from None
     photos = Path(skimage.__file__).parent / "data"
-    table = Path(__file__).resolve().parent.parent / "data" / "photos.csv"
+    table = PHOTOS_TABLE
     dest.mkdir(parents=True, exist_ok=True)
     with open(table, encoding="utf-8", newline="") as handle:
         names = [row["image"] for row in csv.DictReader(handle)]

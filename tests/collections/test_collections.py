@@ -3,6 +3,7 @@ bad input. Real encoders, tiny sources."""
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -16,7 +17,11 @@ import pytest
 from lexlens.analysis.collections.indexing import build_collection, build_index
 from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import NpyAppender
-from lexlens.analysis.collections.workspace import delete_collection, list_collections
+from lexlens.analysis.collections.workspace import (
+    delete_collection,
+    list_collections,
+    load_sample_photos,
+)
 from lexlens.analysis.core.gating import gate
 from lexlens.models import InputError
 from tests.helpers import skimage_path
@@ -308,3 +313,13 @@ def test_build_collection_of_the_workspace(splade, tmp_path, monkeypatch):
     mean = index.mean_weights()
     assert [t for t, _ in terms] == [index.vocab[i] for i in np.argsort(-mean)[:3]]
     assert terms[0][1] >= terms[1][1] >= terms[2][1] > 0
+
+
+def test_sample_photos_are_copied_beside_their_table(tmp_path):
+    """``make sample-collections`` and the page's "Sample photos" read this folder."""
+    pytest.importorskip("skimage")
+    table = load_sample_photos(tmp_path / "photos")
+    assert table == tmp_path / "photos" / "photos.csv" and table.is_file()
+    with open(table, encoding="utf-8", newline="") as handle:
+        images = [row["image"] for row in csv.DictReader(handle)]
+    assert len(images) == 19 and all((tmp_path / "photos" / name).is_file() for name in images)
