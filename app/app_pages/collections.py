@@ -90,7 +90,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
         try:
             result = build_collection(
                 encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
-                batch_size=batch, progress=lambda f, message: bar.progress(min(1.0, f), message),
+                batch_size=batch, progress=bar.progress,
             )  # fmt: skip
             st.session_state["collections_open"] = Path(result.out).name
             st.session_state["collections_last_build"] = result.to_dict()
