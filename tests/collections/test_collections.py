@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from lexlens.analysis.collections.indexing import build_collection, build_index
+from lexlens.analysis.collections.npy_files import NpyAppender
 from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
-from lexlens.analysis.collections.store_writer import NpyAppender
 from lexlens.analysis.collections.workspace import (
     delete_collection,
     list_collections,
