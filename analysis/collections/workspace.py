@@ -121,13 +121,12 @@ def load_sample_photos(dest: Path) -> Path:
             "the sample photos come from scikit-image: `pip install scikit-image`"
         ) from None
     photos = Path(skimage.__file__).parent / "data"
-    table = PHOTOS_TABLE
     dest.mkdir(parents=True, exist_ok=True)
-    with open(table, encoding="utf-8", newline="") as handle:
+    with open(PHOTOS_TABLE, encoding="utf-8", newline="") as handle:
         names = [row["image"] for row in csv.DictReader(handle)]
     for name in names:
         target = dest / name
         if not target.exists():
             shutil.copyfile(photos / name, target)
-    shutil.copyfile(table, dest / "photos.csv")
+    shutil.copyfile(PHOTOS_TABLE, dest / "photos.csv")
     return dest / "photos.csv"
