@@ -1,0 +1,14 @@
+"""Stored collections: a dataset encoded once into gated sparse vectors ``E = V ⊙ G`` (VDR)
+and kept on disk for search, deviation and comparison.
+
+- :mod:`.indexing`: the entry points of a build (``lexlens.build_index``, ``lexlens index``,
+  the Collections page), which choose one of the builds below;
+- :mod:`.source_index`: a source of texts or images, in this process or on Ray
+  (:mod:`.ray_encode`); :mod:`.features_index`: dense features through a D2S head;
+- :mod:`.build_parts` and :mod:`.encoding`: what every build shares;
+- :mod:`.sources`: what a source is and its items; :mod:`.feature_files`: dense feature
+  files with their ids and captions;
+- :mod:`.store` (the format and its reader), :mod:`.store_writer` (atomic writes),
+  :mod:`.postings` (the inverted index of large ones), :mod:`.npy_files` (streamed arrays);
+- :mod:`.workspace`: where the app keeps its collections.
+"""

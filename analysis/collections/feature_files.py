@@ -72,6 +72,7 @@ class FeatureTable:
 
     @property
     def dim(self) -> int:
+        """The vectors' dimension ``d``."""
         return int(self.vectors.shape[1])
 
     def position(self, item: str | int) -> int:

@@ -1,13 +1,13 @@
 """Stored collections of dense features (``modality`` "features"): a researcher's
-``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S head .
+``.npy`` / ``.safetensors`` / ``.parquet`` vectors put through a D2S (Dense2Sparse) head.
 
 The vectors (BLIP/ALBEF image or caption embeddings, say) have no text or image the
 workbench could show; each item keeps its id and its paired captions (``--captions``),
 which deviation measures the vector against and search results show. The index is the
-same format as any other (:mod:`lexlens.analysis.collections.store`): gated CSR vectors
-``E = V ⊙ G`` (a vector has no bag of words, so the gate is its top-k), ``items.parquet``
-rows with ``kind`` "features" (``captions``: the paired captions, ``text``: the first of
-them, which search results show), and a manifest whose ``source.kind`` is "features".
+same format as any other (:mod:`.store`): gated CSR vectors ``E = V ⊙ G`` (VDR's gate;
+a vector has no bag of words, so the gate is its top-k), ``items.parquet`` rows with
+``kind`` "features" (``captions``: the paired captions, ``text``: the first of them,
+which search results show), and a manifest whose ``source.kind`` is "features".
 Search takes bag-of-words text queries (``--query-mode bow``): the head tokenises them.
 
 Re-indexing the same files with the same head and gate k encodes nothing (the source
@@ -23,12 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.encoding import (
+from lexlens.analysis.collections.build_parts import (
     IndexResult,
     check_build_options,
     encoder_entry,
-    gated_sparse,
+    unchanged,
 )
+from lexlens.analysis.collections.encoding import gated_sparse
+from lexlens.analysis.collections.feature_files import FeatureTable, read_features
 from lexlens.analysis.collections.store import existing_index, open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import write_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
@@ -49,10 +51,9 @@ def read_source(
     captions: str | Path | None = None,
     ids: str | Path | None = None,
     label: str | None = None,
-):
-    """The :class:`~lexlens.analysis.collections.feature_files.FeatureTable` of a source (checked in full)."""
-    from lexlens.analysis.collections.feature_files import read_features
-
+) -> FeatureTable:
+    """The :class:`~.feature_files.FeatureTable` of a source, checked in full before
+    anything is encoded."""
     shown = label or str(source)
     path = Path(source).expanduser()
     if not path.exists():
@@ -93,14 +94,13 @@ def build_features_index(
     postings: bool | None = None,
     encoder_spec: str | None = None,
     source_label: str | None = None,
-    table: Any = None,
-):
+    table: FeatureTable | None = None,
+) -> IndexResult:
     """Encode a dense features file with a feature head into an index folder at ``out``.
 
     Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
-    features, ids and captions: see :func:`lexlens.analysis.collections.feature_files.read_features`), the
-    vectors' dimension against the head's, ``--out``. Returns an
-    :class:`~lexlens.analysis.collections.indexing.IndexResult`.
+    features, ids and captions: see :func:`.feature_files.read_features`; ``table``: read
+    already), the vectors' dimension against the head's, ``--out``.
     """
     started = time.perf_counter()
     check_build_options(gate_k, batch_size)
@@ -131,10 +131,7 @@ def build_features_index(
         and old.manifest.get("gate_k") == gate_k
         and old.manifest["source"].get("fingerprint") == s_fingerprint
     ):
-        return IndexResult(
-            str(out), encoder.name, len(old), 0, 0, [], True, time.perf_counter() - started,
-            old.manifest, ["source and encoder unchanged: nothing to encode"],
-        )  # fmt: skip
+        return unchanged(str(out), encoder, old, time.perf_counter() - started)
     n = len(table)
 
     def rows() -> Iterator[tuple[dict, Any, Any]]:
@@ -154,7 +151,7 @@ def build_features_index(
                 }
                 yield meta, cols, vals
             if progress is not None:
-                progress(hi / max(n, 1), f"{hi}/{n} vectors")
+                progress(hi / n, f"{hi}/{n} vectors")
 
     source_entry = {
         "path": str(path.resolve()),
@@ -174,6 +171,14 @@ def build_features_index(
     if old is not None:
         notes.append("the stored index was replaced: every vector was encoded again")
     return IndexResult(
-        str(out), encoder.name, len(ix), len(ix), 0, [], False,
-        time.perf_counter() - started, ix.manifest, notes,
-    )  # fmt: skip
+        out=str(out),
+        encoder=encoder.name,
+        items=len(ix),
+        encoded=len(ix),
+        reused=0,
+        skipped=[],
+        up_to_date=False,
+        seconds=time.perf_counter() - started,
+        manifest=ix.manifest,
+        notes=notes,
+    )

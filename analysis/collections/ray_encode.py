@@ -3,7 +3,7 @@
 Ray Data ``map_batches`` runs one encoder per actor (a GPU per actor where the cluster has
 GPUs); each actor loads the encoder by its registry name or checkpoint path, reads its
 items (image files from the source folder, or texts), encodes and gates them exactly as
-the in-process build does (:func:`lexlens.analysis.collections.indexing.encode_payloads`), and sends
+the in-process build does (:func:`.encoding.encode_payloads`), and sends
 back the sparse rows. The driver writes them into the same index, in source order.
 
 ``--ray`` alone starts a local Ray on this machine; ``--ray auto`` joins the cluster this
@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.encoding import encode_payloads
+from lexlens.analysis.collections.sources import Skipped
 from lexlens.models.base import Encoder, InputError
 
 
@@ -67,9 +69,6 @@ class _EncodeActor:
         self.root = Path(root)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from lexlens.analysis.collections.encoding import encode_payloads
-        from lexlens.analysis.collections.sources import Skipped
-
         payloads: list[tuple[str, Any, str]] = []
         failed: dict[int, str] = {}
         for i, (kind, value, where) in enumerate(
@@ -83,7 +82,7 @@ class _EncodeActor:
                     payloads.append(("text", "x", str(where)))  # placeholder, dropped below
             else:
                 payloads.append((kind, str(value), str(where)))
-        results = encode_payloads(self.encoder, self.gate_k, payloads, self.root)
+        results = encode_payloads(self.encoder, self.gate_k, payloads)
         indices, data, errors = [], [], []
         for i, result in enumerate(results):
             if i in failed or isinstance(result, Skipped):
@@ -114,7 +113,6 @@ class RayEncoder:
         check_ray(address)
         _quiet()
         self.gate_k, self.batch_size, self.spec = gate_k, batch_size, spec
-        self.device = encoder.device if encoder.device != "cpu" else "cpu"
         self._started = not ray.is_initialized()
         options: dict[str, Any] = {
             "ignore_reinit_error": True,
@@ -190,6 +188,7 @@ class RayEncoder:
             raise InputError(f"Ray returned {expected} of {len(todo)} items")
 
     def close(self) -> None:
+        """Shut down the Ray this encoder started (a cluster it joined keeps running)."""
         import ray
 
         if self._started and ray.is_initialized():

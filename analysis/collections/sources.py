@@ -4,9 +4,9 @@ as a stream of items.
 A *source* is a folder of images (recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl
 of items with ``image`` (a path relative to that file) and/or ``text``, and optional ``id``,
 ``caption`` (several columns allowed: ``caption``, ``caption_2``, ``captions``…) and
-``labels`` (``|``-separated); or a file of dense features for a D2S head (.npy,
-.safetensors, .parquet: :mod:`lexlens.analysis.collections.features_index`). Nothing is encoded here:
-items that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
+``labels`` (``|``-separated); or a file of dense features for a D2S (Dense2Sparse) head
+(.npy, .safetensors, .parquet: :mod:`.features_index`). Nothing is encoded here: items
+that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
 Image paths that leave the source's folder are refused.
 """
 
@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def is_features_source(path: str | Path) -> bool:
 
 
 @dataclass(frozen=True)
-class SourceItem:
+class SourceItem(Record):
     """One item of a source, before encoding.
 
     ``image`` is a path relative to the source's folder (posix), ``""`` for a text item.
@@ -63,17 +63,16 @@ class Skipped(Record):
     reason: str
 
 
-@dataclass
-class Source:
-    """A resolved source: where it is, what kind, and how to read its items."""
+@dataclass(frozen=True)
+class Source(Record):
+    """A resolved source: where it is, what kind, and what its items hold."""
 
     path: Path
-    kind: str  # "folder" | "txt" | "csv" | "jsonl"
+    kind: str  # "folder" | "txt" | "csv" | "jsonl" | "features"
     root: Path  # the folder image paths are relative to
     label: str  # the name shown in messages
     has_images: bool = False
     has_texts: bool = False
-    skipped: list[Skipped] = field(default_factory=list)
 
 
 def open_source(path: str | Path, *, label: str | None = None) -> Source:
@@ -95,21 +94,20 @@ def open_source(path: str | Path, *, label: str | None = None) -> Source:
         raise InputError(f"--source {shown}: permission denied (cannot read the file)")
     if suffix in FEATURE_SUFFIXES:  # read by lexlens.analysis.collections.features_index
         return Source(p, "features", p.parent, shown)
-    source = Source(p, suffix[1:], p.parent, shown)
-    if source.kind == "txt":
-        source.has_texts = True
-        return source
-    if source.kind == "csv":
+    kind = suffix[1:]
+    if kind == "txt":
+        return Source(p, kind, p.parent, shown, has_texts=True)
+    if kind == "csv":
         what, names = "column", [h for h in _csv_header(p, shown) if h]
     else:
         what, names = "field", sorted({k for _, row in _jsonl_rows(p, shown) for k in row})
     lowered = {n.lower() for n in names}
-    source.has_images, source.has_texts = "image" in lowered, "text" in lowered
-    if not (source.has_images or source.has_texts):
+    has_images, has_texts = "image" in lowered, "text" in lowered
+    if not (has_images or has_texts):
         raise InputError(
             f"{shown}: needs an 'image' or a 'text' {what} ({what}s: {', '.join(names) or 'none'})"
         )
-    return source
+    return Source(p, kind, p.parent, shown, has_images=has_images, has_texts=has_texts)
 
 
 def _csv_header(path: Path, label: str) -> list[str]:
@@ -262,7 +260,7 @@ def count_items(source: Source) -> int:
     if source.kind == "folder":
         return sum(
             1
-            for _, dirs, files in os.walk(source.path)
+            for _, _dirs, files in os.walk(source.path)
             for f in files
             if not f.startswith(".") and f.lower().endswith(IMAGE_SUFFIXES)
         )

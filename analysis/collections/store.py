@@ -20,8 +20,7 @@ An index is a folder:
 
 The arrays are plain ``.npy`` files opened memory-mapped, so an index of a million items
 opens in milliseconds and memory stays O(what a query touches). Writing one is
-:mod:`lexlens.analysis.collections.store_writer`; encoding a source into one is
-:mod:`lexlens.analysis.collections.indexing`.
+:mod:`.store_writer`; encoding a source into one is :mod:`.indexing`.
 """
 
 from __future__ import annotations
@@ -95,6 +94,7 @@ class StoredIndex:
         self._vocab: list[str] | None = None
 
     def corrupt(self, why: str) -> InputError:
+        """The one-line error that says this index is damaged and how to mend it."""
         return InputError(
             f"{self.label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
         )
@@ -149,14 +149,17 @@ class StoredIndex:
 
     @property
     def nnz(self) -> int:
+        """Stored non-zero weights over every item."""
         return int(self.manifest["counts"]["nnz"])
 
     @property
     def vocab_size(self) -> int:
+        """Dimensions of the output vocabulary."""
         return int(self.manifest["vocab"]["size"])
 
     @property
     def vocab(self) -> list[str]:
+        """The output vocabulary (``vocab.txt``, read once and checked against the manifest)."""
         if self._vocab is None:
             lines = (self.path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
             if len(lines) != self.vocab_size:
@@ -166,10 +169,12 @@ class StoredIndex:
 
     @property
     def encoder_name(self) -> str:
+        """The name of the encoder the vectors come from."""
         return str(self.manifest["encoder"]["name"])
 
     @property
     def modality(self) -> str:
+        """What the items are: "text", "image" or "features"."""
         return str(self.manifest.get("modality", "text"))
 
     @property
@@ -179,6 +184,7 @@ class StoredIndex:
 
     @property
     def disk_bytes(self) -> int:
+        """Bytes of every file of the index, the manifest included."""
         return sum(int(s) for s in self.manifest.get("files", {}).values()) + (
             (self.path / MANIFEST).stat().st_size
         )
@@ -192,7 +198,7 @@ class StoredIndex:
             raise self.corrupt(f"item {i} has vocabulary ids out of range")
         return cols, np.asarray(self.data[a:b])
 
-    def rows(self, start: int, stop: int):
+    def rows(self, start: int, stop: int) -> Any:
         """Items ``[start, stop)`` as a scipy CSR matrix (float32)."""
         import scipy.sparse as sp
 
@@ -260,6 +266,7 @@ class StoredIndex:
 
     @property
     def has_labels(self) -> bool:
+        """Whether any item has labels (what an evaluation needs)."""
         return bool(self.manifest["counts"].get("labelled", 0))
 
     def describe(self) -> dict:
@@ -301,6 +308,14 @@ class StoredIndex:
                 minlength=self.vocab_size,
             )
         return (total / max(1, len(self))).astype(np.float32)
+
+    def strongest_terms(self, n: int = 30) -> list[tuple[str, float]]:
+        """The ``n`` terms of highest mean gated weight (:meth:`mean_weights`), strongest
+        first; terms that no item uses are left out."""
+        mean = self.mean_weights()
+        vocab = self.vocab
+        top = mean.argsort()[::-1][:n]
+        return [(vocab[i], float(mean[i])) for i in top if float(mean[i]) > 0]
 
 
 def read_manifest(path: Path) -> dict:

@@ -1,6 +1,6 @@
-"""Writing a stored index (the format: :mod:`lexlens.analysis.collections.store`): gated sparse rows and
-item metadata streamed into CSR ``.npy`` files and Parquet, the inverted postings of large
-indexes built in chunks, and the folder swapped into place atomically.
+"""Writing a stored index (the format: :mod:`.store`): gated sparse rows and item metadata
+streamed into CSR ``.npy`` files (:mod:`.npy_files`) and Parquet, the inverted postings of
+large indexes (:mod:`.postings`), and the folder swapped into place atomically.
 
 Writes are atomic: the new index is built in a temporary folder beside ``--out``, every
 file is fsynced, then the folder is swapped into place (Linux ``renameat2`` exchange, or two
@@ -14,10 +14,8 @@ import contextlib
 import ctypes
 import errno
 import json
-import mmap
 import os
 import shutil
-import struct
 import sys
 import uuid
 from collections.abc import Callable
@@ -27,70 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
+from lexlens.analysis.collections.postings import write_postings
 from lexlens.analysis.collections.store import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST,
     POSTINGS_MIN_NNZ,
-    POSTINGS_TOP,
     ROW_GROUP,
     StoredIndex,
     vocab_hash,
 )
 from lexlens.models.base import InputError
-
-_NPY_HEADER = 128
-
-
-def _npy_header(dtype: np.dtype, length: int) -> bytes:
-    """A version-1.0 ``.npy`` header of exactly :data:`_NPY_HEADER` bytes."""
-    text = f"{{'descr': '{dtype.str}', 'fortran_order': False, 'shape': ({length},), }}"
-    pad = _NPY_HEADER - 10 - len(text) - 1
-    return (
-        b"\x93NUMPY\x01\x00"
-        + struct.pack("<H", _NPY_HEADER - 10)
-        + (text + " " * pad + "\n").encode("latin1")
-    )
-
-
-class NpyAppender:
-    """Append 1-D arrays to a ``.npy`` file whose length is known only at the end."""
-
-    def __init__(self, path: Path, dtype: Any) -> None:
-        self.path = path
-        self.dtype = np.dtype(dtype)
-        self.length = 0
-        self._handle = open(path, "wb")  # noqa: SIM115
-        self._handle.write(b"\0" * _NPY_HEADER)
-
-    def append(self, values: np.ndarray) -> None:
-        array = np.ascontiguousarray(values, dtype=self.dtype)
-        if array.size:
-            self._handle.write(memoryview(array).cast("B"))
-            self.length += int(array.size)
-
-    def close(self) -> int:
-        """Write the header, fsync and close; returns the file's size in bytes."""
-        self._handle.seek(0)
-        self._handle.write(_npy_header(self.dtype, self.length))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        return _NPY_HEADER + self.length * self.dtype.itemsize
-
-    def abort(self) -> None:
-        with contextlib.suppress(OSError):
-            self._handle.close()
-
-
-def _write_npy(path: Path, array: np.ndarray) -> int:
-    out = NpyAppender(path, array.dtype)
-    try:
-        out.append(array.ravel())
-        return out.close()
-    except BaseException:
-        out.abort()
-        raise
 
 
 def _fsync_dir(path: Path) -> None:
@@ -151,10 +97,12 @@ class IndexWriter:
 
     @property
     def count(self) -> int:
+        """Items added so far."""
         return len(self.indptr) - 1
 
     @property
     def nnz(self) -> int:
+        """Non-zero weights added so far."""
         return self.indptr[-1]
 
     def add(self, meta: dict, indices: np.ndarray, data: np.ndarray) -> None:
@@ -196,10 +144,10 @@ class IndexWriter:
         self._flush()
         self._parquet.close()
         sizes = {"indices.npy": self.indices.close(), "data.npy": self.data.close()}
-        sizes["indptr.npy"] = _write_npy(
+        sizes["indptr.npy"] = write_npy(
             self.folder / "indptr.npy", np.asarray(self.indptr, np.int64)
         )
-        sizes["norms.npy"] = _write_npy(
+        sizes["norms.npy"] = write_npy(
             self.folder / "norms.npy", np.asarray(self.norms, np.float32)
         )
         with open(self.folder / "items.parquet", "rb+") as handle:
@@ -217,105 +165,11 @@ class IndexWriter:
         return sizes
 
     def abort(self) -> None:
+        """Close every file unfinished, after a failed build."""
         self.indices.abort()
         self.data.abort()
         with contextlib.suppress(Exception):
             self._parquet.close()
-
-
-def _read_chunk(path: Path, dtype: Any, start: int, count: int) -> np.ndarray:
-    """``count`` values from element ``start`` of a 1-D ``.npy`` we wrote (plain reads:
-    no memory map, so the pages read do not stay in this process's memory)."""
-    dtype = np.dtype(dtype)
-    return np.fromfile(path, dtype=dtype, count=count, offset=_NPY_HEADER + start * dtype.itemsize)
-
-
-def _drop_pages(mapped: mmap.mmap) -> None:
-    """Write a shared mapping's dirty pages and drop them from this process's memory."""
-    mapped.flush()
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        mapped.madvise(mmap.MADV_DONTNEED)
-
-
-def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str, int]:
-    """The inverted index of the CSR in ``folder``, built in chunks (memory O(chunk)).
-
-    For each term: the items that use it (int32, ascending) and their weights as float16
-    of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
-    non-zero weight never rounds to 0). Search scores from them approximately, then
-    rescores its candidates exactly from the CSR rows (see
-    :func:`lexlens.analysis.search.search.top_items`). The CSR is read with plain reads and the
-    output's pages are written back and dropped after every chunk, so the process's
-    resident memory stays near one chunk whatever the index's size.
-    """
-    indptr = np.load(folder / "indptr.npy")
-    n, nnz = indptr.shape[0] - 1, int(indptr[-1])
-    step = 4_000_000
-    counts = np.zeros(vocab_size, dtype=np.int64)
-    for start in range(0, nnz, step):
-        chunk = _read_chunk(folder / "indices.npy", np.int32, start, min(step, nnz - start))
-        counts += np.bincount(chunk, minlength=vocab_size)
-    p_indptr = np.zeros(vocab_size + 1, dtype=np.int64)
-    np.cumsum(counts, out=p_indptr[1:])
-    scale = max_weight / POSTINGS_TOP if max_weight > 0 else 1.0
-    tiny = np.float16(2.0**-24)
-    items_path, weights_path = folder / "postings_items.npy", folder / "postings_weights.npy"
-    files = []
-    for path, dtype in ((items_path, np.int32), (weights_path, np.float16)):
-        with open(path, "wb") as handle:
-            handle.write(_npy_header(np.dtype(dtype), nnz))
-            handle.truncate(_NPY_HEADER + nnz * np.dtype(dtype).itemsize)
-        handle = open(path, "r+b")  # noqa: SIM115
-        mapped = mmap.mmap(handle.fileno(), 0) if nnz else None
-        view = (
-            np.frombuffer(mapped, dtype=dtype, count=nnz, offset=_NPY_HEADER)
-            if mapped is not None
-            else np.zeros(0, dtype)
-        )
-        files.append((handle, mapped, view))
-    (_, items_map, items), (_, weights_map, weights) = files
-    try:
-        cursor = p_indptr[:-1].copy()
-        rows_per_chunk = max(1, step // max(1, nnz // max(n, 1)))
-        for r0 in range(0, n, rows_per_chunk):
-            r1 = min(n, r0 + rows_per_chunk)
-            a, b = int(indptr[r0]), int(indptr[r1])
-            if a == b:
-                continue
-            cols = _read_chunk(folder / "indices.npy", np.int32, a, b - a)
-            vals = _read_chunk(folder / "data.npy", np.float32, a, b - a)
-            rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(indptr[r0 : r1 + 1]))
-            order = np.argsort(cols, kind="stable")
-            cols, rows, vals = cols[order], rows[order], vals[order]
-            starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-            group = np.repeat(starts, np.diff(np.r_[starts, cols.size]))
-            positions = cursor[cols] + (np.arange(cols.size) - group)
-            halves = (vals / scale).astype(np.float16)
-            lost = (halves == 0) & (vals != 0)
-            halves[lost] = np.copysign(tiny, vals[lost]).astype(np.float16)
-            items[positions] = rows
-            weights[positions] = halves
-            np.add.at(cursor, cols[starts], np.diff(np.r_[starts, cols.size]))
-            for mapped in (items_map, weights_map):
-                if mapped is not None:
-                    _drop_pages(mapped)
-    finally:
-        del items, weights, view
-        files = [(handle, mapped) for handle, mapped, _ in files]  # drop the array views
-        for handle, mapped in files:
-            if mapped is not None:
-                mapped.flush()
-                mapped.close()
-            os.fsync(handle.fileno())
-            handle.close()
-    sizes = {
-        "postings_items.npy": items_path.stat().st_size,
-        "postings_weights.npy": weights_path.stat().st_size,
-        "postings_indptr.npy": _write_npy(folder / "postings_indptr.npy", p_indptr),
-    }
-    (folder / "postings_scale.json").write_text(json.dumps({"scale": scale}))
-    sizes["postings_scale.json"] = (folder / "postings_scale.json").stat().st_size
-    return sizes
 
 
 def check_out(out: Path) -> None:

@@ -24,6 +24,7 @@ def workspace() -> Path:
 
 
 def collections_dir() -> Path:
+    """Where the app keeps stored collections (one index folder per name)."""
     return workspace() / "collections"
 
 
@@ -31,6 +32,9 @@ def sources_dir() -> Path:
     """Where the app keeps uploaded sources (the images thumbnails are drawn from)."""
     return workspace() / "sources"
 
+
+#: The sample photos' table (captions and labels), in the package's ``data`` folder.
+PHOTOS_TABLE = Path(__file__).resolve().parents[2] / "data" / "photos.csv"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -117,13 +121,12 @@ def load_sample_photos(dest: Path) -> Path:
             "the sample photos come from scikit-image: `pip install scikit-image`"
         ) from None
     photos = Path(skimage.__file__).parent / "data"
-    table = Path(__file__).resolve().parent.parent / "data" / "photos.csv"
     dest.mkdir(parents=True, exist_ok=True)
-    with open(table, encoding="utf-8", newline="") as handle:
+    with open(PHOTOS_TABLE, encoding="utf-8", newline="") as handle:
         names = [row["image"] for row in csv.DictReader(handle)]
     for name in names:
         target = dest / name
         if not target.exists():
             shutil.copyfile(photos / name, target)
-    shutil.copyfile(table, dest / "photos.csv")
+    shutil.copyfile(PHOTOS_TABLE, dest / "photos.csv")
     return dest / "photos.csv"

@@ -1,10 +1,11 @@
 """Collections page: build a stored collection (upload, server path or the sample photos),
 list, open and delete the stored ones, each with its card.
 
-Thin: building is ``lexlens.analysis.collections.indexing.index_collection`` (the same use case as
-``lexlens index``), the card is ``StoredIndex.card()``. Collections live in the workspace
-(``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the index,
-``sources/<name>`` an uploaded source; both survive page switches, reruns and restarts.
+Thin: building is ``lexlens.analysis.collections.indexing.build_collection`` (the same
+build as ``lexlens index``), the card is ``StoredIndex.card()``. Collections live in the
+workspace (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the
+index, ``sources/<name>`` an uploaded source; both survive page switches, reruns and
+restarts.
 """
 
 from __future__ import annotations
@@ -14,16 +15,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.collections.indexing import INDEX_NEEDS, index_collection
+from lexlens.analysis.collections.indexing import build_collection
+from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import (
-    check_name,
     collections_dir,
     delete_collection,
     list_collections,
-    load_sample_photos,
-    save_upload_source,
-    sources_dir,
     workspace,
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
@@ -32,7 +30,13 @@ from lexlens.app.state import encoder_choice, kept, load_checked, remembered_upl
 from lexlens.app.thumbnails import item_thumbnail
 from lexlens.models import LexlensError
 
-SOURCES = ["Upload files", "Path on this server", "Sample photos (scikit-image)"]
+#: The source choices shown → the analysis' source kinds.
+SOURCES = {
+    "Upload files": "upload",
+    "Path on this server": "path",
+    "Sample photos (scikit-image)": "sample",
+}
+LABELS = list(SOURCES)
 
 st.header("Collections")
 st.caption(
@@ -50,12 +54,12 @@ with st.expander("Build a collection", expanded=not list_collections()):
         "Collection encoder", INDEX_NEEDS, key="collections_encoder",
         default="efficientnet-lite0-lexical",
     )  # fmt: skip
-    source_kind = st.radio(
-        "Source", SOURCES, horizontal=True, key=kept("collections_source", SOURCES[2])
-    )
+    source_kind = SOURCES[
+        st.radio("Source", LABELS, horizontal=True, key=kept("collections_source", LABELS[2]))
+    ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
-    if source_kind == SOURCES[0]:
+    if source_kind == "upload":
         uploads = st.file_uploader(
             "Images, and/or one .csv/.jsonl/.txt (image paths in it are the uploaded file "
             "names; columns: image, text, id, caption…, labels)",
@@ -64,17 +68,17 @@ with st.expander("Build a collection", expanded=not list_collections()):
             key="collections_uploads",
         )
         files = remembered_uploads("collections_uploads", uploads)
-    elif source_kind == SOURCES[1]:
+    elif source_kind == "path":
         server_path = st.text_input(
             "Folder of images, or a .txt/.csv/.jsonl file", key=kept("collections_path", "")
-        ).strip()
+        )
     else:
         st.caption(
             "19 scikit-image photos with captions and labels written for Lexlens "
             "(data/photos.csv): the text→image sample for Search & exclusion."
         )
     c1, c2, c3 = st.columns(3)
-    name = c1.text_input("Name", key=kept("collections_name", "photos")).strip()
+    name = c1.text_input("Name", key=kept("collections_name", "photos"))
     gate_k = int(
         c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", DEFAULT_GATE_K))
     )
@@ -82,26 +86,18 @@ with st.expander("Build a collection", expanded=not list_collections()):
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     encoder = load_checked(encoder_spec, INDEX_NEEDS) if build and encoder_spec else None
     if encoder is not None:
+        bar = st.progress(0.0, "Starting…")
         try:
-            name = check_name(name)
-            if source_kind == SOURCES[0]:
-                source = save_upload_source(name, files)
-            elif source_kind == SOURCES[1]:
-                if not server_path:
-                    raise LexlensError("type the path of a folder or file on this server")
-                source = Path(server_path).expanduser()
-            else:
-                source = load_sample_photos(sources_dir() / name)
-            bar = st.progress(0.0, "Reading the source…")
-            result = index_collection(
-                encoder, source, collections_dir() / name, gate_k=gate_k, batch_size=batch,
-                progress=lambda fraction, message: bar.progress(min(1.0, fraction), message),
+            result = build_collection(
+                encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
+                batch_size=batch, progress=bar.progress,
             )  # fmt: skip
-            bar.empty()
-            st.session_state["collections_open"] = name
+            st.session_state["collections_open"] = Path(result.out).name
             st.session_state["collections_last_build"] = result.to_dict()
         except LexlensError as exc:
             st.error(str(exc))
+        finally:
+            bar.empty()
     last = st.session_state.get("collections_last_build")
     if last:
         st.success(
@@ -163,15 +159,10 @@ else:
         f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
         f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
     )
-    mean = index.mean_weights()
-    top = mean.argsort()[::-1][:30]
-    vocab = index.vocab
-    terms = pd.DataFrame(
-        {"term": [vocab[i] for i in top], "mean weight": [float(mean[i]) for i in top]}
-    )
+    terms = pd.DataFrame(index.strongest_terms(30), columns=["term", "mean weight"])
     left, right = st.columns([1, 2])
     left.markdown("**Strongest terms over the collection** (mean gated weight)")
-    left.dataframe(terms[terms["mean weight"] > 0], hide_index=True, height=300)
+    left.dataframe(terms, hide_index=True, height=300)
     preview = index.meta(range(min(len(index), 12)))
     with right:
         st.markdown("**First items**")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.collections.build_parts import DEFAULT_BATCH_SIZE
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``lexlens index`` and its options."""
     parser = sub.add_parser(
         "index",
         help="build a stored, sparse collection (re-running encodes only what changed)",
@@ -35,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_GATE_K,
         help="gate k: top-k dims kept (-1 all, 0 own tokens)",
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="items encoded per batch")
+    parser.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="items encoded per batch"
+    )
     parser.add_argument(
         "--captions", help="dense features: .csv/.jsonl pairing ids with captions (optional)"
     )
@@ -56,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    """Build the index, then print what was encoded, reused and skipped (or ``--json``)."""
     result = index_collection(
         args.encoder, args.source, args.out, device=args.device, gate_k=args.gate_k,
         batch_size=args.batch_size, progress=progress_printer(args), ray=args.ray,

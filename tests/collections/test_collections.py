@@ -1,8 +1,9 @@
 """Stored collections: sources, the CSR + Parquet store, incremental and atomic builds,
-bad input (issue 8). Real encoders, tiny sources."""
+bad input. Real encoders, tiny sources."""
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -13,10 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.indexing import build_collection, build_index
+from lexlens.analysis.collections.npy_files import NpyAppender
 from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
-from lexlens.analysis.collections.store_writer import NpyAppender
-from lexlens.analysis.collections.workspace import delete_collection, list_collections
+from lexlens.analysis.collections.workspace import (
+    delete_collection,
+    list_collections,
+    load_sample_photos,
+)
 from lexlens.analysis.core.gating import gate
 from lexlens.models import InputError
 from tests.helpers import skimage_path
@@ -86,7 +91,7 @@ def test_reindexing_encodes_only_what_changed(splade, tmp_path):
     assert (grown.items, grown.encoded, grown.reused) == (7, 3, 4)
     assert open_index(tmp_path / "ix").meta([6])[0]["id"] == "g"
     # A different gate k changes every vector: everything is encoded again.
-    regated = build_index(splade, src, tmp_path / "ix", topk=5)
+    regated = build_index(splade, src, tmp_path / "ix", gate_k=5)
     assert regated.encoded == 7 and regated.reused == 0
 
 
@@ -267,6 +272,8 @@ def test_index_cli(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
     assert payload["items"] == 4 and payload["encoded"] == 4
+    assert list(payload) == ["out", "encoder", "items", "encoded", "reused", "skipped",
+                             "up_to_date", "manifest", "notes"]  # fmt: skip
     assert json.loads((tmp_path / "ix" / MANIFEST).read_text()) == payload["manifest"]
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "ix")
     assert proc.returncode == 0 and "encoded 0, reused 4" in proc.stdout  # every item reused
@@ -278,3 +285,41 @@ def test_index_cli(cli, tmp_path):
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "iy",
                "--topk", "-2")  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_progress_is_a_fraction_of_the_whole_build(splade, tmp_path):
+    seen: list[tuple[float, str]] = []
+    build_index(splade, _texts_csv(tmp_path / "texts.csv", TEXTS), tmp_path / "ix",
+                batch_size=2, progress=lambda f, message: seen.append((f, message)))  # fmt: skip
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] > 0
+    assert seen[-1][1] == "4/4: 4 items indexed"
+
+
+def test_build_collection_of_the_workspace(splade, tmp_path, monkeypatch):
+    """The Collections page's build: a named collection from a path on this server."""
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
+    with pytest.raises(InputError, match="type the path"):
+        build_collection(splade, "pets", "path", path="  ")
+    with pytest.raises(InputError, match="source kind 'ftp'"):
+        build_collection(splade, "pets", "ftp")
+    with pytest.raises(InputError, match="collection name"):
+        build_collection(splade, "../pets", "path", path="texts.csv")
+    src = _texts_csv(tmp_path / "texts.csv", TEXTS)
+    result = build_collection(splade, "pets", "path", path=f" {src} ", gate_k=5)
+    assert result.items == 4 and Path(result.out) == tmp_path / "home" / "collections" / "pets"
+    index = open_index(result.out)
+    terms = index.strongest_terms(3)
+    mean = index.mean_weights()
+    assert [t for t, _ in terms] == [index.vocab[i] for i in np.argsort(-mean)[:3]]
+    assert terms[0][1] >= terms[1][1] >= terms[2][1] > 0
+
+
+def test_sample_photos_are_copied_beside_their_table(tmp_path):
+    """``make sample-collections`` and the page's "Sample photos" read this folder."""
+    pytest.importorskip("skimage")
+    table = load_sample_photos(tmp_path / "photos")
+    assert table == tmp_path / "photos" / "photos.csv" and table.is_file()
+    with open(table, encoding="utf-8", newline="") as handle:
+        images = [row["image"] for row in csv.DictReader(handle)]
+    assert len(images) == 19 and all((tmp_path / "photos" / name).is_file() for name in images)

@@ -1,0 +1,122 @@
+"""What every way of building an index shares: the options check, the manifest's encoder
+entry (with the weight fingerprint that decides whether stored vectors may be reused), and
+the result a build returns.
+
+The builds themselves: a source of texts or images (:mod:`.source_index`, in this process
+or on Ray), a file of dense features through a D2S head (:mod:`.features_index`); the
+entry points that choose between them: :mod:`.indexing`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from lexlens.analysis.collections.sources import Skipped
+from lexlens.analysis.collections.store import StoredIndex, vocab_hash
+from lexlens.analysis.core.gating import check_gate_k
+from lexlens.analysis.core.results import Result, internal
+from lexlens.models.base import Encoder, InputError
+
+#: Items encoded per batch when the caller does not say.
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class IndexResult(Result):
+    """What a build did: counts, skipped items, where the index is, its manifest."""
+
+    file_stem: ClassVar[str] = "index"
+
+    out: str
+    encoder: str
+    items: int
+    encoded: int
+    reused: int
+    skipped: list[Skipped]
+    up_to_date: bool
+    #: Wall time of the build (shown by the CLI; not part of the JSON document).
+    seconds: float = internal()
+    manifest: dict
+    notes: list[str]
+
+
+def check_build_options(gate_k: int, batch_size: int) -> None:
+    """The gate k and the batch size of a build, checked before anything is read."""
+    check_gate_k(gate_k)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError("--batch-size must be a positive integer")
+
+
+def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> IndexResult:
+    """The result of a build that found its index up to date: nothing encoded, every stored
+    item reused."""
+    return IndexResult(
+        out=out,
+        encoder=encoder.name,
+        items=len(old),
+        encoded=0,
+        reused=len(old),
+        skipped=[Skipped(**s) for s in old.manifest.get("skipped", [])],
+        up_to_date=True,
+        seconds=seconds,
+        manifest=old.manifest,
+        notes=["source and encoder unchanged: nothing to encode"],
+    )
+
+
+_FINGERPRINTS: dict[int, tuple[Any, str]] = {}
+
+
+def encoder_fingerprint(encoder: Encoder) -> str:
+    """A hash of the encoder's weights: every tensor, module and array it holds.
+
+    Two loads of the same checkpoint give the same fingerprint; any changed weight (or a
+    changed class→vocabulary map) gives another, so stored vectors are only reused when
+    they would be computed again identically.
+    """
+    cached = _FINGERPRINTS.get(id(encoder))
+    if cached is not None and cached[0] is encoder:
+        return cached[1]
+    import torch
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{type(encoder).__module__}.{type(encoder).__qualname__}".encode())
+    digest.update(vocab_hash(list(getattr(encoder, "vocab", []) or [])).encode())
+    digest.update(repr(bool(encoder.bow_normalize)).encode())
+
+    def feed(name: str, value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.nn.Module):
+            for key, tensor in sorted(value.state_dict().items()):
+                feed(f"{name}.{key}", tensor, depth)
+        elif isinstance(value, torch.Tensor):
+            array = value.detach().cpu().contiguous()
+            digest.update(f"{name}:{array.dtype}:{tuple(array.shape)}".encode())
+            digest.update(array.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(value, np.ndarray):
+            digest.update(f"{name}:{value.dtype}:{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+        elif depth == 0 and hasattr(value, "__dict__") and not isinstance(value, type):
+            for key, inner in sorted(vars(value).items()):
+                feed(f"{name}.{key}", inner, depth + 1)
+
+    for key, value in sorted(vars(encoder).items()):
+        feed(key, value)
+    fingerprint = digest.hexdigest()
+    _FINGERPRINTS[id(encoder)] = (encoder, fingerprint)
+    return fingerprint
+
+
+def encoder_entry(encoder: Encoder, spec: str | None = None) -> dict:
+    """The manifest's ``encoder`` entry: what reopening, searching and reusing rely on."""
+    return {
+        "name": encoder.name,
+        "spec": spec or encoder.name,
+        "fingerprint": encoder_fingerprint(encoder),
+        "class": type(encoder).__name__,
+        "capabilities": sorted(str(c) for c in encoder.capabilities),
+        "bow_normalize": bool(encoder.bow_normalize),
+    }

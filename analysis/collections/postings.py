@@ -1,0 +1,108 @@
+"""The inverted postings of a large stored index, built from its CSR files in chunks.
+
+For each vocabulary term: the items that use it and their weights as scaled float16, so a
+search touches only its query terms' items (:mod:`lexlens.analysis.search.ranking`).
+Written from :data:`~.store.POSTINGS_MIN_NNZ` non-zeros on (or when asked), in memory
+O(chunk) whatever the index's size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from lexlens.analysis.collections.npy_files import NPY_HEADER, npy_header, read_chunk, write_npy
+from lexlens.analysis.collections.store import POSTINGS_TOP
+
+
+def _drop_pages(mapped: mmap.mmap) -> None:
+    """Write a shared mapping's dirty pages and drop them from this process's memory."""
+    mapped.flush()
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str, int]:
+    """The inverted index of the CSR in ``folder``, built in chunks (memory O(chunk)).
+
+    For each term: the items that use it (int32, ascending) and their weights as float16
+    of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
+    non-zero weight never rounds to 0). Search scores from them approximately, then
+    rescores its candidates exactly from the CSR rows (see
+    :func:`lexlens.analysis.search.ranking.top_items`). The CSR is read with plain reads
+    and the output's pages are written back and dropped after every chunk, so the
+    process's resident memory stays near one chunk whatever the index's size.
+    """
+    indptr = np.load(folder / "indptr.npy")
+    n, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    step = 4_000_000
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    for start in range(0, nnz, step):
+        chunk = read_chunk(folder / "indices.npy", np.int32, start, min(step, nnz - start))
+        counts += np.bincount(chunk, minlength=vocab_size)
+    p_indptr = np.zeros(vocab_size + 1, dtype=np.int64)
+    np.cumsum(counts, out=p_indptr[1:])
+    scale = max_weight / POSTINGS_TOP if max_weight > 0 else 1.0
+    tiny = np.float16(2.0**-24)
+    items_path, weights_path = folder / "postings_items.npy", folder / "postings_weights.npy"
+    files = []
+    for path, dtype in ((items_path, np.int32), (weights_path, np.float16)):
+        with open(path, "wb") as handle:
+            handle.write(npy_header(np.dtype(dtype), nnz))
+            handle.truncate(NPY_HEADER + nnz * np.dtype(dtype).itemsize)
+        handle = open(path, "r+b")  # noqa: SIM115
+        mapped = mmap.mmap(handle.fileno(), 0) if nnz else None
+        view = (
+            np.frombuffer(mapped, dtype=dtype, count=nnz, offset=NPY_HEADER)
+            if mapped is not None
+            else np.zeros(0, dtype)
+        )
+        files.append((handle, mapped, view))
+    (_, items_map, items), (_, weights_map, weights) = files
+    try:
+        cursor = p_indptr[:-1].copy()
+        rows_per_chunk = max(1, step // max(1, nnz // max(n, 1)))
+        for r0 in range(0, n, rows_per_chunk):
+            r1 = min(n, r0 + rows_per_chunk)
+            a, b = int(indptr[r0]), int(indptr[r1])
+            if a == b:
+                continue
+            cols = read_chunk(folder / "indices.npy", np.int32, a, b - a)
+            vals = read_chunk(folder / "data.npy", np.float32, a, b - a)
+            rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(indptr[r0 : r1 + 1]))
+            order = np.argsort(cols, kind="stable")
+            cols, rows, vals = cols[order], rows[order], vals[order]
+            starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+            group = np.repeat(starts, np.diff(np.r_[starts, cols.size]))
+            positions = cursor[cols] + (np.arange(cols.size) - group)
+            halves = (vals / scale).astype(np.float16)
+            lost = (halves == 0) & (vals != 0)
+            halves[lost] = np.copysign(tiny, vals[lost]).astype(np.float16)
+            items[positions] = rows
+            weights[positions] = halves
+            np.add.at(cursor, cols[starts], np.diff(np.r_[starts, cols.size]))
+            for mapped in (items_map, weights_map):
+                if mapped is not None:
+                    _drop_pages(mapped)
+    finally:
+        del items, weights, view
+        files = [(handle, mapped) for handle, mapped, _ in files]  # drop the array views
+        for handle, mapped in files:
+            if mapped is not None:
+                mapped.flush()
+                mapped.close()
+            os.fsync(handle.fileno())
+            handle.close()
+    sizes = {
+        "postings_items.npy": items_path.stat().st_size,
+        "postings_weights.npy": weights_path.stat().st_size,
+        "postings_indptr.npy": write_npy(folder / "postings_indptr.npy", p_indptr),
+    }
+    (folder / "postings_scale.json").write_text(json.dumps({"scale": scale}))
+    sizes["postings_scale.json"] = (folder / "postings_scale.json").stat().st_size
+    return sizes

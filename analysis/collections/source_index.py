@@ -1,0 +1,335 @@
+"""Building an index from a source of texts or images, in this process or on Ray.
+
+:func:`build_source_index` streams a source (:mod:`.sources`) through an encoder, gates
+each vector (``E = V ⊙ G``, VDR) and writes an index folder (:mod:`.store_writer`; the
+format: :mod:`.store`). Unreadable items are listed and skipped, the rest is indexed.
+Re-indexing reuses every stored vector whose content (text, or image bytes) is unchanged
+under the same encoder fingerprint and gate k: an unchanged source encodes nothing, three
+added files encode three. With ``ray`` the items are encoded by Ray actors
+(:mod:`.ray_encode`) and written here in source order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lexlens.analysis.collections.build_parts import (
+    DEFAULT_BATCH_SIZE,
+    IndexResult,
+    check_build_options,
+    encoder_entry,
+    unchanged,
+)
+from lexlens.analysis.collections.encoding import SparseRow, content_key, encode_payloads
+from lexlens.analysis.collections.ray_encode import RayEncoder
+from lexlens.analysis.collections.sources import (
+    IMAGE_SUFFIXES,
+    Skipped,
+    Source,
+    SourceItem,
+    count_items,
+    iter_items,
+    open_source,
+    source_fingerprint,
+)
+from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
+from lexlens.analysis.collections.store_writer import (
+    IndexWriter,
+    check_out,
+    clean_stale,
+    write_atomically,
+)
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.results import Progress
+from lexlens.models.base import Capability, Encoder, InputError, Needs
+
+#: What indexing needs of an encoder: texts or images into a vocabulary.
+INDEX_NEEDS = Needs(
+    "a stored collection", any_of=frozenset({Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL})
+)
+
+
+def _check_encoder_reads(encoder: Encoder, src: Source) -> str:
+    """The modality the encoder indexes the source in ("image" or "text"); refused in one
+    line when the encoder cannot read what the source holds."""
+    images = encoder.can(Capability.IMAGE_LEXICAL)
+    if src.kind == "folder" and not images:
+        raise InputError(
+            f"--source {src.label} is a folder of images but {encoder.name!r} does not encode "
+            "images: pick an image encoder (e.g. efficientnet-lite0-lexical)"
+        )
+    if src.has_images and not src.has_texts and not images:
+        raise InputError(f"{src.label} lists images but {encoder.name!r} does not encode images")
+    if not src.has_images and not encoder.can(Capability.TEXT_LEXICAL):
+        raise InputError(f"{src.label} holds texts but {encoder.name!r} does not encode text")
+    return "image" if src.has_images and images else "text"
+
+
+def build_source_index(
+    encoder: Encoder,
+    source: str | Path,
+    out: str | Path,
+    *,
+    gate_k: int = DEFAULT_GATE_K,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+    ray: str | None = None,
+    postings: bool | None = None,
+    source_label: str | None = None,
+    encoder_spec: str | None = None,
+) -> IndexResult:
+    """Encode a source of texts or images into an index folder at ``out`` (see the module
+    docstring); ``ray``: ``None`` encodes here, else the Ray address
+    (:class:`~.ray_encode.RayEncoder`)."""
+    started = time.perf_counter()
+    check_build_options(gate_k, batch_size)
+    INDEX_NEEDS.check(encoder)
+    src = open_source(source, label=source_label)
+    out = Path(out).expanduser()
+    modality = _check_encoder_reads(encoder, src)
+    check_out(out)
+    clean_stale(out)
+    entry = encoder_entry(encoder, encoder_spec)
+    s_fingerprint = source_fingerprint(src)
+    old = existing_index(out)
+    notes: list[str] = []
+    compatible = (
+        old is not None
+        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
+        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
+        and old.manifest.get("gate_k") == gate_k
+        and old.manifest.get("modality") == modality
+    )
+    if old is not None and not compatible:
+        notes.append(
+            "the stored index was built with another encoder, vocabulary or gate k: "
+            "every item is encoded again"
+        )
+    if (
+        compatible
+        and old.manifest["source"].get("fingerprint") == s_fingerprint
+        and old.manifest["source"].get("root") == str(src.root.resolve())
+        and (postings is None or postings == (old.postings is not None))
+    ):
+        return unchanged(str(out), encoder, old, time.perf_counter() - started)
+    build = _Build(
+        encoder, src, modality, gate_k, batch_size, old if compatible else None, progress
+    )
+
+    def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
+        encoded, reused = build.run(writer, ray, entry["spec"])
+        if writer.count == 0:
+            first = build.skipped[0] if build.skipped else None
+            why = f" ({first.file}: {first.reason})" if first else ""
+            if src.kind == "folder" and not build.skipped:
+                raise InputError(
+                    f"--source {src.label}: no images found (looked for "
+                    f"{', '.join(IMAGE_SUFFIXES)} in every sub-folder)"
+                )
+            raise InputError(
+                f"--source {src.label}: no item could be indexed: {len(build.skipped)} skipped{why}"
+            )
+        return encoded, reused, [s.to_dict() for s in build.skipped]
+
+    source_entry = {
+        "path": str(src.path.resolve()),
+        "root": str(src.root.resolve()),
+        "kind": src.kind,
+        "fingerprint": s_fingerprint,
+    }
+    manifest = write_atomically(
+        out, encoder.vocab, fill, encoder=entry, gate_k=gate_k, modality=modality,
+        source=source_entry, postings=postings,
+        created=old.manifest.get("created") if old is not None else None,
+    )  # fmt: skip
+    if build.skipped:
+        notes.append(f"{len(build.skipped)} item(s) skipped (listed)")
+    counts = manifest["counts"]
+    return IndexResult(
+        out=str(out),
+        encoder=encoder.name,
+        items=counts["items"],
+        encoded=counts["encoded"],
+        reused=counts["reused"],
+        skipped=list(build.skipped),
+        up_to_date=False,
+        seconds=time.perf_counter() - started,
+        manifest=manifest,
+        notes=notes,
+    )
+
+
+@dataclass
+class _Pending:
+    """An item on its way into the index: what it encodes and whether a stored row serves."""
+
+    item: SourceItem
+    kind: str  # what gets encoded: "image" | "text"
+    key: str = ""
+    size: int = 0
+    mtime_ns: int = 0
+    payload: bytes | str = b""
+    reuse_row: int | None = None
+
+
+class _Build:
+    """One build's streaming state: the stored rows it may reuse, the items it skipped,
+    the progress it reports."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        src: Source,
+        modality: str,
+        gate_k: int,
+        batch_size: int,
+        old: StoredIndex | None,
+        progress: Progress | None,
+    ) -> None:
+        self.encoder, self.src, self.modality = encoder, src, modality
+        self.gate_k, self.batch_size, self.old, self.progress = gate_k, batch_size, old, progress
+        self.skipped: list[Skipped] = []
+        self.reuse: dict[str, int] = {}
+        self.stats: dict[str, tuple[int, int, str]] = {}
+        self.counters = {"encoded": 0, "reused": 0}
+        self.total = count_items(src)
+        self.done = 0
+        if old is not None:
+            keys = old.column("content_key")
+            images = old.column("image")
+            sizes = old.column("size")
+            mtimes = old.column("mtime_ns")
+            for row, key in enumerate(keys):
+                self.reuse.setdefault(key, row)
+                if images[row]:
+                    self.stats[images[row]] = (sizes[row], mtimes[row], key)
+
+    def run(self, writer: IndexWriter, ray: str | None, spec: str) -> tuple[int, int]:
+        """Stream the source into ``writer``: reuse stored vectors, encode the rest (here,
+        or on Ray), list what cannot be read. Returns (encoded, reused)."""
+        self.writer = writer
+        if ray is None:
+            self._encode_here()
+        else:
+            self._encode_on_ray(ray, spec)
+        return self.counters["encoded"], self.counters["reused"]
+
+    def _tick(self) -> None:
+        self.done += 1
+        done, total = self.done, self.total
+        if self.progress and (done % max(1, self.batch_size) == 0 or done >= total):
+            shown, whole = min(done, total), max(total, done)
+            self.progress(shown / whole, f"{shown}/{whole}: {self.writer.count} items indexed")
+
+    def _write(self, p: _Pending, row: SparseRow, reused: bool) -> None:
+        item = p.item
+        self.writer.add(
+            {
+                "id": item.id, "kind": p.kind, "image": item.image, "text": item.text,
+                "captions": list(item.captions), "labels": list(item.labels),
+                "content_key": p.key, "size": p.size, "mtime_ns": p.mtime_ns,
+                "where": item.where,
+            },
+            *row,
+        )  # fmt: skip
+        self.counters["reused" if reused else "encoded"] += 1
+
+    def _stored(self, p: _Pending) -> SparseRow:
+        assert self.old is not None and p.reuse_row is not None
+        return self.old.row(p.reuse_row)
+
+    def _prepared(self) -> Iterator[_Pending]:
+        for entry in iter_items(self.src):
+            if isinstance(entry, SourceItem):
+                entry = self._prepare(entry)
+            if isinstance(entry, Skipped):
+                self.skipped.append(entry)
+                self._tick()
+                continue
+            entry.reuse_row = self.reuse.get(entry.key)
+            yield entry
+
+    def _prepare(self, item: SourceItem) -> _Pending | Skipped:
+        """Decide what an item encodes and its content key (reading image bytes if needed)."""
+        if self.modality == "image" and item.image:
+            path = self.src.root / item.image
+            try:
+                st = path.stat()
+                if not path.is_file():
+                    return Skipped(item.where, "not a file")
+                known = self.stats.get(item.image)
+                if known and known[0] == st.st_size and known[1] == st.st_mtime_ns:
+                    return _Pending(item, "image", known[2], st.st_size, st.st_mtime_ns)
+                data = path.read_bytes()
+            except FileNotFoundError:
+                return Skipped(item.where, "image file not found")
+            except PermissionError:
+                return Skipped(item.where, "permission denied")
+            except OSError as exc:
+                return Skipped(item.where, f"cannot read ({exc.strerror or exc})")
+            return _Pending(
+                item, "image", content_key("image", data), st.st_size, st.st_mtime_ns, data
+            )
+        if not item.text:
+            return Skipped(item.where, "no text to encode (the encoder reads text only)")
+        return _Pending(
+            item, "text", content_key("text", item.text.encode("utf-8")), payload=item.text
+        )
+
+    def _encode_here(self) -> None:
+        pending: list[_Pending] = []
+
+        def flush() -> None:
+            todo = [p for p in pending if p.reuse_row is None]
+            results = encode_payloads(
+                self.encoder, self.gate_k, [(p.kind, p.payload, p.item.where) for p in todo]
+            )
+            by_id = {id(p): r for p, r in zip(todo, results, strict=True)}
+            for p in pending:
+                if p.reuse_row is not None:
+                    self._write(p, self._stored(p), reused=True)
+                elif isinstance(by_id[id(p)], Skipped):
+                    self.skipped.append(by_id[id(p)])
+                else:
+                    self._write(p, by_id[id(p)], reused=False)
+                self._tick()
+            pending.clear()
+
+        for p in self._prepared():
+            pending.append(p)
+            if len(pending) >= self.batch_size:
+                flush()
+        if pending:
+            flush()
+
+    def _encode_on_ray(self, address: str, spec: str) -> None:
+        engine = RayEncoder(self.encoder, self.gate_k, self.batch_size, address=address, spec=spec)
+        results = None
+        try:
+            items = []
+            for p in self._prepared():
+                p.payload = p.payload if p.kind == "text" else b""  # actors read the file
+                items.append(p)
+            todo = [
+                (p.kind, p.item.image if p.kind == "image" else str(p.payload), p.item.where)
+                for p in items
+                if p.reuse_row is None
+            ]
+            results = engine.encode_all(todo, self.src.root)
+            for p in items:
+                if p.reuse_row is not None:
+                    self._write(p, self._stored(p), reused=True)
+                else:
+                    result = next(results)
+                    if isinstance(result, str):
+                        self.skipped.append(Skipped(p.item.where, result))
+                    else:
+                        self._write(p, result, reused=False)
+                self._tick()
+        finally:
+            if results is not None:
+                results.close()  # release Ray's iterator while Ray is still up
+            engine.close()
