@@ -41,17 +41,21 @@ def one_line_error(run, *needles: str) -> str:
     return lines[0]
 
 
-def wait_for_jobs(at, timeout: float = 600.0) -> None:
-    """Let every job of the app finish, then rerun the page (as its live progress would);
-    nothing happens when no job is under way (the page's last run stands)."""
+def click_and_wait(at, click, timeout: float = 600.0) -> None:
+    """``click()`` (a button, a form submit), run the page, and when that started a job, let
+    it finish and run the page again (as its live progress would)."""
     import time
 
     from lexlens.app.jobs import job_manager
 
-    if all(j.finished for j in job_manager().jobs.values()):
+    before = set(job_manager().jobs)
+    click()
+    at.run()
+    started = [j for i, j in job_manager().jobs.items() if i not in before]
+    if not started:
         return
     deadline = time.monotonic() + timeout
-    while any(not j.finished for j in job_manager().jobs.values()):
+    while not all(j.finished for j in started):
         if time.monotonic() > deadline:
             raise AssertionError("a job did not finish in time")
         time.sleep(0.1)

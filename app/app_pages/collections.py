@@ -15,10 +15,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.indexing import build_collection
 from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import (
+    check_name,
     collections_dir,
     delete_collection,
     list_collections,
@@ -26,9 +28,18 @@ from lexlens.analysis.collections.workspace import (
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text
-from lexlens.app.state import encoder_choice, kept, load_checked, remembered_uploads
+from lexlens.analysis.core.results import progress_part
+from lexlens.app.state import (
+    encoder_choice,
+    job_outcome,
+    kept,
+    remembered_uploads,
+    restore_inputs,
+    show_job,
+    start_job,
+)
 from lexlens.app.thumbnails import item_thumbnail
-from lexlens.models import LexlensError
+from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
 SOURCES = {
@@ -46,6 +57,10 @@ st.caption(
     f"items are encoded alone. Stored in `{workspace()}` (LEXLENS_HOME)."
 )
 
+
+INPUT_KEYS = ("collections_encoder", "collections_encoder_dir", "collections_source",
+              "collections_path", "collections_name", "collections_k", "collections_batch")  # fmt: skip
+restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
 # --------------------------------------------------------------------------------- build
 with st.expander("Build a collection", expanded=not list_collections()):
@@ -84,29 +99,41 @@ with st.expander("Build a collection", expanded=not list_collections()):
     )
     batch = int(c3.number_input("Batch size", 1, 512, key=kept("collections_batch", 16)))
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
-    encoder = load_checked(encoder_spec, INDEX_NEEDS) if build and encoder_spec else None
-    if encoder is not None:
-        bar = st.progress(0.0, "Starting…")
+    inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
+    uploads = {"collections_uploads": files} if source_kind == "upload" else {}
+    if build and encoder_spec:
         try:
-            result = build_collection(
-                encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
-                batch_size=batch, progress=bar.progress,
-            )  # fmt: skip
-            st.session_state["collections_open"] = Path(result.out).name
-            st.session_state["collections_last_build"] = result.to_dict()
+            check_name(name)
+            device = st.session_state.get("device", "auto")
+
+            def work(progress, spec=encoder_spec, device=device):
+                progress(0.0, f"loading the encoder {spec}…")
+                encoder = load_encoder(spec, device=None if device == "auto" else device)
+                INDEX_NEEDS.check(encoder)
+                return build_collection(
+                    encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
+                    batch_size=batch, progress=progress_part(progress, 0.05, 1.0, "building: "),
+                )  # fmt: skip
+
+            start_job("collections", f"build {name.strip()}", inputs, uploads, work)
         except LexlensError as exc:
             st.error(str(exc))
-        finally:
-            bar.empty()
-    last = st.session_state.get("collections_last_build")
-    if last:
+    last, job, state = job_outcome("collections", IndexResult, inputs, uploads)
+    if state in ("queued", "running"):
+        st.caption("Building as a job: switch pages freely, it goes on; the result shows here.")
+        show_job(job)
+    elif state in ("failed", "cancelled", "lost"):
+        message = job.message if job is not None else "the server stopped while it ran"
+        (st.error if state == "failed" else st.info)(f"The last build {state}: {message}")
+    if last is not None:
+        st.session_state["collections_open"] = Path(last.out).name
         st.success(
-            f"{Path(last['out']).name}: {last['items']} items — encoded {last['encoded']}, "
-            f"reused {last['reused']}, skipped {len(last['skipped'])}"
-            + (" (source unchanged: nothing to encode)" if last["up_to_date"] else "")
+            f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
+            f"reused {last.reused}, skipped {len(last.skipped)}"
+            + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
         )
-        if last["skipped"]:
-            st.dataframe(pd.DataFrame(last["skipped"]), hide_index=True, width="stretch")
+        if last.skipped:
+            st.dataframe(pd.DataFrame([s.to_dict() for s in last.skipped]), hide_index=True)
 
 # ---------------------------------------------------------------------------------- list
 cards = list_collections()

@@ -3,7 +3,7 @@ switch, delete; errors shown without losing earlier results."""
 
 from __future__ import annotations
 
-from tests.helpers import app_page
+from tests.helpers import app_page, click_and_wait
 
 
 def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
@@ -11,13 +11,15 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     source = tmp_path / "pets.csv"
     source.write_text("id,text,labels\na,a dog on the beach,dog|beach\nb,a cat in the snow,cat\n")
-    # Encoders load when the user builds, not when the page is drawn.
-    from lexlens.app import state
+    # Encoders load when the user builds (in the build's job), not when the page is drawn.
+    import lexlens.models
 
     loaded: list[str] = []
-    real = state.get_encoder
+    real = lexlens.models.load_encoder
     monkeypatch.setattr(
-        state, "get_encoder", lambda spec, device: loaded.append(spec) or real(spec, device)
+        lexlens.models,
+        "load_encoder",
+        lambda spec, device=None: loaded.append(spec) or real(spec, device),
     )
     at = app_page("app_pages/collections.py")
     assert not at.exception and not at.error
@@ -29,16 +31,14 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     at.run()
     assert loaded == []
     # The default encoder reads images: a text file is refused with one clear message.
-    at.button[0].click()
-    at.run()
+    click_and_wait(at, at.button[0].click)
     assert not at.exception
     assert loaded == ["efficientnet-lite0-lexical"]
     assert any("does not encode text" in e.value for e in at.error)
     assert not (home / "collections" / "pets").exists()
     at.selectbox(key="collections_encoder").set_value("splade-tiny")
     at.run()
-    at.button[0].click()
-    at.run()
+    click_and_wait(at, at.button[0].click)
     assert not at.exception and not at.error
     assert (home / "collections" / "pets" / "manifest.json").is_file()
     assert any("pets: 2 items" in s.value for s in at.success)
@@ -53,10 +53,9 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     assert not at.exception
     assert at.text_input(key="collections_path").value == str(source)
     assert at.selectbox(key="collections_open").value == "pets"
-    # Building again from the unchanged source encodes nothing.
-    at.button[0].click()
-    at.run()
-    assert any("nothing to encode" in s.value for s in at.success)
+    # Building again from the unchanged source encodes nothing, and reuses every item.
+    click_and_wait(at, at.button[0].click)
+    assert any("nothing to encode" in s.value and "reused 2" in s.value for s in at.success)
     # Delete.
     [b for b in at.button if b.key == "collections_delete"][0].click()
     at.run()

@@ -20,7 +20,7 @@ from lexlens.analysis.core.outputs import write_files
 from lexlens.analysis.render.attribution_html import render_attribution_html
 from lexlens.analysis.render.attribution_report import AttributionReport
 from lexlens.analysis.render.terms_report import terms_report
-from tests.helpers import page_result, wait_for_jobs
+from tests.helpers import click_and_wait, page_result
 
 EVIL = "<script>alert(1)</script>"
 
@@ -285,9 +285,7 @@ def _page():
 
 
 def _submit(at) -> None:
-    next(b for b in at.button if b.proto.is_form_submitter).click()
-    at.run()
-    wait_for_jobs(at)
+    click_and_wait(at, next(b for b in at.button if b.proto.is_form_submitter).click)
 
 
 def download_matches(at, label: str, data: bytes, mimetype: str) -> bool:
