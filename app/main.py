@@ -31,6 +31,7 @@ PAGES = [  # (file, title, icon, url path); the first one is what the root URL s
     ("app_pages/attribution.py", "Attribution", ":material/insights:", "attribution"),
     ("app_pages/deviation.py", "Semantic deviation", ":material/straighten:", "deviation"),
     ("app_pages/compare.py", "Compare", ":material/difference:", "compare"),
+    ("app_pages/evaluation.py", "Evaluation", ":material/fact_check:", "evaluation"),
     ("app_pages/history.py", "History", ":material/history:", "history"),
 ]
 #: The hidden default page at the root URL, which forwards to the first page.

@@ -76,7 +76,8 @@ class EvaluationResult(Result):
         return doc
 
     def files(self) -> dict[str, bytes]:
-        """evaluation.json, per_query.csv, failures.csv, blame.csv and the run (run.trec)."""
+        """evaluation.json, per_query.csv, failures.csv, blame.csv, the run (run.trec) and
+        evaluation.html."""
         from lexlens.analysis.benchmark.trec import run_text
 
         per_query = self.metrics["per_query"]
@@ -124,7 +125,23 @@ class EvaluationResult(Result):
                 ],
             ),  # fmt: skip
             "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
+            "evaluation.html": self.html().encode("utf-8"),
         }
+
+    def html(self, max_failures: int = 200) -> str:
+        """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
+        first, each failure side by side with its decisive words, the blame table."""
+        from lexlens.analysis.render.html import meta_rows, now, num, templates
+
+        doc = self.to_dict()
+        worst = sorted(doc["metrics"]["per_query"], key=lambda q: (q["nDCG@10"], q["id"]))
+        meta = {"index": self.index.get("name") or self.index.get("path"),
+                "encoder": self.encoder, **self.settings, "generated": now()}  # fmt: skip
+        return templates().get_template("evaluation.html").render(
+            title=f"Lexlens evaluation — {meta['index']}", meta=meta_rows(meta), r=doc,
+            measures=MEASURES, worst=worst, failures=doc["failures"][:max_failures],
+            hidden=max(0, len(doc["failures"]) - max_failures), num=num,
+        )  # fmt: skip
 
 
 def ir_measures_of(run: Mapping[str, list[tuple[str, float]]], qrels: Mapping) -> tuple:

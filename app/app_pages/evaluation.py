@@ -1,0 +1,142 @@
+"""Evaluation page: a stored collection on its queries and judgements — metrics, the queries
+sorted worst first, why a chosen query fails (side by side), the words to blame.
+
+Thin: the numbers are an :class:`~lexlens.analysis.benchmark.evaluate.EvaluationResult` from
+:func:`~lexlens.analysis.benchmark.evaluate.evaluate_benchmark` (what ``lexlens evaluate
+--json`` prints for the same inputs), computed as a job; the downloads are its files.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from lexlens.analysis.benchmark.evaluate import (
+    DEFAULT_TOP,
+    MEASURES,
+    EvaluationResult,
+    evaluate_benchmark,
+    stored_benchmark,
+)
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.workspace import list_collections
+from lexlens.app.evaluation_views import show_blame, show_downloads, show_failure
+from lexlens.app.state import (
+    job_outcome,
+    kept,
+    remembered_uploads,
+    restore_inputs,
+    show_job,
+    start_job,
+)
+from lexlens.models import LexlensError
+
+INPUT_KEYS = ("eval_collection", "eval_source", "eval_top")
+SOURCES = ["The collection's own", "Upload queries and judgements"]
+
+st.header("Evaluation")
+st.caption(
+    "Search a stored collection with every query of a benchmark (or read another system's "
+    "run) and see nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), the queries worst "
+    "first, and for a failing query the item ranked first and the best relevant one side by "
+    "side: each term's q·d, summing to each score, and the words that decide between them."
+)
+restore_inputs("evaluation")
+cards = [c for c in list_collections() if "error" not in c]
+if not cards:
+    st.info("No stored collection yet: build one on the **Collections** page or with "
+            "`lexlens index` (a BEIR folder or a Karpathy split keeps its queries).")  # fmt: skip
+    st.stop()
+names = [c["name"] for c in cards]
+if st.session_state.get("eval_collection") not in names:
+    st.session_state["eval_collection"] = names[0]
+c1, c2, c3 = st.columns([2, 2, 1])
+name = c1.selectbox("Collection", names, key=kept("eval_collection"))
+card = next(c for c in cards if c["name"] == name)
+source = c2.radio("Queries", SOURCES, key=kept("eval_source", SOURCES[0]), horizontal=True)
+top = int(c3.number_input("Items per query", 1, 1000, key=kept("eval_top", DEFAULT_TOP)))
+files: dict[str, list[tuple[str, bytes]]] = {}
+for key, label, types in (
+    ("eval_queries", "Queries (BEIR queries.jsonl or qid<TAB>text)", ["jsonl", "tsv", "txt"]),
+    ("eval_qrels", "Judgements (TREC or BEIR qrels)", ["tsv", "txt", "qrels"]),
+    ("eval_run", "Another system's run (TREC, optional)", ["trec", "txt", "run"]),
+):
+    if source == SOURCES[1] or key == "eval_run":
+        upload = st.file_uploader(label, type=types, key=key)
+        files[key] = remembered_uploads(key, [upload] if upload else None)[:1]
+inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
+uploads = {k: v for k, v in files.items() if v}
+
+
+def _work(path: str, saved: dict[str, list[tuple[str, bytes]]], n: int, device: str):
+    """The evaluation itself, for the job: uploads go to a temporary folder first."""
+
+    def work(progress):
+        with tempfile.TemporaryDirectory(prefix="lexlens-eval-") as tmp:
+            paths = {}
+            for key, items in saved.items():
+                for file_name, data in items:
+                    paths[key] = Path(tmp) / f"{key}{Path(file_name).suffix or '.txt'}"
+                    paths[key].write_bytes(data)
+            return evaluate_benchmark(
+                path, queries=paths.get("eval_queries"), qrels=paths.get("eval_qrels"),
+                run=paths.get("eval_run"), top=n, progress=progress,
+                device=None if device == "auto" else device,
+            )  # fmt: skip
+
+    return work
+
+
+if st.button("Evaluate", type="primary"):
+    try:
+        if source == SOURCES[0] and stored_benchmark(open_index(card["path"])) is None:
+            raise LexlensError(f"{name} keeps no queries: upload queries and judgements")
+        if source == SOURCES[1] and not (uploads.get("eval_queries") and uploads.get("eval_qrels")):
+            raise LexlensError("upload both the queries and the judgements")
+        start_job("evaluation", f"evaluate {name}", inputs, uploads,
+                  _work(card["path"], uploads, top, st.session_state.get("device", "auto")))  # fmt: skip
+    except LexlensError as exc:
+        st.error(str(exc))
+
+result, job, state = job_outcome("evaluation", EvaluationResult, inputs, uploads)
+if state in ("queued", "running"):
+    st.caption("Evaluating as a job: switch pages freely, it goes on; the result shows here.")
+    show_job(job)
+    st.stop()
+if state in ("failed", "cancelled", "lost"):
+    message = job.message if job is not None else "the server stopped while it ran"
+    (st.error if state == "failed" else st.info)(f"The last evaluation {state}: {message}")
+if result is None:
+    if state == "other":
+        st.info("The inputs changed since the result in this page's URL: press **Evaluate**.")
+    st.stop()
+
+for note in result.notes:
+    st.caption(f"Note: {note}")
+aggregate = result.metrics["aggregate"]
+cols = st.columns(len(MEASURES))
+for col, measure in zip(cols, MEASURES, strict=True):
+    col.metric(measure, f"{aggregate[measure]:.3f}")
+st.subheader("Queries, worst first")
+table = pd.DataFrame(
+    [{"query": q["id"], "text": q["text"], **{m: q[m] for m in MEASURES},
+      "first relevant": q["first_relevant_rank"], "relevant at": q["relevant_rank"],
+      "top terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
+     for q in result.metrics["per_query"]]
+).sort_values(["nDCG@10", "query"])  # fmt: skip
+st.dataframe(table, hide_index=True, width="stretch", key="eval_table")
+failing = {f.query_id: f for f in result.failures}
+if failing:
+    order = [q for q in table["query"] if q in failing]
+    pick = st.selectbox(
+        "Why does this query fail?", order, key=kept("eval_pick", order[0]),
+        format_func=lambda q: f"{q}: {failing[q].query[:80]}",
+    )  # fmt: skip
+    show_failure(failing[pick], open_index(card["path"]))
+else:
+    st.success("Every query has a relevant item first.")
+show_blame(result)
+show_downloads(result)
