@@ -21,6 +21,8 @@ from pathlib import Path
 from lexlens.analysis.core.inputs import open_text, read_error
 from lexlens.models.base import InputError
 
+#: The longest line read (characters): a longer one is refused, never read whole.
+MAX_LINE = 16 * 1024 * 1024
 #: Problems kept per file (the count goes on).
 MAX_PROBLEMS = 100
 
@@ -33,26 +35,37 @@ class Problems:
     count: int = 0
 
     def add(self, label: str, line: int, why: str) -> None:
-        """Record one malformed line."""
+        """Record one malformed line (``line`` 0: the file as a whole, or ``label`` already
+        names the line)."""
         self.count += 1
         if len(self.lines) < MAX_PROBLEMS:
-            self.lines.append(f"{label}:{line}: {why}")
+            self.lines.append(f"{label}:{line}: {why}" if line else f"{label}: {why}")
 
 
-def _lines(path: str | Path, label: str | None = None) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a regular UTF-8 file, streamed; other files are refused."""
+def lines(path: str | Path, label: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a regular UTF-8 file, streamed; anything else (a folder, a FIFO,
+    a device) is refused before it is opened, so nothing blocks or reads without end. A line
+    longer than :data:`MAX_LINE` characters is refused with its number."""
     path = Path(path).expanduser()
     label = label or str(path)
     try:
         if not path.is_file():
-            raise InputError(
-                f"{label}: not a regular file" if path.exists() else f"{label}: file not found"
-            )
+            why = "not a regular file" if path.exists() else "file not found"
+            raise InputError(f"{label}: {why}")
     except OSError as exc:
         raise read_error(label, exc) from None
+    number = 0
     with open_text(path, label) as handle:
         try:
-            for number, text in enumerate(handle, start=1):
+            while True:
+                text = handle.readline(MAX_LINE + 1)
+                if not text:
+                    return
+                number += 1
+                if len(text) > MAX_LINE and not text.endswith("\n"):
+                    raise InputError(
+                        f"{label}:{number}: a line longer than {MAX_LINE:,} characters"
+                    )
                 yield number, text.rstrip("\r\n")
         except UnicodeDecodeError:
             raise InputError(
@@ -68,7 +81,7 @@ def read_qrels(
     label = label or str(path)
     out: dict[str, dict[str, int]] = {}
     beir = False
-    for number, text in _lines(path, label):
+    for number, text in lines(path, label):
         fields = text.split("\t") if "\t" in text else text.split()
         if not fields or not text.strip():
             continue
@@ -104,7 +117,7 @@ def read_run(
     label = label or str(path)
     rows: dict[str, list[tuple[float, int, str]]] = {}
     seen: set[tuple[str, str]] = set()
-    for number, text in _lines(path, label):
+    for number, text in lines(path, label):
         fields = text.split()
         if not fields:
             continue
@@ -143,7 +156,7 @@ def read_queries(
     label = label or str(path)
     out: dict[str, str] = {}
     jsonl = Path(path).suffix.lower() == ".jsonl"
-    for number, text in _lines(path, label):
+    for number, text in lines(path, label):
         if not text.strip():
             continue
         if jsonl:

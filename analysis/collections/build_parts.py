@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lexlens.analysis.collections.sources import Skipped
+from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
 from lexlens.analysis.core.gating import check_gate_k
 from lexlens.analysis.core.results import Result, internal

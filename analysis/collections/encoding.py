@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.sources import Skipped
+from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.core.gating import gate
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 

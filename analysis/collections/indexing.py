@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lexlens.analysis.benchmark.readers import is_benchmark_source, open_benchmark
 from lexlens.analysis.collections.build_parts import (
     DEFAULT_BATCH_SIZE,
     IndexResult,
@@ -112,10 +113,27 @@ def index_collection(
     postings: bool | None = None,
     captions: str | Path | None = None,
     ids: str | Path | None = None,
+    split: str | None = None,
+    images: str | Path | None = None,
+    image_column: str | None = None,
+    text_columns: list[str] | None = None,
 ) -> IndexResult:
     """``lexlens index``: the source, ``--out`` and options are checked before the encoder
-    loads (a dense features source: every file is read and checked), then it is built."""
+    loads (a dense features source: every file is read and checked), then it is built. A
+    benchmark (a BEIR folder, MS MARCO files, a Karpathy JSON with its ``images`` root, a
+    Hugging Face dataset on disk, ``irds:ID``) keeps its ``split``'s queries and judgements
+    with the collection."""
     check_build_options(gate_k, batch_size)
+    if is_benchmark_source(source):
+        source = open_benchmark(
+            source, split=split, images=images, image_column=image_column,
+            text_columns=text_columns,
+        )  # fmt: skip
+    elif any(v is not None for v in (split, images, image_column, text_columns)):
+        raise InputError(
+            "--split, --images, --image-column and --text-column apply to a benchmark source "
+            "(a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset, irds:ID)"
+        )
     open_source(source)
     check_features_options(source, ray, captions, ids)
     check_out(Path(out).expanduser())

@@ -121,6 +121,9 @@ def build_source_index(
 
     def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
         encoded, reused = build.run(writer, ray, entry["spec"])
+        if src.benchmark is not None:  # its counts and problems, now that the items are read
+            source_entry["benchmark"] = src.benchmark.describe()
+            source_entry["problems"] = src.benchmark.problem_lines()[:100]
         if writer.count == 0:
             first = build.skipped[0] if build.skipped else None
             why = f" ({first.file}: {first.reason})" if first else ""
@@ -144,9 +147,19 @@ def build_source_index(
         out, encoder.vocab, fill, encoder=entry, gate_k=gate_k, modality=modality,
         source=source_entry, postings=postings,
         created=old.manifest.get("created") if old is not None else None,
+        extra=benchmark_files(src.benchmark) if src.benchmark is not None else None,
     )  # fmt: skip
     if build.skipped:
         notes.append(f"{len(build.skipped)} item(s) skipped (listed)")
+    if src.benchmark is not None:
+        bench = src.benchmark
+        notes.append(
+            f"{bench.kind} split {bench.split!r}: {len(bench.queries)} queries and "
+            f"{sum(len(v) for v in bench.qrels.values())} judgements kept with the collection"
+        )
+        lines = bench.problem_lines()
+        if lines:
+            notes.append(f"{len(lines)} problems in the benchmark's files: " + "; ".join(lines[:5]))
     counts = manifest["counts"]
     return IndexResult(
         out=str(out),
@@ -160,6 +173,21 @@ def build_source_index(
         manifest=manifest,
         notes=notes,
     )
+
+
+def benchmark_files(bench) -> dict[str, bytes]:
+    """A benchmark's queries (BEIR's queries.jsonl) and judgements (BEIR's qrels TSV), kept
+    with the collection so ``lexlens evaluate`` finds them."""
+    import json
+
+    queries = "".join(
+        json.dumps({"_id": q, "text": text}, ensure_ascii=False) + "\n"
+        for q, text in bench.queries.items()
+    )
+    qrels = "query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{r}\n" for q, docs in bench.qrels.items() for d, r in docs.items()
+    )
+    return {"queries.jsonl": queries.encode("utf-8"), "qrels.tsv": qrels.encode("utf-8")}
 
 
 @dataclass

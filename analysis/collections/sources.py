@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.feature_files import FEATURE_SUFFIXES
+from lexlens.analysis.collections.items import Skipped, SourceItem
 from lexlens.analysis.core.inputs import (
+    inside_folder,
     json_objects,
     open_text,
     parse_labels,
     read_csv,
     read_error,
 )
-from lexlens.analysis.core.results import Record
+from lexlens.analysis.core.results import Record, internal
 from lexlens.models.base import InputError
 
 #: Image files a folder source picks up (case-insensitive).
@@ -37,30 +39,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".we
 
 def is_features_source(path: str | Path) -> bool:
     """A dense features file (by its suffix)."""
-    return Path(str(path)).suffix.lower() in FEATURE_SUFFIXES
-
-
-@dataclass(frozen=True)
-class SourceItem(Record):
-    """One item of a source, before encoding.
-
-    ``image`` is a path relative to the source's folder (posix), ``""`` for a text item.
-    """
-
-    id: str
-    text: str = ""
-    image: str = ""
-    captions: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ()
-    where: str = ""  # "file:line" for messages
-
-
-@dataclass(frozen=True)
-class Skipped(Record):
-    """An item left out of the index, and why (file or line, one-line reason)."""
-
-    file: str
-    reason: str
+    return isinstance(path, (str, Path)) and Path(path).suffix.lower() in FEATURE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -73,10 +52,17 @@ class Source(Record):
     label: str  # the name shown in messages
     has_images: bool = False
     has_texts: bool = False
+    benchmark: Any = internal(default=None)  # kind "benchmark": its reader (queries, qrels)
 
 
-def open_source(path: str | Path, *, label: str | None = None) -> Source:
-    """Check a source path and tell its kind; nothing is read beyond a header."""
+def open_source(path: str | Path | Any, *, label: str | None = None) -> Source:
+    """Check a source path and tell its kind; nothing is read beyond a header. An opened
+    benchmark (:func:`lexlens.analysis.benchmark.readers.open_benchmark`) is a source too."""
+    if not isinstance(path, (str, Path)):  # a benchmark: its items, queries and judgements
+        return Source(
+            Path(path.root), "benchmark", Path(path.root), label or path.label,
+            has_images=path.has_images, has_texts=not path.has_images, benchmark=path,
+        )  # fmt: skip
     p = Path(path).expanduser()
     shown = label or str(path)
     if not p.exists():
@@ -156,26 +142,11 @@ def _jsonl_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
             ) from None
 
 
-def _inside(root: Path, relative: str) -> str | None:
-    """``relative`` normalised inside ``root`` (posix), or ``None`` when it leaves it.
-
-    Checked on the path as written (``..`` and absolute paths elsewhere are refused);
-    symbolic links a user placed inside the folder are followed as they are.
-    """
-    raw = relative.strip().replace("\\", "/")
-    if not raw:
-        return None
-    candidate = Path(raw)
-    root_abs = Path(os.path.abspath(root))
-    full = Path(os.path.normpath(candidate if candidate.is_absolute() else root_abs / candidate))
-    try:
-        return full.relative_to(root_abs).as_posix()
-    except ValueError:
-        return None
-
-
 def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
     """The source's items in order (or :class:`Skipped` notes), streamed."""
+    if source.kind == "benchmark":
+        yield from source.benchmark.items()
+        return
     if source.kind == "folder":
         yield from _folder_items(source)
         return
@@ -202,7 +173,7 @@ def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
         image_cell = str(row.get("image") or "").strip()
         image = ""
         if image_cell:
-            image = _inside(source.root, image_cell) or ""
+            image = inside_folder(source.root, image_cell) or ""
             if not image:
                 yield Skipped(
                     where, f"image path {image_cell!r} leaves the source's folder: refused"
@@ -223,20 +194,33 @@ def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
         )
 
 
-def _folder_items(source: Source) -> Iterator[SourceItem]:
+def _folder_items(source: Source) -> Iterator[SourceItem | Skipped]:
     for dirpath, dirnames, filenames in os.walk(source.path, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if name.startswith(".") or not name.lower().endswith(IMAGE_SUFFIXES):
                 continue
             rel = (Path(dirpath) / name).relative_to(source.path).as_posix()
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = rel.encode("utf-8", "backslashreplace").decode("utf-8")
+                yield Skipped(f"{source.label}/{shown}", "the file name is not UTF-8: skipped")
+                continue
+            if inside_folder(source.path, rel) is None:
+                yield Skipped(
+                    f"{source.label}/{rel}", "a link to a file outside the folder: refused"
+                )
+                continue
             yield SourceItem(rel, image=rel, where=f"{source.label}/{rel}")
 
 
 def source_fingerprint(source: Source) -> str:
     """A cheap fingerprint of the source: its file's bytes, and each image's size and mtime."""
     digest = hashlib.sha256(f"{source.kind}\0".encode())
-    if source.kind != "folder":
+    if source.kind == "benchmark":
+        digest.update(source.benchmark.fingerprint().encode())
+    if source.kind not in ("folder", "benchmark"):
         try:
             with open(source.path, "rb") as handle:
                 for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -257,6 +241,8 @@ def source_fingerprint(source: Source) -> str:
 
 def count_items(source: Source) -> int:
     """An upper bound of the number of items (for the progress bar), cheaply."""
+    if source.kind == "benchmark":
+        return source.benchmark.size_hint or max(1, len(source.benchmark.qrels))
     if source.kind == "folder":
         return sum(
             1

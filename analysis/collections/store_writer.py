@@ -265,9 +265,11 @@ def write_atomically(
     source: dict,
     postings: bool | None = None,
     created: str | None = None,
+    extra: dict[str, bytes] | None = None,
 ) -> dict:
     """Write an index at ``out`` and return its manifest; ``out`` changes only when the new
-    index is complete.
+    index is complete. ``extra`` files (a benchmark's queries and judgements) are written
+    with it and listed, with their sizes, among its files.
 
     ``fill(writer)`` adds the items and returns ``(encoded, reused, skipped)`` (skipped: a
     ``{file, reason}`` dict per item left out). The files are written into a temporary
@@ -294,6 +296,12 @@ def write_atomically(
         nonnegative = writer.nonnegative
         files = writer.close(vocab, postings)
         writer = None
+        for name, data in (extra or {}).items():
+            with open(tmp / name, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            files[name] = len(data)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         manifest = {
             "format": FORMAT,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,28 +60,51 @@ def source_label(source: Source, name: str | None = None) -> str:
     return "uploaded file" if isinstance(source, (bytes, bytearray)) else str(source)
 
 
-def read_bytes(source: Source, name: str | None = None) -> tuple[bytes, str]:
-    """The bytes of a path or an upload, and the name to show in messages."""
-    label = source_label(source, name)
-    if isinstance(source, (bytes, bytearray)):
-        return bytes(source), label
-    path = Path(source).expanduser()
+def regular_file(path: Path, label: str) -> os.stat_result:
+    """The status of a user's file, refused in one line unless it is a regular file (a
+    folder, a FIFO, a device or a socket would block a reader or never end)."""
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise InputError(f"{label}: is a folder, not a file")
-        if size > MAX_TEXT_FILE_BYTES:
-            raise InputError(
-                f"{label}: file too large to read whole ({size:,} bytes; limit "
-                f"{MAX_TEXT_FILE_BYTES:,}): build a stored collection with `lexlens index`"
-            )
-        return path.read_bytes(), label
+        status = path.stat()
     except OSError as exc:
         raise read_error(label, exc) from None
+    if stat.S_ISDIR(status.st_mode):
+        raise InputError(f"{label}: is a folder, not a file")
+    if not stat.S_ISREG(status.st_mode):
+        raise InputError(f"{label}: not a regular file (a FIFO, a device or a socket): refused")
+    return status
+
+
+def read_bytes(
+    source: Source, name: str | None = None, *, limit: int = MAX_TEXT_FILE_BYTES
+) -> tuple[bytes, str]:
+    """The bytes of a path or an upload (at most ``limit``), and the name to show in messages."""
+    label = source_label(source, name)
+    if isinstance(source, (bytes, bytearray)):
+        if len(source) > limit:
+            raise InputError(f"{label}: too large ({len(source):,} bytes; limit {limit:,})")
+        return bytes(source), label
+    path = Path(source).expanduser()
+    size = regular_file(path, label).st_size
+    too_large = InputError(
+        f"{label}: file too large to read whole ({size:,} bytes; limit {limit:,}): build a "
+        "stored collection with `lexlens index`"
+    )
+    if size > limit:
+        raise too_large
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)  # never more, whatever the size said
+    except OSError as exc:
+        raise read_error(label, exc) from None
+    if len(data) > limit:
+        raise too_large
+    return data, label
 
 
 def open_text(path: Path, label: str) -> TextIO:
-    """A user's text file opened to stream it (UTF-8, a byte-order mark accepted)."""
+    """A user's text file opened to stream it (UTF-8, a byte-order mark accepted); only a
+    regular file is opened."""
+    regular_file(Path(path), label)
     try:
         return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
     except OSError as exc:
@@ -222,3 +247,25 @@ def read_texts(
     if not table.texts:
         raise InputError(f"{label}: holds no {what}s (every row is empty)")
     return table
+
+
+def inside_folder(root: Path, relative: str) -> str | None:
+    """``relative`` normalised inside ``root`` (posix), or ``None`` when it leaves it: as
+    written (``..``, an absolute path elsewhere) or once symbolic links are followed (a link
+    inside the folder that points outside it)."""
+    raw = relative.strip().replace("\\", "/")
+    if not raw:
+        return None
+    candidate = Path(raw)
+    root_abs = Path(os.path.abspath(root))
+    full = Path(os.path.normpath(candidate if candidate.is_absolute() else root_abs / candidate))
+    try:
+        inside = full.relative_to(root_abs).as_posix()
+    except ValueError:
+        return None
+    real_root = Path(os.path.realpath(root_abs))
+    try:
+        Path(os.path.realpath(full)).relative_to(real_root)
+    except ValueError:
+        return None
+    return inside

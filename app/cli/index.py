@@ -55,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="encode on Ray: alone starts a local Ray; 'auto' or ray://HOST:PORT uses a cluster "
         '(needs pip install "lexlens[ray]")',
     )
+    bench = parser.add_argument_group(
+        "benchmarks",
+        "a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset "
+        "saved on disk, or irds:ID: the split's queries and judgements are kept with the index",
+    )
+    bench.add_argument("--split", help="the split to read (default: test, or dev for MS MARCO)")
+    bench.add_argument("--images", help="Karpathy JSON: the folder its image paths start from")
+    bench.add_argument("--image-column", help="Hugging Face dataset: the image column")
+    bench.add_argument(
+        "--text-column", action="append", dest="text_columns",
+        help="Hugging Face dataset: a caption column (repeat for several)",
+    )  # fmt: skip
     add_common_args(parser)
     parser.set_defaults(func=run)
 
@@ -64,7 +76,8 @@ def run(args: argparse.Namespace) -> None:
     result = index_collection(
         args.encoder, args.source, args.out, device=args.device, gate_k=args.gate_k,
         batch_size=args.batch_size, progress=progress_printer(args), ray=args.ray,
-        captions=args.captions, ids=args.ids,
+        captions=args.captions, ids=args.ids, split=args.split, images=args.images,
+        image_column=args.image_column, text_columns=args.text_columns,
     )  # fmt: skip
     counts = result.manifest["counts"]
     lines = [

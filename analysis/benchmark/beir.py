@@ -1,0 +1,68 @@
+"""BEIR folders: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``,
+``text``) and ``qrels/{split}.tsv`` (a header line, then ``query-id corpus-id score``).
+
+An item's text is its title and text joined by a space when the title is not empty, as
+BEIR's own evaluations give them to a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
+from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
+from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.models.base import InputError
+
+
+def _corpus(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
+    for number, text in lines(path, label):
+        if not text.strip():
+            continue
+        where = f"{label}:{number}"
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.add(label, number, f"not JSON ({exc.msg})")
+            yield Skipped(where, f"not JSON ({exc.msg})")
+            continue
+        doc_id = row.get("_id") if isinstance(row, dict) else None
+        body = row.get("text") if isinstance(row, dict) else None
+        title = row.get("title", "") if isinstance(row, dict) else ""
+        if not isinstance(doc_id, (str, int)) or not isinstance(body, str):
+            problems.add(label, number, "needs '_id' and a string 'text'")
+            yield Skipped(where, "needs '_id' and a string 'text'")
+            continue
+        title = title if isinstance(title, str) else ""
+        joined = f"{title.strip()} {body.strip()}".strip()
+        if not joined:
+            yield Skipped(where, "empty title and text")
+            continue
+        yield SourceItem(str(doc_id), text=joined, where=where)
+
+
+def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
+    """A BEIR folder's split (default ``test``, else the only one)."""
+    qrels_dir = folder / "qrels"
+    splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
+    if not splits:
+        raise InputError(f"{folder}: no qrels/*.tsv (a BEIR folder has qrels/test.tsv, …)")
+    chosen = pick_split(splits, split, str(folder))
+    problems = Problems()
+    queries_path = folder / "queries.jsonl"
+    if not queries_path.is_file():
+        raise InputError(f"{folder}: no queries.jsonl")
+    queries = read_queries(queries_path, problems)
+    qrels = read_qrels(qrels_dir / f"{chosen}.tsv", problems)
+    corpus = folder / "corpus.jsonl"
+    label = str(corpus)
+    bench = Benchmark(
+        kind="beir", label=str(folder), root=folder, split=chosen, splits=splits,
+        queries=queries, qrels=qrels, read_items=lambda found: _corpus(corpus, label, found),
+        fingerprint_parts=lambda: [file_stamp(corpus), file_stamp(queries_path),
+                                   file_stamp(qrels_dir / f"{chosen}.tsv")],
+        problems=problems,
+    )  # fmt: skip
+    return bench

@@ -1,0 +1,60 @@
+"""MS MARCO style TSV files: ``collection.tsv`` (``pid<TAB>text``), ``queries.{split}.tsv``
+(``qid<TAB>text``) and TREC qrels (``qrels.{split}.tsv`` or ``*.qrels``: ``qid 0 docid
+rel``), given as their folder or as the collection file. The collection is streamed (the
+real one holds 8.8 million passages)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
+from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
+from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.models.base import InputError
+
+
+def _collection(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
+    for number, text in lines(path, label):
+        if not text.strip():
+            continue
+        pid, tab, passage = text.partition("\t")
+        where = f"{label}:{number}"
+        if not tab or not pid.strip() or not passage.strip():
+            problems.add(label, number, "expected pid<TAB>text")
+            yield Skipped(where, "expected pid<TAB>text")
+            continue
+        yield SourceItem(pid.strip(), text=passage.strip(), where=where)
+
+
+def _split_of(name: str, prefix: str) -> str | None:
+    stem = name[len(prefix) :] if name.startswith(prefix) else None
+    return stem.rsplit(".", 1)[0] if stem else None
+
+
+def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
+    """The collection and one split's queries and qrels (default ``dev``, else the only one)."""
+    folder = path if path.is_dir() else path.parent
+    collection = folder / "collection.tsv"
+    if not collection.is_file():
+        raise InputError(f"{folder}: no collection.tsv")
+    query_files = {_split_of(p.name, "queries."): p for p in sorted(folder.glob("queries.*.tsv"))}
+    qrels_files = {_split_of(p.name, "qrels."): p for p in sorted(folder.glob("qrels.*.tsv"))}
+    qrels_files.update({p.stem: p for p in sorted(folder.glob("*.qrels"))})
+    splits = sorted(s for s in query_files if s and s in qrels_files)
+    if not splits:
+        raise InputError(
+            f"{folder}: no split with both queries.SPLIT.tsv and qrels.SPLIT.tsv (or SPLIT.qrels)"
+        )
+    chosen = pick_split(splits, split, str(folder), default="dev")
+    problems = Problems()
+    queries = read_queries(query_files[chosen], problems)
+    qrels = read_qrels(qrels_files[chosen], problems)
+    label = str(collection)
+    return Benchmark(
+        kind="msmarco", label=str(folder), root=folder, split=chosen, splits=splits,
+        queries=queries, qrels=qrels, read_items=lambda found: _collection(collection, label, found),
+        fingerprint_parts=lambda: [file_stamp(collection), file_stamp(query_files[chosen]),
+                                   file_stamp(qrels_files[chosen])],
+        problems=problems,
+    )  # fmt: skip

@@ -1,0 +1,88 @@
+"""Which reader opens a benchmark: the format told from the path (or given), and one entry
+point, :func:`open_benchmark`, that ``lexlens index --source``, the API and the Collections
+page share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lexlens.analysis.benchmark.beir import open_beir
+from lexlens.analysis.benchmark.dataset import Benchmark, check_queries_and_qrels
+from lexlens.analysis.benchmark.hf import open_hf
+from lexlens.analysis.benchmark.irds import open_irds
+from lexlens.analysis.benchmark.karpathy import open_karpathy
+from lexlens.analysis.benchmark.msmarco import open_msmarco
+from lexlens.models.base import InputError
+
+KINDS = ("beir", "msmarco", "karpathy", "hf", "ir_datasets")
+
+
+def detect(path: Path) -> str | None:
+    """The benchmark format of a path, or ``None`` when it is not one."""
+    if path.is_dir():
+        if (path / "corpus.jsonl").is_file():
+            return "beir"
+        if (path / "collection.tsv").is_file():
+            return "msmarco"
+        if any(
+            (path / n).is_file() for n in ("dataset_info.json", "dataset_dict.json", "state.json")
+        ):
+            return "hf"
+        if any(path.glob("dataset_*.json")):
+            return "karpathy"
+        return None
+    name = path.name.lower()
+    if name.startswith("dataset_") and name.endswith(".json"):
+        return "karpathy"
+    if name == "collection.tsv":
+        return "msmarco"
+    if path.suffix.lower() in (".arrow",):
+        return "hf"
+    return None
+
+
+def is_benchmark_source(path: str | Path) -> bool:
+    """A path (or ``irds:ID``) that :func:`open_benchmark` reads."""
+    text = str(path)
+    if text.startswith("irds:"):
+        return True
+    return detect(Path(text).expanduser()) is not None
+
+
+def open_benchmark(
+    path: str | Path,
+    *,
+    split: str | None = None,
+    images: str | Path | None = None,
+    image_column: str | None = None,
+    text_columns: list[str] | None = None,
+    kind: str | None = None,
+) -> Benchmark:
+    """Open a benchmark (see the module docstring): its queries and judgements are read
+    here, its items when :meth:`Benchmark.items` is iterated."""
+    text = str(path)
+    if kind is None and text.startswith("irds:"):
+        kind, text = "ir_datasets", text[len("irds:") :]
+    if kind == "ir_datasets":
+        return check_queries_and_qrels(open_irds(text, split=split))
+    where = Path(text).expanduser()
+    if not where.exists():
+        raise InputError(f"--source {text}: not found")
+    kind = kind or detect(where)
+    if kind not in KINDS:
+        raise InputError(
+            f"--source {text}: not a benchmark (a BEIR folder with corpus.jsonl, MS MARCO's "
+            "collection.tsv, a Karpathy dataset_*.json, a Hugging Face dataset saved to disk, "
+            "or irds:ID)"
+        )
+    if kind == "beir":
+        opener = open_beir
+    elif kind == "msmarco":
+        opener = open_msmarco
+    elif kind == "karpathy":
+        return check_queries_and_qrels(open_karpathy(where, split=split, images=images))
+    else:
+        return check_queries_and_qrels(
+            open_hf(where, split=split, image_column=image_column, text_columns=text_columns)
+        )
+    return check_queries_and_qrels(opener(where, split=split))
