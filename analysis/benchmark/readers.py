@@ -20,9 +20,9 @@ KINDS = ("beir", "msmarco", "karpathy", "hf", "ir_datasets")
 def detect(path: Path) -> str | None:
     """The benchmark format of a path, or ``None`` when it is not one."""
     if path.is_dir():
-        if (path / "corpus.jsonl").is_file():
+        if (path / "corpus.jsonl").exists():
             return "beir"
-        if (path / "collection.tsv").is_file():
+        if (path / "collection.tsv").exists():
             return "msmarco"
         if any(
             (path / n).is_file() for n in ("dataset_info.json", "dataset_dict.json", "state.json")

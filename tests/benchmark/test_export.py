@@ -63,9 +63,11 @@ def test_a_seismic_index_of_the_export_finds_the_same_top_10(index, tmp_path, sp
         [np.array(list(q["vector"].values()), dtype=np.float32) for q in queries],
         k=10, query_cut=10_000, heap_factor=100.0,
     )  # fmt: skip
+    # Results come back per query (not necessarily in the order asked): keyed by query id.
+    by_query = {hits[0][0]: [doc for _, _, doc in hits] for hits in found if hits}
     same = 0
-    for query, hits in zip(queries, found, strict=True):
-        theirs = [doc for _, _, doc in hits]
+    for query in queries:
+        theirs = by_query.get(query["id"], [])
         mine = [doc for doc, _ in ours.get(query["id"], [])]
         if not mine:  # no item shares a term with the query: nothing found on either side
             assert theirs == []
