@@ -44,6 +44,10 @@ _EXPORTS = {
     "mot_evaluate": "lexlens.analysis.attribution.mot",
     "compare": "lexlens.analysis.compare.compare",
     "compare_indexes": "lexlens.analysis.compare.compare_collections",
+    # a researcher's benchmark: read it, evaluate and explain it, export it
+    "open_benchmark": "lexlens.analysis.benchmark.readers",
+    "evaluate_benchmark": "lexlens.analysis.benchmark.evaluate",
+    "export_index": "lexlens.analysis.benchmark.export",
 }
 
 __all__ = sorted(_EXPORTS)

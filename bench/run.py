@@ -47,6 +47,7 @@ BENCHES = [
     "bench.attribution",
     "bench.coldstart",
     "bench.collections",
+    "bench.evaluation",
 ]
 
 OPS: dict[str, Callable[[float, float], bool]] = {

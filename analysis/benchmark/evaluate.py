@@ -215,11 +215,11 @@ def _failure(
     return failure, best
 
 
-def _mismatch(vector: np.ndarray, text: str, row: int, ix: StoredIndex) -> list[str]:
-    """The query's top words that its relevant item lacks entirely (lexical mismatch)."""
+def _mismatch(terms: list, row: int, ix: StoredIndex) -> list[str]:
+    """The query's top words (``terms``) that its relevant item lacks entirely (lexical
+    mismatch)."""
     cols, _ = ix.row(row)
     present = {int(c) for c in cols}
-    terms = top_terms(vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(text))
     return [t.token for t in terms if not set(t.columns) & present]
 
 
@@ -262,6 +262,7 @@ def evaluate(
     mismatches: dict[str, list[str]] = {}
     missing: dict[str, int] = {}
     ranks: dict[str, tuple[int | None, int | None]] = {}  # first relevant in the run; at any depth
+    terms: dict[str, list] = {}  # each query's own top words
     if run is None:
         rankings = scorer.rank(vectors, top, progress_part(progress, 0.3, 1.0))
     else:
@@ -282,7 +283,10 @@ def evaluate(
         if failure is not None:
             failures.append(failure)
         ranks[q] = (_first_relevant(out_run[q], relevant), best[0] if best else None)
-        if best is not None and (words := _mismatch(vector, queries[q], best[1], ix)):
+        terms[q] = top_terms(
+            vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(queries[q])
+        )
+        if best is not None and (words := _mismatch(terms[q], best[1], ix)):
             mismatches[q] = words
     if missing:
         shown = ", ".join(list(missing)[:5])
@@ -292,15 +296,12 @@ def evaluate(
         )
     aggregate, values = ir_measures_of(out_run, qrels)
     per_query = []
-    for q, vector in zip(order, vectors, strict=True):
-        terms = top_terms(
-            vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(queries[q])
-        )
+    for q in order:
         per_query.append(
             {"id": q, "text": queries[q], **values.get(q, dict.fromkeys(MEASURES, 0.0)),
              "first_relevant_rank": ranks[q][0], "relevant_rank": ranks[q][1],
              "relevant": sum(1 for r in qrels[q].values() if r > 0),
-             "top_terms": [{"word": t.token, "weight": t.weight} for t in terms]}
+             "top_terms": [{"word": t.token, "weight": t.weight} for t in terms[q]]}
         )  # fmt: skip
     settings = {
         "top": top, "query_mode": mode, "topk": gate_k, "query_encoder": encoder.name,

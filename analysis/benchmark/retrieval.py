@@ -36,7 +36,7 @@ class QueryRanking:
 
     rows: np.ndarray
     scores: np.ndarray
-    touched: np.ndarray  # rows with a shared term
+    touched: np.ndarray  # rows with a shared term (in no particular order)
     approx: np.ndarray  # their float32 scores
     slack: np.ndarray  # |approx − exact| ≤ slack
 
@@ -53,8 +53,24 @@ class BatchScorer:
 
     def exact(self, row: int, q: np.ndarray) -> float:
         """Item ``row``'s exact score for the dense query ``q`` (float64)."""
-        cols, vals = self.index.row(row)
-        return float(np.sum(q[cols].astype(np.float64) * vals.astype(np.float64)))
+        return float(self.exact_many(np.array([row], np.int64), q)[0])
+
+    def exact_many(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The exact scores (float64) of several items, their stored rows read at once."""
+        index = self.index
+        starts = np.asarray(index.indptr[rows], np.int64)
+        lengths = np.asarray(index.indptr[rows + 1], np.int64) - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(rows.size)
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        positions = offsets + np.arange(total)
+        cols = np.asarray(index.indices[positions])
+        if int(cols.min()) < 0 or int(cols.max()) >= index.vocab_size:
+            raise index.corrupt("vocabulary ids out of range")
+        parts = q[cols].astype(np.float64) * np.asarray(index.data[positions], np.float64)
+        owner = np.repeat(np.arange(rows.size), lengths)
+        return np.bincount(owner, weights=parts, minlength=rows.size)
 
     def rank(
         self, vectors: list[np.ndarray], n: int, progress: Progress | None = None
@@ -73,9 +89,15 @@ class BatchScorer:
                     yield QueryRanking(empty, np.zeros(0), empty, np.zeros(0), np.zeros(0))
             else:
                 approx = (chunk @ self.postings).tocsr()
-                magnitude = (abs(chunk) @ abs(self.postings)).tocsr()
+                signed = not self.nonnegative or bool((chunk.data < 0).any())
+                magnitude = None
+                if signed:  # align both by item: sorted rows (the unsigned path needs no order)
+                    approx.sort_indices()
+                    magnitude = (abs(chunk) @ abs(self.postings)).tocsr()
+                    magnitude.sort_indices()
+                terms = np.diff(chunk.indptr)
                 for i in range(stop - start):
-                    yield self._one(vectors[start + i], chunk.getrow(i), approx, magnitude, i, n)
+                    yield self._one(vectors[start + i], int(terms[i]), approx, magnitude, i, n)
             start = stop
             if progress:
                 progress(start / total, f"{start}/{total} queries ranked")
@@ -100,19 +122,24 @@ class BatchScorer:
         indptr = self.postings.indptr
         return int(np.sum(indptr[terms + 1] - indptr[terms]))
 
-    def _one(self, q, q_row, approx, magnitude, i: int, n: int) -> QueryRanking:
+    def _one(self, q, terms: int, approx, magnitude, i: int, n: int) -> QueryRanking:
+        """One query's exact top ``n`` from its row of the chunk's approximate scores."""
         a, b = approx.indptr[i], approx.indptr[i + 1]
         touched = approx.indices[a:b].astype(np.int64)
         scores = approx.data[a:b].astype(np.float64)
-        order = np.argsort(touched)
-        touched, scores = touched[order], scores[order]
-        ma, mb = magnitude.indptr[i], magnitude.indptr[i + 1]
-        mag = dict(
-            zip(magnitude.indices[ma:mb].tolist(), magnitude.data[ma:mb].tolist(), strict=True)
-        )
-        terms = q_row.indices.size
         rel = 2 * (terms + 2) * 2.0**-24  # float32 products and sums, doubled
-        slack = rel * np.array([mag.get(int(t), 0.0) for t in touched]) + 1e-300
+        if magnitude is None:  # no negative weight: |q|·|w| = q·w
+            slack = rel * np.abs(scores) + 1e-300
+        else:  # every touched item, with its approximate score (0 where terms cancel)
+            ma, mb = magnitude.indptr[i], magnitude.indptr[i + 1]
+            mag_items = magnitude.indices[ma:mb].astype(np.int64)
+            where = np.searchsorted(touched, mag_items)
+            found = where < touched.size
+            found[found] &= touched[where[found]] == mag_items[found]
+            aligned = np.zeros(mag_items.size)
+            aligned[found] = scores[where[found]]
+            touched, scores = mag_items, aligned
+            slack = rel * magnitude.data[ma:mb].astype(np.float64) + 1e-300
         if touched.size == 0:
             empty = np.zeros(0, np.int64)
             return QueryRanking(empty, np.zeros(0), touched, scores, slack)
@@ -120,7 +147,7 @@ class BatchScorer:
         low = scores - slack
         threshold = np.partition(low, touched.size - keep)[touched.size - keep]
         candidates = touched[scores + slack >= threshold]
-        exact = np.array([self.exact(int(r), q) for r in candidates], dtype=np.float64)
+        exact = self.exact_many(candidates, q)
         best = np.lexsort((candidates, -exact))[:keep]
         return QueryRanking(candidates[best], exact[best], touched, scores, slack)
 
@@ -130,13 +157,13 @@ class BatchScorer:
         above = ranking.approx - ranking.slack > score
         unsure = ~above & (ranking.approx + ranking.slack >= score)
         count = int(above.sum())
-        for r in ranking.touched[unsure]:
-            s = self.exact(int(r), q)
-            count += int(s > score or (s == score and r < row))
-        if score <= 0 and self.nonnegative:
+        rows = ranking.touched[unsure]
+        if rows.size:
+            scores = self.exact_many(rows, q)
+            count += int(np.count_nonzero((scores > score) | ((scores == score) & (rows < row))))
+        if score == 0 and self.nonnegative:
             # Items that share no term score 0: those before ``row`` tie with it.
-            untouched_before = row - int(np.searchsorted(ranking.touched, row))
-            count += untouched_before if score == 0 else 0
+            count += row - int(np.count_nonzero(ranking.touched < row))
         return count + 1, score
 
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
+from lexlens.analysis.core.vocabulary import is_special_token, own_tokens, token_positions
 from lexlens.models.base import InputError, LexicalEncoding
 
 #: VDR's default gate for texts (its cross-modal models use 512 or 768).
@@ -54,8 +54,12 @@ def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:
     drops them by slicing off ids 0–998, and a full-vocabulary encoder must drop them
     explicitly, or every text would share ``[CLS]`` and ``[SEP]`` dimensions.
     """
-    own = {t for t in own_tokens(encoding) if not is_special_token(t)}
-    return np.fromiter((t in own for t in vocab), dtype=np.float32, count=len(vocab))
+    positions = token_positions(vocab)
+    bag = np.zeros(len(vocab), dtype=np.float32)
+    for token in own_tokens(encoding):
+        if not is_special_token(token):
+            bag[positions.get(token, [])] = 1.0
+    return bag
 
 
 def bow_query(encoding: LexicalEncoding, vocab: list[str], normalize: bool) -> np.ndarray:

@@ -9,6 +9,10 @@ import numpy as np
 
 from lexlens.models.base import LexicalEncoding
 
+#: Lookups built for the last few vocabularies seen (a vocabulary is a long list that
+#: encoders and indexes keep for their lifetime; rebuilding these per call is slow).
+_LOOKUPS: dict[int, tuple[list[str], dict[str, list[int]]]] = {}
+
 _SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
 
@@ -32,3 +36,17 @@ def own_tokens(encoding: LexicalEncoding) -> set[str]:
 
 
 # END
+
+
+def token_positions(vocab: list[str]) -> dict[str, list[int]]:
+    """Token string → its positions in ``vocab`` (built once per vocabulary object)."""
+    cached = _LOOKUPS.get(id(vocab))
+    if cached is not None and cached[0] is vocab:
+        return cached[1]
+    positions: dict[str, list[int]] = {}
+    for i, token in enumerate(vocab):
+        positions.setdefault(token, []).append(i)
+    if len(_LOOKUPS) >= 8:
+        _LOOKUPS.clear()
+    _LOOKUPS[id(vocab)] = (vocab, positions)
+    return positions

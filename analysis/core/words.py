@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.results import Record, internal
-from lexlens.analysis.core.vocabulary import is_special_token
+from lexlens.analysis.core.vocabulary import is_special_token, token_positions
 from lexlens.models.wordpiece import wordpiece_split
 
 
@@ -114,7 +114,7 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
       to neither); when every piece is shared, the smallest of its pieces' weights.
     - Continuation pieces left over stay as they are (the raw view shows them anyway).
     """
-    vocab_set = set(vocab)
+    vocab_set = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
     by_token = {t.token: t for t in terms}
     candidates: list[tuple[str, list[Term], list[Term]]] = []
     for word in sorted(words):
@@ -164,7 +164,7 @@ def merge_contributions(
     one word, longer words first. A joined row has ``pieces`` (the tokens) and no
     per-side weights; the rest keep their fields. Largest contribution first.
     """
-    vocab_set = vocab if isinstance(vocab, set) else set(vocab)
+    vocab_set = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
     by_token = {str(r["token"]): dict(r) for r in rows}
     used: set[str] = set()
     merged: list[dict] = []
