@@ -12,6 +12,7 @@ from lexlens.models.base import LexicalEncoding
 #: Lookups built for the last few vocabularies seen (a vocabulary is a long list that
 #: encoders and indexes keep for their lifetime; rebuilding these per call is slow).
 _LOOKUPS: dict[int, tuple[list[str], dict[str, list[int]]]] = {}
+_MASKS: dict[int, tuple[list[str], np.ndarray]] = {}
 
 _SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
 
@@ -22,8 +23,17 @@ def is_special_token(token: str) -> bool:
 
 
 def special_mask(vocab: list[str]) -> np.ndarray:
-    """Boolean ``[|V|]``: True where the vocabulary entry is a special token."""
-    return np.fromiter((is_special_token(t) for t in vocab), dtype=bool, count=len(vocab))
+    """Boolean ``[|V|]``: True where the vocabulary entry is a special token (built once per
+    vocabulary object; read-only)."""
+    cached = _MASKS.get(id(vocab))
+    if cached is not None and cached[0] is vocab:
+        return cached[1]
+    mask = np.fromiter((is_special_token(t) for t in vocab), dtype=bool, count=len(vocab))
+    mask.setflags(write=False)
+    if len(_MASKS) >= 8:
+        _MASKS.clear()
+    _MASKS[id(vocab)] = (vocab, mask)
+    return mask
 
 
 def own_tokens(encoding: LexicalEncoding) -> set[str]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.results import Record, internal
-from lexlens.analysis.core.vocabulary import is_special_token, token_positions
+from lexlens.analysis.core.vocabulary import is_special_token, special_mask, token_positions
 from lexlens.models.wordpiece import wordpiece_split
 
 
@@ -87,7 +87,11 @@ def top_terms(
         idx = np.argpartition(-scores, size - 1)[:size]
         idx = idx[np.argsort(-scores[idx], kind="stable")]
         if exclude_special:
-            idx = np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
+            idx = (
+                idx[~special_mask(vocab)[idx]]
+                if isinstance(vocab, list)
+                else np.array([i for i in idx if not is_special_token(vocab[i])], dtype=np.int64)
+            )
         if len(idx) >= want or size == len(scores):
             break
         size = min(len(scores), 2 * size)
