@@ -34,14 +34,13 @@ from lexlens.analysis.benchmark.explain import (
     blame,
     decisive_terms,
     explain_item,
-    item_words,
 )
 from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, json_key, progress_part
-from lexlens.analysis.core.words import text_words, top_terms
+from lexlens.analysis.core.words import item_words, text_words, top_terms
 from lexlens.models.base import Encoder, InputError
 from lexlens.models.registry import as_encoder
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lexlens.analysis.core.results import Record
-from lexlens.analysis.core.words import merge_contributions, text_words
+from lexlens.analysis.core.words import item_words, merge_contributions
 
 #: Contribution rows kept per item in a failure (the JSON says how many more and their sum).
 SHOWN_CONTRIBUTIONS = 30
@@ -53,14 +53,6 @@ class Failure(Record):
     gap: float | None  # s(nonrelevant) − s(relevant)
     decisive: list[dict] = field(default_factory=list)  # word, delta, both contributions
     note: str = ""
-
-
-def item_words(meta: Mapping) -> set[str]:
-    """The words an item spells: its text, captions and labels."""
-    parts = [str(meta.get("text") or "")]
-    parts += [str(c) for c in meta.get("captions") or []]
-    parts += [str(lab) for lab in meta.get("labels") or []]
-    return text_words(" ".join(parts))
 
 
 def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: Sequence[str]):

@@ -147,7 +147,7 @@ def build_source_index(
         out, encoder.vocab, fill, encoder=entry, gate_k=gate_k, modality=modality,
         source=source_entry, postings=postings,
         created=old.manifest.get("created") if old is not None else None,
-        extra=benchmark_files(src.benchmark) if src.benchmark is not None else None,
+        extra=extra_files(encoder, src),
     )  # fmt: skip
     if build.skipped:
         notes.append(f"{len(build.skipped)} item(s) skipped (listed)")
@@ -173,6 +173,20 @@ def build_source_index(
         manifest=manifest,
         notes=notes,
     )
+
+
+def extra_files(encoder: Encoder, src: Source) -> dict[str, bytes]:
+    """Files an index keeps beside its vectors: the words its encoder knows it expresses
+    (words.txt: the evidence that joins word pieces into words when its items have no text,
+    e.g. ImageNet class words for the label-space image encoder), and a benchmark's queries
+    and judgements."""
+    files = {}
+    if encoder.known_words:
+        words = sorted(w for w in encoder.known_words if "\n" not in w)
+        files["words.txt"] = "".join(w + "\n" for w in words).encode("utf-8")
+    if src.benchmark is not None:
+        files.update(benchmark_files(src.benchmark))
+    return files
 
 
 def benchmark_files(bench) -> dict[str, bytes]:

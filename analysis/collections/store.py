@@ -168,6 +168,15 @@ class StoredIndex:
         return self._vocab
 
     @property
+    def known_words(self) -> frozenset[str]:
+        """The words the index's encoder knows it expresses (empty when it stored none)."""
+        if getattr(self, "_words", None) is None:
+            path = self.path / "words.txt"
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+            self._words = frozenset(w for w in text.split("\n") if w)
+        return self._words
+
+    @property
     def encoder_name(self) -> str:
         """The name of the encoder the vectors come from."""
         return str(self.manifest["encoder"]["name"])

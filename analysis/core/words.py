@@ -189,3 +189,35 @@ def merge_contributions(
         )
     out = [r for t, r in by_token.items() if t not in used] + merged
     return sorted(out, key=lambda r: -r["contribution"])
+
+
+def words_of_tokens(tokens: Sequence[str], vocab: Sequence[str], words: set[str]) -> list[str]:
+    """A list of vocabulary tokens (a set of dimensions, strongest first) read as words: the
+    pieces of each evidence word that are all in the list become that word, at the place of
+    its first piece; other tokens stay as they are."""
+    vocab_set = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
+    place = {t: n for n, t in enumerate(tokens)}
+    joined: dict[str, tuple[int, str]] = {}  # piece → (place of the word, word)
+    spelled = ((w, wordpiece_split(w, vocab_set)) for w in words)
+    for word, pieces in sorted(((w, p) for w, p in spelled if p and len(p) > 1),
+                               key=lambda wp: (-len(wp[1]), wp[0])):  # fmt: skip
+        if all(p in place for p in pieces) and not any(p in joined for p in pieces):
+            at = min(place[p] for p in pieces)
+            for p in pieces:
+                joined[p] = (at, word)
+    out: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for n, token in enumerate(tokens):
+        at, word = joined.get(token, (n, token))
+        if word not in seen:
+            seen.add(word)
+            out.append((at, word))
+    return [w for _, w in sorted(out, key=lambda x: x[0])]
+
+
+def item_words(meta: Mapping) -> set[str]:
+    """The words an item spells: its text, captions and labels."""
+    parts = [str(meta.get("text") or "")]
+    parts += [str(c) for c in meta.get("captions") or []]
+    parts += [str(lab) for lab in meta.get("labels") or []]
+    return text_words(" ".join(parts))

@@ -11,13 +11,14 @@ order (ir-measures' backends break ties differently).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.core.gating import check_gate_k
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, accepts_topk, check_gate_k
 from lexlens.analysis.core.inputs import parse_labels, read_rows
+from lexlens.analysis.core.results import Progress, Result, json_key
 from lexlens.analysis.search.exclusion import METHODS, check_settings, rank_method, slq_for
 from lexlens.analysis.search.queries import (
     QuerySpec,
@@ -58,6 +59,24 @@ def item_ids(target: Any) -> list[str]:
     return _cached(target, "ids", lambda: [str(x) for x in target.column("id")])
 
 
+#: Articles a query may start with that a label does not ("an animal" is the label animal).
+ARTICLES = ("a ", "an ", "the ")
+
+
+def match_label(text: str | None, known: set[str]) -> str | None:
+    """The collection's label a query names: itself lower-cased, else without a leading
+    article (``"An animal"`` → ``"animal"``); ``None`` when it names none."""
+    if not text:
+        return None
+    wanted = " ".join(text.casefold().split())
+    if wanted in known:
+        return wanted
+    for article in ARTICLES:
+        if wanted.startswith(article) and wanted[len(article) :] in known:
+            return wanted[len(article) :]
+    return None
+
+
 def relevant_ids(labels: list[frozenset[str]], ids: list[str], a: str, b: str | None) -> set[str]:
     """Items labelled A and not B (casefolded labels)."""
     a, b = a.casefold().strip(), (b or "").casefold().strip()
@@ -92,25 +111,17 @@ def ir_metrics(ranked: dict[str, list[str]], relevant: dict[str, set[str]]) -> d
 
 
 @dataclass(frozen=True)
-class EvalResult:
+class EvalResult(Result):
     """A table of (A, B) exclusion pairs or (query, relevant ids) rows, per method."""
+
+    file_stem = "evaluation"
 
     collection: dict
     kind: str  # "pairs" | "queries"
     settings: dict
-    methods: dict  # method -> mean metrics
-    rows: list[dict]
-    skipped: list[dict]
-
-    def to_dict(self) -> dict:
-        return {
-            "collection": self.collection,
-            "kind": self.kind,
-            "settings": self.settings,
-            "metrics": self.methods,
-            "rows": self.rows,
-            "skipped": self.skipped,
-        }
+    methods: dict = json_key("metrics")  # method -> mean metrics
+    rows: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
 
 
 def read_eval_file(source: Any, name: str | None = None) -> tuple[str, list[dict]]:
@@ -162,17 +173,17 @@ def evaluate(
     normalize: bool = True,
     slq_template: str | None = None,
     min_relevant: int = 1,
-    progress: Any = None,
+    progress: Progress | None = None,
 ) -> EvalResult:
     """Run a table of exclusion pairs (A, B) per method — seed 003's Table 1 — or of text
     queries with their relevant ids (plain search). Metrics by ir-measures."""
     k_items, coverage = check_settings("sr", "b", k_items, coverage, 10, magnitude, 0)
-    check_gate_k(spec.topk)
+    check_gate_k(spec.gate_k)
     check_vocabulary(target, spec.encoder)
     text_query_needs(spec.mode).check(spec.encoder)
     slq = slq_for(target, slq_template)
     ids = item_ids(target)
-    settings = {"query_mode": spec.mode, "topk": spec.topk, "query_encoder": spec.encoder.name,
+    settings = {"query_mode": spec.mode, "topk": spec.gate_k, "query_encoder": spec.encoder.name,
                 "cutoff": 10}  # fmt: skip
     common = dict(n=10, k_items=k_items, coverage=coverage, magnitude=magnitude,
                   normalize=normalize, slq=slq)  # fmt: skip
@@ -263,6 +274,7 @@ def evaluate(
     return EvalResult(target.describe(), kind, settings, means, out_rows, skipped)
 
 
+@accepts_topk
 def evaluate_index(
     index: str | Path | StoredIndex,
     eval_file: str | Path,
@@ -270,7 +282,7 @@ def evaluate_index(
     *,
     device: str | None = None,
     mode: str = "parametric",
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     **options: Any,
 ) -> EvalResult:
     """``lexlens search --index DIR --eval FILE``: a table of pairs or queries (see
@@ -284,6 +296,6 @@ def evaluate_index(
     if kind == "pairs" and not target.has_labels:
         raise InputError(f"{target.label}: the collection has no labels: pairs need labelled items")
     check_query_mode(mode)
-    check_gate_k(topk)
+    check_gate_k(gate_k)
     encoder = as_encoder(query_encoder or default_query_encoder(target, "text"), device)
-    return evaluate(target, QuerySpec(encoder, mode, topk), kind, rows, **options)
+    return evaluate(target, QuerySpec(encoder, mode, gate_k), kind, rows, **options)

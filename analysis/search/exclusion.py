@@ -38,6 +38,7 @@ inner product; negative contributions come from B's terms.
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,16 @@ SLQ_TEXT = "{a} without {b}"
 def slq_for(target: Any, template: str | None) -> str:
     """The single-line query template (default: the seed's wording for image collections)."""
     slq = template or (SLQ_IMAGE if getattr(target, "modality", "text") == "image" else SLQ_TEXT)
-    if "{a}" not in slq or "{b}" not in slq:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(slq) if f is not None]
+    except ValueError as exc:
+        raise InputError(f"the single-line query template {slq!r}: {exc}") from None
+    unknown = [f or "{}" for f in fields if f not in ("a", "b")]
+    if unknown:
+        raise InputError(
+            f"the single-line query template may name {{a}} and {{b}} only, not {unknown[0]!r}"
+        )
+    if "a" not in fields or "b" not in fields:
         raise InputError("the single-line query template needs {a} and {b}")
     return slq
 

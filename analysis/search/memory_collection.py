@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.gating import check_gate_k, gate
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k, gate
 from lexlens.analysis.core.inputs import read_texts
+from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What encoding a text collection needs: texts into the vocabulary.
@@ -101,24 +102,25 @@ def encode_collection(
     *,
     ids: list[str] | None = None,
     labels: list[frozenset[str]] | None = None,
-    k: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     batch: int = 64,
-    progress: Any = None,
+    progress: Progress | None = None,
     name: str = "collection",
 ) -> MemoryCollection:
     """Encode texts as documents, gate them (``E = V ⊙ G``) into a :class:`MemoryCollection`."""
     import scipy.sparse as sp
 
     TEXT_COLLECTION_NEEDS.check(encoder)
-    check_gate_k(k)
+    check_gate_k(gate_k)
     blocks = []
     for start in range(0, len(texts), batch):
         chunk = encoder.encode_texts(
             texts[start : start + batch], side="document", keep_units=False
         )
-        blocks.append(sp.csr_matrix(np.stack([gate(e, encoder.vocab, k) for e in chunk])))
+        blocks.append(sp.csr_matrix(np.stack([gate(e, encoder.vocab, gate_k) for e in chunk])))
         if progress:
-            progress(min(1.0, (start + batch) / len(texts)))
+            done = min(len(texts), start + batch)
+            progress(done / len(texts), f"{done}/{len(texts)} texts encoded")
     return MemoryCollection(
         ids or [str(i) for i in range(len(texts))], texts, sp.vstack(blocks).tocsr(),
         encoder.vocab, labels, name=name, encoder_name=encoder.name,
@@ -126,12 +128,17 @@ def encode_collection(
 
 
 def collection_from_file(
-    encoder: Encoder, source: Any, name: str | None = None, *, k: int = 768, progress: Any = None
+    encoder: Encoder,
+    source: Any,
+    name: str | None = None,
+    *,
+    gate_k: int = DEFAULT_GATE_K,
+    progress: Progress | None = None,
 ) -> MemoryCollection:
     """Read a .txt/.csv/.jsonl of texts (``id``, ``labels`` optional) and encode it."""
     table = read_texts(source, name, what="text")
     label = name or (Path(source).name if isinstance(source, (str, Path)) else "collection")
     return encode_collection(
-        encoder, table.texts, ids=table.ids, labels=table.labels or None, k=k,
+        encoder, table.texts, ids=table.ids, labels=table.labels or None, gate_k=gate_k,
         progress=progress, name=label,
     )  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
-from lexlens.analysis.core.gating import bow_query, gate
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, gate
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -46,7 +46,7 @@ class QuerySpec:
 
     encoder: Encoder
     mode: str = "parametric"
-    topk: int = 768
+    gate_k: int = DEFAULT_GATE_K
     #: query vectors already made (A and B are used by every method of an evaluation)
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -61,14 +61,14 @@ class QuerySpec:
             if self.mode == "bow":
                 vector = bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
             else:
-                vector = gate(enc, self.encoder.vocab, self.topk)
+                vector = gate(enc, self.encoder.vocab, self.gate_k)
             vector.setflags(write=False)
             self._memo[text] = vector
         return self._memo[text]
 
     def image(self, image: Any) -> np.ndarray:
         enc = self.encoder.encode_images([image])[0]
-        return gate(enc, self.encoder.vocab, self.topk)
+        return gate(enc, self.encoder.vocab, self.gate_k)
 
 
 def check_vocabulary(target: Any, encoder: Encoder) -> None:

@@ -19,10 +19,19 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.core.gating import check_gate_k
+from lexlens.analysis.core.gating import DEFAULT_GATE_K, accepts_topk, check_gate_k
 from lexlens.analysis.core.inputs import read_texts
+from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
+from lexlens.analysis.core.results import Record, Result, internal, json_key
+from lexlens.analysis.core.words import item_words, merge_contributions, text_words, words_of_tokens
 from lexlens.analysis.lexical.contrib import partner_for
-from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
+from lexlens.analysis.search.evaluation import (
+    ir_metrics,
+    item_ids,
+    labelled,
+    match_label,
+    relevant_ids,
+)
 from lexlens.analysis.search.exclusion import METHODS, check_settings, rank_method, slq_for
 from lexlens.analysis.search.memory_collection import encode_collection
 from lexlens.analysis.search.queries import (
@@ -39,36 +48,28 @@ from lexlens.models.registry import as_encoder
 
 
 @dataclass(frozen=True)
-class Hit:
-    """One result: the item, its score and the terms that make it (summing to the score)."""
+class Hit(Record):
+    """One result: the item, its score and the terms that make it (summing to the score).
+
+    ``top_contributions`` are vocabulary tokens; ``top_words`` the same contributions read
+    as words (the pieces of a word the item or the query spells joined, their contributions
+    added), so both lists, with the rest, sum to the score.
+    """
 
     rank: int
-    row: int
-    id: str
-    score: float
-    kind: str
-    text: str
-    image: str
-    labels: list[str]
-    top_contributions: list[dict]
-    other_terms: int
-    other_contribution: float
+    row: int = internal()
+    id: str = ""
+    score: float = 0.0
+    kind: str = "text"
+    text: str = ""
+    image: str = ""
+    labels: list[str] = field(default_factory=list)
+    top_contributions: list[dict] = field(default_factory=list)
+    other_terms: int = 0
+    other_contribution: float = 0.0
     relevant: bool | None = None
-
-    def to_dict(self) -> dict:
-        return {
-            "rank": self.rank,
-            "id": self.id,
-            "score": self.score,
-            "kind": self.kind,
-            "text": self.text,
-            "image": self.image,
-            "labels": self.labels,
-            "top_contributions": self.top_contributions,
-            "other_terms": self.other_terms,
-            "other_contribution": self.other_contribution,
-            "relevant": self.relevant,
-        }
+    top_words: list[dict] = field(default_factory=list)
+    other_words: int = 0
 
 
 def _explain(
@@ -79,9 +80,11 @@ def _explain(
     square: bool,
     denominator: float,
     explain: int,
-) -> tuple[float, list[dict], int, float]:
+    words: set[str],
+) -> tuple[float, list[dict], int, float, list[dict], int]:
     """Score of ``row`` and its contributions: ``c_t = weights_t · f(w_t) / denominator``
-    (for ``square``, ``c_t = w_t² / (denominator · s)`` so that they sum to ``s = √(...)``)."""
+    (for ``square``, ``c_t = w_t² / (denominator · s)`` so that they sum to ``s = √(...)``);
+    the top ``explain`` as tokens and as ``words`` (pieces joined, contributions added)."""
     cols, vals = target.row(row)
     w = vals.astype(np.float64)
     q = weights[cols].astype(np.float64)
@@ -107,7 +110,15 @@ def _explain(
     ]
     shown = rows[:explain]
     rest = float(np.sum(parts[order[explain:]])) if order.size > explain else 0.0
-    return score, shown, max(0, len(rows) - explain), rest
+    merged = [
+        {"word": r["token"], "contribution": r["contribution"]}
+        | ({"pieces": r["pieces"]} if "pieces" in r else {})
+        for r in merge_contributions(rows, vocab, words)
+    ]
+    return (
+        score, shown, max(0, len(rows) - explain), rest, merged[:explain],
+        max(0, len(merged) - explain),
+    )  # fmt: skip
 
 
 def _hits(
@@ -120,6 +131,7 @@ def _hits(
     normalize: bool = False,
     explain: int = 5,
     relevant: set[str] | None = None,
+    query_words: set[str] = frozenset(),
 ) -> list[Hit]:
     metas = target.meta(rows)
     out = []
@@ -128,47 +140,56 @@ def _hits(
         if normalize:
             norm = float(target.norms[int(row)])
             nu = norm if norm > 0 else 1.0
+        words = set(query_words) | item_words(meta)
         # sum: c_t = q_t w_t / ν; l2: c_t = w_t² / (ν² s) with s = √(Σ_D w_t²) / ν.
-        score, shown, others, rest = _explain(
-            target, vocab, int(row), weights, square, nu * nu if square else nu, explain
+        score, shown, others, rest, merged, other_words = _explain(
+            target, vocab, int(row), weights, square, nu * nu if square else nu, explain, words
         )
         out.append(
             Hit(
                 rank, int(row), str(meta["id"]), score, str(meta.get("kind", "text")),
                 str(meta.get("text") or ""), str(meta.get("image") or ""),
                 list(meta.get("labels") or []), shown, others, rest,
-                None if relevant is None else str(meta["id"]) in relevant,
+                None if relevant is None else str(meta["id"]) in relevant, merged, other_words,
             )
         )  # fmt: skip
     return out
 
 
+def hit_summary(hit: Hit) -> str:
+    """A hit's score as the words that make it: ``cat 0.512 + kitten 0.301 + 12 more terms
+    0.044`` (the parts sum to the score)."""
+    parts = [f"{w['word']} {w['contribution']:.3f}" for w in hit.top_words]
+    rest = hit.score - sum(w["contribution"] for w in hit.top_words)
+    if hit.other_words:
+        parts.append(f"{hit.other_words} more terms {rest:.3f}")
+    return " + ".join(parts)
+
+
 @dataclass(frozen=True)
-class SearchResult:
+class SearchResult(Result):
     """The result of one search or exclusion query on a collection."""
+
+    file_stem = "search"
 
     collection: dict
     query: dict
     method: str
     settings: dict
-    hits: list[Hit]
+    hits: list[Hit] = json_key("results")
     dimensions: dict | None = None
     metrics: dict | None = None
     relevant_count: int | None = None
-    messages: list[str] = field(default_factory=list)
+    notes: list[str] = json_key("messages", default_factory=list)
 
-    def to_dict(self) -> dict:
-        return {
-            "collection": self.collection,
-            "query": self.query,
-            "method": self.method,
-            "settings": self.settings,
-            "results": [h.to_dict() for h in self.hits],
-            "dimensions": self.dimensions,
-            "metrics": self.metrics,
-            "relevant_count": self.relevant_count,
-            "messages": self.messages,
-        }
+    def files(self) -> dict[str, bytes]:
+        """search.json and search.csv (a row per hit, its words summing to its score)."""
+        rows = [
+            {"rank": h.rank, "id": h.id, "score": h.score, "text": h.text, "image": h.image,
+             "contributions": hit_summary(h)}
+            for h in self.hits
+        ]  # fmt: skip
+        return {"search.json": json_bytes(self), "search.csv": records_csv_bytes(rows)}
 
 
 def search(
@@ -204,7 +225,7 @@ def search(
     if query is not None and not query.strip():
         raise InputError("the query is empty: type some words")
     check_query_mode(spec.mode)
-    check_gate_k(spec.topk)
+    check_gate_k(spec.gate_k)
     slq = slq_for(target, slq_template)
     image = None
     if query_image is not None:
@@ -241,7 +262,7 @@ def search(
         raise ModalityError(f"{exc}{hint}") from None
     check_vocabulary(target, spec.encoder)
     settings = {
-        "top": top, "query_mode": spec.mode, "topk": spec.topk, "query_encoder": spec.encoder.name,
+        "top": top, "query_mode": spec.mode, "topk": spec.gate_k, "query_encoder": spec.encoder.name,
     }  # fmt: skip
     if exclude and method == "sr":
         settings |= {"k_items": k_items, "coverage": coverage, "magnitude": magnitude,
@@ -256,31 +277,40 @@ def search(
     labels = labelled(target) if evaluate and query is not None else None
     relevant = None
     metrics = None
-    messages: list[str] = []
+    notes: list[str] = []
     if image is not None:
-        q = QuerySpec(spec.encoder, "parametric", spec.topk).image(image)
+        q = QuerySpec(spec.encoder, "parametric", spec.gate_k).image(image)
         rows, scores = top_items(target, q, top)
         hits = _hits(target, target.vocab, rows, q, explain=explain)
         return SearchResult(target.describe(), query_info, "search", settings, hits)
     ids = item_ids(target) if labels is not None else None
     if labels is not None:
         known = set().union(*labels) if labels else set()
-        a_label, b_label = query.casefold().strip(), (exclude or "").casefold().strip()
-        if a_label in known and (not exclude or b_label in known):
-            relevant = relevant_ids(labels, ids, query, exclude)
+        a_label = match_label(query, known)
+        b_label = match_label(exclude, known) if exclude else None
+        for given, label in ((query, a_label), (exclude, b_label)):
+            if given and label is not None and label != given.casefold().strip():
+                notes.append(f"{given!r} is evaluated as the collection's label {label!r}")
+        if a_label is not None and (not exclude or b_label is not None):
+            relevant = relevant_ids(labels, ids, a_label, b_label)
         elif exclude:
-            missing = a_label if a_label not in known else b_label
-            messages.append(f"{missing!r} is not one of the collection's labels: no metrics")
+            missing = query if a_label is None else exclude
+            notes.append(f"{missing!r} is not one of the collection's labels: no metrics")
     used = method if exclude else "search"
     common = dict(n=top, k_items=k_items, coverage=coverage, magnitude=magnitude,
                   normalize=normalize, slq=slq)  # fmt: skip
-    rows, _, weights, dims, notes = rank_method(target, spec, used, query, exclude, **common)
-    messages.extend(notes)
+    rows, _, weights, dims, method_notes = rank_method(target, spec, used, query, exclude, **common)
+    notes.extend(method_notes)
     sr = exclude is not None and method == "sr"
+    query_words = text_words(f"{query} {exclude or ''}") | getattr(target, "known_words", set())
     hits = _hits(
         target, target.vocab, rows, weights, square=sr and magnitude == "l2",
-        normalize=sr and normalize, explain=explain, relevant=relevant,
+        normalize=sr and normalize, explain=explain, relevant=relevant, query_words=query_words,
     )  # fmt: skip
+    if dims is not None:  # the dimension sets read as words, too
+        evidence = query_words.union(*(item_words(m) for m in target.meta(rows)))
+        for kind in ("include", "exclude", "kept"):
+            dims[f"{kind}_words"] = words_of_tokens(dims[f"{kind}_terms"], target.vocab, evidence)
     if relevant is not None:
         runs = {used: [h.id for h in hits]}
         if exclude:
@@ -293,12 +323,12 @@ def search(
             for name, ranked in runs.items()
         }
         if top < 10:
-            messages.append(f"metrics of {used!r} are computed on its top {top} only (--top < 10)")
+            notes.append(f"metrics of {used!r} are computed on its top {top} only (--top < 10)")
         if not relevant:
-            messages.append("no item is labelled A and not B: every metric is 0")
+            notes.append("no item is labelled A and not B: every metric is 0")
     return SearchResult(
         target.describe(), query_info, used, settings, hits, dims, metrics,
-        None if relevant is None else len(relevant), messages,
+        None if relevant is None else len(relevant), notes,
     )  # fmt: skip
 
 
@@ -318,7 +348,7 @@ def _precheck(options: dict) -> None:
         raise InputError("exclusion (--exclude) needs a text query A")
     if image is not None and options.get("mode", "parametric") == "bow":
         raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
-    check_gate_k(options.get("topk", 768))
+    check_gate_k(options.get("gate_k", DEFAULT_GATE_K))
     if image is not None and not hasattr(image, "size"):
         from lexlens.models.images import load_image
 
@@ -326,13 +356,14 @@ def _precheck(options: dict) -> None:
         options.setdefault("image_name", str(image))
 
 
+@accepts_topk
 def search_index(
     index: str | Path | StoredIndex,
     query_encoder: str | Encoder | None = None,
     *,
     device: str | None = None,
     mode: str = "parametric",
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     **options: Any,
 ) -> SearchResult:
     """Search a stored index (``lexlens search --index``): the index opens and every option
@@ -340,33 +371,34 @@ def search_index(
     partner in the same vocabulary: ``splade-tiny`` for an ``efficientnet-lite0-lexical``
     image index)."""
     target = index if isinstance(index, StoredIndex) else open_index(index)
-    options = dict(options, mode=mode, topk=topk)
+    options = dict(options, mode=mode, gate_k=gate_k)
     _precheck(options)
     options.pop("mode")
-    options.pop("topk")
+    options.pop("gate_k")
     modality = "image" if options.get("query_image") is not None else "text"
     encoder = as_encoder(query_encoder or default_query_encoder(target, modality), device)
-    return search(target, QuerySpec(encoder, mode, topk), **options)
+    return search(target, QuerySpec(encoder, mode, gate_k), **options)
 
 
+@accepts_topk
 def search_file(
     collection: str | Path,
     encoder: str | Encoder,
     *,
     device: str | None = None,
     mode: str = "parametric",
-    topk: int = 768,
+    gate_k: int = DEFAULT_GATE_K,
     **options: Any,
 ) -> SearchResult:
     """Search a small .txt/.csv/.jsonl collection encoded in memory (``--collection``)."""
-    options = dict(options, mode=mode, topk=topk)
+    options = dict(options, mode=mode, gate_k=gate_k)
     _precheck(options)
     options.pop("mode")
-    options.pop("topk")
+    options.pop("gate_k")
     table = read_texts(collection, what="text")  # a bad file fails before the model loads
     model = as_encoder(encoder, device)
     target = encode_collection(
-        model, table.texts, ids=table.ids, labels=table.labels or None, k=topk,
+        model, table.texts, ids=table.ids, labels=table.labels or None, gate_k=gate_k,
         name=Path(str(collection)).name,
     )  # fmt: skip
-    return search(target, QuerySpec(model, mode, topk), **options)
+    return search(target, QuerySpec(model, mode, gate_k), **options)

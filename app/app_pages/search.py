@@ -9,15 +9,12 @@ Thin: every number is a :class:`~lexlens.analysis.search.search.SearchResult` fr
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
-from lexlens.analysis.core.outputs import json_text, records_csv_bytes
-from lexlens.analysis.search.evaluation import METRICS
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.search.examples import example_queries
 from lexlens.analysis.search.exclusion import METHODS
 from lexlens.analysis.search.memory_collection import collection_from_file
 from lexlens.analysis.search.queries import (
@@ -28,6 +25,7 @@ from lexlens.analysis.search.queries import (
     default_query_encoder,
 )
 from lexlens.analysis.search.search import SearchResult, search
+from lexlens.app.search_views import show_result
 from lexlens.app.state import (
     ROOT,
     content_key,
@@ -36,12 +34,11 @@ from lexlens.app.state import (
     kept_result,
     remembered_uploads,
 )
-from lexlens.app.thumbnails import item_thumbnail
 from lexlens.models import LexlensError
 
 SOURCES = ["Stored collection", "Sample texts (data/collection.csv)", "Upload a small text file"]
 METHOD_HELP = {
-    "sr": "SR (seed 003): D1 from A's top-K items, D2 from B's, rank by magnitude on D1 \\ D2",
+    "sr": "SR: D1 from A's top-K items, D2 from B's, rank by magnitude on D1 \\ D2",
     "avg": "average embedding: E(A) − E(B), ranked by inner product",
     "text": "one query text 'images of A without B' (or 'A without B' for texts)",
 }
@@ -69,6 +66,12 @@ if source == SOURCES[0] and not cards:
 def opened(path: str, updated: str):
     """An opened index, shared while its manifest's date stays the same."""
     return open_index(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def examples(_target, key: str) -> tuple[str, str]:
+    """(A, B) example queries from the collection's labels or words (cached per collection)."""
+    return example_queries(_target)
 
 
 @st.cache_data(show_spinner="Encoding the collection…", max_entries=8)
@@ -156,8 +159,20 @@ if query_kind == "Image":
     st.image(image_upload[1], width=160)
 c1, c2, c3 = st.columns(3)
 if query_kind == "Text":
-    query = c1.text_input("Find (A)", key=kept("search_query", "dog"))
-    exclude = c2.text_input("But not (B) — optional", key=kept("search_exclude", "beach"))
+    example_a, example_b = examples(target, str(getattr(target, "path", "")) or target.name)
+    previous = st.session_state.get("search_examples_for")
+    if previous != (example_a, example_b):
+        # Another collection: its own examples replace the last one's (not what was typed).
+        st.session_state["search_examples_for"] = (example_a, example_b)
+        for key, old, new in (("search_query", 0, example_a), ("search_exclude", 1, example_b)):
+            if key not in st.session_state or (previous and st.session_state[key] == previous[old]):
+                st.session_state[key] = new
+    query = c1.text_input("Find (A)", key=kept("search_query", example_a))
+    exclude = c2.text_input(
+        "But not (B) — optional", key=kept("search_exclude", example_b),
+        help=f"Examples from this collection's labels: {example_a!r} but not {example_b!r}"
+        if example_b else None,
+    )  # fmt: skip
 else:
     exclude = ""
     c2.caption("Exclusion needs a text query A.")
@@ -200,7 +215,7 @@ options = {
     "magnitude": magnitude,
     "normalize": bool(normalize),
 }
-spec = QuerySpec(encoder, "bow" if bow else "parametric", 768)
+spec = QuerySpec(encoder, "bow" if bow else "parametric", DEFAULT_GATE_K)
 key = content_key(
     repr(sorted(options.items())), spec.mode, encoder.name, str(getattr(target, "path", "")),
     str(getattr(target, "manifest", {}).get("updated", "")), image_upload[1] if image_upload else b"",
@@ -213,81 +228,4 @@ result: SearchResult | None = kept_result(
 if result is None:
     st.stop()
 
-for message in result.messages:
-    st.warning(message)
-if result.dimensions:
-    d = result.dimensions
-    st.markdown(
-        f"**D1** ({result.query.get('text')}, from {d['include_items']} items): "
-        f"{', '.join(d['include_terms'][:20])}  \n"
-        f"**D2** ({result.query.get('exclude')}, from {d['exclude_items']} items): "
-        f"{', '.join(d['exclude_terms'][:20])}  \n"
-        f"**D = D1 \\ D2**: {', '.join(d['kept_terms'][:20]) or '(empty)'}"
-    )
-
-
-def contribution_text(hit) -> str:
-    parts = [f"{c['token']} {c['contribution']:.3f}" for c in hit.top_contributions]
-    if hit.other_terms:
-        parts.append(f"+{hit.other_terms} more {hit.other_contribution:.3f}")
-    return " + ".join(parts)
-
-
-if not result.hits:
-    st.info("No results.")
-elif any(h.kind == "image" for h in result.hits):
-    st.caption("Each hit: score = the sum of its terms' contributions (shown largest first).")
-    cols = st.columns(5)
-    for n, hit in enumerate(result.hits):
-        with cols[n % 5]:
-            data = item_thumbnail(target, {"image": hit.image})
-            if data:
-                st.image(data, width="stretch")
-            mark = {True: " ✓", False: " ✗", None: ""}[hit.relevant]
-            st.markdown(f"**{hit.rank}. {hit.id}**{mark} — score {hit.score:.4f}")
-            st.caption(contribution_text(hit))
-else:
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "#": h.rank,
-                    "id": h.id,
-                    "score": h.score,
-                    "text": h.text,
-                    "contributions (sum = score)": contribution_text(h),
-                }
-                | ({"relevant": h.relevant} if h.relevant is not None else {})
-                for h in result.hits
-            ]  # fmt: skip
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-if result.metrics:
-    st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
-    st.dataframe(
-        pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])[["method", *METRICS]],
-        hide_index=True,
-    )
-stem = Path(str(result.collection.get("name", "search"))).stem
-d1, d2 = st.columns(2)
-d1.download_button("Results (JSON)", json_text(result), f"{stem}-search.json", "application/json")
-d2.download_button(
-    "Results (CSV)",
-    records_csv_bytes(
-        [
-            {
-                "rank": h.rank,
-                "id": h.id,
-                "score": h.score,
-                "text": h.text,
-                "image": h.image,
-                "contributions": contribution_text(h),
-            }
-            for h in result.hits
-        ]  # fmt: skip
-    ),
-    f"{stem}-search.csv",
-    "text/csv",
-)
+show_result(result, target)

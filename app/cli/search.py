@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.search.evaluation import METRICS, EvalResult, evaluate_index
 from lexlens.analysis.search.exclusion import METHODS
-from lexlens.analysis.search.search import SearchResult, search_file, search_index
+from lexlens.analysis.search.search import SearchResult, hit_summary, search_file, search_index
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models.base import InputError
 
@@ -41,10 +42,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude", help="what to exclude (B)")
     parser.add_argument(
         "--method", choices=list(METHODS), default="sr",
-        help="sr: D = D1 \\ D2 (seed 003); avg: E(A) - E(B); text: one query 'A without B'",
+        help="sr: D = D1 \\ D2 (SR, the exclusion method of 'Answering Multimodal Exclusion "
+        "Queries with Lightweight Sparse Disentangled Representations'); avg: E(A) - E(B); "
+        "text: one query 'A without B'",
     )  # fmt: skip
     parser.add_argument("--top", type=int, default=10, help="results shown")
-    parser.add_argument("--topk", type=int, default=768, help="gate k of the query vectors")
+    parser.add_argument(
+        "--topk",
+        dest="gate_k",
+        type=int,
+        default=DEFAULT_GATE_K,
+        help="gate k of the query vectors",
+    )
     parser.add_argument(
         "--k-items", type=int, default=None, help="sr: top items per dimension set (default 10)"
     )
@@ -82,7 +91,7 @@ def run(args: argparse.Namespace) -> None:
         "k_items": args.k_items, "coverage": args.coverage, "magnitude": args.magnitude,
         "normalize": not args.no_normalize, "slq_template": args.slq_template,
     }  # fmt: skip
-    common = {"device": args.device, "mode": args.query_mode, "topk": args.topk}
+    common = {"device": args.device, "mode": args.query_mode, "gate_k": args.gate_k}
     if args.eval:
         result = evaluate_index(
             args.index, args.eval, args.query_encoder or args.encoder,
@@ -105,16 +114,11 @@ def _table(result: SearchResult) -> str:
     lines = [f"{result.collection['items']} items searched ({result.method})"]
     if result.dimensions:
         d = result.dimensions
-        lines.append(f"D1: {' '.join(d['include_terms'][:15])}")
-        lines.append(f"D2: {' '.join(d['exclude_terms'][:15])}")
-        lines.append(f"D = D1 \\ D2: {' '.join(d['kept_terms'][:15]) or '(empty)'}")
-    lines.extend(f"note: {m}" for m in result.messages)
-    rows = [
-        [h.rank, h.id, h.score, (h.text or h.image)[:50],
-         " ".join(f"{c['token']}:{c['contribution']:.3f}" for c in h.top_contributions[:4])
-         + (f" +{h.other_terms} more:{h.other_contribution:.3f}" if h.other_terms else "")]
-        for h in result.hits
-    ]  # fmt: skip
+        lines.append(f"D1: {' '.join(d['include_words'][:15])}")
+        lines.append(f"D2: {' '.join(d['exclude_words'][:15])}")
+        lines.append(f"D = D1 \\ D2: {' '.join(d['kept_words'][:15]) or '(empty)'}")
+    lines.extend(f"note: {m}" for m in result.notes)
+    rows = [[h.rank, h.id, h.score, (h.text or h.image)[:50], hit_summary(h)] for h in result.hits]
     if rows:
         lines.append(
             format_table(rows, ["#", "id", "score", "item", "contributions (sum = score)"])

@@ -118,7 +118,7 @@ def test_sr_sets_and_magnitudes_by_hand():
 def test_a_equals_b_returns_nothing_with_a_message():
     result = search(toy_collection(), QuerySpec(ToyEncoder()), query="dog", exclude="dog")
     assert result.hits == [] and result.dimensions["kept_terms"] == []
-    assert any("D = D1 \\ D2 is empty" in m and "same query" in m for m in result.messages)
+    assert any("D = D1 \\ D2 is empty" in m and "same query" in m for m in result.notes)
     assert result.metrics["sr"] == {"MRR@1": 0.0, "MRR@10": 0.0, "NDCG@10": 0.0, "AP@10": 0.0}
 
 
@@ -132,7 +132,7 @@ def test_b_holding_a_own_terms_is_said(splade):
     result = search(col, QuerySpec(splade), query="dog", exclude="beach", k_items=2)
     removed = result.dimensions["removed_query_terms"]
     assert "dog" in removed
-    assert any("'dog'" in m and "removed from D" in m for m in result.messages)
+    assert any("'dog'" in m and "removed from D" in m for m in result.notes)
 
 
 def test_baselines_avg_and_single_line():
@@ -325,8 +325,20 @@ def test_search_page_on_a_stored_collection_equals_the_cli(
     shutil.copytree(photo_index, stored)
     at = app_page("app_pages/search.py")
     assert not at.exception and not at.error
+    # The examples come from the collection's own labels (not "dog but not beach").
+    from lexlens.analysis.collections.store import open_index
+    from lexlens.analysis.search.examples import example_queries
+
+    a, b = example_queries(open_index(stored))
+    assert (at.text_input(key="search_query").value, at.text_input(key="search_exclude").value) == (
+        a,
+        b,
+    )
+    labels = {lab for item in open_index(stored).column("labels") for lab in item}
+    assert a in labels and (b in labels or b == "")
     at.text_input(key="search_query").set_value("space")
     at.text_input(key="search_exclude").set_value("vehicle")
+    at.run()
     at.number_input(key="search_k_items").set_value(1)
     at.run()
     assert not at.exception and not at.error
@@ -336,7 +348,7 @@ def test_search_page_on_a_stored_collection_equals_the_cli(
     proc = cli("search", "--index", stored, "--query", "space", "--exclude", "vehicle",
                "--k-items", "1", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert downloads["photos-search.json"].decode("utf-8") == proc.stdout[:-1]
+    assert downloads["photos-search.json"].decode("utf-8") == proc.stdout  # byte for byte
     # K and coverage are disabled for a method that does not use them.
     at.selectbox(key="search_method").set_value("avg")
     at.run()
@@ -357,6 +369,11 @@ def test_search_page_sample_texts(tmp_path, monkeypatch):
     at = app_page("app_pages/search.py")
     assert not at.exception and not at.error
     assert any("No stored collection" in i.value for i in at.info)
+    # The sample texts' own labels give the example: the commonest label its texts use, and
+    # the label most often with it.
+    assert at.text_input(key="search_query").value == "cat"
+    assert at.text_input(key="search_exclude").value == "beach"
+    at.text_input(key="search_query").set_value("dog").run()
     result = at.session_state["search_result"]
     assert result.collection["name"] == "collection.csv" and len(result.hits) == 10
     assert any("'dog'" in w.value for w in at.warning)  # D2 holds dog, dogs

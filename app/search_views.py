@@ -1,0 +1,62 @@
+"""The Search page's drawing of a :class:`~lexlens.analysis.search.search.SearchResult`:
+notes, SR's dimension sets in words, the hits (thumbnails for images) with the words that
+make each score, metrics and downloads. Nothing is computed here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from lexlens.analysis.search.evaluation import METRICS
+from lexlens.analysis.search.search import SearchResult, hit_summary
+from lexlens.app.thumbnails import item_thumbnail
+
+MIME = {"json": "application/json", "csv": "text/csv"}
+
+
+def show_result(result: SearchResult, target) -> None:
+    """Everything the page shows of one result."""
+    for note in result.notes:
+        st.warning(note)
+    if result.dimensions:
+        d = result.dimensions
+        st.markdown(
+            f"**D1** ({result.query.get('text')}, from {d['include_items']} items): "
+            f"{', '.join(d['include_words'][:20])}  \n"
+            f"**D2** ({result.query.get('exclude')}, from {d['exclude_items']} items): "
+            f"{', '.join(d['exclude_words'][:20])}  \n"
+            f"**D = D1 \\ D2**: {', '.join(d['kept_words'][:20]) or '(empty)'}"
+        )
+    if not result.hits:
+        st.info("No results.")
+    elif any(h.kind == "image" for h in result.hits):
+        st.caption("Each hit: score = the sum of its words' contributions (largest first).")
+        cols = st.columns(5)
+        for n, hit in enumerate(result.hits):
+            with cols[n % 5]:
+                data = item_thumbnail(target, {"image": hit.image})
+                if data:
+                    st.image(data, width="stretch")
+                mark = {True: " ✓", False: " ✗", None: ""}[hit.relevant]
+                st.markdown(f"**{hit.rank}. {hit.id}**{mark} — score {hit.score:.4f}")
+                st.caption(hit_summary(hit))
+    else:
+        rows = [
+            {"#": h.rank, "id": h.id, "score": h.score, "text": h.text,
+             "contributions (sum = score)": hit_summary(h)}
+            | ({"relevant": h.relevant} if h.relevant is not None else {})
+            for h in result.hits
+        ]  # fmt: skip
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if result.metrics:
+        st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
+        table = pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])
+        st.dataframe(table[["method", *METRICS]], hide_index=True)
+    stem = Path(str(result.collection.get("name", "search"))).stem
+    files = result.files()
+    cols = st.columns(len(files))
+    for col, (name, data) in zip(cols, files.items(), strict=True):
+        kind = name.rsplit(".", 1)[-1]
+        col.download_button(f"Results ({kind.upper()})", data, f"{stem}-{name}", MIME[kind])
