@@ -14,7 +14,7 @@ from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.compare.compare import COMPARE_NEEDS, default_gates
 from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.result import CompareResult
-from lexlens.analysis.deviation.deviation import DEFAULT_K
+from lexlens.analysis.deviation.options import DEFAULT_K
 from lexlens.analysis.search.queries import default_query_encoder
 from lexlens.app.state import encoder_picker, kept
 from lexlens.models import LexlensError

@@ -87,139 +87,196 @@ QUERIES = {
 
 #: File name in scikit-image's data folder → split and five captions. Written for Lexlens.
 PHOTOS = {
-    "astronaut.png": ("test", [
-        "a smiling astronaut in an orange space suit",
-        "portrait of a woman astronaut with a flag and a model of the space shuttle",
-        "an astronaut posing in front of the american flag",
-        "a woman in a pressure suit smiling at the camera",
-        "official portrait of a space shuttle crew member",
-    ]),
-    "brick.png": ("test", [
-        "a wall of grey bricks",
-        "brickwork seen at an angle",
-        "rows of bricks held together by mortar",
-        "a black and white photo of a brick wall",
-        "the texture of an old brick wall",
-    ]),
-    "camera.png": ("test", [
-        "a man filming with a camera on a tripod",
-        "a photographer in a dark coat on a lawn",
-        "a cameraman looking through his camera outdoors",
-        "a black and white photo of a man with a tripod",
-        "a man standing on grass behind an old camera",
-    ]),
-    "cell.png": ("val", [
-        "a round cell under the microscope",
-        "a bright cell on a dark background",
-        "a microscope image of a single cell",
-        "a glowing cell seen through a microscope",
-        "a grey picture of a living cell",
-    ]),
-    "chelsea.png": ("test", [
-        "a tabby cat looking up",
-        "close-up of a cat's face and green eyes",
-        "a striped cat lying down and staring",
-        "the face of an orange and grey tabby",
-        "a pet cat looking at the camera",
-    ]),
-    "clock_motion.png": ("train", [
-        "a clock blurred by motion",
-        "a round wall clock moving fast",
-        "a blurry photo of a clock face",
-        "a clock with motion blur in grey",
-        "the hands of a clock smeared by movement",
-    ]),
-    "coffee.png": ("test", [
-        "a cup of espresso on a saucer",
-        "coffee and a spoon on a wooden table",
-        "a small cup of black coffee seen from above",
-        "an espresso with crema in a white cup",
-        "a coffee cup on a plate with a spoon",
-    ]),
-    "coins.png": ("val", [
-        "old coins on a dark cloth",
-        "rows of ancient silver coins",
-        "a collection of small metal coins",
-        "coins laid out in a grid",
-        "a black and white photo of old money",
-    ]),
-    "grass.png": ("train", [
-        "a lawn of grass seen from above",
-        "blades of grass and clover",
-        "green grass growing thick",
-        "a close view of a grassy field",
-        "grass leaves filling the picture",
-    ]),
-    "gravel.png": ("train", [
-        "a patch of gravel",
-        "small stones on the ground",
-        "a path covered in pebbles",
-        "grey gravel seen from above",
-        "loose stones and grit",
-    ]),
-    "horse.png": ("test", [
-        "the black silhouette of a horse",
-        "a horse drawn in black",
-        "the shape of a horse on a white background",
-        "a black horse standing, as a silhouette",
-        "an outline of a horse",
-    ]),
-    "hubble_deep_field.jpg": ("test", [
-        "distant galaxies in the Hubble deep field",
-        "thousands of galaxies in the dark night sky",
-        "a telescope image of deep space",
-        "many small galaxies and stars on black",
-        "the Hubble telescope looking at faraway galaxies",
-    ]),
-    "ihc.png": ("val", [
-        "stained tissue under a microscope",
-        "cells of a tissue sample stained brown and blue",
-        "a slide of human tissue seen through a microscope",
-        "immunohistochemistry staining of cells",
-        "brown and blue dots of a stained sample",
-    ]),
-    "moon.png": ("test", [
-        "craters on the surface of the moon",
-        "the grey lunar ground",
-        "a close up of moon craters",
-        "the rocky surface of the moon in black and white",
-        "impact craters on the lunar surface",
-    ]),
-    "motorcycle_left.png": ("test", [
-        "a red motorcycle parked in a garage",
-        "a motorbike in front of shelves",
-        "a shiny red motorbike seen from the side",
-        "a motorcycle standing indoors",
-        "a sports motorcycle parked by a wall",
-    ]),
-    "page.png": ("val", [
-        "a printed page of text",
-        "a page from a book about image segmentation",
-        "lines of printed words on paper",
-        "a scanned page of a book",
-        "a black and white document page",
-    ]),
-    "retina.jpg": ("test", [
-        "the retina of a human eye",
-        "blood vessels at the back of the eye",
-        "a photo of the eye's fundus",
-        "red veins spreading over an orange retina",
-        "a medical image of the inside of an eye",
-    ]),
-    "rocket.jpg": ("test", [
-        "a rocket on the launch pad at night",
-        "a space rocket lit up before launch",
-        "a tall rocket ready to take off",
-        "a launch tower next to a rocket",
-        "a rocket waiting on the pad under lights",
-    ]),
-    "text.png": ("test", [
-        "handwritten equations on paper",
-        "maths written by hand in pencil",
-        "a sheet of paper with handwritten formulas",
-        "hand written mathematics",
-        "a page of pencil notes with equations",
-    ]),
+    "astronaut.png": (
+        "test",
+        [
+            "a smiling astronaut in an orange space suit",
+            "portrait of a woman astronaut with a flag and a model of the space shuttle",
+            "an astronaut posing in front of the american flag",
+            "a woman in a pressure suit smiling at the camera",
+            "official portrait of a space shuttle crew member",
+        ],
+    ),
+    "brick.png": (
+        "test",
+        [
+            "a wall of grey bricks",
+            "brickwork seen at an angle",
+            "rows of bricks held together by mortar",
+            "a black and white photo of a brick wall",
+            "the texture of an old brick wall",
+        ],
+    ),
+    "camera.png": (
+        "test",
+        [
+            "a man filming with a camera on a tripod",
+            "a photographer in a dark coat on a lawn",
+            "a cameraman looking through his camera outdoors",
+            "a black and white photo of a man with a tripod",
+            "a man standing on grass behind an old camera",
+        ],
+    ),
+    "cell.png": (
+        "val",
+        [
+            "a round cell under the microscope",
+            "a bright cell on a dark background",
+            "a microscope image of a single cell",
+            "a glowing cell seen through a microscope",
+            "a grey picture of a living cell",
+        ],
+    ),
+    "chelsea.png": (
+        "test",
+        [
+            "a tabby cat looking up",
+            "close-up of a cat's face and green eyes",
+            "a striped cat lying down and staring",
+            "the face of an orange and grey tabby",
+            "a pet cat looking at the camera",
+        ],
+    ),
+    "clock_motion.png": (
+        "train",
+        [
+            "a clock blurred by motion",
+            "a round wall clock moving fast",
+            "a blurry photo of a clock face",
+            "a clock with motion blur in grey",
+            "the hands of a clock smeared by movement",
+        ],
+    ),
+    "coffee.png": (
+        "test",
+        [
+            "a cup of espresso on a saucer",
+            "coffee and a spoon on a wooden table",
+            "a small cup of black coffee seen from above",
+            "an espresso with crema in a white cup",
+            "a coffee cup on a plate with a spoon",
+        ],
+    ),
+    "coins.png": (
+        "val",
+        [
+            "old coins on a dark cloth",
+            "rows of ancient silver coins",
+            "a collection of small metal coins",
+            "coins laid out in a grid",
+            "a black and white photo of old money",
+        ],
+    ),
+    "grass.png": (
+        "train",
+        [
+            "a lawn of grass seen from above",
+            "blades of grass and clover",
+            "green grass growing thick",
+            "a close view of a grassy field",
+            "grass leaves filling the picture",
+        ],
+    ),
+    "gravel.png": (
+        "train",
+        [
+            "a patch of gravel",
+            "small stones on the ground",
+            "a path covered in pebbles",
+            "grey gravel seen from above",
+            "loose stones and grit",
+        ],
+    ),
+    "horse.png": (
+        "test",
+        [
+            "the black silhouette of a horse",
+            "a horse drawn in black",
+            "the shape of a horse on a white background",
+            "a black horse standing, as a silhouette",
+            "an outline of a horse",
+        ],
+    ),
+    "hubble_deep_field.jpg": (
+        "test",
+        [
+            "distant galaxies in the Hubble deep field",
+            "thousands of galaxies in the dark night sky",
+            "a telescope image of deep space",
+            "many small galaxies and stars on black",
+            "the Hubble telescope looking at faraway galaxies",
+        ],
+    ),
+    "ihc.png": (
+        "val",
+        [
+            "stained tissue under a microscope",
+            "cells of a tissue sample stained brown and blue",
+            "a slide of human tissue seen through a microscope",
+            "immunohistochemistry staining of cells",
+            "brown and blue dots of a stained sample",
+        ],
+    ),
+    "moon.png": (
+        "test",
+        [
+            "craters on the surface of the moon",
+            "the grey lunar ground",
+            "a close up of moon craters",
+            "the rocky surface of the moon in black and white",
+            "impact craters on the lunar surface",
+        ],
+    ),
+    "motorcycle_left.png": (
+        "test",
+        [
+            "a red motorcycle parked in a garage",
+            "a motorbike in front of shelves",
+            "a shiny red motorbike seen from the side",
+            "a motorcycle standing indoors",
+            "a sports motorcycle parked by a wall",
+        ],
+    ),
+    "page.png": (
+        "val",
+        [
+            "a printed page of text",
+            "a page from a book about image segmentation",
+            "lines of printed words on paper",
+            "a scanned page of a book",
+            "a black and white document page",
+        ],
+    ),
+    "retina.jpg": (
+        "test",
+        [
+            "the retina of a human eye",
+            "blood vessels at the back of the eye",
+            "a photo of the eye's fundus",
+            "red veins spreading over an orange retina",
+            "a medical image of the inside of an eye",
+        ],
+    ),
+    "rocket.jpg": (
+        "test",
+        [
+            "a rocket on the launch pad at night",
+            "a space rocket lit up before launch",
+            "a tall rocket ready to take off",
+            "a launch tower next to a rocket",
+            "a rocket waiting on the pad under lights",
+        ],
+    ),
+    "text.png": (
+        "test",
+        [
+            "handwritten equations on paper",
+            "maths written by hand in pencil",
+            "a sheet of paper with handwritten formulas",
+            "hand written mathematics",
+            "a page of pencil notes with equations",
+        ],
+    ),
 }
 
 
@@ -287,7 +344,9 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else OUT
     docs, queries = write_beir(out / "imagenet_beir")
     photos = write_karpathy(out / "photos_karpathy")
-    print(f"{out}: imagenet_beir ({docs} documents, {queries} queries), photos_karpathy ({photos} images)")
+    print(
+        f"{out}: imagenet_beir ({docs} documents, {queries} queries), photos_karpathy ({photos} images)"
+    )
     return 0
 
 

@@ -51,6 +51,20 @@ FP16_REL = 2.0**-11
 FP16_ABS = 2.0**-25  # half the spacing of float16 subnormals, in scaled units
 
 
+#: Files up to this size are checked against their checksum each time an index opens
+#: (every file is checksummed when it is written; larger arrays are checked as they are read).
+VERIFY_BYTES = 64 * 2**20
+
+
+def file_checksum(path: Path) -> str:
+    """BLAKE2b of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        while block := handle.read(2**20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def vocab_hash(vocab: list[str]) -> str:
     """sha256 of the vocabulary (one token per line): two encoders share a space iff equal."""
     digest = hashlib.sha256()
@@ -111,6 +125,9 @@ class StoredIndex:
                 raise self.corrupt(
                     f"{name} has {path.stat().st_size:,} bytes, expected {int(size):,}"
                 )
+            expected = m.get("checksums", {}).get(name)
+            if expected and int(size) <= VERIFY_BYTES and file_checksum(path) != expected:
+                raise self.corrupt(f"{name} was changed after the index was built")
 
         def load(name: str, dtype: Any, length: int) -> np.ndarray:
             array = np.load(self.path / name, mmap_mode="r", allow_pickle=False)
@@ -126,6 +143,8 @@ class StoredIndex:
             raise self.corrupt("row pointers do not span the stored weights")
         if n and np.any(np.diff(self.indptr) < 0):
             raise self.corrupt("row pointers go backwards")
+        if not np.isfinite(self.norms).all() or (n and np.any(self.norms < 0)):
+            raise self.corrupt("norms.npy holds a negative, NaN or infinite norm")
         self.postings = None
         if "postings_indptr.npy" in files:
             scale = json.loads((self.path / "postings_scale.json").read_text())["scale"]
@@ -153,6 +172,11 @@ class StoredIndex:
         return int(self.manifest["counts"]["nnz"])
 
     @property
+    def gate_k(self) -> int:
+        """The gate k its vectors were stored with (-1: ungated)."""
+        return int(self.manifest["gate_k"])
+
+    @property
     def vocab_size(self) -> int:
         """Dimensions of the output vocabulary."""
         return int(self.manifest["vocab"]["size"])
@@ -164,6 +188,8 @@ class StoredIndex:
             lines = (self.path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
             if len(lines) != self.vocab_size:
                 raise self.corrupt(f"vocab.txt has {len(lines)} tokens, expected {self.vocab_size}")
+            if vocab_hash(lines) != self.manifest["vocab"].get("hash", vocab_hash(lines)):
+                raise self.corrupt("vocab.txt was changed after the index was built")
             self._vocab = lines
         return self._vocab
 
@@ -205,7 +231,13 @@ class StoredIndex:
         cols = np.asarray(self.indices[a:b])
         if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
             raise self.corrupt(f"item {i} has vocabulary ids out of range")
-        return cols, np.asarray(self.data[a:b])
+        return cols, self._finite(np.asarray(self.data[a:b]), f"item {i}")
+
+    def _finite(self, weights: np.ndarray, what: str) -> np.ndarray:
+        """``weights``, refused when one is NaN or infinite (a damaged ``data.npy``)."""
+        if not np.isfinite(weights).all():
+            raise self.corrupt(f"data.npy: {what} has a NaN or infinite weight")
+        return weights
 
     def rows(self, start: int, stop: int) -> Any:
         """Items ``[start, stop)`` as a scipy CSR matrix (float32)."""
@@ -215,8 +247,9 @@ class StoredIndex:
         cols = np.asarray(self.indices[a:b])
         if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
             raise self.corrupt(f"items {start}–{stop - 1} have vocabulary ids out of range")
+        weights = self._finite(np.asarray(self.data[a:b]), f"items {start}–{stop - 1}")
         return sp.csr_matrix(
-            (np.asarray(self.data[a:b]), cols, np.asarray(self.indptr[start : stop + 1]) - a),
+            (weights, cols, np.asarray(self.indptr[start : stop + 1]) - a),
             shape=(stop - start, self.vocab_size),
         )
 
@@ -359,9 +392,14 @@ def read_manifest(path: Path) -> dict:
         for key in ("encoder", "vocab", "counts", "files", "source", "gate_k"):
             if key not in manifest:
                 raise ValueError(f"missing {key!r}")
-        int(manifest["counts"]["items"])
-        int(manifest["counts"]["nnz"])
-        int(manifest["vocab"]["size"])
+        for where, value in (
+            ("counts.items", manifest["counts"]["items"]),
+            ("counts.nnz", manifest["counts"]["nnz"]),
+            ("vocab.size", manifest["vocab"]["size"]),
+            ("gate_k", manifest["gate_k"]),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{where} is {value!r}, not a whole number")
     except (AttributeError, TypeError, KeyError, ValueError) as exc:
         raise InputError(
             f"{label}: {MANIFEST} is not a valid manifest ({exc}): rebuild the index"

@@ -34,6 +34,7 @@ from lexlens.analysis.collections.store import (
     POSTINGS_MIN_NNZ,
     ROW_GROUP,
     StoredIndex,
+    file_checksum,
     vocab_hash,
 )
 from lexlens.models.base import InputError
@@ -243,6 +244,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _keep_user_files(out: Path, tmp: Path, new_files: set[str]) -> None:
+    """Carry the files a user keeps in an index folder (a report folder, notes) into the
+    new build, as hard links: a rebuild replaces only the index's own files, and until the
+    swap the old folder is whole."""
+    if not (out / MANIFEST).is_file():
+        return
+    try:
+        old_files = set(json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        old_files = set()
+    own = old_files | new_files | {MANIFEST}
+    for entry in out.iterdir():
+        if entry.name in own:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, tmp / entry.name, symlinks=True, copy_function=os.link)
+        else:
+            os.link(entry, tmp / entry.name, follow_symlinks=False)
+
+
 def _seal(tmp: Path, out: Path, manifest: dict) -> None:
     """Write the manifest last (fsynced), then swap the finished folder into place."""
     data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
@@ -316,9 +337,11 @@ def write_atomically(
             "created": created or now,
             "updated": now,
             "files": files,
+            "checksums": {name: file_checksum(tmp / name) for name in files},
             "nonnegative": nonnegative,
             "lexlens": _version(),
         }
+        _keep_user_files(out, tmp, set(files))
         _seal(tmp, out, manifest)
     except BaseException as exc:
         if writer is not None:

@@ -61,7 +61,7 @@ from lexlens.models.base import (
     Needs,
     pool_units,
 )
-from lexlens.models.registry import encoder_card, load_encoder
+from lexlens.models.registry import as_encoder, check_spec
 
 #: What comparing needs of *both* encoders, per kind of input.
 COMPARE_TEXT_NEEDS = Needs(
@@ -132,17 +132,6 @@ def gate_pair(values: Sequence[int] | int | None, default: tuple[int, int]) -> t
     if not ks:
         return default
     return (ks[0], ks[0]) if len(ks) == 1 else (ks[0], ks[1])
-
-
-def check_encoder_spec(needs: Needs, spec: str) -> None:
-    """Refuse a registry encoder whose card lacks what ``needs`` asks, before it loads.
-
-    (A local directory is checked once loaded: its capabilities are known only then.)
-    """
-    card = encoder_card(spec)
-    if card is None:
-        return
-    needs.check(card)
 
 
 def check_sides(a: Encoder, b: Encoder, kind: str, gate_k: tuple[int, int]) -> None:
@@ -504,16 +493,6 @@ def compare_encodings(
     )
 
 
-def load_side(spec: Encoder | str, needs: Needs, device: str | None) -> Encoder:
-    """An encoder given by name is checked against ``needs`` from its card, then loaded."""
-    if not isinstance(spec, str):
-        return spec
-    if not spec.strip():
-        raise InputError("the encoder is empty: give a registry name or a checkpoint folder")
-    check_encoder_spec(needs, spec)
-    return load_encoder(spec, device=device)
-
-
 def compare(
     encoder_a: Encoder | str,
     encoder_b: Encoder | str | None = None,
@@ -546,11 +525,11 @@ def compare(
     if kind == "text" and (box is not None or cells is not None):
         raise InputError("a box or cells apply to images only")
     needs = COMPARE_NEEDS[kind]
-    for spec in (encoder_a, encoder_b):
-        if isinstance(spec, str):
-            check_encoder_spec(needs, spec)
-    encoder_a = load_side(encoder_a, needs, device)
-    encoder_b = load_side(encoder_b, needs, device)
+    for argument, spec in (("encoder_a", encoder_a), ("encoder_b", encoder_b)):
+        if isinstance(spec, str):  # both checked from their cards before either loads
+            check_spec(spec, needs, argument)
+    encoder_a = as_encoder(encoder_a, device, needs, "encoder_a")
+    encoder_b = as_encoder(encoder_b, device, needs, "encoder_b")
     ka, kb = gate_pair(gate_k, default_gates(kind, encoder_b is encoder_a))
     check_sides(encoder_a, encoder_b, kind, (ka, kb))
     if kind == "text":

@@ -25,7 +25,6 @@ from lexlens.analysis.compare.compare import (
     check_top,
     default_gates,
     gate_pair,
-    load_side,
     token_index,
 )
 from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
@@ -33,11 +32,13 @@ from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress
-from lexlens.analysis.deviation.deviation import DEFAULT_K, check_options, deviation_of_index
+from lexlens.analysis.deviation.deviation import deviation_of_index
+from lexlens.analysis.deviation.options import DEFAULT_K, check_options
 from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
 from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
 from lexlens.analysis.search.ranking import top_items
 from lexlens.models.base import Encoder, InputError
+from lexlens.models.registry import as_encoder
 
 #: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
 RANK_DEPTH = 100
@@ -315,8 +316,8 @@ def compare_indexes(
         encoder_b = default_query_encoder(ix_b, "text") if encoder_a is None else encoder_a
     if encoder_a is None:
         encoder_a = default_query_encoder(ix_a, "text")
-    encoder_a = load_side(encoder_a, COMPARE_INDEX_NEEDS, device)
-    encoder_b = load_side(encoder_b, COMPARE_INDEX_NEEDS, device)
+    encoder_a = as_encoder(encoder_a, device, COMPARE_INDEX_NEEDS, "encoder_a")
+    encoder_b = as_encoder(encoder_b, device, COMPARE_INDEX_NEEDS, "encoder_b")
     stored = (int(ix_a.manifest["gate_k"]), int(ix_b.manifest["gate_k"]))
     same = one and encoder_a is encoder_b
     mean_active = ix_a.nnz / max(len(ix_a), 1)

@@ -57,8 +57,9 @@ def json_key(key: str, **kwargs: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """Records become dicts, recursively through lists and dicts; anything else is as is."""
-    if isinstance(value, Record):
+    """Records (and any object with a ``to_dict``) become dicts, recursively through lists
+    and dicts; anything else is as is."""
+    if isinstance(value, Record) or (hasattr(value, "to_dict") and not isinstance(value, type)):
         return value.to_dict()
     if isinstance(value, list):
         return [plain(v) for v in value]

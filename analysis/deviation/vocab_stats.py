@@ -28,12 +28,12 @@ beside it (the share of items the box speaks for).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
+from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import special_mask
 from lexlens.models.base import InputError
 
@@ -138,7 +138,7 @@ class VocabAccumulator:
 
 
 @dataclass(frozen=True)
-class TermStats:
+class TermStats(Record):
     """One term's statistics over a collection."""
 
     token: str
@@ -155,24 +155,9 @@ class TermStats:
     quartiles: list[float]
     sampled: int
 
-    def to_dict(self) -> dict:
-        return {
-            "token": self.token,
-            "index": self.index,
-            "mean_weight": self.mean_weight,
-            "activation_rate": self.activation_rate,
-            "mean_when_active": self.mean_when_active,
-            "max_weight": self.max_weight,
-            "min_active": self.min_active,
-            "active_items": self.active_items,
-            "lazy": self.lazy,
-            "quartiles": self.quartiles,
-            "sampled": self.sampled,
-        }
-
 
 @dataclass(frozen=True)
-class VocabStats:
+class VocabStats(Record):
     """Vocabulary statistics of a collection: the dataset view of VDR App. D."""
 
     n: int
@@ -186,6 +171,7 @@ class VocabStats:
     distributions: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
+        """The JSON document (written by hand: the lazy terms are listed by name only)."""
         return {
             "n": self.n,
             "lazy_rate": self.lazy_rate,
@@ -251,20 +237,3 @@ def vocab_stats_of(
         mean_active_per_item=float(acc.counts.sum() / n),
         distributions={t.token: acc.distribution(t.index) for t in top_terms},
     )
-
-
-def vocab_stats(
-    batches: Iterable[object],
-    vocab: list[str],
-    *,
-    top: int = CLOUD_TERMS,
-    lazy_rate: float = LAZY_RATE,
-    reservoir: int = RESERVOIR,
-) -> VocabStats:
-    """Statistics of a collection given as batches of vectors (CSR or dense rows)."""
-    acc = VocabAccumulator(len(vocab), reservoir=reservoir)
-    for batch in batches:
-        acc.add(batch)
-    if acc.n == 0:
-        raise InputError("the collection holds no items")
-    return acc.result(vocab, top=top, lazy_rate=lazy_rate)

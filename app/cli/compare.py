@@ -9,7 +9,7 @@ from lexlens.analysis.compare.compare import DEFAULT_HITS, DEFAULT_TOP, compare
 from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.deviation.deviation import DEFAULT_K
+from lexlens.analysis.deviation.options import DEFAULT_K
 from lexlens.app.cli.common import add_common_args, emit, format_table
 from lexlens.models.base import InputError
 

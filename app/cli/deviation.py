@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.deviation.deviation import (
-    DEFAULT_GATE_K,
-    DEFAULT_K,
-    DEFAULT_MAX_ROWS,
-    DENOMINATORS,
-    DEVIATION_NEEDS,
-    DeviationResult,
-    SetDeviation,
-    check_options,
-    deviation,
-    deviation_needs_for,
-    deviation_of_index,
-    read_captions,
-    result_files,
-)
-from lexlens.analysis.deviation.static_embeddings import check_glove
+from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
+from lexlens.analysis.deviation.options import DEFAULT_K, DEFAULT_MAX_ROWS, DENOMINATORS
+from lexlens.analysis.deviation.result import DeviationResult
+from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.app.cli.common import add_common_args, emit, format_table
-from lexlens.models import load_encoder
 from lexlens.models.base import InputError
 
 
@@ -43,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--encoder",
         help=(
             "text encoder: registry name or checkpoint directory (with --index: default the "
-            "index's encoder for a text collection; required for an image collection)"
+            "encoder of the index's text queries: its own, or an image encoder's text partner)"
         ),
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -151,42 +137,23 @@ def render(result: DeviationResult) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    # Every input is checked before the model loads.
-    check_options(
-        k=args.k, gate_k=args.gate_k or 0, denominator=args.denominator, max_rows=args.rows
-    )
-    glove = check_glove(args.glove) if args.glove else None
-    if args.index:
-        index = open_index(args.index)
-        name = args.encoder
-        if not name:
-            if index.modality == "image":
-                raise InputError(
-                    f"{args.index} holds images: pass --encoder TEXT_ENCODER for their "
-                    "captions (e.g. splade-tiny)"
-                )
-            name = index.manifest["encoder"].get("spec") or index.encoder_name
-    else:
-        table = read_captions(args.captions)
-        if not args.encoder:
-            raise InputError("--encoder is required with --captions")
-        name = args.encoder
     if args.out:
         check_out_dir(args.out)
-    encoder = load_encoder(name, device=args.device)
-    (deviation_needs_for(index.modality) if args.index else DEVIATION_NEEDS).check(encoder)
     common = {
         "k": args.k,
         "denominator": args.denominator,
-        "glove": glove,
+        "glove": args.glove,
         "glove_name": args.glove,
         "max_rows": args.rows,
+        "device": args.device,
     }
     if args.index:
-        result = deviation_of_index(index, encoder, gate_k=args.gate_k, **common)
+        result = deviation_of_index(args.index, args.encoder, gate_k=args.gate_k, **common)
     else:
+        if not args.encoder:
+            raise InputError("--encoder is required with --captions")
         gate_k = DEFAULT_GATE_K if args.gate_k is None else args.gate_k
-        result = deviation(encoder, table, name=Path(args.captions).name, gate_k=gate_k, **common)
+        result = deviation(args.encoder, args.captions, gate_k=gate_k, **common)
     if args.out:
-        write_files(args.out, result_files(result))
+        write_files(args.out, result.files())
     emit(args, result, render(result))

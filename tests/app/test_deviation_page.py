@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import ROOT, app_page
+from tests.helpers import ROOT, app_page, click_and_wait
 
 PAGE = "app_pages/deviation.py"
 SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
@@ -52,6 +52,7 @@ def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads,
     assert not at.exception and not at.error
     assert any("1 of the captions not measured" in w.value for w in at.warning)
     assert len(at.dataframe[0].value) == 2
+    assert at.number_input(key="dev_k").value == 20  # the upload changed no option
     path = tmp_path / "mine.txt"
     path.write_bytes(data)
     proc = cli("deviation", "--encoder", "splade-tiny", "--captions", path, "--json")
@@ -65,6 +66,20 @@ def test_uploaded_file_same_json_as_cli_and_state_survives_pages(cli, downloads,
     assert at.radio(key="dev_source").value == SOURCES[1]
     assert any("mine.txt" in c.value for c in at.caption)
     assert len(at.dataframe[0].value) == 2
+
+
+def test_k_set_before_an_upload_stays_what_the_user_set(cli, downloads, tmp_path):
+    at = app_page(PAGE)
+    at.number_input(key="dev_k").set_value(7)
+    at.run()
+    _upload(at, "mine.txt", b"a dog running on a beach\na cat on a sofa\n")
+    assert not at.exception and not at.error
+    assert at.number_input(key="dev_k").value == 7
+    assert at.metric[0].label == "Exact@7"
+    path = tmp_path / "mine.txt"
+    path.write_bytes(b"a dog running on a beach\na cat on a sofa\n")
+    proc = cli("deviation", "--encoder", "splade-tiny", "--captions", path, "--json", "--k", "7")
+    assert downloads["deviation.json"].decode("utf-8") == proc.stdout
 
 
 def test_bad_upload_names_the_file_and_keeps_the_previous_result():
@@ -91,6 +106,8 @@ def test_stored_collection_same_json_as_cli(cli, downloads, splade, tmp_path, mo
     at.run()
     assert not at.exception and not at.error
     assert at.selectbox(key="dev_collection").value == "sample-captions"
+    click_and_wait(at, at.button[0].click)  # measured as a job
+    assert not at.exception and not at.error
     proc = cli("deviation", "--index", path, "--json")
     assert proc.returncode == 0, proc.stderr
     assert downloads["deviation.json"].decode("utf-8") == proc.stdout

@@ -27,12 +27,13 @@ from lexlens.analysis.core.outputs import (
     safe_cell,
     to_jsonable,
 )
-from lexlens.analysis.deviation.deviation import flops_between, flops_within, item_deviation
+from lexlens.analysis.deviation.flops import flops_between, flops_within
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 from lexlens.analysis.lexical.contrib import contributions
 from lexlens.analysis.lexical.patches import pool_patches
 from lexlens.analysis.search.evaluation import ir_metrics
 from lexlens.models.base import LexicalEncoding, pool_units
+from tests.deviation.helpers import item_deviation
 
 FAST = settings(
     max_examples=60,

@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lexlens.analysis.deviation.deviation import (
-    SetAccumulator,
-    _Scorer,
-    caption_terms,
-    check_options,
-    flops,
-    flops_between,
-    flops_with_self_pairs,
-    item_deviation,
-)
+from lexlens.analysis.deviation.flops import flops, flops_between, flops_with_self_pairs
+from lexlens.analysis.deviation.options import check_options
+from lexlens.analysis.deviation.scoring import Scorer as _Scorer
+from lexlens.analysis.deviation.scoring import caption_terms
+from lexlens.analysis.deviation.sets import SetAccumulator
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 from lexlens.models import InputError
+from tests.deviation.helpers import item_deviation
 
 VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]", "sun", "sky"]
 

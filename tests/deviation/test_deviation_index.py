@@ -96,9 +96,10 @@ def test_cli_on_an_index(cli, text_index, image_index, tmp_path):
     proc = cli("deviation", "--index", image_index, "--encoder", "splade-tiny")
     assert proc.returncode == 0, proc.stderr
     assert "FLOPs captions × images" in proc.stdout and "[images] 4 items" in proc.stdout
+    # Left out, the text encoder is the image encoder's text partner (as search picks it).
+    assert cli("deviation", "--index", image_index).stdout == proc.stdout
     # Refusals, one line each, before any model loads.
     for args, message in [
-        (["--index", image_index], "holds images: pass --encoder"),
         (["--index", text_index, "--gate-k", "5"], "cannot be re-gated"),
         (["--index", tmp_path], "manifest"),
     ]:

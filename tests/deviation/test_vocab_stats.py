@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lexlens.analysis.deviation.vocab_stats import VocabAccumulator, vocab_stats
+from lexlens.analysis.deviation.vocab_stats import VocabAccumulator
 from lexlens.models import InputError
+from tests.deviation.helpers import vocab_stats
 
 
 def _collection(n: int = 300, v: int = 40, seed: int = 0) -> tuple[np.ndarray, list[str]]:

@@ -1,0 +1,66 @@
+"""What semantic deviation returns, its notes and the files it is saved as."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
+from lexlens.analysis.core.results import Result
+from lexlens.analysis.deviation.sets import SetDeviation
+
+
+@dataclass(frozen=True)
+class DeviationResult(Result):
+    """Semantic deviation of a caption set, or of a stored collection's texts, or of its
+    images against their paired captions (``captions`` = those captions, encoded by the
+    text encoder; ``flops_captions_images`` = D2S's FLOPs between the two sets)."""
+
+    file_stem = "deviation"
+
+    @property
+    def sets(self) -> list[SetDeviation]:
+        return [s for s in (self.captions, self.images) if s is not None]
+
+    encoder: str
+    input: dict
+    k: int
+    gate_k: int
+    denominator: str
+    f_enc: str
+    captions: SetDeviation | None
+    images: SetDeviation | None = None
+    flops_captions_images: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def files(self) -> dict[str, bytes]:
+        """The files a run exports (CLI ``--out`` and the page's downloads): the JSON
+        document, per-item rows and each set's top vocabulary terms, as formula-safe CSV."""
+        files = {"deviation.json": json_bytes(self)}
+        for part in self.sets:
+            files[f"{part.kind}.csv"] = records_csv_bytes([r.to_dict() for r in part.rows])
+            if part.vocabulary is not None:
+                name = "vocabulary.csv" if part is self.sets[0] else f"vocabulary_{part.kind}.csv"
+                files[name] = records_csv_bytes([t.to_dict() for t in part.vocabulary.top_terms])
+        return files
+
+
+def set_notes(s: SetDeviation, k: int) -> list[str]:
+    """Plain-language notes on one set (positive terms below k, skipped items)."""
+    what = s.kind
+    notes = []
+    below = s.positive_terms["below_k"]
+    if below:
+        notes.append(
+            f"{below} of {s.n_measured} {what} have fewer than {k} positive terms: under the "
+            "paper's "
+            f"denominator k, their Exact@{k} cannot exceed {s.positive_terms['cap_exact_at_k']:.3f} "
+            f"on this set (use denominator 'active' = min(k, positive terms) to compare "
+            "without that cap)"
+        )
+    if s.n_skipped:
+        one = what[:-1] if s.n_skipped == 1 else what
+        notes.append(
+            f"{s.n_skipped} {one} skipped ({s.skipped[0]['reason']}), e.g. "
+            f"{s.skipped[0]['text'][:40]!r}; the others were measured"
+        )
+    return notes

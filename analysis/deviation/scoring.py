@@ -1,0 +1,118 @@
+"""Exact@k and Semantic@k of one item: its top-k terms against its caption's tokens (D2S)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lexlens.analysis.core.results import Record, internal, json_key
+from lexlens.analysis.core.vocabulary import is_special_token, special_mask
+from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
+from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
+
+# ----------------------------------------------------------------------------- one item
+
+
+def caption_terms(units: Iterable[str]) -> list[str]:
+    """A caption's own tokens that count: no special tokens, each once, in order."""
+    return list(dict.fromkeys(u for u in units if not is_special_token(u)))
+
+
+@dataclass(frozen=True)
+class ItemDeviation(Record):
+    """Exact@k and Semantic@k of one item (a caption, or an image against its captions)."""
+
+    id: str
+    text: str  # the caption, or the image's name
+    positive_terms: int  # non-special terms with E > 0
+    cap: float  # min(k, positive_terms) / k: the most Exact@k can be under denominator k
+    matches: int  # top-k terms that are caption tokens
+    semantic_sum: float = internal()  # Σ over top-k of the best cosine to a caption token
+    denominator: int
+    exact: float = json_key("exact_at_k")
+    semantic: float = json_key("semantic_at_k")
+    top_terms: list[str]
+    caption_tokens: list[str]
+    no_vector: int  # top-k terms without a static vector (add 0 to Semantic@k)
+    #: the top-k terms for reading: pieces of a word the caption spells joined into it
+    top_words: list[str] = field(default_factory=list)
+
+
+def denominator_of(k: int, positive: int, denominator: str) -> int:
+    """``k`` (the paper) or ``min(k, positive)`` (at least 1: no term → 0 either way)."""
+    return k if denominator == "k" else max(1, min(k, positive))
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """What scoring an item needs, prepared once per run."""
+
+    vocab: list[str]
+    special: np.ndarray  # [|V|] bool
+    static: StaticEmbeddings
+    static_rows: np.ndarray  # [|V|] row in static.vectors or -1
+    k: int
+    denominator: str
+
+    @classmethod
+    def build(cls, vocab: list[str], static: StaticEmbeddings, k: int, denominator: str) -> Scorer:
+        return cls(vocab, special_mask(vocab), static, static.rows_for(vocab), k, denominator)
+
+    def score(
+        self,
+        item_id: str,
+        text: str,
+        indices: np.ndarray,
+        values: np.ndarray,
+        caption: list[str],
+        *,
+        words: bool = True,
+    ) -> ItemDeviation:
+        """One item's metrics; ``words=False`` skips ``top_words`` (display only), for items
+        that are counted but not kept as rows."""
+        keep = (values > 0) & ~self.special[indices]
+        idx, val = indices[keep], values[keep]
+        order = np.lexsort((idx, -val))[: self.k]  # weight desc, then vocabulary order
+        top = idx[order]
+        terms = [self.vocab[i] for i in top]
+        own = set(caption)
+        matches = sum(t in own for t in terms)
+        rows = self.static_rows[top]
+        with_vec = rows[rows >= 0]
+        cap_rows = [self.static.index[c] for c in caption if c in self.static.index]
+        if with_vec.size and cap_rows:
+            sims = self.static.vectors[with_vec] @ self.static.vectors[cap_rows].T
+            semantic_sum = float(np.clip(sims.max(axis=1), -1.0, 1.0).astype(np.float64).sum())
+        else:
+            semantic_sum = 0.0
+        positive = int(idx.size)
+        den = denominator_of(self.k, positive, self.denominator)
+        return ItemDeviation(
+            id=item_id,
+            text=text,
+            positive_terms=positive,
+            cap=min(self.k, positive) / self.k,
+            matches=matches,
+            semantic_sum=semantic_sum,
+            denominator=den,
+            exact=matches / den,
+            semantic=semantic_sum / den,
+            top_terms=terms,
+            caption_tokens=list(caption),
+            no_vector=int(rows.size - with_vec.size),
+            top_words=[
+                t.token
+                for t in merge_word_pieces(
+                    [
+                        Term(self.vocab[i], float(w), int(i))
+                        for i, w in zip(top, val[order], strict=True)
+                    ],
+                    self.vocab,
+                    input_words(caption),
+                )
+            ]
+            if words
+            else [],
+        )

@@ -1,0 +1,208 @@
+"""One set of items (captions, texts or images) measured as it streams: per-item rows, means, FLOPs and vocabulary statistics, one batch at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lexlens.analysis.core.results import Record
+from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
+from lexlens.analysis.deviation.flops import flops_with_self_pairs, flops_within
+from lexlens.analysis.deviation.options import DEFAULT_MAX_ROWS, MAX_CLOUD_WORDS
+from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer, denominator_of
+from lexlens.analysis.deviation.vocab_stats import (
+    CLOUD_TERMS,
+    LAZY_RATE,
+    VocabAccumulator,
+    VocabStats,
+    as_csr,
+)
+
+
+@dataclass(frozen=True)
+class SetDeviation(Record):
+    """Exact@k, Semantic@k, positive terms, FLOPs and vocabulary statistics of one set.
+
+    ``n`` counts every item (FLOPs and vocabulary statistics cover them all); Exact@k and
+    Semantic@k cover the ``n_measured`` items that have caption tokens to compare with (the
+    others are listed in ``skipped``); they are ``None`` when no item could be measured.
+    """
+
+    kind: str  # "captions", "texts" or "images"
+    n: int
+    n_measured: int
+    exact: float | None
+    semantic: float | None
+    by_denominator: dict[str, dict[str, float | None]]
+    positive_terms: dict[str, float]
+    flops: float | None
+    flops_with_self_pairs: float | None
+    mean_active_dims: float
+    rows: list[ItemDeviation]
+    skipped: list[dict]
+    n_skipped: int
+    vocabulary: VocabStats | None
+    #: the dataset cloud: ``vocabulary.top_terms`` by mean weight, word pieces merged into
+    #: the whole words the items' own tokens spell ("gi ##raf ##fe" → giraffe)
+    cloud_terms: list[Term] = field(default_factory=list)
+    #: per-dimension activation counts (for FLOPs between sets; not in the JSON)
+    counts: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+
+    def to_dict(self) -> dict:
+        """The JSON document (written by hand: it adds ``rows_shown`` and leaves the
+        activation counts out)."""
+        return {
+            "kind": self.kind,
+            "n": self.n,
+            "n_measured": self.n_measured,
+            "exact_at_k": self.exact,
+            "semantic_at_k": self.semantic,
+            "by_denominator": self.by_denominator,
+            "positive_terms": self.positive_terms,
+            "flops": self.flops,
+            "flops_with_self_pairs": self.flops_with_self_pairs,
+            "mean_active_dims": self.mean_active_dims,
+            "n_skipped": self.n_skipped,
+            "skipped": self.skipped,
+            "rows_shown": len(self.rows),
+            "rows": [r.to_dict() for r in self.rows],
+            "vocabulary": self.vocabulary.to_dict() if self.vocabulary else None,
+            "cloud_terms": [{"term": t.token, "weight": t.weight} for t in self.cloud_terms],
+        }
+
+
+_SKIP_REASON = {
+    "captions": "no vocabulary token, e.g. emoji only",
+    "texts": "no vocabulary token, e.g. emoji only",
+    "images": "no paired caption with a token of the vocabulary",
+    "features": "no paired caption with a token of the vocabulary",
+}
+
+
+@dataclass
+class SetAccumulator:
+    """Streams items of one set: per-item metrics, activation counts, vocabulary statistics."""
+
+    kind: str
+    scorer: Scorer
+    max_rows: int = DEFAULT_MAX_ROWS
+    vocab_top: int = CLOUD_TERMS
+    lazy_rate: float = LAZY_RATE
+    n: int = 0
+    rows: list[ItemDeviation] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    n_skipped: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    #: positive-term counts of the measured items: n, sum, min, max, below k, Σ min(k, ·)
+    positive: dict[str, int] = field(default_factory=dict)
+    counts: np.ndarray = field(init=False, repr=False)
+    nnz: int = 0
+    vocab: VocabAccumulator = field(init=False, repr=False)
+    #: whole words spelled by the items' caption tokens: evidence for merging the cloud
+    words: set[str] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        size = len(self.scorer.vocab)
+        self.counts = np.zeros(size, dtype=np.int64)
+        self.vocab = VocabAccumulator(size)
+        self.sums = {k: 0.0 for k in ("exact_k", "semantic_k", "exact_a", "semantic_a")}
+        self.positive = {"n": 0, "sum": 0, "min": 0, "max": 0, "below_k": 0, "capped": 0}
+
+    def skip(self, item_id: str, text: str, reason: str) -> None:
+        self.n_skipped += 1
+        if len(self.skipped) < 1000:
+            self.skipped.append({"id": item_id, "text": text, "reason": reason})
+
+    def add(
+        self, ids: list[str], texts: list[str], batch: object, captions: list[list[str]]
+    ) -> None:
+        """Fold a batch: ``batch`` rows are the items' gated vectors, ``captions`` the
+        caption tokens each is measured against (empty → not measured, listed as skipped)."""
+        matrix = as_csr(batch, len(self.scorer.vocab)).copy()  # stored rows are read-only
+        matrix.eliminate_zeros()
+        if not (len(ids) == len(texts) == len(captions) == matrix.shape[0]):
+            raise ValueError("ids, texts, captions and rows differ in number")
+        for r, (item_id, text, caption) in enumerate(zip(ids, texts, captions, strict=True)):
+            if not caption:
+                self.skip(item_id, text, _SKIP_REASON.get(self.kind, "no caption tokens"))
+                continue
+            if len(self.words) < MAX_CLOUD_WORDS:
+                self.words.update(input_words(caption))
+            lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+            kept_row = len(self.rows) < self.max_rows
+            item = self.scorer.score(
+                item_id,
+                text,
+                matrix.indices[lo:hi],
+                matrix.data[lo:hi],
+                caption,
+                words=kept_row,
+            )
+            k = self.scorer.k
+            self.sums["exact_k"] += item.matches / k
+            self.sums["semantic_k"] += item.semantic_sum / k
+            den = denominator_of(k, item.positive_terms, "active")
+            self.sums["exact_a"] += item.matches / den
+            self.sums["semantic_a"] += item.semantic_sum / den
+            pos, stats = item.positive_terms, self.positive
+            stats["min"] = pos if stats["n"] == 0 else min(stats["min"], pos)
+            stats["max"] = max(stats["max"], pos)
+            stats["n"] += 1
+            stats["sum"] += pos
+            stats["below_k"] += pos < k
+            stats["capped"] += min(k, pos)
+            if kept_row:
+                self.rows.append(item)
+        self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
+        self.nnz += int(matrix.nnz)
+        self.n += matrix.shape[0]
+        self.vocab.add(matrix)
+
+    def result(self) -> SetDeviation:
+        n, k = self.n, self.scorer.k
+        stats = self.positive
+        measured = stats["n"]
+
+        def mean(key: str) -> float | None:
+            return self.sums[key] / measured if measured else None
+
+        by_den = {
+            "k": {"exact_at_k": mean("exact_k"), "semantic_at_k": mean("semantic_k")},
+            "active": {"exact_at_k": mean("exact_a"), "semantic_at_k": mean("semantic_a")},
+        }
+        pos = {
+            "mean": stats["sum"] / measured if measured else 0.0,
+            "min": stats["min"],
+            "max": stats["max"],
+            "below_k": stats["below_k"],
+            "cap_exact_at_k": stats["capped"] / (measured * k) if measured else 0.0,
+        }
+        chosen = by_den[self.scorer.denominator]
+        vocabulary = (
+            self.vocab.result(self.scorer.vocab, top=self.vocab_top, lazy_rate=self.lazy_rate)
+            if n
+            else None
+        )
+        cloud = [] if vocabulary is None else vocabulary.top_terms
+        cloud_terms = merge_word_pieces(
+            [Term(t.token, t.mean_weight, t.index) for t in cloud], self.scorer.vocab, self.words
+        )
+        return SetDeviation(
+            kind=self.kind,
+            n=n,
+            n_measured=measured,
+            exact=chosen["exact_at_k"],
+            semantic=chosen["semantic_at_k"],
+            by_denominator=by_den,
+            positive_terms=pos,
+            flops=flops_within(self.counts, n),
+            flops_with_self_pairs=flops_with_self_pairs(self.counts, n),
+            mean_active_dims=self.nnz / n if n else 0.0,
+            rows=list(self.rows),
+            skipped=list(self.skipped),
+            n_skipped=self.n_skipped,
+            vocabulary=vocabulary,
+            cloud_terms=cloud_terms,
+            counts=self.counts.copy(),
+        )
