@@ -101,6 +101,8 @@ def pick_device(device: str | None = None) -> str:
     """``cuda`` when available and not overridden, else ``cpu``; validates the name."""
     import torch
 
+    if device is not None and not isinstance(device, str):
+        raise InputError(f"device must be 'cpu', 'cuda' or 'auto', not {type(device).__name__}")
     if device is None or device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -163,6 +165,11 @@ class Needs:
 
         A registry card can be checked before its encoder loads.
         """
+        if not hasattr(encoder, "capabilities"):
+            raise InputError(
+                f"{self.analysis} needs a loaded encoder (lexlens.load_encoder(name)), not "
+                f"{type(encoder).__name__}"
+            )
         if self.is_compatible(encoder):
             return
         missing = sorted(self.all_of - encoder.capabilities) or sorted(self.any_of)
@@ -402,10 +409,14 @@ def check_texts(texts: list[str]) -> list[str]:
     """Reject empty input with a clear message; returns the texts unchanged."""
     if isinstance(texts, str):
         raise InputError("pass a list of texts, not a single string")
+    if not isinstance(texts, (list, tuple)):
+        raise InputError(f"pass a list of texts, not {type(texts).__name__}")
     if len(texts) == 0:
         raise InputError("no texts given")
     for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str):
+            raise InputError(f"text #{i + 1} is {type(text).__name__}, not a string")
+        if not text.strip():
             which = "the text is" if len(texts) == 1 else f"text #{i + 1} is"
             raise InputError(f"{which} empty: type some words to encode")
     return texts

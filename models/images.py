@@ -69,13 +69,18 @@ def _read_bytes(source: ImageSource, name: str) -> tuple[bytes, str]:
             raise InputError(f"{label}: file not found")
         if path.is_dir():
             raise InputError(f"{label}: is a directory, not an image file")
+        if not path.is_file():  # a FIFO would wait forever, a device read without end
+            raise InputError(f"{label}: not a regular file (a pipe, a device or a socket)")
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise InputError(f"{label}: file too large ({size:,} bytes; limit {MAX_FILE_BYTES:,})")
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)  # the file may grow while read
         except OSError as exc:
             raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(f"{label}: file too large (limit {MAX_FILE_BYTES:,} bytes)")
     elif hasattr(source, "read"):
         label = name or str(getattr(source, "name", "") or "uploaded image")
         data = source.read(MAX_FILE_BYTES + 1)

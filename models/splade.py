@@ -39,7 +39,7 @@ from lexlens.models.checkpoint import (
     tensor_shapes,
 )
 from lexlens.models.projection import pack, project_rows, segment_max, segment_max_projection
-from lexlens.models.text_io import load_bert_tokenizer, tokenize_batch
+from lexlens.models.text_io import check_tokenizer_fits, load_bert_tokenizer, tokenize_batch
 
 #: Texts tokenised at once before being sorted by length into batches.
 TOKENIZE_GROUP = 1024
@@ -105,6 +105,7 @@ class SpladeEncoder(Encoder):
             mlm = AutoModelForMaskedLM.from_config(config)
         load_checked(mlm, state, weights)
         tokenizer = load_bert_tokenizer(path)
+        check_tokenizer_fits(tokenizer, int(config.vocab_size), str(path))
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
 
     @torch.inference_mode()

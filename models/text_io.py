@@ -46,6 +46,16 @@ def load_bert_tokenizer(path: Path | None = None) -> Any:
     raise EncoderLoadError("no tokenizer found (tokenizer.json or vocab.txt)")
 
 
+def check_tokenizer_fits(tokenizer: Any, rows: int, where: str) -> None:
+    """Refuse a tokenizer whose ids run past the model's embedding table (another model's)."""
+    size = len(tokenizer)
+    if size > rows:
+        raise EncoderLoadError(
+            f"{where}: its tokenizer has {size:,} tokens but the model embeds only {rows:,}: "
+            "the tokenizer belongs to another checkpoint"
+        )
+
+
 def tokenize_batch(tokenizer: Any, texts: list[str], max_length: int) -> TokenBatch:
     """Tokenise with padding and truncation; records which texts were cut."""
     clipped = [t[:MAX_CHARS] for t in texts]

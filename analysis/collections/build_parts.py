@@ -18,8 +18,9 @@ import numpy as np
 from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
 from lexlens.analysis.core.gating import check_gate_k
+from lexlens.analysis.core.inputs import check_batch_size
 from lexlens.analysis.core.results import Result, internal
-from lexlens.models.base import Encoder, InputError
+from lexlens.models.base import Encoder
 
 #: Items encoded per batch when the caller does not say.
 DEFAULT_BATCH_SIZE = 32
@@ -47,8 +48,7 @@ class IndexResult(Result):
 def check_build_options(gate_k: int, batch_size: int) -> None:
     """The gate k and the batch size of a build, checked before anything is read."""
     check_gate_k(gate_k)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError("--batch-size must be a positive integer")
+    check_batch_size(batch_size)
 
 
 def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> IndexResult:

@@ -29,6 +29,7 @@ from lexlens.analysis.core.inputs import (
     parse_labels,
     read_csv,
     read_error,
+    regular_file,
 )
 from lexlens.analysis.core.results import Record, internal
 from lexlens.models.base import InputError
@@ -76,6 +77,7 @@ def open_source(path: str | Path | Any, *, label: str | None = None) -> Source:
             "dense features (.npy, .safetensors, .parquet), not "
             f"{suffix or 'a file without extension'}"
         )
+    regular_file(p, f"--source {shown}")
     if not os.access(p, os.R_OK):
         raise InputError(f"--source {shown}: permission denied (cannot read the file)")
     if suffix in FEATURE_SUFFIXES:  # read by lexlens.analysis.collections.features_index
@@ -169,6 +171,10 @@ def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
     )
     for n, (line, row) in enumerate(rows):
         where = f"{source.label}:{line}"
+        if not isinstance(row.get("text") or "", str):  # a list, a number, a boolean
+            kind = type(row["text"]).__name__
+            yield Skipped(where, f"its 'text' is a {kind}, not a string: skipped")
+            continue
         text = str(row.get("text") or "").strip()
         image_cell = str(row.get("image") or "").strip()
         image = ""

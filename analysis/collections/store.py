@@ -93,6 +93,8 @@ class StoredIndex:
     """
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, (str, Path)):
+            raise InputError(f"an index is a folder path, not {type(path).__name__}")
         self.path = Path(path).expanduser()
         self.label = str(path)
         self.manifest = read_manifest(self.path)

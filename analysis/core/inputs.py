@@ -25,6 +25,21 @@ MAX_TEXT_FILE_BYTES = 512 * 1024 * 1024
 TEXT_SUFFIXES = (".txt", ".csv", ".jsonl")
 #: Separator of several labels in one cell.
 LABEL_SEPARATOR = "|"
+#: The most inputs one batch may hold: memory grows with the batch, never with the corpus.
+MAX_BATCH_SIZE = 4096
+
+
+def check_batch_size(batch_size: object) -> int:
+    """A batch size from 1 to :data:`MAX_BATCH_SIZE`, else one clear error."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"the batch size must be a positive integer, not {batch_size!r}")
+    if batch_size > MAX_BATCH_SIZE:
+        raise InputError(
+            f"the batch size {batch_size:,} is over the limit of {MAX_BATCH_SIZE:,} inputs "
+            "(memory grows with the batch)"
+        )
+    return batch_size
+
 
 Source = str | Path | bytes | bytearray
 
@@ -231,6 +246,10 @@ def read_texts(
         ids, texts, labels, skipped = [], [], [], 0
         has_labels = any("labels" in r for r in rows)
         for n, row in enumerate(rows):
+            if not isinstance(row.get("text") or "", str):  # a list, a number, a boolean
+                raise InputError(
+                    f"{label}: row {n + 1}'s text is a {type(row['text']).__name__}, not a string"
+                )
             text = str(row.get("text") or "").strip()
             if not text:
                 skipped += 1

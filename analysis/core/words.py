@@ -56,6 +56,19 @@ def input_words(units: list[str]) -> set[str]:
     return words
 
 
+def word_of_unit(units: list[str], i: int) -> str:
+    """The whole word unit ``i`` of a text belongs to (``gi`` of ``gi ##raf ##fe`` → giraffe)."""
+    if i < 0 or i >= len(units) or is_special_token(units[i]):
+        return units[i] if 0 <= i < len(units) else ""
+    start = i
+    while start > 0 and units[start].startswith("##"):
+        start -= 1
+    stop = i + 1
+    while stop < len(units) and units[stop].startswith("##"):
+        stop += 1
+    return units[start] + "".join(u[2:] for u in units[start + 1 : stop])
+
+
 def top_terms(
     weights: np.ndarray,
     vocab: list[str],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.inputs import check_batch_size
 from lexlens.models.base import Capability, InputError, Needs
 
 DEVIATION_NEEDS = Needs("semantic deviation", all_of=frozenset({Capability.TEXT_LEXICAL}))
@@ -46,7 +47,6 @@ def check_options(
         raise InputError(f"the gate k must be -1 (ungated), 0 (own tokens only) or more: {gate_k}")
     if denominator not in DENOMINATORS:
         raise InputError(f"denominator must be one of {', '.join(DENOMINATORS)}: {denominator!r}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"the batch size must be a positive integer, not {batch_size!r}")
+    check_batch_size(batch_size)
     if not isinstance(max_rows, int) or max_rows < 0:
         raise InputError(f"the number of rows shown must be 0 or more, not {max_rows!r}")

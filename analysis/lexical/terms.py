@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.results import Record, Result
-from lexlens.analysis.core.vocabulary import own_tokens
-from lexlens.analysis.core.words import Term, input_words, top_terms
+from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
+from lexlens.analysis.core.words import Term, input_words, top_terms, word_of_unit
 from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
 from lexlens.models.base import (
     Capability,
@@ -66,7 +66,8 @@ def term_rows(
 
     ``units`` restricts the view to a group of units (a patch group): their pooled rows
     give the weights, and provenance is sought among them. ``from_unit`` (the unit that
-    won the max pool) is given when per-unit rows were kept. ``in_input`` marks
+    won the max pool) is given when per-unit rows were kept, and for a text ``from_word``,
+    the whole input word that unit belongs to. ``in_input`` marks
     bag-of-words terms (the input's own tokens) against expansion terms. Pieces merge
     into the input's own words and any ``words`` given (see :func:`merge_word_pieces`).
     """
@@ -85,9 +86,12 @@ def term_rows(
         if term.pieces:
             row["pieces"] = [vocab[i] for i in term.pieces]
     if encoding.unit_weights is not None:
+        text = encoding.input_ids is not None
         for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):
             row["from_unit"] = prov.unit
             row["from_unit_index"] = prov.unit_index
+            if text:  # the whole input word the winning piece belongs to
+                row["from_word"] = word_of_unit(encoding.units, prov.unit_index)
     return rows
 
 
@@ -241,6 +245,12 @@ def terms_of_encoding(
     notes = list(encoding.notes)
     if encoding.truncated:
         notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
+    if "text" in info and encoding.units and all(is_special_token(u) for u in encoding.units):
+        notes.append(
+            "the text has no token of the encoder's vocabulary (only "
+            + ", ".join(dict.fromkeys(encoding.units))
+            + "): its terms come from these special tokens alone, not from its words"
+        )
     return TermsResult(encoder.name, info, raw, merged, notes)
 
 
@@ -263,6 +273,8 @@ def terms(
     given = sum(x is not None for x in (text, image, features))
     if given != 1:
         raise InputError("give one of a text, an image or dense features")
+    if text is not None and not isinstance(text, str):
+        raise InputError(f"text must be a string, not {type(text).__name__}")
     if not isinstance(top, int) or top <= 0:
         raise InputError("the number of top terms must be a positive integer")
     if features is not None:

@@ -340,6 +340,8 @@ def _precheck(options: dict) -> None:
         options.get("top", 10), options.get("magnitude", "sum"), options.get("explain", 5),
     )  # fmt: skip
     query, image = options.get("query"), options.get("query_image")
+    if query is not None and not isinstance(query, str):
+        raise InputError(f"the query must be a string, not {type(query).__name__}")
     if (query is None) == (image is None):
         raise InputError("give a text query (--query) or a query image (--query-image)")
     if query is not None and not query.strip():

@@ -74,7 +74,7 @@ def show(result: TermsResult, merged: bool) -> None:
             "term": [r["token"] for r in rows],
             "weight": [r["weight"] for r in rows],
             "kind": ["bag of words" if r["in_input"] else "expansion" for r in rows],
-            "from input token": [r.get("from_unit", "") for r in rows],
+            "from input word": [r.get("from_word", r.get("from_unit", "")) for r in rows],
             "pieces": [" ".join(r.get("pieces", [])) for r in rows],
         }
     )
@@ -83,16 +83,19 @@ def show(result: TermsResult, merged: bool) -> None:
     st.subheader("Top terms and their provenance")
     st.dataframe(table, hide_index=True, width="stretch")
 
-    st.subheader("What each input token produces")
-    st.caption("For each input token, the top terms whose max-pooled weight came from its row.")
+    st.subheader("What each input word produces")
+    st.caption(
+        "For each word of the input, the top terms whose max-pooled weight came from one of "
+        "its tokens (a word split into pieces counts once)."
+    )
     by_unit: dict[str, list[str]] = {}
     for r in rows:
         if "from_unit_index" in r:
-            by_unit.setdefault(f"{r['from_unit_index']}: {r['from_unit']}", []).append(r["token"])
+            by_unit.setdefault(r.get("from_word") or r["from_unit"], []).append(r["token"])
     st.dataframe(
         pd.DataFrame(
             {
-                "input token": list(by_unit),
+                "input word": list(by_unit),
                 "terms it produces": [", ".join(v) for v in by_unit.values()],
             }
         ),
@@ -139,12 +142,7 @@ except LexlensError as exc:
     show_last("This text could not be encoded.")
     st.stop()
 
-if encoding.truncated:
-    st.warning(
-        f"The text is longer than the encoder's limit: only its first {encoder.max_length} "
-        "tokens were encoded."
-    )
-for note in encoding.notes:
-    st.caption(f"Note: {note}")
+for note in result.notes:  # truncation, special tokens only: what changes how to read it
+    st.warning(f"Note: {note}")
 st.session_state[LAST] = result
 show(result, merge)

@@ -92,6 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         return _run(argv)
 
 
+def _is_utf8(value: str) -> bool:
+    """Whether an argument decoded to text (bytes that are not UTF-8 arrive as surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
@@ -99,6 +108,10 @@ def _run(argv: list[str] | None) -> int:
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     command = args.command
+    for key, value in vars(args).items():
+        if isinstance(value, str) and not _is_utf8(value):
+            option = f"--{key.replace('_', '-')}"
+            return _fail(command, f"{option} is not UTF-8 text: Lexlens reads and writes UTF-8")
     try:
         args.func(args)
         sys.stdout.flush()

@@ -23,7 +23,7 @@ def test_text_page_shows_cloud_terms_and_provenance():
     assert {"cat", "sleeping", "book"} <= set(top)
     assert set(terms["kind"]) == {"bag of words", "expansion"}
     row = terms[terms["term"] == "cats"].iloc[0]
-    assert row["from input token"] == "cat" and row["kind"] == "expansion"
+    assert row["from input word"] == "cat" and row["kind"] == "expansion"
     assert len(at.get("image")) == 1  # the word cloud
 
 
@@ -33,8 +33,21 @@ def test_text_page_empty_and_long_text():
     assert any("empty" in e.value for e in at.error)
     at = _run("sparse " * 20_000)
     assert not at.exception
-    assert any("only its first" in w.value for w in at.warning)
+    assert any("truncated to the encoder's limit" in w.value for w in at.warning)
     assert len(at.dataframe) >= 1
+
+
+def test_text_page_names_whole_words_and_says_when_only_special_tokens_speak():
+    at = _run("a giraffe eating leaves")
+    assert not at.exception and not at.error
+    terms = at.dataframe[0].value
+    row = terms[terms["term"] == "giraffe"].iloc[0]
+    assert row["from input word"] == "giraffe" and row["pieces"] == "gi ##raf ##fe"
+    produces = at.dataframe[1].value
+    assert "giraffe" in list(produces["input word"]) and "gi" not in list(produces["input word"])
+    at = _run("🙂🙂 [CLS] [MASK]")
+    assert not at.exception and not at.error
+    assert any("no token of the encoder's vocabulary" in w.value for w in at.warning)
 
 
 def test_contrib_page_contributions_sum_to_score():
