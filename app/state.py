@@ -317,6 +317,15 @@ def record_inputs(
         st.caption(f"This state could not be kept for a reload: {exc}")
 
 
+def keep_for_reload(
+    page: str, prefix: str, summary: str, uploads: dict[str, list[tuple[str, bytes]]] | None = None
+) -> None:
+    """:func:`record_inputs` of every kept widget whose key starts with ``prefix`` (a quick
+    page: its result is recomputed from them after a reload)."""
+    keys = sorted(k for k in st.session_state.get(_KEPT, ()) if k.startswith(prefix))
+    record_inputs(page, summary, {k: st.session_state.get(k) for k in keys}, uploads)
+
+
 def start_job(
     page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]],
     work: Callable,

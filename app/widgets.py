@@ -31,5 +31,5 @@ def term_table(rows: list[dict]):
         {"term": [r["token"] for r in rows], "weight": [r["weight"] for r in rows]}
     )
     if any("pieces" in r for r in rows):
-        table["pieces"] = [" ".join(r.get("pieces", [])) for r in rows]
+        table["pieces"] = [" ".join(r.get("spelling", r.get("pieces", []))) for r in rows]
     return table

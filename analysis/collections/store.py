@@ -353,13 +353,22 @@ class StoredIndex:
             )
         return (total / max(1, len(self))).astype(np.float32)
 
-    def strongest_terms(self, n: int = 30) -> list[tuple[str, float]]:
+    def strongest_terms(self, n: int = 30, evidence_items: int = 20_000) -> list[Any]:
         """The ``n`` terms of highest mean gated weight (:meth:`mean_weights`), strongest
-        first; terms that no item uses are left out."""
-        mean = self.mean_weights()
-        vocab = self.vocab
-        top = mean.argsort()[::-1][:n]
-        return [(vocab[i], float(mean[i])) for i in top if float(mean[i]) > 0]
+        first, as words: pieces of a word the items spell (their texts, captions and labels,
+        read from the first ``evidence_items``) or the encoder knows are joined into it,
+        weighing as its strongest piece. Terms that no item uses are left out."""
+        from lexlens.analysis.core.words import item_words, top_terms
+
+        words = set(self.known_words)
+        columns = [c for c in ("text", "captions", "labels") if c in self._parquet.schema.names]
+        if columns:
+            for batch in self.iter_batches(batch_size=4096, columns=["id", *columns]):
+                for meta in batch.meta:
+                    words |= item_words(meta)
+                if batch.stop >= evidence_items:
+                    break
+        return top_terms(self.mean_weights(), self.vocab, n, merge_pieces=True, words=words)
 
 
 def read_manifest(path: Path) -> dict:

@@ -162,6 +162,14 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
     return sorted(out, key=lambda t: -t.weight)
 
 
+def spelling(term: Term, vocab: list[str]) -> list[str]:
+    """How a term is spelled in the vocabulary: every piece of a merged word (``cat ##amo
+    ##unt``, also those that lend it no weight), else nothing."""
+    if not term.pieces:
+        return []
+    return wordpiece_split(term.token, token_positions(vocab)) or [vocab[i] for i in term.pieces]
+
+
 def text_words(text: str) -> set[str]:
     """The lower-cased words a text spells (runs of letters and digits): the evidence that
     pieces of a vocabulary belong together when only the text is at hand."""

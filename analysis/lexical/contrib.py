@@ -26,6 +26,7 @@ from lexlens.analysis.core.gating import (
     gate,
 )
 from lexlens.analysis.core.results import Record, Result, json_key
+from lexlens.analysis.core.words import input_words, merge_contributions
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -100,6 +101,10 @@ class ContribResult(Result):
     query_mode: str
     gate_k: int = json_key("topk")
     notes: list[str] = field(default_factory=list)
+    #: The contributions for reading: word pieces joined into the words the inputs spell
+    #: (or the encoders know), each word's contribution the sum of its pieces' (they still
+    #: sum to the score); largest first.
+    contributions_words: list[dict] = field(default_factory=list)
 
 
 def _side(what: str, text: str | None, image: Any, name: str | None) -> tuple[str, Any, str]:
@@ -207,6 +212,10 @@ def contrib(
         q_vec = gate(q_enc, vocab, gate_k)
     d_vec = gate(d_enc, vocab, gate_k)
     score, rows = contributions(q_vec, d_vec, vocab)
+    words = set(query_encoder.known_words) | set(doc_encoder.known_words)
+    for enc in (q_enc, d_enc):
+        words |= input_words(enc.units if enc.input_ids is not None else [])
+    in_words = merge_contributions([r.to_dict() for r in rows], vocab, words)
     notes = [*q_enc.notes, *d_enc.notes]
     for what, enc, encoder in (("query", q_enc, query_encoder), ("document", d_enc, doc_encoder)):
         if enc.truncated:
@@ -230,4 +239,5 @@ def contrib(
         query_mode=mode,
         gate_k=gate_k,
         notes=list(dict.fromkeys(notes)),
+        contributions_words=in_words,
     )

@@ -12,7 +12,7 @@ import numpy as np
 
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
-from lexlens.analysis.core.words import Term, input_words, top_terms, word_of_unit
+from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, word_of_unit
 from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
 from lexlens.models.base import (
     Capability,
@@ -85,6 +85,8 @@ def term_rows(
         row["in_input"] = vocab[term.index] in own
         if term.pieces:
             row["pieces"] = [vocab[i] for i in term.pieces]
+            # the whole spelling, for reading ("pieces": those that lend the word weight)
+            row["spelling"] = spelling(term, vocab)
     if encoding.unit_weights is not None:
         text = encoding.input_ids is not None
         for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):

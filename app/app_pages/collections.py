@@ -29,6 +29,7 @@ from lexlens.analysis.collections.workspace import (
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.results import progress_part
+from lexlens.analysis.core.words import spelling
 from lexlens.app.state import (
     encoder_choice,
     job_outcome,
@@ -186,7 +187,10 @@ else:
         f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
         f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
     )
-    terms = pd.DataFrame(index.strongest_terms(30), columns=["term", "mean weight"])
+    terms = pd.DataFrame(
+        [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
+        columns=["word", "mean weight", "pieces"],
+    )
     left, right = st.columns([1, 2])
     left.markdown("**Strongest terms over the collection** (mean gated weight)")
     left.dataframe(terms, hide_index=True, height=300)

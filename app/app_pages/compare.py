@@ -31,7 +31,13 @@ from lexlens.app.compare_views import (
     show_input_terms,
 )
 from lexlens.app.samples import sample_images
-from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.app.state import (
+    encoder_picker,
+    keep_for_reload,
+    kept,
+    remembered_uploads,
+    restore_inputs,
+)
 from lexlens.models import LexicalEncoding, LexlensError
 
 KINDS = ["Text", "Image", "Stored collection"]
@@ -61,6 +67,8 @@ def encode(_encoder, encoder_key: str, kind: str, digest: str, _value) -> Lexica
     return encode_image(_encoder, _value)
 
 
+restore_inputs("compare")  # a reload, a bookmark or a link: the inputs in the URL's run
+uploads: list[tuple[str, bytes]] = []  # an uploaded image, kept with the inputs
 kind = st.radio("Compare on", KINDS, horizontal=True, key=kept("compare_kind", KINDS[0]))
 RESULT = f"compare_result_{kind.split()[0].lower()}"  # the last result of each kind is kept
 top_default = 20 if kind != KINDS[2] else DEFAULT_HITS
@@ -185,6 +193,8 @@ else:
 result = st.session_state.get(RESULT)
 if result is None:
     st.stop()
+keep_for_reload("compare", "compare_", f"compare A and B on {kind.lower()}",
+                {"compare_upload": uploads} if uploads else {})  # fmt: skip
 
 
 show_header(result)

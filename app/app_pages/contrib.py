@@ -16,7 +16,15 @@ from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
 from lexlens.analysis.lexical.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
-from lexlens.app.state import content_key, encoder_picker, kept, kept_result, remembered_uploads
+from lexlens.app.state import (
+    content_key,
+    encoder_picker,
+    keep_for_reload,
+    kept,
+    kept_result,
+    remembered_uploads,
+    restore_inputs,
+)
 
 st.header("Query ⊙ Document")
 st.caption(
@@ -29,6 +37,7 @@ st.caption(
 
 SAMPLES = sample_images()
 KINDS = ["Text", "Image"]
+restore_inputs("contrib")  # a reload, a bookmark or a link: the inputs in the URL's run
 q_kind = st.session_state.get("contrib_q_kind", "Text")
 d_kind = st.session_state.get("contrib_d_kind", "Text")
 text_encoder = image_encoder = None
@@ -118,6 +127,9 @@ result: ContribResult | None = kept_result(
 )  # fmt: skip
 if result is None:
     st.stop()
+keep_for_reload("contrib", "contrib_", "query ⊙ document", {
+    f"contrib_{p}_upload": [image] for p, image in (("q", q_image), ("d", d_image)) if image
+})  # fmt: skip
 
 for note in result.notes:
     st.caption(f"Note: {note}")
@@ -126,14 +138,23 @@ st.metric("Score", f"{result.score:.4f}", help=f"{len(rows)} shared terms")
 if not rows:
     st.info("The query and the document share no active term: the score is 0.")
     st.stop()
-table = pd.DataFrame([r.to_dict() for r in rows]).drop(columns="index")
-fig = px.bar(table.head(30)[::-1], x="contribution", y="token", orientation="h")
+words = pd.DataFrame(result.contributions_words).rename(columns={"token": "word"})
+if "pieces" in words:
+    words["pieces"] = [" ".join(p) if isinstance(p, list) else "" for p in words["pieces"]]
+fig = px.bar(words.head(30)[::-1], x="contribution", y="word", orientation="h")
 fig.update_layout(
-    height=max(240, 22 * min(30, len(rows)) + 60), margin=dict(l=10, r=10, t=10, b=10)
+    height=max(240, 22 * min(30, len(words)) + 60), margin=dict(l=10, r=10, t=10, b=10)
 )
 st.plotly_chart(fig, width="stretch")
-st.dataframe(table, hide_index=True, width="stretch")
-st.caption(f"Sum of contributions: {table['contribution'].sum():.6f} = score {result.score:.6f}")
+st.caption(
+    "Word pieces are joined into the words the inputs spell; a word's contribution is the sum "
+    "of its pieces'. Each token's own row is in the table below."
+)
+st.dataframe(words.drop(columns="index"), hide_index=True, width="stretch")
+st.caption(f"Sum of contributions: {words['contribution'].sum():.6f} = score {result.score:.6f}")
+table = pd.DataFrame([r.to_dict() for r in rows]).drop(columns="index")
+with st.expander(f"Every token ({len(table)})"):
+    st.dataframe(table, hide_index=True, width="stretch")
 d1, d2 = st.columns(2)
 d1.download_button(
     "Contributions (JSON)", json_text(result), "contributions.json", "application/json"

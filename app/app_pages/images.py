@@ -29,7 +29,13 @@ from lexlens.analysis.lexical.terms import (
 )
 from lexlens.app.image_views import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
 from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
-from lexlens.app.state import encoder_picker, kept, remembered_uploads
+from lexlens.app.state import (
+    encoder_picker,
+    keep_for_reload,
+    kept,
+    remembered_uploads,
+    restore_inputs,
+)
 from lexlens.app.widgets import show_cloud, term_table
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
@@ -50,6 +56,7 @@ st.caption(
 SAMPLES = sample_images()
 DEFAULT = DEFAULT_SAMPLE if DEFAULT_SAMPLE in SAMPLES else next(iter(SAMPLES), None)
 
+restore_inputs("images")  # a reload, a bookmark or a link: the inputs in the URL's run
 kept("image_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.container(border=True):
     uploads = st.file_uploader(
@@ -198,6 +205,8 @@ card = encoder_card(encoder.name)
 if card is not None:
     st.caption(f"**{card.name}**: {card.summary}.")
 
+keep_for_reload("images", "image_", "terms of " + ", ".join(n for _, n, _, _ in images),
+                {"image_uploads": uploaded})  # fmt: skip
 for label, name, data, picture in images:
     with st.container(border=True):
         show_image(label, name, data, picture)

@@ -30,9 +30,11 @@ from lexlens.app.state import (
     ROOT,
     content_key,
     encoder_picker,
+    keep_for_reload,
     kept,
     kept_result,
     remembered_uploads,
+    restore_inputs,
 )
 from lexlens.models import LexlensError
 
@@ -52,6 +54,9 @@ st.caption(
     "labelled A and not B)."
 )
 
+restore_inputs("search")  # a reload, a bookmark or a link: the inputs in the URL's run
+kept_files: list[tuple[str, bytes]] = []  # an uploaded collection, an uploaded query image
+kept_images: list[tuple[str, bytes]] = []
 source = st.radio("Collection", SOURCES, horizontal=True, key=kept("search_source", SOURCES[0]))
 cards = [c for c in list_collections() if "error" not in c]
 if source == SOURCES[0] and not cards:
@@ -227,5 +232,9 @@ result: SearchResult | None = kept_result(
 )
 if result is None:
     st.stop()
+keep_for_reload("search", "search_", f"search “{options.get('query') or 'an image'}”", {
+    key: files for key, files in (("search_upload", kept_files), ("search_image", kept_images))
+    if files
+})  # fmt: skip
 
 show_result(result, target)

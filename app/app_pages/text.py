@@ -11,7 +11,7 @@ import streamlit as st
 from lexlens.analysis.core.outputs import frame_csv_bytes, json_text
 from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, encode_text, terms_of_encoding
-from lexlens.app.state import encoder_picker, kept
+from lexlens.app.state import encoder_picker, keep_for_reload, kept, restore_inputs
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
 
@@ -24,6 +24,7 @@ st.caption(
     "input's own tokens (bag of words); orange terms are expansion terms the model added."
 )
 
+restore_inputs("text")  # a reload, a bookmark or a link: the inputs in the URL's run
 kept("text_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.form("text_form"):
     text = st.text_area("Text", height=100, key=kept("text_input", DEFAULT_TEXT))
@@ -75,7 +76,7 @@ def show(result: TermsResult, merged: bool) -> None:
             "weight": [r["weight"] for r in rows],
             "kind": ["bag of words" if r["in_input"] else "expansion" for r in rows],
             "from input word": [r.get("from_word", r.get("from_unit", "")) for r in rows],
-            "pieces": [" ".join(r.get("pieces", [])) for r in rows],
+            "pieces": [" ".join(r.get("spelling", r.get("pieces", []))) for r in rows],
         }
     )
     if not table["pieces"].any():
@@ -145,4 +146,5 @@ except LexlensError as exc:
 for note in result.notes:  # truncation, special tokens only: what changes how to read it
     st.warning(f"Note: {note}")
 st.session_state[LAST] = result
+keep_for_reload("text", "text_", f"terms of “{text[:60]}”")
 show(result, merge)

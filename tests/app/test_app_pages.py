@@ -56,7 +56,16 @@ def test_contrib_page_contributions_sum_to_score():
     table = at.dataframe[0].value
     score = float(at.metric[0].value)
     assert abs(table["contribution"].sum() - score) < 1e-3
-    assert "cat" in set(table["token"])
+    assert "cat" in set(table["word"])
+    # Word pieces join into the words the texts spell, in the chart and the table.
+    at.text_input(key="contrib_q_text").set_value("a giraffe")
+    at.text_area(key="contrib_d_text").set_value("a giraffe eating leaves in the savanna")
+    at.run()
+    assert not at.exception and not at.error
+    words = at.dataframe[0].value
+    assert "giraffe" in set(words["word"]) and not any(w.startswith("##") for w in words["word"])
+    assert abs(words["contribution"].sum() - float(at.metric[0].value)) < 1e-3
+    assert "giraffe" in at.get("plotly_chart")[0].proto.spec
 
 
 def test_search_page_on_sample_collection():

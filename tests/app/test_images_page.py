@@ -35,6 +35,9 @@ def test_sample_cat_shows_cloud_grid_and_terms(cat_page):
     assert {"Word cloud (PNG)", "Terms (CSV)", "Terms (JSON)"} <= {
         b.label for b in at.get("download_button")
     }
+    # A merged word lists its whole spelling, also the pieces that lend it no weight.
+    pieces = dict(zip(whole["term"], whole["pieces"], strict=True))
+    assert pieces["catamount"] == "cat ##amo ##unt" and pieces["tabby"] == "tab ##by"
 
 
 def test_cells_group_and_typed_heatmap(cat_page):

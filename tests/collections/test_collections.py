@@ -311,8 +311,17 @@ def test_build_collection_of_the_workspace(splade, tmp_path, monkeypatch):
     index = open_index(result.out)
     terms = index.strongest_terms(3)
     mean = index.mean_weights()
-    assert [t for t, _ in terms] == [index.vocab[i] for i in np.argsort(-mean)[:3]]
-    assert terms[0][1] >= terms[1][1] >= terms[2][1] > 0
+    assert [t.token for t in terms] == [index.vocab[i] for i in np.argsort(-mean)[:3]]
+    assert terms[0].weight >= terms[1].weight >= terms[2].weight > 0
+    # Pieces of a word the items spell are read as that word (weighing as its strongest).
+    rows = [("g1", "a giraffe", ""), ("g2", "a giraffe eating", ""), ("g3", "two giraffe", "")]
+    src = _texts_csv(tmp_path / "giraffes.csv", rows)
+    index = open_index(build_collection(splade, "giraffes", "path", path=str(src)).out)
+    words = {t.token: t for t in index.strongest_terms(30)}
+    assert "giraffe" in words and not any(w.startswith("##") for w in words)
+    pieces = words["giraffe"].pieces
+    assert [index.vocab[i] for i in pieces] == ["gi", "##raf", "##fe"]
+    assert words["giraffe"].weight == pytest.approx(float(index.mean_weights()[list(pieces)].max()))
 
 
 def test_sample_photos_are_copied_beside_their_table(tmp_path):
