@@ -163,9 +163,15 @@ def build_collection(
     gate_k: int = DEFAULT_GATE_K,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
+    split: str | None = None,
+    images: str | None = None,
+    image_column: str | None = None,
+    text_columns: list[str] | None = None,
 ) -> IndexResult:
     """Build (or update) the workspace collection ``name`` from uploaded ``files``, a
-    ``path`` on this server or the sample photos (``source_kind``: :data:`SOURCE_KINDS`)."""
+    ``path`` on this server or the sample photos (``source_kind``: :data:`SOURCE_KINDS`).
+    A path to a benchmark takes the options of ``lexlens index`` (``split``, ``images``,
+    ``image_column``, ``text_columns``); empty ones are left out."""
     name = check_name(name)
     if source_kind == "upload":
         source = save_upload_source(name, files or [])
@@ -177,7 +183,13 @@ def build_collection(
         source = load_sample_photos(sources_dir() / name)
     else:
         raise InputError(f"source kind {source_kind!r}: one of {', '.join(SOURCE_KINDS)}")
+    bench = {
+        "split": (split or "").strip() or None,
+        "images": (images or "").strip() or None,
+        "image_column": (image_column or "").strip() or None,
+        "text_columns": [c.strip() for c in text_columns or [] if c.strip()] or None,
+    }
     return index_collection(
         encoder, source, collections_dir() / name, gate_k=gate_k, batch_size=batch_size,
-        progress=progress,
+        progress=progress, **bench,
     )  # fmt: skip

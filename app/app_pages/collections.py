@@ -27,9 +27,8 @@ from lexlens.analysis.collections.workspace import (
     workspace,
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
-from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.results import progress_part
-from lexlens.analysis.core.words import spelling
+from lexlens.app.collection_views import show_collection
 from lexlens.app.state import (
     encoder_choice,
     job_outcome,
@@ -39,7 +38,6 @@ from lexlens.app.state import (
     show_job,
     start_job,
 )
-from lexlens.app.thumbnails import item_thumbnail
 from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
@@ -60,7 +58,9 @@ st.caption(
 
 
 INPUT_KEYS = ("collections_encoder", "collections_encoder_dir", "collections_source",
-              "collections_path", "collections_name", "collections_k", "collections_batch")  # fmt: skip
+              "collections_path", "collections_name", "collections_k", "collections_batch",
+              "collections_split", "collections_images", "collections_image_column",
+              "collections_text_columns")  # fmt: skip
 restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
 # --------------------------------------------------------------------------------- build
@@ -75,6 +75,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
     ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
+    bench: dict = {}
     if source_kind == "upload":
         uploads = st.file_uploader(
             "Images, and/or one .csv/.jsonl/.txt (image paths in it are the uploaded file "
@@ -86,8 +87,22 @@ with st.expander("Build a collection", expanded=not list_collections()):
         files = remembered_uploads("collections_uploads", uploads)
     elif source_kind == "path":
         server_path = st.text_input(
-            "Folder of images, or a .txt/.csv/.jsonl file", key=kept("collections_path", "")
+            "Folder of images, a .txt/.csv/.jsonl file, or a benchmark (a BEIR folder, MS "
+            "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID)",
+            key=kept("collections_path", ""),
         )
+        with st.expander("Benchmark options (the split's queries and judgements are kept)"):
+            b1, b2, b3, b4 = st.columns(4)
+            bench = {
+                "split": b1.text_input("Split", key=kept("collections_split", ""),
+                                       help="default: test (dev for MS MARCO)"),
+                "images": b2.text_input("Image folder (Karpathy)",
+                                        key=kept("collections_images", "")),
+                "image_column": b3.text_input("Image column (Hugging Face)",
+                                              key=kept("collections_image_column", "")),
+                "text_columns": b4.text_input("Caption columns (comma-separated)",
+                                              key=kept("collections_text_columns", "")).split(","),
+            }  # fmt: skip
     else:
         st.caption(
             "19 scikit-image photos with captions and labels written for Lexlens "
@@ -114,6 +129,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
                 return build_collection(
                     encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
                     batch_size=batch, progress=progress_part(progress, 0.05, 1.0, "building: "),
+                    **bench,
                 )  # fmt: skip
 
             start_job("collections", f"build {name.strip()}", inputs, uploads, work)
@@ -173,57 +189,7 @@ else:
     except LexlensError as exc:
         st.error(str(exc))
         st.stop()
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Items", f"{card['items']:,}")
-    m2.metric("Non-zeros per item", f"{card['mean_nnz']:.1f}")
-    m3.metric("Gate k", card["gate_k"])
-    m4.metric(
-        "On disk",
-        f"{card['disk_bytes'] / 1e6:.2f} MB",
-        help=f"CSR alone {card['csr_bytes'] / 1e6:.2f} MB",
-    )
-    st.caption(
-        f"Encoder **{card['encoder']}** · {card['modality']} items · {card['labelled']} "
-        f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
-        f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
-    )
-    terms = pd.DataFrame(
-        [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
-        columns=["word", "mean weight", "pieces"],
-    )
-    left, right = st.columns([1, 2])
-    left.markdown("**Strongest terms over the collection** (mean gated weight)")
-    left.dataframe(terms, hide_index=True, height=300)
-    preview = index.meta(range(min(len(index), 12)))
-    with right:
-        st.markdown("**First items**")
-        if index.modality == "image":
-            cols = st.columns(4)
-            for n, meta in enumerate(preview):
-                data = item_thumbnail(index, meta, side=200)
-                with cols[n % 4]:
-                    if data:
-                        st.image(data, caption=meta["id"], width="stretch")
-                    else:
-                        st.caption(f"{meta['id']} (image not found)")
-        else:
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {"id": x["id"], "text": x["text"], "labels": " | ".join(x["labels"])}
-                        for x in preview
-                    ]  # fmt: skip
-                ),
-                hide_index=True,
-                width="stretch",
-            )
-    skipped = index.manifest.get("skipped", [])
-    if skipped:
-        with st.expander(f"{len(skipped)} skipped item(s)"):
-            st.dataframe(pd.DataFrame(skipped), hide_index=True, width="stretch")
-    st.download_button(
-        "Manifest (JSON)", json_text(index.manifest), f"{chosen}-manifest.json", "application/json"
-    )
+    show_collection(index, card)
     with st.popover("Delete…"):
         st.write(f"Delete **{chosen}** and its stored vectors? This cannot be undone.")
         if st.button("Delete for good", key="collections_delete", type="primary"):

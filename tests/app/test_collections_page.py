@@ -61,3 +61,27 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     at.run()
     assert not (home / "collections" / "pets").exists()
     assert any("No stored collection" in i.value for i in at.info)
+
+
+def test_a_benchmark_from_a_server_path_keeps_its_queries(tmp_path, monkeypatch):
+    """A Karpathy split JSON with its image folder and split, as ``lexlens index`` takes it."""
+    from lexlens.analysis.benchmark.evaluate import stored_benchmark
+    from lexlens.analysis.collections.store import open_index
+    from tests.helpers import ROOT, skimage_path
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    bench = ROOT / "data" / "benchmarks" / "photos_karpathy"
+    at = app_page("app_pages/collections.py")
+    at.radio(key="collections_source").set_value("Path on this server").run()
+    at.text_input(key="collections_path").set_value(str(bench / "dataset_photos.json"))
+    at.text_input(key="collections_images").set_value(str(skimage_path("chelsea.png").parent))
+    at.text_input(key="collections_split").set_value("test")
+    at.text_input(key="collections_name").set_value("karpathy")
+    at.run()
+    click_and_wait(at, at.button[0].click)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    index = open_index(home / "collections" / "karpathy")
+    queries, qrels = stored_benchmark(index)
+    assert len(index) == 12 and index.modality == "image"
+    assert queries.is_file() and qrels.is_file()

@@ -1,0 +1,70 @@
+"""How the Collections page shows an opened collection: its figures, strongest words, first
+items, skipped items and manifest."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.outputs import json_text
+from lexlens.analysis.core.words import spelling
+from lexlens.app.thumbnails import item_thumbnail
+
+
+def show_collection(index: StoredIndex, card: dict) -> None:
+    """One opened collection (``card``: its line of the workspace list)."""
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Items", f"{card['items']:,}")
+    m2.metric("Non-zeros per item", f"{card['mean_nnz']:.1f}")
+    m3.metric("Gate k", card["gate_k"])
+    m4.metric(
+        "On disk",
+        f"{card['disk_bytes'] / 1e6:.2f} MB",
+        help=f"CSR alone {card['csr_bytes'] / 1e6:.2f} MB",
+    )
+    st.caption(
+        f"Encoder **{card['encoder']}** · {card['modality']} items · {card['labelled']} "
+        f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
+        f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
+    )
+    terms = pd.DataFrame(
+        [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
+        columns=["word", "mean weight", "pieces"],
+    )
+    left, right = st.columns([1, 2])
+    left.markdown("**Strongest terms over the collection** (mean gated weight)")
+    left.dataframe(terms, hide_index=True, height=300)
+    preview = index.meta(range(min(len(index), 12)))
+    with right:
+        st.markdown("**First items**")
+        if index.modality == "image":
+            cols = st.columns(4)
+            for n, meta in enumerate(preview):
+                data = item_thumbnail(index, meta, side=200)
+                with cols[n % 4]:
+                    if data:
+                        st.image(data, caption=meta["id"], width="stretch")
+                    else:
+                        st.caption(f"{meta['id']} (image not found)")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {"id": x["id"], "text": x["text"], "labels": " | ".join(x["labels"])}
+                        for x in preview
+                    ]  # fmt: skip
+                ),
+                hide_index=True,
+                width="stretch",
+            )
+    skipped = index.manifest.get("skipped", [])
+    if skipped:
+        with st.expander(f"{len(skipped)} skipped item(s)"):
+            st.dataframe(pd.DataFrame(skipped), hide_index=True, width="stretch")
+    st.download_button(
+        "Manifest (JSON)",
+        json_text(index.manifest),
+        f"{card['name']}-manifest.json",
+        "application/json",
+    )
