@@ -114,7 +114,7 @@ def collection_inputs(
                 _a, _b, key_a: str, key_b: str, path_a: str, path_b: str, updated: str,
                 gates: tuple[int, int], query: str | None, top: int, k: int,
             ) -> CompareResult:  # fmt: skip
-                bar = st.progress(0.0, "Comparing…")
+                bar = st.progress(0.0, f"Comparing {key_a} and {key_b}…")
                 try:
                     return compare_indexes(
                         path_a, None if path_b == path_a else path_b, encoder_a=_a,

@@ -16,7 +16,8 @@ from lexlens.models import LexlensError
 def side_title(result: CompareResult, s: str) -> str:
     d = result.a if s == "a" else result.b
     where = f" on {d['index']}" if "index" in d else ""
-    return f"{s.upper()}: {d['encoder']}{where}, gate k {d['gate_k']}"
+    origin = f" (from {d['source']})" if "source" in d else ""
+    return f"{s.upper()}: {d['encoder']}{origin}{where}, gate k {d['gate_k']}"
 
 
 def show_terms(c: TermComparison, key: str) -> None:

@@ -155,7 +155,7 @@ def jobs_sidebar() -> None:
                 job.status, job.status
             )
             box.page_link(
-                f"app_pages/{job.run.page}.py", label=f"{job.run.summary[:40]} — {state}",
+                f"app_pages/{job.run.page}.py", label=f"{state} · {job.run.summary[:40]}",
                 query_params={"run": job.id},
             )  # fmt: skip
             if not job.finished:

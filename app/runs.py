@@ -68,6 +68,7 @@ class Run:
     message: str = ""
     uploads: list[str] = field(default_factory=list)  # file names under uploads/
     key: str = ""  # hash of page + inputs + uploads: which result fits which inputs
+    session: str = ""  # the browser session that made it (its id travels in the URL)
 
     @property
     def folder(self) -> Path:
@@ -108,6 +109,7 @@ class Run:
             "id": self.id, "page": self.page, "summary": self.summary, "inputs": self.inputs,
             "created": self.created, "updated": self.updated, "status": self.status,
             "message": self.message, "uploads": self.uploads, "key": self.key,
+            "session": self.session,
         }  # fmt: skip
 
     def save(self) -> None:
@@ -117,11 +119,14 @@ class Run:
 
 
 def create(
-    page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str
-) -> Run:
+    page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str,
+    session: str = "",
+) -> Run:  # fmt: skip
     """A new run with its inputs and uploads written (status ``running``)."""
     now = time.time()
-    run = Run(secrets.token_hex(8), page, summary, inputs, now, now, "running", key=key)
+    run = Run(
+        secrets.token_hex(8), page, summary, inputs, now, now, "running", key=key, session=session
+    )
     if uploads:
         write_files(
             run.folder / "uploads", {f"{i}.bin": data for i, (_, data) in enumerate(uploads)}
@@ -152,6 +157,12 @@ def load(run_id: str) -> Run:
         ) from None
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"run {run_id} cannot be read ({exc})") from None
+
+
+def latest_run(page: str, session: str) -> Run | None:
+    """The newest run of ``page`` made in the browser session ``session``, if any."""
+    mine = [r for r in list_runs() if r.session == session and r.page == page]
+    return mine[0] if mine else None
 
 
 def list_runs() -> list[Run]:

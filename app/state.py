@@ -147,6 +147,7 @@ def kept(key: str, default: object = None) -> str:
 def restore_kept() -> None:
     """Remember every kept value; give it back to widgets that were not on the screen in
     the previous run (call once per run, before any page draws)."""
+    browser_session()  # the URL carries the session, so a reload finds every page's run
     st.session_state[_RUN] = st.session_state.get(_RUN, 0) + 1
     values = st.session_state.setdefault(_VALUES, {})
     drawn = st.session_state.get(_DRAWN)  # None: unknown, so every widget gets its value
@@ -222,6 +223,25 @@ def inputs_key(page: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes
     return content_key(*parts)
 
 
+_SESSION = "_lexlens_browser_session"
+
+
+def browser_session() -> str:
+    """This browser session's id, kept in the URL (``?session=…``) so that after a reload
+    every page finds its last run again; a new one for a new tab."""
+    import re
+    import secrets
+
+    sid = st.session_state.get(_SESSION)
+    if sid is None:
+        given = st.query_params.get("session") or ""
+        sid = given if re.fullmatch(r"[0-9a-f]{16}", given) else secrets.token_hex(8)
+        st.session_state[_SESSION] = sid
+    if st.query_params.get("session") != sid:
+        st.query_params["session"] = sid
+    return sid
+
+
 def url_run_id() -> str | None:
     """The run id the page's URL carries, if any."""
     value = st.query_params.get("run")
@@ -242,23 +262,37 @@ _PAGE_RUNS = "_lexlens_page_runs"  # page → its last run in this session
 
 def url_run(page: str):
     """The run the URL names, when it is one of ``page``'s (a bad id: an error, dropped).
-    Back on a page without a run in its URL, the page's last run of this session returns
-    to the URL."""
+    Back on a page whose URL names no run of its own, the page's last run of this session
+    returns to the URL."""
     run_id = url_run_id()
-    if run_id is None:
-        run_id = st.session_state.get(_PAGE_RUNS, {}).get(page)
-        if run_id is None:
+    if run_id is not None:
+        try:
+            run = _run(run_id)
+        except LexlensError as exc:
+            st.error(str(exc))
+            del st.query_params["run"]
             return None
-        st.query_params["run"] = run_id
+        if run.page == page:
+            st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+            return run
+    # No run in the URL, or another page's: this page's last run in this browser session
+    # (remembered, or found by the session id the URL carries after a reload).
+    own = st.session_state.get(_PAGE_RUNS, {}).get(page)
+    if own is None:
+        from lexlens.app import runs
+
+        latest = runs.latest_run(page, browser_session())
+        own = latest.id if latest is not None else None
     try:
-        run = _run(run_id)
-    except LexlensError as exc:
-        st.error(str(exc))
-        del st.query_params["run"]
-        return None
-    if run.page != page:
+        run = None if own is None else _run(own)
+    except LexlensError:  # deleted meanwhile (History)
+        run = None
+    if run is None:
+        if run_id is not None:
+            del st.query_params["run"]
         return None
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+    st.query_params["run"] = run.id
     return run
 
 
@@ -289,7 +323,7 @@ def _new_run(page, summary, inputs, uploads, status: str):
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
         page, summary, {k: state_of(v) for k, v in inputs.items()}, flat,
-        inputs_key(page, inputs, uploads),
+        inputs_key(page, inputs, uploads), browser_session(),
     )  # fmt: skip
     run.status = status
     st.session_state.setdefault(_RUNS, {})[run.id] = run

@@ -1,4 +1,4 @@
-"""Stored collections at scale (issue 8): indexing throughput, the 20,000-text build, query
+"""Stored collections at scale: indexing throughput, the 20,000-text build, query
 latency on synthetic indexes of 10k / 100k / 1M items, sparse vs dense, build memory.
 
 Every figure carries its goal. Memory is measured in a fresh child process per build

@@ -39,7 +39,7 @@ from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Result, json_key, progress_part
+from lexlens.analysis.core.results import Progress, Result, internal, progress_part
 from lexlens.analysis.core.words import item_words, text_words, top_terms
 from lexlens.models.base import Encoder, InputError
 from lexlens.models.registry import as_encoder
@@ -66,13 +66,8 @@ class EvaluationResult(Result):
     blame: list[dict]
     missing: dict | None = None  # items a run names that the collection does not hold
     notes: list[str] = field(default_factory=list)
-    run: dict = json_key("run", default_factory=dict)  # {query id: [(item id, score), …]}
-
-    def to_dict(self) -> dict:
-        """The JSON document, without the full run (it is the run.trec file)."""
-        doc = super().to_dict()
-        doc.pop("run")
-        return doc
+    #: {query id: [(item id, score), …]}: not in the JSON document (it is the run.trec file)
+    run: dict = internal(default_factory=dict)
 
     def files(self) -> dict[str, bytes]:
         """evaluation.json, per_query.csv, failures.csv, blame.csv, the run (run.trec) and

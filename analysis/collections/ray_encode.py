@@ -29,11 +29,11 @@ from lexlens.models.base import Encoder, InputError
 def check_ray(address: str) -> None:
     """Ray is installed and the address is one we understand (before any work starts)."""
     try:
-        import ray  # noqa: F401
+        import ray
     except ImportError:
-        raise InputError(
-            'encoding on Ray needs Ray: pip install "lexlens[ray]" (or drop --ray)'
-        ) from None
+        ray = None
+    if not hasattr(ray, "init"):  # not installed (a folder named ray is no Ray)
+        raise InputError('encoding on Ray needs Ray: pip install "lexlens[ray]" (or drop --ray)')
     if address not in ("local", "auto") and not address.startswith("ray://") and ":" not in address:
         raise InputError(
             f"--ray {address!r}: give nothing (a local Ray), 'auto' (this machine's cluster) "

@@ -1,7 +1,7 @@
 """Compare two encoders — or one encoder at two gate k — on one input or a stored collection.
 
 Two *sides*, A and B, each an encoder and a gate k. Every number is read off the retrieval
-representation ``E(x) = V(x) ⊙ G(x)`` (SPEC §1: the top-k dimensions of ``V`` plus, for a
+representation ``E(x) = V(x) ⊙ G(x)`` (VDR's gate: the top-k dimensions of ``V`` plus, for a
 text, its own tokens) at each side's gate k.
 
 **One input** (a text, or an image with an optional box):
@@ -61,7 +61,7 @@ from lexlens.models.base import (
     Needs,
     pool_units,
 )
-from lexlens.models.registry import as_encoder, check_spec
+from lexlens.models.registry import as_encoder, check_spec, encoder_card
 
 #: What comparing needs of *both* encoders, per kind of input.
 COMPARE_TEXT_NEEDS = Needs(
@@ -349,6 +349,8 @@ def compare_sides(a: _Side, b: _Side, *, top: int) -> TermComparison:
 
 def _describe_side(encoder: Encoder, k: int, encoding: LexicalEncoding | None = None) -> dict:
     out: dict[str, Any] = {"encoder": encoder.name, "gate_k": k, "vocab_size": len(encoder.vocab)}
+    if encoder.source and encoder_card(encoder.name) is None:  # a checkpoint folder: where from
+        out["source"] = encoder.source
     if encoding is not None and encoding.grid is not None:
         out["grid"] = list(encoding.grid)
         out["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))

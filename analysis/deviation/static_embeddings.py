@@ -1,4 +1,4 @@
-"""``f_enc`` of Semantic@k (SPEC.md §2): context-free token vectors, looked up by token
+"""``f_enc`` of Semantic@k (D2S's semantic deviation): context-free token vectors, looked up by token
 string — the encoder's own input word-embedding table, or a GloVe-format text file."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 tables of exclusion pairs (A, B) or of queries with their relevant ids (``lexlens search
 --eval``).
 
-Evaluation: relevant items for (A, B) carry label A and not label B (seed 003). MRR@1,
+Evaluation: relevant items for (A, B) carry label A and not label B (as in the exclusion-queries paper of Prachi et al.). MRR@1,
 MRR@10, NDCG@10 and AP@10 are computed by ir-measures (``RR@1``, ``RR@10``, ``nDCG@10``,
 ``AP@10``: trec_eval's definitions; AP@10 divides by *all* relevant items, not min(R, 10)).
 Each ranking is handed over with strictly decreasing scores, so every backend sees the same
@@ -175,7 +175,7 @@ def evaluate(
     min_relevant: int = 1,
     progress: Progress | None = None,
 ) -> EvalResult:
-    """Run a table of exclusion pairs (A, B) per method — seed 003's Table 1 — or of text
+    """Run a table of exclusion pairs (A, B) per method — the exclusion-queries paper's Table 1 — or of text
     queries with their relevant ids (plain search). Metrics by ir-measures."""
     k_items, coverage = check_settings("sr", "b", k_items, coverage, 10, magnitude, 0)
     check_gate_k(spec.gate_k)

@@ -1,9 +1,10 @@
-"""Exclusion queries "A but not B" (SPEC.md §3, seed 003): SR's dimension sets and two
-baselines, each a ranking of a collection's items.
+"""Exclusion queries "A but not B" (Prachi, Bhatia and Bedathur, "Answering Multimodal
+Exclusion Queries with Lightweight Sparse Disentangled Representations"): SR's dimension
+sets and two baselines, each a ranking of a collection's items.
 
 Exclusion methods
 -----------------
-``sr`` — the sparse-representation method of seed 003 ("dimension extraction", then
+``sr`` — the paper's sparse-representation method ("dimension extraction", then
 "exclusion and final retrieval"), with every choice the paper leaves open made explicit:
 
 1. Retrieve the top-``K`` items for the single-label query A (plain inner-product search

@@ -1,4 +1,4 @@
-"""Search a collection: plain search and exclusion "A but not B" (SPEC.md §3, seed 003).
+"""Search a collection: plain search and exclusion "A but not B" (after the exclusion-queries paper of Prachi et al.).
 
 A *collection* is a stored index (:class:`lexlens.analysis.collections.store.StoredIndex`) or a small
 :class:`~lexlens.analysis.search.memory_collection.MemoryCollection`. Plain search ranks items by

@@ -135,22 +135,24 @@ with st.expander("Build a collection", expanded=not list_collections()):
             start_job("collections", f"build {name.strip()}", inputs, uploads, work)
         except LexlensError as exc:
             st.error(str(exc))
-    last, job, state = job_outcome("collections", IndexResult, inputs, uploads)
-    if state in ("queued", "running"):
-        st.caption("Building as a job: switch pages freely, it goes on; the result shows here.")
-        show_job(job)
-    elif state in ("failed", "cancelled", "lost"):
-        message = job.message if job is not None else "the server stopped while it ran"
-        (st.error if state == "failed" else st.info)(f"The last build {state}: {message}")
-    if last is not None:
-        st.session_state["collections_open"] = Path(last.out).name
-        st.success(
-            f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
-            f"reused {last.reused}, skipped {len(last.skipped)}"
-            + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
-        )
-        if last.skipped:
-            st.dataframe(pd.DataFrame([s.to_dict() for s in last.skipped]), hide_index=True)
+
+# The build's progress and outcome, outside the form: seen on return with the form closed.
+last, job, state = job_outcome("collections", IndexResult, inputs, uploads)
+if state in ("queued", "running"):
+    st.caption("Building as a job: switch pages freely, it goes on; the result shows here.")
+    show_job(job)
+elif state in ("failed", "cancelled", "lost"):
+    message = job.message if job is not None else "the server stopped while it ran"
+    (st.error if state == "failed" else st.info)(f"The last build {state}: {message}")
+if last is not None:
+    st.session_state["collections_open"] = Path(last.out).name
+    st.success(
+        f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
+        f"reused {last.reused}, skipped {len(last.skipped)}"
+        + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
+    )
+    if last.skipped:
+        st.dataframe(pd.DataFrame([s.to_dict() for s in last.skipped]), hide_index=True)
 
 # ---------------------------------------------------------------------------------- list
 cards = list_collections()

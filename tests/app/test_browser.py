@@ -266,6 +266,58 @@ def test_end_to_end_session(app_url: str, browser: Any) -> None:
         (SHOTS / "e2e_seconds.json").write_text(json.dumps(laps, indent=2) + "\n")
 
 
+def test_jobs_outlive_page_switches_and_reloads(app_url: str, browser: Any) -> None:
+    """Start an attribution and a collection build, leave for another page (the sidebar
+    lists both jobs), come back (progress, then the result), reload (the URL's run brings
+    the state back) and open the History view."""
+    name = f"jobs-{int(time.time())}"
+    context, page, watch = _new_page(browser)
+    try:
+        page.goto(f"{app_url}/attribution", wait_until="domcontentloaded")
+        wait_idle(page)
+        page.get_by_role("button", name="Attribute", exact=True).click()
+        wait_idle(page)
+        _nav(page, "Collections")
+        build = page.get_by_role("button", name="Build", exact=True)
+        if not build.is_visible():
+            page.get_by_text("Build a collection").first.click()
+        page.get_by_role("textbox", name="Name", exact=True).fill(name)
+        page.get_by_role("textbox", name="Name", exact=True).press("Enter")
+        wait_idle(page)
+        build.click()
+        wait_idle(page)
+        shot(page, SHOTS, "jobs_1_build_started")
+        _nav(page, "Text")
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text("Jobs (one runs at a time").wait_for(timeout=30_000)
+        assert sidebar.get_by_text(f"build {name}").count() >= 1
+        shot(page, SHOTS, "jobs_2_sidebar_on_another_page")
+        _nav(page, "Attribution")
+        page.get_by_role("button", name="report.html").wait_for(timeout=300_000)
+        shot(page, SHOTS, "jobs_3_attribution_arrived")
+        _nav(page, "Collections")
+        done = page.get_by_text(re.compile(rf"{name}: 19 items"))
+        done.first.wait_for(timeout=300_000)
+        assert "run=" in page.url
+        page.reload(wait_until="domcontentloaded")  # the run in the URL brings it back
+        wait_idle(page)
+        done.first.wait_for(timeout=60_000)
+        shot(page, SHOTS, "jobs_4_collection_after_reload")
+        _nav(page, "Attribution")
+        page.reload(wait_until="domcontentloaded")
+        wait_idle(page)
+        page.get_by_role("button", name="report.html").wait_for(timeout=60_000)
+        _nav(page, "History")
+        assert "build " + name in page.inner_text("body")
+        shot(page, SHOTS, "jobs_5_history")
+        _clean(page, watch, "jobs")
+    except Exception:
+        shot(page, SHOTS, "jobs_failed")
+        raise
+    finally:
+        context.close()
+
+
 def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> None:
     """Each page opened directly by its URL (and the root) in a fresh session, then reloaded:
     it draws, shows no exception, sends no request beyond localhost and logs no console
@@ -278,7 +330,7 @@ def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> N
             page.goto(f"{app_url}/{path}", wait_until="domcontentloaded")
             wait_idle(page)
             expected = path or app_pages()[0][3]  # the root shows the first page at its URL
-            assert page.url.rstrip("/") == f"{app_url}/{expected}"
+            assert page.url.split("?")[0].rstrip("/") == f"{app_url}/{expected}"
             body = page.inner_text("body")
             assert "Page not found" not in body, path
             assert page.get_by_role("heading", level=1).count() + page.locator("h2").count() > 0
@@ -286,7 +338,7 @@ def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> N
             _clean(page, watch, f"/{path}")
             page.reload(wait_until="domcontentloaded")  # a reload at the page's own URL
             wait_idle(page)
-            assert page.url.rstrip("/") == f"{app_url}/{expected}"
+            assert page.url.split("?")[0].rstrip("/") == f"{app_url}/{expected}"
             assert "Page not found" not in page.inner_text("body"), path
             _clean(page, watch, f"/{path} reloaded")
             # The favicon is served by the app itself.

@@ -1,4 +1,4 @@
-"""The installed distribution exposes only ``lexlens`` (issue 7: one import namespace)."""
+"""The installed distribution exposes only ``lexlens`` (one import namespace)."""
 
 from __future__ import annotations
 

@@ -577,3 +577,19 @@ def test_one_encoder_without_gates_compares_the_default_against_a_smaller_gate(c
     doc = json.loads(run.stdout)
     assert (doc["a"]["gate_k"], doc["b"]["gate_k"]) == (768, 8)
     assert doc["terms"]["counts"]["active_b"] <= 8 < doc["terms"]["counts"]["active_a"]
+
+
+def test_a_checkpoint_folder_says_where_it_came_from(tmp_path):
+    """A local directory's encoder is named with its folder and the path it was read from
+    (a folder called "model" alone says nothing); registry encoders carry no path."""
+    import shutil
+
+    from lexlens.analysis.compare.compare import compare
+    from lexlens.app.compare_views import side_title
+    from lexlens.models.packaged import splade_tiny_dir
+
+    folder = tmp_path / "runs" / "model"
+    shutil.copytree(splade_tiny_dir(), folder)
+    result = compare("splade-tiny", str(folder), text="a dog on a beach")
+    assert "source" not in result.a and result.b["source"] == str(folder)
+    assert side_title(result, "b") == f"B: model (from {folder}), gate k {result.b['gate_k']}"

@@ -1,4 +1,4 @@
-"""Query ⊙ document contributions sum to the score; gating follows SPEC.md §1; either side
+"""Query ⊙ document contributions sum to the score; gating follows VDR's gate; either side
 may be an image (the default pair); the CLI and the page give the same JSON."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 from lexlens.analysis.collections.feature_files import read_features
 from lexlens.models import Capability, EncoderLoadError, InputError, load_encoder
 from lexlens.models.text_io import load_bert_tokenizer
-from tests.helpers import app_page, one_line_error
+from tests.helpers import app_page, click_and_wait, one_line_error, page_result
 
 HIDDEN, DENSE, VOCAB = 32, 16, 30522
 IDS = ["img-7", "img-9", "cap-3", "cap-4", "x"]
@@ -357,8 +357,10 @@ def test_deviation_page_takes_the_head_on_stored_features(
     at.radio(key="dev_source").set_value("Stored collection").run()
     _pick_directory(at, "dev_encoder", head_dir)
     assert not at.exception and not at.error
+    click_and_wait(at, next(b for b in at.button if b.label == "Measure the collection").click)
+    assert not at.exception and not at.error
     run = cli("deviation", "--index", feature_index[0], "--encoder", head_dir, "--json")
-    assert at.session_state["dev_result"].to_dict()["captions"] == run.json()["captions"]
+    assert page_result(at).to_dict()["captions"] == run.json()["captions"]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Search and exclusion (SPEC §3, seed 003) against hand-computed references; metrics by
+"""Search and exclusion (the exclusion-queries paper of Prachi et al.) against hand-computed references; metrics by
 ir-measures; stored indexes (text→image with the default pair, image→text); the CLI and the
 page give the same JSON."""
 
