@@ -240,3 +240,21 @@ def test_an_image_folder_link_leaving_it_is_skipped(tmp_path, cli):
     doc = proc.json()
     assert doc["items"] == 1
     assert any("outside the folder" in s["reason"] for s in doc["manifest"]["skipped"])
+
+
+def test_a_csv_image_through_a_linked_folder_is_refused(tmp_path, cli):
+    """Kind: escaping a source folder (the ``../`` and absolute-path checks passed it)."""
+    folder, outside = tmp_path / "data", tmp_path / "elsewhere"
+    folder.mkdir()
+    outside.mkdir()
+    shutil.copy(skimage_path("coffee.png"), outside / "secret.png")
+    shutil.copy(skimage_path("chelsea.png"), folder / "cat.png")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    table = folder / "items.csv"
+    table.write_text("image,caption\ncat.png,a cat\nlinked/secret.png,a cup\n")
+    proc = cli("index", "--encoder", "efficientnet-lite0-lexical", "--source", table,
+               "--out", tmp_path / "o", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = proc.json()
+    assert doc["items"] == 1
+    assert any("leaves the source's folder" in s["reason"] for s in doc["manifest"]["skipped"])
