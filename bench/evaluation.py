@@ -80,6 +80,7 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             single = [top_items(ix, q, 100) for q in vectors[:{ONE_AT_A_TIME}]]
             single_s = time.perf_counter() - t
             same = sum(a.rows.tolist() == b[0].tolist() for a, b in zip(batched, single))
+            lexlens_peak_mb = _status("VmHWM") / 1024  # before scipy's copy of the matrix
             transpose = ix.rows(0, len(ix)).T.tocsr()
             t = time.perf_counter()
             for start in range(0, len(vectors), 64):
@@ -92,6 +93,7 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             _done({{"evaluate_s": evaluate_s, "search_s": search_s, "batched_s": batched_s,
                     "single_s": single_s, "scipy_s": scipy_s, "same_rankings": same,
                     "compared": {ONE_AT_A_TIME}, "failures": len(result.failures),
+                    "lexlens_peak_rss_mb": lexlens_peak_mb,
                     "nnz": ix.nnz, "mean_query_terms": float(np.mean([np.count_nonzero(v) for v in vectors]))}})
             """,
             timeout=7200,
@@ -134,11 +136,12 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             ),
             figure(
                 "evaluation_1000_queries_1M_items_peak_rss",
-                r["peak_rss_mb"],
+                r["lexlens_peak_rss_mb"],
                 "MB",
                 goal=("<", 2560.0),
                 measured_with="peak RSS (VmHWM) of the child that evaluated, searched and ranked "
-                "(splade-tiny loaded, the index memory-mapped, the postings built once)",
+                "(splade-tiny loaded, the index memory-mapped, the postings built once), read "
+                "before the scipy peer copies the whole matrix (its peak is in the details)",
                 details=details,
             ),
         ]

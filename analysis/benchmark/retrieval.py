@@ -1,12 +1,15 @@
 """Exact top-n for many queries at once over a stored collection.
 
-The queries are one sparse matrix ``Q [queries × |V|]`` and the collection's postings an
-exact float32 transpose ``P [|V| × items]`` built once; a chunk of queries is scored by one
-sparse product ``Q_chunk · P`` (only items sharing a term with a query appear). Those
-float32 scores carry a rounding bound, and every item whose score could still reach a
-query's top n is rescored exactly in float64 from its stored row, as one query's search does
-(:func:`lexlens.analysis.search.ranking.top_items`): the rankings are the exact ones, ties
-broken by row. Memory: the transpose (12 bytes a non-zero) plus one chunk's scores.
+The queries are one sparse matrix ``Q [queries × |V|]`` and the collection's postings a
+matrix ``P [|V| × items]``: a large index's stored float16 postings (memory-mapped; their
+weights read once as float32), else an exact float32 transpose of a small one's CSR, built
+once. A chunk of queries is scored by one sparse product ``Q_chunk · P`` (only items sharing
+a term with a query appear). Those scores carry a bound on their error (float32 rounding,
+and float16 quantisation for stored postings), and every item whose score could still reach
+a query's top n is rescored exactly in float64 from its stored row, as one query's search
+does (:func:`lexlens.analysis.search.ranking.top_items`): the rankings are the exact ones,
+ties broken by row. Memory: 4 bytes a non-zero for stored postings (12 for a transpose)
+plus one chunk's scores, whatever the number of queries.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.store import FP16_ABS, FP16_REL, StoredIndex
 from lexlens.analysis.core.gating import bow_query, gate
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder
@@ -45,11 +48,33 @@ class BatchScorer:
     """Scores many queries against one stored index; the postings are built once."""
 
     def __init__(self, index: StoredIndex) -> None:
+        import scipy.sparse as sp
+
         self.index = index
         self.size = len(index)
-        self.postings = index.rows(0, self.size).T.tocsr() if self.size else None
+        #: The scale of the postings' weights, and the error bounds they add (0: exact).
+        self.scale, self.r16, self.a16 = 1.0, 0.0, 0.0
+        if not self.size:
+            self.postings = None
+        elif index.postings is not None and index.nnz < 2**31:
+            p_indptr, p_items, p_weights, scale = index.postings
+            self.postings = sp.csr_matrix(
+                (np.asarray(p_weights, np.float32), p_items, np.asarray(p_indptr, np.int32)),
+                shape=(index.vocab_size, self.size),
+            )
+            self.scale = float(scale)
+            self.r16, self.a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * self.scale
+        else:
+            self.postings = index.rows(0, self.size).T.tocsr()
+        self._magnitudes = None
         data = np.asarray(index.data)
         self.nonnegative = bool(data.size == 0 or float(data.min()) >= 0.0)
+
+    def _abs_postings(self):
+        """``|P|``, made once (only signed weights need it)."""
+        if self._magnitudes is None:
+            self._magnitudes = abs(self.postings)
+        return self._magnitudes
 
     def exact(self, row: int, q: np.ndarray) -> float:
         """Item ``row``'s exact score for the dense query ``q`` (float64)."""
@@ -89,11 +114,13 @@ class BatchScorer:
                     yield QueryRanking(empty, np.zeros(0), empty, np.zeros(0), np.zeros(0))
             else:
                 approx = (chunk @ self.postings).tocsr()
+                approx.data *= np.float32(self.scale)
                 signed = not self.nonnegative or bool((chunk.data < 0).any())
                 magnitude = None
                 if signed:  # align both by item: sorted rows (the unsigned path needs no order)
                     approx.sort_indices()
-                    magnitude = (abs(chunk) @ abs(self.postings)).tocsr()
+                    magnitude = (abs(chunk) @ self._abs_postings()).tocsr()
+                    magnitude.data *= np.float32(self.scale)
                     magnitude.sort_indices()
                 terms = np.diff(chunk.indptr)
                 for i in range(stop - start):
@@ -127,9 +154,12 @@ class BatchScorer:
         a, b = approx.indptr[i], approx.indptr[i + 1]
         touched = approx.indices[a:b].astype(np.int64)
         scores = approx.data[a:b].astype(np.float64)
-        rel = 2 * (terms + 2) * 2.0**-24  # float32 products and sums, doubled
+        # float32 products and sums over the query's terms, doubled; for stored postings also
+        # their float16 quantisation |w̃ − w| ≤ 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25 (doubled)
+        rel = (1 + 2 * (terms + 3) * 2.0**-24) * (1 + self.r16) - 1
+        absolute = self.a16 * (1 + rel) * float(np.abs(q).sum()) + 1e-300
         if magnitude is None:  # no negative weight: |q|·|w| = q·w
-            slack = rel * np.abs(scores) + 1e-300
+            slack = rel * np.abs(scores) + absolute
         else:  # every touched item, with its approximate score (0 where terms cancel)
             ma, mb = magnitude.indptr[i], magnitude.indptr[i + 1]
             mag_items = magnitude.indices[ma:mb].astype(np.int64)
@@ -139,7 +169,7 @@ class BatchScorer:
             aligned = np.zeros(mag_items.size)
             aligned[found] = scores[where[found]]
             touched, scores = mag_items, aligned
-            slack = rel * magnitude.data[ma:mb].astype(np.float64) + 1e-300
+            slack = rel * magnitude.data[ma:mb].astype(np.float64) + absolute
         if touched.size == 0:
             empty = np.zeros(0, np.int64)
             return QueryRanking(empty, np.zeros(0), touched, scores, slack)

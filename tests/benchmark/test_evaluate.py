@@ -43,13 +43,17 @@ QRELS = {
 }
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory, splade):
+@pytest.fixture(scope="module", params=[False, True], ids=["transpose", "stored-postings"])
+def index(request, tmp_path_factory, splade):
+    """The collection, searched through an exact transpose, or through the float16 postings
+    a large index stores (forced here on a small one)."""
     folder = tmp_path_factory.mktemp("bench")
     source = folder / "items.csv"
     source.write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in TEXTS.items()))
-    build_index(splade, source, folder / "ix")
-    return open_index(folder / "ix")
+    build_index(splade, source, folder / "ix", postings=request.param)
+    index = open_index(folder / "ix")
+    assert (index.postings is not None) == request.param
+    return index
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +63,15 @@ def result(index, splade):
 
 def test_batched_rankings_are_the_exact_per_query_rankings(index, splade):
     vectors = [gate(e, splade.vocab, 768) for e in splade.encode_texts(list(QUERIES.values()))]
+    dense = np.stack([index.vector(r) for r in range(len(index))]).astype(np.float64)
     for q, ranking in zip(vectors, BatchScorer(index).rank(vectors, 4), strict=True):
         rows, scores = top_items(index, q, 4)
         assert ranking.rows.tolist() == rows.tolist()
         np.testing.assert_array_equal(ranking.scores, scores)
+        exact = dense @ q.astype(np.float64)  # the reference: every item, in float64
+        order = np.lexsort((np.arange(len(index)), -exact))
+        assert ranking.rows.tolist() == order[: ranking.rows.size].tolist()
+        np.testing.assert_allclose(ranking.scores, exact[ranking.rows], rtol=1e-12)
 
 
 def test_the_rank_of_any_item_is_its_place_in_the_full_ranking(index, splade):
