@@ -106,7 +106,7 @@ class StoredIndex:
             raise self.corrupt(
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             ) from None
-        self._groups: dict[int, list[dict]] = {}
+        self._groups: dict[int, Any] = {}  # row group → Arrow table, oldest first
         self._vocab: list[str] | None = None
 
     def corrupt(self, why: str) -> InputError:
@@ -274,25 +274,35 @@ class StoredIndex:
             yield IndexBatch(start, stop, self.rows(start, stop), [m["id"] for m in meta], meta)
 
     # -- metadata -------------------------------------------------------------------------
-    def _group(self, g: int) -> list[dict]:
+    def _group(self, g: int) -> Any:
+        """Row group ``g`` of the metadata as an Arrow table (compact; the last 64 read are
+        kept, so memory stays bounded however many items are looked up)."""
         if g not in self._groups:
-            if len(self._groups) > 64:
-                self._groups.clear()
+            if len(self._groups) >= 64:
+                self._groups.pop(next(iter(self._groups)))
             try:
-                self._groups[g] = self._parquet.read_row_group(g).to_pylist()
+                self._groups[g] = self._parquet.read_row_group(g)
             except Exception as exc:  # pyarrow raises its own types for damaged files
                 raise self.corrupt(f"items.parquet: {str(exc).splitlines()[0]}") from None
         return self._groups[g]
 
     def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
         """Metadata dicts of the given rows (``id``, ``kind``, ``image``, ``text``,
-        ``captions``, ``labels``, …), with ``row`` added."""
-        out = []
-        for r in rows:
-            r = int(r)
-            row = dict(self._group(r // ROW_GROUP)[r % ROW_GROUP])
-            row["row"] = r
-            out.append({k: row[k] for k in columns} | {"row": r} if columns else row)
+        ``captions``, ``labels``, …), with ``row`` added; only the rows asked for become
+        Python objects."""
+        rows = [int(r) for r in rows]
+        out: list[dict] = [{} for _ in rows]
+        by_group: dict[int, list[int]] = {}
+        for n, r in enumerate(rows):
+            by_group.setdefault(r // ROW_GROUP, []).append(n)
+        for g, positions in by_group.items():
+            table = self._group(g)
+            if columns:
+                table = table.select(columns)
+            picked = table.take([rows[n] % ROW_GROUP for n in positions]).to_pylist()
+            for n, row in zip(positions, picked, strict=True):
+                row["row"] = rows[n]
+                out[n] = row
         return out
 
     def column(self, name: str) -> list:
