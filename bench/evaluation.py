@@ -68,19 +68,20 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             t = time.perf_counter()
             result = evaluate(ix, queries, qrels, top=100, query_encoder=splade)
             evaluate_s = time.perf_counter() - t
+            evaluate_peak_mb = _status("VmHWM") / 1024  # the model, the index, evaluate
+            evaluate_anon_mb = _peak["anon"] / 1024  # what the process itself allocated
             t = time.perf_counter()
             for text in texts[:{ONE_AT_A_TIME}]:
                 search_index(ix, query=text, top=100)
             search_s = time.perf_counter() - t
             vectors = encode_queries(splade, texts, "parametric", 768, None)
             t = time.perf_counter()
-            batched = list(BatchScorer(ix).rank(vectors, 100))
+            batched = [r.rows for r in BatchScorer(ix).rank(vectors, 100)]
             batched_s = time.perf_counter() - t
             t = time.perf_counter()
             single = [top_items(ix, q, 100) for q in vectors[:{ONE_AT_A_TIME}]]
             single_s = time.perf_counter() - t
-            same = sum(a.rows.tolist() == b[0].tolist() for a, b in zip(batched, single))
-            lexlens_peak_mb = _status("VmHWM") / 1024  # before scipy's copy of the matrix
+            same = sum(a.tolist() == b[0].tolist() for a, b in zip(batched, single))
             transpose = ix.rows(0, len(ix)).T.tocsr()
             t = time.perf_counter()
             for start in range(0, len(vectors), 64):
@@ -93,7 +94,8 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             _done({{"evaluate_s": evaluate_s, "search_s": search_s, "batched_s": batched_s,
                     "single_s": single_s, "scipy_s": scipy_s, "same_rankings": same,
                     "compared": {ONE_AT_A_TIME}, "failures": len(result.failures),
-                    "lexlens_peak_rss_mb": lexlens_peak_mb,
+                    "evaluate_peak_rss_mb": evaluate_peak_mb,
+                    "evaluate_peak_anon_mb": evaluate_anon_mb,
                     "nnz": ix.nnz, "mean_query_terms": float(np.mean([np.count_nonzero(v) for v in vectors]))}})
             """,
             timeout=7200,
@@ -135,13 +137,15 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
                 details=details,
             ),
             figure(
-                "evaluation_1000_queries_1M_items_peak_rss",
-                r["lexlens_peak_rss_mb"],
+                "evaluation_1000_queries_1M_items_peak_memory",
+                r["evaluate_peak_anon_mb"],
                 "MB",
                 goal=("<", 2560.0),
-                measured_with="peak RSS (VmHWM) of the child that evaluated, searched and ranked "
-                "(splade-tiny loaded, the index memory-mapped, the postings built once), read "
-                "before the scipy peer copies the whole matrix (its peak is in the details)",
+                measured_with="peak anonymous memory (RssAnon, sampled every 50 ms) of the child "
+                "up to the end of evaluate: splade-tiny loaded, one search, the 1,000 queries "
+                "encoded, ranked, measured and every failure explained. The index's files are "
+                "memory-mapped page cache, not counted here (VmHWM with them: "
+                "evaluate_peak_rss_mb in the details)",
                 details=details,
             ),
         ]
