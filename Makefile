@@ -17,9 +17,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
+# One resolve for the app and the dev tools (a second `pip install` re-checks everything).
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
-	touch $@
+	touch $(VENV)/.installed $@
 
 setup: $(VENV)/.installed
 setup-dev: $(VENV)/.installed-dev

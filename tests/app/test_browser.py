@@ -9,6 +9,7 @@ page may change its layout without breaking them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -316,6 +317,10 @@ def test_jobs_outlive_page_switches_and_reloads(app_url: str, browser: Any) -> N
         raise
     finally:
         context.close()
+        from lexlens.analysis.collections.workspace import delete_collection
+
+        with contextlib.suppress(Exception):  # the shared test workspace stays as it was
+            delete_collection(name)
 
 
 def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> None:
