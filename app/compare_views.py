@@ -196,8 +196,8 @@ def show_collection(result: CompareResult) -> None:
                     {
                         "id": h["id"], "status": h["status"], "rank A": h["rank_a"],
                         "rank B": h["rank_b"], "score A": h["score_a"], "score B": h["score_b"],
-                        "changed terms": ", ".join(
-                            f"{t['token']} {t['change']:+.3f}" for t in h["changed_terms"]
+                        "changed words": ", ".join(
+                            f"{t['word']} {t['change']:+.3f}" for t in h["changed_words"]
                         ),
                     }
                     for h in search["hits"]

@@ -32,6 +32,7 @@ from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.words import item_words, merge_contributions, text_words
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.analysis.deviation.options import DEFAULT_K, check_options
 from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
@@ -224,7 +225,14 @@ def _search_side_by_side(
             key=lambda r: (-abs(r["change"]), r["token"]),
         )
         shown = changes[:explain]
-        meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image"])[0]
+        meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image", "captions", "labels"])[0]
+        words = item_words(meta) | text_words(query) | targets[0].known_words
+        words |= targets[1].known_words
+        in_words = merge_contributions(
+            [{"token": r["token"], "contribution": r["change"]} for r in changes],
+            set(targets[0].vocab) | set(targets[1].vocab), words,
+        )  # fmt: skip
+        in_words.sort(key=lambda r: (-abs(r["contribution"]), r["token"]))
         moved.append(
             {
                 "id": item,
@@ -245,6 +253,10 @@ def _search_side_by_side(
                 ],
                 "changed_terms": shown,
                 "other_change": float(sum(r["change"] for r in changes[explain:])),
+                # the same changes read as words: a word's change is the sum of its pieces'
+                "changed_words": [
+                    {"word": r["token"], "change": r["contribution"]} for r in in_words[:explain]
+                ],
             }
         )
     order = {"entered": 0, "left": 1, "moved": 2, "same": 3}

@@ -386,6 +386,10 @@ def test_two_indexes_side_by_side(two_indexes, splade, variant, text_indexes, cl
         changes = sum(c["change"] for c in hit["changed_terms"]) + hit["other_change"]
         assert changes == pytest.approx(hit["score_b"] - hit["score_a"], abs=1e-9)
         assert all(c["change"] != 0 for c in hit["changed_terms"])
+        words = hit["changed_words"]  # the same changes read as words, largest first
+        assert [abs(w["change"]) for w in words] == sorted((abs(w["change"]) for w in words),
+                                                           reverse=True)  # fmt: skip
+        assert len(words) <= len(hit["changed_terms"]) or hit["other_change"] != 0
         in_a = hit["rank_a"] is not None and hit["rank_a"] <= 3
         in_b = hit["rank_b"] is not None and hit["rank_b"] <= 3
         expected_status = (
