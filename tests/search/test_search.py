@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.search.evaluation import evaluate, ir_metrics
 from lexlens.analysis.search.exclusion import covering_dimensions
 from lexlens.analysis.search.memory_collection import MemoryCollection
@@ -17,6 +18,7 @@ from lexlens.analysis.search.queries import QuerySpec
 from lexlens.analysis.search.search import search
 from lexlens.models import InputError
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
+from lexlens.models.wordpiece import wordpiece_split
 from tests.helpers import app_page, skimage_path
 
 VOCAB = ["dog", "beach", "park", "cat", "snow", "without", "images", "of"]
@@ -381,3 +383,35 @@ def test_search_page_sample_texts(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert "beach" not in at.session_state["search_result"].hits[0].text
+
+
+def test_hits_and_dimension_sets_read_in_words(photo_index):
+    """Pieces join into the words the items spell or the encoder knows; a word's contribution
+    is the sum of its pieces', so the words still make the score; "N more terms" reads as a
+    number; a query names a label after lower-casing and dropping its article."""
+    from lexlens.analysis.search.examples import example_queries
+    from lexlens.analysis.search.search import hit_summary, search_index
+
+    result = search_index(photo_index, query="a tabby cat", explain=50)
+    hit = result.hits[0]
+    assert hit.id == "chelsea"
+    words = {w["word"]: w for w in hit.top_words}
+    tokens = {c["token"]: c["contribution"] for c in hit.top_contributions}
+    assert words["tabby"]["pieces"] == ["tab", "##by"] and "tab" not in words
+    assert words["tabby"]["contribution"] == pytest.approx(tokens["tab"] + tokens["##by"])
+    assert sum(w["contribution"] for w in hit.top_words) == pytest.approx(hit.score, rel=1e-9)
+    summary = hit_summary(search_index(photo_index, query="a tabby cat", explain=1).hits[0])
+    assert summary.startswith("tabby ") and " more terms " in summary and "+ +" not in summary
+    index = open_index(photo_index)
+    result = search_index(index, query="space", exclude="vehicle")
+    for kind in ("include", "exclude", "kept"):
+        terms, words = result.dimensions[f"{kind}_terms"], result.dimensions[f"{kind}_words"]
+        assert len(words) <= len(terms)
+        for word in words:  # a token of the set, or a word all of whose pieces are in it
+            pieces = wordpiece_split(word, set(index.vocab)) or [word]
+            assert word in terms or all(p in terms for p in pieces), (kind, word)
+    result = search_index(index, query="An animal")
+    assert result.metrics is not None and result.relevant_count == 1
+    assert any("animal" in note for note in result.notes)
+    a, _ = example_queries(index)
+    assert a in {"animal", "cat", "drink", "food", "space", "vehicle", "person"}
