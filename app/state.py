@@ -278,9 +278,11 @@ def url_run(page: str):
     # No run in the URL, or another page's: this page's last run in this browser session
     # (remembered, or found by the session id the URL carries after a reload).
     own = st.session_state.get(_PAGE_RUNS, {}).get(page)
-    if own is None:
+    looked = st.session_state.setdefault("_lexlens_looked_up", set())
+    if own is None and page not in looked:  # once a session: the stored runs are read
         from lexlens.app import runs
 
+        looked.add(page)
         latest = runs.latest_run(page, browser_session())
         own = latest.id if latest is not None else None
     try:
