@@ -402,6 +402,20 @@ def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
     return results[run.id], None, "done"
 
 
+def show_job_state(job, state: str, doing: str, what: str) -> bool:
+    """A page's job as :func:`job_outcome` reports it: its live progress while queued or
+    running (True: the page has nothing else to show yet), else how the last one ended when
+    it did not finish (``doing``: "Building", ``what``: "build")."""
+    if state in ("queued", "running"):
+        st.caption(f"{doing} as a job: switch pages freely, it goes on; the result shows here.")
+        show_job(job)
+        return True
+    if state in ("failed", "cancelled", "lost"):
+        message = job.message if job is not None else "the server stopped while it ran"
+        (st.error if state == "failed" else st.info)(f"The last {what} {state}: {message}")
+    return False
+
+
 def show_job(job) -> None:
     """A job's progress, refreshed every second until it ends (then the page reruns), with a
     Cancel button."""

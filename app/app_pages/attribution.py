@@ -26,7 +26,7 @@ from lexlens.app.state import (
     kept,
     remembered_uploads,
     restore_inputs,
-    show_job,
+    show_job_state,
     start_job,
     url_run_id,
 )
@@ -111,13 +111,8 @@ if submitted and encoder is not None:
         st.error(str(exc))
 
 report, job, state = job_outcome("attribution", AttributionReport, inputs, uploads)
-if state in ("queued", "running"):
-    st.caption("Attributing as a job: switch pages freely, it goes on; the result shows here.")
-    show_job(job)
+if show_job_state(job, state, "Attributing", "run"):
     st.stop()
-if state in ("failed", "cancelled", "lost"):
-    message = job.message if job is not None else "the server stopped while it ran"
-    (st.error if state == "failed" else st.info)(f"The last run {state}: {message}")
 if state == "other":
     st.info("The inputs changed since the result in this page's URL: press **Attribute**.")
 if report is None:

@@ -35,7 +35,7 @@ from lexlens.app.state import (
     kept,
     remembered_uploads,
     restore_inputs,
-    show_job,
+    show_job_state,
     start_job,
 )
 from lexlens.models import LexlensError, load_encoder
@@ -138,12 +138,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
 
 # The build's progress and outcome, outside the form: seen on return with the form closed.
 last, job, state = job_outcome("collections", IndexResult, inputs, uploads)
-if state in ("queued", "running"):
-    st.caption("Building as a job: switch pages freely, it goes on; the result shows here.")
-    show_job(job)
-elif state in ("failed", "cancelled", "lost"):
-    message = job.message if job is not None else "the server stopped while it ran"
-    (st.error if state == "failed" else st.info)(f"The last build {state}: {message}")
+show_job_state(job, state, "Building", "build")
 if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
     st.success(

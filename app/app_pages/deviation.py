@@ -25,7 +25,7 @@ from lexlens.app.state import (
     record_inputs,
     remembered_uploads,
     restore_inputs,
-    show_job,
+    show_job_state,
     start_job,
 )
 
@@ -164,13 +164,8 @@ if spec is not None and st.button("Measure the collection", type="primary"):
                   path, spec, device=None if device == "auto" else device, progress=progress,
                   **options))  # fmt: skip
 result, job, state = job_outcome("deviation", DeviationResult, inputs)
-if state in ("queued", "running"):
-    st.caption("Measuring as a job: switch pages freely, it goes on; the result shows here.")
-    show_job(job)
+if show_job_state(job, state, "Measuring", "measurement"):
     st.stop()
-if state in ("failed", "cancelled", "lost"):
-    message = job.message if job is not None else "the server stopped while it ran"
-    (st.error if state == "failed" else st.info)(f"The last measurement {state}: {message}")
 if result is None:
     st.info("Press **Measure the collection**: it reads every stored vector, as a job.")
     st.stop()

@@ -29,7 +29,7 @@ from lexlens.app.state import (
     kept,
     remembered_uploads,
     restore_inputs,
-    show_job,
+    show_job_state,
     start_job,
 )
 from lexlens.models import LexlensError
@@ -102,13 +102,8 @@ if st.button("Evaluate", type="primary"):
         st.error(str(exc))
 
 result, job, state = job_outcome("evaluation", EvaluationResult, inputs, uploads)
-if state in ("queued", "running"):
-    st.caption("Evaluating as a job: switch pages freely, it goes on; the result shows here.")
-    show_job(job)
+if show_job_state(job, state, "Evaluating", "evaluation"):
     st.stop()
-if state in ("failed", "cancelled", "lost"):
-    message = job.message if job is not None else "the server stopped while it ran"
-    (st.error if state == "failed" else st.info)(f"The last evaluation {state}: {message}")
 if result is None:
     if state == "other":
         st.info("The inputs changed since the result in this page's URL: press **Evaluate**.")
