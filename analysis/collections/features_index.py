@@ -128,7 +128,7 @@ def build_features_index(
         and old.manifest.get("modality") == "features"
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == gate_k
+        and old.gate_k == gate_k
         and old.manifest["source"].get("fingerprint") == s_fingerprint
     ):
         return unchanged(str(out), encoder, old, time.perf_counter() - started)

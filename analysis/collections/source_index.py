@@ -100,7 +100,7 @@ def build_source_index(
         old is not None
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.manifest.get("gate_k") == gate_k
+        and old.gate_k == gate_k
         and old.manifest.get("modality") == modality
     )
     if old is not None and not compatible:

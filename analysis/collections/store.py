@@ -190,7 +190,8 @@ class StoredIndex:
             lines = (self.path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
             if len(lines) != self.vocab_size:
                 raise self.corrupt(f"vocab.txt has {len(lines)} tokens, expected {self.vocab_size}")
-            if vocab_hash(lines) != self.manifest["vocab"].get("hash", vocab_hash(lines)):
+            expected = self.manifest["vocab"].get("hash")
+            if expected is not None and vocab_hash(lines) != expected:
                 raise self.corrupt("vocab.txt was changed after the index was built")
             self._vocab = lines
         return self._vocab

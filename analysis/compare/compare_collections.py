@@ -330,7 +330,7 @@ def compare_indexes(
         encoder_a = default_query_encoder(ix_a, "text")
     encoder_a = as_encoder(encoder_a, device, COMPARE_INDEX_NEEDS, "encoder_a")
     encoder_b = as_encoder(encoder_b, device, COMPARE_INDEX_NEEDS, "encoder_b")
-    stored = (int(ix_a.manifest["gate_k"]), int(ix_b.manifest["gate_k"]))
+    stored = (ix_a.gate_k, ix_b.gate_k)
     same = one and encoder_a is encoder_b
     mean_active = ix_a.nnz / max(len(ix_a), 1)
     ka, kb = gate_pair(gate_k, default_gates("index", same, stored, mean_active))
@@ -347,7 +347,7 @@ def compare_indexes(
     notes: list[str] = []
     targets = []
     for s, (ix, kk, encoder) in enumerate(((ix_a, ka, encoder_a), (ix_b, kb, encoder_b))):
-        if kk == int(ix.manifest["gate_k"]):
+        if kk == ix.gate_k:
             targets.append(ix)
             continue
         if progress:
@@ -413,9 +413,9 @@ def compare_indexes(
             "items": len(ix),
             "modality": ix.modality,
             "index_encoder": ix.encoder_name,
-            "stored_gate_k": int(ix.manifest["gate_k"]),
+            "stored_gate_k": ix.gate_k,
             "gate_k": kk,
-            "regated": kk != int(ix.manifest["gate_k"]),
+            "regated": kk != ix.gate_k,
             "encoder": encoder.name,
             "vocab_size": ix.vocab_size,
         }

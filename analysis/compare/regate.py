@@ -21,7 +21,7 @@ from lexlens.models.base import Encoder, InputError
 
 
 def check_regate(ix: StoredIndex, k: int) -> None:
-    stored = int(ix.manifest["gate_k"])
+    stored = ix.gate_k
     if k == stored or stored == -1:
         return
     if k == -1 or k > stored or (stored == 0 and k != 0):
@@ -89,7 +89,7 @@ class RegatedIndex(StoredIndex):
     def __init__(self, base: StoredIndex, k: int, own: list[np.ndarray] | None = None) -> None:
         super().__init__(base.path)  # its own handles (memory maps, metadata) on the folder
         check_regate(self, k)
-        stored = int(self.manifest["gate_k"])
+        stored = self.gate_k
         self.indptr, self.indices, self.data = regate_rows(
             self.indptr, self.indices, self.data, k, own
         )

@@ -58,8 +58,10 @@ def input_words(units: list[str]) -> set[str]:
 
 def word_of_unit(units: list[str], i: int) -> str:
     """The whole word unit ``i`` of a text belongs to (``gi`` of ``gi ##raf ##fe`` → giraffe)."""
-    if i < 0 or i >= len(units) or is_special_token(units[i]):
-        return units[i] if 0 <= i < len(units) else ""
+    if not 0 <= i < len(units):
+        return ""
+    if is_special_token(units[i]):
+        return units[i]
     start = i
     while start > 0 and units[start].startswith("##"):
         start -= 1

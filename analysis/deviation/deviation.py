@@ -134,8 +134,7 @@ def deviation(
     check_options(
         k=k, gate_k=gate_k, denominator=denominator, batch_size=batch_size, max_rows=max_rows
     )
-    if glove is not None and not isinstance(glove, bytes):
-        glove = check_glove(glove)
+    glove = check_glove(glove)
     table = read_captions(captions, name, suffix=suffix)
     encoder = as_encoder(encoder, device, DEVIATION_NEEDS)
     static = static_embeddings_for(encoder, glove, glove_name=glove_name)
@@ -200,12 +199,11 @@ def deviation_of_index(
 
     ``encoder`` is the text encoder (its tokens, its static embeddings unless ``glove``); its
     vocabulary must be the index's. Left out, it is the one that puts text queries into the
-    index's vocabulary (the index's own encoder, or its text partner for an image index). ``gate_k``, when given, must equal the index's (stored
-    vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
+    index's vocabulary (the index's own encoder, or its text partner for an image index).
+    ``gate_k``, when given, must equal the index's (stored vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
     """
     check_options(k=k, denominator=denominator, batch_size=batch_size, max_rows=max_rows)
-    if glove is not None and not isinstance(glove, bytes):
-        glove = check_glove(glove)
+    glove = check_glove(glove)
     ix = index if isinstance(index, StoredIndex) else open_index(index)
     stored_gate = ix.gate_k
     if gate_k is not None and gate_k != stored_gate:

@@ -19,10 +19,12 @@ def deviation_needs_for(modality: str) -> Needs:
     return FEATURES_DEVIATION_NEEDS if modality == "features" else DEVIATION_NEEDS
 
 
-#: Every number reads the gated vector at VDR's default gate (``DEFAULT_GATE_K``, 768): an
-#: encoder whose ``V`` is positive everywhere (VDR's elu1p) would otherwise have every
-#: dimension active (FLOPs ≈ |V|²/|V|); for ReLU-sparse encoders (SPLADE, D2S) with fewer
-#: than 768 positive terms the gate changes nothing. ``-1`` = ungated.
+# Every number reads the gated vector at VDR's default gate (``DEFAULT_GATE_K``, 768): an
+# encoder whose ``V`` is positive everywhere (VDR's elu1p) would otherwise have every
+# dimension active (FLOPs ≈ |V|²/|V|); for ReLU-sparse encoders (SPLADE, D2S) with fewer
+# than 768 positive terms the gate changes nothing. ``-1`` = ungated.
+
+#: Top terms per item for Exact@k and Semantic@k.
 DEFAULT_K = 20
 DENOMINATORS = ("k", "active")
 #: Per-item rows kept in a result (aggregates always cover every item).

@@ -97,8 +97,11 @@ class StaticEmbeddings:
         return np.fromiter((self.index.get(t, -1) for t in vocab), dtype=np.int64, count=len(vocab))
 
 
-def check_glove(path: str | Path) -> Path:
-    """Prove a GloVe file readable (its first line) before any model loads."""
+def check_glove(path: str | Path | bytes | None) -> Path | bytes | None:
+    """Prove a GloVe file readable (its first line) before any model loads (an upload's
+    bytes, or no file, are returned as they are)."""
+    if path is None or isinstance(path, bytes):
+        return path
     path = Path(path).expanduser()
     try:
         with path.open(encoding="utf-8", errors="replace") as handle:
