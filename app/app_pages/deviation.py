@@ -20,9 +20,9 @@ from lexlens.app.state import (
     encoder_choice,
     get_encoder,
     job_outcome,
+    keep_for_reload,
     kept,
     kept_result,
-    record_inputs,
     remembered_uploads,
     restore_inputs,
     show_job_state,
@@ -121,7 +121,7 @@ if source != SOURCES[2]:
     result = kept_result(RESULT, lambda: measured(spec, device, data, name, gate_k, **options))
     if result is None:
         st.stop()
-    record_inputs("deviation", f"deviation of {name}", {**inputs, "dev_encoder": spec}, uploads)
+    keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads)
     show_result(result)
     st.stop()
 

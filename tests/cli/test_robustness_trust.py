@@ -200,6 +200,13 @@ def test_api_type_errors_name_the_argument(splade, index):
 
 
 # ----------------------------------------------------- unbounded options, silent coercion
+def _indexed(cli, source: Path, out: Path, encoder: str) -> dict:
+    """``lexlens index --json`` of ``source``: it must succeed (bad items are skipped)."""
+    proc = cli("index", "--encoder", encoder, "--source", source, "--out", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return proc.json()
+
+
 def test_a_huge_batch_size_is_refused(tmp_path, cli):
     """Kind: unbounded option (memory grew with the corpus)."""
     source = tmp_path / "t.txt"
@@ -213,10 +220,7 @@ def test_jsonl_text_that_is_not_a_string_is_skipped_with_its_line(tmp_path, cli)
     """Kind: silent coercion (stored as "['a', 'dog']" and "True" before)."""
     source = tmp_path / "t.jsonl"
     source.write_text('{"text": ["a", "dog"]}\n{"text": true}\n{"text": 7}\n{"text": "a cat"}\n')
-    proc = cli("index", "--encoder", "splade-tiny", "--source", source, "--out", tmp_path / "o",
-               "--json")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    doc = proc.json()
+    doc = _indexed(cli, source, tmp_path / "o", "splade-tiny")
     assert doc["items"] == 1
     reasons = {Path(s["file"]).name: s["reason"] for s in doc["manifest"]["skipped"]}
     assert "list, not a string" in reasons["t.jsonl:1"]
@@ -243,10 +247,7 @@ def test_an_image_folder_link_leaving_it_is_skipped(tmp_path, cli):
     outside = tmp_path / "secret.png"
     shutil.copy(skimage_path("coffee.png"), outside)
     (folder / "link.png").symlink_to(outside)
-    proc = cli("index", "--encoder", "efficientnet-lite0-lexical", "--source", folder,
-               "--out", tmp_path / "o", "--json")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    doc = proc.json()
+    doc = _indexed(cli, folder, tmp_path / "o", "efficientnet-lite0-lexical")
     assert doc["items"] == 1
     assert any("outside the folder" in s["reason"] for s in doc["manifest"]["skipped"])
 
@@ -261,9 +262,6 @@ def test_a_csv_image_through_a_linked_folder_is_refused(tmp_path, cli):
     (folder / "linked").symlink_to(outside, target_is_directory=True)
     table = folder / "items.csv"
     table.write_text("image,caption\ncat.png,a cat\nlinked/secret.png,a cup\n")
-    proc = cli("index", "--encoder", "efficientnet-lite0-lexical", "--source", table,
-               "--out", tmp_path / "o", "--json")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    doc = proc.json()
+    doc = _indexed(cli, table, tmp_path / "o", "efficientnet-lite0-lexical")
     assert doc["items"] == 1
     assert any("leaves the source's folder" in s["reason"] for s in doc["manifest"]["skipped"])
