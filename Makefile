@@ -35,7 +35,7 @@ browser:
 
 # Settings (offline, headless) come from app/.streamlit/config.toml.
 run: setup
-	$(BIN)/streamlit run app/main.py
+	$(BIN)/lexlens app
 
 test: setup-dev browser
 	$(BIN)/ruff check .

@@ -70,6 +70,8 @@ class JobManager:
         self._lock = threading.Lock()
         self._worker = threading.Thread(target=self._loop, name="lexlens-jobs", daemon=True)
         self._worker.start()
+        runs.mark_interrupted(set())  # a new server runs no job yet: the stored "running" ran
+        # on a server that stopped
 
     def submit(self, run: runs.Run, work: Callable[[Progress], Record]) -> Job:
         """Queue ``work`` for ``run`` (its inputs already stored); returns the job."""

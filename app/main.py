@@ -55,6 +55,7 @@ def favicon() -> bytes:
 def run_app() -> None:
     """One run of the app for a browser session: sidebar, navigation and the chosen page."""
     try:
+        from lexlens.app.access import token_accepted
         from lexlens.app.jobs import jobs_sidebar
         from lexlens.app.state import device_picker, remember_drawn, restore_kept
     except ModuleNotFoundError:  # a plain checkout that was never installed
@@ -62,6 +63,9 @@ def run_app() -> None:
         st.stop()
 
     st.set_page_config(page_title="Lexlens", page_icon=favicon(), layout="wide")
+    if not token_accepted():  # the server's TokenGate refuses first; this is the second lock
+        st.error("A token is needed: open the URL `lexlens app` printed (…/?token=…).")
+        st.stop()
     restore_kept()
     st.sidebar.title("Lexlens")
     st.sidebar.caption("Why does a retrieval encoder represent and match inputs as it does?")
@@ -89,6 +93,13 @@ def run_app() -> None:
 if __name__ == "__main__":  # Streamlit runs this file for a session
     run_app()
 else:  # `streamlit run app/main.py` imports this file to serve it
+    from starlette.middleware import Middleware
+
+    from lexlens.app.access import TokenGate
     from lexlens.app.serving import page_routes
 
-    app = st.App(__file__, routes=page_routes([HOME_URL, *(url for *_, url in PAGES)]))
+    app = st.App(
+        __file__,
+        routes=page_routes([HOME_URL, *(url for *_, url in PAGES)]),
+        middleware=[Middleware(TokenGate)],
+    )

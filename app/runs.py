@@ -6,17 +6,20 @@ inputs, dates, status), ``uploads/`` (the files the inputs name) and ``result.js
 result's full state, :meth:`~lexlens.analysis.core.results.Record.to_state`: data, never
 code). Every file is written whole or not at all. Run ids are random (16 hex digits) and
 checked before any path is built from them. Stored runs have a size budget
-(``LEXLENS_RUNS_BUDGET_MB``, default 500): when it is exceeded, the oldest finished runs are
-removed and the page says so.
+(``LEXLENS_RUNS_BUDGET_MB``, default 500 MB): when it is exceeded, the oldest finished runs
+are removed and the page says so — never one that runs, one a page has open, or a page's
+newest run. A run a stopped server left ``running`` is marked failed at the next start.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,7 @@ from lexlens.models.base import InputError
 
 _ID = re.compile(r"^[0-9a-f]{16}$")
 DEFAULT_BUDGET_MB = 500
+MB = 1_000_000  # one unit everywhere: a megabyte is 10^6 bytes
 FINISHED = ("done", "failed", "cancelled")
 
 
@@ -38,13 +42,22 @@ def runs_dir() -> Path:
 
 
 def budget_bytes() -> int:
-    """The size budget of all stored runs (``LEXLENS_RUNS_BUDGET_MB``, default 500 MB)."""
-    raw = os.environ.get("LEXLENS_RUNS_BUDGET_MB", "")
+    """The size budget of all stored runs in bytes: ``LEXLENS_RUNS_BUDGET_MB`` megabytes
+    (10^6 bytes, the unit shown everywhere), default 500; anything but a positive finite
+    number is refused in one line."""
+    raw = os.environ.get("LEXLENS_RUNS_BUDGET_MB", "").strip()
+    if not raw:
+        return DEFAULT_BUDGET_MB * MB
     try:
-        mb = float(raw) if raw.strip() else DEFAULT_BUDGET_MB
+        mb = float(raw)
     except ValueError:
-        mb = DEFAULT_BUDGET_MB
-    return int(max(mb, 1) * 1024 * 1024)
+        mb = math.nan
+    if not (math.isfinite(mb) and mb > 0):
+        raise InputError(
+            f"LEXLENS_RUNS_BUDGET_MB={raw[:40]!r}: give a positive number of megabytes "
+            f"(default {DEFAULT_BUDGET_MB})"
+        )
+    return max(1, int(mb * MB))
 
 
 def check_id(run_id: object) -> str:
@@ -69,6 +82,7 @@ class Run:
     uploads: list[str] = field(default_factory=list)  # file names under uploads/
     key: str = ""  # hash of page + inputs + uploads: which result fits which inputs
     session: str = ""  # the browser session that made it (its id travels in the URL)
+    server: int = 0  # the process id of the server that made it
 
     @property
     def folder(self) -> Path:
@@ -109,12 +123,13 @@ class Run:
             "id": self.id, "page": self.page, "summary": self.summary, "inputs": self.inputs,
             "created": self.created, "updated": self.updated, "status": self.status,
             "message": self.message, "uploads": self.uploads, "key": self.key,
-            "session": self.session,
+            "session": self.session, "server": self.server,
         }  # fmt: skip
 
-    def save(self) -> None:
-        """Write run.json (whole or not at all)."""
-        self.updated = time.time()
+    def save(self, touch: bool = True) -> None:
+        """Write run.json (whole or not at all); ``touch``: dated now."""
+        if touch:
+            self.updated = time.time()
         write_files(self.folder, {"run.json": json_bytes(self._record())})
 
 
@@ -125,7 +140,16 @@ def create(
     """A new run with its inputs and uploads written (status ``running``)."""
     now = time.time()
     run = Run(
-        secrets.token_hex(8), page, summary, inputs, now, now, "running", key=key, session=session
+        secrets.token_hex(8),
+        page,
+        summary,
+        inputs,
+        now,
+        now,
+        "running",
+        key=key,
+        session=session,
+        server=os.getpid(),
     )
     if uploads:
         write_files(
@@ -191,19 +215,87 @@ def usage() -> int:
 
 
 def enforce_budget(keep: str | None = None) -> list[str]:
-    """Remove the oldest finished runs (never ``keep``) until the store fits its budget."""
+    """Remove the oldest finished runs until the store fits its budget; returns their ids.
+
+    Never removed: ``keep``, a run that is running, a run a live browser session has open
+    (:func:`mark_open`), and the newest run of each page. With an unusable budget setting
+    nothing is removed (the History page says why)."""
+    try:
+        budget = budget_bytes()
+    except InputError:
+        return []
+    stored = list_runs()
+    newest = {}
+    for run in stored:  # newest first
+        newest.setdefault(run.page, run.id)
+    spared = {keep, *newest.values(), *open_ids()}
     removed = []
     total = usage()
-    for run in sorted(list_runs(), key=lambda r: r.updated):
-        if total <= budget_bytes():
+    for run in sorted(stored, key=lambda r: r.updated):
+        if total <= budget:
             break
-        if run.id == keep or run.status not in FINISHED:
+        if run.id in spared or run.status not in FINISHED:
             continue
         size = run.size()
         delete(run.id)
         removed.append(run.id)
         total -= size
     return removed
+
+
+def mark_interrupted(active: set[str]) -> list[str]:
+    """Runs left ``running`` by a server that stopped (none of ``active``, the jobs this
+    server runs): marked failed, so they count toward the budget like any finished run."""
+    marked = []
+    for run in list_runs():
+        if run.status == "running" and run.id not in active and not _other_server(run.server):
+            run.status, run.message = "failed", "the server stopped while it ran"
+            try:
+                run.save(touch=False)  # it ended when its server did, not now
+            except InputError:
+                continue
+            marked.append(run.id)
+    return marked
+
+
+def _other_server(pid: int) -> bool:
+    """Whether ``pid`` is another live process (a second server on the same workspace)."""
+    if not pid or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, owned by someone else
+        return True
+    return True
+
+
+# Runs that browser sessions have open: session id → {page: run id}. Eviction spares them
+# while their session lives (Streamlit's runtime says which sessions are live).
+_OPEN: dict[str, dict[str, str]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def mark_open(session: str, page: str, run_id: str) -> None:
+    """Note that the (Streamlit) session ``session`` shows ``run_id`` on ``page``."""
+    with _OPEN_LOCK:
+        _OPEN.setdefault(session, {})[page] = run_id
+
+
+def open_ids() -> set[str]:
+    """The runs live sessions have open (sessions that ended are forgotten here)."""
+    try:
+        from streamlit import runtime
+
+        alive = runtime.get_instance().is_active_session if runtime.exists() else None
+    except Exception:  # noqa: BLE001 - outside a server every noted session counts
+        alive = None
+    with _OPEN_LOCK:
+        if alive is not None:
+            for session in [s for s in _OPEN if not alive(s)]:
+                del _OPEN[session]
+        return {run_id for pages in _OPEN.values() for run_id in pages.values()}
 
 
 def describe_inputs(inputs: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import streamlit as st
 
+from lexlens.app.access import server_path
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
 from lexlens.models.hub import cached_models
 
@@ -53,6 +54,11 @@ def encoder_choice(label: str, needs: Needs, key: str, default: str | None = Non
         choice = st.sidebar.text_input("Checkpoint directory", key=kept(f"{key}_dir", "")).strip()
         if not choice:
             st.info("Type the path of a local checkpoint directory in the sidebar.")
+            return None
+        try:
+            choice = server_path(choice, "Checkpoint directory")
+        except LexlensError as exc:
+            st.error(str(exc))
             return None
     return choice
 
@@ -274,6 +280,7 @@ def url_run(page: str):
             return None
         if run.page == page:
             st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+            _note_open(page, run.id)
             return run
     # No run in the URL, or another page's: this page's last run in this browser session
     # (remembered, or found by the session id the URL carries after a reload).
@@ -295,7 +302,19 @@ def url_run(page: str):
         return None
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
     st.query_params["run"] = run.id
+    _note_open(page, run.id)
     return run
+
+
+def _note_open(page: str, run_id: str) -> None:
+    """Tell the run store this session has ``run_id`` open (eviction spares it)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    from lexlens.app import runs
+
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        runs.mark_open(ctx.session_id, page, run_id)
 
 
 def restore_inputs(page: str) -> None:
@@ -332,6 +351,7 @@ def _new_run(page, summary, inputs, uploads, status: str):
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
     st.query_params["run"] = run.id
+    _note_open(page, run.id)
     return run
 
 

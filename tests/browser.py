@@ -4,8 +4,8 @@ Chromium is the Debian package at /usr/bin/chromium (`make browser` installs it)
 own browser download (`playwright install`) is never used. Tests that need a browser call
 `require_chromium()`, which skips them with a clear reason when Chromium or Playwright is absent.
 
-The app is served exactly as `make run` serves it, with only the port and address given on the
-command line: everything else (usage statistics off, headless, no file watcher) must come
+The app is served exactly as `make run` serves it (`lexlens app`), with only the port (and, for
+the token test, the address) given on the command line: everything else (usage statistics off, headless, no file watcher) must come
 from the shipped `app/.streamlit/config.toml`, which is what the offline tests check.
 """
 
@@ -94,16 +94,15 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def served_app(app: str | Path = "app/main.py", *, timeout: float = 120.0) -> Iterator[str]:
-    """Run `streamlit run <app>` on a free port; yield its base URL; always stop it."""
+def served_app(
+    *, host: str = "127.0.0.1", env: dict[str, str] | None = None, timeout: float = 120.0
+) -> Iterator[str]:
+    """Run `lexlens app` (what `make run` does) on a free port; yield its base URL; always
+    stop it. ``host``: the address to listen on; ``env``: extra environment variables."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.port", str(port),
-        "--server.address", "127.0.0.1",
-    ]  # fmt: skip
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    url = f"http://{host}:{port}"
+    cmd = [sys.executable, "-m", "lexlens.app.cli", "app", "--port", str(port), "--host", host]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(env or {}))
     fd, log_name = tempfile.mkstemp(prefix="lexlens_streamlit_", suffix=".log")
     log = os.fdopen(fd, "wb")
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -28,6 +28,7 @@ from lexlens.analysis.collections.workspace import (
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.results import progress_part
+from lexlens.app.access import server_path as checked_path
 from lexlens.app.collection_views import show_collection
 from lexlens.app.state import (
     encoder_choice,
@@ -120,6 +121,10 @@ with st.expander("Build a collection", expanded=not list_collections()):
     if build and encoder_spec:
         try:
             check_name(name)
+            if source_kind == "path":
+                server_path = checked_path(server_path, "Path on this server")
+                if bench["images"].strip():
+                    bench["images"] = checked_path(bench["images"], "Image folder")
             device = st.session_state.get("device", "auto")
 
             def work(progress, spec=encoder_spec, device=device):

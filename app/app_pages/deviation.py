@@ -14,6 +14,7 @@ from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
 from lexlens.analysis.deviation.options import DEFAULT_K, DEVIATION_NEEDS, deviation_needs_for
 from lexlens.analysis.deviation.result import DeviationResult
+from lexlens.app.access import server_path
 from lexlens.app.deviation_views import show_result
 from lexlens.app.state import (
     ROOT,
@@ -28,6 +29,7 @@ from lexlens.app.state import (
     show_job_state,
     start_job,
 )
+from lexlens.models import LexlensError
 
 SAMPLE = ROOT / "data" / "captions.txt"
 SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
@@ -82,6 +84,12 @@ glove = st.text_input(
     "GloVe file on the server for Semantic@k (optional; default: the encoder's own embeddings)",
     key=kept("dev_glove", ""),
 ).strip()
+if glove:
+    try:
+        glove = server_path(glove, "GloVe file")
+    except LexlensError as exc:
+        st.error(str(exc))
+        st.stop()
 source = st.radio("Input", SOURCES, horizontal=True, key=kept("dev_source", SOURCES[0]))
 options = {"k": k, "denominator": denominator, "glove": glove or None, "glove_name": glove or None}
 inputs = {key: st.session_state.get(key) for key in (*OPTION_KEYS, "dev_source")}

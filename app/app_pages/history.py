@@ -10,6 +10,7 @@ import streamlit as st
 
 from lexlens.app import runs
 from lexlens.app.jobs import job_manager
+from lexlens.models import LexlensError
 
 st.header("History")
 st.caption(
@@ -19,9 +20,15 @@ st.caption(
 )
 
 stored = runs.list_runs()
-used, budget = runs.usage(), runs.budget_bytes()
-st.progress(min(1.0, used / budget), text=f"{used / 1e6:.1f} MB of the {budget / 1e6:.0f} MB budget "
-            "(LEXLENS_RUNS_BUDGET_MB): past it, the oldest finished runs are removed.")  # fmt: skip
+used = runs.usage()
+try:
+    budget = runs.budget_bytes()
+    st.progress(min(1.0, used / budget), text=f"{used / runs.MB:.1f} MB of the "
+                f"{budget / runs.MB:g} MB budget (LEXLENS_RUNS_BUDGET_MB): past it, the oldest "
+                "finished runs are removed (never a running one, one a page has open, or a "
+                "page's newest).")  # fmt: skip
+except LexlensError as exc:
+    st.error(f"{exc}. Until it is fixed no run is removed ({used / runs.MB:.1f} MB stored).")
 if not stored:
     st.info("No run kept yet: results of the other pages appear here.")
     st.stop()
@@ -36,7 +43,7 @@ table = pd.DataFrame(
             "when": dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M"),
             "status": (manager.get(r.id).status if manager.get(r.id) else r.status),
             "holds": r.holds(),
-            "size (kB)": round(r.size() / 1024, 1),
+            "size (MB)": round(r.size() / runs.MB, 3),
         }
         for r in stored
     ]

@@ -19,6 +19,7 @@ from lexlens.models.base import LexlensError
 
 #: Subcommand modules (``lexlens.app.cli.<name>``): one line per command.
 COMMANDS = [
+    "app",
     "encoders",
     "terms",
     "contrib",

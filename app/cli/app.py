@@ -1,0 +1,81 @@
+"""``lexlens app``: start the Streamlit app from the installed package (what ``make run`` does).
+
+It listens on 127.0.0.1 unless ``--host`` says otherwise; then it needs a token (generated
+here, or ``LEXLENS_TOKEN``), printed as the URL to open. Paths typed into pages are read only
+inside the data roots (``--data-root``). See :mod:`lexlens.app.access` for the rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from lexlens.app import access, runs
+from lexlens.models.base import InputError
+
+DEFAULT_PORT = 8501
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "app",
+        help="start the app (127.0.0.1 unless --host; a token when it listens beyond it)",
+    )
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="default 8501")
+    parser.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only); any other "
+        "address needs the printed token",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data-root", action="append", default=None, metavar="DIR",
+        help="a folder whose files pages may read (repeatable; default: LEXLENS_HOME/sources "
+        "and the current folder)",
+    )  # fmt: skip
+    parser.set_defaults(func=run)
+
+
+def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], str]:
+    """The command, the environment and the URL to open: everything checked first."""
+    if not 1 <= args.port <= 65535:
+        raise InputError(f"--port {args.port}: a TCP port is 1–65535")
+    host = args.host.strip()
+    if not host:
+        raise InputError("--host: give an address (127.0.0.1 keeps the app on this machine)")
+    roots = []
+    for raw in args.data_root or []:
+        folder = Path(raw).expanduser()
+        if not folder.is_dir():
+            raise InputError(f"--data-root {raw}: not a folder")
+        roots.append(str(folder.resolve()))
+    if not roots:
+        roots = [str(p.resolve()) for p in access.data_roots()]
+    runs.budget_bytes()  # LEXLENS_RUNS_BUDGET_MB is checked before the server starts
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env[access.ROOTS_ENV] = os.pathsep.join(roots)
+    token = access.app_token()
+    if not access.is_local(host) and token is None:
+        token = secrets.token_urlsafe(24)
+    env.pop(access.TOKEN_ENV, None)
+    if token is not None:
+        env[access.TOKEN_ENV] = token
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    main = Path(__file__).resolve().parents[1] / "main.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(main),
+        "--server.address", host, "--server.port", str(args.port),
+        "--browser.serverAddress", "localhost" if access.is_local(host) else host,
+    ]  # fmt: skip
+    return command, env, url
+
+
+def run(args: argparse.Namespace) -> None:
+    command, env, url = launch_plan(args)
+    roots = env[access.ROOTS_ENV].split(os.pathsep)
+    print(f"Lexlens: open {url}", flush=True)
+    print(f"Lexlens: pages read server files only inside {', '.join(roots)}", flush=True)
+    os.execve(command[0], command, env)  # the server takes this process over (signals too)

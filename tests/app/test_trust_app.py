@@ -1,0 +1,253 @@
+"""Safe to share: the app keeps to this machine unless asked, needs a token when exposed,
+reads typed server paths only inside its data roots, and never loses a user's runs.
+
+Each test is named by the kind of failure it guards against (security, data lost,
+silent wrong, traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.browser import chromium, served_app, wait_idle
+from tests.helpers import app_page, one_line_error
+
+TOKEN = "test-token-7c1f0b"
+
+
+def listening(port: int) -> list[str]:
+    """The local addresses with a socket listening on ``port`` (from /proc/net/tcp{,6})."""
+    found = []
+    for name in ("tcp", "tcp6"):
+        table = Path(f"/proc/net/{name}")
+        if not table.exists():
+            continue
+        for line in table.read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                continue
+            if len(address) == 8:
+                found.append(socket.inet_ntop(socket.AF_INET, bytes.fromhex(address)[::-1]))
+            else:
+                words = [bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, 32, 8)]
+                found.append(socket.inet_ntop(socket.AF_INET6, b"".join(words)))
+    return found
+
+
+def status(url: str, cookie: str | None = None) -> tuple[int, dict, bytes]:
+    """(HTTP status, headers, body) of a GET that does not follow redirects."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=10) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.mark.slow
+def test_security_app_listens_on_loopback_only_by_default(tmp_path):
+    with served_app(env={"LEXLENS_HOME": str(tmp_path)}) as url:
+        port = int(url.rsplit(":", 1)[1])
+        assert listening(port) == ["127.0.0.1"]
+        code, _, _ = status(f"{url}/text")
+        assert code == 200  # no token on this machine's own address
+
+
+@pytest.mark.slow
+def test_security_exposed_app_needs_its_token_before_anything_draws(tmp_path):
+    """Exposed on a second loopback address: without the token (or with a wrong one) every
+    page is one page saying a token is needed — no sidebar, no jobs, no History; with it, the
+    app works, and a reload keeps working through the session's cookie."""
+    env = {"LEXLENS_HOME": str(tmp_path), "LEXLENS_TOKEN": TOKEN}
+    with served_app(host="127.0.0.2", env=env) as url:
+        port = int(url.rsplit(":", 1)[1])
+        assert listening(port) == ["127.0.0.2"]
+        for path in ("/", "/history", "/text?token=wrong", "/_stcore/host-config"):
+            code, _, body = status(url + path)
+            assert code == 403 and b"A token is needed" in body, path
+            assert b"History" not in body and b"Jobs" not in body
+        code, headers, _ = status(f"{url}/history?token={TOKEN}&session=ab")
+        assert code == 303 and headers["location"] == "/history?session=ab"
+        assert "HttpOnly" in headers["set-cookie"] and TOKEN not in headers["set-cookie"]
+        with chromium() as browser:
+            stranger = browser.new_page()
+            stranger.goto(f"{url}/history")
+            assert "A token is needed" in stranger.content()
+            assert stranger.locator("[data-testid=stSidebar]").count() == 0
+            stranger.goto(f"{url}/text?token=not-{TOKEN}")
+            assert "A token is needed" in stranger.content()
+            page = browser.new_page()
+            page.goto(f"{url}/text?token={TOKEN}")
+            wait_idle(page)
+            assert "token=" not in page.url
+            assert page.get_by_role("heading", name="Text").count() == 1
+            page.reload()
+            wait_idle(page)
+            assert page.get_by_role("heading", name="Text").count() == 1
+            page.goto(f"{url}/history")
+            wait_idle(page)
+            assert page.get_by_role("heading", name="History").count() == 1
+            # The cookie belongs to that browser session: another one is still refused.
+            other = browser.new_context().new_page()
+            other.goto(f"{url}/history")
+            assert "A token is needed" in other.content()
+
+
+@pytest.mark.slow
+def test_security_app_listening_beyond_this_machine_without_token_serves_nothing(tmp_path):
+    """`streamlit run` by hand on another address, no token set: nothing but the health
+    check answers."""
+    from tests.browser import free_port, healthy, stop
+
+    port = free_port()
+    env = dict(os.environ, LEXLENS_HOME=str(tmp_path))
+    env.pop("LEXLENS_TOKEN", None)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(Path("app/main.py").resolve()),
+           "--server.address", "127.0.0.3", "--server.port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not healthy(f"http://127.0.0.3:{port}"):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        code, _, body = status(f"http://127.0.0.3:{port}/text")
+        assert code == 403 and b"no token is set" in body
+    finally:
+        stop(proc)
+
+
+def test_traceback_app_options_are_checked_before_the_server_starts(cli, tmp_path, monkeypatch):
+    for args, budget, needle in (
+        (["--port", "0"], "", "--port 0"),
+        (["--data-root", str(tmp_path / "missing")], "", "not a folder"),
+        ([], "nan", "LEXLENS_RUNS_BUDGET_MB"),
+        ([], "-5", "positive number"),
+        ([], "inf", "positive number"),
+    ):
+        monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", budget)
+        one_line_error(cli("app", *args), needle)
+
+
+def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkeypatch):
+    from lexlens.analysis.core.roots import inside_roots
+    from lexlens.models import LexlensError
+
+    root = tmp_path / "root"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "items.csv").write_text("id,text\na,a cat\n")
+    secret = tmp_path / "private" / "notes.txt"
+    secret.parent.mkdir()
+    secret.write_text("private\n")
+    (root / "leak").symlink_to(secret.parent)
+    assert inside_roots(root / "data" / "items.csv", [root]) == root / "data" / "items.csv"
+    for path in (secret, root / "leak" / "notes.txt", f"{root}/data/../../private/notes.txt",
+                 "/etc/passwd", "~/.ssh"):  # fmt: skip
+        with pytest.raises(LexlensError, match="outside the data roots") as info:
+            inside_roots(path, [root], "Path on this server")
+        assert str(root) in str(info.value) and "--data-root" in str(info.value)
+    # The Collections page refuses to build from a path outside the roots, in one line.
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(root))
+    at = app_page("app_pages/collections.py")
+    at.radio(key="collections_source").set_value("Path on this server")
+    at.run()
+    at.text_input(key="collections_path").set_value(str(root / "leak" / "notes.txt"))
+    at.text_input(key="collections_name").set_value("leak")
+    at.selectbox(key="collections_encoder").set_value("splade-tiny")
+    at.run()
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    assert any("outside the data roots" in e.value for e in at.error)
+    assert not (tmp_path / "home" / "collections" / "leak").exists()
+    # A checkpoint directory typed in the sidebar is held to the same roots.
+    at.selectbox(key="collections_encoder").set_value("local checkpoint directory…")
+    at.run()
+    at.text_input(key="collections_encoder_dir").set_value(str(secret.parent))
+    at.run()
+    assert any("outside the data roots" in e.value for e in at.error)
+
+
+def _stored_run(page: str, status: str, size: int, updated: float):
+    from lexlens.app import runs
+
+    run = runs.create(page, f"{page} run", {}, [("upload/x.bin", b"x" * size)], key="k")
+    run.status = status
+    run.save()
+    record = json.loads((run.folder / "run.json").read_text())
+    record["updated"] = updated
+    (run.folder / "run.json").write_text(json.dumps(record))
+    return run.id
+
+
+def test_data_lost_eviction_spares_running_open_and_newest_runs(tmp_path, monkeypatch):
+    from lexlens.app import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.05")  # 50,000 bytes
+    old_done = _stored_run("search", "done", 20_000, 100)
+    running = _stored_run("search", "running", 20_000, 101)
+    opened = _stored_run("text", "done", 20_000, 102)
+    newest_text = _stored_run("text", "done", 20_000, 103)
+    newest_search = _stored_run("search", "failed", 20_000, 104)
+    runs.mark_open("session-1", "text", opened)
+    monkeypatch.setattr(runs, "open_ids", lambda: {opened})  # one live session has it open
+    removed = runs.enforce_budget()
+    assert removed == [old_done]  # the only run no rule spares
+    left = {r.id for r in runs.list_runs()}
+    assert left == {running, opened, newest_text, newest_search}
+
+
+def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_path, monkeypatch):
+    from lexlens.app import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    crashed = _stored_run("collections", "running", 10, 100)
+    record = json.loads((runs.runs_dir() / crashed / "run.json").read_text())
+    record["server"] = 2**22 + 12345  # a process id no live process has
+    (runs.runs_dir() / crashed / "run.json").write_text(json.dumps(record))
+    alive = _stored_run("collections", "running", 10, 101)
+    record = json.loads((runs.runs_dir() / alive / "run.json").read_text())
+    record["server"] = os.getppid()  # another server on this workspace that still runs
+    (runs.runs_dir() / alive / "run.json").write_text(json.dumps(record))
+    assert runs.mark_interrupted(set()) == [crashed]
+    assert runs.load(crashed).status == "failed"
+    assert "stopped" in runs.load(crashed).message
+    assert runs.load(alive).status == "running"
+    # Marked failed, it counts toward the budget like any finished run.
+    monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.000001")
+    _stored_run("collections", "done", 10, 200)
+    assert crashed in runs.enforce_budget()
+
+
+def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatch):
+    from lexlens.app import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "2")
+    assert runs.budget_bytes() == 2_000_000
+    _stored_run("text", "done", 10, 1)
+    at = app_page("app_pages/history.py")
+    assert not at.exception
+    shown = at.get("progress")[0].proto.text
+    assert "of the 2 MB budget" in shown
+    monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "lots")
+    at = app_page("app_pages/history.py")
+    assert not at.exception
+    assert any("LEXLENS_RUNS_BUDGET_MB" in e.value and "no run is removed" in e.value
+               for e in at.error)  # fmt: skip
