@@ -3,26 +3,47 @@
 ``lexlens evaluate``: without a run, every query is encoded (the collection's own query
 encoder by default) and the collection searched, exact top ``n`` for all queries in batches
 (:mod:`lexlens.analysis.benchmark.retrieval`); with a run (another system's ranking, TREC
-format), that ranking is read instead, and the items it names that the collection does not
-hold are counted and named. Either way the result holds:
+format or a mapping), that ranking is read instead, and the items it names that the
+collection does not hold are counted and named. Either way the result holds:
 
 - ``metrics``: nDCG@10, RR@10, R@1, R@5, R@10, R@100 and AP@100 through ir-measures (the
-  trec_eval definitions), over all queries and per query, with each query's first relevant
-  rank and its own top terms;
+  trec_eval definitions), per query and as their mean over the same queries (the aggregate
+  is always the mean of the per-query table), with each query's first relevant rank, its
+  best relevant item's rank and status, and its own top terms;
 - ``failures``: for every query whose first relevant item is not first, the highest-ranked
-  non-relevant item and the highest-ranked relevant one (its exact rank at any depth when
-  the collection holds it), both ``q ⊙ d`` decompositions and the decisive terms
+  non-relevant item and the best relevant one (its exact rank at any depth when it scores
+  above 0, else *not retrieved*), both ``q ⊙ d`` decompositions and the decisive terms
   (:mod:`lexlens.analysis.benchmark.explain`);
 - ``blame``: per word, how often and how much it put a non-relevant item first, and how
   often a query's top terms are missing from its relevant item.
 
-Queries with no judged relevant item are left out of the measures (trec_eval's convention)
-and listed in the notes.
+Which queries count (each rule's queries are named in the notes):
+
+- a query given without any judgement is left out (trec_eval evaluates judged queries only);
+- a judged query that is not among the queries given is left out;
+- a judged query whose judgements are all 0 or below (no relevant item) is *counted*, with 0
+  in every measure: trec_eval (pytrec_eval) and ir-measures count such a query so, and
+  Lexlens follows them; it has no failure to explain;
+- a query whose ranking is empty (nothing retrieved, or not in the run) counts 0, as
+  ir-measures (and trec_eval ``-c``) count it.
+
+Relevance is a whole number in trec_eval's int range; 0 and below are not relevant, and a
+negative relevance is clamped to a gain of 0 for the measures
+(:mod:`lexlens.analysis.benchmark.trec_rules`).
+
+Order: Lexlens's rankings break ties by collection row, as search does; a run's tied items
+keep the order given (the file's lines, the list, the mapping). The measures get each ranking
+as shown with strictly decreasing scores and ``run.trec`` gets strictly decreasing scores,
+so RR, nDCG, AP, R@k, the first relevant rank and the run file all agree on that one order
+(trec_eval alone would order tied items by item id). A relevant item is *retrieved* when the
+ranking holds it: for Lexlens's own ranking that means a score above 0 (an item sharing no
+term with the query scores 0 and has no rank).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +57,14 @@ from lexlens.analysis.benchmark.explain import (
     explain_item,
 )
 from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
+from lexlens.analysis.benchmark.trec_rules import (
+    gain,
+    has_ties,
+    is_relevant,
+    rank_scores,
+    relevance_value,
+    score_value,
+)
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
@@ -50,6 +79,27 @@ MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
 DEFAULT_TOP = 100
 #: A query's own top terms shown and checked against its relevant item.
 QUERY_TERMS = 10
+#: Query ids named in a note (the count says how many in all).
+NAMED = 10
+
+#: Where a query's best relevant item is (``relevant_status``).
+RETRIEVED = "retrieved"  # in the ranking evaluated (the top n, or the run)
+BEYOND_TOP = "beyond the top"  # scores above 0 but ranks below the top n: its rank is exact
+NOT_RETRIEVED = "not retrieved"  # scores 0 or less (shares no term), or the run omits it
+NOT_HELD = "not in the collection"  # no relevant item of the query is in the collection
+NONE_RELEVANT = "none judged relevant"  # every judgement of the query is 0 or below
+
+#: The per-query table's columns, as per_query.csv, the page and the command name them.
+PER_QUERY_COLUMNS = (
+    "query_id", "query", "first_relevant_rank", *MEASURES, "relevant_rank", "relevant_status",
+)  # fmt: skip
+#: failures.csv's columns.
+FAILURE_COLUMNS = (
+    "query_id", "query", "first_relevant_rank", "nonrelevant", "relevant", "relevant_rank",
+    "relevant_status", "gap", "decisive_words",
+)  # fmt: skip
+#: The blame table's columns, as blame.csv, the page and the command name them.
+BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
 
 
 @dataclass(frozen=True)
@@ -66,7 +116,8 @@ class EvaluationResult(Result):
     blame: list[dict]
     missing: dict | None = None  # items a run names that the collection does not hold
     notes: list[str] = field(default_factory=list)
-    #: {query id: [(item id, score), …]}: not in the JSON document (it is the run.trec file)
+    #: {query id: [(item id, score), …]} in the order evaluated: not in the JSON document
+    #: (it is the run.trec file)
     run: dict = internal(default_factory=dict)
 
     def files(self) -> dict[str, bytes]:
@@ -74,50 +125,23 @@ class EvaluationResult(Result):
         evaluation.html."""
         from lexlens.analysis.benchmark.trec import run_text
 
-        per_query = self.metrics["per_query"]
         failures = [
             [f.query_id, f.query, f.first_relevant_rank,
              f.nonrelevant.id if f.nonrelevant else "", f.relevant.id if f.relevant else "",
-             f.relevant.rank if f.relevant else "", f.gap,
+             f.relevant.rank if f.relevant else None, f.relevant_status, f.gap,
              " ".join(d["word"] for d in f.decisive)]
             for f in self.failures
         ]  # fmt: skip
         return {
             "evaluation.json": json_bytes(self),
             "per_query.csv": csv_bytes(
-                ["query_id", "query", "first_relevant_rank", *MEASURES],
-                [
-                    [q["id"], q["text"], q["first_relevant_rank"], *(q[m] for m in MEASURES)]
-                    for q in per_query
-                ],
+                PER_QUERY_COLUMNS,
+                [list(per_query_row(q).values()) for q in self.metrics["per_query"]],
             ),
-            "failures.csv": csv_bytes(
-                [
-                    "query_id",
-                    "query",
-                    "first_relevant_rank",
-                    "nonrelevant",
-                    "relevant",
-                    "relevant_rank",
-                    "gap",
-                    "decisive_words",
-                ],
-                failures,
-            ),  # fmt: skip
+            "failures.csv": csv_bytes(FAILURE_COLUMNS, failures),
             "blame.csv": csv_bytes(
-                ["word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries"],
-                [
-                    [
-                        b["word"],
-                        b["pushed"],
-                        b["amount"],
-                        b["mismatch"],
-                        " ".join(b["pushed_queries"]),
-                        " ".join(b["mismatch_queries"]),
-                    ]
-                    for b in self.blame
-                ],
-            ),  # fmt: skip
+                BLAME_COLUMNS, [list(blame_row(b).values()) for b in self.blame]
+            ),
             "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
             "evaluation.html": self.html().encode("utf-8"),
         }
@@ -128,7 +152,7 @@ class EvaluationResult(Result):
         from lexlens.analysis.render.html import meta_rows, now, num, templates
 
         doc = self.to_dict()
-        worst = sorted(doc["metrics"]["per_query"], key=lambda q: (q["nDCG@10"], q["id"]))
+        worst = worst_first(doc["metrics"]["per_query"])
         meta = {"index": self.index.get("name") or self.index.get("path"),
                 "encoder": self.encoder, **self.settings, "generated": now()}  # fmt: skip
         return templates().get_template("evaluation.html").render(
@@ -138,75 +162,208 @@ class EvaluationResult(Result):
         )  # fmt: skip
 
 
-def ir_measures_of(run: Mapping[str, list[tuple[str, float]]], qrels: Mapping) -> tuple:
-    """Aggregate and per-query values of :data:`MEASURES` (ir-measures) for a run."""
+def natural_key(text: str) -> tuple:
+    """A sort key that orders the numbers inside ids by value: q2, q10, q102."""
+    parts = re.split(r"([0-9]+)", text)
+    return (
+        tuple((0, int(p), "") if i % 2 else (1, 0, p.casefold()) for i, p in enumerate(parts)),
+        text,
+    )
+
+
+def worst_first(per_query: Iterable[Mapping]) -> list[Mapping]:
+    """The per-query rows by nDCG@10, lowest first; equal values by id in natural order."""
+    return sorted(per_query, key=lambda q: (q["nDCG@10"], natural_key(q["id"])))
+
+
+def per_query_row(q: Mapping) -> dict[str, Any]:
+    """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
+    none; ``relevant_status`` says why)."""
+    return {
+        "query_id": q["id"], "query": q["text"], "first_relevant_rank": q["first_relevant_rank"],
+        **{m: q[m] for m in MEASURES}, "relevant_rank": q["relevant_rank"],
+        "relevant_status": q["relevant_status"],
+    }  # fmt: skip
+
+
+def blame_row(b: Mapping) -> dict[str, Any]:
+    """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces)."""
+    return {
+        "word": b["word"], "pushed": b["pushed"], "amount": b["amount"],
+        "mismatch": b["mismatch"], "pushed_queries": " ".join(b["pushed_queries"]),
+        "mismatch_queries": " ".join(b["mismatch_queries"]),
+    }  # fmt: skip
+
+
+def ir_measures_of(
+    run: Mapping[str, Sequence[tuple[str, float]]], qrels: Mapping[str, Mapping[str, int]]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The mean and per-query values of :data:`MEASURES` (ir-measures) over exactly the
+    queries of ``qrels`` (each query's ranking ``run[q]`` best first, handed over with
+    strictly decreasing scores; a query without one counts 0; relevance clamped to a gain
+    of 0 or more). The mean is the per-query values' mean."""
     import ir_measures
 
     measures = [ir_measures.parse_measure(m) for m in MEASURES]
     names = {str(m): name for m, name in zip(measures, MEASURES, strict=True)}
-    judged = {q: {d: int(r) for d, r in rel.items()} for q, rel in qrels.items() if rel}
-    scored = {q: {d: float(s) for d, s in pairs} for q, pairs in run.items() if pairs}
-    per_query: dict[str, dict[str, float]] = {q: dict.fromkeys(MEASURES, 0.0) for q in judged}
-    for value in ir_measures.iter_calc(measures, judged, scored):
-        per_query[value.query_id][names[str(value.measure)]] = float(value.value)
+    judged = {q: {d: gain(r) for d, r in rel.items()} for q, rel in qrels.items()}
+    ranked = {q: rank_scores([d for d, _ in run[q]]) for q in judged if run.get(q)}
+    per_query = {q: dict.fromkeys(MEASURES, 0.0) for q in judged}
+    for value in ir_measures.iter_calc(measures, judged, ranked):
+        if value.query_id in per_query:
+            per_query[value.query_id][names[str(value.measure)]] = float(value.value)
     n = max(1, len(per_query))
     aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in MEASURES}
     return aggregate, per_query
 
 
-def _check(queries: Mapping, qrels: Mapping, top: int, mode: str) -> None:
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:NAMED])
+    return shown + (f" and {len(ids) - NAMED} more" if len(ids) > NAMED else "")
+
+
+def checked_queries(queries: Mapping) -> dict[str, str]:
+    """Query id → text, ids as strings; a text that is not a non-empty string is refused
+    naming it."""
+    if not isinstance(queries, Mapping):
+        raise InputError("queries: expected a mapping of query id to text")
+    out: dict[str, str] = {}
+    for q, text in queries.items():
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"queries[{q!r}]: a query must be a non-empty text")
+        out[str(q)] = text
+    return out
+
+
+def checked_qrels(qrels: Mapping) -> dict[str, dict[str, int]]:
+    """Query id → {item id: relevance}, ids as strings; a relevance that is not a whole
+    number in trec_eval's range is refused naming it (``qrels['q1']['d3']``)."""
+    if not isinstance(qrels, Mapping):
+        raise InputError("qrels: expected a mapping of query id to {item id: relevance}")
+    out: dict[str, dict[str, int]] = {}
+    for q, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise InputError(f"qrels[{q!r}]: expected a mapping of item id to relevance")
+        out[str(q)] = {
+            str(d): relevance_value(r, f"qrels[{q!r}][{d!r}]") for d, r in judged.items()
+        }
+    return out
+
+
+def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
+    """Query id → [(item id, score), …] ranked by score, descending, ties in the order
+    given, from ``{qid: [(item, score), …]}`` or pytrec_eval's ``{qid: {item: score}}``. A
+    score that is not a finite number, or an item listed twice, is refused naming it
+    (``run['q1']['d3']``)."""
+    if not isinstance(run, Mapping):
+        raise InputError("run: expected a mapping of query id to its ranked items")
+    out: dict[str, list[tuple[str, float]]] = {}
+    for q, items in run.items():
+        if isinstance(items, Mapping):
+            pairs = [(str(d), score_value(s, f"run[{q!r}][{d!r}]")) for d, s in items.items()]
+        elif isinstance(items, Sequence) and not isinstance(items, str):
+            pairs = []
+            for i, pair in enumerate(items):
+                if not (isinstance(pair, Sequence) and not isinstance(pair, str)
+                        and len(pair) == 2):  # fmt: skip
+                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
+                pairs.append((str(pair[0]), score_value(pair[1], f"run[{q!r}][{i}]")))
+            seen: set[str] = set()
+            for i, (d, _) in enumerate(pairs):
+                if d in seen:
+                    raise InputError(f"run[{q!r}][{i}]: item {d!r} is listed twice")
+                seen.add(d)
+        else:
+            raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
+        out[str(q)] = sorted(pairs, key=lambda pair: -pair[1])  # stable: ties as given
+    return out
+
+
+def _check(top: int, mode: str) -> None:
     if not isinstance(top, int) or isinstance(top, bool) or top < 1:
         raise InputError("the number of items retrieved per query must be a positive integer")
     if mode not in ("parametric", "bow"):
         raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    if not queries:
-        raise InputError("no queries to evaluate")
-    if not any(qrels.get(q) for q in queries):
-        raise InputError("no query has a judged relevant item: nothing to evaluate")
 
 
-def _first_relevant(pairs: list[tuple[str, float]], relevant: set[str]) -> int | None:
+def _first_relevant(pairs: Sequence[tuple[str, float]], relevant: set[str]) -> int | None:
     return next((i + 1 for i, (d, _) in enumerate(pairs) if d in relevant), None)
 
 
+def _best_relevant(
+    pairs: Sequence[tuple[str, float]], relevant: set[str], row_of: Mapping[str, int],
+    scorer: BatchScorer, ranking: Any, vector: np.ndarray,
+) -> tuple[int | None, int] | None:  # fmt: skip
+    """(rank, row) of the query's best relevant item the collection holds: the first in the
+    ranking; else (Lexlens's ranking) the best exact rank of those scoring above 0; else the
+    highest-scoring one (ties by row) with rank ``None`` (not retrieved). ``None`` when the
+    collection holds none."""
+    found = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
+                  if d in relevant and d in row_of), None)  # fmt: skip
+    if found is not None:
+        return found
+    held = sorted(row_of[d] for d in relevant if d in row_of)
+    if not held:
+        return None
+    if ranking is not None:  # beyond the top n: the exact rank of those scoring above 0
+        ranked = [(rank, row) for row in held
+                  if (rank := scorer.rank_of(ranking, row, vector)[0]) is not None]  # fmt: skip
+        if ranked:
+            return min(ranked)
+    scores = scorer.exact_many(np.array(held, np.int64), vector)
+    return None, held[int(np.argmax(scores))]  # argmax: the first (lowest row) of a tie
+
+
+def _status(first: int | None, best: tuple[int | None, int] | None) -> str:
+    if first is not None:
+        return RETRIEVED
+    if best is None:
+        return NOT_HELD
+    return BEYOND_TOP if best[0] is not None else NOT_RETRIEVED
+
+
+def _failure_note(status: str, best: tuple[int | None, int] | None, top: int, run: bool) -> str:
+    if status == NOT_HELD:
+        return "no relevant item of this query is in the collection"
+    if status == BEYOND_TOP and best is not None:
+        return f"its best relevant item ranks {best[0]}, beyond the top {top} evaluated"
+    if status == NOT_RETRIEVED:
+        if run:
+            return "the run lists none of its relevant items: not retrieved (Lexlens's q ⊙ d)"
+        return "its relevant items score 0 (no shared term with the query): not retrieved"
+    return ""
+
+
 def _failure(
-    q: str, text: str, vector: np.ndarray, pairs: list[tuple[str, float]], relevant: set[str],
-    ix: StoredIndex, row_of: Mapping[str, int], scorer: BatchScorer, ranking: Any,
-) -> tuple[Failure | None, tuple[int, int] | None]:  # fmt: skip
-    """The failure of one query (``None`` when its first item is relevant) and the (rank,
-    row) of its best-ranked relevant item that the collection holds (``None`` if none)."""
+    q: str, text: str, vector: np.ndarray, pairs: Sequence[tuple[str, float]],
+    relevant: set[str], best: tuple[int | None, int] | None, status: str, ix: StoredIndex,
+    row_of: Mapping[str, int], top: int, run: bool,
+) -> Failure:  # fmt: skip
+    """The failure of one query whose first relevant item is not first, explained."""
     words = text_words(text)
-    first = _first_relevant(pairs, relevant)
-    best = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
-                 if d in relevant and d in row_of), None)  # fmt: skip
-    held = [row_of[d] for d in relevant if d in row_of]
-    if best is None and held and ranking is not None:  # beyond the top n: its exact rank
-        best = min((scorer.rank_of(ranking, r, vector)[0], r) for r in held)
-    if first == 1:
-        return None, best
-    top = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
-                if d not in relevant and d in row_of), None)  # fmt: skip
-    note = "" if held else "no relevant item of this query is in the collection"
+    nonrelevant = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
+                        if d not in relevant and d in row_of), None)  # fmt: skip
+    rows = [x[1] for x in (nonrelevant, best) if x]
+    metas = dict(zip(rows, ix.meta(rows), strict=True))
     non_exp = rel_exp = None
     raw_n: list[dict] = []
     raw_r: list[dict] = []
-    metas = {r: m for r, m in zip(
-        [x[1] for x in (top, best) if x], ix.meta([x[1] for x in (top, best) if x]), strict=True
-    )}  # fmt: skip
-    if top is not None:
-        non_exp, raw_n = explain_item(vector, top[1], top[0], False, ix, words, metas[top[1]])
+    if nonrelevant is not None:
+        non_exp, raw_n = explain_item(
+            vector, nonrelevant[1], nonrelevant[0], False, ix, words, metas[nonrelevant[1]]
+        )
     if best is not None:
         rel_exp, raw_r = explain_item(vector, best[1], best[0], True, ix, words, metas[best[1]])
     gap = decisive = None
     if non_exp is not None and rel_exp is not None:
         gap = non_exp.score - rel_exp.score
-        evidence = words | item_words(metas[top[1]]) | item_words(metas[best[1]])
+        evidence = words | item_words(metas[nonrelevant[1]]) | item_words(metas[best[1]])
         decisive = decisive_terms(raw_n, raw_r, ix.vocab, evidence)
-    failure = Failure(
-        query_id=q, query=text, first_relevant_rank=first, nonrelevant=non_exp,
-        relevant=rel_exp, gap=gap, decisive=decisive or [], note=note,
+    return Failure(
+        query_id=q, query=text, first_relevant_rank=_first_relevant(pairs, relevant),
+        nonrelevant=non_exp, relevant=rel_exp, gap=gap, decisive=decisive or [],
+        note=_failure_note(status, best, top, run), relevant_status=status,
     )  # fmt: skip
-    return failure, best
 
 
 def _mismatch(terms: list, row: int, ix: StoredIndex) -> list[str]:
@@ -217,12 +374,44 @@ def _mismatch(terms: list, row: int, ix: StoredIndex) -> list[str]:
     return [t.token for t in terms if not set(t.columns) & present]
 
 
+def _selection_notes(
+    queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], order: list[str]
+) -> list[str]:
+    """The notes naming the queries left out, and the judged ones without a relevant item."""
+    notes = []
+    unjudged = [q for q in queries if not qrels.get(q)]
+    if unjudged:
+        notes.append(
+            f"{len(unjudged)} queries have no judgement ({_named(unjudged)}): left out of "
+            "every measure (trec_eval evaluates judged queries only)"
+        )
+    absent = [q for q, judged in qrels.items() if judged and q not in queries]
+    if absent:
+        notes.append(
+            f"{len(absent)} judged queries are not among the queries given ({_named(absent)}): "
+            "left out of every measure"
+        )
+    no_relevant = [q for q in order if not any(is_relevant(r) for r in qrels[q].values())]
+    if no_relevant:
+        notes.append(
+            f"{len(no_relevant)} queries have judgements but no relevant item "
+            f"({_named(no_relevant)}): counted with 0 in every measure, as trec_eval and "
+            "ir-measures count them; nothing to explain"
+        )
+    negative = sum(1 for q in order for r in qrels[q].values() if r < 0)
+    if negative:
+        notes.append(
+            f"{negative} judgements are below 0: not relevant, a gain of 0 for nDCG (as 0)"
+        )
+    return notes
+
+
 def evaluate(
     index: str | Path | StoredIndex,
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
     *,
-    run: Mapping[str, list[tuple[str, float]]] | None = None,
+    run: Mapping[str, Any] | None = None,
     top: int = DEFAULT_TOP,
     query_encoder: Encoder | str | None = None,
     mode: str = "parametric",
@@ -231,11 +420,22 @@ def evaluate(
     progress: Progress | None = None,
 ) -> EvaluationResult:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
-    relevance}); with ``run`` (query id → [(item id, score), …] best first), explain that
-    ranking instead of searching. See the module docstring for what the result holds."""
+    relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
+    by score, ties as given), explain that ranking instead of searching. See the module
+    docstring for which queries count, the tie rule and what the result holds."""
     from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
 
-    _check(queries, qrels, top, mode)
+    _check(top, mode)
+    queries = checked_queries(queries)
+    qrels = checked_qrels(qrels)
+    run = ranked_run(run) if run is not None else None
+    if not queries:
+        raise InputError("no queries to evaluate")
+    order = [q for q in queries if qrels.get(q)]
+    if not order:
+        raise InputError("no query given is judged: nothing to evaluate")
+    if not any(is_relevant(r) for q in order for r in qrels[q].values()):
+        raise InputError("no query has a judged relevant item: nothing to evaluate")
     gate_k = check_gate_k(gate_k)
     ix = index if isinstance(index, StoredIndex) else open_index(index)
     spec = query_encoder if query_encoder is not None else default_query_encoder(ix, "text")
@@ -243,10 +443,7 @@ def evaluate(
     check_vocabulary(ix, encoder)
     ids = [str(i) for i in ix.column("id")]
     row_of = {item: r for r, item in enumerate(ids)}
-    order = [q for q in queries if qrels.get(q)]
-    notes = []
-    if len(order) < len(queries):
-        notes.append(f"{len(queries) - len(order)} queries have no judged relevant item: left out")
+    notes = _selection_notes(queries, qrels, order)
     vectors = encode_queries(
         encoder, [queries[q] for q in order], mode, gate_k, progress_part(progress, 0.0, 0.3)
     )
@@ -255,48 +452,52 @@ def evaluate(
     failures: list[Failure] = []
     mismatches: dict[str, list[str]] = {}
     missing: dict[str, int] = {}
-    ranks: dict[str, tuple[int | None, int | None]] = {}  # first relevant in the run; at any depth
+    ranks: dict[str, tuple[int | None, int | None, str]] = {}  # first relevant, best, status
     terms: dict[str, list] = {}  # each query's own top words
     if run is None:
         rankings = scorer.rank(vectors, top, progress_part(progress, 0.3, 1.0))
     else:
         rankings = iter([None] * len(order))
     for q, vector, ranking in zip(order, vectors, rankings, strict=True):
-        relevant = {d for d, r in qrels[q].items() if r > 0}
+        relevant = {d for d, r in qrels[q].items() if is_relevant(r)}
         if ranking is not None:
             pairs = zip(ranking.rows, ranking.scores, strict=True)
             out_run[q] = [(ids[int(r)], float(s)) for r, s in pairs]
         else:
-            out_run[q] = [(str(i), float(s)) for i, s in list(run.get(q, []))[:top]]
+            out_run[q] = list(run.get(q, []))[:top]
             for item, _ in out_run[q]:
                 if item not in row_of:
                     missing[item] = missing.get(item, 0) + 1
-        failure, best = _failure(
-            q, queries[q], vector, out_run[q], relevant, ix, row_of, scorer, ranking
-        )
-        if failure is not None:
-            failures.append(failure)
-        ranks[q] = (_first_relevant(out_run[q], relevant), best[0] if best else None)
         terms[q] = top_terms(
             vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(queries[q])
         )
+        if not relevant:
+            ranks[q] = (None, None, NONE_RELEVANT)
+            continue
+        first = _first_relevant(out_run[q], relevant)
+        best = _best_relevant(out_run[q], relevant, row_of, scorer, ranking, vector)
+        status = _status(first, best)
+        ranks[q] = (first, first if first is not None else (best[0] if best else None), status)
+        if first != 1:
+            failures.append(_failure(q, queries[q], vector, out_run[q], relevant, best, status,
+                                     ix, row_of, top, run is not None))  # fmt: skip
         if best is not None and (words := _mismatch(terms[q], best[1], ix)):
             mismatches[q] = words
+    notes += _ranking_notes(out_run, order, run, top)
     if missing:
         shown = ", ".join(list(missing)[:5])
         notes.append(
             f"the run names {len(missing)} items the collection does not hold (e.g. {shown}): "
             "counted as retrieved by the measures, never explained"
         )
-    aggregate, values = ir_measures_of(out_run, qrels)
-    per_query = []
-    for q in order:
-        per_query.append(
-            {"id": q, "text": queries[q], **values.get(q, dict.fromkeys(MEASURES, 0.0)),
-             "first_relevant_rank": ranks[q][0], "relevant_rank": ranks[q][1],
-             "relevant": sum(1 for r in qrels[q].values() if r > 0),
-             "top_terms": [{"word": t.token, "weight": t.weight} for t in terms[q]]}
-        )  # fmt: skip
+    aggregate, values = ir_measures_of(out_run, {q: qrels[q] for q in order})
+    per_query = [
+        {"id": q, "text": queries[q], **values[q], "first_relevant_rank": ranks[q][0],
+         "relevant_rank": ranks[q][1], "relevant_status": ranks[q][2],
+         "relevant": sum(1 for r in qrels[q].values() if is_relevant(r)),
+         "top_terms": [{"word": t.token, "weight": t.weight} for t in terms[q]]}
+        for q in order
+    ]  # fmt: skip
     settings = {
         "top": top, "query_mode": mode, "topk": gate_k, "query_encoder": encoder.name,
         "queries": len(order), "run": run is not None,
@@ -308,6 +509,41 @@ def evaluate(
         missing=None if run is None else {"count": len(missing), "items": sorted(missing)[:100]},
         notes=notes, run=out_run,
     )  # fmt: skip
+
+
+def _ranking_notes(
+    out_run: Mapping[str, list[tuple[str, float]]], order: list[str], run: Mapping | None,
+    top: int,
+) -> list[str]:  # fmt: skip
+    """The notes on the rankings: empty ones, a run's queries not evaluated, ties."""
+    notes = []
+    empty = [q for q in order if not out_run[q]]
+    if empty:
+        why = "the run lists no item for" if run is not None else "no item shares a term with"
+        notes.append(
+            f"{why} {len(empty)} queries ({_named(empty)}): 0 in every measure, as "
+            "ir-measures counts them"
+        )
+    if run is not None:
+        evaluated = set(order)
+        extra = [q for q in run if q not in evaluated]
+        if extra:
+            notes.append(
+                f"the run ranks {len(extra)} queries that are not evaluated ({_named(extra)}): "
+                "ignored"
+            )
+    tied = [q for q in order if has_ties([s for _, s in out_run[q]])]
+    if tied:
+        rule = (
+            "in the order the run gives them (trec_eval would order them by item id)"
+            if run is not None
+            else "by collection order, as search ranks them"
+        )
+        notes.append(
+            f"{len(tied)} queries have tied scores in their top {top} ({_named(tied)}): tied "
+            f"items are ranked {rule}; every measure and run.trec follow that order"
+        )
+    return notes
 
 
 def stored_benchmark(index: StoredIndex) -> tuple[Path, Path] | None:
@@ -322,7 +558,7 @@ def evaluate_benchmark(
     *,
     queries: str | Path | Mapping[str, str] | None = None,
     qrels: str | Path | Mapping[str, Mapping[str, int]] | None = None,
-    run: str | Path | Mapping[str, list[tuple[str, float]]] | None = None,
+    run: str | Path | Mapping[str, Any] | None = None,
     top: int = DEFAULT_TOP,
     query_encoder: Encoder | str | None = None,
     mode: str = "parametric",
@@ -349,17 +585,14 @@ def evaluate_benchmark(
         qrels = read_qrels(qrels if qrels is not None else stored[1], problems)
     if run is not None and not isinstance(run, Mapping):
         run = read_run(run, problems)
-    unknown = [q for q in qrels if q not in queries]
     result = evaluate(
         ix, queries, qrels, run=run, top=top, query_encoder=query_encoder, mode=mode,
         gate_k=gate_k, device=device, progress=progress,
     )  # fmt: skip
-    notes = list(result.notes)
-    if unknown:
-        notes.append(
-            f"{len(unknown)} judged query ids are not among the queries (e.g. "
-            f"{', '.join(unknown[:3])}): left out"
-        )
-    if problems.count:
-        notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
+    if not problems.count:
+        return result
+    notes = [
+        *result.notes,
+        f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]),
+    ]
     return replace(result, notes=notes)

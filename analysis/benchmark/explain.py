@@ -8,6 +8,10 @@ item's score; their differences ``δ_t = q_t·n_t − q_t·r_t`` sum to the scor
 gap: without them ``r`` would not be below ``n``. Words, not word pieces: pieces of a word
 that the query or either item spells are joined (their contributions add up, so the rows
 still sum to the scores).
+
+A relevant item that the ranking does not hold (it scores 0 or less, or the run omits it) is
+*not retrieved*: its rank is ``None`` and ``retrieved`` is false, never a place after every
+other item; its ``q ⊙ d`` is still shown (empty when it shares no term with the query).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ SHOWN_CONTRIBUTIONS = 30
 
 @dataclass(frozen=True)
 class ItemExplanation(Record):
-    """One item of a failure: where it ranks, its score and the terms that make it."""
+    """One item of a failure: where it ranks (``None``: not retrieved), its score and the
+    terms that make it."""
 
     id: str
     row: int
-    rank: int
+    rank: int | None
     score: float
     relevant: bool
     text: str
@@ -39,6 +44,7 @@ class ItemExplanation(Record):
     contributions: list[dict]  # words (pieces joined), largest first, summing to the score
     other_terms: int = 0  # rows left out of ``contributions``
     other_contribution: float = 0.0  # and their sum
+    retrieved: bool = True  # False: the ranking does not hold it (rank None)
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class Failure(Record):
     gap: float | None  # s(nonrelevant) − s(relevant)
     decisive: list[dict] = field(default_factory=list)  # word, delta, both contributions
     note: str = ""
+    #: Where the best relevant item is (retrieved, beyond the top, not retrieved, not in the
+    #: collection): see :mod:`lexlens.analysis.benchmark.evaluate`.
+    relevant_status: str = ""
 
 
 def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: Sequence[str]):
@@ -73,9 +82,11 @@ def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: 
 
 
 def explain_item(
-    q: np.ndarray, row: int, rank: int, relevant: bool, index, words: set[str], meta: Mapping
-) -> tuple[ItemExplanation, list[dict]]:
-    """The explanation of one item, and its raw (token) contribution rows."""
+    q: np.ndarray, row: int, rank: int | None, relevant: bool, index, words: set[str],
+    meta: Mapping,
+) -> tuple[ItemExplanation, list[dict]]:  # fmt: skip
+    """The explanation of one item (``rank`` ``None``: not retrieved), and its raw (token)
+    contribution rows."""
     cols, vals = index.row(row)
     raw = contribution_rows(q, cols, vals, index.vocab)
     rows = merge_contributions(raw, index.vocab, words | item_words(meta))
@@ -85,7 +96,7 @@ def explain_item(
         ItemExplanation(
             id=str(meta["id"]),
             row=int(row),
-            rank=int(rank),
+            rank=None if rank is None else int(rank),
             score=score,
             relevant=relevant,
             text=str(meta.get("text") or ""),
@@ -93,6 +104,7 @@ def explain_item(
             contributions=shown,
             other_terms=len(rest),
             other_contribution=float(sum(r["contribution"] for r in rest)),
+            retrieved=rank is not None,
         ),  # fmt: skip
         raw,
     )

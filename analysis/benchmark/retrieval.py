@@ -8,8 +8,11 @@ a term with a query appear). Those scores carry a bound on their error (float32 
 and float16 quantisation for stored postings), and every item whose score could still reach
 a query's top n is rescored exactly in float64 from its stored row, as one query's search
 does (:func:`lexlens.analysis.search.ranking.top_items`): the rankings are the exact ones,
-ties broken by row. Memory: 4 bytes a non-zero for stored postings (12 for a transpose)
-plus one chunk's scores, whatever the number of queries.
+ties broken by row (collection order, search's rule). Only items with a positive score are
+ranked: an item that shares no term with the query scores 0 and is *not retrieved* (nor is
+one whose terms cancel to 0 or less), so it has no rank. Memory: 4 bytes a non-zero for
+stored postings (12 for a transpose) plus one chunk's scores, whatever the number of
+queries.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ MAX_CHUNK_ENTRIES = 32_000_000
 
 @dataclass(frozen=True)
 class QueryRanking:
-    """One query's exact top n (rows, float64 scores) and what is needed to rank any other
-    item exactly: its approximate scores over the items it touches."""
+    """One query's exact top n (rows, float64 scores > 0, best first, ties by row) and what
+    is needed to rank any other item exactly: its approximate scores over the items it
+    touches."""
 
     rows: np.ndarray
     scores: np.ndarray
@@ -179,11 +183,15 @@ class BatchScorer:
         candidates = touched[scores + slack >= threshold]
         exact = self.exact_many(candidates, q)
         best = np.lexsort((candidates, -exact))[:keep]
+        best = best[exact[best] > 0]  # scoring 0 or less: not retrieved
         return QueryRanking(candidates[best], exact[best], touched, scores, slack)
 
-    def rank_of(self, ranking: QueryRanking, row: int, q: np.ndarray) -> tuple[int, float]:
-        """The exact 1-based rank and score of item ``row`` (ties by row), at any depth."""
+    def rank_of(self, ranking: QueryRanking, row: int, q: np.ndarray) -> tuple[int | None, float]:
+        """The exact 1-based rank and score of item ``row`` (ties by row), at any depth;
+        rank ``None`` when it scores 0 or less (not retrieved)."""
         score = self.exact(row, q)
+        if score <= 0:
+            return None, score
         above = ranking.approx - ranking.slack > score
         unsure = ~above & (ranking.approx + ranking.slack >= score)
         count = int(above.sum())
@@ -191,9 +199,6 @@ class BatchScorer:
         if rows.size:
             scores = self.exact_many(rows, q)
             count += int(np.count_nonzero((scores > score) | ((scores == score) & (rows < row))))
-        if score == 0 and self.nonnegative:
-            # Items that share no term score 0: those before ``row`` tie with it.
-            count += row - int(np.count_nonzero(ranking.touched < row))
         return count + 1, score
 
 

@@ -3,7 +3,7 @@
 - qrels: TREC (``qid 0 docid rel``, whitespace) or BEIR (``query-id<TAB>corpus-id<TAB>score``
   after a header line), told apart by the first line;
 - runs: TREC (``qid Q0 docid rank score tag``); the items of a query are ranked by score
-  (ties: as listed), as trec_eval reads them;
+  (ties: as listed; trec_eval would order them by docid, see :func:`read_run`);
 - queries: BEIR ``queries.jsonl`` (``_id``, ``text``) or MS MARCO's TSV (``qid<TAB>text``).
 
 Readers stream and keep every readable line; each malformed line is a problem naming the
@@ -76,7 +76,14 @@ def lines(path: str | Path, label: str | None = None) -> Iterator[tuple[int, str
 def read_qrels(
     path: str | Path, problems: Problems | None = None, *, label: str | None = None
 ) -> dict[str, dict[str, int]]:
-    """Query id → {item id: relevance} from TREC or BEIR qrels (told apart by line 1)."""
+    """Query id → {item id: relevance} from TREC or BEIR qrels (told apart by line 1).
+
+    A relevance is a whole number that fits trec_eval's 32-bit int
+    (:mod:`lexlens.analysis.benchmark.trec_rules`); any other (``0.5``, ``inf``, ``nan``,
+    ``1e400``, a 23-digit number) is a problem naming the file and line. 0 and negatives
+    are kept as written: they mean not relevant."""
+    from lexlens.analysis.benchmark.trec_rules import relevance_from_text
+
     problems = problems if problems is not None else Problems()
     label = label or str(path)
     out: dict[str, dict[str, int]] = {}
@@ -95,9 +102,9 @@ def read_qrels(
         qid, doc, rel = (fields[0], fields[1], fields[2]) if len(fields) == 3 else (
             fields[0], fields[2], fields[3])  # fmt: skip
         try:
-            value = int(float(rel))
-        except ValueError:
-            problems.add(label, number, f"relevance {rel!r} is not a number")
+            value = relevance_from_text(rel)
+        except ValueError as exc:
+            problems.add(label, number, str(exc))
             continue
         qid, doc = qid.strip(), doc.strip()
         if doc in out.setdefault(qid, {}):
@@ -112,7 +119,13 @@ def read_qrels(
 def read_run(
     path: str | Path, problems: Problems | None = None, *, label: str | None = None
 ) -> dict[str, list[tuple[str, float]]]:
-    """Query id → [(item id, score), …] best first, from a TREC run file."""
+    """Query id → [(item id, score), …] best first, from a TREC run file.
+
+    Each query's items are ranked by score, descending; tied items keep the order the file
+    lists them in (trec_eval would instead order ties by item id, descending: Lexlens's
+    measures follow the order it shows). The rank column is not read. A NaN or infinite
+    score (``1e400`` too) gives the run no order: the file is refused naming its line; any
+    other malformed line is a problem (file:line) and the readable ones are kept."""
     problems = problems if problems is not None else Problems()
     label = label or str(path)
     rows: dict[str, list[tuple[float, int, str]]] = {}
@@ -133,8 +146,7 @@ def read_run(
             problems.add(label, number, f"score {score!r} is not a number")
             continue
         if not math.isfinite(value):
-            problems.add(label, number, f"score {score!r} is not finite")
-            continue
+            raise InputError(f"{label}:{number}: score {score!r} is not a finite number")
         if (qid, doc) in seen:
             problems.add(label, number, f"{doc} listed twice for query {qid}: the first kept")
             continue
@@ -183,12 +195,20 @@ def read_queries(
 
 
 def run_text(run: Mapping[str, list[tuple[str, float]]], *, tag: str = "lexlens") -> str:
-    """A TREC run: ``qid Q0 docid rank score tag``, ranks from 1 in the order given, scores
-    written exactly (so a reader gets the same floats back)."""
+    """A TREC run: ``qid Q0 docid rank score tag``, ranks from 1 in the order given (best
+    first), scores written exactly (``repr``: a reader gets the same floats back) and
+    strictly decreasing (:func:`~lexlens.analysis.benchmark.trec_rules.strictly_decreasing`):
+    trec_eval ignores the rank column and orders tied scores by docid, so tied scores would
+    let it rank the items otherwise."""
+    from lexlens.analysis.benchmark.trec_rules import strictly_decreasing
+
     tag = "".join(tag.split()) or "lexlens"
     lines = [
         f"{q} Q0 {doc} {rank} {score!r} {tag}"
         for q, pairs in run.items()
-        for rank, (doc, score) in enumerate(pairs, start=1)
+        for rank, (doc, score) in enumerate(
+            zip([d for d, _ in pairs], strictly_decreasing([s for _, s in pairs]), strict=True),
+            start=1,
+        )
     ]
     return "\n".join(lines) + ("\n" if lines else "")
