@@ -6,21 +6,35 @@ written whole or not at all.
 - :func:`csv_bytes`: a cell that a spreadsheet would run as a formula (text starting with
   ``=``, ``+``, ``-``, ``@``, tab or carriage return) is prefixed with ``'`` (OWASP's advice
   against CSV injection); numbers are written as numbers.
-- :func:`check_out_dir` before any costly work, :func:`write_files` after: each file is
-  written to a temporary name in the same folder and renamed into place, so a full disk or
-  an interrupted run never leaves a half-written file that looks valid.
+- :func:`check_out_dir` before any costly work, :func:`write_files` after: the files of one
+  run are written as one set, so a full disk or an interrupted run never leaves a
+  half-written file that looks valid, nor a mix of two runs' files.
+- :func:`file_set`, the mechanism behind it, for files streamed a line at a time (exports
+  of any size): every file of the set is written into a private staging folder inside the
+  out folder (same file system, so renames are atomic), fsynced, then renamed into place
+  together under a lock on the folder, with SIGINT/SIGTERM/SIGHUP held back until the
+  renames are done. A failure before or during the renames (a full disk, an interrupt, a
+  file that cannot be replaced) removes the staging folder and rolls back every file
+  already replaced: the folder holds the previous set, whole. Files of the folder that are
+  not in the set are never touched. A power cut or SIGKILL during the renames themselves
+  (microseconds) is the one case that can leave both; the next set written there puts any
+  file moved aside back before it starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import io
 import json
 import math
 import os
+import shutil
+import signal
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,65 +141,265 @@ def check_out_dir(path: str | Path) -> Path:
     return out
 
 
-def _new_file_mode() -> int:
-    """The mode an ordinary new file gets under the process umask (``mkstemp`` makes 0600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+#: Name prefix of the private folder a :func:`file_set` is staged in (inside the out folder).
+STAGING_PREFIX = ".lexlens-staging-"
+#: Inside a staging folder: the previous versions of the files being replaced, kept until
+#: the new set is in place (hard links where the file system has them).
+_PREVIOUS = ".previous"
 
 
-def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Path]:
-    """Write every file whole or none: temporary names first, then renamed into place.
+def check_replaceable(out: Path, names: Iterable[str]) -> None:
+    """Refuse, before any work, a set whose file name is taken by a folder in ``out``."""
+    for name in names:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            raise InputError(f"--out {out}: {name} is a folder; move it or write elsewhere")
 
-    On any error (a full disk, say) the temporary files are removed and nothing of this
-    call is left behind; the error names the file.
-    """
-    out = check_out_dir(out_dir)
-    mode = _new_file_mode()
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for name, data in files.items():
-            final = out / name
-            fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{final.name}.", suffix=".part")
-            staged.append((Path(tmp), final))
-            with os.fdopen(fd, "wb") as handle:
-                os.fchmod(handle.fileno(), mode)
+
+class FileSet:
+    """Files being written into one folder as a set (see :func:`file_set`)."""
+
+    def __init__(self, out: Path, staging: Path, unchanged: str) -> None:
+        self.out = out
+        self.staging = staging
+        self.unchanged = unchanged
+        self.names: list[str] = []
+        self.removals: list[str] = []
+
+    def _new(self, name: str) -> Path:
+        if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
+            raise ValueError(f"a file of a set is a plain file name, not {name!r}")
+        if name.startswith(STAGING_PREFIX) or name in self.names:
+            raise ValueError(f"{name!r} cannot be written twice or shadow the staging folder")
+        self.names.append(name)
+        return self.staging / name
+
+    def _failed(self, name: str, exc: OSError) -> InputError:
+        return InputError(f"could not write {name} in {self.out} ({_why(exc)}): {self.unchanged}")
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Stage ``data`` as the file ``name``."""
+        path = self._new(name)
+        try:
+            with open(path, "xb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-        for tmp, final in staged:
-            os.replace(tmp, final)
-    except OSError as exc:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        name = staged[-1][1].name if staged else out.name
-        raise InputError(
-            f"could not write {name} in {out} ({_why(exc)}): no file of this run was written"
-        ) from None
+        except OSError as exc:
+            raise self._failed(name, exc) from None
+
+    def write_lines(self, name: str, lines: Iterable[str]) -> int:
+        """Stage the file ``name`` from ``lines`` (each ended by ``\\n``), streamed: memory
+        stays bounded however many there are. Returns the number of lines."""
+        path = self._new(name)
+        count = 0
+        doing = "write"  # an OSError of the source (reading an index…) passes unchanged
+        try:
+            with open(path, "x", encoding="utf-8", newline="\n") as handle:
+                doing = "read"
+                for line in lines:
+                    doing = "write"
+                    handle.write(line)
+                    handle.write("\n")
+                    doing = "read"
+                    count += 1
+                doing = "write"
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            if doing == "read":
+                raise
+            raise self._failed(name, exc) from None
+        return count
+
+    def remove(self, name: str) -> None:
+        """Remove the file ``name`` of a previous set with the commit (a set that no longer
+        has it); a folder of that name is left alone."""
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"a file of a set is a plain file name, not {name!r}")
+        self.removals.append(name)
+
+    def commit(self) -> None:
+        """Put every staged file in place and remove :meth:`remove`'s, all or none."""
+        previous = self.staging / _PREVIOUS
+        kept: list[str] = []  # old versions held in ``previous``
+        placed: list[str] = []  # new files already in place
+        with _signals_held(), _folder_lock(self.out):
+            try:
+                previous.mkdir()
+                for name in self.names:
+                    target = self.out / name
+                    if os.path.lexists(target):
+                        _keep(target, previous / name)
+                        kept.append(name)
+                    os.replace(self.staging / name, target)
+                    placed.append(name)
+                for name in self.removals:
+                    target = self.out / name
+                    if name not in self.names and os.path.lexists(target):
+                        if target.is_dir() and not target.is_symlink():
+                            continue
+                        os.rename(target, previous / name)
+                        kept.append(name)
+            except OSError as exc:
+                for name in placed:
+                    if name not in kept:
+                        with contextlib.suppress(OSError):
+                            os.unlink(self.out / name)
+                for name in kept:
+                    with contextlib.suppress(OSError):
+                        os.replace(previous / name, self.out / name)
+                raise InputError(
+                    f"could not put the files in place in {self.out} ({_why(exc)}): "
+                    f"{self.unchanged}"
+                ) from None
+            _fsync_dir(self.out)
+
+
+def _keep(target: Path, keep: Path) -> None:
+    """Hold the current ``target`` at ``keep`` for a roll-back: a hard link (``target`` stays
+    in place, so a reader never finds it missing), or a rename where links are not
+    supported."""
+    try:
+        os.link(target, keep, follow_symlinks=False)
+    except OSError:
+        os.rename(target, keep)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back (main thread only: Python runs handlers there)
+    and deliver them once the block is done, so the renames of a set are never cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    restore: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None:
+            continue
+        handler = signal.getsignal(sig)
+        if handler is None or handler is signal.SIG_IGN:
+            continue  # set outside Python, or ignored: nothing to hold back
+        with contextlib.suppress(ValueError, OSError):
+            restore[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in restore.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` for the renames, so two sets written into one
+    folder at once land one after the other, never interleaved (no lock where the system
+    has none)."""
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def clean_staging(out: Path) -> None:
+    """Remove the staging folders that runs no longer alive left in ``out``, first putting
+    back any file one of them had moved aside (a run killed during its renames)."""
+    with contextlib.suppress(OSError):
+        for entry in out.iterdir():
+            if not entry.name.startswith(STAGING_PREFIX) or entry.is_symlink():
+                continue
+            pid = entry.name[len(STAGING_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
+                continue
+            previous = entry / _PREVIOUS
+            if previous.is_dir() and not previous.is_symlink():
+                for kept in previous.iterdir():
+                    if not os.path.lexists(out / kept.name):
+                        with contextlib.suppress(OSError):
+                            os.rename(kept, out / kept.name)
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def file_set(
+    out_dir: str | Path, *, unchanged: str = "the folder is unchanged"
+) -> Iterator[FileSet]:
+    """Write several files into ``out_dir`` as one set: all of them land, or none does.
+
+    Inside the block, stage files with :meth:`FileSet.write_bytes` / :meth:`~FileSet.
+    write_lines` (and old ones to drop with :meth:`~FileSet.remove`); when the block ends
+    normally they are renamed into place together. When it raises (a full disk, an
+    interrupt, a cancelled job, any error), the staging folder is removed and the folder is
+    as it was (a folder this call created is removed again). A write or rename error becomes
+    one :class:`InputError` line that names the file and ends with ``unchanged``.
+    """
+    wanted = Path(out_dir).expanduser()
+    created = [p for p in [wanted, *wanted.parents] if not os.path.lexists(p)]
+    done = False
+    try:
+        out = check_out_dir(out_dir)
+        clean_staging(out)
+        try:
+            staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+        except OSError as exc:
+            raise InputError(f"--out {out}: cannot write there ({_why(exc)})") from None
+        try:
+            files = FileSet(out, staging, unchanged)
+            yield files
+            files.commit()
+            done = True
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        if not done:
+            for folder in created:  # deepest first; only while empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+
+
+def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Path]:
+    """Write every file whole or none, as one :func:`file_set`; the error names the file."""
+    with file_set(out_dir, unchanged="no file of this run was written") as staged:
+        for name, data in files.items():
+            staged.write_bytes(name, data)
+    out = Path(out_dir).expanduser()
     return {name: out / name for name in files}
 
 
 def write_lines(path: str | Path, lines: Iterable[str]) -> int:
-    """Stream ``lines`` into ``path`` whole or not at all (a temporary name, then renamed);
-    for files too large to hold in memory. Returns the number of lines written."""
+    """Stream ``lines`` into ``path`` whole or not at all (a set of one file); for files too
+    large to hold in memory. Returns the number of lines written."""
     final = Path(path).expanduser()
-    out = check_out_dir(final.parent)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{final.name}.", suffix=".part")
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            os.fchmod(handle.fileno(), _new_file_mode())
-            for line in lines:
-                handle.write(line)
-                handle.write("\n")
-                count += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"could not write {final} ({_why(exc)}): nothing was written") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with file_set(final.parent, unchanged="nothing was written") as staged:
+        count = staged.write_lines(final.name, lines)
     return count
