@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluate import EvaluationResult
+from lexlens.analysis.benchmark.evaluate import BLAME_COLUMNS, EvaluationResult, blame_row
 from lexlens.analysis.benchmark.explain import Failure, ItemExplanation
 from lexlens.app.state import kept
 from lexlens.app.thumbnails import item_thumbnail
@@ -13,18 +13,22 @@ from lexlens.app.thumbnails import item_thumbnail
 MIME = {"json": "application/json", "csv": "text/csv", "trec": "text/plain", "html": "text/html"}
 
 
-def _item(col, item: ItemExplanation | None, title: str, index) -> None:
+def _item(col, item: ItemExplanation | None, title: str, absent: str, index) -> None:
     col.markdown(f"**{title}**")
     if item is None:
-        col.caption("none in the collection")
+        col.caption(absent)
         return
-    col.caption(f"{item.id} — rank {item.rank}, score {item.score:.4f}")
+    where = "not retrieved" if item.rank is None else f"rank {item.rank}"
+    col.caption(f"{item.id} — {where}, score {item.score:.4f}")
     if item.image:
         picture = item_thumbnail(index, {"image": item.image})
         if picture is not None:
             col.image(picture, width=220)
     if item.text:
         col.text(item.text[:300])
+    if not item.contributions and not item.other_terms:
+        col.caption("no term of the query is in this item (q·d = 0)")
+        return
     rows = [{"word": c["token"], "q·d": c["contribution"],
              "pieces": " ".join(c.get("pieces", []))} for c in item.contributions]  # fmt: skip
     frame = pd.DataFrame(rows)
@@ -41,8 +45,9 @@ def show_failure(failure: Failure, index) -> None:
     if failure.note:
         st.info(failure.note)
     left, right = st.columns(2)
-    _item(left, failure.nonrelevant, "Ranked first, not relevant", index)
-    _item(right, failure.relevant, "Best relevant", index)
+    _item(left, failure.nonrelevant, "Ranked first, not relevant",
+          "no non-relevant item of the collection is ranked", index)  # fmt: skip
+    _item(right, failure.relevant, "Best relevant", "none in the collection", index)
     if failure.decisive:
         st.markdown(f"**Decisive words** — they make up the score gap of {failure.gap:.4f}")
         st.dataframe(pd.DataFrame(failure.decisive), hide_index=True, width="stretch")
@@ -56,11 +61,14 @@ def show_blame(result: EvaluationResult) -> None:
             "No word put a wrong item first, and no query's top word is missing from its relevant item."
         )
         return
-    table = pd.DataFrame(
-        [{"word": b["word"], "put a wrong item first": b["pushed"], "by": b["amount"],
-          "missing from the relevant item": b["mismatch"]} for b in result.blame]
-    )  # fmt: skip
-    st.dataframe(table, hide_index=True, width="stretch", key="eval_blame")
+    st.caption(
+        "pushed: failures where the word helped put a non-relevant item above the best "
+        "relevant one; amount: its summed contribution difference there; mismatch: queries "
+        "whose top word it is and whose relevant item lacks it (as in blame.csv)"
+    )
+    shown = [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
+    table = pd.DataFrame([blame_row(b) for b in result.blame], columns=list(BLAME_COLUMNS))
+    st.dataframe(table[shown], hide_index=True, width="stretch", key="eval_blame")
     words = [b["word"] for b in result.blame]
     word = st.selectbox("Queries behind a word", words, key=kept("eval_blame_word", words[0]))
     chosen = next(b for b in result.blame if b["word"] == word)

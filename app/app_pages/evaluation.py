@@ -19,7 +19,9 @@ from lexlens.analysis.benchmark.evaluate import (
     MEASURES,
     EvaluationResult,
     evaluate_benchmark,
+    per_query_row,
     stored_benchmark,
+    worst_first,
 )
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
@@ -117,15 +119,18 @@ for col, measure in zip(cols, MEASURES, strict=True):
     col.metric(measure, f"{aggregate[measure]:.3f}")
 st.subheader("Queries, worst first")
 table = pd.DataFrame(
-    [{"query": q["id"], "text": q["text"], **{m: q[m] for m in MEASURES},
-      "first relevant": q["first_relevant_rank"], "relevant at": q["relevant_rank"],
-      "top terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
-     for q in result.metrics["per_query"]]
-).sort_values(["nDCG@10", "query"])  # fmt: skip
+    [{**per_query_row(q), "top_terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
+     for q in worst_first(result.metrics["per_query"])]
+).astype({"first_relevant_rank": "Int64", "relevant_rank": "Int64"})  # fmt: skip
+st.caption(
+    "first_relevant_rank: the first relevant item's place in the ranking evaluated (empty: "
+    "none there); relevant_rank: the best relevant item's exact rank, empty when it is not "
+    "retrieved (it scores 0, or the run omits it); relevant_status says which."
+)
 st.dataframe(table, hide_index=True, width="stretch", key="eval_table")
 failing = {f.query_id: f for f in result.failures}
 if failing:
-    order = [q for q in table["query"] if q in failing]
+    order = [q for q in table["query_id"] if q in failing]
     pick = st.selectbox(
         "Why does this query fail?", order, key=kept("eval_pick", order[0]),
         format_func=lambda q: f"{q}: {failing[q].query[:80]}",

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.benchmark.evaluate import (
+    BLAME_COLUMNS,
     DEFAULT_TOP,
     MEASURES,
     EvaluationResult,
     evaluate_benchmark,
+    worst_first,
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import check_out_dir, write_files
@@ -59,37 +61,41 @@ def run(args: argparse.Namespace) -> None:
     emit(args, result, render(result))
 
 
+#: The text view's columns (named as in per_query.csv and failures.csv).
+WORST_COLUMNS = ["query_id", "nDCG@10", "first_relevant_rank", "relevant_rank", "relevant_status"]
+FAILURE_COLUMNS = ["query_id", "nonrelevant", "relevant", "relevant_rank", "relevant_status"]
+
+
+def _rank(rank: int | None) -> int | str:
+    return "-" if rank is None else rank
+
+
 def render(result: EvaluationResult) -> str:
-    """The text view: metrics, the worst queries, failures and blame."""
+    """The text view: metrics, the worst queries, failures and blame (columns named as in
+    the CSV files; an absent rank is "-", relevant_status says why)."""
     aggregate = result.metrics["aggregate"]
-    per_query = result.metrics["per_query"]
     blocks = [
         f"{result.settings['queries']} queries, {result.index.get('items', '?')} items, "
         f"query encoder {result.encoder}",
         format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
     ]
-    worst = sorted(per_query, key=lambda q: (q["nDCG@10"], q["id"]))[:SHOWN]
-    blocks.append(
-        format_table(
-            [
-                [q["id"], q["nDCG@10"], q["first_relevant_rank"] or "-", q["text"][:50]]
-                for q in worst
-            ],
-            ["worst queries", "nDCG@10", "first relevant", "text"],
-        )
-    )
-    rows = []
-    for f in result.failures[:SHOWN]:
-        top = f.nonrelevant.id if f.nonrelevant else "-"
-        rel = f"{f.relevant.id} @ {f.relevant.rank}" if f.relevant else "-"
-        rows.append([f.query_id, top, rel, " ".join(d["word"] for d in f.decisive[:5])])
-    blocks.append(
-        format_table(rows, ["failing query", "first item", "relevant @ rank", "decisive words"])
-    )
+    worst = [
+        [q["id"], q["nDCG@10"], _rank(q["first_relevant_rank"]), _rank(q["relevant_rank"]),
+         q["relevant_status"], q["text"][:50]]
+        for q in worst_first(result.metrics["per_query"])[:SHOWN]
+    ]  # fmt: skip
+    blocks.append(format_table(worst, [*WORST_COLUMNS, "query"]))
+    failures = [
+        [f.query_id, f.nonrelevant.id if f.nonrelevant else "-",
+         f.relevant.id if f.relevant else "-", _rank(f.relevant.rank if f.relevant else None),
+         f.relevant_status, " ".join(d["word"] for d in f.decisive[:5])]
+        for f in result.failures[:SHOWN]
+    ]  # fmt: skip
+    blocks.append(format_table(failures, [*FAILURE_COLUMNS, "decisive_words"]))
     blocks.append(
         format_table(
             [[b["word"], b["pushed"], b["amount"], b["mismatch"]] for b in result.blame[:SHOWN]],
-            ["word", "pushed a wrong item up", "by", "missing from the relevant item"],
+            [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
         )
     )
     blocks += [f"note: {n}" for n in result.notes]
