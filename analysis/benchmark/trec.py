@@ -18,11 +18,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lexlens.analysis.core.inputs import open_text, read_error
+from lexlens.analysis.core.inputs import MAX_LINE_BYTES, text_lines
 from lexlens.models.base import InputError
 
-#: The longest line read (characters): a longer one is refused, never read whole.
-MAX_LINE = 16 * 1024 * 1024
+#: The longest line read (bytes): a longer one is skipped with its number, never read whole.
+MAX_LINE = MAX_LINE_BYTES
 #: Problems kept per file (the count goes on).
 MAX_PROBLEMS = 100
 
@@ -42,35 +42,26 @@ class Problems:
             self.lines.append(f"{label}:{line}: {why}" if line else f"{label}: {why}")
 
 
-def lines(path: str | Path, label: str | None = None) -> Iterator[tuple[int, str]]:
+def lines(
+    path: str | Path, label: str | None = None, problems: Problems | None = None
+) -> Iterator[tuple[int, str]]:
     """(line number, text) of a regular UTF-8 file, streamed; anything else (a folder, a FIFO,
-    a device) is refused before it is opened, so nothing blocks or reads without end. A line
-    longer than :data:`MAX_LINE` characters is refused with its number."""
+    a device) is refused before it is opened, so nothing blocks or reads without end.
+
+    Lines end at ``\n`` only: a bare ``\r`` stays in its line (MS MARCO's passages hold
+    some) and numbers stay true. A line longer than :data:`MAX_LINE` bytes (read past in
+    chunks, never whole) or not UTF-8 is a problem naming its number, recorded in
+    ``problems`` and skipped, so the readable lines around it are kept; without
+    ``problems`` it is refused in one line."""
     path = Path(path).expanduser()
     label = label or str(path)
-    try:
-        if not path.is_file():
-            why = "not a regular file" if path.exists() else "file not found"
-            raise InputError(f"{label}: {why}")
-    except OSError as exc:
-        raise read_error(label, exc) from None
-    number = 0
-    with open_text(path, label) as handle:
-        try:
-            while True:
-                text = handle.readline(MAX_LINE + 1)
-                if not text:
-                    return
-                number += 1
-                if len(text) > MAX_LINE and not text.endswith("\n"):
-                    raise InputError(
-                        f"{label}:{number}: a line longer than {MAX_LINE:,} characters"
-                    )
-                yield number, text.rstrip("\r\n")
-        except UnicodeDecodeError:
-            raise InputError(
-                f"{label}: not UTF-8 text (after line {number}): save it as UTF-8"
-            ) from None
+    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+        if why:
+            if problems is None:
+                raise InputError(f"{label}:{number}: {why}")
+            problems.add(label, number, f"{why}: skipped")
+            continue
+        yield number, text
 
 
 def read_qrels(

@@ -7,10 +7,12 @@ names the file as the user knows it (the upload's name, never a temporary file).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -27,6 +29,13 @@ TEXT_SUFFIXES = (".txt", ".csv", ".jsonl")
 LABEL_SEPARATOR = "|"
 #: The most inputs one batch may hold: memory grows with the batch, never with the corpus.
 MAX_BATCH_SIZE = 4096
+#: The longest line a streamed reader takes (bytes): a longer one is skipped with its
+#: number and read past in chunks of :data:`LINE_CHUNK` bytes, never held whole.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+LINE_CHUNK = 1024 * 1024
+#: A JSON value nested deeper than this is refused before Python's parser would overflow
+#: its recursion limit (a RecursionError).
+MAX_JSON_DEPTH = 400
 
 
 def check_batch_size(batch_size: object) -> int:
@@ -116,14 +125,98 @@ def read_bytes(
     return data, label
 
 
-def open_text(path: Path, label: str) -> TextIO:
+def open_text(path: Path, label: str, *, newline: str = "") -> TextIO:
     """A user's text file opened to stream it (UTF-8, a byte-order mark accepted); only a
-    regular file is opened."""
+    regular file is opened. ``newline=""`` suits the csv module (a quoted field may hold
+    line breaks); ``"\n"`` ends lines at ``\n`` only, so a bare ``\r`` stays inside its
+    line (Python's universal newlines would split there)."""
     regular_file(Path(path), label)
     try:
-        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+        return open(path, encoding="utf-8-sig", newline=newline)  # noqa: SIM115
     except OSError as exc:
         raise read_error(label, exc) from None
+
+
+def text_lines(
+    path: str | Path, label: str, *, limit: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, str, str]]:
+    """``(number, text, why)`` for each line of a regular UTF-8 file, streamed; ``why`` is
+    ``""`` for a line read, else why it was not (``text`` is then ``""``).
+
+    Lines end at ``\n`` only (the ``\r`` of ``\r\n`` dropped): a bare ``\r`` stays in its
+    line, as in MS MARCO's passages, and numbers count ``\n`` as editors do. A line longer
+    than ``limit`` bytes is read past in chunks, never held whole; a line that is not UTF-8
+    is named alone. Anything but a regular file (a folder, a FIFO, a device) is refused
+    before it is opened."""
+    path = Path(path).expanduser()
+    regular_file(path, label)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise read_error(label, exc) from None
+    with handle:
+        number = 0
+        try:
+            while True:
+                data = handle.readline(limit + 1)
+                if not data:
+                    return
+                number += 1
+                if len(data) > limit and not data.endswith(b"\n"):
+                    while data and not data.endswith(b"\n"):
+                        data = handle.readline(LINE_CHUNK)
+                    yield number, "", f"a line longer than {limit:,} bytes"
+                    continue
+                if number == 1 and data.startswith(codecs.BOM_UTF8):
+                    data = data[len(codecs.BOM_UTF8) :]
+                if data.endswith(b"\n"):
+                    data = data[:-2] if data.endswith(b"\r\n") else data[:-1]
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield number, "", f"not UTF-8 text (byte {exc.start} of the line)"
+                    continue
+                yield number, text, ""
+        except OSError as exc:
+            raise read_error(label, exc) from None
+
+
+def json_depth(text: str) -> tuple[int, int]:
+    """The deepest nesting of arrays and objects in a JSON text, and the offset where it is
+    first reached (brackets inside strings do not count)."""
+    depth = deepest = where = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, match.start()
+        elif token in "]}":
+            depth -= 1
+    return deepest, where
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def load_json(text: str, label: str, line: int = 0, *, precheck: bool = True) -> Any:
+    """``json.loads`` that refuses a text nested too deeply in one line naming ``label`` and
+    the line where it goes deepest (``line`` for a JSON-lines record), never with a
+    RecursionError. ``precheck`` (for a line) also refuses nesting deeper than
+    :data:`MAX_JSON_DEPTH`, so no later use of the value recurses that deep; a whole
+    document is parsed first and measured only when Python's parser gives up. A malformed
+    text raises :class:`json.JSONDecodeError` as ``json.loads`` does."""
+    try:
+        many = precheck and text.count("[") + text.count("{") > MAX_JSON_DEPTH
+        if many and json_depth(text)[0] > MAX_JSON_DEPTH:
+            raise RecursionError
+        return json.loads(text)
+    except RecursionError:
+        deepest, offset = json_depth(text)
+        at = line or text.count("\n", 0, offset) + 1
+        raise InputError(
+            f"{label}:{at}: JSON nested {deepest:,} levels deep (over {MAX_JSON_DEPTH}): refused"
+        ) from None
 
 
 def decode_text(data: bytes, label: str) -> str:
@@ -191,7 +284,7 @@ def json_objects(lines: Iterable[str], label: str) -> Iterator[tuple[int, dict]]
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
+            row = load_json(raw, label, line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{label}: line {line} is not JSON ({exc.msg})") from None
         if not isinstance(row, dict):
