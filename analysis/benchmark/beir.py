@@ -11,22 +11,32 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
-from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
+from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split, query_line
+from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.analysis.core.inputs import load_json, text_lines
 from lexlens.models.base import InputError
 
 
 def _corpus(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
-    for number, text in lines(path, label):
+    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+        where = f"{label}:{number}"
+        if why:
+            problems.add(label, number, f"{why}: skipped")
+            yield Skipped(where, why)
+            continue
         if not text.strip():
             continue
-        where = f"{label}:{number}"
         try:
-            row = json.loads(text)
+            row = load_json(text, label, number)
         except json.JSONDecodeError as exc:
             problems.add(label, number, f"not JSON ({exc.msg})")
             yield Skipped(where, f"not JSON ({exc.msg})")
+            continue
+        except InputError as exc:  # nested too deeply
+            why = str(exc).removeprefix(f"{where}: ")
+            problems.add(label, number, why)
+            yield Skipped(where, why)
             continue
         doc_id = row.get("_id") if isinstance(row, dict) else None
         body = row.get("text") if isinstance(row, dict) else None
@@ -63,6 +73,6 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
         queries=queries, qrels=qrels, read_items=lambda found: _corpus(corpus, label, found),
         fingerprint_parts=lambda: [file_stamp(corpus), file_stamp(queries_path),
                                    file_stamp(qrels_dir / f"{chosen}.tsv")],
-        problems=problems,
+        problems=problems, query_where=lambda qid: query_line(queries_path, qid),
     )  # fmt: skip
     return bench

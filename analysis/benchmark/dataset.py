@@ -8,19 +8,22 @@ relevance judgements — nothing encoded.
 :class:`Benchmark` streams its items (``SourceItem`` or ``Skipped``, as any source of
 ``lexlens index``), and holds the queries, the judgements, the split and every problem met
 (file and line, one line each); readable items are always kept. While the items stream,
-duplicate ids are skipped and named, and judged items the corpus lacks are counted at the
-end.
+an id a TREC file cannot hold (empty, or with whitespace) or a repeated id is skipped and
+named (:func:`~lexlens.analysis.collections.items.checked_items`, the check every source
+passes through), and judged items the corpus lacks are counted at the end. A query id a
+TREC file cannot hold is a problem naming its file and line, and the query is dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lexlens.analysis.benchmark.trec import Problems
-from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.analysis.benchmark.trec import Problems, lines
+from lexlens.analysis.collections.items import Skipped, SourceItem, checked_items, id_problem
 from lexlens.models.base import InputError
 
 
@@ -41,28 +44,27 @@ class Benchmark:
     problems: Problems = field(default_factory=Problems)  # of the queries and judgements
     size_hint: int = 0  # items expected (for progress), 0 = unknown
     item_problems: Problems = field(default_factory=Problems)  # of the last pass over the items
+    #: Where a query was read ("file:line"), for the messages that name it.
+    query_where: Callable[[str], str] | None = None
 
     @property
     def has_texts(self) -> bool:
         return not self.has_images
 
     def items(self) -> Iterator[SourceItem | Skipped]:
-        """The items in order; a repeated id is skipped and named; at the end, the judged
-        items the corpus lacks are added to the problems."""
+        """The items in order, through :func:`checked_items` (an empty id, an id with
+        whitespace or a repeated id is skipped and named); at the end, the judged items the
+        corpus lacks are added to the problems."""
         problems = self.item_problems = Problems()
-        seen: set[bytes] = set()
         judged = {d for rel in self.qrels.values() for d in rel}
         found: set[str] = set()
-        for item in self.read_items(problems):
-            if isinstance(item, SourceItem):
-                key = hashlib.blake2b(item.id.encode("utf-8"), digest_size=8).digest()
-                if key in seen:
-                    problems.add(item.where, 0, f"id {item.id!r} appears again: skipped")
-                    yield Skipped(item.where, f"id {item.id!r} appears again")
-                    continue
-                seen.add(key)
-                if item.id in judged:
-                    found.add(item.id)
+
+        def named(skipped: Skipped) -> None:
+            problems.add(skipped.file, 0, skipped.reason)
+
+        for item in checked_items(self.read_items(problems), named):
+            if isinstance(item, SourceItem) and item.id in judged:
+                found.add(item.id)
             yield item
         missing = sorted(judged - found)
         if missing:
@@ -103,12 +105,47 @@ def file_stamp(path: Path) -> str:
 
 
 def check_queries_and_qrels(bench: Benchmark) -> Benchmark:
-    """Judged query ids the queries lack become problems (and are dropped); queries with no
-    judgement stay (an evaluation leaves them out and says so)."""
+    """Every benchmark's queries and judgements, checked once whatever its format: a query
+    whose id a TREC file cannot hold (:func:`id_problem`) is a problem naming its file and
+    line, and is dropped with its judgements; judged query ids the queries lack become
+    problems (and are dropped); queries with no judgement stay (an evaluation leaves them
+    out and says so)."""
+    for qid in [q for q in bench.queries if id_problem(q, "query id")]:
+        where = bench.query_where(qid) if bench.query_where else bench.label
+        bench.problems.add(where, 0, f"{id_problem(qid, 'query id')}: dropped")
+        del bench.queries[qid]
+        bench.qrels.pop(qid, None)
     for qid in sorted(set(bench.qrels) - set(bench.queries)):
         bench.problems.add(bench.label, 0, f"judged query {qid!r} is not among the queries")
         del bench.qrels[qid]
+    for qid in list(bench.qrels):
+        judged = bench.qrels[qid]
+        for doc in [d for d in judged if id_problem(d, "judged item id")]:
+            bench.problems.add(
+                bench.label, 0, f"query {qid!r}: {id_problem(doc, 'judged item id')}: dropped"
+            )
+            del judged[doc]
+        if not judged:
+            del bench.qrels[qid]
     return bench
+
+
+def query_line(path: Path, qid: str) -> str:
+    """``file:line`` of query ``qid`` in a BEIR ``queries.jsonl`` or a ``qid<TAB>text`` TSV
+    (read again only for a query a message names), else the file."""
+    jsonl = path.suffix.lower() == ".jsonl"
+    for number, text in lines(path, str(path), Problems()):
+        if jsonl:
+            try:
+                row = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            found = row.get("_id") if isinstance(row, dict) else None
+        else:
+            found = text.partition("\t")[0]
+        if found is not None and str(found) == qid:
+            return f"{path}:{number}"
+    return str(path)
 
 
 def pick_split(available: list[str], split: str | None, label: str, default: str = "test") -> str:

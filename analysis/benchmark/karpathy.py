@@ -5,8 +5,11 @@
 A split's images are the items; each image's captions (five, usually) are both the item's
 captions (Exact@k, FLOPs) and text queries whose one relevant item is that image — the
 text→image evaluation VDR and Dense2Sparse report. An item's id is its ``cocoid``, else its
-``imgid``, else its file name; a query's id is ``<item id>_<caption number>``. The JSON is
-read once with ``json.load`` (COCO's is about 150 MB).
+``imgid``, else its file name (whitespace written ``%20``); a query's id is
+``<item id>_<caption number>``. An image whose id an earlier image of the split has is named
+and skipped with its captions (they never become queries of the first). The JSON is read
+once with ``json.loads`` (COCO's is about 150 MB); one nested too deeply for Python's parser
+is refused naming its line.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from pathlib import Path
 
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems
-from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import inside_folder, read_bytes
+from lexlens.analysis.collections.items import Skipped, SourceItem, derived_id
+from lexlens.analysis.core.inputs import inside_folder, load_json, read_bytes
 from lexlens.models.base import InputError
 
 #: Karpathy's JSON is read whole; a larger file is refused.
@@ -27,9 +30,18 @@ MAX_JSON_BYTES = 1024 * 1024 * 1024
 
 def _item_id(entry: dict, position: int) -> str:
     for key in ("cocoid", "imgid"):
-        if isinstance(entry.get(key), (int, str)) and str(entry[key]).strip():
-            return str(entry[key])
-    return str(entry.get("filename") or position)
+        value = entry.get(key)
+        if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    name = entry.get("filename")
+    return derived_id(name.strip()) if isinstance(name, str) and name.strip() else str(position)
+
+
+def _captions(entry: dict) -> list[str]:
+    sentences = entry.get("sentences")
+    raws = [s.get("raw") for s in sentences if isinstance(s, dict)] if isinstance(
+        sentences, list) else []  # fmt: skip
+    return [c.strip() for c in raws if isinstance(c, str) and c.strip()]
 
 
 def open_karpathy(
@@ -45,14 +57,14 @@ def open_karpathy(
     label = str(path)
     data, _ = read_bytes(path, label, limit=MAX_JSON_BYTES)
     try:
-        document = json.loads(data.decode("utf-8-sig"))
+        document = load_json(data.decode("utf-8-sig"), label, precheck=False)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{label}: not a JSON document ({exc})") from None
     entries = document.get("images") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise InputError(f"{label}: no 'images' list (Karpathy's split format)")
     splits = sorted(
-        {str(e.get("split")) for e in entries if isinstance(e, dict) and e.get("split")}
+        {e["split"] for e in entries if isinstance(e, dict) and isinstance(e.get("split"), str)}
     )
     chosen = pick_split(splits, split, label)
     root = Path(images).expanduser() if images is not None else path.parent
@@ -61,41 +73,53 @@ def open_karpathy(
     problems = Problems()
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    chosen_entries: list[tuple[int, dict]] = []
+    query_where: dict[str, str] = {}
+    first_at: dict[str, int] = {}  # item id → the position of the image that has it
+    chosen_entries: list[tuple[int, dict, str]] = []  # (position, entry, why it is skipped)
     for position, entry in enumerate(entries):
         if not isinstance(entry, dict):
             problems.add(label, 0, f"images[{position}] is not an object")
             continue
-        if str(entry.get("split")) != chosen:
+        if entry.get("split") != chosen:
             continue
         item = _item_id(entry, position)
-        captions = [s.get("raw") for s in entry.get("sentences") or [] if isinstance(s, dict)]
-        captions = [c.strip() for c in captions if isinstance(c, str) and c.strip()]
+        if item in first_at:
+            why = f"id {item!r} appears again (first at images[{first_at[item]}])"
+            problems.add(f"{label}:images[{position}]", 0, f"{why}: skipped with its captions")
+            chosen_entries.append((position, entry, why))
+            continue
+        first_at[item] = position
+        captions = _captions(entry)
         if not captions:
             problems.add(label, 0, f"images[{position}] ({item}) has no caption")
         for j, caption in enumerate(captions):
             queries[f"{item}_{j}"] = caption
             qrels[f"{item}_{j}"] = {item: 1}
-        chosen_entries.append((position, entry))
+            query_where[f"{item}_{j}"] = f"{label}:images[{position}].sentences[{j}]"
+        chosen_entries.append((position, entry, ""))
     if not chosen_entries:
         raise InputError(f"{label}: the split {chosen!r} has no images")
 
     def read(found: Problems) -> Iterator[SourceItem | Skipped]:
-        for position, entry in chosen_entries:
+        for position, entry, why in chosen_entries:
             where = f"{label}:images[{position}]"
-            name = str(entry.get("filename") or "").strip()
+            if why:
+                yield Skipped(where, f"{why}: skipped")
+                continue
+            name = entry.get("filename")
+            name = name.strip() if isinstance(name, str) else ""
             if not name:
                 yield Skipped(where, "no filename")
                 continue
-            relative = f"{entry.get('filepath') or ''}/{name}".strip("/")
+            folder = entry.get("filepath")
+            folder = folder if isinstance(folder, str) else ""
+            relative = f"{folder}/{name}".strip("/")
             inside = inside_folder(root, relative)
             if inside is None:
                 yield Skipped(where, f"image path {relative!r} leaves {root}: refused")
                 continue
-            captions = [s.get("raw") for s in entry.get("sentences") or [] if isinstance(s, dict)]
             yield SourceItem(
-                _item_id(entry, position), image=inside,
-                captions=tuple(c.strip() for c in captions if isinstance(c, str) and c.strip()),
+                _item_id(entry, position), image=inside, captions=tuple(_captions(entry)),
                 where=where,
             )  # fmt: skip
 
@@ -103,4 +127,5 @@ def open_karpathy(
         kind="karpathy", label=label, root=root, split=chosen, splits=splits, queries=queries,
         qrels=qrels, read_items=read, fingerprint_parts=lambda: [file_stamp(path), str(root)],
         has_images=True, problems=problems, size_hint=len(chosen_entries),
+        query_where=lambda qid: query_where.get(qid, label),
     )  # fmt: skip

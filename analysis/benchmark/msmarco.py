@@ -1,25 +1,31 @@
 """MS MARCO style TSV files: ``collection.tsv`` (``pid<TAB>text``), ``queries.{split}.tsv``
 (``qid<TAB>text``) and TREC qrels (``qrels.{split}.tsv`` or ``*.qrels``: ``qid 0 docid
 rel``), given as their folder or as the collection file. The collection is streamed (the
-real one holds 8.8 million passages)."""
+real one holds 8.8 million passages) in lines that end at ``\n`` only: a bare ``\r`` inside
+a passage stays in it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
-from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
+from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split, query_line
+from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.analysis.core.inputs import text_lines
 from lexlens.models.base import InputError
 
 
 def _collection(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
-    for number, text in lines(path, label):
+    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+        where = f"{label}:{number}"
+        if why:
+            problems.add(label, number, f"{why}: skipped")
+            yield Skipped(where, why)
+            continue
         if not text.strip():
             continue
         pid, tab, passage = text.partition("\t")
-        where = f"{label}:{number}"
         if not tab or not pid.strip() or not passage.strip():
             problems.add(label, number, "expected pid<TAB>text")
             yield Skipped(where, "expected pid<TAB>text")
@@ -56,5 +62,5 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
         queries=queries, qrels=qrels, read_items=lambda found: _collection(collection, label, found),
         fingerprint_parts=lambda: [file_stamp(collection), file_stamp(query_files[chosen]),
                                    file_stamp(qrels_files[chosen])],
-        problems=problems,
+        problems=problems, query_where=lambda qid: query_line(query_files[chosen], qid),
     )  # fmt: skip

@@ -7,12 +7,20 @@ of items with ``image`` (a path relative to that file) and/or ``text``, and opti
 ``labels`` (``|``-separated); or a file of dense features for a D2S (Dense2Sparse) head
 (.npy, .safetensors, .parquet: :mod:`.features_index`). Nothing is encoded here: items
 that cannot be used are reported as :class:`Skipped` (file or line, one-line reason).
-Image paths that leave the source's folder are refused.
+Image paths that leave the source's folder are refused. Every source's items pass through
+one check (:func:`~.items.checked_items`): an id a TREC file cannot hold (empty, or with
+whitespace) or a repeated id is skipped and named. An id Lexlens makes from a file's path
+(a folder's image, a row without ``id``) writes its whitespace as ``%20``
+(:func:`~.items.derived_id`). Text and JSON-lines files are read in lines ending at ``\n``
+(a bare ``\r`` stays inside its line), each at most
+:data:`~lexlens.analysis.core.inputs.MAX_LINE_BYTES`; a longer line, a line that is not
+UTF-8 or not a JSON object is skipped with its number.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -21,15 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.feature_files import FEATURE_SUFFIXES
-from lexlens.analysis.collections.items import Skipped, SourceItem
+from lexlens.analysis.collections.items import Skipped, SourceItem, checked_items, derived_id
 from lexlens.analysis.core.inputs import (
     inside_folder,
-    json_objects,
+    load_json,
     open_text,
     parse_labels,
     read_csv,
     read_error,
     regular_file,
+    text_lines,
 )
 from lexlens.analysis.core.results import Record, internal
 from lexlens.models.base import InputError
@@ -88,7 +97,10 @@ def open_source(path: str | Path | Any, *, label: str | None = None) -> Source:
     if kind == "csv":
         what, names = "column", [h for h in _csv_header(p, shown) if h]
     else:
-        what, names = "field", sorted({k for _, row in _jsonl_rows(p, shown) for k in row})
+        what, names = (
+            "field",
+            sorted({k for _, row in _jsonl_rows(p, shown) if isinstance(row, dict) for k in row}),
+        )
     lowered = {n.lower() for n in names}
     has_images, has_texts = "image" in lowered, "text" in lowered
     if not (has_images or has_texts):
@@ -125,44 +137,58 @@ def _csv_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
             yield line, row
 
 
-def _jsonl_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, row) of a JSON-lines file, streamed; caption fields become one list."""
-    with open_text(path, label) as handle:
-        line = 0
+def _jsonl_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line, row) of a JSON-lines file, streamed; caption fields become one list. A line
+    that cannot be read (too long, not UTF-8, not JSON, not an object) comes as (line, why)."""
+    for line, raw, why in text_lines(path, label):
+        if why:
+            yield line, why
+            continue
+        if not raw.strip():
+            continue
         try:
-            for line, row in json_objects(handle, label):
-                row = {str(k).lower(): v for k, v in row.items()}
-                caps = []
-                for key in sorted(k for k in row if _CAPTION_COLUMN.match(k)):
-                    value = row.pop(key)
-                    caps.extend(value if isinstance(value, list) else [value])
-                row["captions"] = [str(c) for c in caps if c is not None]
-                yield line, row
-        except UnicodeDecodeError:
-            raise InputError(
-                f"{label}: not UTF-8 text (near line {line + 1}): save it as UTF-8"
-            ) from None
+            row = load_json(raw, label, line)
+        except json.JSONDecodeError as exc:
+            yield line, f"not JSON ({exc.msg})"
+            continue
+        except InputError as exc:  # nested too deeply
+            yield line, str(exc).removeprefix(f"{label}:{line}: ")
+            continue
+        if not isinstance(row, dict):
+            yield line, f"a JSON {type(row).__name__}, not an object"
+            continue
+        row = {str(k).lower(): v for k, v in row.items()}
+        caps = []
+        for key in sorted(k for k in row if _CAPTION_COLUMN.match(k)):
+            value = row.pop(key)
+            caps.extend(value if isinstance(value, list) else [value])
+        row["captions"] = [str(c) for c in caps if c is not None]
+        yield line, row
 
 
 def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
-    """The source's items in order (or :class:`Skipped` notes), streamed."""
+    """The source's items in order (or :class:`Skipped` notes), streamed, each through
+    :func:`~.items.checked_items` (a benchmark's own :meth:`items` applies it)."""
     if source.kind == "benchmark":
         yield from source.benchmark.items()
         return
+    yield from checked_items(_raw_items(source))
+
+
+def _raw_items(source: Source) -> Iterator[SourceItem | Skipped]:
     if source.kind == "folder":
         yield from _folder_items(source)
         return
     if source.kind == "txt":
-        with open_text(source.path, source.label) as handle:
-            n = 0
-            try:
-                for line, raw in enumerate(handle, start=1):
-                    text = raw.strip()
-                    if text:
-                        yield SourceItem(str(n), text=text, where=f"{source.label}:{line}")
-                        n += 1
-            except UnicodeDecodeError:
-                raise InputError(f"{source.label}: not UTF-8 text: save it as UTF-8") from None
+        n = 0
+        for line, raw, why in text_lines(source.path, source.label):
+            if why:
+                yield Skipped(f"{source.label}:{line}", why)
+                continue
+            text = raw.strip()
+            if text:
+                yield SourceItem(str(n), text=text, where=f"{source.label}:{line}")
+                n += 1
         return
     rows = (
         _csv_rows(source.path, source.label)
@@ -171,6 +197,9 @@ def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
     )
     for n, (line, row) in enumerate(rows):
         where = f"{source.label}:{line}"
+        if isinstance(row, str):
+            yield Skipped(where, row)
+            continue
         if not isinstance(row.get("text") or "", str):  # a list, a number, a boolean
             kind = type(row["text"]).__name__
             yield Skipped(where, f"its 'text' is a {kind}, not a string: skipped")
@@ -188,7 +217,9 @@ def iter_items(source: Source) -> Iterator[SourceItem | Skipped]:
         if not text and not image:
             yield Skipped(where, "neither an image nor a text")
             continue
-        item_id = str(row.get("id") or "").strip() or (image if image else str(n))
+        given = row.get("id")
+        given = "" if given is None or isinstance(given, (dict, list)) else str(given).strip()
+        item_id = given or (derived_id(image) if image else str(n))
         captions = tuple(c.strip() for c in row.get("captions", []) if str(c).strip())
         yield SourceItem(
             item_id,
@@ -218,7 +249,7 @@ def _folder_items(source: Source) -> Iterator[SourceItem | Skipped]:
                     f"{source.label}/{rel}", "a link to a file outside the folder: refused"
                 )
                 continue
-            yield SourceItem(rel, image=rel, where=f"{source.label}/{rel}")
+            yield SourceItem(derived_id(rel), image=rel, where=f"{source.label}/{rel}")
 
 
 def source_fingerprint(source: Source) -> str:

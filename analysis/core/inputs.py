@@ -125,14 +125,13 @@ def read_bytes(
     return data, label
 
 
-def open_text(path: Path, label: str, *, newline: str = "") -> TextIO:
-    """A user's text file opened to stream it (UTF-8, a byte-order mark accepted); only a
-    regular file is opened. ``newline=""`` suits the csv module (a quoted field may hold
-    line breaks); ``"\n"`` ends lines at ``\n`` only, so a bare ``\r`` stays inside its
-    line (Python's universal newlines would split there)."""
+def open_text(path: Path, label: str) -> TextIO:
+    """A user's CSV file opened for the csv module (UTF-8, a byte-order mark accepted;
+    ``newline=""``, so a quoted field keeps its line breaks); only a regular file is
+    opened. Files read line by line use :func:`text_lines` (lines end at ``\n`` only)."""
     regular_file(Path(path), label)
     try:
-        return open(path, encoding="utf-8-sig", newline=newline)  # noqa: SIM115
+        return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
     except OSError as exc:
         raise read_error(label, exc) from None
 
