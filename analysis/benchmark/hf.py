@@ -1,34 +1,51 @@
-"""A Hugging Face dataset kept on disk: a folder ``save_to_disk`` wrote (a ``Dataset`` or a
-``DatasetDict``), or Parquet / Arrow files, read with the ``datasets`` library from the local
-path only (offline; its cache for Parquet goes to Lexlens's cache, never the user's).
+"""A Hugging Face dataset kept on disk, read in place: a folder ``save_to_disk`` wrote (a
+``Dataset`` or a ``DatasetDict``) through ``datasets.load_from_disk``, whose Arrow files are
+memory-mapped; Parquet files (one, or a folder of them) through pyarrow, row group by row
+group; Arrow IPC files memory-mapped through pyarrow. Nothing is converted or copied into a
+cache, and nothing is ever written into the dataset's folder.
+
+A folder's Parquet/Arrow files are split as the Hub names them (``train-00000-of-00002
+.parquet``, ``data/test.parquet``: ``datasets.data_files.get_data_patterns``); files with no
+split in their names are one ``train`` split. A Parquet file whose columns are ``id`` and
+``emb`` is dense features for a D2S head, not a dataset (:mod:`lexlens.analysis.collections
+.features_index`).
 
 ``image_column`` names the images (an ``Image`` feature, or paths relative to the dataset's
 folder) and ``text_columns`` the captions (several columns, or one holding a list); without
 them the usual names are tried (``image``/``img``; ``caption``/``captions``/``text``/
-``sentences``). With images, the captions become the items' captions and text queries whose
-relevant item is their image; images stored as bytes are written once, as files, into
-``LEXLENS_CACHE/hf-images/<fingerprint>/`` (the items' root). Without images, the text
+``sentences``). Each row's image is read as that row holds it: embedded bytes are written
+once, as a file, into ``LEXLENS_CACHE/hf-images/<fingerprint>/`` (the item's image is that
+absolute path); a path must stay inside the dataset's folder. With images, the captions
+become the items' captions and text queries whose relevant item is their image; a row whose
+id an earlier row has is named and skipped with its captions. Without images, the text
 column's texts are the items (no queries).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems
-from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import inside_folder
+from lexlens.analysis.collections.items import Skipped, SourceItem, id_problem
+from lexlens.analysis.core.inputs import inside_folder, regular_file
 from lexlens.models.base import InputError
 
 IMAGE_NAMES = ("image", "img", "picture", "photo")
 TEXT_NAMES = ("caption", "captions", "text", "sentences", "sentence", "raw")
 ID_NAMES = ("id", "image_id", "imgid", "cocoid", "filename")
+#: Files a folder of tables holds (and a single file may be).
+TABLE_SUFFIXES = (".parquet", ".arrow")
+#: Files that make a folder a ``save_to_disk`` dataset.
+SAVED_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+#: Rows turned into Python objects at a time (with images: fewer, each may be megabytes).
+TEXT_BATCH_ROWS = 1024
+IMAGE_BATCH_ROWS = 64
 
 
 def _datasets():
@@ -43,38 +60,194 @@ def _datasets():
     return datasets
 
 
-def _load(path: Path, split: str | None):
-    """(the chosen split's Dataset, its name, every split's name)."""
-    datasets = _datasets()
-    from lexlens.models.packaged import cache_dir
+def is_table_file(path: Path) -> bool:
+    """A Parquet or Arrow file that holds a dataset (a Parquet file of D2S features — its
+    columns ``id`` and ``emb`` — does not)."""
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES or not path.is_file():  # a FIFO is never opened here
+        return False
+    if suffix == ".arrow":
+        return True
+    import pyarrow.parquet as pq
 
     try:
-        if path.is_dir() and not any(path.glob("*.parquet")) and not any(path.glob("*.arrow")):
-            loaded = datasets.load_from_disk(str(path))
-        elif path.is_dir() or path.suffix.lower() in (".parquet", ".arrow"):
-            files = (
-                [path]
-                if not path.is_dir()
-                else sorted(path.glob("*.parquet")) or sorted(path.glob("*.arrow"))
-            )
-            builder = "parquet" if files[0].suffix.lower() == ".parquet" else "arrow"
-            loaded = datasets.load_dataset(
-                builder, data_files=[str(f) for f in files], split="train",
-                cache_dir=str(cache_dir() / "hf-datasets"),
-            )  # fmt: skip
-        else:
-            raise InputError(f"{path}: not a saved Hugging Face dataset, Parquet or Arrow file")
-    except InputError:
-        raise
-    except Exception as exc:  # the library raises its own types for a damaged folder
-        raise InputError(f"{path}: cannot read it as a Hugging Face dataset ({exc})") from None
+        names = set(pq.read_schema(path).names)
+    except Exception:  # noqa: BLE001  (a damaged file is named when it is read)
+        return True
+    return "emb" not in names
+
+
+def is_table_folder(path: Path) -> bool:
+    """A folder of Parquet/Arrow files (at its top or in ``data/``), or one ``save_to_disk``
+    wrote."""
+    if any((path / n).is_file() for n in SAVED_MARKERS):
+        return True
+    return any(
+        p.suffix.lower() in TABLE_SUFFIXES and p.is_file()
+        for folder in (path, path / "data")
+        if folder.is_dir()
+        for p in folder.iterdir()
+    )
+
+
+@dataclass
+class _Rows:
+    """One split's rows, read in place: its column names, how many rows, the files behind
+    it, and ``read(columns)`` streaming ``(where, row)`` with only those columns."""
+
+    names: list[str]
+    count: int
+    files: list[Path]
+    read: Callable[[list[str], int], Iterator[tuple[str, dict]]]
+
+
+def _saved(path: Path, split: str | None, label: str) -> tuple[_Rows, str, list[str]]:
+    """A ``save_to_disk`` folder through ``datasets.load_from_disk`` (memory-mapped)."""
+    datasets = _datasets()
+    try:
+        loaded = datasets.load_from_disk(str(path), keep_in_memory=False)
+    except Exception as exc:  # noqa: BLE001  (the library raises its own types)
+        raise InputError(f"{label}: cannot read it as a Hugging Face dataset ({exc})") from None
     if isinstance(loaded, datasets.DatasetDict):
         splits = sorted(loaded)
-        chosen = pick_split(splits, split, str(path))
-        return loaded[chosen], chosen, splits
-    if split not in (None, "train"):
-        raise InputError(f"{path}: one split only (no {split!r})")
-    return loaded, split or "train", [split or "train"]
+        chosen = pick_split(splits, split, label)
+        table = loaded[chosen]
+    else:
+        if split not in (None, "train"):
+            raise InputError(f"{label}: one split only (no {split!r})")
+        chosen, splits, table = split or "train", [split or "train"], loaded
+
+    def read(columns: list[str], batch: int) -> Iterator[tuple[str, dict]]:
+        n = 0
+        for block in table.select_columns(columns).with_format("arrow").iter(batch_size=batch):
+            for row in block.to_pylist():
+                yield f"{label}[{chosen}][{n}]", row
+                n += 1
+
+    files = [Path(f["filename"]) for f in table.cache_files]
+    markers = [path / n for n in SAVED_MARKERS if (path / n).is_file()]
+    return _Rows(list(table.column_names), len(table), markers + files, read), chosen, splits
+
+
+def _split_files(path: Path, label: str) -> dict[str, list[Path]]:
+    """Split name → its Parquet (else Arrow) files, as the Hub's file names say."""
+    if not path.is_dir():
+        return {"train": [path]}
+    _datasets()
+    from datasets.data_files import DataFilesDict, get_data_patterns
+
+    try:
+        patterns = get_data_patterns(str(path))
+        resolved = DataFilesDict.from_patterns(patterns, base_path=str(path))
+    except Exception as exc:  # noqa: BLE001  (no data file at all, or an unreadable folder)
+        raise InputError(f"{label}: no Parquet or Arrow file found ({exc})") from None
+    out: dict[str, list[Path]] = {}
+    for name, found in resolved.items():
+        files = sorted(Path(f) for f in found if Path(f).suffix.lower() in TABLE_SUFFIXES)
+        parquet = [f for f in files if f.suffix.lower() == ".parquet"]
+        if parquet or files:
+            out[str(name)] = parquet or files
+    if not out:
+        raise InputError(f"{label}: no Parquet or Arrow file found")
+    return out
+
+
+def _arrow_batches(path: Path) -> Iterator[Any]:
+    """The record batches of an Arrow IPC file (file or stream format), memory-mapped."""
+    import pyarrow as pa
+
+    with pa.memory_map(str(path)) as source:
+        try:
+            reader = pa.ipc.open_file(source)
+        except pa.ArrowInvalid:
+            source.seek(0)
+            yield from pa.ipc.open_stream(source)
+            return
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
+
+def _table_file(path: Path) -> tuple[list[str], int]:
+    """A Parquet or Arrow file's column names and row count (Parquet: from its footer)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            meta = pq.ParquetFile(path, memory_map=True)
+            return list(meta.schema_arrow.names), meta.metadata.num_rows
+        names: list[str] = []
+        count = 0
+        for batch in _arrow_batches(path):
+            names = names or list(batch.schema.names)
+            count += batch.num_rows
+        if not names:
+            with pa.memory_map(str(path)) as source:
+                try:
+                    names = list(pa.ipc.open_file(source).schema.names)
+                except pa.ArrowInvalid:
+                    source.seek(0)
+                    names = list(pa.ipc.open_stream(source).schema.names)
+        return names, count
+    except (pa.ArrowException, OSError) as exc:
+        kind = "Parquet" if path.suffix.lower() == ".parquet" else "Arrow"
+        raise InputError(f"{path}: cannot read it as {kind} ({exc})") from None
+
+
+def _files(path: Path, split: str | None, label: str) -> tuple[_Rows, str, list[str]]:
+    """Parquet/Arrow files read in place with pyarrow (row groups or batches streamed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    by_split = _split_files(path, label)
+    splits = sorted(by_split)
+    if len(splits) == 1 and split in (None, splits[0]):
+        chosen = splits[0]
+    else:
+        chosen = pick_split(splits, split, label)
+    files = by_split[chosen]
+    names, count = _table_file(files[0])
+    for other in files[1:]:
+        other_names, other_count = _table_file(other)
+        if other_names != names:
+            raise InputError(
+                f"{other}: its columns ({', '.join(other_names)}) differ from {files[0].name}'s "
+                f"({', '.join(names)})"
+            )
+        count += other_count
+
+    def read(columns: list[str], batch: int) -> Iterator[tuple[str, dict]]:
+        for file in files:
+            row = 0
+            try:
+                if file.suffix.lower() == ".parquet":
+                    with pq.ParquetFile(file, memory_map=True) as parquet:
+                        blocks = parquet.iter_batches(batch_size=batch, columns=columns)
+                        for block in blocks:
+                            for values in block.to_pylist():
+                                yield f"{file}[{row}]", values
+                                row += 1
+                    continue
+                for block in _arrow_batches(file):
+                    for values in block.select(columns).to_pylist():
+                        yield f"{file}[{row}]", values
+                        row += 1
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(f"{file}: cannot read it from row {row} ({exc})") from None
+
+    return _Rows(names, count, files, read), chosen, splits
+
+
+def _open_rows(path: Path, split: str | None, label: str) -> tuple[_Rows, str, list[str]]:
+    """(the chosen split's rows, its name, every split's name)."""
+    if path.is_dir() and any((path / n).is_file() for n in SAVED_MARKERS):
+        return _saved(path, split, label)
+    if path.is_dir():
+        return _files(path, split, label)
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        regular_file(path, label)
+        return _files(path, split, label)
+    raise InputError(f"{label}: not a saved Hugging Face dataset, Parquet or Arrow file")
 
 
 def _column(
@@ -101,16 +274,26 @@ def _captions(row: dict, columns: list[str]) -> list[str]:
     return out
 
 
+def _row_id(row: dict, id_col: str | None, n: int) -> str:
+    """A row's id: its id column's value as written (a string or a number), else its row
+    number; a missing or non-scalar value gives ``""``, which the id check refuses."""
+    if id_col is None:
+        return str(n)
+    value = row.get(id_col)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return ""
+    return str(value)
+
+
 def open_hf(
     path: Path, *, split: str | None = None, image_column: str | None = None,
     text_columns: list[str] | None = None,
 ) -> Benchmark:  # fmt: skip
     """One split of a dataset on disk (see the module docstring)."""
-    from lexlens.models.packaged import cache_dir
-
+    path = Path(path)
     label = str(path)
-    table, chosen, splits = _load(path, split)
-    names = list(table.column_names)
+    rows, chosen, splits = _open_rows(path, split, label)
+    names = rows.names
     image_col = _column(names, image_column, IMAGE_NAMES, "image", label)
     texts = text_columns or [c for c in [_column(names, None, TEXT_NAMES, "text", label)] if c]
     for column in texts:
@@ -121,27 +304,39 @@ def open_hf(
             f"columns: {', '.join(names)}"
         )
     id_col = _column(names, None, ID_NAMES, "id", label)
-    stamps = [file_stamp(p) for p in sorted(Path(path).rglob("*")) if p.is_file()][:1000]
+    stamps = [file_stamp(f) for f in rows.files]
     fingerprint = hashlib.sha256("\0".join([chosen, *stamps]).encode()).hexdigest()[:16]
-    folder = Path(path) if Path(path).is_dir() else Path(path).parent
-    root = folder
-    if image_col is not None and len(table) and _embedded(table[0][image_col]):
-        root = cache_dir() / "hf-images" / fingerprint
+    folder = path if path.is_dir() else path.parent
     problems = Problems()
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    rows = table.select_columns([c for c in {id_col, *texts} if c]) if texts or id_col else None
-    if image_col is not None and rows is not None:
-        for n, row in enumerate(rows):
-            item = str(row.get(id_col)) if id_col else str(n)
+    query_where: dict[str, str] = {}  # only for a query whose id a message will name
+    repeated: dict[int, str] = {}  # row → why it is skipped (its id came earlier)
+    first_columns = [c for c in dict.fromkeys([id_col, *texts]) if c]
+    if image_col is not None and first_columns:
+        first_at: dict[str, int] = {}
+        for n, (where, row) in enumerate(rows.read(first_columns, TEXT_BATCH_ROWS)):
+            item = _row_id(row, id_col, n)
+            if item in first_at:
+                repeated[n] = f"id {item!r} appears again (first at row {first_at[item]})"
+                problems.add(where, 0, f"{repeated[n]}: skipped with its captions")
+                continue
+            first_at[item] = n
             for j, caption in enumerate(_captions(row, texts)):
                 queries[f"{item}_{j}"] = caption
                 qrels[f"{item}_{j}"] = {item: 1}
+                if id_problem(item):
+                    query_where[f"{item}_{j}"] = where
+    images = _EmbeddedImages(fingerprint)
 
     def read(found: Problems) -> Iterator[SourceItem | Skipped]:
-        for n, row in enumerate(table):
-            where = f"{label}[{chosen}][{n}]"
-            item = str(row.get(id_col)) if id_col else str(n)
+        columns = [c for c in dict.fromkeys([id_col, image_col, *texts]) if c]
+        batch = TEXT_BATCH_ROWS if image_col is None else IMAGE_BATCH_ROWS
+        for n, (where, row) in enumerate(rows.read(columns, batch)):
+            if n in repeated:
+                yield Skipped(where, f"{repeated[n]}: skipped")
+                continue
+            item = _row_id(row, id_col, n)
             captions = tuple(_captions(row, texts))
             if image_col is None:
                 if not captions:
@@ -149,49 +344,72 @@ def open_hf(
                     continue
                 yield SourceItem(item, text=captions[0], captions=captions[1:], where=where)
                 continue
-            relative = _image_file(row.get(image_col), root, n)
-            if isinstance(relative, Skipped):
-                yield Skipped(where, relative.reason)
+            image, why = _image_file(row.get(image_col), folder, images, n)
+            if why:
+                yield Skipped(where, why)
                 continue
-            yield SourceItem(item, image=relative, captions=captions, where=where)
+            yield SourceItem(item, image=image, captions=captions, where=where)
 
     return Benchmark(
-        kind="hf", label=label, root=root, split=chosen, splits=splits, queries=queries,
-        qrels=qrels, read_items=read, fingerprint_parts=lambda: [fingerprint, *(texts or [])],
-        has_images=image_col is not None, problems=problems, size_hint=len(table),
+        kind="hf", label=label, root=folder, split=chosen, splits=splits, queries=queries,
+        qrels=qrels, read_items=read,
+        fingerprint_parts=lambda: [fingerprint, image_col or "", id_col or "", *texts],
+        has_images=image_col is not None, problems=problems, size_hint=rows.count,
+        query_where=lambda qid: query_where.get(qid, label),
     )  # fmt: skip
 
 
-def _embedded(value: Any) -> bool:
-    """An image stored in the dataset (bytes, or a decoded picture), not a path."""
+class _EmbeddedImages:
+    """Where a dataset's embedded images are written: ``LEXLENS_CACHE/hf-images/<fingerprint>``
+    (made on the first one; ``None`` when the cache cannot be written)."""
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self._folder: Path | None = None
+        self._tried = False
+
+    def folder(self) -> Path | None:
+        if not self._tried:
+            from lexlens.models.packaged import usable_cache_dir
+
+            self._tried = True
+            self._folder = usable_cache_dir("hf-images", self.fingerprint)
+        return self._folder
+
+
+def _embedded(value: Any) -> bytes | None:
+    """The bytes of an image stored in the row (an ``Image`` feature's ``bytes``, or raw
+    bytes), ``None`` when the row names a file instead."""
     if isinstance(value, dict):
-        return bool(value.get("bytes"))
-    return isinstance(value, (bytes, bytearray)) or hasattr(value, "save")
+        data = value.get("bytes")
+        return bytes(data) if isinstance(data, (bytes, bytearray)) and data else None
+    if isinstance(value, (bytes, bytearray)) and value:
+        return bytes(value)
+    return None
 
 
-def _image_file(value: Any, root: Path, n: int) -> str | Skipped:
-    """The item's image as a path relative to ``root``: an embedded image is written there
-    once (``n.img``); a path must stay inside the dataset's folder (the root)."""
-    if _embedded(value):
-        if isinstance(value, dict):
-            data = value["bytes"]
-        elif isinstance(value, (bytes, bytearray)):
-            data = bytes(value)
-        else:
-            buffer = io.BytesIO()
-            value.save(buffer, format="PNG")
-            data = buffer.getvalue()
-        target = root / f"{n}.img"
-        if not target.is_file():
-            root.mkdir(parents=True, exist_ok=True)
-            part = target.with_suffix(".part")
-            part.write_bytes(data)
-            part.replace(target)
-        return target.name
+def _image_file(value: Any, folder: Path, images: _EmbeddedImages, n: int) -> tuple[str, str]:
+    """(the row's image path, ``""``) or (``""``, why not). Embedded bytes are written once
+    into the cache (``n.img``, an absolute path); a path must stay inside the dataset's
+    folder (relative to it). Nothing is written into the dataset's folder."""
+    data = _embedded(value)
+    if data is not None:
+        where = images.folder()
+        if where is None:
+            return "", "an embedded image, and the cache (LEXLENS_CACHE) cannot be written"
+        target = where / f"{n}.img"
+        try:
+            if not (target.is_file() and target.stat().st_size == len(data)):
+                part = where / f".{n}.img.{os.getpid()}.part"
+                part.write_bytes(data)
+                part.replace(target)
+        except OSError as exc:
+            return "", f"cannot write its embedded image to the cache ({exc.strerror or exc})"
+        return str(target), ""
     name = value.get("path") if isinstance(value, dict) else value
     if isinstance(name, str) and name.strip():
-        inside = inside_folder(root, name)
+        inside = inside_folder(folder, name)
         if inside is None:
-            return Skipped("", f"image path {name!r} leaves the dataset's folder: refused")
-        return inside
-    return Skipped("", "no image")
+            return "", f"image path {name!r} leaves the dataset's folder: refused"
+        return inside, ""
+    return "", "no image"

@@ -8,7 +8,12 @@ from pathlib import Path
 
 from lexlens.analysis.benchmark.beir import open_beir
 from lexlens.analysis.benchmark.dataset import Benchmark, check_queries_and_qrels
-from lexlens.analysis.benchmark.hf import open_hf
+from lexlens.analysis.benchmark.hf import (
+    SAVED_MARKERS,
+    is_table_file,
+    is_table_folder,
+    open_hf,
+)
 from lexlens.analysis.benchmark.irds import open_irds
 from lexlens.analysis.benchmark.karpathy import open_karpathy
 from lexlens.analysis.benchmark.msmarco import open_msmarco
@@ -24,19 +29,19 @@ def detect(path: Path) -> str | None:
             return "beir"
         if (path / "collection.tsv").exists():
             return "msmarco"
-        if any(
-            (path / n).is_file() for n in ("dataset_info.json", "dataset_dict.json", "state.json")
-        ):
+        if any((path / n).is_file() for n in SAVED_MARKERS):
             return "hf"
         if any(path.glob("dataset_*.json")):
             return "karpathy"
+        if is_table_folder(path):
+            return "hf"
         return None
     name = path.name.lower()
     if name.startswith("dataset_") and name.endswith(".json"):
         return "karpathy"
     if name == "collection.tsv":
         return "msmarco"
-    if path.suffix.lower() in (".arrow",):
+    if is_table_file(path):
         return "hf"
     return None
 
@@ -73,7 +78,7 @@ def open_benchmark(
         raise InputError(
             f"--source {text}: not a benchmark (a BEIR folder with corpus.jsonl, MS MARCO's "
             "collection.tsv, a Karpathy dataset_*.json, a Hugging Face dataset saved to disk, "
-            "or irds:ID)"
+            "Parquet or Arrow files, or irds:ID)"
         )
     if kind == "beir":
         opener = open_beir
