@@ -132,11 +132,48 @@ def index_collection(
     elif any(v is not None for v in (split, images, image_column, text_columns)):
         raise InputError(
             "--split, --images, --image-column and --text-column apply to a benchmark source "
-            "(a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset, irds:ID)"
+            "(a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset or "
+            "Parquet/Arrow files, irds:ID)"
         )
     open_source(source)
     check_features_options(source, ray, captions, ids)
-    check_out(Path(out).expanduser())
+    out = Path(out).expanduser()
+    made = _missing_folders(out.parent)
+    try:
+        return _index_checked(
+            encoder, source, out, device=device, gate_k=gate_k, batch_size=batch_size,
+            progress=progress, ray=ray, postings=postings, captions=captions, ids=ids,
+        )  # fmt: skip
+    except BaseException:
+        _remove_empty(made)  # a failed build leaves no folder it made behind
+        raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each folder that is (still) empty, deepest first; anything else stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _index_checked(
+    encoder: str | Encoder, source, out: Path, *, device: str | None, gate_k: int,
+    batch_size: int, progress: Progress | None, ray: str | None, postings: bool | None,
+    captions: str | Path | None, ids: str | Path | None,
+) -> IndexResult:  # fmt: skip
+    """The rest of :func:`index_collection`, once its source and options are checked."""
+    check_out(out)
     spec = encoder.name if isinstance(encoder, Encoder) else encoder
     if is_features_source(source):
         table = read_source(source, captions=captions, ids=ids)
