@@ -1,10 +1,51 @@
-"""Drawing shared by the pages: word clouds and term tables (nothing computed here)."""
+"""Drawing shared by the pages: option widgets, word clouds and term tables (nothing computed
+here)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
+from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.words import Term
+from lexlens.app.state import kept
+
+
+def option_widget(options_type: type[Options], name: str, key: str, where: Any = st,
+                  **display: Any) -> Any:  # fmt: skip
+    """The page widget of one declared option: its label, limits, choices and help come from
+    the declaration (``display`` may narrow a slider's range or rename its label for this
+    page: ``high=100``, ``label=…``); kept across page switches under ``key``. Returns the
+    widget's value (checked later with the rest, by ``options_type.of``)."""
+    declared = options_type.option(name)
+    spec = declared.spec
+    label = display.get("label", declared.label)
+    low, high = display.get("low", spec.low), display.get("high", spec.high)
+    default = display.get("default", declared.default)
+    kind = display.get("widget", spec.widget)
+    common = {"key": kept(key, default), "help": spec.help}
+    if declared.kind is bool:
+        return where.toggle(label, **common)
+    if spec.choices is not None:
+        options = list(spec.choices)
+        fmt = display.get("format_func", str)
+        if kind == "select":
+            return where.selectbox(label, options, format_func=fmt, **common)
+        return where.radio(label, options, horizontal=True, format_func=fmt, **common)
+    if declared.kind in (int, float):
+        cast = declared.kind
+        bounds = {
+            "min_value": None if low is None else cast(low),
+            "max_value": None if high is None else cast(high),
+        }
+        step = display.get("step", spec.step)
+        if step is not None:
+            bounds["step"] = cast(step)
+        if kind == "slider" and low is not None and high is not None:
+            return where.slider(label, **bounds, **common)
+        return where.number_input(label, **bounds, **common)
+    return where.text_input(label, **common)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -14,11 +14,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from lexlens.analysis.core.options import shared_option
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens, token_positions
 from lexlens.models.base import InputError, LexicalEncoding
 
 #: VDR's default gate for texts (its cross-modal models use 512 or 768).
 DEFAULT_GATE_K = 768
+#: The gate ``G`` as an option: one declaration (check, message, help) for every analysis.
+GATE_K = shared_option(
+    "gate_k", int, DEFAULT_GATE_K, low=-1, label="Gate k (-1 = all)", widget="number",
+    help="gate k: the top-k dimensions of V(x) kept beside the input's own tokens "
+    "(-1: every dimension, 0: the input's own tokens only)",
+    wanted="-1 (every dimension), 0 (the input's own tokens only) or a positive count",
+)  # fmt: skip
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,10 +47,8 @@ def accepts_topk(func: F) -> F:
 
 
 def check_gate_k(k: Any) -> int:
-    """Gate k: -1 (all dimensions), 0 (own tokens only) or a positive count."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < -1:
-        raise InputError(f"gate k must be -1 (all), 0 (own tokens only) or positive, not {k!r}")
-    return int(k)
+    """Gate k checked by its one declaration (:data:`GATE_K`)."""
+    return GATE_K.check(k)
 
 
 def bag_of_words(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray:

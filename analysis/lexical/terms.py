@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.options import Options, option
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, word_of_unit
-from lexlens.analysis.lexical.patches import box_to_patches, units_to_indices
+from lexlens.analysis.lexical.patches import box_to_patches, check_box, parse_box, units_to_indices
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -110,6 +111,27 @@ TERMS_NEEDS = Needs(
 )
 #: ``terms --features``: a head over dense feature vectors (D2S).
 FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL}))
+
+
+#: The most terms one view lists.
+MAX_TOP_TERMS = 10_000
+
+
+@dataclass(frozen=True)
+class TermsOptions(Options):
+    """How the terms of one input are taken (``lexlens terms``, the Text and Images pages)."""
+
+    what = "terms"
+
+    top: int = option(20, "how many terms", low=1, high=MAX_TOP_TERMS, label="Top terms",
+                      widget="slider")  # fmt: skip
+    side: str = option("query", "the text tower of a bi-encoder", choices=("query", "document"),
+                       label="Tower")  # fmt: skip
+    box: tuple[float, float, float, float] | None = option(
+        None, "a region of the image (a patch group)",
+        parse=parse_box, check=check_box, metavar="X0,Y0,X1,Y1",
+        wanted="X0,Y0,X1,Y1: four fractions of the image in 0..1, X0 < X1 and Y0 < Y1",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -216,14 +238,15 @@ def terms_of_encoding(
     encoder: Encoder,
     encoding: LexicalEncoding,
     *,
-    top: int = 20,
-    box: tuple[float, float, float, float] | None = None,
     cells: list[str] | None = None,
     input_info: dict | None = None,
+    options: TermsOptions | None = None,
+    **given: Any,
 ) -> TermsResult:
-    """The :class:`TermsResult` of an encoding, or of the patch group a box or cells select."""
-    if not isinstance(top, int) or top <= 0:
-        raise InputError("the number of top terms must be a positive integer")
+    """The :class:`TermsResult` of an encoding, or of the patch group a box (in the options)
+    or ``cells`` select."""
+    options = TermsOptions.of(options, **given)
+    top, box = options.top, options.box
     info = dict(input_info or {})
     units = None
     if box is not None or cells is not None:
@@ -261,37 +284,37 @@ def terms(
     *,
     text: str | None = None,
     image: Any = None,
-    name: str | None = None,
-    box: tuple[float, float, float, float] | None = None,
-    cells: list[str] | None = None,
-    side: str = "query",
-    top: int = 20,
     features: Any = None,
     item: str | int | None = None,
+    name: str | None = None,
     ids: Any = None,
+    cells: list[str] | None = None,
+    options: TermsOptions | None = None,
+    **given: Any,
 ) -> TermsResult:
-    """Top terms of a text, an image, an image region (``box`` in fractions 0..1), or one
-    item of a dense features file (``features`` with its ``item`` id; a D2S head)."""
-    given = sum(x is not None for x in (text, image, features))
-    if given != 1:
+    """Top terms of a text, an image, an image region (the ``box`` option, in fractions
+    0..1, or ``cells``), or one item of a dense features file (``features`` with its
+    ``item`` id; a D2S head). Options: :class:`TermsOptions` (or its fields as keywords)."""
+    options = TermsOptions.of(options, **given)
+    given_inputs = sum(x is not None for x in (text, image, features))
+    if given_inputs != 1:
         raise InputError("give one of a text, an image or dense features")
     if text is not None and not isinstance(text, str):
         raise InputError(f"text must be a string, not {type(text).__name__}")
-    if not isinstance(top, int) or top <= 0:
-        raise InputError("the number of top terms must be a positive integer")
+    region = options.box is not None or cells is not None
     if features is not None:
-        if box is not None or cells is not None:
+        if region:
             raise InputError("a box or cells apply to images only")
         encoding, info = encode_feature_item(encoder, features, item, name=name, ids=ids)
-        return terms_of_encoding(encoder, encoding, top=top, input_info=info)
+        return terms_of_encoding(encoder, encoding, input_info=info, options=options)
     if item is not None:
         raise InputError("an item id applies to dense features only")
     if text is not None:
-        if box is not None or cells is not None:
+        if region:
             raise InputError("a box or cells apply to images only")
-        encoding = encode_text(encoder, text, side=side)
-        info = {"text": text, "side": side}
+        encoding = encode_text(encoder, text, side=options.side)
+        info = {"text": text, "side": options.side}
     else:
         encoding = encode_image(encoder, image, name=name)
         info = {"image": name or (str(image) if isinstance(image, (str, Path)) else "image")}
-    return terms_of_encoding(encoder, encoding, top=top, box=box, cells=cells, input_info=info)
+    return terms_of_encoding(encoder, encoding, cells=cells, input_info=info, options=options)

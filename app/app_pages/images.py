@@ -21,6 +21,7 @@ from lexlens.analysis.lexical.patches import (
     MIN_CELL_COVERAGE,
 )
 from lexlens.analysis.lexical.terms import (
+    TermsOptions,
     TermsResult,
     encode_image,
     selection_text,
@@ -36,7 +37,7 @@ from lexlens.app.state import (
     remembered_uploads,
     restore_inputs,
 )
-from lexlens.app.widgets import show_cloud, term_table
+from lexlens.app.widgets import option_widget, show_cloud, term_table
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 
@@ -76,7 +77,7 @@ with st.container(border=True):
         list(SAMPLES),
         key=kept("image_samples", [DEFAULT] if DEFAULT else []),
     )
-    k = right.slider("Top terms", 5, 60, key=kept("image_k", 20))
+    k = option_widget(TermsOptions, "top", "image_k", right, low=5, high=60)
     merge = right.toggle(
         "Merge word pieces",
         key=kept("image_merge", True),

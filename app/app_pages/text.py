@@ -10,8 +10,15 @@ import streamlit as st
 
 from lexlens.analysis.core.outputs import frame_csv_bytes, json_text
 from lexlens.analysis.core.words import Term
-from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, encode_text, terms_of_encoding
+from lexlens.analysis.lexical.terms import (
+    TEXT_NEEDS,
+    TermsOptions,
+    TermsResult,
+    encode_text,
+    terms_of_encoding,
+)
 from lexlens.app.state import encoder_picker, keep_for_reload, kept, restore_inputs
+from lexlens.app.widgets import option_widget
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
 
@@ -28,10 +35,10 @@ restore_inputs("text")  # a reload, a bookmark or a link: the inputs in the URL'
 kept("text_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.form("text_form"):
     text = st.text_area("Text", height=100, key=kept("text_input", DEFAULT_TEXT))
-    side = st.radio("Tower", ["query", "document"], horizontal=True, key=kept("text_side", "query"))
+    side = option_widget(TermsOptions, "side", "text_side")
     st.form_submit_button("Encode", type="primary")
 left_opts, right_opts = st.columns([3, 2])
-k = left_opts.slider("Top terms", 5, 100, key=kept("text_k", 20))
+k = option_widget(TermsOptions, "top", "text_k", left_opts, low=5, high=100)
 merge = right_opts.toggle(
     "Merge word pieces into words",
     key=kept("text_merge", True),

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TypeVar
 
+from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.results import Progress
+
+OptionsT = TypeVar("OptionsT", bound=Options)
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
@@ -56,3 +60,33 @@ def progress_printer(args: argparse.Namespace) -> Progress | None:
         sys.stderr.flush()
 
     return live
+
+
+def add_options(
+    parser: argparse.ArgumentParser, options_type: type[Options], *, skip: tuple[str, ...] = ()
+) -> None:
+    """One flag per declared option (``--gate-k`` for ``gate_k``), help from its declaration;
+    the text is checked by the declaration too (:func:`options_from_args`), so the command
+    line says what the API and the page say."""
+    for declared in options_type.declared():
+        if not declared.spec.cli or declared.name in skip:
+            continue
+        shown = "none" if declared.default is None else declared.default
+        text = f"{declared.spec.help} ({declared.wanted()}; default {shown})"
+        if declared.kind is bool:
+            parser.add_argument(
+                declared.flag, dest=declared.name, action=argparse.BooleanOptionalAction,
+                default=None, help=text,
+            )  # fmt: skip
+        else:
+            parser.add_argument(
+                declared.flag, dest=declared.name, default=None, help=text,
+                metavar=declared.spec.metavar or declared.name.upper(),
+            )  # fmt: skip
+
+
+def options_from_args(options_type: type[OptionsT], args: argparse.Namespace) -> OptionsT:
+    """The options a command line gave (the flags :func:`add_options` made), checked."""
+    return options_type.from_texts(
+        {d.name: getattr(args, d.name, None) for d in options_type.declared() if d.spec.cli}
+    )

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.collections.feature_files import read_features
-from lexlens.analysis.lexical.patches import parse_box
-from lexlens.analysis.lexical.terms import TERMS_NEEDS, terms
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.lexical.terms import TERMS_NEEDS, TermsOptions, terms
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+)
 from lexlens.models import load_encoder
 from lexlens.models.base import InputError
 from lexlens.models.images import load_image
@@ -27,9 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ids", help="with --features: ids, one per line (default: FILE.ids.txt or row numbers)"
     )
-    parser.add_argument("--box", help="X0,Y0,X1,Y1 region of the image in fractions (0..1)")
-    parser.add_argument("--side", choices=["query", "document"], default="query")
-    parser.add_argument("--top", type=int, default=20, help="how many terms (default 20)")
+    add_options(parser, TermsOptions)
     parser.add_argument(
         "--raw-pieces", action="store_true", help="table shows raw word pieces, not words"
     )
@@ -39,15 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     # Every input is checked before the model loads.
-    if args.top <= 0:
-        raise InputError("--top must be a positive number")
-    if args.box and not args.image:
+    options = options_from_args(TermsOptions, args)
+    if options.box and not args.image:
         raise InputError("--box applies to --image only")
     if args.text is not None and not args.text.strip():
         raise InputError("the text is empty: type some words to encode")
     if (args.item is not None or args.ids is not None) and args.features is None:
         raise InputError("--item and --ids apply to --features only")
-    box = parse_box(args.box) if args.box else None
     picture = load_image(args.image, name=args.image) if args.image is not None else None
     table = read_features(args.features, ids=args.ids) if args.features is not None else None
     if table is not None and args.item is not None:
@@ -55,16 +56,9 @@ def run(args: argparse.Namespace) -> None:
     encoder = load_encoder(args.encoder, device=args.device)
     TERMS_NEEDS.check(encoder)
     result = terms(
-        encoder,
-        text=args.text,
-        image=picture,
-        name=args.image,
-        box=box,
-        side=args.side,
-        top=args.top,
-        features=table,
-        item=args.item,
-    )
+        encoder, text=args.text, image=picture, name=args.image, features=table,
+        item=args.item, options=options,
+    )  # fmt: skip
     rows = result.terms if args.raw_pieces else result.merged_terms
     table = format_table(
         [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows],

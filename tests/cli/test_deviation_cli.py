@@ -111,7 +111,7 @@ def test_inputs_checked_before_the_encoder_loads(cli, tmp_path):
         (["--captions", empty], "empty.txt: holds no captions"),
         (["--captions", tmp_path / "nope.txt"], "nope.txt: file not found"),
         (["--captions", CAPTIONS, "--k", "0"], "k must be a positive integer"),
-        (["--captions", CAPTIONS, "--gate-k", "-5"], "gate k must be -1"),
+        (["--captions", CAPTIONS, "--gate-k", "-5"], "--gate-k must be -1"),
         (["--captions", CAPTIONS, "--glove", tmp_path / "g.txt"], "g.txt: file not found"),
     ]:
         proc = cli("deviation", "--encoder", "no-such-encoder", *args)

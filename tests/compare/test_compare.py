@@ -493,7 +493,7 @@ def test_a_loaded_encoder_without_the_modality_is_refused(splade, variant, photo
         ),
         (["--encoder", "splade-tiny", "--text", "  ", "--gate-k", "3"], "the text is empty"),
         (["--encoder", "a", "--encoder", "b", "--encoder", "c", "--text", TEXT], "at most twice"),
-        (["--encoder", "splade-tiny", "--text", TEXT, "--gate-k", "-2"], "gate k must be"),
+        (["--encoder", "splade-tiny", "--text", TEXT, "--gate-k", "-2"], "--gate-k must be"),
         (
             ["--encoder", "splade-tiny", "--text", TEXT, "--query", "x"],
             "--query applies to --index",
