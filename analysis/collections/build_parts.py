@@ -24,11 +24,16 @@ from lexlens.models.base import Encoder
 
 #: Items encoded per batch when the caller does not say.
 DEFAULT_BATCH_SIZE = 32
+#: Skipped items a build's result lists (the first ones; ``skipped_count`` counts them all),
+#: so a source of a million empty rows gives a small document, not one entry per row.
+MAX_SKIPPED_LISTED = 100
 
 
 @dataclass(frozen=True)
 class IndexResult(Result):
-    """What a build did: counts, skipped items, where the index is, its manifest."""
+    """What a build did: counts, skipped items (the first :data:`MAX_SKIPPED_LISTED`; the
+    JSON document counts them all in ``manifest.counts.skipped``), where the index is, its
+    manifest."""
 
     file_stem: ClassVar[str] = "index"
 
@@ -43,6 +48,14 @@ class IndexResult(Result):
     seconds: float = internal()
     manifest: dict
     notes: list[str]
+    #: Every skipped item, listed or not (``None``: as many as listed); in the JSON document
+    #: as ``manifest.counts.skipped``.
+    skipped_count: int | None = internal(default=None)
+
+    def __post_init__(self) -> None:
+        count = len(self.skipped) if self.skipped_count is None else self.skipped_count
+        object.__setattr__(self, "skipped_count", max(count, len(self.skipped)))
+        object.__setattr__(self, "skipped", list(self.skipped[:MAX_SKIPPED_LISTED]))
 
 
 def check_build_options(gate_k: int, batch_size: int) -> None:
@@ -60,11 +73,12 @@ def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> I
         items=len(old),
         encoded=0,
         reused=len(old),
-        skipped=[Skipped(**s) for s in old.manifest.get("skipped", [])],
+        skipped=[Skipped(**s) for s in old.manifest.get("skipped", [])[:MAX_SKIPPED_LISTED]],
         up_to_date=True,
         seconds=seconds,
         manifest=old.manifest,
         notes=["source and encoder unchanged: nothing to encode"],
+        skipped_count=old.manifest.get("counts", {}).get("skipped"),
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lexlens.analysis.collections.build_parts import (
     DEFAULT_BATCH_SIZE,
+    MAX_SKIPPED_LISTED,
     IndexResult,
     check_build_options,
     encoder_entry,
@@ -150,16 +151,18 @@ def build_source_index(
         extra=extra_files(encoder, src),
     )  # fmt: skip
     if build.skipped:
-        notes.append(f"{len(build.skipped)} item(s) skipped (listed)")
+        listed = min(len(build.skipped), MAX_SKIPPED_LISTED)
+        notes.append(f"{len(build.skipped)} item(s) skipped (the first {listed} listed)")
     if src.benchmark is not None:
         bench = src.benchmark
         notes.append(
             f"{bench.kind} split {bench.split!r}: {len(bench.queries)} queries and "
             f"{sum(len(v) for v in bench.qrels.values())} judgements kept with the collection"
         )
-        lines = bench.problem_lines()
-        if lines:
-            notes.append(f"{len(lines)} problems in the benchmark's files: " + "; ".join(lines[:5]))
+        count = bench.describe()["problems"]
+        if count:
+            shown = "; ".join(bench.problem_lines()[:5])
+            notes.append(f"{count} problems in the benchmark's files: {shown}")
     counts = manifest["counts"]
     return IndexResult(
         out=str(out),
@@ -167,11 +170,12 @@ def build_source_index(
         items=counts["items"],
         encoded=counts["encoded"],
         reused=counts["reused"],
-        skipped=list(build.skipped),
+        skipped=build.skipped[:MAX_SKIPPED_LISTED],
         up_to_date=False,
         seconds=time.perf_counter() - started,
         manifest=manifest,
         notes=notes,
+        skipped_count=len(build.skipped),
     )
 
 

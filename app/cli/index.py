@@ -19,9 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "arrays, item metadata in Parquet, a manifest. A source is a folder of images "
         "(recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl of items with 'image' "
         "(relative to the file) and/or 'text', optional 'id', 'caption' (several), 'labels' "
-        "('|'-separated). Unreadable items are listed and skipped. Dense features (.npy "
-        "[N, d], a .safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S "
-        "head (--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption).",
+        "('|'-separated). Unreadable items are listed and skipped, as is an id holding "
+        "whitespace (TREC files split on it) or repeated. Dense features (.npy [N, d], a "
+        ".safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S head "
+        "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption).",
     )
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
     parser.add_argument(
@@ -58,14 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench = parser.add_argument_group(
         "benchmarks",
         "a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset "
-        "saved on disk, or irds:ID: the split's queries and judgements are kept with the index",
+        "saved on disk or Parquet/Arrow files (read in place), or irds:ID: the split's "
+        "queries and judgements are kept with the index",
     )
     bench.add_argument("--split", help="the split to read (default: test, or dev for MS MARCO)")
     bench.add_argument("--images", help="Karpathy JSON: the folder its image paths start from")
-    bench.add_argument("--image-column", help="Hugging Face dataset: the image column")
+    bench.add_argument(
+        "--image-column", help="Hugging Face dataset or Parquet/Arrow files: the image column"
+    )
     bench.add_argument(
         "--text-column", action="append", dest="text_columns",
-        help="Hugging Face dataset: a caption column (repeat for several)",
+        help="Hugging Face dataset or Parquet/Arrow files: a caption (or text) column "
+        "(repeat for several)",
     )  # fmt: skip
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -83,13 +88,15 @@ def run(args: argparse.Namespace) -> None:
     lines = [
         f"index {result.out}: {result.items} items ({counts['nnz']:,} non-zeros), "
         f"encoder {result.encoder}",
-        f"encoded {result.encoded}, reused {result.reused}, skipped {len(result.skipped)}"
+        f"encoded {result.encoded}, reused {result.reused}, skipped {result.skipped_count}"
         + (f" in {result.seconds:.1f} s" if result.encoded else ""),
         *(f"note: {n}" for n in result.notes),
     ]
     if result.skipped:
         shown = result.skipped[:20]
         lines.append(format_table([[s.file, s.reason] for s in shown], ["skipped", "reason"]))
-        if len(result.skipped) > len(shown):
-            lines.append(f"… and {len(result.skipped) - len(shown)} more (see --json)")
+        if result.skipped_count > len(shown):
+            more = result.skipped_count - len(shown)
+            listed = len(result.skipped) - len(shown)
+            lines.append(f"… and {more} more" + (f" ({listed} in --json)" if listed else ""))
     emit(args, result, "\n".join(lines))
