@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split, query_line
-from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, read_qrels, read_queries
+from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, lines, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
 from lexlens.analysis.core.inputs import load_json, text_lines
 from lexlens.models.base import InputError
@@ -53,6 +53,18 @@ def _corpus(path: Path, label: str, problems: Problems) -> Iterator[SourceItem |
         yield SourceItem(str(doc_id), text=joined, where=where)
 
 
+def _too_deep(path: Path) -> InputError:
+    """The one line naming the first line of a JSON-lines file nested too deeply."""
+    for number, text in lines(path, str(path), Problems()):
+        try:
+            load_json(text, str(path), number)
+        except InputError as exc:
+            return exc
+        except json.JSONDecodeError:
+            continue
+    return InputError(f"{path}: JSON nested too deeply: refused")
+
+
 def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     """A BEIR folder's split (default ``test``, else the only one)."""
     qrels_dir = folder / "qrels"
@@ -64,7 +76,10 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     queries_path = folder / "queries.jsonl"
     if not queries_path.is_file():
         raise InputError(f"{folder}: no queries.jsonl")
-    queries = read_queries(queries_path, problems)
+    try:
+        queries = read_queries(queries_path, problems)
+    except RecursionError:  # json.loads gave up on a line nested too deeply
+        raise _too_deep(queries_path) from None
     qrels = read_qrels(qrels_dir / f"{chosen}.tsv", problems)
     corpus = folder / "corpus.jsonl"
     label = str(corpus)
