@@ -43,7 +43,7 @@ term with the query scores 0 and has no rank).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,11 @@ def ir_measures_of(
     return aggregate, per_query
 
 
+def _count(items: Sized, one: str, many: str) -> str:
+    """``"1 query has"`` or ``"3 queries have"``."""
+    return f"{len(items)} {one if len(items) == 1 else many}"
+
+
 def _named(ids: Sequence[str]) -> str:
     shown = ", ".join(ids[:NAMED])
     return shown + (f" and {len(ids) - NAMED} more" if len(ids) > NAMED else "")
@@ -382,26 +387,27 @@ def _selection_notes(
     unjudged = [q for q in queries if not qrels.get(q)]
     if unjudged:
         notes.append(
-            f"{len(unjudged)} queries have no judgement ({_named(unjudged)}): left out of "
-            "every measure (trec_eval evaluates judged queries only)"
+            f"{_count(unjudged, 'query has', 'queries have')} no judgement ({_named(unjudged)}): "
+            "left out of every measure (trec_eval evaluates judged queries only)"
         )
     absent = [q for q, judged in qrels.items() if judged and q not in queries]
     if absent:
         notes.append(
-            f"{len(absent)} judged queries are not among the queries given ({_named(absent)}): "
-            "left out of every measure"
+            f"{_count(absent, 'judged query is', 'judged queries are')} not among the queries "
+            f"given ({_named(absent)}): left out of every measure"
         )
     no_relevant = [q for q in order if not any(is_relevant(r) for r in qrels[q].values())]
     if no_relevant:
         notes.append(
-            f"{len(no_relevant)} queries have judgements but no relevant item "
+            f"{_count(no_relevant, 'query has', 'queries have')} judgements but no relevant item "
             f"({_named(no_relevant)}): counted with 0 in every measure, as trec_eval and "
             "ir-measures count them; nothing to explain"
         )
     negative = sum(1 for q in order for r in qrels[q].values() if r < 0)
     if negative:
         notes.append(
-            f"{negative} judgements are below 0: not relevant, a gain of 0 for nDCG (as 0)"
+            f"{_count(range(negative), 'judgement is', 'judgements are')} below 0: not relevant, "
+            "a gain of 0 for nDCG (as 0)"
         )
     return notes
 
@@ -521,7 +527,7 @@ def _ranking_notes(
     if empty:
         why = "the run lists no item for" if run is not None else "no item shares a term with"
         notes.append(
-            f"{why} {len(empty)} queries ({_named(empty)}): 0 in every measure, as "
+            f"{why} {_count(empty, 'query', 'queries')} ({_named(empty)}): 0 in every measure, as "
             "ir-measures counts them"
         )
     if run is not None:
@@ -529,8 +535,8 @@ def _ranking_notes(
         extra = [q for q in run if q not in evaluated]
         if extra:
             notes.append(
-                f"the run ranks {len(extra)} queries that are not evaluated ({_named(extra)}): "
-                "ignored"
+                f"the run ranks {_count(extra, 'query that is', 'queries that are')} not "
+                f"evaluated ({_named(extra)}): ignored"
             )
     tied = [q for q in order if has_ties([s for _, s in out_run[q]])]
     if tied:
@@ -540,8 +546,9 @@ def _ranking_notes(
             else "by collection order, as search ranks them"
         )
         notes.append(
-            f"{len(tied)} queries have tied scores in their top {top} ({_named(tied)}): tied "
-            f"items are ranked {rule}; every measure and run.trec follow that order"
+            f"{_count(tied, 'query has', 'queries have')} tied scores among the top {top} "
+            f"({_named(tied)}): tied items are ranked {rule}; every measure and run.trec "
+            "follow that order"
         )
     return notes
 

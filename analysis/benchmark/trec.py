@@ -187,15 +187,15 @@ def read_queries(
 
 def run_text(run: Mapping[str, list[tuple[str, float]]], *, tag: str = "lexlens") -> str:
     """A TREC run: ``qid Q0 docid rank score tag``, ranks from 1 in the order given (best
-    first), scores written exactly (``repr``: a reader gets the same floats back) and
-    strictly decreasing (:func:`~lexlens.analysis.benchmark.trec_rules.strictly_decreasing`):
-    trec_eval ignores the rank column and orders tied scores by docid, so tied scores would
-    let it rank the items otherwise."""
+    first), scores as trec_eval reads them (float32) and strictly decreasing
+    (:func:`~lexlens.analysis.benchmark.trec_rules.strictly_decreasing`): trec_eval ignores
+    the rank column and orders tied scores by docid, so tied scores would let it rank the
+    items otherwise. Each score is the shortest text that reads back as its float32."""
     from lexlens.analysis.benchmark.trec_rules import strictly_decreasing
 
     tag = "".join(tag.split()) or "lexlens"
     lines = [
-        f"{q} Q0 {doc} {rank} {score!r} {tag}"
+        f"{q} Q0 {doc} {rank} {str(score)} {tag}"
         for q, pairs in run.items()
         for rank, (doc, score) in enumerate(
             zip([d for d, _ in pairs], strictly_decreasing([s for _, s in pairs]), strict=True),

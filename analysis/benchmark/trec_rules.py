@@ -10,7 +10,10 @@ relevance is clamped to a gain of 0 before ir-measures sees it, so it can never 
 nDCG; the item stays judged) and in failures and blame.
 
 Order. trec_eval ignores a run's rank column and sorts each query's items by score, ties by
-docid (descending), whatever order the run lists them in. Lexlens's rankings break ties by
+docid (descending), whatever order the run lists them in; it reads scores as C floats, so two
+scores equal in float32 are a tie there. (ir-measures also splits one ranking: it computes
+RR@10 with its msmarco provider, which orders ties otherwise, and nDCG, R@k and AP with
+pytrec_eval.) Lexlens's rankings break ties by
 collection row, as search does, and a run read from a file keeps its tied items in the order
 listed; so the measures are handed each ranking with strictly decreasing scores
 (:func:`rank_scores`) and a written run gets strictly decreasing scores
@@ -25,11 +28,17 @@ import re
 from collections.abc import Sequence
 from numbers import Integral, Real
 
+import numpy as np
+
 from lexlens.models.base import InputError
 
 #: The smallest and largest relevance accepted (a 32-bit signed int, trec_eval's).
 MIN_RELEVANCE = -(2**31)
 MAX_RELEVANCE = 2**31 - 1
+#: The largest float32: trec_eval reads a run's scores as C floats.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The longest ranking whose ranks are all distinct as float32 scores (2**24).
+MAX_RANKED = 2**24
 #: A whole number as a file writes it: ``3``, ``-1``, ``+2``, ``1.0``.
 _WHOLE = re.compile(r"[+-]?\d+(?:\.0*)?")
 
@@ -91,16 +100,21 @@ def score_value(value: object, name: str) -> float:
 
 def rank_scores(items: Sequence[str]) -> dict[str, float]:
     """Scores for the measures that say exactly the order ``items`` (best first) are in:
-    ``n, n − 1, …, 1`` (no tie for trec_eval to re-sort)."""
+    ``n, n − 1, …, 1`` (whole numbers, distinct in float32 up to :data:`MAX_RANKED` items: no
+    tie for trec_eval to re-sort)."""
     n = len(items)
+    if n > MAX_RANKED:
+        raise InputError(f"a ranking of {n:,} items: at most {MAX_RANKED:,} can be evaluated")
     return {item: float(n - i) for i, item in enumerate(items)}
 
 
-def strictly_decreasing(scores: Sequence[float]) -> list[float]:
-    """``scores`` (best first, non-increasing, finite) made strictly decreasing: the k-th
-    item of a tie moves to the next float below the one above it (``math.nextafter``), k
-    units in the last place at most; the order is kept and untied scores are unchanged."""
-    out: list[float] = []
+def strictly_decreasing(scores: Sequence[float]) -> list[np.float32]:
+    """``scores`` (best first, non-increasing, finite) as trec_eval reads them — C floats
+    (float32): two doubles closer than float32's precision are a tie there — and strictly
+    decreasing: an item equal (in float32) to the one above it gets the next float32 below
+    that one's, so the k-th item of a tie moves by k float32 units in the last place; the
+    order is kept. Written as ``str`` of each (the shortest text that reads back the same)."""
+    out: list[np.float32] = []
     previous = math.inf
     for score in scores:
         value = float(score)
@@ -109,7 +123,12 @@ def strictly_decreasing(scores: Sequence[float]) -> list[float]:
         if value > previous:
             raise InputError("a run's items are not in decreasing score order")
         previous = value
-        out.append(min(value, math.nextafter(out[-1], -math.inf)) if out else value)
+        single = np.float32(value) if abs(value) <= FLOAT32_MAX else np.float32(math.nan)
+        if not np.isfinite(single):
+            raise InputError(f"a run's score {score!r} is beyond float32, as trec_eval reads it")
+        if out and single >= out[-1]:
+            single = np.nextafter(out[-1], np.float32(-np.inf))
+        out.append(single)
     return out
 
 
