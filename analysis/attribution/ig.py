@@ -48,8 +48,9 @@ from lexlens.analysis.attribution.validate import (
     check_subvectors,
     check_tolerance,
 )
-from lexlens.analysis.attribution.words import aggregate_words, group_word_pieces
+from lexlens.analysis.attribution.words import aggregate_words
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import check_texts
 
 log = logging.getLogger(__name__)

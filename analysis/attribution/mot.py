@@ -58,8 +58,8 @@ from lexlens.analysis.attribution.validate import (
     check_steps,
     check_tolerance,
 )
-from lexlens.analysis.attribution.words import group_word_pieces
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import InputError, check_texts
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""Vocabulary helpers shared by every lexical analysis: special tokens and an input's own
-tokens."""
+"""The vocabulary rules every analysis shares: which tokens are special (the one definition in
+Lexlens), an input's own tokens, and where each token sits in a vocabulary."""
 
 from __future__ import annotations
 
@@ -14,12 +14,28 @@ from lexlens.models.base import LexicalEncoding
 _LOOKUPS: dict[int, tuple[list[str], dict[str, list[int]]]] = {}
 _MASKS: dict[int, tuple[list[str], np.ndarray]] = {}
 
-_SPECIAL = re.compile(r"^\[(CLS|SEP|PAD|MASK|UNK|unused\d+|id\d+)\]$")
+#: The tokens a (BERT WordPiece) tokenizer puts around a text: never a word of the text.
+FRAME_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})
+#: Special tokens: the frame, and the placeholders a vocabulary reserves ([MASK], [UNK],
+#: [unusedN], VDR's [idN]).
+_FRAME_NAMES = "|".join(sorted(token[1:-1] for token in FRAME_TOKENS))
+_SPECIAL = re.compile(rf"^\[({_FRAME_NAMES}|MASK|UNK|unused\d+|id\d+)\]$")
 
 
 def is_special_token(token: str) -> bool:
     """[CLS], [SEP], [PAD], [MASK], [UNK] and [unusedN] carry no meaning as terms."""
     return bool(_SPECIAL.match(token))
+
+
+def is_frame_token(token: str) -> bool:
+    """[CLS], [SEP] and [PAD]: put around a text by its tokenizer, so never one of its words
+    (an input's [UNK] or [MASK] stands where the text had something, so it is a word)."""
+    return token in FRAME_TOKENS
+
+
+def frame_token_ids(tokenizer) -> set[int]:
+    """The ids of the frame tokens (:data:`FRAME_TOKENS`) in a Hugging Face tokenizer."""
+    return {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
 
 
 def special_mask(vocab: list[str]) -> np.ndarray:
@@ -43,9 +59,6 @@ def own_tokens(encoding: LexicalEncoding) -> set[str]:
     drops the first 999 ids, or keeps a subset).
     """
     return set(encoding.units) if encoding.input_ids is not None else set()
-
-
-# END
 
 
 def token_positions(vocab: list[str]) -> dict[str, list[int]]:

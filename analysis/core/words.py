@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.results import Record, internal
-from lexlens.analysis.core.vocabulary import is_special_token, special_mask, token_positions
+from lexlens.analysis.core.vocabulary import (
+    is_frame_token,
+    is_special_token,
+    special_mask,
+    token_positions,
+)
 from lexlens.models.wordpiece import wordpiece_split
 
 
@@ -43,32 +48,47 @@ class Term(Record):
         return self.pieces or (self.index,)
 
 
-def input_words(units: list[str]) -> set[str]:
-    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``)."""
-    words, current = set(), ""
-    for unit in [*units, ""]:
-        if unit.startswith("##") and current:
-            current += unit[2:]
+def group_word_pieces(units: Sequence[str]) -> tuple[list[str], list[list[int]]]:
+    """The words of a tokenised text and the units of each: the one word-piece rule.
+
+    A WordPiece continuation (``##…``) joins the word right before it (``gi ##raf ##fe`` →
+    giraffe); frame tokens ([CLS], [SEP], [PAD]) belong to no word, and no piece joins a
+    special token. Returns ``(words, groups)``, ``groups[w]`` the unit indices of word ``w``.
+    """
+    words: list[str] = []
+    groups: list[list[int]] = []
+    for j, unit in enumerate(units):
+        if is_frame_token(unit):
             continue
-        if current:
-            words.add(current)
-        current = "" if is_special_token(unit) else unit
-    return words
+        if (
+            unit.startswith("##")
+            and groups
+            and groups[-1][-1] == j - 1
+            and not is_special_token(words[-1])
+        ):
+            words[-1] += unit[2:]
+            groups[-1].append(j)
+        else:
+            words.append(unit)
+            groups.append([j])
+    return words, groups
+
+
+def input_words(units: list[str]) -> set[str]:
+    """Whole words spelled by runs of word pieces in a text's units (``gi ##raf ##fe``); a
+    special token ([UNK], [MASK]…) spells none."""
+    return {w for w in group_word_pieces(units)[0] if w and not is_special_token(w)}
 
 
 def word_of_unit(units: list[str], i: int) -> str:
-    """The whole word unit ``i`` of a text belongs to (``gi`` of ``gi ##raf ##fe`` → giraffe)."""
+    """The whole word unit ``i`` of a text belongs to (``gi`` of ``gi ##raf ##fe`` → giraffe);
+    a special token is its own word."""
     if not 0 <= i < len(units):
         return ""
     if is_special_token(units[i]):
         return units[i]
-    start = i
-    while start > 0 and units[start].startswith("##"):
-        start -= 1
-    stop = i + 1
-    while stop < len(units) and units[stop].startswith("##"):
-        stop += 1
-    return units[start] + "".join(u[2:] for u in units[start + 1 : stop])
+    words, groups = group_word_pieces(units)
+    return next(w for w, g in zip(words, groups, strict=True) if i in g)
 
 
 def top_terms(

@@ -307,3 +307,27 @@ def test_bad_requests_fail_before_any_work(toy):
         attribute_texts(toy, ["  "])
     with pytest.raises(InputError, match="odd"):
         attribute_texts(toy, [TEXT], steps=8, method="clenshaw-curtis")
+
+
+def test_silent_wrong_ig_words_follow_the_one_word_piece_rule(toy):
+    """IG's words are the library's words (core.words): pieces merged at ``##``, the frame
+    tokens dropped (the baseline keeps them, so they carry exactly 0), and an input's
+    ``[UNK]`` or ``[MASK]`` kept as a word of its own (it stands where the text had
+    something, and under the ``[PAD]`` baseline it carries attribution)."""
+    from lexlens.analysis.attribution.ig import attribute_texts
+    from lexlens.analysis.core.words import group_word_pieces, input_words
+
+    text = "The giraffe's neck \N{GIRAFFE FACE} stands [MASK] tall, unbelievably"
+    by_hand = ["the", "giraffe", "'", "s", "neck", "[UNK]", "stands", "[MASK]", "tall", ",",
+               "unbelievably"]  # fmt: skip
+    for baseline in ("unk", "pad"):
+        (a,) = attribute_texts(toy, [text], steps=2, baseline=baseline)
+        assert (a.tokens[0], a.tokens[-1]) == ("[CLS]", "[SEP]") and a.words == by_hand
+        assert (a.words, a.word_groups) == group_word_pieces(a.tokens)
+        assert input_words(a.tokens) == set(by_hand) - {"[UNK]", "[MASK]"}
+        # Nothing is lost by dropping the frame: the words sum to every token.
+        np.testing.assert_allclose(
+            a.attributions.sum(1), a.token_attributions.sum(1), rtol=1e-6, atol=1e-9
+        )
+        unk = a.token_attributions[:, a.tokens.index("[UNK]")]
+        assert np.all(unk == 0.0) if baseline == "unk" else np.any(unk != 0.0)

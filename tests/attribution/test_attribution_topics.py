@@ -34,7 +34,7 @@ def run(enc):
 def test_topic_members_and_words(enc, run):
     from lexlens.analysis.attribution.ig import attribute_texts
     from lexlens.analysis.attribution.topics import code_topic, topic_sizes, topic_words
-    from lexlens.analysis.attribution.words import group_word_pieces
+    from lexlens.analysis.core.words import group_word_pieces
 
     codes = enc.codes(TEXTS)
     np.testing.assert_array_equal(run.codes(), codes)  # the run's codes are the encoder's

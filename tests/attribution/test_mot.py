@@ -110,7 +110,7 @@ def test_punctuation_is_never_kept_and_stop_words_are_candidates():
 
 def test_masked_errors_match_an_independent_computation(toy, result):
     from lexlens.analysis.attribution.mot_rankings import candidates, keep_count
-    from lexlens.analysis.attribution.words import group_word_pieces
+    from lexlens.analysis.core.words import group_word_pieces
     from lexlens.models.pq import ProductQuantizer
 
     m = 4
