@@ -314,12 +314,16 @@ def test_deviation_of_features_needs_the_head(cli, feature_index):
     assert "dense features" in run.stderr
 
 
-def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str):
-    """A page on the stored features index, copied into a fresh workspace."""
+def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str, head_dir: Path):
+    """A page on the stored features index, copied into a fresh workspace; the head's
+    folder is a data root (a page reads typed server paths only inside those)."""
     import shutil
+
+    from lexlens.app.access import ROOTS_ENV
 
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
+    monkeypatch.setenv(ROOTS_ENV, str(head_dir.parent))
     shutil.copytree(feature_index[0], home / "collections" / "feats")
     return app_page(page)
 
@@ -334,7 +338,7 @@ def _pick_directory(at, key: str, path: Path) -> None:
 def test_search_page_offers_the_head_for_bag_of_words_queries(
     cli, feature_index, head_dir, captions_query, tmp_path, monkeypatch
 ):
-    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/search.py")
+    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/search.py", head_dir)
     at.text_input(key="search_query").set_value(captions_query)
     at.text_input(key="search_exclude").set_value("")
     at.radio(key="search_mode").set_value("bow").run()
@@ -353,7 +357,7 @@ def test_search_page_offers_the_head_for_bag_of_words_queries(
 def test_deviation_page_takes_the_head_on_stored_features(
     cli, feature_index, head_dir, tmp_path, monkeypatch
 ):
-    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/deviation.py")
+    at = _page_on_stored(feature_index, tmp_path, monkeypatch, "app_pages/deviation.py", head_dir)
     at.radio(key="dev_source").set_value("Stored collection").run()
     _pick_directory(at, "dev_encoder", head_dir)
     assert not at.exception and not at.error
