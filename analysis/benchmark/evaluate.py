@@ -42,9 +42,11 @@ term with the query scores 0 and has no rank).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +180,11 @@ def worst_first(per_query: Iterable[Mapping]) -> list[Mapping]:
 
 def per_query_row(q: Mapping) -> dict[str, Any]:
     """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
-    none; ``relevant_status`` says why)."""
+    none; ``relevant_status`` says why, empty in a result kept from before it was recorded)."""
     return {
         "query_id": q["id"], "query": q["text"], "first_relevant_rank": q["first_relevant_rank"],
         **{m: q[m] for m in MEASURES}, "relevant_rank": q["relevant_rank"],
-        "relevant_status": q["relevant_status"],
+        "relevant_status": q.get("relevant_status", ""),
     }  # fmt: skip
 
 
@@ -265,22 +267,35 @@ def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
     out: dict[str, list[tuple[str, float]]] = {}
     for q, items in run.items():
         if isinstance(items, Mapping):
-            pairs = [(str(d), score_value(s, f"run[{q!r}][{d!r}]")) for d, s in items.items()]
+            keys = list(items)
+            values = list(items.values())
         elif isinstance(items, Sequence) and not isinstance(items, str):
-            pairs = []
+            keys, values = [], []
             for i, pair in enumerate(items):
-                if not (isinstance(pair, Sequence) and not isinstance(pair, str)
-                        and len(pair) == 2):  # fmt: skip
+                if type(pair) is not tuple and not (
+                    isinstance(pair, Sequence) and not isinstance(pair, str)
+                ):
                     raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
-                pairs.append((str(pair[0]), score_value(pair[1], f"run[{q!r}][{i}]")))
+                if len(pair) != 2:
+                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
+                keys.append(pair[0])
+                values.append(pair[1])
+        else:
+            raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
+        named = isinstance(items, Mapping)
+        scores = [
+            v if type(v) is float and math.isfinite(v)
+            else score_value(v, f"run[{q!r}][{keys[i]!r}]" if named else f"run[{q!r}][{i}]")
+            for i, v in enumerate(values)
+        ]  # fmt: skip
+        pairs = [(str(d), s) for d, s in zip(keys, scores, strict=True)]
+        if not named and len({d for d, _ in pairs}) < len(pairs):
             seen: set[str] = set()
             for i, (d, _) in enumerate(pairs):
                 if d in seen:
                     raise InputError(f"run[{q!r}][{i}]: item {d!r} is listed twice")
                 seen.add(d)
-        else:
-            raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
-        out[str(q)] = sorted(pairs, key=lambda pair: -pair[1])  # stable: ties as given
+        out[str(q)] = sorted(pairs, key=itemgetter(1), reverse=True)  # stable: ties as given
     return out
 
 

@@ -65,6 +65,8 @@ def relevance_from_text(text: str) -> int:
 def relevance_value(value: object, name: str) -> int:
     """A relevance given through the API (an int, or a float holding a whole number),
     refused with an :class:`InputError` naming ``name`` otherwise."""
+    if type(value) is int and MIN_RELEVANCE <= value <= MAX_RELEVANCE:
+        return value  # the common case, read from a file
     if isinstance(value, bool) or not isinstance(value, Real):
         raise InputError(f"{name}: relevance must be a whole number, not {value!r}")
     if not isinstance(value, Integral):
@@ -90,6 +92,8 @@ def is_relevant(relevance: int) -> bool:
 
 def score_value(value: object, name: str) -> float:
     """A run's score given through the API: a finite real number, refused naming ``name``."""
+    if type(value) is float and math.isfinite(value):
+        return value  # the common case, read from a file
     if isinstance(value, bool) or not isinstance(value, Real):
         raise InputError(f"{name}: a score must be a number, not {value!r}")
     number = float(value)
