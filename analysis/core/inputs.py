@@ -144,9 +144,9 @@ def text_lines(
 
     Lines end at ``\n`` only (the ``\r`` of ``\r\n`` dropped): a bare ``\r`` stays in its
     line, as in MS MARCO's passages, and numbers count ``\n`` as editors do. A line longer
-    than ``limit`` bytes is read past in chunks, never held whole; a line that is not UTF-8
-    is named alone. Anything but a regular file (a folder, a FIFO, a device) is refused
-    before it is opened."""
+    than ``limit`` bytes is read past in chunks of :data:`LINE_CHUNK`, never held whole
+    (memory: about the limit and a chunk); a line that is not UTF-8 is named alone. Anything but
+    a regular file (a folder, a FIFO, a device) is refused before it is opened."""
     path = Path(path).expanduser()
     regular_file(path, label)
     try:
@@ -157,15 +157,15 @@ def text_lines(
         number = 0
         try:
             while True:
-                data = handle.readline(limit + 1)
+                data: bytes | bytearray | None = handle.readline(LINE_CHUNK)
                 if not data:
                     return
                 number += 1
-                if len(data) > limit and not data.endswith(b"\n"):
-                    while data and not data.endswith(b"\n"):
-                        data = handle.readline(LINE_CHUNK)
-                    yield number, "", f"a line longer than {limit:,} bytes"
-                    continue
+                if len(data) == LINE_CHUNK and not data.endswith(b"\n"):
+                    data = _long_line(handle, data, limit)
+                    if data is None:
+                        yield number, "", f"a line longer than {limit:,} bytes"
+                        continue
                 if number == 1 and data.startswith(codecs.BOM_UTF8):
                     data = data[len(codecs.BOM_UTF8) :]
                 if data.endswith(b"\n"):
@@ -178,6 +178,26 @@ def text_lines(
                 yield number, text, ""
         except OSError as exc:
             raise read_error(label, exc) from None
+
+
+def _long_line(handle: Any, first: bytes, limit: int) -> bytearray | None:
+    """The rest of a line longer than one chunk, gathered in place up to ``limit`` bytes;
+    ``None`` (the rest read and dropped chunk by chunk) when the line is longer."""
+    line = bytearray(first)
+    del first
+    while not line.endswith(b"\n"):
+        if len(line) > limit:
+            del line
+            while True:
+                piece = handle.readline(LINE_CHUNK)
+                if not piece or piece.endswith(b"\n"):
+                    return None
+        piece = handle.readline(LINE_CHUNK)
+        if not piece:
+            break
+        line += piece
+    ending = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0
+    return None if len(line) - ending > limit else line
 
 
 def json_depth(text: str) -> tuple[int, int]:
