@@ -1,11 +1,11 @@
 """Sample images the pages offer: scikit-image's photos (when it is installed), then the
-images drawn for Lexlens in ``data/images``."""
+images drawn for Lexlens (packaged in ``data/images``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lexlens.app.state import ROOT
+from lexlens.analysis.core.samples import sample_path
 
 PHOTOS = ("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg", "motorcycle_left.png")
 #: The label of the sample a page starts with.
@@ -24,6 +24,6 @@ def sample_images() -> dict[str, Path]:
                 found[f"{Path(name).stem} (scikit-image)"] = folder / name
     except ImportError:
         pass
-    for path in sorted((ROOT / "data" / "images").glob("*.png")):
+    for path in sorted(sample_path("images").glob("*.png")):
         found[f"{path.stem} (drawn sample)"] = path
     return found

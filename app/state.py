@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import streamlit as st
@@ -15,8 +14,6 @@ import streamlit as st
 from lexlens.app.access import server_path
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
 from lexlens.models.hub import cached_models
-
-ROOT = Path(__file__).resolve().parent.parent
 
 CUSTOM = "local checkpoint directory…"
 T = TypeVar("T")

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.samples import sample_path
 from lexlens.models.base import InputError
 
 
@@ -32,9 +33,6 @@ def sources_dir() -> Path:
     """Where the app keeps uploaded sources (the images thumbnails are drawn from)."""
     return workspace() / "sources"
 
-
-#: The sample photos' table (captions and labels), in the package's ``data`` folder.
-PHOTOS_TABLE = Path(__file__).resolve().parents[2] / "data" / "photos.csv"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -122,11 +120,11 @@ def load_sample_photos(dest: Path) -> Path:
         ) from None
     photos = Path(skimage.__file__).parent / "data"
     dest.mkdir(parents=True, exist_ok=True)
-    with open(PHOTOS_TABLE, encoding="utf-8", newline="") as handle:
+    with open(sample_path("photos.csv"), encoding="utf-8", newline="") as handle:
         names = [row["image"] for row in csv.DictReader(handle)]
     for name in names:
         target = dest / name
         if not target.exists():
             shutil.copyfile(photos / name, target)
-    shutil.copyfile(PHOTOS_TABLE, dest / "photos.csv")
+    shutil.copyfile(sample_path("photos.csv"), dest / "photos.csv")
     return dest / "photos.csv"

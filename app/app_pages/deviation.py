@@ -11,13 +11,13 @@ from __future__ import annotations
 import streamlit as st
 
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
 from lexlens.analysis.deviation.options import DEFAULT_K, DEVIATION_NEEDS, deviation_needs_for
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.app.access import server_path
 from lexlens.app.deviation_views import show_result
 from lexlens.app.state import (
-    ROOT,
     encoder_choice,
     get_encoder,
     job_outcome,
@@ -31,7 +31,7 @@ from lexlens.app.state import (
 )
 from lexlens.models import LexlensError
 
-SAMPLE = ROOT / "data" / "captions.txt"
+SAMPLE = sample_path("captions.txt")
 SOURCES = ["Sample captions (data/captions.txt)", "Upload a caption file", "Stored collection"]
 RESULT = "dev_result"
 OPTION_KEYS = ("dev_k", "dev_gate_k", "dev_denominator", "dev_glove")

@@ -14,6 +14,7 @@ import streamlit as st
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.search.examples import example_queries
 from lexlens.analysis.search.exclusion import METHODS
 from lexlens.analysis.search.memory_collection import collection_from_file
@@ -27,7 +28,6 @@ from lexlens.analysis.search.queries import (
 from lexlens.analysis.search.search import SearchResult, search
 from lexlens.app.search_views import show_result
 from lexlens.app.state import (
-    ROOT,
     content_key,
     encoder_picker,
     keep_for_reload,
@@ -129,7 +129,7 @@ else:  # a small text file: the encoder encodes its texts too
     if encoder is None:
         st.stop()
     if source == SOURCES[1]:
-        data, name = (ROOT / "data" / "collection.csv").read_bytes(), "collection.csv"
+        data, name = sample_path("collection.csv").read_bytes(), "collection.csv"
     else:
         upload = st.file_uploader(
             "Collection (.csv/.jsonl with a text column and optional id, labels; or .txt)",

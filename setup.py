@@ -1,0 +1,34 @@
+"""Packages found automatically (pyproject.toml holds everything else).
+
+The repository root is the ``lexlens`` package (``package-dir``): its layer folders
+``models/``, ``analysis/`` and ``app/`` install as ``lexlens.models``, ``lexlens.analysis``
+and ``lexlens.app``. Every folder below them is found here (data folders such as the report
+templates and the Streamlit page scripts too, as namespace packages), so a new capability
+folder reaches the wheel without a list to keep up to date. The root's only module is
+``__init__.py``: this file is not part of the package.
+"""
+
+from setuptools import find_namespace_packages, setup
+from setuptools.command.build_py import build_py
+
+LAYERS = ("models", "analysis", "app")
+
+
+class BuildPy(build_py):
+    """Leave the build script itself out of the ``lexlens`` package."""
+
+    def find_package_modules(self, package, package_dir):
+        found = super().find_package_modules(package, package_dir)
+        return [m for m in found if not (package == "lexlens" and m[1] == "setup")]
+
+
+setup(
+    packages=["lexlens"]
+    + [
+        f"lexlens.{name}"
+        for name in find_namespace_packages(
+            include=[f"{x}*" for x in LAYERS], exclude=["*__pycache__*"]
+        )
+    ],
+    cmdclass={"build_py": BuildPy},
+)
