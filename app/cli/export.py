@@ -5,9 +5,35 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.benchmark.export import DEFAULT_SCALE, FORMATS, export_index
+from lexlens.analysis.benchmark.export import (
+    DEFAULT_SCALE,
+    FORMATS,
+    MANIFEST,
+    SCALE_RULE,
+    TOP_RULE,
+    check_scale,
+    check_top,
+    export_index,
+)
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
+from lexlens.models.base import InputError
+
+
+def _scale(text: str) -> float:
+    """``--scale`` parsed and checked by the export's own rule (argparse names the option)."""
+    try:
+        return check_scale(float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be {SCALE_RULE}, not {text!r}") from None
+
+
+def _top(text: str) -> int:
+    """``--top`` parsed and checked by the export's own rule."""
+    try:
+        return check_top(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"must be {TOP_RULE}, not {text!r}") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,9 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="folder for the exported files")
     parser.add_argument("--queries", help="queries (default: the ones the collection keeps)")
     parser.add_argument(
-        "--scale", type=float, default=DEFAULT_SCALE, help="anserini: weight × scale, rounded"
+        "--scale",
+        type=_scale,
+        default=DEFAULT_SCALE,
+        help=f"anserini: weight × scale, rounded ({SCALE_RULE}; default 100)",
     )
-    parser.add_argument("--top", type=int, default=100, help="trec-run: items per query")
+    parser.add_argument("--top", type=_top, default=100, help="trec-run: items per query")
     parser.add_argument("--query-encoder", help="default: the collection's own query encoder")
     parser.add_argument("--query-mode", choices=["parametric", "bow"], default="parametric")
     parser.add_argument(
@@ -44,4 +73,5 @@ def run(args: argparse.Namespace) -> None:
     )  # fmt: skip
     table = format_table([[n, c] for n, c in result.written.items()], ["file", "lines"])
     notes = "".join(f"\nnote: {n}" for n in result.notes)
-    emit(args, result, f"{result.format} export in {result.out}\n{table}{notes}")
+    head = f"{result.format} export in {result.out} (the files listed in {MANIFEST})"
+    emit(args, result, f"{head}\n{table}{notes}")

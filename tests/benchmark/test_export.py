@@ -31,8 +31,11 @@ def test_anserini_impacts_are_the_weights_times_the_scale(index, tmp_path, splad
             index.vocab[c]: int(round(float(v) * 100)) for c, v in zip(cols, vals, strict=True)
         }
         assert doc["vector"] == {t: n for t, n in expected.items() if n}
+    # At the default scale (100) the TSV's repeats are the JSONL's impacts: the two query
+    # forms Anserini reads (repeats for -impact -pretokenized, weights for JsonStringVector).
     tsv = (tmp_path / "a" / "queries.tsv").read_text().splitlines()
-    vectors = {q["id"]: q["vector"] for q in _lines(tmp_path / "a" / "queries.jsonl")}
+    vectors = {q["qid"]: q["vector"] for q in _lines(tmp_path / "a" / "queries.jsonl")}
+    assert sorted(vectors) == sorted(QUERIES)
     for line in tsv:
         qid, text = line.split("\t")
         counts = {}
