@@ -44,14 +44,8 @@ from lexlens.models.base import (
     LexicalEncoding,
     check_texts,
 )
-from lexlens.models.checkpoint import (
-    check_header,
-    check_sizes,
-    first_line,
-    read_config,
-    read_state_dict,
-    tensor_shapes,
-)
+from lexlens.models.checkpoint import check_header, read_state_dict, tensor_shapes
+from lexlens.models.config_files import check_sizes, first_line, read_config
 from lexlens.models.text_io import MAX_CHARS, load_bert_tokenizer
 from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 

@@ -49,16 +49,9 @@ from lexlens.models.base import (
     Progress,
     check_texts,
 )
-from lexlens.models.checkpoint import (
-    check_finite,
-    check_header,
-    check_sizes,
-    find_weights,
-    first_line,
-    read_config,
-    tensor_shapes,
-)
+from lexlens.models.checkpoint import check_finite, check_header, tensor_shapes
 from lexlens.models.codebooks import cache_key, cached_fit, corpus_digest
+from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
 from lexlens.models.faiss_index import load_faiss_index
 from lexlens.models.packaged import default_corpus
 from lexlens.models.pq import (

@@ -39,7 +39,7 @@ def detect_directory(path: Path, *, check_weights: bool = False) -> DirectoryKin
     cached hub models offers only what can load). Raises ``EncoderLoadError`` when the
     family cannot be told.
     """
-    from lexlens.models.checkpoint import find_weights, read_config
+    from lexlens.models.config_files import find_weights, read_config
     from lexlens.models.d2s import find_d2s_weights, is_d2s_config, is_legacy_d2s_dir
 
     path = Path(path)

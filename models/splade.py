@@ -29,15 +29,12 @@ from torch import nn
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
 from lexlens.models.checkpoint import (
     check_header,
-    check_sizes,
-    find_weights,
-    first_line,
     load_checked,
     no_init,
-    read_config,
     read_state_dict,
     tensor_shapes,
 )
+from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
 from lexlens.models.projection import pack, project_rows, segment_max, segment_max_projection
 from lexlens.models.text_io import check_tokenizer_fits, load_bert_tokenizer, tokenize_batch
 

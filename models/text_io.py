@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from lexlens.models.base import EncoderLoadError
-from lexlens.models.checkpoint import first_line
+from lexlens.models.config_files import first_line
 
 #: Texts longer than this many characters are cut before tokenisation (a 512-token
 #: window never needs more); the encoding is then marked ``truncated``.

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.models.base import EncoderLoadError
-from lexlens.models.checkpoint import check_sizes
+from lexlens.models.config_files import check_sizes
 from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 TEXT_TYPES = ("vdr", "vdr_crossmodal_text")

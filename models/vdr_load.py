@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from lexlens.models.base import EncoderLoadError
-from lexlens.models.checkpoint import find_weights, no_init, read_state_dict, tensor_shapes
+from lexlens.models.checkpoint import no_init, read_state_dict, tensor_shapes
+from lexlens.models.config_files import find_weights
 from lexlens.models.vdr_config import (
     BERT_FIELDS,
     DEFAULT_SHIFT,
