@@ -82,15 +82,44 @@ def _quiet_libraries():
 
 
 def _fail(command: str, message: object) -> int:
-    with contextlib.suppress(OSError):
-        print(f"lexlens {command}: error: {one_line(message)}", file=sys.stderr)
+    if sys.stderr is not None:  # closed (`2>&-`): print would fall back to stdout
+        with contextlib.suppress(OSError, ValueError):
+            print(f"lexlens {command}: error: {one_line(message)}", file=sys.stderr, flush=True)
     return 2
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (its reader left, its descriptor closed): point the descriptor at
+    /dev/null, so the interpreter's own flush at exit has nothing to fail on (Python would
+    print "Exception ignored … BrokenPipeError"). An in-process capture has no descriptor and
+    is left alone."""
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lexlens`` console script (also callable in-process by tests)."""
     with _quiet_libraries():
-        return _run(argv)
+        code = _run(argv)
+    if sys.stdout is not None:  # output still buffered (after an error) must not fail at exit
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            _silence_stdout()
+            return code or 2
+    return code
 
 
 def _is_utf8(value: str) -> bool:
@@ -113,16 +142,25 @@ def _run(argv: list[str] | None) -> int:
         if isinstance(value, str) and not _is_utf8(value):
             option = f"--{key.replace('_', '-')}"
             return _fail(command, f"{option} is not UTF-8 text: Lexlens reads and writes UTF-8")
+    if sys.stdout is None:  # started with stdout closed (`>&-`): no result could be shown
+        return _fail(
+            command, "standard output is closed: redirect it to a file or /dev/null instead"
+        )
     try:
         args.func(args)
         sys.stdout.flush()
     except LexlensError as exc:
         return _fail(command, exc)
-    except BrokenPipeError:  # e.g. `lexlens … | head`: the reader left, nothing to report
-        return 0
+    except BrokenPipeError:
+        # `lexlens … | head`: the reader left. Nothing to tell it, but the output was cut
+        # short, and the status says so (as a command killed by SIGPIPE would).
+        _silence_stdout()
+        return 2
     except MemoryError:
         return _fail(command, "not enough memory for this input: try a smaller one")
     except OSError as exc:  # the environment, not the input: a full disk, a closed stdout…
+        if exc.errno in (errno.EBADF, errno.EPIPE):
+            _silence_stdout()
         if exc.errno == errno.ENOSPC:
             return _fail(command, "no space left on the device while writing the output")
         where = f": {exc.filename}" if exc.filename else ""
