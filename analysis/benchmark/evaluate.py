@@ -334,12 +334,16 @@ def _best_relevant(
     return None, held[int(np.argmax(scores))]  # argmax: the first (lowest row) of a tie
 
 
-def _status(first: int | None, best: tuple[int | None, int] | None) -> str:
+def _status(first: int | None, best: tuple[int | None, int] | None, listed: int) -> str:
+    """Where a query's relevant items are: ``first`` relevant rank in the ranking of
+    ``listed`` items, or else its best relevant item the collection holds (``best``)."""
     if first is not None:
         return RETRIEVED
     if best is None:
         return NOT_HELD
-    return BEYOND_TOP if best[0] is not None else NOT_RETRIEVED
+    if best[0] is None:
+        return NOT_RETRIEVED
+    return RETRIEVED if best[0] <= listed else BEYOND_TOP
 
 
 def _failure_note(status: str, best: tuple[int | None, int] | None, top: int, run: bool) -> str:
@@ -349,18 +353,23 @@ def _failure_note(status: str, best: tuple[int | None, int] | None, top: int, ru
         return f"its best relevant item ranks {best[0]}, beyond the top {top} evaluated"
     if status == NOT_RETRIEVED:
         if run:
-            return "the run lists none of its relevant items: not retrieved (Lexlens's q ⊙ d)"
+            return (
+                "the run does not list this relevant item: not retrieved (its q ⊙ d by the "
+                "query encoder shown)"
+            )
         return "its relevant items score 0 (no shared term with the query): not retrieved"
     return ""
 
 
 def _failure(
     q: str, text: str, vector: np.ndarray, pairs: Sequence[tuple[str, float]],
-    relevant: set[str], best: tuple[int | None, int] | None, status: str, ix: StoredIndex,
+    relevant: set[str], best: tuple[int | None, int] | None, ix: StoredIndex,
     row_of: Mapping[str, int], top: int, run: bool,
 ) -> Failure:  # fmt: skip
-    """The failure of one query whose first relevant item is not first, explained."""
+    """The failure of one query whose first relevant item is not first, explained (its
+    ``relevant_status`` is the explained relevant item's)."""
     words = text_words(text)
+    status = _status(None, best, len(pairs))
     nonrelevant = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
                         if d not in relevant and d in row_of), None)  # fmt: skip
     rows = [x[1] for x in (nonrelevant, best) if x]
@@ -497,11 +506,11 @@ def evaluate(
             continue
         first = _first_relevant(out_run[q], relevant)
         best = _best_relevant(out_run[q], relevant, row_of, scorer, ranking, vector)
-        status = _status(first, best)
+        status = _status(first, best, len(out_run[q]))
         ranks[q] = (first, first if first is not None else (best[0] if best else None), status)
         if first != 1:
-            failures.append(_failure(q, queries[q], vector, out_run[q], relevant, best, status,
-                                     ix, row_of, top, run is not None))  # fmt: skip
+            failures.append(_failure(q, queries[q], vector, out_run[q], relevant, best, ix,
+                                     row_of, top, run is not None))  # fmt: skip
         if best is not None and (words := _mismatch(terms[q], best[1], ix)):
             mismatches[q] = words
     notes += _ranking_notes(out_run, order, run, top)

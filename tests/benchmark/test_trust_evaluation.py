@@ -269,7 +269,21 @@ def test_silent_wrong_a_relevant_item_the_run_omits_is_not_retrieved(index, spla
     assert q["relevant_rank"] is None and q["relevant_status"] == NOT_RETRIEVED
     (failure,) = r.failures
     assert failure.relevant.id == "d-rocket" and failure.relevant.rank is None
-    assert "the run lists none of its relevant items" in failure.note
+    assert "the run does not list this relevant item" in failure.note
+    # A relevant item the collection does not hold is retrieved second; the one it holds
+    # is not retrieved: the query's status and the explained item's each say theirs.
+    r = evaluate(
+        index, {"q102": QUERIES["q102"]}, {"q102": {"d-rocket": 1, "ghost": 1}},
+        run={"q102": {"d-bread": 3.0, "ghost": 2.0}}, query_encoder=splade,
+    )  # fmt: skip
+    (q,) = r.metrics["per_query"]
+    assert (q["first_relevant_rank"], q["relevant_rank"], q["relevant_status"]) == (
+        2, 2, RETRIEVED,
+    )  # fmt: skip
+    (failure,) = r.failures
+    assert failure.first_relevant_rank == 2 and failure.nonrelevant.id == "d-bread"
+    assert failure.relevant.id == "d-rocket" and failure.relevant.rank is None
+    assert failure.relevant_status == NOT_RETRIEVED
 
 
 def test_silent_wrong_the_failure_view_says_not_retrieved(result, tmp_path):
