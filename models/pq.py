@@ -32,13 +32,11 @@ from typing import Any
 import numpy as np
 
 from lexlens.models.base import EncoderLoadError, InputError, LexlensError, Progress
+from lexlens.models.dense_config import DEFAULT_K, DEFAULT_M, DEFAULT_SEED
 
 log = logging.getLogger(__name__)
 
 CODEBOOK_FILE = "codebook.safetensors"
-DEFAULT_M = 24
-DEFAULT_K = 256
-DEFAULT_SEED = 0
 #: faiss stores each code in ``log2 K`` bits; it supports up to 16.
 MAX_K = 1 << 16
 

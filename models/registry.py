@@ -238,9 +238,10 @@ def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) ->
         raise LexlensError(
             f"+pq:{argument}: expected +pq:M or +pq:M:CORPUS with M the number of sub-vectors"
         ) from None
-    from lexlens.models.dense import read_corpus
+    from lexlens.models.dense_config import DEFAULT_K
+    from lexlens.models.dense_load import read_corpus
     from lexlens.models.packaged import default_corpus
-    from lexlens.models.pq import DEFAULT_K, check_m
+    from lexlens.models.pq import check_m
 
     check_m(m, encoder.dim)
     if corpus:
@@ -261,7 +262,7 @@ def load_directory(path: Path, device: str, *, name: str | None = None) -> Encod
     """Detect a checkpoint directory's family from its files and load it.
 
     - ``lexlens_dense_pq.json``: a dense model + product quantiser (see
-      :func:`lexlens.models.dense.read_spec` for the file's keys);
+      :func:`lexlens.models.dense_config.read_spec` for the file's keys);
     - ``config.json`` with ``encoder_q`` / ``encoder_p``: a published VDR checkpoint;
     - ``config.json`` with ``model_type`` "d2s" (or only a ``model.pt`` with the D2S keys):
       a Dense2Sparse head over dense features (:mod:`lexlens.models.d2s`);
