@@ -17,12 +17,8 @@ WordPiece id ``i`` (decoded with the packaged bert-base-uncased tokenizer, the s
 vocabulary as the published distilbert-base-uncased). The lexical mask of ``model.py``
 (outputs restricted to a caption's tokens) is a training device and is not applied here.
 
-On disk (``save_pretrained``): ``config.json`` with ``"model_type": "d2s"``,
-``dense_size`` and ``mlm_head``, and ``model.safetensors`` or ``pytorch_model.bin`` (older
-code: ``model.pt``, a plain state dict) holding ``proj.{weight,bias}``,
-``vocab_layer_norm.{weight,bias}`` and ``vocab_projector.{weight,bias}``. The sizes are
-read from the file's header (hidden = 768 for the published heads); the config's
-``dense_size``, when present, must agree with ``proj.weight``.
+What the files on disk say (``config.json``, the weight file names, the sizes read from
+the header) is in :mod:`lexlens.models.d2s_config`; this module is the head and its encoder.
 
 Each dense vector is one *unit*: an encoding's ``unit_weights`` is its single row, and the
 gate is top-k only (a vector has no bag of words).
@@ -45,20 +41,19 @@ from lexlens.models.base import (
     check_texts,
 )
 from lexlens.models.checkpoint import check_header, read_state_dict, tensor_shapes
-from lexlens.models.config_files import check_sizes, first_line, read_config
+from lexlens.models.config_files import first_line, read_config
+from lexlens.models.d2s_config import (
+    D2S_WEIGHT_FILES,
+    find_d2s_weights,
+    head_sizes,
+    strip_prefix,
+    vocabulary_notes,
+)
 from lexlens.models.text_io import MAX_CHARS, load_bert_tokenizer
 from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
-#: Weight files of a D2S head directory, in the order they are looked for.
-D2S_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.pt")
 #: DistilBERT's MLM-head LayerNorm epsilon (``nn.LayerNorm(dim, eps=1e-12)``).
 LAYER_NORM_EPS = 1e-12
-#: The published heads: DistilBERT's MLM head (hidden 768) on 256-d BLIP/ALBEF features.
-DEFAULT_HIDDEN = 768
-DEFAULT_DENSE = 256
-#: ``mlm_head`` values whose vocabulary is bert-base-uncased (the typo is from an early
-#: default in lsr-multimodal, fixed in commit bc4a212).
-UNCASED_HEADS = ("distilbert-base-uncased", "distilbert-based-uncased", "bert-base-uncased")
 
 
 class D2SHead(nn.Module):
@@ -74,42 +69,6 @@ class D2SHead(nn.Module):
         """Dense vectors ``[N, dense_size]`` → vocabulary weights ``[N, |V|]``."""
         h = self.vocab_layer_norm(self.proj(z))
         return torch.log1p(torch.relu(self.vocab_projector(h)))
-
-
-def is_d2s_config(config: dict) -> bool:
-    """``config.json`` of a D2S head (``model_type`` "d2s" or a ``D2SModel`` architecture)."""
-    architectures = config.get("architectures") or []
-    return config.get("model_type") == "d2s" or (
-        isinstance(architectures, list) and "D2SModel" in architectures
-    )
-
-
-def find_d2s_weights(directory: Path) -> Path | None:
-    """The weight file of a D2S head directory (:data:`D2S_WEIGHT_FILES` order), or ``None``."""
-    for name in D2S_WEIGHT_FILES:
-        if (directory / name).is_file():
-            return directory / name
-    return None
-
-
-def is_legacy_d2s_dir(directory: Path) -> bool:
-    """A directory without config.json whose ``model.pt`` holds the D2S keys (pre-2024 code)."""
-    weights = directory / "model.pt"
-    if (directory / "config.json").exists() or not weights.is_file():
-        return False
-    try:
-        shapes = tensor_shapes(weights)
-    except EncoderLoadError:
-        return False
-    return {"proj.weight", "vocab_projector.weight"} <= set(_strip_prefix(shapes))
-
-
-def _strip_prefix(state: dict) -> dict:
-    """Drop a prefix every key shares (``module.`` from DataParallel, ``model.``)."""
-    for prefix in ("module.", "model."):
-        if state and all(k.startswith(prefix) for k in state):
-            return {k[len(prefix) :]: v for k, v in state.items()}
-    return state
 
 
 class D2SEncoder(Encoder):
@@ -158,29 +117,22 @@ class D2SEncoder(Encoder):
             raise EncoderLoadError(
                 f"{path} has no weights file (expected one of: {', '.join(D2S_WEIGHT_FILES)})"
             )
-        shapes = _strip_prefix(tensor_shapes(weights))
-        dense, hidden, vocab_size = _sizes(config, shapes, config_file, weights)
+        shapes = strip_prefix(tensor_shapes(weights))
+        dense, hidden, vocab_size = head_sizes(config, shapes, config_file, weights)
         with torch.device("meta"):
             skeleton = D2SHead(dense, hidden, vocab_size)
         check_header(skeleton, shapes, weights)
-        state = _strip_prefix(read_state_dict(weights))
+        state = strip_prefix(read_state_dict(weights))
         expected = skeleton.state_dict()
         state = {k: v.to(torch.float32) for k, v in state.items() if k in expected}
         head = skeleton  # every tensor comes from the file: nothing to initialise
         head.load_state_dict(state, strict=True, assign=True)
-        notes: list[str] = []
-        mlm_head = config.get("mlm_head")
-        if isinstance(mlm_head, str) and mlm_head not in UNCASED_HEADS:
-            notes.append(
-                f"mlm_head is {mlm_head!r}: outputs are decoded with the bert-base-uncased "
-                "vocabulary (30,522 WordPiece tokens), which its vocabulary size matches"
-            )
         return cls(
             head,
             device=device,
             name=name or path.name,
             source=f"D2S head ({weights})",
-            notes=tuple(notes),
+            notes=vocabulary_notes(config),
         )
 
     # ----- encoding
@@ -267,38 +219,6 @@ class D2SEncoder(Encoder):
         """
         table = self.head.vocab_projector.weight.detach().float().cpu().numpy()
         return table, self.vocab[: table.shape[0]]
-
-
-def _sizes(
-    config: dict, shapes: dict[str, tuple[int, ...]], config_file: Path, weights: Path
-) -> tuple[int, int, int]:
-    """``(dense_size, hidden, vocab)`` from the header, checked against config.json."""
-    dense_cfg = config.get("dense_size")
-    if dense_cfg is not None and (
-        isinstance(dense_cfg, bool) or not isinstance(dense_cfg, int) or not 1 <= dense_cfg <= 65536
-    ):
-        raise EncoderLoadError(
-            f"{config_file}: dense_size = {dense_cfg!r} is not a plausible size (a positive integer)"
-        )
-    proj = shapes.get("proj.weight")
-    if proj is not None and len(proj) != 2:
-        raise EncoderLoadError(f"{weights}: tensor 'proj.weight' has shape {proj}, expected 2-D")
-    hidden = int(proj[0]) if proj else DEFAULT_HIDDEN
-    dense = int(proj[1]) if proj else int(dense_cfg or DEFAULT_DENSE)
-    if proj and dense_cfg is not None and dense != dense_cfg:
-        raise EncoderLoadError(
-            f"{weights}: tensor 'proj.weight' has shape {tuple(proj)}, but {config_file.name} "
-            f"says dense_size = {dense_cfg}"
-        )
-    check_sizes({"hidden_size": hidden, "dim": dense}, weights, "proj.weight: ")
-    projector = shapes.get("vocab_projector.weight")
-    vocab_size = int(projector[0]) if projector and len(projector) == 2 else BERT_UNCASED_VOCAB
-    if vocab_size != BERT_UNCASED_VOCAB:
-        raise EncoderLoadError(
-            f"{weights}: tensor 'vocab_projector.weight' has {vocab_size} rows; a D2S head "
-            f"outputs the bert-base-uncased vocabulary ({BERT_UNCASED_VOCAB:,} tokens)"
-        )
-    return dense, hidden, vocab_size
 
 
 def load_d2s(path: str | Path, *, device: str, name: str | None = None) -> D2SEncoder:

@@ -118,7 +118,8 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
     ``spec`` is one of
 
     - a registry name (:func:`available_encoders`);
-    - a local checkpoint directory, recognised by its files (:func:`detect_directory`);
+    - a local checkpoint directory, its family told by its configuration first, by its file
+      names second (:func:`lexlens.models.detect.detect_directory`);
     - a Hugging Face hub id ``owner/name[@revision]`` that is not a local path: resolved
       in the local hub cache only (:mod:`lexlens.models.hub`), then loaded as a directory;
     - any of these (``BASE``) followed by a codebook for a dense model
@@ -259,16 +260,14 @@ def _named(encoder: Encoder, name: str) -> Encoder:
 
 
 def load_directory(path: Path, device: str, *, name: str | None = None) -> Encoder:
-    """Detect a checkpoint directory's family from its files and load it.
+    """Load a checkpoint directory as the family :func:`detect_directory` tells.
 
-    - ``lexlens_dense_pq.json``: a dense model + product quantiser (see
-      :func:`lexlens.models.dense_config.read_spec` for the file's keys);
-    - ``config.json`` with ``encoder_q`` / ``encoder_p``: a published VDR checkpoint;
-    - ``config.json`` with ``model_type`` "d2s" (or only a ``model.pt`` with the D2S keys):
-      a Dense2Sparse head over dense features (:mod:`lexlens.models.d2s`);
-    - ``config.json`` of a masked LM (``*ForMaskedLM``, or BERT without architectures): SPLADE;
-    - a sentence-transformers directory (``modules.json``) or a transformers encoder
-      (``architectures`` ``*Model``, e.g. ``BertModel``): a dense model without a codebook
+    - ``dense-pq``: a dense model + product quantiser (``lexlens_dense_pq.json``, its keys in
+      :func:`lexlens.models.dense_config.read_spec`);
+    - ``vdr``: a published VDR checkpoint (:mod:`lexlens.models.vdr`);
+    - ``d2s``: a Dense2Sparse head over dense features (:mod:`lexlens.models.d2s`);
+    - ``splade``: a masked LM read as SPLADE (:mod:`lexlens.models.splade`);
+    - ``dense``: a sentence-transformers or transformers encoder without a codebook
       (``DENSE`` only; add one with a ``+faiss:FILE`` or ``+pq:M`` spec suffix).
 
     ``name``: the encoder's name (default: the folder's name; a hub id for cached models).
