@@ -15,6 +15,7 @@ import os
 import sys
 import warnings
 
+from lexlens.analysis.core.options import OptionError
 from lexlens.models.base import LexlensError
 
 #: Subcommand modules (``lexlens.app.cli.<name>``): one line per command.
@@ -33,10 +34,17 @@ COMMANDS = [
     "evaluate",
     "export",
 ]
+#: Flags renamed to one spelling per option: the old one is refused naming the new one.
+RENAMED_FLAGS = {"--topk": "--gate-k"}
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one stderr line and exit status 2."""
+    """argparse that reports a usage error as one stderr line and exit status 2, and takes
+    each flag as it is spelled only (no abbreviations: one spelling per option)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
@@ -131,8 +139,20 @@ def _is_utf8(value: str) -> bool:
     return True
 
 
+def _renamed(argv: list[str]) -> str | None:
+    """The message for an old spelling of a flag in ``argv``, if any."""
+    for arg in argv:
+        old = arg.split("=", 1)[0]
+        if old in RENAMED_FLAGS:
+            return f"{old} is now {RENAMED_FLAGS[old]} (one spelling per option)"
+    return None
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
+    renamed = _renamed(sys.argv[1:] if argv is None else argv)
+    if renamed is not None:
+        return _fail((argv or sys.argv[1:] or ["lexlens"])[0], renamed)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its one-line usage error
@@ -149,6 +169,8 @@ def _run(argv: list[str] | None) -> int:
     try:
         args.func(args)
         sys.stdout.flush()
+    except OptionError as exc:  # named as the flag the user typed
+        return _fail(command, exc.as_flag())
     except LexlensError as exc:
         return _fail(command, exc)
     except BrokenPipeError:

@@ -283,8 +283,12 @@ def test_index_cli(cli, tmp_path):
     proc = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "nope", "--out", "x")
     assert proc.returncode == 2 and "not found" in proc.stderr
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "iy",
-               "--topk", "-2")  # fmt: skip
+               "--gate-k", "-2")  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "iy",
+               "--topk", "5")  # fmt: skip
+    assert proc.returncode == 2 and "--topk is now --gate-k" in proc.stderr
+    assert not (tmp_path / "iy").exists()
 
 
 def test_progress_is_a_fraction_of_the_whole_build(splade, tmp_path):
