@@ -8,11 +8,11 @@ import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.attribution import display
+from lexlens.analysis.attribution.report import AttributionReport
 from lexlens.analysis.attribution.topics import DEFAULT_PER_TEXT, code_topic, topic_sizes
 from lexlens.analysis.render.attribution_plots import attribution_heatmap, series_bars
-from lexlens.analysis.render.attribution_report import AttributionReport
 from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
-from lexlens.app.state import kept
+from lexlens.app.runtime.state import kept
 
 MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 
@@ -20,7 +20,8 @@ MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 def show_text(a, key: str) -> None:
     """Heatmap, completeness table and one sub-vector against GlobalT / RandT."""
     st.subheader("Attribution per sub-vector")
-    st.plotly_chart(attribution_heatmap(a), width="stretch", key="attr_heatmap")
+    heatmap = attribution_heatmap(a.attributions, a.words, display.subvector_labels(a))
+    st.plotly_chart(heatmap, width="stretch", key="attr_heatmap")
 
     table = display.completeness_table(a)
     st.subheader("Completeness")

@@ -10,5 +10,8 @@ the topic of a code, and the masking evaluation.
 - :mod:`.topics` — the texts sharing a code and the cloud of their top words;
 - :mod:`.mot` — the masking evaluation ``mot_evaluate``, with :mod:`.mot_rankings`,
   :mod:`.mot_stats` (Wilcoxon, t-test, Benjamini–Hochberg) and :mod:`.mot_result`;
-- :mod:`.display` — the tables people read (page, CLI, HTML report).
+- :mod:`.display` — the tables people read (page, CLI, HTML report);
+- :mod:`.report` — the report use cases ``attribution_report`` and ``build_report`` (the
+  report ``lexlens report`` writes for any encoder), with :mod:`.report_html` (what the
+  HTML and CSV show).
 """

@@ -35,6 +35,11 @@ def completeness_table(a: SubvectorAttribution) -> pd.DataFrame:
     )
 
 
+def subvector_labels(a: SubvectorAttribution) -> list[str]:
+    """The heatmap's row labels: each attributed sub-vector with its code (``3 · code 17``)."""
+    return [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
+
+
 def comparison_series(a: SubvectorAttribution, subvector: int) -> dict[str, np.ndarray]:
     """Word scores of one sub-vector (MoT) beside GlobalT, and RandT when all M were run."""
     r = a.row(subvector)

@@ -133,7 +133,7 @@ class MotResult(Result):
 
     def html(self) -> str:
         """The HTML view: the masking table, the tests and the completeness summary."""
-        from lexlens.analysis.render.attribution_html import render_attribution_html
+        from lexlens.analysis.attribution.report_html import render_attribution_html
 
         meta = {"corpus": self.source, **{k: v for k, v in self.settings.items() if k != "k"}}
         meta["notes"] = list(self.notes)

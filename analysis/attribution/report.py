@@ -1,12 +1,16 @@
-"""The attribution report (quantised, differentiable encoders): IG of every text and,
-optionally, the MoT masking evaluation over them with the same codebook.
+"""The reports of ``lexlens report`` and the Attribution page.
 
-One use case, :func:`attribution_report`, returning an :class:`AttributionReport` whose
-``files()`` are report.html (:mod:`~lexlens.analysis.render.attribution_html`), report.json
-(exactly ``to_dict()``, every number unrounded), attributions.csv and, with the masking
-evaluation, its CSV tables. The CLI writes them with
-:func:`lexlens.analysis.core.outputs.write_files`; the Attribution page offers them as
-downloads.
+- :func:`attribution_report` (quantised, differentiable encoders): IG of every text and,
+  optionally, the MoT masking evaluation over them with the same codebook. Its
+  :class:`AttributionReport`'s ``files()`` are report.html
+  (:mod:`~lexlens.analysis.attribution.report_html`), report.json (exactly ``to_dict()``,
+  every number unrounded), attributions.csv and, with the masking evaluation, its CSV tables.
+- :func:`build_report`: the report an encoder gets — the attribution report for a dense + PQ
+  encoder, else the terms report of a lexical text encoder
+  (:func:`lexlens.analysis.lexical.report.terms_report`).
+
+The CLI writes the files with :func:`lexlens.analysis.core.outputs.write_files`; the
+Attribution page offers them as downloads.
 """
 
 from __future__ import annotations
@@ -21,19 +25,21 @@ from lexlens.analysis.attribution.attribution import (
 )
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
+from lexlens.analysis.attribution.report_html import (
+    ATTRIBUTION_CSV_HEADER,
+    attribution_csv_rows,
+    render_attribution_html,
+)
 from lexlens.analysis.attribution.validate import (
+    ATTRIBUTION_NEEDS,
     DEFAULT_MAX_STEPS,
     DEFAULT_TOLERANCE,
     check_keep,
 )
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
-from lexlens.analysis.render.attribution_html import (
-    ATTRIBUTION_CSV_HEADER,
-    attribution_csv_rows,
-    render_attribution_html,
-)
-from lexlens.models.base import InputError
+from lexlens.analysis.lexical.report import TermsReport, check_top, terms_report
+from lexlens.models.base import InputError, check_texts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,3 +174,51 @@ def attribution_report(
             "codebook": mot_result.settings["codebook"],
         }
     return AttributionReport(attribution=result, mot=mot_result, meta=meta)
+
+
+def build_report(
+    encoder,
+    texts: list[str],
+    *,
+    m: int | None = None,
+    steps: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    baseline: str = "unk",
+    mot: bool = False,
+    keep: float = 0.05,
+    top: int = 30,
+    source: str = "",
+    progress: Progress | None = None,
+) -> AttributionReport | TermsReport:
+    """The attribution report for a dense + PQ encoder, else the terms report (the use case).
+
+    ``m``, the IG options, ``mot`` and ``keep`` apply to the attribution report, ``top``
+    to the terms report; every option is checked whichever report runs, and sub-vectors or
+    the masking evaluation on an encoder without them are refused before any model runs.
+    """
+    check_texts(texts)
+    check_keep(keep)
+    check_top(top)
+    if mot:
+        check_mot_texts(texts)
+    if ATTRIBUTION_NEEDS.is_compatible(encoder):
+        return attribution_report(
+            encoder,
+            texts,
+            m=m,
+            steps=steps,
+            tolerance=tolerance,
+            max_steps=max_steps,
+            baseline=baseline,
+            mot=mot,
+            keep=keep,
+            source=source,
+            progress=progress,
+        )
+    if m is not None or mot:
+        raise InputError(
+            "sub-vectors and the MoT masking evaluation need a dense+PQ encoder "
+            f"(e.g. minilm-pq); {encoder.name} is not one"
+        )
+    return terms_report(encoder, texts, top=top, source=source)

@@ -1,11 +1,11 @@
-"""The attribution report's HTML and CSV: per text a heatmap with one row per sub-vector
-(its code and completeness delta) and one column per word, the GlobalT row, and the MoT
-masking table with its tests.
+"""What the attribution report shows, as HTML and CSV: per text a heatmap with one row per
+sub-vector (its code and completeness delta) and one column per word, the GlobalT row, and
+the MoT masking table with its tests.
 
-HTML is rendered by the Jinja2 template ``attribution.html`` with autoescaping on, so every
-user string (texts, tokens, file and encoder names) is escaped; CSV goes through
-``outputs.csv_bytes`` (formula-safe cells). The CSV holds every number the HTML shows,
-unrounded.
+This module decides what is shown (colours, rounding, which rows are bold) and hands it to
+the template ``attribution.html`` through :func:`lexlens.analysis.render.html.render_report`
+(autoescaped, so every user string is escaped); CSV goes through ``outputs.csv_bytes``
+(formula-safe cells). The CSV holds every number the HTML shows, unrounded.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from lexlens.analysis.attribution.display import best_rows, display_tables
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.attribution.validate import DEFAULT_TOLERANCE
-from lexlens.analysis.render.html import cell_colour, meta_rows, now, num, templates
+from lexlens.analysis.render.html import cell_colour, num, render_report
 
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
 MAX_HTML_TEXTS = 50
@@ -87,8 +87,8 @@ def _heatmap(a: SubvectorAttribution) -> dict[str, Any]:
 
 
 def _mot_view(mot: Any) -> dict[str, Any]:
-    """Template data of a MoT result (a ``MotResult``, not imported here: it renders itself
-    with this module): the display tables the app shows too."""
+    """Template data of a MoT result (a ``MotResult``, not imported here: its own HTML view
+    is drawn by this module): the display tables the app shows too."""
     table, tests = display_tables(mot)
     best = best_rows(mot)
     bold = {c: best[int(col[2:])] for c, col in enumerate(table.columns) if col.startswith("M=")}
@@ -142,23 +142,18 @@ def render_attribution_html(
         used = sorted({int(a.steps) for a in attributions})
         info["IG nodes used"] = ", ".join(map(str, used))
     info.update(meta or {})
-    info["generated"] = now()
     shown = list(attributions)[: max(0, max_texts)]
     fill = "[UNK]"
     if attributions and attributions[0].baseline == "pad":
         fill = "[PAD]"
-    title = f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}"
-    return (
-        templates()
-        .get_template("attribution.html")
-        .render(
-            title=title,
-            meta=meta_rows(info),
-            texts=[_heatmap(a) for a in shown],
-            hidden=len(attributions) - len(shown),
-            mot=_mot_view(mot) if mot is not None else None,
-            fill=fill,
-        )
+    return render_report(
+        "attribution.html",
+        title=f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}",
+        meta=info,
+        texts=[_heatmap(a) for a in shown],
+        hidden=len(attributions) - len(shown),
+        mot=_mot_view(mot) if mot is not None else None,
+        fill=fill,
     )
 
 

@@ -1,5 +1,6 @@
-"""The comparison report: compare.html (self-contained, Jinja2 autoescaped), compare.json and
-its CSV tables — what ``lexlens compare --out`` writes and the Compare page offers."""
+"""The comparison report: compare.html (the template ``compare.html`` through
+:func:`lexlens.analysis.render.html.render_report`, autoescaped), compare.json and its CSV
+tables — what ``lexlens compare --out`` writes and the Compare page offers."""
 
 from __future__ import annotations
 
@@ -93,14 +94,13 @@ def _heat_rows(side: dict | None) -> list[list[dict]] | None:
 
 def render_html(result: Any) -> str:
     """The comparison as one self-contained HTML page (Jinja2, autoescaped)."""
-    from lexlens.analysis.render.html import meta_rows, now, num, templates
+    from lexlens.analysis.render.html import render_report
 
     d = result.to_dict()
     info: dict[str, Any] = {"kind": result.kind, **result.input}
     for s in SIDES:
         side = d[s]
         info[s.upper()] = {k: v for k, v in side.items() if k not in ("crop_box",)}
-    info["generated"] = now()
     heat = None
     if result.heatmap is not None:
         heat = {
@@ -110,16 +110,12 @@ def render_html(result: Any) -> str:
             "rows_a": _heat_rows(result.heatmap["a"]),
             "rows_b": _heat_rows(result.heatmap["b"]),
         }
-    return (
-        templates()
-        .get_template("compare.html")
-        .render(
-            title=f"Lexlens comparison — A: {result.a['encoder']} (gate k {result.a['gate_k']})"
-            f" · B: {result.b['encoder']} (gate k {result.b['gate_k']})",
-            meta=meta_rows(info),
-            r=d,
-            vocabulary_note=vocabulary_note(result.vocabulary),
-            heat=heat,
-            num=num,
-        )
+    return render_report(
+        "compare.html",
+        title=f"Lexlens comparison — A: {result.a['encoder']} (gate k {result.a['gate_k']})"
+        f" · B: {result.b['encoder']} (gate k {result.b['gate_k']})",
+        meta=info,
+        r=d,
+        vocabulary_note=vocabulary_note(result.vocabulary),
+        heat=heat,
     )

@@ -1,7 +1,8 @@
 """The terms report (lexical encoders): per text an inline word-cloud PNG and its top terms.
 
 One use case, :func:`terms_report`, returning a :class:`TermsReport` whose ``files()`` are
-report.html (the Jinja2 template ``terms.html``, autoescaped), report.json (exactly
+report.html (the template ``terms.html`` through
+:func:`lexlens.analysis.render.html.render_report`, autoescaped), report.json (exactly
 ``to_dict()``) and terms.csv (formula-safe cells).
 """
 
@@ -16,7 +17,7 @@ from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, terms_of_encoding
-from lexlens.analysis.render.html import meta_rows, now, num, templates
+from lexlens.analysis.render.html import num, render_report
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 from lexlens.models.base import InputError, check_texts
 
@@ -76,17 +77,12 @@ class TermsReport(Result):
                     },
                 }
             )
-        info = {"encoder": self.encoder, "inputs": len(self.items), **self.meta}
-        info["generated"] = now()
-        return (
-            templates()
-            .get_template("terms.html")
-            .render(
-                title=f"Lexlens terms report — {self.encoder}",
-                meta=meta_rows(info),
-                items=shown,
-                hidden=len(self.items) - len(shown),
-            )
+        return render_report(
+            "terms.html",
+            title=f"Lexlens terms report — {self.encoder}",
+            meta={"encoder": self.encoder, "inputs": len(self.items), **self.meta},
+            items=shown,
+            hidden=len(self.items) - len(shown),
         )
 
     def files(self) -> dict[str, bytes]:

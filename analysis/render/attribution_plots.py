@@ -1,36 +1,35 @@
 """Figures of one text's attributions (plotly): the heatmap of words × sub-vectors, and one
-sub-vector's word scores beside GlobalT and RandT (the Attribution page draws these)."""
+sub-vector's word scores beside GlobalT and RandT (the Attribution page draws these from
+what :mod:`lexlens.analysis.attribution.display` gives it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from lexlens.analysis.attribution.subvector import SubvectorAttribution
 
-
-def attribution_heatmap(a: SubvectorAttribution):
-    """Words on x, attributed sub-vectors (with their codes) on y, a symmetric red–blue scale."""
+def attribution_heatmap(values: np.ndarray, words: Sequence[str], rows: Sequence[str]):
+    """``values [rows, words]`` with words on x and ``rows`` (the sub-vectors with their codes)
+    on y, on a symmetric red–blue scale."""
     import plotly.express as px
 
-    rows = [f"{sv} · code {int(a.codes[sv])}" for sv in a.subvectors]
-    scale = float(np.abs(a.attributions).max()) or 1.0
+    values = np.asarray(values)
+    words = list(words)
+    scale = float(np.abs(values).max()) or 1.0
     fig = px.imshow(
-        a.attributions,
-        x=list(range(len(a.words))),
-        y=rows,
+        values,
+        x=list(range(len(words))),
+        y=list(rows),
         color_continuous_scale="RdBu_r",
         zmin=-scale,
         zmax=scale,
         aspect="auto",
         labels={"x": "word", "y": "sub-vector", "color": "attribution"},
     )
-    fig.update_xaxes(
-        tickmode="array", tickvals=list(range(len(a.words))), ticktext=a.words, side="top"
-    )
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(words))), ticktext=words, side="top")
     fig.update_traces(
-        customdata=np.broadcast_to(np.array(a.words, dtype=object), a.attributions.shape),
+        customdata=np.broadcast_to(np.array(words, dtype=object), values.shape),
         hovertemplate="sub-vector %{y}<br>%{customdata}: %{z:.4g}<extra></extra>",
     )
     fig.update_layout(height=max(300, 18 * len(rows) + 120), margin=dict(l=10, r=10, t=60, b=10))

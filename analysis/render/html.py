@@ -1,5 +1,10 @@
-"""What every HTML report shares: the Jinja2 templates (autoescaped, so every user string is
-escaped), number display, the diverging colour scale, the settings table and the date."""
+"""The one way Lexlens writes an HTML report: :func:`render_report` renders a Jinja2 template
+of ``templates/`` (autoescaped, so every user string is escaped; every template extends
+``base.html``: the title, the settings table, the style sheet inline). Also what the views
+put in a report: number display, the diverging colour scale, the settings rows, the date.
+
+Drawing only: a report's use case (in its capability's folder) computes what to show and
+passes it here."""
 
 from __future__ import annotations
 
@@ -16,18 +21,28 @@ _POS = (178, 24, 43)  # red: the word pulls the sub-vector towards its code
 _NEG = (33, 102, 172)  # blue: the word pushes it away
 
 
+def render_report(template: str, *, title: str, meta: Mapping[str, Any], **context: Any) -> str:
+    """A self-contained HTML report: ``template`` rendered with its ``title``, the settings
+    table of ``meta`` (empty values left out, the time it is generated last) and ``context``."""
+    rows = meta_rows({**meta, "generated": now()})
+    return templates().get_template(template).render(title=title, meta=rows, **context)
+
+
 @functools.cache
 def templates():
-    """The Jinja2 environment of the report templates (autoescaped, strict about names)."""
+    """The Jinja2 environment of the report templates (autoescaped, strict about names;
+    ``num`` available in every template)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=False,
         keep_trailing_newline=True,
     )
+    env.globals["num"] = num
+    return env
 
 
 def num(value: Any) -> str:

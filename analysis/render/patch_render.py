@@ -1,8 +1,9 @@
 """Pictures of patch analyses (Pillow): the grid over the image, selected groups, heatmaps.
 
-Drawing only; the numbers come from :mod:`analysis.patches`. Every picture is in the
-original image's coordinates: the grid covers ``crop_box`` (the region the encoder saw),
-and the area outside it is dimmed so a centre-cropping encoder's blind margins show.
+Drawing only; the numbers come from :mod:`lexlens.analysis.lexical.patches`, the grid's
+geometry from :mod:`lexlens.analysis.core.grid`. Every picture is in the original image's
+coordinates: the grid covers ``crop_box`` (the region the encoder saw), and the area outside
+it is dimmed so a centre-cropping encoder's blind margins show.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from lexlens.analysis.lexical.patches import FULL_BOX, Box, patch_boxes
+from lexlens.analysis.core.grid import FULL_BOX, Box, patch_boxes
 
 #: Colours of patch groups A, B, … (RGB).
 GROUP_COLORS: tuple[tuple[int, int, int], ...] = ((31, 119, 180), (255, 127, 14), (44, 160, 44))

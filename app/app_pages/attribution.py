@@ -1,7 +1,7 @@
 """Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), topics, masking, reports.
 
 Thin: the page parses its inputs, calls the use case
-:func:`lexlens.analysis.render.attribution_report.attribution_report` (which validates
+:func:`lexlens.analysis.attribution.report.attribution_report` (which validates
 everything before any model runs) and draws the report it returns; a corpus run also shows
 the topic of a chosen code (``code_topic``, from the same attributions). The downloads are
 the report's ``files()``: report.json is the document ``lexlens report … --json`` prints.
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
-from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.render.attribution_report import (
+from lexlens.analysis.attribution.report import (
     AttributionReport,
     attribution_report,
     check_report_options,
 )
+from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
+from lexlens.analysis.core.inputs import read_texts
 from lexlens.app.attribution_views import show_downloads, show_mot, show_text, show_topic
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     encoder_picker,
     job_outcome,
     kept,

@@ -1,8 +1,7 @@
 """``lexlens attribute``: Integrated Gradients of a text's words onto each PQ sub-vector code.
 
-Parses the arguments, calls
-:func:`~lexlens.analysis.render.attribution_report.attribution_report` and renders its
-attribution (``--json``: exactly ``report.attribution.to_dict()``); ``--out`` also writes the
+Parses the arguments, calls :func:`~lexlens.analysis.attribution.report.attribution_report`
+and renders its attribution (``--json``: exactly ``report.attribution.to_dict()``); ``--out`` also writes the
 report's files, HTML + JSON + CSV (the folder is checked before any work starts).
 """
 
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from lexlens.analysis.attribution.attribution import AttributionResult
 from lexlens.analysis.attribution.display import top_words
+from lexlens.analysis.attribution.report import attribution_report
 from lexlens.analysis.attribution.validate import (
     BASELINES,
     DEFAULT_MAX_STEPS,
@@ -21,7 +21,6 @@ from lexlens.analysis.attribution.validate import (
 )
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.render.attribution_report import attribution_report
 from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
 from lexlens.models import load_encoder
 

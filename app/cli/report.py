@@ -3,7 +3,7 @@
 A quantised, differentiable encoder (``minilm-pq`` or a saved dense+PQ folder) gets the
 attribution report (IG per sub-vector, GlobalT, completeness, and with ``--mot`` the masking
 evaluation); a lexical encoder gets a terms report. The command parses the arguments,
-calls :func:`~lexlens.analysis.render.report.build_report`, writes ``result.files()`` into
+calls :func:`~lexlens.analysis.attribution.report.build_report`, writes ``result.files()`` into
 ``--out`` (checked before any work) and prints the file list, or ``result.to_dict()`` with
 ``--json``.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.attribution.report import build_report
 from lexlens.analysis.attribution.validate import BASELINES
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.render.report import build_report
 from lexlens.app.cli.attribute import add_ig_args, texts_of
 from lexlens.app.cli.common import add_common_args, emit, progress_printer
 from lexlens.models import load_encoder

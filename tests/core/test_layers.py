@@ -63,6 +63,34 @@ def test_each_layer_imports_only_the_ones_below():
             assert dep_layer == layer or dep_layer in below[layer], f"{name} imports {dep}"
 
 
+def test_render_imports_nothing_above_core():
+    """render draws what it is given: of Lexlens it imports only core (and itself), and of
+    models only the contract's data types; the use cases that render live above it."""
+    allowed = ("lexlens.analysis.core", "lexlens.analysis.render", "lexlens.models.base")
+    modules = _modules()
+    render = [name for name in modules if name.startswith("lexlens.analysis.render")]
+    assert len(render) >= 5
+    for name in render:
+        for dep in _imports(modules[name]):
+            if dep.split(".")[0] == "lexlens":
+                assert dep.startswith(allowed), f"{name} imports {dep}"
+
+
+def test_security_only_the_autoescaped_templates_write_html():
+    """Every HTML report of the library goes through render.html.render_report (Jinja2,
+    autoescaped): no other module of analysis/ builds a Jinja2 template or spells markup."""
+    markup = ("<html", "<table", "<tr", "<td", "<div", "<p>", "<img", "<script")
+    for name, path in _modules().items():
+        if not name.startswith("lexlens.analysis") or name == "lexlens.analysis.render.html":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert "jinja2" not in {i.split(".")[0] for i in _imports(path)}, name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value.lower()
+                assert not any(tag in text for tag in markup), f"{name}:{node.lineno}"
+
+
 def test_the_library_imports_neither_argparse_nor_streamlit():
     for name, path in _modules().items():
         if name.startswith(("lexlens.analysis", "lexlens.models")):

@@ -15,11 +15,12 @@ import numpy as np
 from PIL import Image
 
 from lexlens.analysis.attribution.attribution import AttributionResult
+from lexlens.analysis.attribution.report import AttributionReport
+from lexlens.analysis.attribution.report_html import render_attribution_html
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.core.outputs import write_files
-from lexlens.analysis.render.attribution_html import render_attribution_html
-from lexlens.analysis.render.attribution_report import AttributionReport
-from lexlens.analysis.render.terms_report import terms_report
+from lexlens.analysis.lexical.report import terms_report
+from lexlens.analysis.render.html import render_report
 from tests.helpers import click_and_wait, page_result
 
 EVIL = "<script>alert(1)</script>"
@@ -107,6 +108,25 @@ def test_user_strings_are_escaped_everywhere() -> None:
     assert any(f"{EVIL}: " in s for s in titles)
     assert any('say "hi"' in s for s in titles)
     assert any("&amp;" in s for s in titles)  # the literal token "&amp;", not "&"
+
+
+def test_security_render_report_escapes_the_title_and_settings() -> None:
+    """The one HTML path: every report's frame (title, settings table) is escaped too, empty
+    settings are left out and the time it was generated comes last."""
+    doc = render_report(
+        "terms.html",
+        title=f"title{EVIL}",
+        meta={f"key{EVIL}": f"value{EVIL}", "empty": "", "count": 3},
+        items=[],
+        hidden=0,
+    )
+    p = parse(doc)
+    assert "<script" not in doc.lower() and not [t for t, _ in p.tags if t == "script"]
+    assert doc.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 4  # <title>, <h1>, key, value
+    rows = re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", doc)
+    assert [k for k, _ in rows] == [f"key{EVIL}".replace("<", "&lt;").replace(">", "&gt;"),
+                                    "count", "generated"]  # fmt: skip
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", rows[-1][1])
 
 
 def test_report_is_self_contained() -> None:
