@@ -2,7 +2,7 @@
 
 This file plays two parts. ``streamlit run`` first reads it and finds ``app``, an ``st.App``:
 the server it starts answers every page URL with Streamlit's page, told where the server
-is (:mod:`lexlens.app.serving`), so a page opened or reloaded at its own URL asks nothing
+is (:mod:`lexlens.app.runtime.serving`), so a page opened or reloaded at its own URL asks nothing
 that is not there. For each browser session Streamlit then runs this file as its script
 (``__name__ == "__main__"``): the sidebar, the navigation and the chosen page.
 
@@ -55,9 +55,9 @@ def favicon() -> bytes:
 def run_app() -> None:
     """One run of the app for a browser session: sidebar, navigation and the chosen page."""
     try:
-        from lexlens.app.access import token_accepted
-        from lexlens.app.jobs import jobs_sidebar
-        from lexlens.app.state import device_picker, remember_drawn, restore_kept
+        from lexlens.app.runtime.access import token_accepted
+        from lexlens.app.runtime.jobs import jobs_sidebar
+        from lexlens.app.runtime.state import device_picker, remember_drawn, restore_kept
     except ModuleNotFoundError:  # a plain checkout that was never installed
         st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
         st.stop()
@@ -95,8 +95,8 @@ if __name__ == "__main__":  # Streamlit runs this file for a session
 else:  # `streamlit run app/main.py` imports this file to serve it
     from starlette.middleware import Middleware
 
-    from lexlens.app.access import TokenGate
-    from lexlens.app.serving import page_routes
+    from lexlens.app.runtime.access import TokenGate
+    from lexlens.app.runtime.serving import page_routes
 
     app = st.App(
         __file__,

@@ -46,7 +46,7 @@ def click_and_wait(at, click, timeout: float = 600.0) -> None:
     it finish and run the page again (as its live progress would)."""
     import time
 
-    from lexlens.app.jobs import job_manager
+    from lexlens.app.runtime.jobs import job_manager
 
     before = set(job_manager().jobs)
     click()
@@ -64,8 +64,8 @@ def click_and_wait(at, click, timeout: float = 600.0) -> None:
 
 def page_result(at):
     """The result of the run the page's URL names (a job's result, or the stored one)."""
-    from lexlens.app import runs
-    from lexlens.app.jobs import job_manager
+    from lexlens.app.runtime import runs
+    from lexlens.app.runtime.jobs import job_manager
 
     run_id = at.query_params["run"]
     run_id = run_id[0] if isinstance(run_id, list) else run_id

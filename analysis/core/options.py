@@ -11,7 +11,7 @@ is the model):
 - the **command line** derives its flags from it (``--top``, ``--gate-k``: the field name with
   dashes; :func:`lexlens.app.cli.common.add_options`) and parses the typed text through
   :meth:`Options.from_text`;
-- the **pages** derive their widgets from it (:func:`lexlens.app.widgets.option_widget`:
+- the **pages** derive their widgets from it (:func:`lexlens.app.views.widgets.option_widget`:
   slider, number, choice, toggle or text, with the same label, limits and help).
 
 So a limit and its message live in one place, and CLI, page and API say the same thing.

@@ -28,9 +28,8 @@ from lexlens.analysis.collections.workspace import (
 )
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.results import progress_part
-from lexlens.app.access import server_path as checked_path
-from lexlens.app.collection_views import show_collection
-from lexlens.app.state import (
+from lexlens.app.runtime.access import server_path as checked_path
+from lexlens.app.runtime.state import (
     encoder_choice,
     job_outcome,
     kept,
@@ -39,6 +38,7 @@ from lexlens.app.state import (
     show_job_state,
     start_job,
 )
+from lexlens.app.views.collection import show_collection
 from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
@@ -148,10 +148,12 @@ if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
     st.success(
         f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
-        f"reused {last.reused}, skipped {len(last.skipped)}"
+        f"reused {last.reused}, skipped {last.skipped_count}"
         + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
     )
     if last.skipped:
+        if last.skipped_count > len(last.skipped):
+            st.caption(f"The first {len(last.skipped)} of {last.skipped_count} skipped items:")
         st.dataframe(pd.DataFrame([s.to_dict() for s in last.skipped]), hide_index=True)
 
 # ---------------------------------------------------------------------------------- list

@@ -22,22 +22,22 @@ from lexlens.analysis.compare.compare import (
     gate_pair,
 )
 from lexlens.analysis.lexical.terms import encode_image, encode_text
-from lexlens.app.compare_collection_inputs import collection_inputs, encoder_key
-from lexlens.app.compare_views import (
-    show_collection,
-    show_downloads,
-    show_header,
-    show_image_views,
-    show_input_terms,
-)
-from lexlens.app.samples import sample_images
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     encoder_picker,
     keep_for_reload,
     kept,
     remembered_uploads,
     restore_inputs,
 )
+from lexlens.app.views.compare import (
+    show_collection,
+    show_downloads,
+    show_header,
+    show_image_views,
+    show_input_terms,
+)
+from lexlens.app.views.compare_inputs import collection_inputs, encoder_key
+from lexlens.app.views.samples import sample_images
 from lexlens.models import LexicalEncoding, LexlensError
 
 KINDS = ["Text", "Image", "Stored collection"]

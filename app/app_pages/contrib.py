@@ -15,8 +15,7 @@ import streamlit as st
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
 from lexlens.analysis.lexical.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
-from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     content_key,
     encoder_picker,
     keep_for_reload,
@@ -25,6 +24,7 @@ from lexlens.app.state import (
     remembered_uploads,
     restore_inputs,
 )
+from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 
 st.header("Query ⊙ Document")
 st.caption(

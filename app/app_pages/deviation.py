@@ -3,7 +3,7 @@
 Thin: a caption file's numbers come from :func:`~lexlens.analysis.deviation.deviation.deviation`
 (cached on its inputs), a stored collection's from
 :func:`~lexlens.analysis.deviation.deviation.deviation_of_index`, run as a job — the same
-functions ``lexlens deviation`` calls; :mod:`lexlens.app.deviation_views` draws the result.
+functions ``lexlens deviation`` calls; :mod:`lexlens.app.views.deviation` draws the result.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
 from lexlens.analysis.deviation.options import DEFAULT_K, DEVIATION_NEEDS, deviation_needs_for
 from lexlens.analysis.deviation.result import DeviationResult
-from lexlens.app.access import server_path
-from lexlens.app.deviation_views import show_result
-from lexlens.app.state import (
+from lexlens.app.runtime.access import server_path
+from lexlens.app.runtime.state import (
     encoder_choice,
     get_encoder,
     job_outcome,
@@ -29,6 +28,7 @@ from lexlens.app.state import (
     show_job_state,
     start_job,
 )
+from lexlens.app.views.deviation import show_result
 from lexlens.models import LexlensError
 
 SAMPLE = sample_path("captions.txt")

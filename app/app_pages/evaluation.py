@@ -25,8 +25,7 @@ from lexlens.analysis.benchmark.evaluate import (
 )
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
-from lexlens.app.evaluation_views import show_blame, show_downloads, show_failure
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     job_outcome,
     kept,
     remembered_uploads,
@@ -34,6 +33,7 @@ from lexlens.app.state import (
     show_job_state,
     start_job,
 )
+from lexlens.app.views.evaluation import show_blame, show_downloads, show_failure
 from lexlens.models import LexlensError
 
 INPUT_KEYS = ("eval_collection", "eval_source", "eval_top")

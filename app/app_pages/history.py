@@ -8,8 +8,8 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from lexlens.app import runs
-from lexlens.app.jobs import job_manager
+from lexlens.app.runtime import runs
+from lexlens.app.runtime.jobs import job_manager
 from lexlens.models import LexlensError
 
 st.header("History")

@@ -28,16 +28,16 @@ from lexlens.analysis.lexical.terms import (
     term_records,
     terms_of_encoding,
 )
-from lexlens.app.image_views import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
-from lexlens.app.samples import DEFAULT_SAMPLE, sample_images
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     encoder_picker,
     keep_for_reload,
     kept,
     remembered_uploads,
     restore_inputs,
 )
-from lexlens.app.widgets import option_widget, show_cloud, term_table
+from lexlens.app.views.image import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
+from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
+from lexlens.app.views.widgets import option_widget, show_cloud, term_table
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 

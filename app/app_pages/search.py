@@ -26,8 +26,7 @@ from lexlens.analysis.search.queries import (
     default_query_encoder,
 )
 from lexlens.analysis.search.search import SearchResult, search
-from lexlens.app.search_views import show_result
-from lexlens.app.state import (
+from lexlens.app.runtime.state import (
     content_key,
     encoder_picker,
     keep_for_reload,
@@ -36,6 +35,7 @@ from lexlens.app.state import (
     remembered_uploads,
     restore_inputs,
 )
+from lexlens.app.views.search import show_result
 from lexlens.models import LexlensError
 
 SOURCES = ["Stored collection", "Sample texts (data/collection.csv)", "Upload a small text file"]

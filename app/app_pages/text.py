@@ -17,8 +17,8 @@ from lexlens.analysis.lexical.terms import (
     encode_text,
     terms_of_encoding,
 )
-from lexlens.app.state import encoder_picker, keep_for_reload, kept, restore_inputs
-from lexlens.app.widgets import option_widget
+from lexlens.app.runtime.state import encoder_picker, keep_for_reload, kept, restore_inputs
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
 

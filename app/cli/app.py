@@ -2,7 +2,7 @@
 
 It listens on 127.0.0.1 unless ``--host`` says otherwise; then it needs a token (generated
 here, or ``LEXLENS_TOKEN``), printed as the URL to open. Paths typed into pages are read only
-inside the data roots (``--data-root``). See :mod:`lexlens.app.access` for the rules.
+inside the data roots (``--data-root``). See :mod:`lexlens.app.runtime.access` for the rules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from lexlens.app import access, runs
+from lexlens.app.runtime import access, runs
 from lexlens.models.base import InputError
 
 DEFAULT_PORT = 8501

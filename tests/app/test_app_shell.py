@@ -1,7 +1,7 @@
 """The app shell: page URLs, the root page, and state that survives page switches.
 
 The persistence helpers (``kept``, ``restore_kept``, ``remembered_uploads`` in
-``lexlens.app.state``) are checked on a two-page app written here with ``st.navigation``,
+``lexlens.app.runtime.state``) are checked on a two-page app written here with ``st.navigation``,
 exactly as ``app/main.py`` wires them, so the test does not depend on what a page draws; the
 real app is then checked for its root page, its URLs and the Text page's typed text.
 """
@@ -20,7 +20,7 @@ MAIN = ROOT / "app" / "main.py"
 
 TOY_MAIN = """
 import streamlit as st
-from lexlens.app.state import restore_kept
+from lexlens.app.runtime.state import restore_kept
 
 restore_kept()
 pages = [
@@ -32,7 +32,7 @@ st.navigation(pages).run()
 
 TOY_WORK = """
 import streamlit as st
-from lexlens.app.state import kept, remembered_uploads
+from lexlens.app.runtime.state import kept, remembered_uploads
 
 mode = st.selectbox("Mode", ["ready", "stop early"], key=kept("mode", "ready"))
 if mode == "stop early":  # like encoder_picker while a checkpoint path is being typed

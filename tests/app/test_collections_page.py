@@ -9,6 +9,7 @@ from tests.helpers import app_page, click_and_wait
 def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(tmp_path))  # the source is typed as a path
     source = tmp_path / "pets.csv"
     source.write_text("id,text,labels\na,a dog on the beach,dog|beach\nb,a cat in the snow,cat\n")
     # Encoders load when the user builds (in the build's job), not when the page is drawn.

@@ -30,8 +30,9 @@ def _metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_dir):
+def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_dir, monkeypatch):
     vdr_dir = build_vdr(models_dir)
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(models_dir))  # a typed checkpoint folder
     at = app_page(PAGE)
     assert not at.exception
     at.text_area(key="compare_text").input(TEXT).run()

@@ -184,7 +184,7 @@ def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkey
 
 
 def _stored_run(page: str, status: str, size: int, updated: float):
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     run = runs.create(page, f"{page} run", {}, [("upload/x.bin", b"x" * size)], key="k")
     run.status = status
@@ -196,7 +196,7 @@ def _stored_run(page: str, status: str, size: int, updated: float):
 
 
 def test_data_lost_eviction_spares_running_open_and_newest_runs(tmp_path, monkeypatch):
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.05")  # 50,000 bytes
@@ -214,7 +214,7 @@ def test_data_lost_eviction_spares_running_open_and_newest_runs(tmp_path, monkey
 
 
 def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_path, monkeypatch):
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
     crashed = _stored_run("collections", "running", 10, 100)
@@ -236,7 +236,7 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
 
 
 def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatch):
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "2")

@@ -298,7 +298,7 @@ def test_silent_wrong_the_failure_view_says_not_retrieved(result, tmp_path):
         from pathlib import Path
 
         from lexlens.analysis.benchmark.explain import Failure
-        from lexlens.app.evaluation_views import show_failure
+        from lexlens.app.views.evaluation import show_failure
 
         show_failure(Failure.from_state(json.loads(Path(path).read_text())), None)
 

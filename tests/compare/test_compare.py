@@ -589,7 +589,7 @@ def test_a_checkpoint_folder_says_where_it_came_from(tmp_path):
     import shutil
 
     from lexlens.analysis.compare.compare import compare
-    from lexlens.app.compare_views import side_title
+    from lexlens.app.views.compare import side_title
     from lexlens.models.packaged import splade_tiny_dir
 
     folder = tmp_path / "runs" / "model"

@@ -319,7 +319,7 @@ def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str, head_dir: P
     folder is a data root (a page reads typed server paths only inside those)."""
     import shutil
 
-    from lexlens.app.access import ROOTS_ENV
+    from lexlens.app.runtime.access import ROOTS_ENV
 
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
@@ -329,7 +329,7 @@ def _page_on_stored(feature_index, tmp_path, monkeypatch, page: str, head_dir: P
 
 
 def _pick_directory(at, key: str, path: Path) -> None:
-    from lexlens.app.state import CUSTOM
+    from lexlens.app.runtime.state import CUSTOM
 
     at.selectbox(key=key).set_value(CUSTOM).run()
     at.text_input(key=f"{key}_dir").set_value(str(path)).run()

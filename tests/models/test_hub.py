@@ -188,7 +188,7 @@ def test_app_picker_offers_cached_models(hf_home, vdr_folder, tmp_path):
         import streamlit as st
 
         from lexlens.analysis.lexical.terms import TEXT_NEEDS
-        from lexlens.app.state import encoder_picker
+        from lexlens.app.runtime.state import encoder_picker
 
         encoder = encoder_picker("Text encoder", TEXT_NEEDS, key="hub_pick")
         st.write(encoder.name if encoder is not None else "none")

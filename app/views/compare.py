@@ -9,7 +9,7 @@ import streamlit as st
 from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.compare.vocabularies import vocabulary_note
 from lexlens.analysis.lexical.patches import cell_indices
-from lexlens.app.state import kept
+from lexlens.app.runtime.state import kept
 from lexlens.models import LexlensError
 
 

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from lexlens.app.access import server_path
+from lexlens.app.runtime.access import server_path
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
 from lexlens.models.hub import cached_models
 
@@ -204,7 +204,7 @@ def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]
 # ----------------------------------------------------------- runs: reload, bookmark, jobs
 #
 # A page keeps its inputs (and, for long work, its result) as a run in the workspace
-# (:mod:`lexlens.app.runs`) and puts the run's id in the URL (``?run=<id>``). Opening that
+# (:mod:`lexlens.app.runtime.runs`) and puts the run's id in the URL (``?run=<id>``). Opening that
 # URL later — a reload, a bookmark, a link — gives the inputs back to the widgets and the
 # uploads back to the uploaders, and shows the stored result. A result is shown only under
 # the inputs it was computed from.
@@ -252,7 +252,7 @@ def url_run_id() -> str | None:
 
 
 def _run(run_id: str):
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     cache = st.session_state.setdefault(_RUNS, {})
     if run_id not in cache:
@@ -284,7 +284,7 @@ def url_run(page: str):
     own = st.session_state.get(_PAGE_RUNS, {}).get(page)
     looked = st.session_state.setdefault("_lexlens_looked_up", set())
     if own is None and page not in looked:  # once a session: the stored runs are read
-        from lexlens.app import runs
+        from lexlens.app.runtime import runs
 
         looked.add(page)
         latest = runs.latest_run(page, browser_session())
@@ -307,7 +307,7 @@ def _note_open(page: str, run_id: str) -> None:
     """Tell the run store this session has ``run_id`` open (eviction spares it)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     ctx = get_script_run_ctx()
     if ctx is not None:
@@ -336,7 +336,7 @@ def restore_inputs(page: str) -> None:
 
 def _new_run(page, summary, inputs, uploads, status: str):
     from lexlens.analysis.core.results import state_of
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
@@ -357,7 +357,7 @@ def record_inputs(
 ) -> None:
     """Keep the inputs of a page whose result is quick to recompute, so its URL reopens it
     (nothing is written when the URL's run holds these inputs already)."""
-    from lexlens.app import runs
+    from lexlens.app.runtime import runs
 
     uploads = uploads or {}
     current = url_run(page)
@@ -384,7 +384,7 @@ def start_job(
     work: Callable,
 ):  # fmt: skip
     """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL."""
-    from lexlens.app.jobs import job_manager
+    from lexlens.app.runtime.jobs import job_manager
 
     run = _new_run(page, summary, inputs, uploads, "running")
     return job_manager().submit(run, work)
@@ -395,7 +395,7 @@ def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
     ``none`` (no run of this page), ``other`` (the run is for other inputs), ``queued``,
     ``running``, ``done``, ``failed``, ``cancelled`` or ``lost`` (the server stopped while
     it ran)."""
-    from lexlens.app.jobs import job_manager
+    from lexlens.app.runtime.jobs import job_manager
 
     run = url_run(page)
     if run is None:
@@ -436,7 +436,7 @@ def show_job_state(job, state: str, doing: str, what: str) -> bool:
 def show_job(job) -> None:
     """A job's progress, refreshed every second until it ends (then the page reruns), with a
     Cancel button."""
-    from lexlens.app.jobs import job_manager
+    from lexlens.app.runtime.jobs import job_manager
 
     @st.fragment(run_every=1.0)
     def live() -> None:

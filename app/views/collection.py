@@ -9,7 +9,7 @@ import streamlit as st
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.words import spelling
-from lexlens.app.thumbnails import item_thumbnail
+from lexlens.app.views.thumbnails import item_thumbnail
 
 
 def show_collection(index: StoredIndex, card: dict) -> None:
@@ -60,7 +60,8 @@ def show_collection(index: StoredIndex, card: dict) -> None:
             )
     skipped = index.manifest.get("skipped", [])
     if skipped:
-        with st.expander(f"{len(skipped)} skipped item(s)"):
+        listed = "" if card["skipped"] <= len(skipped) else f", the first {len(skipped)} listed"
+        with st.expander(f"{card['skipped']} skipped item(s){listed}"):
             st.dataframe(pd.DataFrame(skipped), hide_index=True, width="stretch")
     st.download_button(
         "Manifest (JSON)",

@@ -5,7 +5,7 @@ time (the others wait in a queue: two CPU cores would only slow two heavy jobs d
 reports through the analysis's own :data:`~lexlens.analysis.core.results.Progress`
 callback, which records the fraction and message and raises
 :class:`~lexlens.analysis.core.results.Cancelled` once the user asked to cancel (an
-analysis is stopped at its next progress report). The job's run (:mod:`lexlens.app.runs`)
+analysis is stopped at its next progress report). The job's run (:mod:`lexlens.app.runtime.runs`)
 keeps its inputs from the start and its result when it ends, so a page switch, a reload or
 a server restart loses nothing; pages only read the jobs (never the other way round), and
 Streamlit's session state is never touched from the worker.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from lexlens.analysis.core.results import Cancelled, Progress, Record
-from lexlens.app import runs
+from lexlens.app.runtime import runs
 from lexlens.models.base import LexlensError
 
 _LOG = logging.getLogger(__name__)

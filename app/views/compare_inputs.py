@@ -16,7 +16,7 @@ from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.deviation.options import DEFAULT_K
 from lexlens.analysis.search.queries import default_query_encoder
-from lexlens.app.state import encoder_picker, kept
+from lexlens.app.runtime.state import encoder_picker, kept
 from lexlens.models import LexlensError
 
 SAME = "(the same collection as A)"
@@ -30,7 +30,7 @@ def encoder_key(encoder) -> str:
 def seed_picker(key: str, spec: str) -> None:
     """Start a picker on a collection's own encoder, also when it is a local directory (the
     picker's "local checkpoint directory" entry with the path typed in)."""
-    from lexlens.app.state import CUSTOM
+    from lexlens.app.runtime.state import CUSTOM
     from lexlens.models import available_encoders
 
     if key in st.session_state or spec in {c.name for c in available_encoders()}:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from lexlens.analysis.search.evaluation import METRICS
 from lexlens.analysis.search.search import SearchResult, hit_summary
-from lexlens.app.thumbnails import item_thumbnail
+from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv"}
 

@@ -7,8 +7,8 @@ import streamlit as st
 
 from lexlens.analysis.benchmark.evaluate import BLAME_COLUMNS, EvaluationResult, blame_row
 from lexlens.analysis.benchmark.explain import Failure, ItemExplanation
-from lexlens.app.state import kept
-from lexlens.app.thumbnails import item_thumbnail
+from lexlens.app.runtime.state import kept
+from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv", "trec": "text/plain", "html": "text/html"}
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.words import Term
-from lexlens.app.state import kept
+from lexlens.app.runtime.state import kept
 
 
 def option_widget(options_type: type[Options], name: str, key: str, where: Any = st,

@@ -10,8 +10,8 @@ import streamlit as st
 from lexlens.analysis.lexical.patches import compare_groups, term_heat, units_to_indices
 from lexlens.analysis.lexical.terms import TermsResult, selection_text, terms_of_encoding
 from lexlens.analysis.render.patch_render import colorbar, draw_grid, heatmap_overlay
-from lexlens.app.state import kept
-from lexlens.app.widgets import show_cloud, term_table
+from lexlens.app.runtime.state import kept
+from lexlens.app.views.widgets import show_cloud, term_table
 from lexlens.models import Encoder, LexicalEncoding, LexlensError
 
 GROUP_NAMES = ("A", "B")
