@@ -96,6 +96,24 @@ class _Evaluator:
         return out
 
 
+def _target_weights(sel: list[int], m: int) -> torch.Tensor:
+    """The targets' rows over the M sub-vectors: each selected one, then the whole vector
+    (GlobalT)."""
+    weights = torch.zeros(len(sel) + 1, m)
+    for r, i in enumerate(sel):
+        weights[r, i] = 1.0
+    weights[-1] = 1.0
+    return weights
+
+
+def _levels(steps: int | None, method: str, max_steps: int) -> tuple[list[int], str]:
+    """The node counts to try and their rule: ``steps`` with ``method``, or the nested
+    Clenshaw–Curtis levels up to ``max_steps`` (adaptive)."""
+    if steps is not None:
+        return [steps], method
+    return [n for n in ADAPTIVE_LEVELS if n <= max_steps] or [ADAPTIVE_LEVELS[0]], "clenshaw-curtis"
+
+
 def _attribute_one(
     encoder,
     text: str,
@@ -111,24 +129,13 @@ def _attribute_one(
 ) -> SubvectorAttribution:
     """IG of one text for the sub-vectors ``sel`` (fixed rule, or adaptive levels)."""
     prep = prepare(encoder, text, baseline)
-    m = prep.dhat.shape[0]
-    all_m = sel == list(range(m))
-    weights = None
-    if not all_m:  # the selected sub-vectors, then the whole vector (GlobalT)
-        weights = torch.zeros(len(sel) + 1, m)
-        for r, i in enumerate(sel):
-            weights[r, i] = 1.0
-        weights[-1] = 1.0
+    all_m = sel == list(range(prep.dhat.shape[0]))
+    weights = None if all_m else _target_weights(sel, prep.dhat.shape[0])
     evaluate = _Evaluator(encoder, prep, weights, chunk_size(encoder, prep, budget))
     gap_sel = prep.gap[sel]
     floor = float(np.abs(prep.gap).mean())
     limit = tolerance * np.maximum(np.abs(gap_sel), floor) + ROUNDING
-
-    if steps is not None:
-        levels, rule = [steps], method
-    else:
-        levels = [n for n in ADAPTIVE_LEVELS if n <= max_steps] or [ADAPTIVE_LEVELS[0]]
-        rule = "clenshaw-curtis"
+    levels, rule = _levels(steps, method, max_steps)
     g_prev: np.ndarray | None = None
     for li, n_nodes in enumerate(levels):
         alphas, node_weights = quadrature(n_nodes, rule)
