@@ -1,6 +1,6 @@
 """Exclusion queries "A but not B" (Prachi, Bhatia and Bedathur, "Answering Multimodal
-Exclusion Queries with Lightweight Sparse Disentangled Representations"): SR's dimension
-sets and two baselines, each a ranking of a collection's items.
+Exclusion Queries with Lightweight Sparse Disentangled Representations", ICTIR 2025): SR's
+dimension sets and two baselines, each a ranking of a collection's items.
 
 Exclusion methods
 -----------------
@@ -24,17 +24,17 @@ Exclusion methods
    first, in both steps, so an item whose mass lies on B's dimensions ranks lower — without
    it, the set difference alone never penalises B), else ``w̄ = w``.
 
-Seed 003 states none of: the meaning of "magnitude", K, the threshold ``th`` (our
+The paper states none of: the meaning of "magnitude", K, the threshold ``th`` (our
 ``coverage``), whether items are normalised, or the wording of the single-label query. The
 defaults here (``sum``, normalised, K = 10, coverage = 0.5, the label itself as the query)
 are ours; every result records the settings it used.
 
-``avg`` — the seed's "average embedding" baseline: ``E_q(A) − E_q(B)`` (one prompt each, so
-the averages are single embeddings; the seed does not say what it averaged), ranked by
+``avg`` — the paper's "average embedding" baseline: ``E_q(A) − E_q(B)`` (one prompt each, so
+the averages are single embeddings; the paper does not say what it averaged), ranked by
 inner product; negative contributions come from B's terms.
 
-``text`` — the seed's single-line query (SLQ): one text, by default "images of A without B"
-(the seed's wording) for image collections and "A without B" for text collections.
+``text`` — the paper's single-line query (SLQ): one text, by default "images of A without B"
+(the paper's wording) for image collections and "A without B" for text collections.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ SLQ_TEXT = "{a} without {b}"
 
 
 def slq_for(target: Any, template: str | None) -> str:
-    """The single-line query template (default: the seed's wording for image collections)."""
+    """The single-line query template (default: the paper's wording for image collections)."""
     slq = template or (SLQ_IMAGE if getattr(target, "modality", "text") == "image" else SLQ_TEXT)
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(slq) if f is not None]

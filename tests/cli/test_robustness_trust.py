@@ -120,7 +120,7 @@ def test_files_a_user_keeps_in_an_index_survive_a_rebuild(index, tmp_path, cli):
 )
 def test_pipes_and_devices_are_refused_not_read(argv, needle, tmp_path, cli):
     """Kind: hang (a FIFO waits forever) and endless read (/dev/zero). Run in this process
-    under an alarm: a regression fails the test instead of hanging the suite."""
+    under an alarm: a read that never ends fails the test instead of hanging the suite."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     os.mkfifo(tmp_path / "pipe.txt")

@@ -100,13 +100,13 @@ def test_laziness_threshold_and_special_tokens():
 
 
 def test_box_data_are_the_active_weights():
-    # The flat-line bug: over all items a sparse term's quartiles are 0; over its active
-    # items they are its real weights.
+    # A term's box shows its weights over the items where it is active: over all items a
+    # sparse term's quartiles would be 0 (a flat line).
     x = np.zeros((20, 2), dtype=np.float32)
     x[:3, 1] = [1.0, 2.0, 3.0]
     stats = vocab_stats([sp.csr_matrix(x)], ["[PAD]", "cat"])
     cat = stats.top_terms[0]
-    assert np.quantile(x[:, 1], 0.75) == 0  # what the old box plot drew
+    assert np.quantile(x[:, 1], 0.75) == 0  # over all items: the flat line
     assert cat.quartiles == [1.0, 1.5, 2.0, 2.5, 3.0] and cat.activation_rate == 0.15
 
 
