@@ -29,7 +29,7 @@ Which queries count (each rule's queries are named in the notes):
 
 Relevance is a whole number in trec_eval's int range; 0 and below are not relevant, and a
 negative relevance is clamped to a gain of 0 for the measures
-(:mod:`lexlens.analysis.benchmark.trec_rules`).
+(:mod:`lexlens.analysis.core.metrics`).
 
 Order: Lexlens's rankings break ties by collection row, as search does; a run's tied items
 keep the order given (the file's lines, the list, the mapping). The measures get each ranking
@@ -42,11 +42,9 @@ term with the query scores 0 and has no rank).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +57,15 @@ from lexlens.analysis.benchmark.explain import (
     explain_item,
 )
 from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
-from lexlens.analysis.benchmark.trec_rules import (
-    gain,
-    has_ties,
-    is_relevant,
-    rank_scores,
-    relevance_value,
-    score_value,
-)
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
+from lexlens.analysis.core.metrics import (
+    checked_qrels,
+    has_ties,
+    is_relevant,
+    measure,
+    ranked_run,
+)
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
 from lexlens.analysis.core.words import item_words, text_words, top_terms
@@ -197,28 +194,6 @@ def blame_row(b: Mapping) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def ir_measures_of(
-    run: Mapping[str, Sequence[tuple[str, float]]], qrels: Mapping[str, Mapping[str, int]]
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The mean and per-query values of :data:`MEASURES` (ir-measures) over exactly the
-    queries of ``qrels`` (each query's ranking ``run[q]`` best first, handed over with
-    strictly decreasing scores; a query without one counts 0; relevance clamped to a gain
-    of 0 or more). The mean is the per-query values' mean."""
-    import ir_measures
-
-    measures = [ir_measures.parse_measure(m) for m in MEASURES]
-    names = {str(m): name for m, name in zip(measures, MEASURES, strict=True)}
-    judged = {q: {d: gain(r) for d, r in rel.items()} for q, rel in qrels.items()}
-    ranked = {q: rank_scores([d for d, _ in run[q]]) for q in judged if run.get(q)}
-    per_query = {q: dict.fromkeys(MEASURES, 0.0) for q in judged}
-    for value in ir_measures.iter_calc(measures, judged, ranked):
-        if value.query_id in per_query:
-            per_query[value.query_id][names[str(value.measure)]] = float(value.value)
-    n = max(1, len(per_query))
-    aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in MEASURES}
-    return aggregate, per_query
-
-
 def _count(items: Sized, one: str, many: str) -> str:
     """``"1 query has"`` or ``"3 queries have"``."""
     return f"{len(items)} {one if len(items) == 1 else many}"
@@ -239,63 +214,6 @@ def checked_queries(queries: Mapping) -> dict[str, str]:
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"queries[{q!r}]: a query must be a non-empty text")
         out[str(q)] = text
-    return out
-
-
-def checked_qrels(qrels: Mapping) -> dict[str, dict[str, int]]:
-    """Query id → {item id: relevance}, ids as strings; a relevance that is not a whole
-    number in trec_eval's range is refused naming it (``qrels['q1']['d3']``)."""
-    if not isinstance(qrels, Mapping):
-        raise InputError("qrels: expected a mapping of query id to {item id: relevance}")
-    out: dict[str, dict[str, int]] = {}
-    for q, judged in qrels.items():
-        if not isinstance(judged, Mapping):
-            raise InputError(f"qrels[{q!r}]: expected a mapping of item id to relevance")
-        out[str(q)] = {
-            str(d): relevance_value(r, f"qrels[{q!r}][{d!r}]") for d, r in judged.items()
-        }
-    return out
-
-
-def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
-    """Query id → [(item id, score), …] ranked by score, descending, ties in the order
-    given, from ``{qid: [(item, score), …]}`` or pytrec_eval's ``{qid: {item: score}}``. A
-    score that is not a finite number, or an item listed twice, is refused naming it
-    (``run['q1']['d3']``)."""
-    if not isinstance(run, Mapping):
-        raise InputError("run: expected a mapping of query id to its ranked items")
-    out: dict[str, list[tuple[str, float]]] = {}
-    for q, items in run.items():
-        if isinstance(items, Mapping):
-            keys = list(items)
-            values = list(items.values())
-        elif isinstance(items, Sequence) and not isinstance(items, str):
-            keys, values = [], []
-            for i, pair in enumerate(items):
-                if type(pair) is not tuple and not (
-                    isinstance(pair, Sequence) and not isinstance(pair, str)
-                ):
-                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
-                if len(pair) != 2:
-                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
-                keys.append(pair[0])
-                values.append(pair[1])
-        else:
-            raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
-        named = isinstance(items, Mapping)
-        scores = [
-            v if type(v) is float and math.isfinite(v)
-            else score_value(v, f"run[{q!r}][{keys[i]!r}]" if named else f"run[{q!r}][{i}]")
-            for i, v in enumerate(values)
-        ]  # fmt: skip
-        pairs = [(str(d), s) for d, s in zip(keys, scores, strict=True)]
-        if not named and len({d for d, _ in pairs}) < len(pairs):
-            seen: set[str] = set()
-            for i, (d, _) in enumerate(pairs):
-                if d in seen:
-                    raise InputError(f"run[{q!r}][{i}]: item {d!r} is listed twice")
-                seen.add(d)
-        out[str(q)] = sorted(pairs, key=itemgetter(1), reverse=True)  # stable: ties as given
     return out
 
 
@@ -520,7 +438,7 @@ def evaluate(
             f"the run names {len(missing)} items the collection does not hold (e.g. {shown}): "
             "counted as retrieved by the measures, never explained"
         )
-    aggregate, values = ir_measures_of(out_run, {q: qrels[q] for q in order})
+    aggregate, values = measure(out_run, {q: qrels[q] for q in order}, MEASURES)
     per_query = [
         {"id": q, "text": queries[q], **values[q], "first_relevant_rank": ranks[q][0],
          "relevant_rank": ranks[q][1], "relevant_status": ranks[q][2],

@@ -70,10 +70,10 @@ def read_qrels(
     """Query id → {item id: relevance} from TREC or BEIR qrels (told apart by line 1).
 
     A relevance is a whole number that fits trec_eval's 32-bit int
-    (:mod:`lexlens.analysis.benchmark.trec_rules`); any other (``0.5``, ``inf``, ``nan``,
+    (:mod:`lexlens.analysis.core.metrics`); any other (``0.5``, ``inf``, ``nan``,
     ``1e400``, a 23-digit number) is a problem naming the file and line. 0 and negatives
     are kept as written: they mean not relevant."""
-    from lexlens.analysis.benchmark.trec_rules import relevance_from_text
+    from lexlens.analysis.core.metrics import relevance_from_text
 
     problems = problems if problems is not None else Problems()
     label = label or str(path)
@@ -188,10 +188,10 @@ def read_queries(
 def run_text(run: Mapping[str, list[tuple[str, float]]], *, tag: str = "lexlens") -> str:
     """A TREC run: ``qid Q0 docid rank score tag``, ranks from 1 in the order given (best
     first), scores as trec_eval reads them (float32) and strictly decreasing
-    (:func:`~lexlens.analysis.benchmark.trec_rules.strictly_decreasing`): trec_eval ignores
+    (:func:`~lexlens.analysis.core.metrics.strictly_decreasing`): trec_eval ignores
     the rank column and orders tied scores by docid, so tied scores would let it rank the
     items otherwise. Each score is the shortest text that reads back as its float32."""
-    from lexlens.analysis.benchmark.trec_rules import strictly_decreasing
+    from lexlens.analysis.core.metrics import strictly_decreasing
 
     tag = "".join(tag.split()) or "lexlens"
     lines = [

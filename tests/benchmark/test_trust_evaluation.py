@@ -24,14 +24,14 @@ from lexlens.analysis.benchmark.evaluate import (
     RETRIEVED,
     evaluate,
     evaluate_benchmark,
-    ir_measures_of,
-    ranked_run,
     worst_first,
 )
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_run, run_text
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
+from lexlens.analysis.core.metrics import measure as lexlens_measure
+from lexlens.analysis.core.metrics import ranked_run
 from lexlens.models.base import InputError
 from tests.helpers import one_line_error
 
@@ -444,7 +444,7 @@ def test_silent_wrong_thousands_of_tied_rankings_agree_with_pytrec_eval(tmp_path
         judged = rng.sample(docs, 8) + [rng.randrange(5000, 6000)]  # one never retrieved
         qrels[q] = {f"d{d}": rng.randint(-2, 3) for d in judged}
     ranked = ranked_run(run)
-    aggregate, per_query = ir_measures_of(ranked, qrels)
+    aggregate, per_query = lexlens_measure(ranked, qrels, MEASURES)
     gains = {q: {d: max(0, r) for d, r in j.items()} for q, j in qrels.items()}
     explicit = {q: {d: float(100 - k) for k, (d, _) in enumerate(ranked[q])} for q in ranked}
     names = {"nDCG@10": "ndcg_cut_10", "R@5": "recall_5", "AP@100": "map_cut_100"}

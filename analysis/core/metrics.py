@@ -1,5 +1,11 @@
-"""What trec_eval makes of judgements and runs, and the rules Lexlens follows so that its
-numbers are the ones trec_eval (through ir-measures) gives for the order Lexlens shows.
+"""The metrics layer every evaluation shares: runs and judgements as Lexlens holds them, what
+trec_eval makes of them, and the measures (ir-measures names, computed by ir-measures) for
+the order Lexlens shows.
+
+Representation. A run is ``{query id: [(item id, score), …]}`` best first (pytrec_eval's
+``{query id: {item id: score}}`` is read too: :func:`ranked_run`); judgements are
+``{query id: {item id: relevance}}`` (:func:`checked_qrels`); :func:`measure` gives the mean
+and per-query values of any ir-measures measures over exactly the judged queries.
 
 Relevance. A relevance is a whole number that fits a 32-bit signed int (−2,147,483,648 to
 2,147,483,647), as trec_eval and pytrec_eval store it: a larger value wraps silently there
@@ -25,8 +31,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
+from operator import itemgetter
 
 import numpy as np
 
@@ -139,3 +146,86 @@ def strictly_decreasing(scores: Sequence[float]) -> list[np.float32]:
 def has_ties(scores: Sequence[float]) -> bool:
     """Whether two neighbouring scores of a ranking are equal."""
     return any(a == b for a, b in zip(scores, scores[1:], strict=False))
+
+
+def checked_qrels(qrels: Mapping) -> dict[str, dict[str, int]]:
+    """Query id → {item id: relevance}, ids as strings; a relevance that is not a whole
+    number in trec_eval's range is refused naming it (``qrels['q1']['d3']``)."""
+    if not isinstance(qrels, Mapping):
+        raise InputError("qrels: expected a mapping of query id to {item id: relevance}")
+    out: dict[str, dict[str, int]] = {}
+    for q, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise InputError(f"qrels[{q!r}]: expected a mapping of item id to relevance")
+        out[str(q)] = {
+            str(d): relevance_value(r, f"qrels[{q!r}][{d!r}]") for d, r in judged.items()
+        }
+    return out
+
+
+def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
+    """Query id → [(item id, score), …] ranked by score, descending, ties in the order
+    given, from ``{qid: [(item, score), …]}`` or pytrec_eval's ``{qid: {item: score}}``. A
+    score that is not a finite number, or an item listed twice, is refused naming it
+    (``run['q1']['d3']``)."""
+    if not isinstance(run, Mapping):
+        raise InputError("run: expected a mapping of query id to its ranked items")
+    out: dict[str, list[tuple[str, float]]] = {}
+    for q, items in run.items():
+        if isinstance(items, Mapping):
+            keys = list(items)
+            values = list(items.values())
+        elif isinstance(items, Sequence) and not isinstance(items, str):
+            keys, values = [], []
+            for i, pair in enumerate(items):
+                if type(pair) is not tuple and not (
+                    isinstance(pair, Sequence) and not isinstance(pair, str)
+                ):
+                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
+                if len(pair) != 2:
+                    raise InputError(f"run[{q!r}][{i}]: expected an (item id, score) pair")
+                keys.append(pair[0])
+                values.append(pair[1])
+        else:
+            raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
+        named = isinstance(items, Mapping)
+        scores = [
+            v if type(v) is float and math.isfinite(v)
+            else score_value(v, f"run[{q!r}][{keys[i]!r}]" if named else f"run[{q!r}][{i}]")
+            for i, v in enumerate(values)
+        ]  # fmt: skip
+        pairs = [(str(d), s) for d, s in zip(keys, scores, strict=True)]
+        if not named and len({d for d, _ in pairs}) < len(pairs):
+            seen: set[str] = set()
+            for i, (d, _) in enumerate(pairs):
+                if d in seen:
+                    raise InputError(f"run[{q!r}][{i}]: item {d!r} is listed twice")
+                seen.add(d)
+        out[str(q)] = sorted(pairs, key=itemgetter(1), reverse=True)  # stable: ties as given
+    return out
+
+
+def measure(
+    run: Mapping[str, Sequence[tuple[str, float]]],
+    qrels: Mapping[str, Mapping[str, int]],
+    measures: Sequence[str],
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The mean and per-query values of ``measures`` (ir-measures names: ``nDCG@10``,
+    ``RR@10``, ``AP@100``…) over exactly the queries of ``qrels``: each query's ranking
+    ``run[q]`` best first, handed over with strictly decreasing scores (:func:`rank_scores`);
+    a query without a ranking counts 0; relevance clamped to a gain of 0 or more. The mean is
+    the per-query values' mean: the aggregate and the per-query table always agree."""
+    import ir_measures
+
+    names = {str(ir_measures.parse_measure(m)): m for m in measures}
+    parsed = [ir_measures.parse_measure(m) for m in measures]
+    measures = list(measures)
+    judged = {q: {d: gain(r) for d, r in rel.items()} for q, rel in qrels.items()}
+    ranked = {q: rank_scores([d for d, _ in run[q]]) for q in judged if run.get(q)}
+    per_query = {q: dict.fromkeys(measures, 0.0) for q in judged}
+    for value in ir_measures.iter_calc(parsed, judged, ranked):
+        if value.query_id in per_query:
+            per_query[value.query_id][names[str(value.measure)]] = float(value.value)
+    n = max(1, len(per_query))
+    aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in measures}
+    return aggregate, per_query
