@@ -83,12 +83,37 @@ def test_security_only_the_autoescaped_templates_write_html():
     for name, path in _modules().items():
         if not name.startswith("lexlens.analysis") or name == "lexlens.analysis.render.html":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         assert "jinja2" not in {i.split(".")[0] for i in _imports(path)}, name
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                text = node.value.lower()
-                assert not any(tag in text for tag in markup), f"{name}:{node.lineno}"
+        for line, text in _code_strings(path):
+            assert not any(tag in text.lower() for tag in markup), f"{name}:{line}"
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module that is not a docstring, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def test_silent_wrong_special_tokens_are_defined_once():
+    """Which tokens are special (the frame [CLS]/[SEP]/[PAD] among them) is spelled in
+    core/vocabulary.py only: every other module of the library asks it."""
+    home = "lexlens.analysis.core.vocabulary"
+    for name, path in _modules().items():
+        if name.startswith("lexlens.analysis") and name != home:
+            for line, text in _code_strings(path):
+                assert "[CLS]" not in text and "[SEP]" not in text, f"{name}:{line}"
 
 
 def test_the_library_imports_neither_argparse_nor_streamlit():
