@@ -19,7 +19,6 @@ from lexlens.analysis.attribution.report import (
 )
 from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.app.attribution_views import show_downloads, show_mot, show_text, show_topic
 from lexlens.app.runtime.state import (
     encoder_picker,
     job_outcome,
@@ -30,6 +29,7 @@ from lexlens.app.runtime.state import (
     start_job,
     url_run_id,
 )
+from lexlens.app.views.attribution import show_downloads, show_mot, show_text, show_topic
 from lexlens.models import LexlensError
 
 M_CHOICES = [12, 24, 48]
