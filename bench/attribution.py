@@ -144,7 +144,7 @@ def run() -> list[dict]:
     import torch
 
     from lexlens.analysis.attribution.ig import attribute_texts
-    from lexlens.analysis.render.attribution_report import attribution_report
+    from lexlens.analysis.attribution.report import attribution_report
     from lexlens.models import load_encoder
 
     encoder = load_encoder("minilm-pq", device="cpu")  # M = 24, K = 256 (cached codebooks)

@@ -360,7 +360,7 @@ def test_html_report_heatmap_and_escaping(tmp_path: Path, browser: Any) -> None:
 
     from lexlens.analysis.attribution.subvector import SubvectorAttribution
     from lexlens.analysis.core.outputs import write_files
-    from lexlens.analysis.render.attribution_html import render_attribution_html
+    from lexlens.analysis.attribution.report_html import render_attribution_html
 
     evil = "<script>alert(1)</script>"
     words = ["a", "cat", "<", "script", ">", "alert", "(", "1", ")", "book", evil]

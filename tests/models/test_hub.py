@@ -120,7 +120,7 @@ def test_absent_id_is_one_line_naming_it_and_the_cache(hf_home, cli):
     assert len(lines) == 1
     assert "'nobody/absent-model'" in lines[0] and str(hf_home / "hub") in lines[0]
     assert "never downloads" in lines[0]
-    # A folder that is neither a path nor a plausible id keeps the old message.
+    # A name that is neither a path nor a plausible hub id is an unknown encoder.
     run = cli("terms", "--encoder", "no such thing", "--text", "x")
     assert run.returncode == 2 and "unknown encoder" in run.stderr
 
