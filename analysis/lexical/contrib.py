@@ -14,18 +14,14 @@ its gate is its top-k only, and the nonparametric (``bow``) query mode needs a t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.gating import (
-    DEFAULT_GATE_K,
-    accepts_topk,
-    bow_query,
-    check_gate_k,
-    gate,
-)
-from lexlens.analysis.core.results import Record, Result, json_key
+from lexlens.analysis.core.gating import GATE_K, bow_query, gate
+from lexlens.analysis.core.options import QUERY_MODE, Options, shared
+from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import input_words, merge_contributions
 from lexlens.models.base import (
     Capability,
@@ -35,8 +31,9 @@ from lexlens.models.base import (
     ModalityError,
     Needs,
     check_texts,
+    pick_device,
 )
-from lexlens.models.registry import load_encoder
+from lexlens.models.registry import as_encoder, load_encoder
 
 #: What each side needs of its encoder: texts, or images, into a vocabulary.
 TEXT_SIDE = Needs("a text side", all_of=frozenset({Capability.TEXT_LEXICAL}))
@@ -89,6 +86,17 @@ def contributions(
 
 # ----------------------------------------------------------------------------- use case
 @dataclass(frozen=True)
+class ContribOptions(Options):
+    """How a query–document score is taken apart (``lexlens contrib``, the Query ⊙ Document
+    page): the query's encoding and the gate of both sides."""
+
+    what = "contrib"
+
+    query_mode: str = shared(QUERY_MODE)
+    gate_k: int = shared(GATE_K)
+
+
+@dataclass(frozen=True)
 class ContribResult(Result):
     """A query–document score and every shared term's contribution (summing to it)."""
 
@@ -99,7 +107,7 @@ class ContribResult(Result):
     query: dict
     document: dict
     query_mode: str
-    gate_k: int = json_key("topk")
+    gate_k: int
     notes: list[str] = field(default_factory=list)
     #: The contributions for reading: word pieces joined into the words the inputs spell
     #: (or the encoders know), each word's contribution the sum of its pieces' (they still
@@ -107,25 +115,48 @@ class ContribResult(Result):
     contributions_words: list[dict] = field(default_factory=list)
 
 
-def _side(what: str, text: str | None, image: Any, name: str | None) -> tuple[str, Any, str]:
-    """Validate one side before any model runs: ("text", str) or ("image", PIL image)."""
-    if (text is None) == (image is None):
-        raise InputError(f"give the {what} as a text or as an image (one of them)")
-    if text is not None:
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"the {what} is empty: type some words")
-        return "text", text, ""
+#: What an image side may be, in words (for the message refusing anything else).
+IMAGE_WANTED = "an image file's path, its bytes, a PIL image or a (name, image) pair"
+
+
+def _side(what: str, argument: str, text: Any, image: Any) -> tuple[str, Any, str]:
+    """Validate one side before any model runs: ("text", str, "") or ("image", PIL image,
+    its name). ``argument`` is the side's text argument (``query`` or ``doc``)."""
     from PIL import Image
 
     from lexlens.models.images import load_image
 
+    if (text is None) == (image is None):
+        raise InputError(f"give the {what} as a text or as an image (one of them)")
+    if text is not None:
+        if not isinstance(text, str):
+            raise InputError(f"{argument} must be text, not {type(text).__name__}")
+        if not text.strip():
+            raise InputError(f"the {what} is empty: type some words")
+        return "text", text, ""
+    name = None
+    if isinstance(image, (tuple, list)) and len(image) == 2:
+        name, image = image
+        if not isinstance(name, str):
+            raise InputError(f"{argument}_image's name must be text, not {type(name).__name__}")
     if isinstance(image, Image.Image):
         return "image", image, name or f"{what} image"
+    if not isinstance(image, (str, Path, bytes, bytearray)) and not hasattr(image, "read"):
+        raise InputError(f"{argument}_image must be {IMAGE_WANTED}, not {type(image).__name__}")
     if isinstance(image, (bytes, bytearray)):
         label = name or f"uploaded {what} image"
     else:
         label = name or str(image)
     return "image", load_image(image, name=label), label
+
+
+def _refuse_wrong_encoder(argument: str, encoder: Any) -> None:
+    """An encoder argument is an encoder or its spec (a registry name, a checkpoint folder)."""
+    if not isinstance(encoder, (Encoder, str, Path)):
+        raise InputError(
+            f"{argument} must be an encoder, a registry name or a checkpoint folder, not "
+            f"{type(encoder).__name__}"
+        )
 
 
 def _needs(encoder: Encoder, kind: str, what: str) -> None:
@@ -140,13 +171,15 @@ def _needs(encoder: Encoder, kind: str, what: str) -> None:
         ) from None
 
 
-def side_encoder(encoder: Encoder | str, kind: str, device: str | None = None) -> Encoder:
+def side_encoder(
+    encoder: Encoder | str | Path, kind: str, device: str | None = None, argument: str = "encoder"
+) -> Encoder:
     """The encoder of one side: an encoder given by name is loaded, or its partner in the same
     vocabulary when it cannot encode ``kind`` (``splade-tiny`` for an image side gives
     ``efficientnet-lite0-lexical``); an :class:`Encoder` object is used as it is."""
-    if not isinstance(encoder, str):
+    if isinstance(encoder, Encoder):
         return encoder
-    loaded = load_encoder(encoder, device=device)
+    loaded = as_encoder(encoder, device, argument=argument)
     wanted = Capability.TEXT_LEXICAL if kind == "text" else Capability.IMAGE_LEXICAL
     partner = partner_for(loaded.name, kind)
     if not loaded.can(wanted) and partner:
@@ -162,39 +195,41 @@ def encode_side(encoder: Encoder, kind: str, value: Any, side: str) -> LexicalEn
     return encoder.encode_images([value])[0]
 
 
-@accepts_topk
 def contrib(
     query_encoder: Encoder | str,
     doc_encoder: Encoder | str | None = None,
     *,
     query: str | None = None,
     query_image: Any = None,
-    query_name: str | None = None,
     doc: str | None = None,
     doc_image: Any = None,
-    doc_name: str | None = None,
-    mode: str = "parametric",
-    gate_k: int = DEFAULT_GATE_K,
     device: str | None = None,
+    options: ContribOptions | None = None,
+    **given: Any,
 ) -> ContribResult:
     """Score one query against one document and list each term's contribution.
 
-    Either side is a text or an image (a path, bytes or a PIL image; ``*_name`` is the
-    name shown in messages). ``mode="bow"`` uses VDR's nonparametric query (the binary,
-    possibly normalised, bag of the query's own tokens: text queries only). Encoders given by
-    name are loaded on ``device`` for their side (:func:`side_encoder`; the document's default
-    is the query's). Inputs are validated before any model runs.
+    Either side is a text or an image: a path, bytes, a PIL image, or a ``(name, image)``
+    pair (the name shown in messages and in the result). Options: :class:`ContribOptions`
+    (or its fields as keywords); ``query_mode="bow"`` uses VDR's nonparametric query (the
+    binary, possibly normalised, bag of the query's own tokens: text queries only). Encoders
+    given by name are loaded on ``device`` for their side (:func:`side_encoder`; the
+    document's default is the query's). Every argument is checked before any model runs.
     """
-    doc_encoder = query_encoder if doc_encoder is None else doc_encoder
-    if mode not in ("parametric", "bow"):
-        raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    gate_k = check_gate_k(gate_k)
-    q_kind, q_value, q_label = _side("query", query, query_image, query_name)
-    d_kind, d_value, d_label = _side("document", doc, doc_image, doc_name)
-    if mode == "bow" and q_kind != "text":
+    options = ContribOptions.of(options, **given)
+    _refuse_wrong_encoder("query_encoder", query_encoder)
+    if doc_encoder is None:
+        doc_encoder = query_encoder
+    else:
+        _refuse_wrong_encoder("doc_encoder", doc_encoder)
+    if device is not None:
+        pick_device(device)
+    q_kind, q_value, q_label = _side("query", "query", query, query_image)
+    d_kind, d_value, d_label = _side("document", "doc", doc, doc_image)
+    if options.query_mode == "bow" and q_kind != "text":
         raise InputError("the bag-of-words query mode needs a text query (an image has no words)")
-    query_encoder = side_encoder(query_encoder, q_kind, device)
-    doc_encoder = side_encoder(doc_encoder, d_kind, device)
+    query_encoder = side_encoder(query_encoder, q_kind, device, "query_encoder")
+    doc_encoder = side_encoder(doc_encoder, d_kind, device, "doc_encoder")
     _needs(query_encoder, q_kind, "query")
     _needs(doc_encoder, d_kind, "document")
     if query_encoder is not doc_encoder and query_encoder.vocab != doc_encoder.vocab:
@@ -203,29 +238,9 @@ def contrib(
             f"({len(doc_encoder.vocab)} terms) use different vocabularies: their scores "
             "cannot be compared term by term"
         )
-    vocab = query_encoder.vocab
     q_enc = encode_side(query_encoder, q_kind, q_value, "query")
     d_enc = encode_side(doc_encoder, d_kind, d_value, "document")
-    if mode == "bow":
-        q_vec = bow_query(q_enc, vocab, query_encoder.bow_normalize)
-    else:
-        q_vec = gate(q_enc, vocab, gate_k)
-    d_vec = gate(d_enc, vocab, gate_k)
-    score, rows = contributions(q_vec, d_vec, vocab)
-    words = set(query_encoder.known_words) | set(doc_encoder.known_words)
-    for enc in (q_enc, d_enc):
-        words |= input_words(enc.units if enc.input_ids is not None else [])
-    in_words = merge_contributions([r.to_dict() for r in rows], vocab, words)
-    notes = [*q_enc.notes, *d_enc.notes]
-    for what, enc, encoder in (("query", q_enc, query_encoder), ("document", d_enc, doc_encoder)):
-        if enc.truncated:
-            notes.append(f"{what} truncated to {encoder.max_length} tokens")
-    if mode == "bow":
-        notes.append(
-            "bag-of-words query: binary"
-            + (", L2-normalised (the checkpoint's setting)" if query_encoder.bow_normalize else "")
-            + "; special tokens left out"
-        )
+    score, rows, in_words = _scored(q_enc, d_enc, query_encoder, doc_encoder, options)
 
     def info(kind: str, value: Any, label: str, encoder: Encoder) -> dict:
         out = {"text": value} if kind == "text" else {"image": label}
@@ -236,8 +251,51 @@ def contrib(
         contributions=rows,
         query=info(q_kind, q_value, q_label, query_encoder),
         document=info(d_kind, d_value, d_label, doc_encoder),
-        query_mode=mode,
-        gate_k=gate_k,
-        notes=list(dict.fromkeys(notes)),
+        query_mode=options.query_mode,
+        gate_k=options.gate_k,
+        notes=_notes(q_enc, d_enc, query_encoder, doc_encoder, options.query_mode),
         contributions_words=in_words,
     )
+
+
+def _scored(
+    q_enc: LexicalEncoding,
+    d_enc: LexicalEncoding,
+    query_encoder: Encoder,
+    doc_encoder: Encoder,
+    options: ContribOptions,
+) -> tuple[float, list[Contribution], list[dict]]:
+    """The score of the gated pair, each term's contribution, and the contributions joined
+    into the words the inputs spell (or the encoders know)."""
+    vocab = query_encoder.vocab
+    if options.query_mode == "bow":
+        q_vec = bow_query(q_enc, vocab, query_encoder.bow_normalize)
+    else:
+        q_vec = gate(q_enc, vocab, options.gate_k)
+    d_vec = gate(d_enc, vocab, options.gate_k)
+    score, rows = contributions(q_vec, d_vec, vocab)
+    words = set(query_encoder.known_words) | set(doc_encoder.known_words)
+    for enc in (q_enc, d_enc):
+        words |= input_words(enc.units if enc.input_ids is not None else [])
+    return score, rows, merge_contributions([r.to_dict() for r in rows], vocab, words)
+
+
+def _notes(
+    q_enc: LexicalEncoding,
+    d_enc: LexicalEncoding,
+    query_encoder: Encoder,
+    doc_encoder: Encoder,
+    query_mode: str,
+) -> list[str]:
+    """The encoders' notes, truncation, and how a bag-of-words query was made (each once)."""
+    notes = [*q_enc.notes, *d_enc.notes]
+    for what, enc, encoder in (("query", q_enc, query_encoder), ("document", d_enc, doc_encoder)):
+        if enc.truncated:
+            notes.append(f"{what} truncated to {encoder.max_length} tokens")
+    if query_mode == "bow":
+        notes.append(
+            "bag-of-words query: binary"
+            + (", L2-normalised (the checkpoint's setting)" if query_encoder.bow_normalize else "")
+            + "; special tokens left out"
+        )
+    return list(dict.fromkeys(notes))

@@ -12,9 +12,14 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import json_text, records_csv_bytes
-from lexlens.analysis.lexical.contrib import IMAGE_SIDE, TEXT_SIDE, ContribResult, contrib
+from lexlens.analysis.lexical.contrib import (
+    IMAGE_SIDE,
+    TEXT_SIDE,
+    ContribOptions,
+    ContribResult,
+    contrib,
+)
 from lexlens.app.runtime.state import (
     content_key,
     encoder_picker,
@@ -25,6 +30,7 @@ from lexlens.app.runtime.state import (
     restore_inputs,
 )
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
+from lexlens.app.views.widgets import option_widget
 
 st.header("Query ⊙ Document")
 st.caption(
@@ -89,17 +95,10 @@ with right:
         "Document", "d", "a kitten sleeping on an old novel", DEFAULT_SAMPLE
     )
 c1, c2 = st.columns(2)
-mode = c1.radio(
-    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("contrib_mode", "parametric"),
-    disabled=q_kind == "Image",
-    help="bow: the query is the binary bag of its own tokens (VDR's nonparametric mode; "
-    "normalised when the checkpoint says so; special tokens left out)",
-)  # fmt: skip
-k = int(
-    c2.number_input(
-        "Gate k (-1 = all, 0 = own tokens)", -1, 30522, key=kept("contrib_k", DEFAULT_GATE_K)
-    )
-)
+mode = option_widget(ContribOptions, "query_mode", "contrib_mode", c1)
+if q_kind == "Image":
+    c1.caption("An image query is always parametric (an image has no words).")
+k = option_widget(ContribOptions, "gate_k", "contrib_k", c2)
 
 q_encoder = text_encoder if q_kind == "Text" else image_encoder
 d_encoder = text_encoder if d_kind == "Text" else image_encoder
@@ -118,10 +117,10 @@ key = content_key(
 result: ContribResult | None = kept_result(
     "contrib_result",
     lambda: contrib(
-        q_encoder, d_encoder, query=q_text, doc=d_text,
-        query_image=q_image[1] if q_image else None, query_name=q_image[0] if q_image else None,
-        doc_image=d_image[1] if d_image else None, doc_name=d_image[0] if d_image else None,
-        mode="parametric" if q_kind == "Image" else mode, gate_k=k,
+        q_encoder, d_encoder, query=q_text, doc=d_text, query_image=q_image, doc_image=d_image,
+        options=ContribOptions.of(
+            query_mode="parametric" if q_kind == "Image" else mode, gate_k=k
+        ),
     ),
     key=key,
 )  # fmt: skip

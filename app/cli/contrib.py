@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
-from lexlens.analysis.lexical.contrib import contrib
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.lexical.contrib import ContribOptions, contrib
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+)
 from lexlens.models.base import InputError
 
 
@@ -25,19 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     doc = parser.add_mutually_exclusive_group(required=True)
     doc.add_argument("--doc", help="document text")
     doc.add_argument("--doc-image", help="document image file")
-    parser.add_argument(
-        "--query-mode",
-        choices=["parametric", "bow"],
-        default="parametric",
-        help="parametric: E_q = V_q ⊙ G_q; bow: binary bag of the query's own tokens",
-    )
-    parser.add_argument(
-        "--topk",
-        dest="gate_k",
-        type=int,
-        default=DEFAULT_GATE_K,
-        help="gate k: top-k dims kept (-1 all, 0 own tokens only)",
-    )
+    add_options(parser, ContribOptions)
     parser.add_argument("--show", type=int, default=20, help="rows in the table (JSON has all)")
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -46,10 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     if args.show < 0:
         raise InputError("--show must be 0 or more")
+    options = options_from_args(ContribOptions, args)
     result = contrib(
         args.encoder, args.doc_encoder, query=args.query, query_image=args.query_image,
-        doc=args.doc, doc_image=args.doc_image, mode=args.query_mode, gate_k=args.gate_k,
-        device=args.device,
+        doc=args.doc, doc_image=args.doc_image, device=args.device, options=options,
     )  # fmt: skip
     rows = result.contributions
     shown = rows[: args.show]

@@ -76,8 +76,8 @@ def test_mismatched_vocabularies_are_a_clear_error():
 
 
 def test_text_query_against_an_image_document(splade, effnet):
-    result = contrib(splade, effnet, query="a tabby cat", doc_image=small("chelsea.png"),
-                     doc_name="chelsea.png")  # fmt: skip
+    result = contrib(splade, effnet, query="a tabby cat",
+                     doc_image=("chelsea.png", small("chelsea.png")))  # fmt: skip
     assert result.document == {"image": "chelsea.png", "encoder": effnet.name}
     assert sum(c.contribution for c in result.contributions) == pytest.approx(result.score)
     assert result.score > 0 and "cat" in {c.token for c in result.contributions[:5]}
@@ -90,7 +90,7 @@ def test_image_query_against_a_text_document(splade, effnet):
     assert result.score > 0
     assert sum(c.contribution for c in result.contributions) == pytest.approx(result.score)
     with pytest.raises(InputError, match="bag-of-words"):
-        contrib(effnet, splade, query_image=small("coffee.png"), doc="x", mode="bow")
+        contrib(effnet, splade, query_image=small("coffee.png"), doc="x", query_mode="bow")
     with pytest.raises(ModalityError, match="efficientnet-lite0-lexical"):
         contrib(splade, splade, query="a cat", doc_image=small("coffee.png"))
     with pytest.raises(InputError, match="empty"):
