@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
 from lexlens.analysis.core.inputs import TextTable, read_texts
 from lexlens.analysis.core.results import Progress
-from lexlens.analysis.deviation.options import BATCH_SIZE, DEVIATION_NEEDS
+from lexlens.analysis.deviation.options import CAPTION_BATCH, DEVIATION_NEEDS
 from lexlens.analysis.deviation.scoring import caption_terms
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 
@@ -79,7 +79,7 @@ def encode_captions(
     table: TextTable,
     *,
     gate_k: int = DEFAULT_GATE_K,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int = CAPTION_BATCH,
     progress: Progress | None = None,
 ) -> EncodedCaptions:
     """Encode captions in batches (query tower), keeping only gated CSR rows and tokens."""

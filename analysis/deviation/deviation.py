@@ -34,11 +34,15 @@ in one batch at a time, so memory is O(|V|) plus the rows asked for.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.store import StoredIndex, open_index, vocab_hash
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
+import numpy as np
+import scipy.sparse as sp
+
+from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.inputs import TextTable
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.captions import (
@@ -50,24 +54,37 @@ from lexlens.analysis.deviation.captions import (
 )
 from lexlens.analysis.deviation.flops import flops_between
 from lexlens.analysis.deviation.options import (
-    BATCH_SIZE,
-    DEFAULT_K,
-    DEFAULT_MAX_ROWS,
+    CAPTION_BATCH,
     DEVIATION_NEEDS,
-    check_options,
+    STORED_BATCH,
+    DeviationOptions,
     deviation_needs_for,
 )
 from lexlens.analysis.deviation.result import DeviationResult, set_notes
 from lexlens.analysis.deviation.scoring import Scorer, caption_terms
-from lexlens.analysis.deviation.sets import SetAccumulator
-from lexlens.analysis.deviation.static_embeddings import (
-    StaticEmbeddings,
-    check_glove,
-    static_embeddings_for,
-)
+from lexlens.analysis.deviation.sets import SetAccumulator, SetDeviation
+from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
 from lexlens.analysis.search.queries import default_query_encoder
-from lexlens.models.base import Encoder, InputError
+from lexlens.models.base import Encoder, InputError, pick_device
 from lexlens.models.registry import as_encoder
+
+#: Metadata columns a stored item is measured with.
+ITEM_COLUMNS = ["id", "text", "image", "captions"]
+
+
+def _refuse_wrong_arguments(
+    device: Any = None, progress: Any = None, name: Any = None, suffix: Any = None
+) -> None:
+    """The use cases' plain arguments, each refused in one line naming it."""
+    if device is not None:
+        pick_device(device)
+    if progress is not None and not callable(progress):
+        raise InputError(
+            f"progress must be a function of (fraction, message), not {type(progress).__name__}"
+        )
+    for argument, value in (("name", name), ("suffix", suffix)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{argument} must be text, not {type(value).__name__}")
 
 
 def deviation_of_encoded(
@@ -76,16 +93,13 @@ def deviation_of_encoded(
     encoder_name: str,
     vocab: list[str],
     static: StaticEmbeddings,
-    k: int = DEFAULT_K,
-    denominator: str = "k",
+    options: DeviationOptions,
     input_info: dict | None = None,
-    max_rows: int = DEFAULT_MAX_ROWS,
     notes: list[str] | None = None,
 ) -> DeviationResult:
     """The :class:`DeviationResult` of an already encoded caption set (cheap: no model)."""
-    check_options(k=k, gate_k=encoded.gate_k, denominator=denominator, max_rows=max_rows)
-    scorer = Scorer.build(vocab, static, k, denominator)
-    acc = SetAccumulator("captions", scorer, max_rows=max_rows)
+    scorer = Scorer.build(vocab, static, options.k, options.denominator)
+    acc = SetAccumulator("captions", scorer, max_rows=options.max_rows)
     start = 0
     for ids, texts, batch in encoded.batches():
         acc.add(ids, texts, batch, encoded.tokens[start : start + len(ids)])
@@ -94,15 +108,15 @@ def deviation_of_encoded(
     out_notes = list(notes or [])
     if encoded.truncated:
         out_notes.append(f"{encoded.truncated} caption(s) cut to the encoder's token limit")
-    out_notes += set_notes(captions, k)
+    out_notes += set_notes(captions, options.k)
     if captions.n_measured == 0:
         raise InputError("no caption has a token of the encoder's vocabulary: nothing to measure")
     return DeviationResult(
         encoder=encoder_name,
         input=dict(input_info or {}),
-        k=k,
+        k=options.k,
         gate_k=encoded.gate_k,
-        denominator=denominator,
+        denominator=options.denominator,
         f_enc=static.description,
         captions=captions,
         notes=out_notes,
@@ -115,48 +129,41 @@ def deviation(
     *,
     name: str | None = None,
     suffix: str | None = None,
-    k: int = DEFAULT_K,
-    gate_k: int = DEFAULT_GATE_K,
-    denominator: str = "k",
-    glove: str | Path | bytes | None = None,
-    glove_name: str | None = None,
-    batch_size: int = BATCH_SIZE,
-    max_rows: int = DEFAULT_MAX_ROWS,
     device: str | None = None,
     progress: Progress | None = None,
+    options: DeviationOptions | None = None,
+    **given: Any,
 ) -> DeviationResult:
     """Exact@k, Semantic@k, FLOPs and vocabulary statistics of an encoder over captions.
 
     ``encoder``: loaded, or a registry name / checkpoint directory (loaded on ``device``).
     ``captions``: a path, a file's bytes (give the upload's ``name``), or a list of texts.
-    Options, the GloVe file and the captions are checked before the encoder loads.
+    Options: :class:`DeviationOptions` (or its fields as keywords). Every argument, the
+    GloVe file and the captions are checked before the encoder loads.
     """
-    check_options(
-        k=k, gate_k=gate_k, denominator=denominator, batch_size=batch_size, max_rows=max_rows
-    )
-    glove = check_glove(glove)
+    options = DeviationOptions.of(options, **given)
+    _refuse_wrong_arguments(device, progress, name, suffix)
     table = read_captions(captions, name, suffix=suffix)
     encoder = as_encoder(encoder, device, DEVIATION_NEEDS)
-    static = static_embeddings_for(encoder, glove, glove_name=glove_name)
+    static = static_embeddings_for(encoder, options.glove)
     encoded = encode_captions(
-        encoder, table, gate_k=gate_k, batch_size=batch_size, progress=progress
-    )
+        encoder, table, gate_k=options.caption_gate(),
+        batch_size=options.batch_size or CAPTION_BATCH, progress=progress,
+    )  # fmt: skip
     notes = [f"{table.skipped} empty row(s) left out"] if table.skipped else []
     return deviation_of_encoded(
         encoded,
         encoder_name=encoder.name,
         vocab=encoder.vocab,
         static=static,
-        k=k,
-        denominator=denominator,
+        options=options,
         input_info={"captions": input_name(captions, name), "rows": len(table)},
-        max_rows=max_rows,
         notes=notes,
     )
 
 
 def index_tokens(
-    encoder: Encoder, texts: list[str], batch_size: int = BATCH_SIZE
+    encoder: Encoder, texts: list[str], batch_size: int = CAPTION_BATCH
 ) -> list[list[str]]:
     """Caption tokens of texts as ``encoder`` tokenises them (empty text → no token)."""
     out: list[list[str]] = [[] for _ in texts]
@@ -170,20 +177,17 @@ def index_tokens(
 
 
 def deviation_of_index(
-    index: str | Path | Any,
+    index: str | Path | Collection,
     encoder: Encoder | str | None = None,
     *,
-    k: int = DEFAULT_K,
-    gate_k: int | None = None,
-    denominator: str = "k",
-    glove: str | Path | bytes | None = None,
-    glove_name: str | None = None,
-    batch_size: int = 1024,
-    max_rows: int = DEFAULT_MAX_ROWS,
     device: str | None = None,
     progress: Progress | None = None,
+    options: DeviationOptions | None = None,
+    **given: Any,
 ) -> DeviationResult:
-    """The same analyses on a stored collection, streamed from its memory-mapped CSR vectors.
+    """The same analyses on a collection: a stored index (or its folder), streamed from its
+    memory-mapped CSR vectors, or any :class:`Collection` (held in memory: give the
+    ``gate_k`` its vectors were made with).
 
     - A text collection: Exact@k / Semantic@k of each stored text vector against its own
       tokens, FLOPs between different texts, vocabulary statistics.
@@ -200,111 +204,184 @@ def deviation_of_index(
     ``encoder`` is the text encoder (its tokens, its static embeddings unless ``glove``); its
     vocabulary must be the index's. Left out, it is the one that puts text queries into the
     index's vocabulary (the index's own encoder, or its text partner for an image index).
-    ``gate_k``, when given, must equal the index's (stored vectors cannot be re-gated). Memory: O(|V|) plus one batch, whatever the collection size.
+    Options: :class:`DeviationOptions` (or its fields as keywords); ``gate_k``, when given,
+    must equal a stored index's (stored vectors cannot be re-gated). Memory: O(|V|) plus one
+    batch, whatever the collection size.
     """
-    check_options(k=k, denominator=denominator, batch_size=batch_size, max_rows=max_rows)
-    glove = check_glove(glove)
-    ix = index if isinstance(index, StoredIndex) else open_index(index)
-    stored_gate = ix.gate_k
-    if gate_k is not None and gate_k != stored_gate:
-        raise InputError(
-            f"the collection {ix.path.name} stores vectors gated at k = {stored_gate}: "
-            f"they cannot be re-gated at {gate_k} (leave the gate k out, or re-index)"
-        )
-    features = ix.modality == "features"
-    needs = deviation_needs_for(ix.modality)
-    if encoder is None:
-        encoder = _text_encoder_of(ix)
-    encoder = as_encoder(encoder, device, needs)
-    if vocab_hash(encoder.vocab) != ix.manifest["vocab"]["hash"]:
-        raise InputError(
-            f"{encoder.name!r} does not share the vocabulary of the collection "
-            f"{ix.path.name} (built with {ix.encoder_name!r}): pick a text encoder in its space"
-        )
-    static = static_embeddings_for(encoder, glove, glove_name=glove_name)
-    scorer = Scorer.build(encoder.vocab, static, k, denominator)
+    options = DeviationOptions.of(options, **given)
+    _refuse_wrong_arguments(device, progress)
+    ix = _collection(index)
+    gate_k = _gate_of(ix, options.gate_k)
+    encoder = _index_encoder(ix, encoder, device)
+    static = static_embeddings_for(encoder, options.glove)
+    scorer = Scorer.build(encoder.vocab, static, options.k, options.denominator)
+    item_set, cap_set = _measured(ix, encoder, scorer, options, gate_k, progress)
     images = ix.modality == "image"
-    kind = "images" if images else "features" if features else "texts"
-    items = SetAccumulator(kind, scorer, max_rows=max_rows)
-    captions = SetAccumulator("captions", scorer, max_rows=max_rows) if images else None
-    total = len(ix)
-    columns = ["id", "text", "image", "captions"]
-    for batch in ix.iter_batches(batch_size=batch_size, columns=columns):
-        items.add(batch.ids, *_measured_against(batch, encoder, features, captions, stored_gate))
-        if progress:
-            progress(batch.stop / total, f"Measured {batch.stop} of {total} items")
-    item_set = items.result()
-    cap_set = captions.result() if captions is not None and captions.n else None
     between = (
         flops_between(cap_set.counts, cap_set.n, item_set.counts, item_set.n) if cap_set else None
     )
-    notes = set_notes(item_set, k) + (set_notes(cap_set, k) if cap_set else [])
-    if features and item_set.n_measured == 0:
-        notes.append(
-            "no vector of this collection has a caption: Exact@k and Semantic@k need "
-            "captions (index the features with --captions)"
-        )
-    if images and cap_set is None:
-        notes.append(
-            "no image of this collection has a caption: Exact@k, Semantic@k and the "
-            "caption × image FLOPs need captions (a caption column in the source)"
-        )
-    info = {
-        "index": ix.path.name,
-        "index_encoder": ix.encoder_name,
-        "modality": ix.modality,
-        "items": total,
-    }
     return DeviationResult(
         encoder=encoder.name,
-        input=info,
-        k=k,
-        gate_k=stored_gate,
-        denominator=denominator,
+        input={
+            "index": ix.describe()["name"],
+            "index_encoder": ix.encoder_name,
+            "modality": ix.modality,
+            "items": len(ix),
+        },
+        k=options.k,
+        gate_k=gate_k,
+        denominator=options.denominator,
         f_enc=static.description,
         captions=cap_set if images else item_set,
         images=item_set if images else None,
         flops_captions_images=between,
-        notes=notes,
+        notes=_collection_notes(ix.modality, item_set, cap_set, options.k),
     )
 
 
-def _text_encoder_of(ix: StoredIndex) -> str:
-    """The encoder that reads an index's texts and captions: its text query encoder."""
-    try:
-        return default_query_encoder(ix, "text")
-    except InputError:
+def _collection(index: Any) -> Collection:
+    """A stored index opened from its folder, or a collection given as it is."""
+    if isinstance(index, (str, Path)):
+        return open_index(index)
+    if not isinstance(index, Collection):
         raise InputError(
-            f"{ix.path.name} was built with {ix.encoder_name!r}, which reads no text: name a "
-            "text encoder in its vocabulary for the captions (--encoder)"
-        ) from None
+            f"index must be a stored index, its folder or a collection, not {type(index).__name__}"
+        )
+    return index
+
+
+def _gate_of(ix: Collection, given: int | None) -> int:
+    """The gate k of a collection's vectors: a stored index's own (a ``given`` one must
+    equal it: stored vectors cannot be re-gated); for a collection held in memory, which
+    does not record it, the one ``given``."""
+    name = ix.describe()["name"]
+    if not isinstance(ix, StoredIndex):
+        if given is None:
+            raise InputError(
+                f"the collection {name} does not record the gate k of its vectors: give the "
+                "gate_k they were made with"
+            )
+        return given
+    if given is not None and given != ix.gate_k:
+        raise InputError(
+            f"the collection {name} stores vectors gated at k = {ix.gate_k}: "
+            f"they cannot be re-gated at {given} (leave the gate k out, or re-index)"
+        )
+    return ix.gate_k
+
+
+def _index_encoder(ix: Collection, encoder: Encoder | str | None, device: str | None) -> Encoder:
+    """The text encoder of a collection's captions, loaded and checked against its vocabulary
+    (left out: the encoder of its text queries, as search picks it)."""
+    name = ix.describe()["name"]
+    if encoder is None:
+        try:
+            encoder = default_query_encoder(ix, "text")
+        except InputError:
+            raise InputError(
+                f"{name} was built with {ix.encoder_name!r}, which reads no text: name a "
+                "text encoder in its vocabulary for the captions (--encoder)"
+            ) from None
+    encoder = as_encoder(encoder, device, deviation_needs_for(ix.modality))
+    if encoder.vocab != ix.vocab:
+        raise InputError(
+            f"{encoder.name!r} does not share the vocabulary of the collection "
+            f"{name} (built with {ix.encoder_name!r}): pick a text encoder in its space"
+        )
+    return encoder
+
+
+def _batches(ix: Collection, size: int) -> Iterator[tuple[int, Any, list[dict]]]:
+    """(the end row, the rows as CSR, their metadata) of every ``size`` items in order: a
+    stored index's memory-mapped rows, any other collection's rows one by one."""
+    if isinstance(ix, StoredIndex):
+        for batch in ix.iter_batches(batch_size=size, columns=ITEM_COLUMNS):
+            yield batch.stop, batch.vectors, batch.meta
+        return
+    for start in range(0, len(ix), size):
+        stop = min(len(ix), start + size)
+        rows = [ix.row(i) for i in range(start, stop)]
+        indptr = np.cumsum([0, *(len(columns) for columns, _ in rows)])
+        matrix = sp.csr_matrix(
+            (
+                np.concatenate([w for _, w in rows]).astype(np.float32),
+                np.concatenate([c for c, _ in rows]),
+                indptr,
+            ),
+            shape=(stop - start, ix.vocab_size),
+        )
+        yield stop, matrix, ix.meta(range(start, stop), ITEM_COLUMNS)
+
+
+def _measured(
+    ix: Collection,
+    encoder: Encoder,
+    scorer: Scorer,
+    options: DeviationOptions,
+    gate_k: int,
+    progress: Callable[[float, str], None] | None,
+) -> tuple[SetDeviation, SetDeviation | None]:
+    """The item set (texts, images or features) and, for images, their captions' set."""
+    images, features = ix.modality == "image", ix.modality == "features"
+    kind = "images" if images else "features" if features else "texts"
+    items = SetAccumulator(kind, scorer, max_rows=options.max_rows)
+    captions = SetAccumulator("captions", scorer, max_rows=options.max_rows) if images else None
+    total = len(ix)
+    for stop, vectors, meta in _batches(ix, options.batch_size or STORED_BATCH):
+        ids = [m["id"] for m in meta]
+        items.add(ids, *_measured_against(meta, vectors, encoder, features, captions, gate_k))
+        if progress:
+            progress(stop / total, f"Measured {stop} of {total} items")
+    cap_set = captions.result() if captions is not None and captions.n else None
+    return items.result(), cap_set
+
+
+def _collection_notes(
+    modality: str, item_set: SetDeviation, cap_set: SetDeviation | None, k: int
+) -> list[str]:
+    """Notes on each set, and on a collection whose items have no caption to compare with."""
+    notes = set_notes(item_set, k) + (set_notes(cap_set, k) if cap_set else [])
+    if modality == "features" and item_set.n_measured == 0:
+        notes.append(
+            "no vector of this collection has a caption: Exact@k and Semantic@k need "
+            "captions (index the features with --captions)"
+        )
+    if modality == "image" and cap_set is None:
+        notes.append(
+            "no image of this collection has a caption: Exact@k, Semantic@k and the "
+            "caption × image FLOPs need captions (a caption column in the source)"
+        )
+    return notes
 
 
 def _measured_against(
-    batch: Any, encoder: Encoder, features: bool, captions: SetAccumulator | None, gate_k: int
+    meta: list[dict],
+    vectors: Any,
+    encoder: Encoder,
+    features: bool,
+    captions: SetAccumulator | None,
+    gate_k: int,
 ) -> tuple[list[str], Any, list[list[str]]]:
     """(names, vectors, caption tokens) of a batch of stored items: a text against its own
     tokens; an image or a feature vector against the tokens of its paired captions (an image
     collection's captions are also a set of their own, encoded at the index's gate, folded
     into ``captions``; a D2S head tokenises them: it has no text tower)."""
     if captions is None and not features:
-        texts = [m.get("text") or "" for m in batch.meta]
-        return texts, batch.vectors, index_tokens(encoder, texts)
-    paired = [_paired_captions(m) for m in batch.meta]
+        texts = [m.get("text") or "" for m in meta]
+        return texts, vectors, index_tokens(encoder, texts)
+    paired = [_paired_captions(m) for m in meta]
     flat = [c for p in paired for c in p]
     if features:
         tokens = [caption_terms(e.units) for e in encoder.tokenize_texts(flat)] if flat else []
-        names = [p[0] if p else m["id"] for p, m in zip(paired, batch.meta, strict=True)]
+        names = [p[0] if p else m["id"] for p, m in zip(paired, meta, strict=True)]
     else:
-        ids = [
-            f"{m['id']}#{j}" for p, m in zip(paired, batch.meta, strict=True) for j in range(len(p))
-        ]
+        ids = [f"{m['id']}#{j}" for p, m in zip(paired, meta, strict=True) for j in range(len(p))]
         encoded = encode_captions(encoder, TextTable(ids, flat), gate_k=gate_k)
         if flat:
             captions.add(encoded.ids, encoded.texts, encoded.vectors, encoded.tokens)
         tokens = encoded.tokens
-        names = [m.get("image") or m["id"] for m in batch.meta]
-    return names, batch.vectors, _per_item(paired, tokens)
+        names = [m.get("image") or m["id"] for m in meta]
+    return names, vectors, _per_item(paired, tokens)
 
 
 def _per_item(paired: list[list[str]], tokens: list[list[str]]) -> list[list[str]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.core.results import Record, internal, json_key
+from lexlens.analysis.core.results import Record, internal
 from lexlens.analysis.core.vocabulary import is_special_token, special_mask
 from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
@@ -31,8 +31,8 @@ class ItemDeviation(Record):
     matches: int  # top-k terms that are caption tokens
     semantic_sum: float = internal()  # Σ over top-k of the best cosine to a caption token
     denominator: int
-    exact: float = json_key("exact_at_k")
-    semantic: float = json_key("semantic_at_k")
+    exact_at_k: float  # matches / denominator
+    semantic_at_k: float  # semantic_sum / denominator
     top_terms: list[str]
     caption_tokens: list[str]
     no_vector: int  # top-k terms without a static vector (add 0 to Semantic@k)
@@ -97,8 +97,8 @@ class Scorer:
             matches=matches,
             semantic_sum=semantic_sum,
             denominator=den,
-            exact=matches / den,
-            semantic=semantic_sum / den,
+            exact_at_k=matches / den,
+            semantic_at_k=semantic_sum / den,
             top_terms=terms,
             caption_tokens=list(caption),
             no_vector=int(rows.size - with_vec.size),

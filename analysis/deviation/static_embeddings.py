@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from lexlens.analysis.core.inputs import read_error, source_label
+from lexlens.analysis.core.options import OptionError
 from lexlens.models.base import Encoder, InputError
 
 
@@ -97,14 +98,15 @@ class StaticEmbeddings:
         return np.fromiter((self.index.get(t, -1) for t in vocab), dtype=np.int64, count=len(vocab))
 
 
-def check_glove(path: str | Path | bytes | None) -> Path | bytes | None:
-    """Prove a GloVe file readable (its first line) before any model loads (an upload's
-    bytes, or no file, are returned as they are)."""
-    if path is None or isinstance(path, bytes):
-        return path
-    path = Path(path).expanduser()
+def check_glove(path: str | Path) -> str | Path:
+    """The declared check of the ``glove`` option: a GloVe file's path, proved readable (its
+    first line) before any model loads; returned as given (messages name it as typed)."""
+    if not isinstance(path, (str, Path)):
+        raise OptionError(
+            "glove", f"glove must be a GloVe-format text file's path, not {type(path).__name__}"
+        )
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
+        with Path(path).expanduser().open(encoding="utf-8", errors="replace") as handle:
             handle.readline()
     except OSError as exc:
         raise read_error(str(path), exc) from None
@@ -114,7 +116,8 @@ def check_glove(path: str | Path | bytes | None) -> Path | bytes | None:
 def static_embeddings_for(
     encoder: Encoder, glove: str | Path | bytes | None = None, *, glove_name: str | None = None
 ) -> StaticEmbeddings:
-    """``f_enc``: the encoder's own input word embeddings, or a GloVe file when given."""
+    """``f_enc``: the encoder's own input word embeddings, or a GloVe file (a path, or an
+    upload's bytes with its ``glove_name``) when given."""
     if glove is not None:
         return StaticEmbeddings.from_glove(glove, name=glove_name, keep=set(encoder.vocab))
     table = encoder.static_embeddings()

@@ -13,7 +13,11 @@ import streamlit as st
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
-from lexlens.analysis.deviation.options import DEFAULT_K, DEVIATION_NEEDS, deviation_needs_for
+from lexlens.analysis.deviation.options import (
+    DEVIATION_NEEDS,
+    DeviationOptions,
+    deviation_needs_for,
+)
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.app.runtime.access import server_path
 from lexlens.app.runtime.state import (
@@ -29,6 +33,7 @@ from lexlens.app.runtime.state import (
     start_job,
 )
 from lexlens.app.views.deviation import show_result
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
 SAMPLE = sample_path("captions.txt")
@@ -52,57 +57,41 @@ restore_inputs("deviation")
 # The options come first and are drawn on every run, whatever the source: a widget that a
 # run does not draw loses its value, and one drawn again starts from its minimum.
 c1, c2, c3 = st.columns(3)
-k = int(c1.number_input("k (top terms)", 1, 1000, step=1, key=kept("dev_k", DEFAULT_K)))
-source = st.session_state.get("dev_source", SOURCES[0])
-gate_k = int(
-    c2.number_input(
-        "Gate k",
-        min_value=-1,
-        step=64,
-        key=kept("dev_gate_k", DEFAULT_GATE_K),
-        disabled=source == SOURCES[2],
-        help=(
-            "E = V ⊙ G keeps the top gate-k dimensions and the caption's own tokens before "
-            f"any metric. {DEFAULT_GATE_K} (VDR's text default) is also the CLI's default; "
-            "it changes nothing for an encoder with fewer positive terms (SPLADE). -1 = "
-            "ungated. A stored collection keeps the gate it was built with."
-        ),
-    )
+k = option_widget(DeviationOptions, "k", "dev_k", c1)
+gate_k = option_widget(
+    DeviationOptions, "gate_k", "dev_gate_k", c2, label="Gate k", default=DEFAULT_GATE_K, step=64
 )
-denominator = c3.radio(
-    "Denominator",
-    ["k", "active"],
+if st.session_state.get("dev_source") == SOURCES[2]:
+    c2.caption("A stored collection keeps the gate it was built with.")
+denominator = option_widget(
+    DeviationOptions, "denominator", "dev_denominator", c3,
     format_func=lambda d: "k (the paper's)" if d == "k" else "min(k, positive terms)",
-    horizontal=True,
-    key=kept("dev_denominator", "k"),
-    help=(
-        "A caption with fewer than k positive terms cannot reach Exact@k = 1 with the "
-        "paper's denominator k; min(k, positive terms) removes that cap."
-    ),
-)
-glove = st.text_input(
-    "GloVe file on the server for Semantic@k (optional; default: the encoder's own embeddings)",
-    key=kept("dev_glove", ""),
-).strip()
-if glove:
-    try:
-        glove = server_path(glove, "GloVe file")
-    except LexlensError as exc:
-        st.error(str(exc))
-        st.stop()
+)  # fmt: skip
+glove = option_widget(
+    DeviationOptions, "glove", "dev_glove", default="",
+    label="GloVe file on the server for Semantic@k (optional; default: the encoder's own "
+    "embeddings)",
+).strip()  # fmt: skip
 source = st.radio("Input", SOURCES, horizontal=True, key=kept("dev_source", SOURCES[0]))
-options = {"k": k, "denominator": denominator, "glove": glove or None, "glove_name": glove or None}
+try:  # a stored collection keeps its own gate
+    options = DeviationOptions.of(
+        k=k, gate_k=None if source == SOURCES[2] else gate_k, denominator=denominator,
+        glove=server_path(glove, "GloVe file") if glove else None,
+    )  # fmt: skip
+except LexlensError as exc:
+    st.error(str(exc))
+    st.stop()
 inputs = {key: st.session_state.get(key) for key in (*OPTION_KEYS, "dev_source")}
 device = st.session_state.get("device", "auto")
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def measured(spec: str, device: str, data: bytes, name: str, gate_k: int, **options):
+def measured(spec: str, device: str, data: bytes, name: str, options: DeviationOptions):
     """:func:`deviation` of a caption file, cached on its inputs (the encoder by name)."""
     bar = st.progress(0.0, "Encoding captions…")
     result = deviation(
-        get_encoder(spec, device), data, name=name, gate_k=gate_k,
-        progress=lambda f, msg: bar.progress(f, msg), **options,
+        get_encoder(spec, device), data, name=name, options=options,
+        progress=lambda f, msg: bar.progress(f, msg),
     )  # fmt: skip
     bar.empty()
     return result
@@ -126,7 +115,7 @@ if source != SOURCES[2]:
     spec = encoder_choice("Text encoder", DEVIATION_NEEDS, key="dev_encoder")
     if spec is None:
         st.stop()
-    result = kept_result(RESULT, lambda: measured(spec, device, data, name, gate_k, **options))
+    result = kept_result(RESULT, lambda: measured(spec, device, data, name, options))
     if result is None:
         st.stop()
     keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads)
@@ -170,7 +159,7 @@ if spec is not None and st.button("Measure the collection", type="primary"):
     start_job("deviation", f"deviation of {chosen}", inputs, {},
               lambda progress: deviation_of_index(
                   path, spec, device=None if device == "auto" else device, progress=progress,
-                  **options))  # fmt: skip
+                  options=options))  # fmt: skip
 result, job, state = job_outcome("deviation", DeviationResult, inputs)
 if show_job_state(job, state, "Measuring", "measurement"):
     st.stop()

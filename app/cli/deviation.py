@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.outputs import check_out_dir, write_files
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
-from lexlens.analysis.deviation.options import DEFAULT_K, DEFAULT_MAX_ROWS, DENOMINATORS
+from lexlens.analysis.deviation.options import DeviationOptions
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+)
 from lexlens.models.base import InputError
 
 
@@ -35,33 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--captions", help=".txt (one per line), or .csv/.jsonl with a text column")
     source.add_argument("--index", help="a stored collection (folder made by `lexlens index`)")
-    parser.add_argument("--k", type=int, default=DEFAULT_K, help="top-k terms (default 20)")
-    parser.add_argument(
-        "--gate-k",
-        "--topk",
-        dest="gate_k",
-        type=int,
-        default=None,
-        help=(
-            f"gate E = V ⊙ G before every metric: top GATE_K dims + own tokens (default "
-            f"{DEFAULT_GATE_K}, VDR's text default; -1 = ungated; with --index: the index's)"
-        ),
-    )
-    parser.add_argument(
-        "--denominator",
-        choices=DENOMINATORS,
-        default="k",
-        help="k (the paper's, default) or active = min(k, the item's positive terms)",
-    )
-    parser.add_argument(
-        "--glove", help="GloVe-format static embeddings for Semantic@k (default: the encoder's own)"
-    )
-    parser.add_argument(
-        "--rows",
-        type=int,
-        default=DEFAULT_MAX_ROWS,
-        help=f"per-item rows kept in the output (default {DEFAULT_MAX_ROWS})",
-    )
+    add_options(parser, DeviationOptions)
     parser.add_argument("--out", help="folder for deviation.json and the CSV tables")
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -105,8 +84,8 @@ def _set_table(part: SetDeviation, k: int) -> str:
                 r.text[:44],
                 r.positive_terms,
                 f"{r.cap:.2f}",
-                f"{r.exact:.3f}",
-                f"{r.semantic:.3f}",
+                f"{r.exact_at_k:.3f}",
+                f"{r.semantic_at_k:.3f}",
                 " ".join(r.top_terms[:6]),
             ]
             for r in part.rows[:50]
@@ -139,21 +118,13 @@ def render(result: DeviationResult) -> str:
 def run(args: argparse.Namespace) -> None:
     if args.out:
         check_out_dir(args.out)
-    common = {
-        "k": args.k,
-        "denominator": args.denominator,
-        "glove": args.glove,
-        "glove_name": args.glove,
-        "max_rows": args.rows,
-        "device": args.device,
-    }
+    options = options_from_args(DeviationOptions, args)
     if args.index:
-        result = deviation_of_index(args.index, args.encoder, gate_k=args.gate_k, **common)
+        result = deviation_of_index(args.index, args.encoder, device=args.device, options=options)
     else:
         if not args.encoder:
             raise InputError("--encoder is required with --captions")
-        gate_k = DEFAULT_GATE_K if args.gate_k is None else args.gate_k
-        result = deviation(args.encoder, args.captions, gate_k=gate_k, **common)
+        result = deviation(args.encoder, args.captions, device=args.device, options=options)
     if args.out:
         write_files(args.out, result.files())
     emit(args, result, render(result))

@@ -110,8 +110,13 @@ def test_inputs_checked_before_the_encoder_loads(cli, tmp_path):
     for args, message in [
         (["--captions", empty], "empty.txt: holds no captions"),
         (["--captions", tmp_path / "nope.txt"], "nope.txt: file not found"),
-        (["--captions", CAPTIONS, "--k", "0"], "k must be a positive integer"),
+        (["--captions", CAPTIONS, "--k", "0"], "--k must be an integer from 1 to 1,000, not 0"),
+        (["--captions", CAPTIONS, "--k", "1001"], "--k must be an integer from 1 to 1,000"),
         (["--captions", CAPTIONS, "--gate-k", "-5"], "--gate-k must be -1"),
+        (["--captions", CAPTIONS, "--max-rows", "-1"], "--max-rows must be an integer ≥ 0"),
+        (["--captions", CAPTIONS, "--batch-size", "0"], "--batch-size must be an integer"),
+        (["--captions", CAPTIONS, "--denominator", "n"], "--denominator must be one of k, active"),
+        (["--captions", CAPTIONS, "--rows", "5"], "--rows"),
         (["--captions", CAPTIONS, "--glove", tmp_path / "g.txt"], "g.txt: file not found"),
     ]:
         proc = cli("deviation", "--encoder", "no-such-encoder", *args)

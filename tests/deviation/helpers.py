@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from lexlens.analysis.deviation.options import DEFAULT_K, check_options
+from lexlens.analysis.deviation.options import DEFAULT_K, DeviationOptions
 from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 from lexlens.analysis.deviation.vocab_stats import (
@@ -32,7 +32,7 @@ def item_deviation(
     item_id: str = "0",
 ) -> ItemDeviation:
     """Exact@k and Semantic@k of one (gated) vector against a caption's tokens."""
-    check_options(k=k, denominator=denominator)
+    DeviationOptions.of(k=k, denominator=denominator)
     weights = np.asarray(weights)
     idx = np.flatnonzero(weights)
     scorer = Scorer.build(vocab, static, k, denominator)

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from lexlens.analysis.deviation.flops import flops, flops_between, flops_with_self_pairs
-from lexlens.analysis.deviation.options import check_options
+from lexlens.analysis.deviation.options import DeviationOptions
 from lexlens.analysis.deviation.scoring import Scorer as _Scorer
 from lexlens.analysis.deviation.scoring import caption_terms
 from lexlens.analysis.deviation.sets import SetAccumulator
@@ -45,9 +45,9 @@ def test_exact_and_semantic_by_hand():
     # top-3 of the non-special terms: cat (3), dog (2), car (1)
     assert dev.top_terms == ["cat", "dog", "car"]
     assert dev.positive_terms == 4 and dev.cap == 1.0 and dev.matches == 1
-    assert dev.exact == pytest.approx(1 / 3)
+    assert dev.exact_at_k == pytest.approx(1 / 3)
     # cat→cat 1.0, dog→cat 0.8, car→book 0.8
-    assert dev.semantic == pytest.approx((1.0 + 0.8 + 0.8) / 3, abs=1e-6)
+    assert dev.semantic_at_k == pytest.approx((1.0 + 0.8 + 0.8) / 3, abs=1e-6)
 
 
 def test_both_denominators_with_fewer_positive_terms_than_k():
@@ -58,26 +58,28 @@ def test_both_denominators_with_fewer_positive_terms_than_k():
     # Denominator k: one match of 4 → 0.25; cap = 2/4. Semantic: cat→cat 1, sun→(0 with both) 0.
     assert paper.positive_terms == 2 and paper.cap == pytest.approx(0.5)
     assert paper.denominator == 4
-    assert paper.exact == pytest.approx(1 / 4)
-    assert paper.semantic == pytest.approx((1.0 + 0.0) / 4, abs=1e-6)
+    assert paper.exact_at_k == pytest.approx(1 / 4)
+    assert paper.semantic_at_k == pytest.approx((1.0 + 0.0) / 4, abs=1e-6)
     active = item_deviation(weights, VOCAB, ["cat", "sky"], static, k=4, denominator="active")
     # Denominator min(k, active) = 2: 1/2 and (1 + 0)/2.
     assert active.denominator == 2 and active.cap == pytest.approx(0.5)
-    assert active.exact == pytest.approx(1 / 2)
-    assert active.semantic == pytest.approx(1 / 2, abs=1e-6)
+    assert active.exact_at_k == pytest.approx(1 / 2)
+    assert active.semantic_at_k == pytest.approx(1 / 2, abs=1e-6)
     # When every term matches, the paper's denominator caps Exact@k at positive/k.
     both = np.array([0, 1.0, 0.5, 0, 0, 0, 0, 0], dtype=np.float32)
     capped = item_deviation(both, VOCAB, ["cat", "dog"], static, k=4)
-    assert capped.exact == pytest.approx(capped.cap) == pytest.approx(0.5)
+    assert capped.exact_at_k == pytest.approx(capped.cap) == pytest.approx(0.5)
     full = item_deviation(both, VOCAB, ["cat", "dog"], static, k=4, denominator="active")
-    assert full.exact == pytest.approx(1.0)
+    assert full.exact_at_k == pytest.approx(1.0)
 
 
 def test_no_positive_term_gives_zero_under_both_denominators():
     zeros = np.zeros(len(VOCAB), dtype=np.float32)
     for den in ("k", "active"):
         dev = item_deviation(zeros, VOCAB, ["cat"], _static(), k=3, denominator=den)
-        assert dev.exact == 0 and dev.semantic == 0 and dev.cap == 0 and dev.top_terms == []
+        assert (
+            dev.exact_at_k == 0 and dev.semantic_at_k == 0 and dev.cap == 0 and dev.top_terms == []
+        )
 
 
 def test_set_means_and_cap_by_hand():
@@ -160,9 +162,9 @@ def test_flops_within_one_set_leaves_self_pairs_out():
 
 def test_options_are_validated():
     for bad in ({"k": 0}, {"k": -1}, {"gate_k": -2}, {"denominator": "n"}, {"k": True}):
-        with pytest.raises(InputError):
-            check_options(**bad)
-    check_options(k=1, gate_k=-1, denominator="active")
+        with pytest.raises(InputError, match=f"^{next(iter(bad))} must be"):
+            DeviationOptions.of(**bad)
+    DeviationOptions.of(k=1, gate_k=-1, denominator="active")
 
 
 def test_glove_file(tmp_path):
@@ -187,7 +189,7 @@ def test_glove_top_terms_without_vector_add_zero():
     static = StaticEmbeddings.from_table(np.array([[1.0, 0], [0.6, 0.8]]), ["cat", "dog"])
     dev = item_deviation(np.array([2.0, 1.0, 0.5]), vocab, ["cat"], static, k=3)
     assert dev.top_terms == ["cat", "##s", "dog"] and dev.no_vector == 1
-    assert dev.semantic == pytest.approx((1.0 + 0 + 0.6) / 3)
+    assert dev.semantic_at_k == pytest.approx((1.0 + 0 + 0.6) / 3)
 
 
 def test_dataset_cloud_joins_the_pieces_of_words_the_captions_spell():
