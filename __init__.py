@@ -16,7 +16,9 @@ Heavy libraries (torch, transformers) load on first use, not on ``import lexlens
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from typing import Any
 
 __version__ = "0.1.0"
@@ -56,6 +58,27 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        if inspect.isfunction(value):
+            value = _arguments_checked(value)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'lexlens' has no attribute {name!r}")
+
+
+def _arguments_checked(func: Any) -> Any:
+    """``func`` as the API offers it: arguments that do not fit its signature (an unknown
+    keyword, a missing or extra argument) are a ``LexlensError`` naming them, like every
+    other wrong argument, not a ``TypeError``; the function itself checks types and values."""
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            from lexlens.models.base import InputError
+
+            raise InputError(f"{func.__name__}(): {exc}") from None
+        return func(*args, **kwargs)
+
+    return checked
