@@ -1,6 +1,6 @@
-"""What every way of building an index shares: the options check, the manifest's encoder
-entry (with the weight fingerprint that decides whether stored vectors may be reused), and
-the result a build returns.
+"""What every way of building an index shares: the manifest's encoder entry (with the
+weight fingerprint that decides whether stored vectors may be reused), and the result a
+build returns. Its settings are declared once in :mod:`.options`.
 
 The builds themselves: a source of texts or images (:mod:`.source_index`, in this process
 or on Ray), a file of dense features through a D2S head (:mod:`.features_index`); the
@@ -10,6 +10,7 @@ entry points that choose between them: :mod:`.indexing`.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,13 +18,9 @@ import numpy as np
 
 from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
-from lexlens.analysis.core.gating import check_gate_k
-from lexlens.analysis.core.inputs import check_batch_size
 from lexlens.analysis.core.results import Result, internal
 from lexlens.models.base import Encoder
 
-#: Items encoded per batch when the caller does not say.
-DEFAULT_BATCH_SIZE = 32
 #: Skipped items a build's result lists (the first ones; ``skipped_count`` counts them all),
 #: so a source of a million empty rows gives a small document, not one entry per row.
 MAX_SKIPPED_LISTED = 100
@@ -58,12 +55,6 @@ class IndexResult(Result):
         object.__setattr__(self, "skipped", list(self.skipped[:MAX_SKIPPED_LISTED]))
 
 
-def check_build_options(gate_k: int, batch_size: int) -> None:
-    """The gate k and the batch size of a build, checked before anything is read."""
-    check_gate_k(gate_k)
-    check_batch_size(batch_size)
-
-
 def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> IndexResult:
     """The result of a build that found its index up to date: nothing encoded, every stored
     item reused."""
@@ -82,7 +73,8 @@ def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> I
     )
 
 
-_FINGERPRINTS: dict[int, tuple[Any, str]] = {}
+#: Each live encoder's fingerprint (forgotten with the encoder).
+_FINGERPRINTS: weakref.WeakKeyDictionary[Encoder, str] = weakref.WeakKeyDictionary()
 
 
 def encoder_fingerprint(encoder: Encoder) -> str:
@@ -92,9 +84,9 @@ def encoder_fingerprint(encoder: Encoder) -> str:
     changed class→vocabulary map) gives another, so stored vectors are only reused when
     they would be computed again identically.
     """
-    cached = _FINGERPRINTS.get(id(encoder))
-    if cached is not None and cached[0] is encoder:
-        return cached[1]
+    cached = _FINGERPRINTS.get(encoder)
+    if cached is not None:
+        return cached
     import torch
 
     digest = hashlib.blake2b(digest_size=16)
@@ -120,7 +112,7 @@ def encoder_fingerprint(encoder: Encoder) -> str:
     for key, value in sorted(vars(encoder).items()):
         feed(key, value)
     fingerprint = digest.hexdigest()
-    _FINGERPRINTS[id(encoder)] = (encoder, fingerprint)
+    _FINGERPRINTS[encoder] = fingerprint
     return fingerprint
 
 

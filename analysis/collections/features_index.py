@@ -21,19 +21,31 @@ import hashlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import numpy as np
 
 from lexlens.analysis.collections.build_parts import (
+    MAX_SKIPPED_LISTED,
     IndexResult,
-    check_build_options,
     encoder_entry,
     unchanged,
 )
 from lexlens.analysis.collections.encoding import gated_sparse
 from lexlens.analysis.collections.feature_files import FeatureTable, read_features
-from lexlens.analysis.collections.store import existing_index, open_index, vocab_hash
-from lexlens.analysis.collections.store_writer import write_index
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.collections.items import (
+    Skipped,
+    SkippedItems,
+    SourceItem,
+    checked_items,
+)
+from lexlens.analysis.collections.options import IndexOptions
+from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
+from lexlens.analysis.collections.store_writer import (
+    IndexHeader,
+    IndexWriter,
+    check_out,
+    write_atomically,
+)
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -41,8 +53,6 @@ from lexlens.models.base import Capability, Encoder, InputError, Needs
 FEATURES_INDEX_NEEDS = Needs(
     "a stored collection of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL})
 )
-#: Vectors encoded per batch (one ``[batch, |V|]`` float32 block in memory at a time).
-BATCH_SIZE = 256
 
 
 def read_source(
@@ -81,104 +91,148 @@ def source_fingerprint(*paths: Path | None) -> str:
     return digest.hexdigest()
 
 
-def build_features_index(
-    encoder: Encoder,
-    source: str | Path,
-    out: str | Path,
-    *,
-    gate_k: int = DEFAULT_GATE_K,
-    batch_size: int = BATCH_SIZE,
-    captions: str | Path | None = None,
-    ids: str | Path | None = None,
-    progress: Progress | None = None,
-    postings: bool | None = None,
-    encoder_spec: str | None = None,
-    source_label: str | None = None,
-    table: FeatureTable | None = None,
-) -> IndexResult:
-    """Encode a dense features file with a feature head into an index folder at ``out``.
+def _id_where(table: FeatureTable, row: int) -> str:
+    """Where a vector's id comes from, for messages: its ids file's line, or its row."""
+    if table.id_source not in ("parquet column", "row numbers"):
+        return f"{table.id_source}:{row + 1}"
+    return f"{table.name} row {row}"
 
-    Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
-    features, ids and captions: see :func:`.feature_files.read_features`; ``table``: read
-    already), the vectors' dimension against the head's, ``--out``.
-    """
-    started = time.perf_counter()
-    check_build_options(gate_k, batch_size)
-    FEATURES_INDEX_NEEDS.check(encoder)
-    shown = source_label or str(source)
-    if table is None:
-        table = read_source(source, captions=captions, ids=ids, label=shown)
-    if table.dim != encoder.feature_dim:
-        raise InputError(
-            f"--source {shown} holds {table.dim}-d vectors but the head {encoder.name!r} "
-            f"expects {encoder.feature_dim}-d (its dense_size)"
-        )
-    out = Path(out).expanduser()
-    path = Path(source).expanduser()
-    sidecar = path.with_name(f"{path.stem}.ids.txt")
-    ids_path = (
-        Path(ids).expanduser() if ids is not None else (sidecar if sidecar.is_file() else None)
-    )
-    caps_path = None if captions is None else Path(captions).expanduser()
-    entry = encoder_entry(encoder, encoder_spec)
-    s_fingerprint = source_fingerprint(path, ids_path, caps_path)
-    old = existing_index(out)
-    if (
+
+def checked_rows(table: FeatureTable, skipped: SkippedItems) -> Iterator[int]:
+    """The rows of ``table`` whose ids an index may store: every id passes the check every
+    source's items pass (:func:`~.items.checked_items`: no whitespace, each once); the
+    others are counted in ``skipped`` with their file and line."""
+    items = (SourceItem(item, where=_id_where(table, n)) for n, item in enumerate(table.ids))
+    for row, item in enumerate(checked_items(items)):
+        if isinstance(item, Skipped):
+            skipped.add(item)
+        else:
+            yield row
+
+
+def _fill(encoder: Encoder, table: FeatureTable, options: IndexOptions, progress: Progress | None):
+    """What writes a features index: each kept vector through the head, gated
+    (``E = V ⊙ G``), with its id and paired captions, a batch at a time."""
+    skipped = SkippedItems()
+
+    def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
+        rows = np.fromiter(checked_rows(table, skipped), dtype=np.int64)
+        n, size = len(rows), options.batch_size
+        for lo in range(0, n, size):
+            batch = rows[lo : lo + size]
+            block = np.asarray(table.vectors[batch])
+            encodings = encoder.encode_features(block, keep_units=False)
+            for row, vector, encoding in zip(batch, block, encodings, strict=True):
+                cols, vals = gated_sparse(encoding, encoder.vocab, options.gate_k)
+                paired = list(table.captions[row]) if table.captions else []
+                writer.add(_features_meta(table.ids[row], paired, vector), cols, vals)
+            if progress is not None:
+                progress(min(n, lo + size) / n, f"{min(n, lo + size)}/{n} vectors")
+        if writer.count == 0:
+            first = skipped.first[0] if skipped.first else None
+            why = f" ({first.file}: {first.reason})" if first else ""
+            raise InputError(f"{table.name}: no vector could be indexed{why}")
+        return writer.count, 0, skipped
+
+    return fill
+
+
+def _features_meta(item: str, paired: list[str], vector: np.ndarray) -> dict:
+    """The metadata row of one vector: its id, its paired captions (the first is what
+    search results show) and a hash of the vector (its content key)."""
+    return {
+        "id": item, "kind": "features", "image": "", "text": paired[0] if paired else "",
+        "captions": paired, "labels": [],
+        "content_key": hashlib.blake2b(vector.tobytes(), digest_size=16).hexdigest(),
+        "size": 0, "mtime_ns": 0,
+    }  # fmt: skip
+
+
+def _up_to_date(old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int,
+                fingerprint: str) -> bool:  # fmt: skip
+    """Whether the index at ``--out`` holds these vectors already (the same head, gate k and
+    files)."""
+    return (
         old is not None
         and old.manifest.get("modality") == "features"
         and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
         and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
         and old.gate_k == gate_k
-        and old.manifest["source"].get("fingerprint") == s_fingerprint
-    ):
+        and old.manifest["source"].get("fingerprint") == fingerprint
+    )
+
+
+def build_features_index(
+    encoder: Encoder,
+    source: str | Path,
+    out: str | Path,
+    *,
+    options: IndexOptions | None = None,
+    progress: Progress | None = None,
+    encoder_spec: str | None = None,
+    source_label: str | None = None,
+    table: FeatureTable | None = None,
+    **given: object,
+) -> IndexResult:
+    """Encode a dense features file with a feature head into an index folder at ``out``
+    (settings: :class:`~.options.IndexOptions`, its ``captions`` and ``ids`` files too).
+
+    Checked before anything is encoded: the head (``FEATURE_LEXICAL``), the files (the
+    features, ids and captions: see :func:`.feature_files.read_features`; ``table``: read
+    already), the vectors' dimension against the head's, ``--out``. A vector whose id an
+    index cannot store (:func:`~.items.checked_items`) is skipped and named.
+    """
+    started = time.perf_counter()
+    options = IndexOptions.of(options, **given)
+    FEATURES_INDEX_NEEDS.check(encoder)
+    shown = source_label or str(source)
+    if table is None:
+        table = read_source(source, captions=options.captions, ids=options.ids, label=shown)
+    if table.dim != encoder.feature_dim:
+        raise InputError(
+            f"--source {shown} holds {table.dim}-d vectors but the head {encoder.name!r} "
+            f"expects {encoder.feature_dim}-d (its dense_size)"
+        )
+    out, path = Path(out).expanduser(), Path(source).expanduser()
+    check_out(out)
+    sidecar = path.with_name(f"{path.stem}.ids.txt")
+    given_ids = None if options.ids is None else Path(options.ids).expanduser()
+    ids_path = given_ids or (sidecar if sidecar.is_file() else None)
+    caps_path = None if options.captions is None else Path(options.captions).expanduser()
+    entry = encoder_entry(encoder, encoder_spec)
+    s_fingerprint = source_fingerprint(path, ids_path, caps_path)
+    old = existing_index(out)
+    if _up_to_date(old, entry, encoder, options.gate_k, s_fingerprint):
         return unchanged(str(out), encoder, old, time.perf_counter() - started)
-    n = len(table)
-
-    def rows() -> Iterator[tuple[dict, Any, Any]]:
-        for lo in range(0, n, batch_size):
-            hi = min(n, lo + batch_size)
-            block = table.vectors[lo:hi]
-            encodings = encoder.encode_features(block, keep_units=False)
-            for j, encoding in enumerate(encodings):
-                cols, vals = gated_sparse(encoding, encoder.vocab, gate_k)
-                paired = list(table.captions[lo + j]) if table.captions else []
-                meta = {
-                    "id": table.ids[lo + j],
-                    "kind": "features",
-                    "text": paired[0] if paired else "",  # what search results show
-                    "captions": paired,
-                    "content_key": hashlib.blake2b(block[j].tobytes(), digest_size=16).hexdigest(),
-                }
-                yield meta, cols, vals
-            if progress is not None:
-                progress(hi / n, f"{hi}/{n} vectors")
-
-    source_entry = {
-        "path": str(path.resolve()),
-        "root": str(path.resolve().parent),
-        "kind": "features",
-        "fingerprint": s_fingerprint,
-        "dim": table.dim,
-        "ids": table.id_source,
-        "captions": None if caps_path is None else str(caps_path.resolve()),
-    }
-    write_index(
-        out, encoder.vocab, rows(), encoder=entry, gate_k=gate_k, modality="features",
-        source=source_entry, postings=postings,
+    # A features manifest lists the encoder's fingerprint and capabilities first.
+    first = {"fingerprint": entry["fingerprint"], "capabilities": entry["capabilities"]}
+    header = IndexHeader(
+        encoder=first | entry, gate_k=options.gate_k, modality="features",
+        source={"path": str(path.resolve()), "root": str(path.resolve().parent),
+                "kind": "features", "fingerprint": s_fingerprint, "dim": table.dim,
+                "ids": table.id_source,
+                "captions": None if caps_path is None else str(caps_path.resolve())},
     )  # fmt: skip
-    ix = open_index(out)
+    fill = _fill(encoder, table, options, progress)
+    manifest = write_atomically(out, encoder.vocab, fill, header, postings=options.postings)
+    return _features_result(out, encoder, manifest, table, old, time.perf_counter() - started)
+
+
+def _features_result(out: Path, encoder: Encoder, manifest: dict, table: FeatureTable,
+                     old: StoredIndex | None, seconds: float) -> IndexResult:  # fmt: skip
+    """The result of a features build that wrote its index."""
+    counts = manifest["counts"]
+    skipped = [Skipped(**s) for s in manifest["skipped"][:MAX_SKIPPED_LISTED]]
     notes = list(table.notes)
     if old is not None:
         notes.append("the stored index was replaced: every vector was encoded again")
+    if counts["skipped"]:
+        notes.append(
+            f"{counts['skipped']} vector(s) skipped (the first "
+            f"{min(counts['skipped'], MAX_SKIPPED_LISTED)} listed)"
+        )
     return IndexResult(
-        out=str(out),
-        encoder=encoder.name,
-        items=len(ix),
-        encoded=len(ix),
-        reused=0,
-        skipped=[],
-        up_to_date=False,
-        seconds=time.perf_counter() - started,
-        manifest=ix.manifest,
-        notes=notes,
-    )
+        out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
+        reused=0, skipped=skipped, up_to_date=False, seconds=seconds, manifest=manifest,
+        notes=notes, skipped_count=counts["skipped"],
+    )  # fmt: skip

@@ -43,6 +43,29 @@ class Skipped(Record):
     reason: str
 
 
+class SkippedItems:
+    """The items a build left out: how many, and the first :attr:`keep` of them in order
+    (memory stays bounded however many a source skips: a million empty rows are a count)."""
+
+    def __init__(self, keep: int = 1000) -> None:
+        self.keep = keep
+        self.count = 0
+        self.first: list[Skipped] = []
+
+    def add(self, item: Skipped) -> None:
+        """Count one more skipped item (kept when it is among the first :attr:`keep`)."""
+        self.count += 1
+        if len(self.first) < self.keep:
+            self.first.append(item)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def listed(self, limit: int | None = None) -> list[Skipped]:
+        """The first skipped items (at most ``limit``)."""
+        return self.first if limit is None else self.first[:limit]
+
+
 def id_problem(value: str, what: str = "id") -> str:
     """Why ``value`` cannot be an item's or a query's id (``""`` when it can): an empty id,
     or one holding whitespace — every TREC-format file (qrels, runs) splits on it."""

@@ -26,19 +26,15 @@ from lexlens.analysis.collections.items import Skipped
 from lexlens.models.base import Encoder, InputError
 
 
-def check_ray(address: str) -> None:
-    """Ray is installed and the address is one we understand (before any work starts)."""
+def check_ray() -> None:
+    """Ray is installed (before any work starts; the address is checked by its declaration,
+    :class:`~.options.IndexOptions`)."""
     try:
         import ray
     except ImportError:
         ray = None
     if not hasattr(ray, "init"):  # not installed (a folder named ray is no Ray)
         raise InputError('encoding on Ray needs Ray: pip install "lexlens[ray]" (or drop --ray)')
-    if address not in ("local", "auto") and not address.startswith("ray://") and ":" not in address:
-        raise InputError(
-            f"--ray {address!r}: give nothing (a local Ray), 'auto' (this machine's cluster) "
-            "or ray://HOST:PORT"
-        )
 
 
 def _quiet() -> None:
@@ -108,9 +104,9 @@ class RayEncoder:
     def __init__(
         self, encoder: Encoder, gate_k: int, batch_size: int, *, address: str, spec: str
     ) -> None:
+        check_ray()
         import ray
 
-        check_ray(address)
         _quiet()
         self.gate_k, self.batch_size, self.spec = gate_k, batch_size, spec
         self._started = not ray.is_initialized()

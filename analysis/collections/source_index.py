@@ -15,16 +15,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lexlens.analysis.collections.build_parts import (
-    DEFAULT_BATCH_SIZE,
     MAX_SKIPPED_LISTED,
     IndexResult,
-    check_build_options,
     encoder_entry,
     unchanged,
 )
 from lexlens.analysis.collections.encoding import SparseRow, content_key, encode_payloads
+from lexlens.analysis.collections.items import SkippedItems
+from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.ray_encode import RayEncoder
 from lexlens.analysis.collections.sources import (
     IMAGE_SUFFIXES,
@@ -38,12 +39,12 @@ from lexlens.analysis.collections.sources import (
 )
 from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
 from lexlens.analysis.collections.store_writer import (
+    IndexHeader,
     IndexWriter,
     check_out,
     clean_stale,
     write_atomically,
 )
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -69,24 +70,33 @@ def _check_encoder_reads(encoder: Encoder, src: Source) -> str:
     return "image" if src.has_images and images else "text"
 
 
+def _reusable(old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int,
+              modality: str) -> bool:  # fmt: skip
+    """Whether the index already at ``--out`` holds vectors this build would compute again
+    identically (the same encoder weights, vocabulary, gate k and modality)."""
+    return (
+        old is not None
+        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
+        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
+        and old.gate_k == gate_k
+        and old.manifest.get("modality") == modality
+    )
+
+
 def build_source_index(
     encoder: Encoder,
-    source: str | Path,
+    source: str | Path | Any,
     out: str | Path,
     *,
-    gate_k: int = DEFAULT_GATE_K,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    options: IndexOptions,
     progress: Progress | None = None,
-    ray: str | None = None,
-    postings: bool | None = None,
     source_label: str | None = None,
     encoder_spec: str | None = None,
 ) -> IndexResult:
-    """Encode a source of texts or images into an index folder at ``out`` (see the module
-    docstring); ``ray``: ``None`` encodes here, else the Ray address
-    (:class:`~.ray_encode.RayEncoder`)."""
+    """Encode a source of texts or images (a path, or an opened benchmark) into an index
+    folder at ``out`` (see the module docstring); ``options.ray``: ``None`` encodes here,
+    else the Ray address (:class:`~.ray_encode.RayEncoder`)."""
     started = time.perf_counter()
-    check_build_options(gate_k, batch_size)
     INDEX_NEEDS.check(encoder)
     src = open_source(source, label=source_label)
     out = Path(out).expanduser()
@@ -96,14 +106,8 @@ def build_source_index(
     entry = encoder_entry(encoder, encoder_spec)
     s_fingerprint = source_fingerprint(src)
     old = existing_index(out)
+    compatible = _reusable(old, entry, encoder, options.gate_k, modality)
     notes: list[str] = []
-    compatible = (
-        old is not None
-        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
-        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
-        and old.gate_k == gate_k
-        and old.manifest.get("modality") == modality
-    )
     if old is not None and not compatible:
         notes.append(
             "the stored index was built with another encoder, vocabulary or gate k: "
@@ -113,46 +117,61 @@ def build_source_index(
         compatible
         and old.manifest["source"].get("fingerprint") == s_fingerprint
         and old.manifest["source"].get("root") == str(src.root.resolve())
-        and (postings is None or postings == (old.postings is not None))
+        and (options.postings is None or options.postings == (old.postings is not None))
     ):
         return unchanged(str(out), encoder, old, time.perf_counter() - started)
-    build = _Build(
-        encoder, src, modality, gate_k, batch_size, old if compatible else None, progress
-    )
-
-    def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
-        encoded, reused = build.run(writer, ray, entry["spec"])
-        if src.benchmark is not None:  # its counts and problems, now that the items are read
-            source_entry["benchmark"] = src.benchmark.describe()
-            source_entry["problems"] = src.benchmark.problem_lines()[:100]
-        if writer.count == 0:
-            first = build.skipped[0] if build.skipped else None
-            why = f" ({first.file}: {first.reason})" if first else ""
-            if src.kind == "folder" and not build.skipped:
-                raise InputError(
-                    f"--source {src.label}: no images found (looked for "
-                    f"{', '.join(IMAGE_SUFFIXES)} in every sub-folder)"
-                )
-            raise InputError(
-                f"--source {src.label}: no item could be indexed: {len(build.skipped)} skipped{why}"
-            )
-        return encoded, reused, [s.to_dict() for s in build.skipped]
-
-    source_entry = {
-        "path": str(src.path.resolve()),
-        "root": str(src.root.resolve()),
-        "kind": src.kind,
-        "fingerprint": s_fingerprint,
-    }
-    manifest = write_atomically(
-        out, encoder.vocab, fill, encoder=entry, gate_k=gate_k, modality=modality,
-        source=source_entry, postings=postings,
+    build = _Build(encoder, src, modality, options, old if compatible else None, progress)
+    header = IndexHeader(
+        encoder=entry, gate_k=options.gate_k, modality=modality,
+        source={"path": str(src.path.resolve()), "root": str(src.root.resolve()),
+                "kind": src.kind, "fingerprint": s_fingerprint},
         created=old.manifest.get("created") if old is not None else None,
+    )  # fmt: skip
+
+    def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
+        encoded, reused = build.run(writer, options.ray, entry["spec"])
+        if src.benchmark is not None:  # its counts and problems, now that the items are read
+            header.source["benchmark"] = src.benchmark.describe()
+            header.source["problems"] = src.benchmark.problem_lines()[:100]
+        if writer.count == 0:
+            _nothing_indexed(src, build.skipped)
+        return encoded, reused, build.skipped
+
+    manifest = write_atomically(
+        out, encoder.vocab, fill, header, postings=options.postings,
         extra=extra_files(encoder, src),
     )  # fmt: skip
-    if build.skipped:
-        listed = min(len(build.skipped), MAX_SKIPPED_LISTED)
-        notes.append(f"{len(build.skipped)} item(s) skipped (the first {listed} listed)")
+    counts = manifest["counts"]
+    return IndexResult(
+        out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
+        reused=counts["reused"], skipped=build.skipped.listed(MAX_SKIPPED_LISTED),
+        up_to_date=False, seconds=time.perf_counter() - started, manifest=manifest,
+        notes=notes + _build_notes(src, build.skipped), skipped_count=build.skipped.count,
+    )  # fmt: skip
+
+
+def _nothing_indexed(src: Source, skipped: SkippedItems) -> None:
+    """Refuse a build that indexed no item, naming the first item skipped (or that a
+    folder holds no image)."""
+    first = skipped.first[0] if skipped.first else None
+    why = f" ({first.file}: {first.reason})" if first else ""
+    if src.kind == "folder" and not skipped.count:
+        raise InputError(
+            f"--source {src.label}: no images found (looked for "
+            f"{', '.join(IMAGE_SUFFIXES)} in every sub-folder)"
+        )
+    raise InputError(
+        f"--source {src.label}: no item could be indexed: {skipped.count} skipped{why}"
+    )
+
+
+def _build_notes(src: Source, skipped: SkippedItems) -> list[str]:
+    """What a build's result notes: the items skipped, a benchmark's queries, judgements and
+    problems."""
+    notes = []
+    if skipped.count:
+        listed = min(skipped.count, MAX_SKIPPED_LISTED)
+        notes.append(f"{skipped.count} item(s) skipped (the first {listed} listed)")
     if src.benchmark is not None:
         bench = src.benchmark
         notes.append(
@@ -163,20 +182,7 @@ def build_source_index(
         if count:
             shown = "; ".join(bench.problem_lines()[:5])
             notes.append(f"{count} problems in the benchmark's files: {shown}")
-    counts = manifest["counts"]
-    return IndexResult(
-        out=str(out),
-        encoder=encoder.name,
-        items=counts["items"],
-        encoded=counts["encoded"],
-        reused=counts["reused"],
-        skipped=build.skipped[:MAX_SKIPPED_LISTED],
-        up_to_date=False,
-        seconds=time.perf_counter() - started,
-        manifest=manifest,
-        notes=notes,
-        skipped_count=len(build.skipped),
-    )
+    return notes
 
 
 def extra_files(encoder: Encoder, src: Source) -> dict[str, bytes]:
@@ -230,14 +236,14 @@ class _Build:
         encoder: Encoder,
         src: Source,
         modality: str,
-        gate_k: int,
-        batch_size: int,
+        options: IndexOptions,
         old: StoredIndex | None,
         progress: Progress | None,
     ) -> None:
         self.encoder, self.src, self.modality = encoder, src, modality
-        self.gate_k, self.batch_size, self.old, self.progress = gate_k, batch_size, old, progress
-        self.skipped: list[Skipped] = []
+        self.gate_k, self.batch_size = options.gate_k, options.batch_size
+        self.old, self.progress = old, progress
+        self.skipped = SkippedItems()
         self.reuse: dict[str, int] = {}
         self.stats: dict[str, tuple[int, int, str]] = {}
         self.counters = {"encoded": 0, "reused": 0}
@@ -292,7 +298,7 @@ class _Build:
             if isinstance(entry, SourceItem):
                 entry = self._prepare(entry)
             if isinstance(entry, Skipped):
-                self.skipped.append(entry)
+                self.skipped.add(entry)
                 self._tick()
                 continue
             entry.reuse_row = self.reuse.get(entry.key)
@@ -338,7 +344,7 @@ class _Build:
                 if p.reuse_row is not None:
                     self._write(p, self._stored(p), reused=True)
                 elif isinstance(by_id[id(p)], Skipped):
-                    self.skipped.append(by_id[id(p)])
+                    self.skipped.add(by_id[id(p)])
                 else:
                     self._write(p, by_id[id(p)], reused=False)
                 self._tick()
@@ -371,7 +377,7 @@ class _Build:
                 else:
                     result = next(results)
                     if isinstance(result, str):
-                        self.skipped.append(Skipped(p.item.where, result))
+                        self.skipped.add(Skipped(p.item.where, result))
                     else:
                         self._write(p, result, reused=False)
                 self._tick()

@@ -93,8 +93,9 @@ class StoredIndex:
     """
 
     def __init__(self, path: str | Path) -> None:
-        if not isinstance(path, (str, Path)):
-            raise InputError(f"an index is a folder path, not {type(path).__name__}")
+        if not isinstance(path, (str, Path)) or not str(path).strip() or "\0" in str(path):
+            shown = repr(path) if isinstance(path, str) else type(path).__name__
+            raise InputError(f"path must be an index folder path (text or Path), not {shown}")
         self.path = Path(path).expanduser()
         self.label = str(path)
         self.manifest = read_manifest(self.path)
@@ -108,6 +109,7 @@ class StoredIndex:
             ) from None
         self._groups: dict[int, Any] = {}  # row group → Arrow table, oldest first
         self._vocab: list[str] | None = None
+        self._words: frozenset[str] | None = None
 
     def corrupt(self, why: str) -> InputError:
         """The one-line error that says this index is damaged and how to mend it."""
@@ -199,7 +201,7 @@ class StoredIndex:
     @property
     def known_words(self) -> frozenset[str]:
         """The words the index's encoder knows it expresses (empty when it stored none)."""
-        if getattr(self, "_words", None) is None:
+        if self._words is None:
             path = self.path / "words.txt"
             text = path.read_text(encoding="utf-8") if path.is_file() else ""
             self._words = frozenset(w for w in text.split("\n") if w)
@@ -429,9 +431,10 @@ def read_manifest(path: Path) -> dict:
     return manifest
 
 
-def open_index(path: str | Path) -> StoredIndex:
-    """Open an index folder (memory-mapped); one-line :class:`InputError` when invalid."""
-    return StoredIndex(path)
+def open_index(path: str | Path | StoredIndex) -> StoredIndex:
+    """Open an index folder (memory-mapped); one-line :class:`InputError` when invalid (an
+    index opened already is returned as it is)."""
+    return path if isinstance(path, StoredIndex) else StoredIndex(path)
 
 
 def existing_index(out: Path) -> StoredIndex | None:

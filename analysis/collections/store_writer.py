@@ -19,12 +19,14 @@ import shutil
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.items import SkippedItems
 from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
 from lexlens.analysis.collections.postings import write_postings
 from lexlens.analysis.collections.store import (
@@ -38,6 +40,25 @@ from lexlens.analysis.collections.store import (
     vocab_hash,
 )
 from lexlens.models.base import InputError
+
+#: Skipped items a manifest lists (the first ones; ``counts.skipped`` counts them all).
+MAX_SKIPPED_IN_MANIFEST = 1000
+
+
+@dataclass(frozen=True)
+class IndexHeader:
+    """What a manifest says of how an index was made: its encoder entry, gate k, modality,
+    source entry, and when it was first created (``None``: now)."""
+
+    encoder: dict
+    gate_k: int
+    modality: str
+    source: dict
+    created: str | None = None
+
+
+#: What fills an index: adds the items to the writer, returns (encoded, reused, skipped).
+Fill = Callable[["IndexWriter"], tuple[int, int, SkippedItems]]
 
 
 def _fsync_dir(path: Path) -> None:
@@ -278,22 +299,19 @@ def _seal(tmp: Path, out: Path, manifest: dict) -> None:
 def write_atomically(
     out: Path,
     vocab: list[str],
-    fill: Callable[[IndexWriter], tuple[int, int, list[dict]]],
+    fill: Fill,
+    header: IndexHeader,
     *,
-    encoder: dict,
-    gate_k: int,
-    modality: str,
-    source: dict,
     postings: bool | None = None,
-    created: str | None = None,
     extra: dict[str, bytes] | None = None,
 ) -> dict:
     """Write an index at ``out`` and return its manifest; ``out`` changes only when the new
     index is complete. ``extra`` files (a benchmark's queries and judgements) are written
     with it and listed, with their sizes, among its files.
 
-    ``fill(writer)`` adds the items and returns ``(encoded, reused, skipped)`` (skipped: a
-    ``{file, reason}`` dict per item left out). The files are written into a temporary
+    ``fill(writer)`` adds the items and returns ``(encoded, reused, skipped)`` (skipped:
+    the count of items left out and the first of them, which the manifest lists up to
+    :data:`MAX_SKIPPED_IN_MANIFEST`). The files are written into a temporary
     folder beside ``out``, fsynced, the manifest last, then swapped into place. Any failure
     removes the temporary folder; a full disk or another write error is one line saying
     that the previous index is unchanged (or that nothing was written).
@@ -310,7 +328,7 @@ def write_atomically(
             "nnz": writer.nnz,
             "encoded": encoded,
             "reused": reused,
-            "skipped": len(skipped),
+            "skipped": skipped.count,
             "labelled": writer.labelled,
             "captioned": writer.captioned,
         }
@@ -327,14 +345,14 @@ def write_atomically(
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "encoder": encoder,
+            "encoder": header.encoder,
             "vocab": {"size": len(vocab), "hash": vocab_hash(vocab)},
-            "gate_k": gate_k,
-            "modality": modality,
-            "source": source,
+            "gate_k": header.gate_k,
+            "modality": header.modality,
+            "source": header.source,
             "counts": counts,
-            "skipped": skipped[:1000],
-            "created": created or now,
+            "skipped": [s.to_dict() for s in skipped.listed(MAX_SKIPPED_IN_MANIFEST)],
+            "created": header.created or now,
             "updated": now,
             "files": files,
             "checksums": {name: file_checksum(tmp / name) for name in files},
@@ -373,19 +391,20 @@ def write_index(
     out = Path(out).expanduser()
     check_out(out)
 
-    def fill(writer: IndexWriter) -> tuple[int, int, list[dict]]:
+    def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
         for meta, cols, vals in rows:
             order = np.argsort(cols, kind="stable")
             full = {"kind": modality, "image": "", "text": "", "captions": [], "labels": [],
                     "content_key": "", "size": 0, "mtime_ns": 0} | dict(meta)  # fmt: skip
             writer.add(full, np.asarray(cols, np.int32)[order], np.asarray(vals, np.float32)[order])
-        return writer.count, 0, []
+        return writer.count, 0, SkippedItems()
 
-    write_atomically(
-        out, vocab, fill, encoder={"fingerprint": "", "capabilities": []} | dict(encoder),
-        gate_k=gate_k, modality=modality, postings=postings,
+    header = IndexHeader(
+        encoder={"fingerprint": "", "capabilities": []} | dict(encoder), gate_k=gate_k,
+        modality=modality,
         source={"path": "", "root": "", "kind": "external", "fingerprint": ""} | dict(source or {}),
     )  # fmt: skip
+    write_atomically(out, vocab, fill, header, postings=postings)
     return StoredIndex(out)
 
 

@@ -39,7 +39,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def check_name(name: str) -> str:
     """A collection name: letters, digits, ``._-``, at most 64 characters."""
-    name = (name or "").strip()
+    if not isinstance(name, str):
+        raise InputError(f"collection name must be text, not {type(name).__name__}")
+    name = name.strip()
     if not _NAME.match(name):
         raise InputError(
             f"collection name {name!r}: use 1–64 letters, digits, '.', '_' or '-' "
@@ -109,16 +111,22 @@ def save_upload_source(name: str, files: list[tuple[str, bytes]], home: Path | N
     return folder / Path(tables[0]).name if tables else folder
 
 
-def load_sample_photos(dest: Path) -> Path:
-    """Materialise the sample photo collection: ``data/photos.csv`` (captions and labels
-    written for scikit-image's photos) beside copies of the photos; returns the CSV path."""
+def sample_photos_folder() -> Path:
+    """The folder of scikit-image's photos: the images of the sample photos (``photos.csv``)
+    and of the sample benchmark ``photos_karpathy``."""
     try:
         import skimage
     except ImportError:
         raise InputError(
             "the sample photos come from scikit-image: `pip install scikit-image`"
         ) from None
-    photos = Path(skimage.__file__).parent / "data"
+    return Path(skimage.__file__).parent / "data"
+
+
+def load_sample_photos(dest: Path) -> Path:
+    """Materialise the sample photo collection: ``data/photos.csv`` (captions and labels
+    written for scikit-image's photos) beside copies of the photos; returns the CSV path."""
+    photos = sample_photos_folder()
     dest.mkdir(parents=True, exist_ok=True)
     with open(sample_path("photos.csv"), encoding="utf-8", newline="") as handle:
         names = [row["image"] for row in csv.DictReader(handle)]

@@ -27,8 +27,6 @@ MAX_TEXT_FILE_BYTES = 512 * 1024 * 1024
 TEXT_SUFFIXES = (".txt", ".csv", ".jsonl")
 #: Separator of several labels in one cell.
 LABEL_SEPARATOR = "|"
-#: The most inputs one batch may hold: memory grows with the batch, never with the corpus.
-MAX_BATCH_SIZE = 4096
 #: The longest line a streamed reader takes (bytes): a longer one is skipped with its
 #: number and read past in chunks of :data:`LINE_CHUNK` bytes, never held whole.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -36,18 +34,6 @@ LINE_CHUNK = 1024 * 1024
 #: A JSON value nested deeper than this is refused before Python's parser would overflow
 #: its recursion limit (a RecursionError).
 MAX_JSON_DEPTH = 400
-
-
-def check_batch_size(batch_size: object) -> int:
-    """A batch size from 1 to :data:`MAX_BATCH_SIZE`, else one clear error."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"the batch size must be a positive integer, not {batch_size!r}")
-    if batch_size > MAX_BATCH_SIZE:
-        raise InputError(
-            f"the batch size {batch_size:,} is over the limit of {MAX_BATCH_SIZE:,} inputs "
-            "(memory grows with the batch)"
-        )
-    return batch_size
 
 
 Source = str | Path | bytes | bytearray

@@ -1,8 +1,9 @@
 """Collections page: build a stored collection (upload, server path or the sample photos),
 list, open and delete the stored ones, each with its card.
 
-Thin: building is ``lexlens.analysis.collections.indexing.build_collection`` (the same
-build as ``lexlens index``), the card is ``StoredIndex.card()``. Collections live in the
+Thin: building is ``lexlens.analysis.collections.workspace_build.build_collection`` (the
+same build as ``lexlens index``, its settings drawn from ``IndexOptions``; a typed path is
+held to the data roots there), the card is ``StoredIndex.card()``. Collections live in the
 workspace (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the
 index, ``sources/<name>`` an uploaded source; both survive page switches, reruns and
 restarts.
@@ -16,19 +17,22 @@ import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.collections.build_parts import IndexResult
-from lexlens.analysis.collections.indexing import build_collection
+from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import (
-    check_name,
     collections_dir,
     delete_collection,
     list_collections,
     workspace,
 )
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.collections.workspace_build import (
+    build_collection,
+    check_collection_request,
+)
 from lexlens.analysis.core.results import progress_part
-from lexlens.app.runtime.access import server_path as checked_path
+from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
+from lexlens.app.runtime.access import data_roots
 from lexlens.app.runtime.state import (
     encoder_choice,
     job_outcome,
@@ -38,7 +42,7 @@ from lexlens.app.runtime.state import (
     show_job_state,
     start_job,
 )
-from lexlens.app.views.collection import show_collection
+from lexlens.app.views.collection import benchmark_texts, build_numbers, show_collection
 from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
@@ -76,7 +80,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
     ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
-    bench: dict = {}
+    bench: dict[str, str | None] = {}
     if source_kind == "upload":
         uploads = st.file_uploader(
             "Images, and/or one .csv/.jsonl/.txt (image paths in it are the uploaded file "
@@ -87,23 +91,15 @@ with st.expander("Build a collection", expanded=not list_collections()):
         )
         files = remembered_uploads("collections_uploads", uploads)
     elif source_kind == "path":
+        samples = ", ".join(f"sample:{n}" for n in SAMPLE_BENCHMARKS)
         server_path = st.text_input(
             "Folder of images, a .txt/.csv/.jsonl file, or a benchmark (a BEIR folder, MS "
-            "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID)",
+            "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID; "
+            f"shipped with Lexlens: {samples})",
             key=kept("collections_path", ""),
         )
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
-            b1, b2, b3, b4 = st.columns(4)
-            bench = {
-                "split": b1.text_input("Split", key=kept("collections_split", ""),
-                                       help="default: test (dev for MS MARCO)"),
-                "images": b2.text_input("Image folder (Karpathy)",
-                                        key=kept("collections_images", "")),
-                "image_column": b3.text_input("Image column (Hugging Face)",
-                                              key=kept("collections_image_column", "")),
-                "text_columns": b4.text_input("Caption columns (comma-separated)",
-                                              key=kept("collections_text_columns", "")).split(","),
-            }  # fmt: skip
+            bench = benchmark_texts()
     else:
         st.caption(
             "19 scikit-image photos with captions and labels written for Lexlens "
@@ -111,20 +107,17 @@ with st.expander("Build a collection", expanded=not list_collections()):
         )
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("Name", key=kept("collections_name", "photos"))
-    gate_k = int(
-        c2.number_input("Gate k (-1 = all)", -1, 30522, key=kept("collections_k", DEFAULT_GATE_K))
-    )
-    batch = int(c3.number_input("Batch size", 1, 512, key=kept("collections_batch", 16)))
+    numbers = build_numbers(c2, c3)
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
     if build and encoder_spec:
         try:
-            check_name(name)
-            if source_kind == "path":
-                server_path = checked_path(server_path, "Path on this server")
-                if bench["images"].strip():
-                    bench["images"] = checked_path(bench["images"], "Image folder")
+            options = IndexOptions.of(IndexOptions.from_texts(bench), **numbers)
+            roots = data_roots()  # a typed path is read only inside them
+            options = check_collection_request(
+                name, source_kind, path=server_path, roots=roots, options=options
+            )
             device = st.session_state.get("device", "auto")
 
             def work(progress, spec=encoder_spec, device=device):
@@ -132,9 +125,8 @@ with st.expander("Build a collection", expanded=not list_collections()):
                 encoder = load_encoder(spec, device=None if device == "auto" else device)
                 INDEX_NEEDS.check(encoder)
                 return build_collection(
-                    encoder, name, source_kind, files=files, path=server_path, gate_k=gate_k,
-                    batch_size=batch, progress=progress_part(progress, 0.05, 1.0, "building: "),
-                    **bench,
+                    encoder, name, source_kind, files=files, path=server_path, roots=roots,
+                    options=options, progress=progress_part(progress, 0.05, 1.0, "building: "),
                 )  # fmt: skip
 
             start_job("collections", f"build {name.strip()}", inputs, uploads, work)

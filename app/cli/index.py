@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.collections.build_parts import DEFAULT_BATCH_SIZE
 from lexlens.analysis.collections.indexing import index_collection
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
-from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
+from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
+from lexlens.analysis.core.options import names
+from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+    progress_printer,
+)
+
+SAMPLES = ", ".join(f"sample:{name}" for name in SAMPLE_BENCHMARKS)
+#: Options whose flag takes another form than add_options gives: --ray alone (a local Ray),
+#: --text-columns repeated.
+SPECIAL = ("ray", "text_columns")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``lexlens index`` and its options."""
+    """Add ``lexlens index`` and its options (from :class:`IndexOptions`)."""
     parser = sub.add_parser(
         "index",
         help="build a stored, sparse collection (re-running encodes only what changed)",
@@ -22,67 +35,64 @@ def register(sub: argparse._SubParsersAction) -> None:
         "('|'-separated). Unreadable items are listed and skipped, as is an id holding "
         "whitespace (TREC files split on it) or repeated. Dense features (.npy [N, d], a "
         ".safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S head "
-        "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption).",
+        "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption). "
+        f"The benchmarks shipped with Lexlens are sources by name: {SAMPLES}.",
     )
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
     parser.add_argument(
         "--source",
         required=True,
-        help="folder of images, .txt/.csv/.jsonl, or dense features .npy/.safetensors/.parquet",
+        help="folder of images, .txt/.csv/.jsonl, dense features .npy/.safetensors/.parquet, "
+        f"a benchmark (below), or a benchmark shipped with Lexlens: {SAMPLES}",
     )
     parser.add_argument("--out", required=True, help="index folder (created or updated)")
-    parser.add_argument(
-        "--topk",
-        dest="gate_k",
-        type=int,
-        default=DEFAULT_GATE_K,
-        help="gate k: top-k dims kept (-1 all, 0 own tokens)",
-    )
-    parser.add_argument(
-        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="items encoded per batch"
-    )
-    parser.add_argument(
-        "--captions", help="dense features: .csv/.jsonl pairing ids with captions (optional)"
-    )
-    parser.add_argument(
-        "--ids", help="dense features: one id per line (default FILE.ids.txt, else row numbers)"
-    )
-    parser.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="encode on Ray: alone starts a local Ray; 'auto' or ray://HOST:PORT uses a cluster "
-        '(needs pip install "lexlens[ray]")',
-    )
+    add_options(parser, IndexOptions, skip=(*SPECIAL, *BENCHMARK_OPTIONS))
+    _add_ray(parser)
     bench = parser.add_argument_group(
         "benchmarks",
         "a BEIR folder, MS MARCO files, a Karpathy JSON, a Hugging Face dataset "
-        "saved on disk or Parquet/Arrow files (read in place), or irds:ID: the split's "
-        "queries and judgements are kept with the index",
+        "saved on disk or Parquet/Arrow files (read in place), irds:ID, or "
+        f"{SAMPLES}: the split's queries and judgements are kept with the index",
     )
-    bench.add_argument("--split", help="the split to read (default: test, or dev for MS MARCO)")
-    bench.add_argument("--images", help="Karpathy JSON: the folder its image paths start from")
-    bench.add_argument(
-        "--image-column", help="Hugging Face dataset or Parquet/Arrow files: the image column"
-    )
-    bench.add_argument(
-        "--text-column", action="append", dest="text_columns",
-        help="Hugging Face dataset or Parquet/Arrow files: a caption (or text) column "
-        "(repeat for several)",
-    )  # fmt: skip
+    others = [n for n in names(IndexOptions) if n not in BENCHMARK_OPTIONS]
+    add_options(bench, IndexOptions, skip=(*SPECIAL, *others))  # type: ignore[arg-type]
+    _add_columns(bench)
     add_common_args(parser)
     parser.set_defaults(func=run)
 
 
+def _text(name: str) -> str:
+    """An option's help line as add_options writes it."""
+    declared = IndexOptions.option(name)
+    return f"{declared.spec.help} ({declared.wanted()}; default none)"
+
+
+def _add_ray(parser: argparse.ArgumentParser) -> None:
+    """``--ray [ADDRESS]``: alone, a local Ray."""
+    declared = IndexOptions.option("ray")
+    parser.add_argument(
+        declared.flag, dest=declared.name, nargs="?", const="local", default=None,
+        metavar=declared.spec.metavar, help=_text("ray") + "; alone: local",
+    )  # fmt: skip
+
+
+def _add_columns(group) -> None:
+    """``--text-columns A,B`` (repeatable: the columns add up)."""
+    declared = IndexOptions.option("text_columns")
+    group.add_argument(
+        declared.flag, dest=declared.name, action="append", default=None,
+        metavar=declared.spec.metavar, help=_text("text_columns") + "; repeatable",
+    )  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> None:
     """Build the index, then print what was encoded, reused and skipped (or ``--json``)."""
+    if args.text_columns is not None:
+        args.text_columns = ",".join(args.text_columns)
+    options = options_from_args(IndexOptions, args)
     result = index_collection(
-        args.encoder, args.source, args.out, device=args.device, gate_k=args.gate_k,
-        batch_size=args.batch_size, progress=progress_printer(args), ray=args.ray,
-        captions=args.captions, ids=args.ids, split=args.split, images=args.images,
-        image_column=args.image_column, text_columns=args.text_columns,
+        args.encoder, args.source, args.out, options=options, device=args.device,
+        progress=progress_printer(args),
     )  # fmt: skip
     counts = result.manifest["counts"]
     lines = [

@@ -1,15 +1,44 @@
-"""How the Collections page shows an opened collection: its figures, strongest words, first
-items, skipped items and manifest."""
+"""How the Collections page draws: a build's settings (widgets from the declarations of
+:class:`~lexlens.analysis.collections.options.IndexOptions`), and an opened collection: its
+figures, strongest words, first items, skipped items and manifest."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.words import spelling
 from lexlens.app.views.thumbnails import item_thumbnail
+from lexlens.app.views.widgets import option_widget
+
+#: The widget key of each option the page draws.
+KEYS = {"gate_k": "collections_k", "batch_size": "collections_batch",
+        "split": "collections_split", "images": "collections_images",
+        "image_column": "collections_image_column",
+        "text_columns": "collections_text_columns"}  # fmt: skip
+
+
+def build_numbers(gate_where, batch_where) -> dict[str, int]:
+    """The gate k and batch size widgets of a build; their values by option name."""
+    return {
+        "gate_k": int(option_widget(IndexOptions, "gate_k", KEYS["gate_k"], where=gate_where)),
+        "batch_size": int(
+            option_widget(IndexOptions, "batch_size", KEYS["batch_size"], where=batch_where)
+        ),
+    }
+
+
+def benchmark_texts() -> dict[str, str | None]:
+    """A benchmark's options as typed (text, as the command line takes them: the options
+    type parses them); an empty field is ``None``."""
+    values = {}
+    for name, where in zip(BENCHMARK_OPTIONS, st.columns(len(BENCHMARK_OPTIONS)), strict=True):
+        typed = option_widget(IndexOptions, name, KEYS[name], where=where, default="")
+        values[name] = (typed or "").strip() or None
+    return values
 
 
 def show_collection(index: StoredIndex, card: dict) -> None:

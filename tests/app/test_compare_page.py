@@ -97,7 +97,7 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
         encoding="utf-8",
     )
     index = home / "collections" / "pets"
-    build_index(splade, source, index, topk=768, encoder_spec="splade-tiny")
+    build_index(splade, source, index, gate_k=768, encoder_spec="splade-tiny")
     at = app_page(PAGE)
     at.radio(key="compare_kind").set_value("Stored collection").run()
     gate_b = at.number_input(key="compare_index_gate_b_pets_same")

@@ -213,7 +213,7 @@ def test_a_huge_batch_size_is_refused(tmp_path, cli):
     source.write_text("a dog\n")
     proc = cli("index", "--encoder", "splade-tiny", "--source", source, "--out",
                tmp_path / "o", "--batch-size", "1000000000")  # fmt: skip
-    _one_line_error(proc, "batch size")
+    _one_line_error(proc, "--batch-size must be an integer from 1 to 4,096")
 
 
 def test_jsonl_text_that_is_not_a_string_is_skipped_with_its_line(tmp_path, cli):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.collections.indexing import build_collection, build_index
+from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.npy_files import NpyAppender
 from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
 from lexlens.analysis.collections.workspace import (
@@ -22,6 +22,7 @@ from lexlens.analysis.collections.workspace import (
     list_collections,
     load_sample_photos,
 )
+from lexlens.analysis.collections.workspace_build import build_collection
 from lexlens.analysis.core.gating import gate
 from lexlens.models import InputError
 from tests.helpers import skimage_path
@@ -57,7 +58,7 @@ TEXTS = [
 
 def test_text_index_stores_the_gated_vectors_and_metadata(splade, tmp_path):
     src = _texts_csv(tmp_path / "texts.csv", TEXTS)
-    result = build_index(splade, src, tmp_path / "ix", topk=768)
+    result = build_index(splade, src, tmp_path / "ix", gate_k=768)
     assert (result.items, result.encoded, result.reused, result.skipped) == (4, 4, 0, [])
     index = open_index(tmp_path / "ix")
     m = index.manifest

@@ -1,0 +1,139 @@
+"""How a stored collection is built: one declaration of every setting of a build
+(:class:`IndexOptions`), from which ``lexlens index``'s flags and the Collections page's
+widgets are derived, and through which ``build_index``, ``index_collection`` and
+``build_collection`` check their keywords.
+
+The settings: the gate k (VDR's ``E = V ⊙ G``, :data:`~lexlens.analysis.core.gating.GATE_K`),
+the batch size (:data:`~lexlens.analysis.core.options.BATCH_SIZE`), a Ray address, whether to
+store the inverted postings, a dense features source's ``captions`` and ``ids`` files, and a
+benchmark's ``split``, ``images`` root, ``image_column`` and ``text_columns`` (read by
+:func:`lexlens.analysis.benchmark.readers.open_benchmark`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.collections.store import POSTINGS_MIN_NNZ
+from lexlens.analysis.core.gating import GATE_K
+from lexlens.analysis.core.options import BATCH_SIZE, OptionError, Options, option, shared
+
+#: Items encoded per batch when the caller does not say.
+DEFAULT_BATCH_SIZE = 32
+#: The Ray addresses a build understands besides ``ray://HOST:PORT`` and ``HOST:PORT``.
+RAY_WORDS = ("local", "auto")
+
+
+def _refuse(name: str, value: Any) -> OptionError:
+    """The declared message of option ``name`` for a wrong ``value``."""
+    return IndexOptions.option(name).refuse(value)
+
+
+def _ray_address(address: str) -> str:
+    """A Ray address: ``local``, ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``."""
+    address = address.strip()
+    if address in RAY_WORDS or address.startswith("ray://") or ":" in address:
+        return address
+    raise _refuse("ray", address)
+
+
+def _path(name: str):
+    """The check of a path option: text or a :class:`~pathlib.Path`, kept as text."""
+
+    def check(value: Any) -> str:
+        if isinstance(value, Path):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip() or "\0" in value:
+            raise _refuse(name, value)
+        return value
+
+    return check
+
+
+def _name(name: str):
+    """The check of a name option (a split, a column): non-blank text, stripped."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise _refuse(name, value)
+        return value.strip()
+
+    return check
+
+
+def split_columns(text: str) -> tuple[str, ...]:
+    """``"caption, alt"`` → ``("caption", "alt")`` (how a command line or a page names
+    several columns in one text)."""
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def _columns(value: tuple) -> tuple[str, ...]:
+    """Column names: at least one, each non-blank text (stripped)."""
+    names = tuple(c.strip() for c in value if isinstance(c, str))
+    if not names or len(names) != len(value) or not all(names):
+        raise _refuse("text_columns", value)
+    return names
+
+
+@dataclass(frozen=True)
+class IndexOptions(Options):
+    """The settings of a build (``lexlens index``, ``build_index``, the Collections page)."""
+
+    what = "index"
+
+    gate_k: int = shared(GATE_K)
+    batch_size: int = shared(BATCH_SIZE, default=DEFAULT_BATCH_SIZE)
+    ray: str | None = option(
+        None, "encode on Ray: local starts a Ray here, auto joins this machine's cluster, "
+        "ray://HOST:PORT connects to one (needs pip install \"lexlens[ray]\")",
+        check=_ray_address, metavar="ADDRESS", label="Ray address",
+        wanted="local, auto or ray://HOST:PORT",
+    )  # fmt: skip
+    postings: bool | None = option(
+        None, "store the inverted postings (fast search on large indexes; default: from "
+        f"{POSTINGS_MIN_NNZ:,} non-zeros on)", label="Inverted postings",
+    )  # fmt: skip
+    captions: str | Path | None = option(
+        None, "dense features: a .csv/.jsonl pairing ids with captions", check=_path("captions"),
+        parse=str, metavar="FILE", wanted="a .csv or .jsonl file's path",
+    )  # fmt: skip
+    ids: str | Path | None = option(
+        None, "dense features: one id per line (default FILE.ids.txt, else the row numbers)",
+        check=_path("ids"), parse=str, metavar="FILE", wanted="a text file's path",
+    )  # fmt: skip
+    split: str | None = option(
+        None, "benchmark: the split to read (default: test, or dev for MS MARCO)",
+        check=_name("split"), label="Split", wanted="a split name",
+    )  # fmt: skip
+    images: str | Path | None = option(
+        None, "benchmark (Karpathy JSON): the folder its image paths start from",
+        check=_path("images"), parse=str, metavar="FOLDER", label="Image folder (Karpathy)",
+        wanted="a folder's path",
+    )  # fmt: skip
+    image_column: str | None = option(
+        None, "benchmark (Hugging Face dataset, Parquet/Arrow files): the image column",
+        check=_name("image_column"), metavar="COLUMN", label="Image column (Hugging Face)",
+        wanted="a column name",
+    )  # fmt: skip
+    text_columns: tuple[str, ...] | None = option(
+        None, "benchmark (Hugging Face dataset, Parquet/Arrow files): the caption (or text) "
+        "columns, comma-separated", check=_columns, parse=split_columns,
+        metavar="COLUMN[,COLUMN…]", label="Caption columns (comma-separated)",
+        wanted="one or more column names",
+    )  # fmt: skip
+
+    def benchmark_options(self) -> dict[str, Any]:
+        """The options a benchmark reader takes (``None``: not given)."""
+        columns = list(self.text_columns) if self.text_columns else None
+        return {"split": self.split, "images": self.images, "image_column": self.image_column,
+                "text_columns": columns}  # fmt: skip
+
+
+#: The options that apply to a benchmark source only.
+BENCHMARK_OPTIONS = ("split", "images", "image_column", "text_columns")
+#: The options that apply to a dense features source only.
+FEATURES_OPTIONS = ("captions", "ids")
+#: The options that name a file or folder (held to the data roots on a served page).
+PATH_OPTIONS = ("captions", "ids", "images")

@@ -1,0 +1,122 @@
+"""The Collections page's build: a named collection of the workspace (:mod:`.workspace`) from
+uploaded files, a path on the server (or ``sample:NAME``, ``irds:ID``) or the sample photos,
+built as ``lexlens index`` builds (:func:`~.indexing.index_collection`).
+
+A served app reads the server's files only inside its data roots (Jupyter's rule,
+:func:`lexlens.analysis.core.roots.inside_roots`): given ``roots``, a typed path and every
+path option (``images``, ``captions``, ``ids``) outside them is refused in one line before
+anything is read or written. A packaged sample and an ``irds:ID`` name no path of the
+server's and pass as typed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.collections.arguments import (
+    data_roots,
+    loaded_encoder,
+    one_of,
+    progress_callback,
+    uploaded_files,
+)
+from lexlens.analysis.collections.build_parts import IndexResult
+from lexlens.analysis.collections.indexing import index_collection
+from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
+from lexlens.analysis.collections.workspace import (
+    check_name,
+    collections_dir,
+    load_sample_photos,
+    save_upload_source,
+    sources_dir,
+)
+from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.roots import inside_roots
+from lexlens.analysis.core.samples import SAMPLE_PREFIX
+from lexlens.models.base import Encoder, InputError
+
+#: Where the Collections page takes a collection's source from.
+SOURCE_KINDS = ("upload", "path", "sample")
+#: Sources that name no file of the server's: a packaged sample, ir_datasets' own cache.
+NOT_A_PATH = (SAMPLE_PREFIX, "irds:")
+
+
+def _server_path(path: Any, roots: Sequence[str | Path] | None) -> str | Path:
+    """A typed server path: stripped, inside ``roots`` when given (links followed)."""
+    if not isinstance(path, str):
+        raise InputError(f"path must be text, not {type(path).__name__}")
+    path = path.strip()
+    if not path:
+        raise InputError("type the path of a folder or file on this server")
+    if path.startswith(NOT_A_PATH):
+        return path
+    if roots is None:
+        return Path(path).expanduser()
+    return inside_roots(path, roots, "path")
+
+
+def check_collection_request(
+    name: str,
+    source_kind: str,
+    *,
+    path: str = "",
+    roots: Sequence[str | Path] | None = None,
+    options: IndexOptions | None = None,
+    **given: Any,
+) -> IndexOptions:
+    """A workspace build's request checked before anything is read or written (the page
+    calls it before it starts the build): the name, the source kind, the options, and — given
+    ``roots`` — the typed path and every path option inside them. Returns the options with
+    their paths resolved."""
+    options = IndexOptions.of(options, **given)
+    check_name(name)
+    one_of(source_kind, "source kind", SOURCE_KINDS)
+    roots = data_roots(roots)
+    if source_kind == "path":
+        _server_path(path, roots)
+    if roots is None:
+        return options
+    inside = {
+        option: str(inside_roots(getattr(options, option), roots, option))
+        for option in PATH_OPTIONS
+        if getattr(options, option) is not None
+    }
+    return dataclasses.replace(options, **inside) if inside else options
+
+
+def build_collection(
+    encoder: Encoder,
+    name: str,
+    source_kind: str,
+    *,
+    files: list[tuple[str, bytes]] | None = None,
+    path: str = "",
+    roots: Sequence[str | Path] | None = None,
+    options: IndexOptions | None = None,
+    progress: Progress | None = None,
+    **given: Any,
+) -> IndexResult:
+    """Build (or update) the workspace collection ``name`` from uploaded ``files``, a
+    ``path`` on this server or the sample photos (``source_kind``: :data:`SOURCE_KINDS`).
+    Settings: :class:`~.options.IndexOptions` (a benchmark's ``split``, ``images``,
+    ``image_column``, ``text_columns`` as ``lexlens index`` takes them). ``roots``: the
+    folders a served page may read (``None``: any)."""
+    options = check_collection_request(
+        name, source_kind, path=path, roots=roots, options=options, **given
+    )
+    encoder = loaded_encoder(encoder)
+    files = uploaded_files(files)
+    progress = progress_callback(progress)
+    name = check_name(name)
+    if source_kind == "upload":
+        source: str | Path = save_upload_source(name, files)
+    elif source_kind == "path":
+        source = _server_path(path, data_roots(roots))
+    else:
+        source = load_sample_photos(sources_dir() / name)
+    return index_collection(
+        encoder, source, collections_dir() / name, options=options, progress=progress
+    )
