@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.collection import Collection
-from lexlens.analysis.core.inputs import TextTable
+from lexlens.analysis.core.inputs import TEXT_SUFFIXES, TextTable
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.captions import (
     CaptionSource,
@@ -85,6 +85,8 @@ def _refuse_wrong_arguments(
     for argument, value in (("name", name), ("suffix", suffix)):
         if value is not None and not isinstance(value, str):
             raise InputError(f"{argument} must be text, not {type(value).__name__}")
+    if suffix is not None and suffix.lower() not in TEXT_SUFFIXES:
+        raise InputError(f"suffix must be one of {', '.join(TEXT_SUFFIXES)}, not {suffix!r}")
 
 
 def deviation_of_encoded(

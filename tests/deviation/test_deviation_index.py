@@ -106,3 +106,16 @@ def test_cli_on_an_index(cli, text_index, image_index, tmp_path):
         proc = cli("deviation", *args)
         assert proc.returncode == 2, args
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_collection_held_in_memory_measures_as_its_stored_index(splade, text_index):
+    from lexlens.analysis.search.memory_collection import collection_from_file
+
+    memory = collection_from_file(splade, CAPTIONS, gate_k=768)
+    held = deviation_of_index(memory, splade, gate_k=768, batch_size=4).to_dict()
+    stored = deviation_of_index(text_index, splade).to_dict()
+    assert held.pop("input") == {
+        "index": "captions.txt", "index_encoder": "splade-tiny", "modality": "text", "items": 10
+    }  # fmt: skip
+    assert stored.pop("input")["index"] == "captions_ix"
+    assert held == stored  # every number, row and vocabulary statistic
