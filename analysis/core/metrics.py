@@ -25,18 +25,25 @@ listed; so the measures are handed each ranking with strictly decreasing scores
 (:func:`rank_scores`) and a written run gets strictly decreasing scores
 (:func:`strictly_decreasing`): every measure, the first relevant rank and the run file agree
 on the one order shown.
+
+Results. Every evaluation returns an :class:`EvaluationResult`: the collection evaluated, the
+query encoder, the settings, the measures (``{"aggregate": …, "per_query": …}``, ir-measures
+names) and notes; each kind of evaluation adds what it alone holds (a benchmark's failures
+and blame, a table's skipped rows).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
 from operator import itemgetter
 
 import numpy as np
 
+from lexlens.analysis.core.results import Result
 from lexlens.models.base import InputError
 
 #: The smallest and largest relevance accepted (a 32-bit signed int, trec_eval's).
@@ -229,3 +236,36 @@ def measure(
     n = max(1, len(per_query))
     aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in measures}
     return aggregate, per_query
+
+
+def measure_rankings(
+    ranked: Mapping[str, Sequence[str]],
+    relevant: Mapping[str, Collection[str]],
+    measures: Sequence[str],
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """:func:`measure` of rankings given as item ids (best first; an id listed twice counts
+    at its first place) against the ids relevant to each query (relevance 1): the mean and
+    per-query values over every query of ``relevant``, one with no relevant id counting 0."""
+    run = {q: [(d, 0.0) for d in dict.fromkeys(ids)] for q, ids in ranked.items()}
+    qrels = {q: dict.fromkeys(ids, 1) for q, ids in relevant.items()}
+    return measure(run, qrels, measures)
+
+
+@dataclass(frozen=True)
+class EvaluationResult(Result):
+    """What every evaluation holds (see the module docstring); its JSON document lists the
+    notes last, after what the kind of evaluation adds."""
+
+    file_stem = "evaluation"
+
+    index: dict  # the collection evaluated, as it describes itself
+    encoder: str  # the query encoder
+    settings: dict  # the options used (their field names), and what was evaluated
+    metrics: dict  # {"aggregate": means, "per_query": values per query}
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        """The JSON document: the fields in declaration order, the notes last."""
+        document = super().to_dict()
+        document["notes"] = document.pop("notes")
+        return document

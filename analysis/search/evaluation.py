@@ -1,28 +1,47 @@
-"""Evaluating rankings of a labelled collection: MRR@1, MRR@10, NDCG@10 and AP@10, and whole
-tables of exclusion pairs (A, B) or of queries with their relevant ids (``lexlens search
---eval``).
+"""Evaluating a collection on a table of exclusion pairs (A, B) or of text queries with their
+relevant ids (``lexlens search --eval``): RR@1, RR@10, nDCG@10 and AP@10 per method.
 
-Evaluation: relevant items for (A, B) carry label A and not label B (as in the exclusion-queries paper of Prachi et al.). MRR@1,
-MRR@10, NDCG@10 and AP@10 are computed by ir-measures (``RR@1``, ``RR@10``, ``nDCG@10``,
-``AP@10``: trec_eval's definitions; AP@10 divides by *all* relevant items, not min(R, 10)).
-Each ranking is handed over with strictly decreasing scores, so every backend sees the same
-order (ir-measures' backends break ties differently).
+Relevant items for a pair (A, B) carry label A and not label B (Prachi, Bhatia and Bedathur,
+"Answering Multimodal Exclusion Queries with Lightweight Sparse Disentangled
+Representations", ICTIR 2025); each exclusion method (:mod:`.exclusion`) ranks the
+collection's top 10 for the pair. For a query, the relevant items are the ids its row
+lists, and search ranks the top 10. The measures come from the one metrics layer
+(:func:`lexlens.analysis.core.metrics.measure_rankings`: ir-measures, trec_eval's
+definitions; AP@10 divides by *all* relevant items, not min(R, 10)); each ranking is handed
+over in the order shown. A row whose relevant items are not there is skipped and listed
+with its reason.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.core.gating import DEFAULT_GATE_K, accepts_topk, check_gate_k
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.collection import Collection
+from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.inputs import parse_labels, read_rows
-from lexlens.analysis.core.results import Progress, Result, json_key
-from lexlens.analysis.search.exclusion import METHODS, check_settings, rank_method, slq_for
+from lexlens.analysis.core.metrics import EvaluationResult, measure_rankings
+from lexlens.analysis.core.options import QUERY_MODE, Options, option, shared
+from lexlens.analysis.core.results import Progress
+from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, slq_for
+from lexlens.analysis.search.inputs import checked_collection, checked_device, checked_index
+from lexlens.analysis.search.options import (
+    COVERAGE,
+    DEFAULT_COVERAGE,
+    DEFAULT_K_ITEMS,
+    K_ITEMS,
+    MAGNITUDE,
+    MAX_ITEMS,
+    METHODS,
+    NORMALIZE,
+    SLQ_TEMPLATE,
+)
 from lexlens.analysis.search.queries import (
     QuerySpec,
-    check_query_mode,
     check_vocabulary,
     default_query_encoder,
     text_query_needs,
@@ -30,18 +49,27 @@ from lexlens.analysis.search.queries import (
 from lexlens.models.base import Encoder, InputError
 from lexlens.models.registry import as_encoder
 
+#: The measures of a table (ir-measures names), each at the depth ranked.
+MEASURES = ("RR@1", "RR@10", "nDCG@10", "AP@10")
+#: Items ranked per pair or query.
+CUTOFF = 10
+#: The names search and compare still give the same measures, through :func:`ir_metrics`,
+#: until they take :data:`MEASURES` from :func:`measure_rankings`.
 METRICS = ("MRR@1", "MRR@10", "NDCG@10", "AP@10")
 
-
-def _cached(target: Any, name: str, make: Any) -> Any:
-    """A per-collection value computed once (labels and ids of a large index)."""
-    cache = target.__dict__.setdefault("_search_cache", {})
-    if name not in cache:
-        cache[name] = make()
-    return cache[name]
+#: Per-collection values computed once (labels and ids of a large index), dropped with it.
+_CACHE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def labelled(target: Any) -> list[frozenset[str]] | None:
+def _cached(target: Collection, name: str, make: Callable[[], Any]) -> Any:
+    """``make()`` for ``target``, computed once while ``target`` lives."""
+    values = _CACHE.setdefault(target, {})
+    if name not in values:
+        values[name] = make()
+    return values[name]
+
+
+def labelled(target: Collection) -> list[frozenset[str]] | None:
     """Each item's labels, casefolded (``None`` for a collection without labels)."""
     if not getattr(target, "has_labels", False):
         return None
@@ -54,7 +82,7 @@ def labelled(target: Any) -> list[frozenset[str]] | None:
     )
 
 
-def item_ids(target: Any) -> list[str]:
+def item_ids(target: Collection) -> list[str]:
     """Every item's id, in row order."""
     return _cached(target, "ids", lambda: [str(x) for x in target.column("id")])
 
@@ -84,54 +112,76 @@ def relevant_ids(labels: list[frozenset[str]], ids: list[str], a: str, b: str | 
 
 
 def ir_metrics(ranked: dict[str, list[str]], relevant: dict[str, set[str]]) -> dict:
-    """MRR@1, MRR@10, NDCG@10 and AP@10 (ir-measures) per query and their means.
+    """:data:`MEASURES` of id rankings (:func:`measure_rankings`) under the names search and
+    compare still give them (:data:`METRICS`): ``{"per_query": …, "mean": …}``."""
+    names = dict(zip(MEASURES, METRICS, strict=True))
+    mean, per_query = measure_rankings(ranked, relevant, MEASURES)
+    return {
+        "per_query": {
+            q: {names[m]: v for m, v in values.items()} for q, values in per_query.items()
+        },
+        "mean": {names[m]: v for m, v in mean.items()},
+    }
 
-    Rankings are given as ordered id lists and handed over with strictly decreasing scores
-    (duplicates dropped), so every backend sees this order. Queries with no relevant item
-    score 0 and count in the mean.
-    """
-    import ir_measures
-    from ir_measures import AP, RR, nDCG
 
-    measures = {"MRR@1": RR @ 1, "MRR@10": RR @ 10, "NDCG@10": nDCG @ 10, "AP@10": AP @ 10}
-    qrels = {q: {d: 1 for d in rel} for q, rel in relevant.items() if rel}
-    run = {}
-    for q, ids in ranked.items():
-        unique = list(dict.fromkeys(ids))
-        if unique:
-            run[q] = {d: float(len(unique) - i) for i, d in enumerate(unique)}
-    per_query = {q: dict.fromkeys(measures, 0.0) for q in relevant}
-    if qrels:
-        names = {str(m): k for k, m in measures.items()}
-        for metric in ir_measures.iter_calc(list(measures.values()), qrels, run):
-            per_query[metric.query_id][names[str(metric.measure)]] = float(metric.value)
-    n = max(1, len(relevant))
-    mean = {k: sum(per_query[q][k] for q in relevant) / n for k in measures}
-    return {"per_query": per_query, "mean": mean}
+# ------------------------------------------------------------------------------ options
+def _methods(value: tuple) -> tuple[str, ...]:
+    """Exclusion methods: one or more of :data:`METHODS`, each once."""
+    if not value or any(m not in METHODS for m in value) or len(set(value)) < len(value):
+        raise TableEvaluationOptions.option("methods").refuse(value)
+    return tuple(value)
 
 
 @dataclass(frozen=True)
-class EvalResult(Result):
-    """A table of (A, B) exclusion pairs or (query, relevant ids) rows, per method."""
+class TableEvaluationOptions(Options):
+    """How a table of pairs or queries is evaluated (``lexlens search --eval``, the API): the
+    query vector's gate and mode, the exclusion methods and SR's settings (the declarations
+    search shares), and the fewest relevant items a pair needs."""
 
-    file_stem = "evaluation"
+    what = "search --eval"
 
-    collection: dict
+    gate_k: int = shared(GATE_K)
+    query_mode: str = shared(QUERY_MODE)
+    methods: tuple[str, ...] = option(
+        METHODS, "exclusion methods evaluated on pairs", check=_methods, cli=False,
+        label="Exclusion methods", wanted=f"one or more of {', '.join(METHODS)}",
+    )  # fmt: skip
+    k_items: int | None = shared(K_ITEMS)
+    coverage: float | None = shared(COVERAGE)
+    magnitude: str = shared(MAGNITUDE)
+    normalize: bool = shared(NORMALIZE)
+    slq_template: str | None = shared(SLQ_TEMPLATE)
+    min_relevant: int = option(
+        1, "pairs: a pair with fewer items labelled A and not B is skipped", low=1,
+        high=MAX_ITEMS, label="Fewest relevant items", widget="number",
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class TableEvaluationResult(EvaluationResult):
+    """A table of exclusion pairs (A, B) or of queries with their relevant ids, evaluated:
+    ``metrics["aggregate"]`` holds each method's means (``search`` for queries),
+    ``metrics["per_query"]`` one row per pair or query evaluated."""
+
     kind: str  # "pairs" | "queries"
-    settings: dict
-    methods: dict = json_key("metrics")  # method -> mean metrics
-    rows: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
 
 
-def read_eval_file(source: Any, name: str | None = None) -> tuple[str, list[dict]]:
-    """Rows of a pairs file: columns ``a``, ``b`` (label pairs), or ``query``, ``relevant``
-    (``|``-separated ids). Returns ("pairs" | "queries", rows)."""
-    label = name or str(source)
-    rows = read_rows(source, name)
+# -------------------------------------------------------------------------------- table
+def table_rows(rows: Sequence[Mapping], label: str) -> tuple[str, list[dict]]:
+    """``("pairs", rows)`` from rows with columns ``a`` and ``b`` (label pairs), or
+    ``("queries", rows)`` from ``query`` and ``relevant`` (ids, ``|``-separated or a list);
+    a row missing one is refused naming its number."""
+    if (
+        not isinstance(rows, Sequence)
+        or isinstance(rows, (str, bytes))
+        or not all(isinstance(r, Mapping) for r in rows)
+    ):
+        raise InputError(f"{label}: expected rows of a table (mappings of column to value)")
     if not rows:
         raise InputError(f"{label}: holds no rows")
-    columns = {k.strip().lower() for r in rows for k in r}
+    columns = {str(k).strip().lower() for r in rows for k in r}
     lowered = [{str(k).strip().lower(): v for k, v in r.items()} for r in rows]
     if {"a", "b"} <= columns:
         out = [
@@ -160,142 +210,177 @@ def read_eval_file(source: Any, name: str | None = None) -> tuple[str, list[dict
     )
 
 
-def evaluate(
-    target: Any,
-    spec: QuerySpec,
-    kind: str,
-    rows: list[dict],
-    *,
-    methods: tuple[str, ...] = METHODS,
-    k_items: int | None = None,
-    coverage: float | None = None,
-    magnitude: str = "sum",
-    normalize: bool = True,
-    slq_template: str | None = None,
-    min_relevant: int = 1,
-    progress: Progress | None = None,
-) -> EvalResult:
-    """Run a table of exclusion pairs (A, B) per method — the exclusion-queries paper's Table 1 — or of text
-    queries with their relevant ids (plain search). Metrics by ir-measures."""
-    k_items, coverage = check_settings("sr", "b", k_items, coverage, 10, magnitude, 0)
-    check_gate_k(spec.gate_k)
-    check_vocabulary(target, spec.encoder)
-    text_query_needs(spec.mode).check(spec.encoder)
-    slq = slq_for(target, slq_template)
-    ids = item_ids(target)
-    settings = {"query_mode": spec.mode, "topk": spec.gate_k, "query_encoder": spec.encoder.name,
-                "cutoff": 10}  # fmt: skip
-    common = dict(n=10, k_items=k_items, coverage=coverage, magnitude=magnitude,
-                  normalize=normalize, slq=slq)  # fmt: skip
-    out_rows: list[dict] = []
-    skipped: list[dict] = []
-    if kind == "queries":
-        known = set(ids)
-        ranked, relevant = {}, {}
-        for n, row in enumerate(rows):
-            missing = [r for r in row["relevant"] if r not in known]
-            if missing:
-                skipped.append(
-                    {"query": row["query"], "reason": f"unknown ids: {', '.join(missing)}"}
-                )
-                continue
-            q = f"q{n}"
-            r, *_ = rank_method(target, spec, "search", row["query"], None, **common)
-            ranked[q] = [ids[int(i)] for i in r]
-            relevant[q] = set(row["relevant"])
-            if progress:
-                progress(n + 1, len(rows))
-        result = ir_metrics(ranked, relevant)
-        for n, row in enumerate(rows):
-            q = f"q{n}"
-            if q in ranked:
-                out_rows.append(
-                    {"query": row["query"], "relevant": row["relevant"], "top": ranked[q][:3],
-                     **result["per_query"][q]}
-                )  # fmt: skip
-        return EvalResult(
-            target.describe(), kind, settings, {"search": result["mean"]}, out_rows, skipped
+def read_eval_file(source: Any, name: str | None = None) -> tuple[str, list[dict]]:
+    """Rows of a pairs file: columns ``a``, ``b`` (label pairs), or ``query``, ``relevant``
+    (``|``-separated ids). Returns ("pairs" | "queries", rows)."""
+    return table_rows(read_rows(source, name), name or str(source))
+
+
+# ----------------------------------------------------------------------------- use case
+@dataclass(frozen=True)
+class _Run:
+    """What every row's ranking needs: the collection, the queries, the exclusion settings."""
+
+    target: Collection
+    spec: QuerySpec
+    ids: list[str]
+    settings: ExclusionSettings
+    progress: Progress | None
+
+    def ranked(self, method: str, a: str, b: str | None) -> list[str]:
+        """The top :data:`CUTOFF` ids of one method for A (but not B)."""
+        rows, *_ = rank_method(
+            self.target, self.spec, method, a, b, n=CUTOFF, settings=self.settings
         )
-    labels = labelled(target)
+        return [self.ids[int(i)] for i in rows]
+
+    def step(self, done: int, total: int, what: str) -> None:
+        if self.progress:
+            self.progress(done / total, f"{done}/{total} {what}")
+
+
+def _queries(run: _Run, rows: list[dict]) -> tuple[dict, list[dict], list[dict]]:
+    """(aggregate, per-query rows, skipped rows) of a table of queries."""
+    known = set(run.ids)
+    ranked, relevant, kept, skipped = {}, {}, {}, []
+    for n, row in enumerate(rows):
+        missing = [r for r in row["relevant"] if r not in known]
+        if missing:
+            skipped.append({"query": row["query"], "reason": f"unknown ids: {', '.join(missing)}"})
+        else:
+            q = f"q{n}"
+            ranked[q] = run.ranked("search", row["query"], None)
+            relevant[q], kept[q] = set(row["relevant"]), row
+        run.step(n + 1, len(rows), "queries ranked")
+    mean, values = measure_rankings(ranked, relevant, MEASURES)
+    table = [
+        {"query": row["query"], "relevant": row["relevant"], "top": ranked[q][:3], **values[q]}
+        for q, row in kept.items()
+    ]
+    return {"search": mean}, table, skipped
+
+
+def _pair_counts(labels: list[frozenset[str]], a: str, b: str) -> dict[str, int]:
+    """Items labelled A, B, both, and A but not B."""
+    la, lb = a.casefold(), b.casefold()
+    counts = {
+        "A": sum(la in x for x in labels),
+        "B": sum(lb in x for x in labels),
+        "A_and_B": sum(la in x and lb in x for x in labels),
+    }
+    counts["A_not_B"] = counts["A"] - counts["A_and_B"]
+    return counts
+
+
+def _pairs(
+    run: _Run, rows: list[dict], options: TableEvaluationOptions
+) -> tuple[dict, list[dict], list[dict]]:
+    """(aggregate per method, per-pair rows, skipped rows) of a table of pairs."""
+    labels = labelled(run.target)
     if labels is None:
         raise InputError("the collection has no labels: exclusion pairs need labelled items")
-    settings |= {"k_items": k_items, "coverage": coverage, "magnitude": magnitude,
-                 "normalize": normalize, "slq_template": slq, "min_relevant": min_relevant}  # fmt: skip
-    ranked = {m: {} for m in methods}
-    relevant = {}
-    pair_info = {}
+    least = options.min_relevant
+    ranked: dict[str, dict[str, list[str]]] = {m: {} for m in options.methods}
+    relevant, info, skipped = {}, {}, []
     for n, row in enumerate(rows):
         a, b = row["a"], row["b"]
-        la, lb = a.casefold(), b.casefold()
-        counts = {
-            "A": sum(la in x for x in labels),
-            "B": sum(lb in x for x in labels),
-            "A_and_B": sum(la in x and lb in x for x in labels),
-        }
-        counts["A_not_B"] = counts["A"] - counts["A_and_B"]
-        if la == lb:
+        counts = _pair_counts(labels, a, b)
+        if a.casefold() == b.casefold():
             skipped.append({"a": a, "b": b, "reason": "A and B are the same label", **counts})
-            continue
-        if counts["A_not_B"] < min_relevant:
-            skipped.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "reason": f"fewer than {min_relevant} item(s) labelled A and not B",
-                    **counts,
-                }
-            )
-            continue
-        q = f"p{n}"
-        relevant[q] = relevant_ids(labels, ids, a, b)
-        pair_info[q] = {"a": a, "b": b, **counts}
-        for m in methods:
-            r, *_ = rank_method(target, spec, m, a, b, **common)
-            ranked[m][q] = [ids[int(i)] for i in r]
-        if progress:
-            progress(n + 1, len(rows))
+        elif counts["A_not_B"] < least:
+            reason = f"fewer than {least} item(s) labelled A and not B"
+            skipped.append({"a": a, "b": b, "reason": reason, **counts})
+        else:
+            q = f"p{n}"
+            relevant[q] = relevant_ids(labels, run.ids, a, b)
+            info[q] = {"a": a, "b": b, **counts}
+            for method in options.methods:
+                ranked[method][q] = run.ranked(method, a, b)
+        run.step(n + 1, len(rows), "pairs ranked")
     if not relevant:
+        first = f"; first: {skipped[0]['a']} / {skipped[0]['b']}: {skipped[0]['reason']}"
+        raise InputError("no usable pair: every pair was skipped (see the reasons)" + first)
+    measured = {m: measure_rankings(ranked[m], relevant, MEASURES) for m in options.methods}
+    aggregate = {m: mean for m, (mean, _) in measured.items()}
+    table = [row | {m: values[q] for m, (_, values) in measured.items()} for q, row in info.items()]
+    return aggregate, table, skipped
+
+
+def evaluate(
+    target: Collection,
+    encoder: Encoder,
+    rows: Sequence[Mapping],
+    *,
+    options: TableEvaluationOptions | None = None,
+    progress: Progress | None = None,
+    **given: Any,
+) -> TableEvaluationResult:
+    """A table of exclusion pairs (A, B) per method — Table 1 of the exclusion-queries
+    paper — or of text queries with their relevant ids (plain search), on ``target`` with
+    the query ``encoder`` (see the module docstring)."""
+    options = TableEvaluationOptions.of(options, **given)
+    target = checked_collection(target)
+    if not isinstance(encoder, Encoder):
+        raise InputError(f"encoder must be a loaded encoder, not {type(encoder).__name__}")
+    progress = checked_progress(progress)
+    kind, rows = table_rows(rows, "rows")
+    check_vocabulary(target, encoder)
+    text_query_needs(options.query_mode).check(encoder)
+    settings = ExclusionSettings(
+        DEFAULT_K_ITEMS if options.k_items is None else options.k_items,
+        DEFAULT_COVERAGE if options.coverage is None else options.coverage,
+        options.magnitude, options.normalize, slq_for(target, options.slq_template),
+    )  # fmt: skip
+    spec = QuerySpec(encoder, options.query_mode, options.gate_k)
+    run = _Run(target, spec, item_ids(target), settings, progress)
+    shown = {"query_mode": options.query_mode, "gate_k": options.gate_k,
+             "query_encoder": encoder.name, "cutoff": CUTOFF}  # fmt: skip
+    if kind == "queries":
+        aggregate, table, skipped = _queries(run, rows)
+    else:
+        aggregate, table, skipped = _pairs(run, rows, options)
+        shown |= {"k_items": settings.k_items, "coverage": settings.coverage,
+                  "magnitude": settings.magnitude, "normalize": settings.normalize,
+                  "slq_template": settings.slq, "min_relevant": options.min_relevant}  # fmt: skip
+    return TableEvaluationResult(
+        index=target.describe(), encoder=encoder.name, settings=shown,
+        metrics={"aggregate": aggregate, "per_query": table}, notes=[], kind=kind,
+        skipped=skipped,
+    )  # fmt: skip
+
+
+def checked_progress(progress: object) -> Progress | None:
+    """``progress``: ``None`` or a function of (fraction, message)."""
+    if progress is not None and not callable(progress):
         raise InputError(
-            "no usable pair: every pair was skipped (see the reasons)"
-            + (
-                f"; first: {skipped[0]['a']} / {skipped[0]['b']}: {skipped[0]['reason']}"
-                if skipped
-                else ""
-            )
+            f"progress must be a function of (fraction, message), not {type(progress).__name__}"
         )
-    means = {}
-    per = {}
-    for m in methods:
-        result = ir_metrics(ranked[m], relevant)
-        means[m] = result["mean"]
-        per[m] = result["per_query"]
-    for q, info in pair_info.items():
-        out_rows.append(info | {m: per[m][q] for m in methods})
-    return EvalResult(target.describe(), kind, settings, means, out_rows, skipped)
+    return progress  # type: ignore[return-value]
 
 
-@accepts_topk
 def evaluate_index(
     index: str | Path | StoredIndex,
     eval_file: str | Path,
     query_encoder: str | Encoder | None = None,
     *,
     device: str | None = None,
-    mode: str = "parametric",
-    gate_k: int = DEFAULT_GATE_K,
-    **options: Any,
-) -> EvalResult:
+    progress: Progress | None = None,
+    options: TableEvaluationOptions | None = None,
+    **given: Any,
+) -> TableEvaluationResult:
     """``lexlens search --index DIR --eval FILE``: a table of pairs or queries (see
     :func:`evaluate`); the file and options are checked before the encoder loads."""
-    target = index if isinstance(index, StoredIndex) else open_index(index)
+    options = TableEvaluationOptions.of(options, **given)
+    target = checked_index(index)
+    if not isinstance(eval_file, (str, Path)):
+        raise InputError(
+            f"eval_file must be a .csv or .jsonl file's path, not {type(eval_file).__name__}"
+        )
     kind, rows = read_eval_file(eval_file)
-    check_settings(
-        "sr", "b", options.get("k_items"), options.get("coverage"), 10,
-        options.get("magnitude", "sum"), 0,
-    )  # fmt: skip
     if kind == "pairs" and not target.has_labels:
         raise InputError(f"{target.label}: the collection has no labels: pairs need labelled items")
-    check_query_mode(mode)
-    check_gate_k(gate_k)
-    encoder = as_encoder(query_encoder or default_query_encoder(target, "text"), device)
-    return evaluate(target, QuerySpec(encoder, mode, gate_k), kind, rows, **options)
+    checked_device(device)
+    progress = checked_progress(progress)
+    spec = default_query_encoder(target, "text") if query_encoder is None else query_encoder
+    encoder = as_encoder(spec, device, argument="query_encoder")
+    return evaluate(target, encoder, rows, options=options, progress=progress)

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.outputs import (
     FORMULA_PREFIXES,
     csv_bytes,
@@ -31,7 +32,6 @@ from lexlens.analysis.deviation.flops import flops_between, flops_within
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 from lexlens.analysis.lexical.contrib import contributions
 from lexlens.analysis.lexical.patches import pool_patches
-from lexlens.analysis.search.evaluation import ir_metrics
 from lexlens.models.base import LexicalEncoding, pool_units
 from tests.deviation.helpers import item_deviation
 
@@ -247,21 +247,21 @@ def rankings(draw):
 @given(rankings())
 def test_ir_metrics_stay_in_unit_interval_and_match_hand_computed_rr(case) -> None:
     ranked, relevant = case
-    result = ir_metrics(ranked, relevant)
-    for q, values in result["per_query"].items():
+    means, per_query = measure_rankings(ranked, relevant, ("RR@1", "RR@10", "nDCG@10", "AP@10"))
+    for q, values in per_query.items():
         for name, value in values.items():
             assert 0.0 <= value <= 1.0, (q, name, value)
-        assert values["MRR@1"] <= values["MRR@10"] + 1e-12
+        assert values["RR@1"] <= values["RR@10"] + 1e-12
         # Reciprocal rank by hand: 1 / rank of the first relevant item in the top 10.
         first = next((i for i, d in enumerate(ranked[q][:10]) if d in relevant[q]), None)
-        assert math.isclose(values["MRR@10"], 0.0 if first is None else 1 / (first + 1))
-        assert math.isclose(values["MRR@1"], 1.0 if first == 0 else 0.0)
+        assert math.isclose(values["RR@10"], 0.0 if first is None else 1 / (first + 1))
+        assert math.isclose(values["RR@1"], 1.0 if first == 0 else 0.0)
         # No relevant item in the top 10: every metric at @10 is 0.
         if first is None:
-            assert values["NDCG@10"] == 0.0 and values["AP@10"] == 0.0
-    for name, mean in result["mean"].items():
+            assert values["nDCG@10"] == 0.0 and values["AP@10"] == 0.0
+    for name, mean in means.items():
         assert 0.0 <= mean <= 1.0
-        per = [result["per_query"][q][name] for q in relevant]
+        per = [per_query[q][name] for q in relevant]
         assert math.isclose(mean, sum(per) / len(per))
 
 
