@@ -34,7 +34,7 @@ in one batch at a time, so memory is O(|V|) plus the rows asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -321,7 +321,7 @@ def _measured(
     scorer: Scorer,
     options: DeviationOptions,
     gate_k: int,
-    progress: Callable[[float, str], None] | None,
+    progress: Progress | None,
 ) -> tuple[SetDeviation, SetDeviation | None]:
     """The item set (texts, images or features) and, for images, their captions' set."""
     images, features = ix.modality == "image", ix.modality == "features"
