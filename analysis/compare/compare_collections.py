@@ -1,54 +1,49 @@
 """Compare two stored collections side by side: two indexes of the same source built by two
 encoders, or one index seen at two gate k (:mod:`lexlens.analysis.compare.regate`).
 
-A stored collection (two indexes built from the same source by two encoders, or one
-index seen at two gate k): semantic deviation (Exact@k, Semantic@k), FLOPs and vocabulary
-statistics side by side (:func:`lexlens.analysis.deviation.deviation_of_index` on each
-side), and a query searched on both: both rankings, which hits moved (rank in A → rank in B,
-entered or left the top N) and the terms that moved them (per hit, every term's contribution
-``q_t · d_t`` on each side — they sum to that side's score — and the terms whose
-contribution changed most).
+Semantic deviation (Exact@k, Semantic@k), FLOPs and vocabulary statistics side by side
+(:func:`lexlens.analysis.deviation.deviation_of_index` on each side), and a query searched
+on both (:mod:`lexlens.analysis.compare.collection_search`): both rankings, which hits
+moved and the terms that moved them. The settings are
+:class:`~lexlens.analysis.compare.options.CompareIndexOptions`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.compare.compare import (
-    COMPARE_INDEX_NEEDS,
-    DEFAULT_HITS,
-    check_top,
-    default_gates,
-    gate_pair,
-    token_index,
-)
+from lexlens.analysis.compare.collection_search import search_side_by_side
+from lexlens.analysis.compare.options import CompareIndexOptions, default_gates
 from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
 from lexlens.analysis.compare.result import CompareResult
+from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
-from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress
-from lexlens.analysis.core.words import item_words, merge_contributions, text_words
 from lexlens.analysis.deviation.deviation import deviation_of_index
-from lexlens.analysis.deviation.options import DEFAULT_K, check_options
-from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
-from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
-from lexlens.analysis.search.ranking import top_items
-from lexlens.models.base import Encoder, InputError
+from lexlens.analysis.deviation.result import DeviationResult
+from lexlens.analysis.deviation.sets import SetDeviation
+from lexlens.analysis.search.queries import QuerySpec, check_vocabulary, default_query_encoder
+from lexlens.models.base import Encoder, InputError, pick_device
 from lexlens.models.registry import as_encoder
 
-#: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
-RANK_DEPTH = 100
-#: Terms listed per moved hit (largest change in contribution first).
-CHANGED_TERMS = 8
+#: Each side's index, its gate k and its text encoder.
+IndexSide = tuple[StoredIndex, int, Encoder]
 
 
-def _open(index: str | Path | StoredIndex) -> StoredIndex:
-    return index if isinstance(index, StoredIndex) else open_index(index)
+def _open(index: Any, argument: str) -> StoredIndex:
+    """A stored index given opened or as its folder, refused naming ``argument`` otherwise."""
+    if isinstance(index, StoredIndex):
+        return index
+    if not isinstance(index, (str, Path)):
+        raise InputError(
+            f"{argument} must be a stored index or its folder, not {type(index).__name__}"
+        )
+    return open_index(index)
 
 
 def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
@@ -77,7 +72,7 @@ def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
     return rows_b
 
 
-def _set_summary(part: Any) -> dict | None:
+def _set_summary(part: SetDeviation | None) -> dict | None:
     if part is None:
         return None
     return {
@@ -96,8 +91,9 @@ def _set_summary(part: Any) -> dict | None:
 
 
 def _vocab_side_by_side(
-    items: tuple[Any, Any], means: tuple[np.ndarray, np.ndarray], vocabs, top: int
-) -> dict:
+    items: tuple[SetDeviation, SetDeviation], means: tuple[np.ndarray, np.ndarray],
+    vocabs: tuple[list[str], list[str]], top: int,
+) -> dict:  # fmt: skip
     """Top terms by mean weight of each side, with the other side's numbers for the same
     token; activation rates; lazy terms of each."""
     stats = [part.vocabulary for part in items]
@@ -149,204 +145,28 @@ def _vocab_side_by_side(
     return out
 
 
-def _contributions(ix: StoredIndex, row: int, q: np.ndarray, vocab: list[str]) -> tuple:
-    """``(score, {token: q_t · d_t})`` of one item, every non-zero term, in float64."""
-    cols, vals = ix.row(row)
-    parts = q[cols].astype(np.float64) * vals.astype(np.float64)
-    score = float(np.sum(parts))
-    out: dict[str, float] = {}
-    for c, p in zip(cols, parts, strict=True):
-        if p != 0:
-            out[vocab[int(c)]] = out.get(vocab[int(c)], 0.0) + float(p)
-    return score, out
-
-
-def _search_side_by_side(
-    targets: tuple[StoredIndex, StoredIndex],
-    queries: tuple[np.ndarray, np.ndarray],
-    rows_of: tuple[dict[str, int], dict[str, int]],
-    *,
-    query: str,
-    top: int,
-    explain: int,
-) -> dict:
-    """Both rankings, the hits that moved and the terms that moved them."""
-    depth = max(top, RANK_DEPTH)
-    ranked = []
-    for target, q in zip(targets, queries, strict=True):
-        rows, scores = top_items(target, q, depth)
-        ids = [str(m["id"]) for m in target.meta(rows, ["id"])]
-        ranked.append((ids, [float(s) for s in scores]))
-    rank = [{i: r for r, i in enumerate(ids, start=1)} for ids, _ in ranked]
-    hits = {}
-    for s, (ids, scores) in zip(SIDES, ranked, strict=True):
-        metas = targets[SIDES.index(s)].meta(
-            [rows_of[SIDES.index(s)][i] for i in ids[:top]], ["id", "text", "image"]
-        )
-        hits[s] = [
-            {
-                "rank": r,
-                "id": i,
-                "score": sc,
-                "text": m.get("text") or "",
-                "image": m.get("image") or "",
-            }
-            for r, (i, sc, m) in enumerate(zip(ids[:top], scores[:top], metas, strict=True), 1)
-        ]
-    union = list(dict.fromkeys([h["id"] for h in hits["a"]] + [h["id"] for h in hits["b"]]))
-    moved = []
-    for item in union:
-        ra, rb = rank[0].get(item), rank[1].get(item)
-        in_a = ra is not None and ra <= top
-        in_b = rb is not None and rb <= top
-        status = (
-            ("same" if ra == rb else "moved") if in_a and in_b else ("left" if in_a else "entered")
-        )
-        side_scores, contributions = [], []
-        for t, (target, q) in enumerate(zip(targets, queries, strict=True)):
-            score, parts = _contributions(target, rows_of[t][item], q, target.vocab)
-            side_scores.append(score)
-            contributions.append(parts)
-        tokens = list(dict.fromkeys([*contributions[0], *contributions[1]]))
-        changes = sorted(
-            (
-                row
-                for row in (
-                    {
-                        "token": tok,
-                        "contribution_a": contributions[0].get(tok, 0.0),
-                        "contribution_b": contributions[1].get(tok, 0.0),
-                        "change": contributions[1].get(tok, 0.0) - contributions[0].get(tok, 0.0),
-                    }
-                    for tok in tokens
-                )
-                if row["change"] != 0
-            ),
-            key=lambda r: (-abs(r["change"]), r["token"]),
-        )
-        shown = changes[:explain]
-        meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image", "captions", "labels"])[0]
-        words = item_words(meta) | text_words(query) | targets[0].known_words
-        words |= targets[1].known_words
-        in_words = merge_contributions(
-            [{"token": r["token"], "contribution": r["change"]} for r in changes],
-            set(targets[0].vocab) | set(targets[1].vocab), words,
-        )  # fmt: skip
-        in_words.sort(key=lambda r: (-abs(r["contribution"]), r["token"]))
-        moved.append(
-            {
-                "id": item,
-                "text": meta.get("text") or "",
-                "image": meta.get("image") or "",
-                "status": status,
-                "rank_a": ra,
-                "rank_b": rb,
-                "score_a": side_scores[0],
-                "score_b": side_scores[1],
-                "contributions_a": [
-                    {"token": t, "contribution": c}
-                    for t, c in sorted(contributions[0].items(), key=lambda x: (-x[1], x[0]))
-                ],
-                "contributions_b": [
-                    {"token": t, "contribution": c}
-                    for t, c in sorted(contributions[1].items(), key=lambda x: (-x[1], x[0]))
-                ],
-                "changed_terms": shown,
-                "other_change": float(sum(r["change"] for r in changes[explain:])),
-                # the same changes read as words: a word's change is the sum of its pieces'
-                "changed_words": [
-                    {"word": r["token"], "change": r["contribution"]} for r in in_words[:explain]
-                ],
-            }
-        )
-    order = {"entered": 0, "left": 1, "moved": 2, "same": 3}
-    moved.sort(key=lambda m: (order[m["status"]], min(m["rank_a"] or 10**9, m["rank_b"] or 10**9)))
-    metrics = _metrics(targets, ranked, query)
-    return {
-        "query": query,
-        "top": top,
-        "rank_depth": depth,
-        "hits_a": hits["a"],
-        "hits_b": hits["b"],
-        "hits": moved,
-        "counts": {s: sum(m["status"] == s for m in moved) for s in order},
-        "metrics": metrics,
-    }
-
-
-def _metrics(targets, ranked, query: str) -> dict | None:
-    """MRR@10 … of both rankings when the query is one of the collection's labels."""
-    labels = labelled(targets[0])
-    if labels is None or query.casefold().strip() not in set().union(*labels):
-        return None
-    relevant = relevant_ids(labels, item_ids(targets[0]), query, None)
-    return {
-        s: ir_metrics({"q": ids_s[:10]}, {"q": relevant})["mean"]
-        for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
-    } | {"relevant": len(relevant)}
-
-
-def compare_indexes(
-    index_a: str | Path | StoredIndex,
-    index_b: str | Path | StoredIndex | None = None,
-    *,
-    encoder_a: Encoder | str | None = None,
-    encoder_b: Encoder | str | None = None,
-    gate_k: Sequence[int] | int | None = None,
-    query: str | None = None,
-    top: int | None = None,
-    k: int = DEFAULT_K,
-    explain: int = CHANGED_TERMS,
-    progress: Progress | None = None,
-    device: str | None = None,
-) -> CompareResult:
-    """Compare two stored indexes of the same source (two encoders), or one index at two
-    gate k (each ≤ the index's own). ``encoder_a``/``encoder_b`` are the text encoders in
-    each index's vocabulary (queries, caption tokens and Semantic@k's static embeddings),
-    objects or names loaded on ``device``; by default each index's own query encoder, and B
-    takes A's when only A is given. ``gate_k``: one value for both sides or (A's, B's);
-    default :func:`~lexlens.analysis.compare.compare.default_gates`. ``k``: Exact@k /
-    Semantic@k. ``query`` adds the search comparison.
-
-    Indexes, options and encoders are checked before anything is encoded.
-    """
-    top = check_top(DEFAULT_HITS if top is None else top)
-    check_options(k=k)
-    if not isinstance(explain, int) or explain < 0:
-        raise InputError("the number of changed terms shown must be 0 or more")
-    if query is not None and not query.strip():
-        raise InputError("the query is empty: type some words")
-    ix_a = _open(index_a)
-    ix_b = ix_a if index_b is None else _open(index_b)
-    one = ix_b is ix_a or ix_b.path.resolve() == ix_a.path.resolve()
-    if one:
-        ix_b = ix_a
-    gate_pair(gate_k, (0, 0))  # the values, before anything loads
-    rows_a = {str(i): r for r, i in enumerate(ix_a.column("id"))}
-    rows_b = rows_a if one else check_same_items(ix_a, ix_b)
+def _encoders(
+    one: tuple[StoredIndex, StoredIndex], encoder_a: Any, encoder_b: Any, device: str | None
+) -> tuple[Encoder, Encoder]:
+    """The text encoder of each side: given (an object or a name), else its index's own
+    query encoder; B takes A's when only A is given."""
+    ix_a, ix_b = one
     if encoder_b is None:
         encoder_b = default_query_encoder(ix_b, "text") if encoder_a is None else encoder_a
     if encoder_a is None:
         encoder_a = default_query_encoder(ix_a, "text")
-    encoder_a = as_encoder(encoder_a, device, COMPARE_INDEX_NEEDS, "encoder_a")
-    encoder_b = as_encoder(encoder_b, device, COMPARE_INDEX_NEEDS, "encoder_b")
-    stored = (ix_a.gate_k, ix_b.gate_k)
-    same = one and encoder_a is encoder_b
-    mean_active = ix_a.nnz / max(len(ix_a), 1)
-    ka, kb = gate_pair(gate_k, default_gates("index", same, stored, mean_active))
-    check_regate(ix_a, ka)
-    check_regate(ix_b, kb)
-    for encoder, ix in ((encoder_a, ix_a), (encoder_b, ix_b)):
-        COMPARE_INDEX_NEEDS.check(encoder)
-        check_vocabulary(ix, encoder)
-    if one and encoder_a is encoder_b and ka == kb:
-        raise InputError(
-            f"A and B are the same index ({ix_a.path.name}) at the same gate k ({ka}) with the "
-            "same encoder: give a second index or a second gate k"
-        )
+    return (
+        as_encoder(encoder_a, device, COMPARE_INDEX_NEEDS, "encoder_a"),
+        as_encoder(encoder_b, device, COMPARE_INDEX_NEEDS, "encoder_b"),
+    )
+
+
+def _regated(sides: tuple[IndexSide, IndexSide], progress: Progress | None) -> tuple[list, list]:
+    """Each side's index at its gate k (re-gated in memory when smaller than the stored
+    one), and a note per re-gated side saying how."""
     notes: list[str] = []
-    targets = []
-    for s, (ix, kk, encoder) in enumerate(((ix_a, ka, encoder_a), (ix_b, kb, encoder_b))):
+    targets: list[StoredIndex] = []
+    for s, (ix, kk, encoder) in enumerate(sides):
         if kk == ix.gate_k:
             targets.append(ix)
             continue
@@ -364,20 +184,39 @@ def compare_indexes(
             f"{SIDES[s].upper()}: {ix.path.name} is stored at gate k = {ix.manifest['gate_k']}"
             f" and re-gated at k = {kk}: {how}"
         )
-    vocab = vocabulary_overlap(ix_a.vocab, ix_b.vocab)
-    if note := vocabulary_note(vocab):
-        notes.append(note)
-    deviations = []
-    for s, (target, encoder) in enumerate(zip(targets, (encoder_a, encoder_b), strict=True)):
-        base = 0.1 + 0.4 * s
+    return targets, notes
 
-        def step(f: float, msg: str, base: float = base, s: int = s) -> None:
-            if progress:
-                progress(base + 0.4 * f, f"{SIDES[s].upper()}: {msg}")
 
-        deviations.append(deviation_of_index(target, encoder, k=k, max_rows=0, progress=step))
+def _deviations(
+    targets: list[StoredIndex], encoders: tuple[Encoder, Encoder], k: int,
+    progress: Progress | None,
+) -> list[DeviationResult]:  # fmt: skip
+    """Semantic deviation, FLOPs and vocabulary statistics of each side (every item)."""
+    out = []
+    for s, (target, encoder) in enumerate(zip(targets, encoders, strict=True)):
+        out.append(
+            deviation_of_index(target, encoder, k=k, max_rows=0, progress=_part(progress, s))
+        )
+    return out
+
+
+def _part(progress: Progress | None, s: int) -> Callable[[float, str], None]:
+    """Side ``s``'s deviation progress as its share of the whole (10–50 %, 50–90 %)."""
+    base = 0.1 + 0.4 * s
+
+    def step(fraction: float, message: str) -> None:
+        if progress:
+            progress(base + 0.4 * fraction, f"{SIDES[s].upper()}: {message}")
+
+    return step
+
+
+def _collection(
+    deviations: list[DeviationResult], targets: list[StoredIndex], k: int, top: int
+) -> dict[str, Any]:
+    """Deviation and vocabulary statistics of both sides (the search is added after)."""
     items = tuple(d.images if d.images is not None else d.captions for d in deviations)
-    collection: dict[str, Any] = {
+    return {
         "k": k,
         "deviation": {
             s: {
@@ -390,44 +229,124 @@ def compare_indexes(
             for s, d in zip(SIDES, deviations, strict=True)
         },
         "vocabulary": _vocab_side_by_side(
-            items, tuple(t.mean_weights() for t in targets), (ix_a.vocab, ix_b.vocab), top
-        ),
+            items,
+            tuple(t.mean_weights() for t in targets),
+            (targets[0].vocab, targets[1].vocab),
+            top,
+        ),  # fmt: skip
         "search": None,
     }
-    if query is not None:
+
+
+def _describe(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
+    """One side as the result describes it: its index, its gate k, its text encoder."""
+    return {
+        "index": ix.path.name,
+        "items": len(ix),
+        "modality": ix.modality,
+        "index_encoder": ix.encoder_name,
+        "stored_gate_k": ix.gate_k,
+        "gate_k": kk,
+        "regated": kk != ix.gate_k,
+        "encoder": encoder.name,
+        "vocab_size": ix.vocab_size,
+    }
+
+
+def _checked_sides(
+    ix_a: StoredIndex, ix_b: StoredIndex, encoders: tuple[Encoder, Encoder],
+    options: CompareIndexOptions,
+) -> tuple[IndexSide, IndexSide]:  # fmt: skip
+    """Both sides with their gate k (given, else :func:`default_gates`), checked: each k
+    re-gates its index exactly, each encoder shares its index's vocabulary, A differs from B."""
+    one = ix_b is ix_a
+    same = one and encoders[0] is encoders[1]
+    mean_active = ix_a.nnz / max(len(ix_a), 1)
+    ka, kb = options.gate_k or default_gates("index", same, (ix_a.gate_k, ix_b.gate_k), mean_active)
+    check_regate(ix_a, ka)
+    check_regate(ix_b, kb)
+    for encoder, ix in zip(encoders, (ix_a, ix_b), strict=True):
+        COMPARE_INDEX_NEEDS.check(encoder)
+        check_vocabulary(ix, encoder)
+    if same and ka == kb:
+        raise InputError(
+            f"A and B are the same index ({ix_a.path.name}) at the same gate k ({ka}) with the "
+            "same encoder: give a second index or a second gate k"
+        )
+    return (ix_a, ka, encoders[0]), (ix_b, kb, encoders[1])
+
+
+def compare_indexes(
+    index_a: str | Path | StoredIndex,
+    index_b: str | Path | StoredIndex | None = None,
+    *,
+    encoder_a: Encoder | str | None = None,
+    encoder_b: Encoder | str | None = None,
+    progress: Progress | None = None,
+    device: str | None = None,
+    options: CompareIndexOptions | None = None,
+    **given: Any,
+) -> CompareResult:
+    """Compare two stored indexes of the same source (two encoders), or one index at two
+    gate k (each ≤ the index's own). ``encoder_a``/``encoder_b`` are the text encoders in
+    each index's vocabulary (queries, caption tokens and Semantic@k's static embeddings),
+    objects or names loaded on ``device``; by default each index's own query encoder, and B
+    takes A's when only A is given. Options: :class:`CompareIndexOptions` (or its fields as
+    keywords): ``gate_k`` one value for both sides or (A's, B's), default
+    :func:`~lexlens.analysis.compare.options.default_gates`; ``k`` of Exact@k / Semantic@k;
+    ``query`` (in ``query_mode``) adds the search comparison, ``top`` hits per side.
+
+    Indexes, options and encoders are checked before anything is encoded.
+    """
+    options = CompareIndexOptions.of(options, **given)
+    if progress is not None and not callable(progress):
+        raise InputError(
+            f"progress must be a callable (fraction, message), not {type(progress).__name__}"
+        )
+    if device is not None:
+        pick_device(device)
+    ix_a = _open(index_a, "index_a")
+    ix_b = ix_a if index_b is None else _open(index_b, "index_b")
+    one = ix_b is ix_a or ix_b.path.resolve() == ix_a.path.resolve()
+    if one:
+        ix_b = ix_a
+    rows_a = {str(i): r for r, i in enumerate(ix_a.column("id"))}
+    rows_b = rows_a if one else check_same_items(ix_a, ix_b)
+    encoders = _encoders((ix_a, ix_b), encoder_a, encoder_b, device)
+    sides = _checked_sides(ix_a, ix_b, encoders, options)
+    targets, notes = _regated(sides, progress)
+    vocab = vocabulary_overlap(ix_a.vocab, ix_b.vocab)
+    if note := vocabulary_note(vocab):
+        notes.append(note)
+    deviations = _deviations(targets, encoders, options.k, progress)
+    collection = _collection(deviations, targets, options.k, options.top)
+    if options.query is not None:
         if progress:
             progress(0.92, "Searching both…")
-        # One encoding per encoder (as ``lexlens search`` encodes a query), gated per side.
-        enc_a = encoder_a.encode_texts([query], side="query")[0]
-        enc_b = enc_a if encoder_b is encoder_a else encoder_b.encode_texts([query])[0]
-        queries = (gate(enc_a, encoder_a.vocab, ka), gate(enc_b, encoder_b.vocab, kb))
-        collection["search"] = _search_side_by_side(
-            tuple(targets), queries, (rows_a, rows_b), query=query, top=top, explain=explain
+        # Each side's query as ``lexlens search`` makes it, at that side's gate k.
+        queries = tuple(
+            QuerySpec(encoder, options.query_mode, kk).text(options.query)
+            for _, kk, encoder in sides
         )
+        if options.query_mode == "bow":
+            notes.append(
+                "the query is searched as the bag of its own tokens on both sides (query mode "
+                "bow, VDR's nonparametric query): no gate applies to it"
+            )
+        collection["search"] = search_side_by_side(
+            (targets[0], targets[1]), queries, (rows_a, rows_b), query=options.query,
+            top=options.top, explain=options.explain,
+        )  # fmt: skip
     if progress:
         progress(1.0, "Done")
-
-    def side(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
-        return {
-            "index": ix.path.name,
-            "items": len(ix),
-            "modality": ix.modality,
-            "index_encoder": ix.encoder_name,
-            "stored_gate_k": ix.gate_k,
-            "gate_k": kk,
-            "regated": kk != ix.gate_k,
-            "encoder": encoder.name,
-            "vocab_size": ix.vocab_size,
-        }
-
     return CompareResult(
         kind="index",
-        a=side(ix_a, ka, encoder_a),
-        b=side(ix_b, kb, encoder_b),
+        a=_describe(*sides[0]),
+        b=_describe(*sides[1]),
         input={
             "index_a": ix_a.path.name,
             "index_b": ix_b.path.name,
-            "query": query,
+            "query": options.query,
             "items": len(ix_a),
         },
         vocabulary=vocab,

@@ -21,13 +21,14 @@ from lexlens.models.base import Encoder, InputError
 
 
 def check_regate(ix: StoredIndex, k: int) -> None:
+    """Refuse a gate k the index's stored vectors cannot be re-gated to exactly."""
     stored = ix.gate_k
     if k == stored or stored == -1:
         return
     if k == -1 or k > stored or (stored == 0 and k != 0):
         raise InputError(
             f"{ix.path.name} stores vectors gated at k = {stored}: they re-gate exactly only "
-            f"at a smaller k (0 … {stored}), not at {k}; re-index with `lexlens index --topk "
+            f"at a smaller k (0 … {stored}), not at {k}; re-index with `lexlens index --gate-k "
             f"{k}` for a larger gate"
         )
 

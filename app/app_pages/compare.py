@@ -1,9 +1,10 @@
 """Compare page: two encoders — or one encoder at two gate k — side by side on a text, an
 image or a stored collection.
 
-Thin: every number is a :class:`~lexlens.analysis.compare.compare.CompareResult` from
-``lexlens.analysis.compare.compare`` (the document ``lexlens compare … --json`` prints for the same
-inputs); the page parses inputs, caches encodings and draws.
+Thin: every number is a :class:`~lexlens.analysis.compare.result.CompareResult` from
+``lexlens.analysis.compare`` (the document ``lexlens compare … --json`` prints for the same
+inputs); the page draws the options' widgets from their declarations
+(:mod:`lexlens.analysis.compare.options`), caches encodings and draws the result.
 """
 
 from __future__ import annotations
@@ -12,15 +13,10 @@ import hashlib
 
 import streamlit as st
 
-from lexlens.analysis.compare.compare import (
-    COMPARE_NEEDS,
-    DEFAULT_HITS,
-    CompareResult,
-    check_sides,
-    compare_encodings,
-    default_gates,
-    gate_pair,
-)
+from lexlens.analysis.compare.compare import compare_encodings
+from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions, default_gates
+from lexlens.analysis.compare.result import CompareResult
+from lexlens.analysis.compare.sides import COMPARE_NEEDS, check_sides
 from lexlens.analysis.lexical.terms import encode_image, encode_text
 from lexlens.app.runtime.state import (
     encoder_picker,
@@ -36,8 +32,9 @@ from lexlens.app.views.compare import (
     show_image_views,
     show_input_terms,
 )
-from lexlens.app.views.compare_inputs import collection_inputs, encoder_key
+from lexlens.app.views.compare_inputs import collection_inputs, encoder_key, gate_input
 from lexlens.app.views.samples import sample_images
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexicalEncoding, LexlensError
 
 KINDS = ["Text", "Image", "Stored collection"]
@@ -71,8 +68,8 @@ restore_inputs("compare")  # a reload, a bookmark or a link: the inputs in the U
 uploads: list[tuple[str, bytes]] = []  # an uploaded image, kept with the inputs
 kind = st.radio("Compare on", KINDS, horizontal=True, key=kept("compare_kind", KINDS[0]))
 RESULT = f"compare_result_{kind.split()[0].lower()}"  # the last result of each kind is kept
-top_default = 20 if kind != KINDS[2] else DEFAULT_HITS
-top = st.slider("Rows per table", 3, 60, key=kept(f"compare_top_{kind[:5]}", top_default))
+SETTINGS = CompareIndexOptions if kind == KINDS[2] else CompareOptions
+top = option_widget(SETTINGS, "top", f"compare_top_{kind[:5]}", low=3, high=60)
 
 
 def remember(new: CompareResult) -> None:
@@ -124,13 +121,7 @@ if kind in ("Text", "Image"):
                 "Box Y range", 0.0, 1.0, step=0.01, key=kept("compare_y", (0.0, 1.0)),
                 disabled=not grouped,
             )  # fmt: skip
-            term = (
-                st.text_input(
-                    "Heatmap term (empty: the heaviest term both share)",
-                    key=kept("compare_term", ""),
-                ).strip()
-                or None
-            )
+            term = option_widget(CompareOptions, "term", "compare_term", default="")
         box = (x0, y0, x1, y1) if grouped else None
         if uploads:
             label, data = uploads[0]
@@ -149,8 +140,8 @@ if kind in ("Text", "Image"):
         else:
             problem = "upload an image or pick a sample"
     g1, g2 = st.columns(2)
-    ka = g1.number_input("Gate k of A", min_value=-1, step=8, key=kept(f"{prefix}_gate_a", gate_a))
-    kb = g2.number_input("Gate k of B", min_value=-1, step=8, key=kept(f"{prefix}_gate_b", gate_b))
+    ka = gate_input(g1, "A", f"{prefix}_gate_a", gate_a)
+    kb = gate_input(g2, "B", f"{prefix}_gate_b", gate_b)
     needs = COMPARE_NEEDS[kind.lower()]
     if problem:  # checked before any encoder loads
         fail(LexlensError(problem))
@@ -160,8 +151,8 @@ if kind in ("Text", "Image"):
         encoder_b = encoder_picker("Encoder B", needs, key=f"{prefix}_encoder_b", default=default_b)
     if encoder_a is not None and encoder_b is not None and value is not None:
         try:
-            gates = gate_pair([int(ka), int(kb)], default_gates(kind.lower(), same=False))
-            check_sides(encoder_a, encoder_b, kind.lower(), gates)
+            options = CompareOptions.of(gate_k=(int(ka), int(kb)), top=int(top), box=box, term=term)
+            check_sides(encoder_a, encoder_b, kind.lower(), options.gate_k)
             what = kind.lower()
             enc_a = encode(encoder_a, encoder_key(encoder_a), what, digest, value)
             enc_b = (
@@ -169,17 +160,10 @@ if kind in ("Text", "Image"):
                 if encoder_b is encoder_a
                 else encode(encoder_b, encoder_key(encoder_b), what, digest, value)
             )
+            info = {"text": value} if what == "text" else {"image": label}
             remember(
                 compare_encodings(
-                    encoder_a,
-                    enc_a,
-                    encoder_b,
-                    enc_b,
-                    gate_k=gates,
-                    top=int(top),
-                    box=box,
-                    term=term,
-                    input_info={"text": value} if what == "text" else {"image": label},
+                    encoder_a, enc_a, encoder_b, enc_b, input_info=info, options=options
                 )  # fmt: skip
             )
             if kind == "Image":

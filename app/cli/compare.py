@@ -5,13 +5,30 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.compare.compare import DEFAULT_HITS, DEFAULT_TOP, compare
+from lexlens.analysis.compare.compare import compare
 from lexlens.analysis.compare.compare_collections import compare_indexes
+from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
 from lexlens.analysis.compare.result import CompareResult, TermComparison
+from lexlens.analysis.core.options import Declared, names
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.analysis.deviation.options import DEFAULT_K
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+)
 from lexlens.models.base import InputError
+
+#: Options of one comparison only: refused with the other kind of input.
+IMAGE_ONLY = [n for n in names(CompareOptions) if n not in names(CompareIndexOptions)]
+INDEX_ONLY = [n for n in names(CompareIndexOptions) if n not in names(CompareOptions)]
+
+
+def _help(declared: Declared) -> str:
+    """A declaration's help as the flag shows it: what it is and its default."""
+    shown = "none" if declared.default is None else declared.default
+    return f"{declared.spec.help} (default {shown})"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,29 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         help="a stored collection (lexlens index); twice = A's and B's, built from one source",
     )
-    parser.add_argument("--box", help="--image: a patch group X0,Y0,X1,Y1 in fractions (0..1)")
+    gate = CompareOptions.option("gate_k")
     parser.add_argument(
-        "--term", help="--image: the word whose heatmap is shown (default: the top shared term)"
-    )
-    parser.add_argument("--query", help="--index: a text query searched on both sides")
+        gate.flag, action="append", dest=gate.name, metavar=gate.spec.metavar,
+        help=gate.spec.help,
+    )  # fmt: skip
+    top, hits = CompareOptions.option("top"), CompareIndexOptions.option("top")
     parser.add_argument(
-        "--gate-k",
-        action="append",
-        type=int,
-        dest="gate_k",
-        help="gate k of A, then of B (once: both); default: 768 for inputs, each index's own "
-        "k for indexes; one encoder on one input or index: B at a smaller k (8 for a text, 64 "
-        "for an image, half the index's mean stored terms) (a re-gated index needs k ≤ its own)",
-    )
-    parser.add_argument(
-        "--top",
-        type=int,
-        default=None,
-        help=f"rows per table (default {DEFAULT_TOP}; hits for --index: {DEFAULT_HITS})",
-    )
-    parser.add_argument(
-        "--k", type=int, default=DEFAULT_K, help="--index: k of Exact@k / Semantic@k (default 20)"
-    )
+        top.flag, dest=top.name, metavar="N",
+        help=f"{_help(top)}; with --index: {_help(hits)} ({top.wanted()})",
+    )  # fmt: skip
+    add_options(parser, CompareOptions, skip=("gate_k", "top"))
+    add_options(parser, CompareIndexOptions, skip=tuple(names(CompareOptions)))
     parser.add_argument("--out", help="folder for compare.html, compare.json and the CSV tables")
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -195,31 +201,41 @@ def _num(value: object) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def run(args: argparse.Namespace) -> None:
-    specs, indexes = list(args.encoder), args.index or []
+def _check_flags(args: argparse.Namespace, specs: list[str], indexes: list[str]) -> None:
+    """Each flag with the input it applies to, A and B given at most once each."""
     if len(specs) > 2:
         raise InputError(f"give --encoder at most twice (A and B), not {len(specs)} times")
     if len(indexes) > 2:
         raise InputError(f"give --index at most twice (A and B), not {len(indexes)} times")
-    for flag, given in (("--box", args.box), ("--term", args.term)):
-        if given and args.image is None:
-            raise InputError(f"{flag} applies to --image only")
-    if args.query is not None and not indexes:
-        raise InputError("--query applies to --index only (a text is compared with --text)")
+    for name in IMAGE_ONLY:
+        if getattr(args, name) is not None and args.image is None:
+            raise InputError(f"{CompareOptions.option(name).flag} applies to --image only")
+    for name in INDEX_ONLY:
+        declared = CompareIndexOptions.option(name)
+        if declared.spec.cli and getattr(args, name) is not None and not indexes:
+            raise InputError(
+                f"{declared.flag} applies to --index only (a text or an image is compared with "
+                "--text or --image)"
+            )
     if not specs and not indexes:
         raise InputError("give --encoder A (and --encoder B, or two --gate-k)")
+
+
+def run(args: argparse.Namespace) -> None:
+    specs, indexes = list(args.encoder), args.index or []
+    _check_flags(args, specs, indexes)
     if args.out:
         check_out_dir(args.out)
     a, b = (specs[0], specs[-1]) if specs else (None, None)
     if indexes:
         result = compare_indexes(
             indexes[0], indexes[-1] if len(indexes) == 2 else None, encoder_a=a, encoder_b=b,
-            gate_k=args.gate_k, query=args.query, top=args.top, k=args.k, device=args.device,
+            device=args.device, options=options_from_args(CompareIndexOptions, args),
         )  # fmt: skip
     else:
         result = compare(
-            a, b, text=args.text, image=args.image, name=args.image, box=args.box,
-            term=args.term, gate_k=args.gate_k, top=args.top, device=args.device,
+            a, b, text=args.text, image=args.image, name=args.image, device=args.device,
+            options=options_from_args(CompareOptions, args),
         )  # fmt: skip
     if args.out:
         write_files(args.out, result.files())

@@ -1,22 +1,27 @@
-"""The Compare page's inputs for stored collections: the two collections, their gates (one
-default rule, :func:`~lexlens.analysis.compare.compare.default_gates`), the query encoders
-(each collection's own by default) and a query; the comparison is
-:func:`~lexlens.analysis.compare.compare_collections.compare_indexes`."""
+"""The Compare page's inputs: each side's gate k (drawn from the one gate declaration), and
+for stored collections the two collections, their gates (one default rule,
+:func:`~lexlens.analysis.compare.options.default_gates`), the query encoders (each
+collection's own by default), a query and its mode; the comparison is
+:func:`~lexlens.analysis.compare.compare_collections.compare_indexes` with
+:class:`~lexlens.analysis.compare.options.CompareIndexOptions`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
-from lexlens.analysis.compare.compare import COMPARE_NEEDS, default_gates
 from lexlens.analysis.compare.compare_collections import compare_indexes
+from lexlens.analysis.compare.options import CompareIndexOptions, default_gates
 from lexlens.analysis.compare.result import CompareResult
-from lexlens.analysis.deviation.options import DEFAULT_K
+from lexlens.analysis.compare.sides import COMPARE_NEEDS
+from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.search.queries import default_query_encoder
 from lexlens.app.runtime.state import encoder_picker, kept
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
 SAME = "(the same collection as A)"
@@ -25,6 +30,14 @@ SAME = "(the same collection as A)"
 def encoder_key(encoder) -> str:
     """What identifies a loaded encoder in a cache key."""
     return f"{encoder.name}|{encoder.source}|{encoder.device}"
+
+
+def gate_input(where: Any, side: str, key: str, default: int, note: str = "", **extra: Any) -> int:
+    """One side's gate k: a number input with the gate declaration's lower limit and help."""
+    return where.number_input(
+        f"Gate k of {side}{note}", min_value=int(GATE_K.spec.low), step=8,
+        key=kept(key, default), help=extra.pop("help", GATE_K.spec.help), **extra,
+    )  # fmt: skip
 
 
 def seed_picker(key: str, spec: str) -> None:
@@ -39,11 +52,8 @@ def seed_picker(key: str, spec: str) -> None:
     st.session_state[f"{key}_dir"] = spec
 
 
-def collection_inputs(
-    top: int, remember: Callable[[CompareResult], None], fail: Callable[[LexlensError], None]
-) -> None:
-    """Draw the inputs; compare when both encoders are ready and keep the result."""
-
+def _pick_collections() -> tuple[dict, dict]:
+    """The cards of collection A and collection B (B may be A)."""
     cards = [c for c in list_collections() if "error" not in c]
     if not cards:
         st.info(
@@ -70,75 +80,93 @@ def collection_inputs(
         format_func=lambda n: n if n == SAME else describe(n),
     )  # fmt: skip
     card_a = by_name[name_a]
-    card_b = card_a if name_b in (SAME, name_a) else by_name[name_b]
-    ka = c1.number_input(
-        "Gate k of A (≤ the stored k)", min_value=-1, step=8,
-        key=kept(f"compare_index_gate_a_{name_a}", int(card_a["gate_k"])),
+    return card_a, card_a if name_b in (SAME, name_a) else by_name[name_b]
+
+
+def _settings(card_a: dict, card_b: dict, top: int) -> dict[str, Any]:
+    """The comparison's settings as drawn: both gates, the query, its mode and k."""
+    c1, c2 = st.columns(2)
+    ka = gate_input(
+        c1, "A", f"compare_index_gate_a_{card_a['name']}", int(card_a["gate_k"]),
+        " (≤ the stored k)",
     )  # fmt: skip
     same = card_b is card_a
     _, default_b = default_gates(
         "index", same, (int(card_a["gate_k"]), int(card_b["gate_k"])), card_b["mean_nnz"]
     )
-    kb = c2.number_input(
-        "Gate k of B (≤ the stored k)", min_value=-1, step=8,
-        key=kept(f"compare_index_gate_b_{card_b['name']}_{'same' if same else 'other'}", default_b),
+    kb = gate_input(
+        c2, "B", f"compare_index_gate_b_{card_b['name']}_{'same' if same else 'other'}",
+        default_b, " (≤ the stored k)",
         help="A stored collection re-gates exactly at any k up to the one it was built with.",
     )  # fmt: skip
-    q1, q2 = st.columns([3, 1])
-    query = q1.text_input("Query searched on both (optional)", key=kept("compare_query", "dog"))
-    k = q2.number_input(
-        "k of Exact@k", min_value=1, max_value=1000, key=kept("compare_k", DEFAULT_K)
-    )
+    q1, q2, q3 = st.columns([3, 2, 1])
+    query = option_widget(CompareIndexOptions, "query", "compare_query", q1, default="dog")
+    mode = option_widget(CompareIndexOptions, "query_mode", "compare_query_mode", q2)
+    k = option_widget(CompareIndexOptions, "k", "compare_k", q3, label="k of Exact@k")
+    return {"gate_k": (int(ka), int(kb)), "query": (query or "").strip() or None,
+            "query_mode": mode, "k": int(k), "top": int(top)}  # fmt: skip
+
+
+def _query_encoders(card_a: dict, card_b: dict, fail: Callable[[LexlensError], None]) -> tuple:
+    """The text encoder of each side (each collection's own by default), or ``None``s."""
     try:
         ix_a = open_index(card_a["path"])
         ix_b = open_index(card_b["path"])
         defaults = [default_query_encoder(ix, "text") for ix in (ix_a, ix_b)]
     except LexlensError as exc:
         fail(exc)
-        ix_a = ix_b = None
-    if ix_a is not None:
-        needs = COMPARE_NEEDS["index"]
-        keys = [f"compare_index_encoder_{s}_{c['name']}" for s, c in (("a", card_a), ("b", card_b))]
-        for key, spec in zip(keys, defaults, strict=True):
-            seed_picker(key, spec)
-        encoder_a = encoder_picker(
-            "Text encoder A (queries, caption tokens)", needs, key=keys[0], default=defaults[0]
-        )
-        encoder_b = encoder_picker(
-            "Text encoder B (queries, caption tokens)", needs, key=keys[1], default=defaults[1]
-        )
-        if encoder_a is not None and encoder_b is not None:
+        return None, None
+    needs = COMPARE_NEEDS["index"]
+    keys = [f"compare_index_encoder_{s}_{c['name']}" for s, c in (("a", card_a), ("b", card_b))]
+    for key, spec in zip(keys, defaults, strict=True):
+        seed_picker(key, spec)
+    encoder_a = encoder_picker(
+        "Text encoder A (queries, caption tokens)", needs, key=keys[0], default=defaults[0]
+    )
+    encoder_b = encoder_picker(
+        "Text encoder B (queries, caption tokens)", needs, key=keys[1], default=defaults[1]
+    )
+    return encoder_a, encoder_b
 
-            @st.cache_data(show_spinner=False, max_entries=8)
-            def collection_result(
-                _a, _b, key_a: str, key_b: str, path_a: str, path_b: str, updated: str,
-                gates: tuple[int, int], query: str | None, top: int, k: int,
-            ) -> CompareResult:  # fmt: skip
-                bar = st.progress(0.0, f"Comparing {key_a} and {key_b}…")
-                try:
-                    return compare_indexes(
-                        path_a, None if path_b == path_a else path_b, encoder_a=_a,
-                        encoder_b=_b, gate_k=gates, query=query, top=top, k=k,
-                        progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), msg),
-                    )  # fmt: skip
-                finally:
-                    bar.empty()
 
-            try:
-                remember(
-                    collection_result(
-                        encoder_a,
-                        encoder_b,
-                        encoder_key(encoder_a),
-                        encoder_key(encoder_b),
-                        card_a["path"],
-                        card_b["path"],
-                        f"{card_a.get('updated')}|{card_b.get('updated')}",
-                        (int(ka), int(kb)),
-                        query.strip() or None,
-                        int(top),
-                        int(k),
-                    )  # fmt: skip
-                )
-            except LexlensError as exc:
-                fail(exc)
+@st.cache_data(show_spinner=False, max_entries=8)
+def collection_result(
+    _a, _b, key_a: str, key_b: str, path_a: str, path_b: str, updated: str,
+    options: CompareIndexOptions,
+) -> CompareResult:  # fmt: skip
+    """The comparison of two collections, cached on the encoders, folders and options."""
+    bar = st.progress(0.0, f"Comparing {key_a} and {key_b}…")
+    try:
+        return compare_indexes(
+            path_a, None if path_b == path_a else path_b, encoder_a=_a, encoder_b=_b,
+            options=options, progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), msg),
+        )  # fmt: skip
+    finally:
+        bar.empty()
+
+
+def collection_inputs(
+    top: int, remember: Callable[[CompareResult], None], fail: Callable[[LexlensError], None]
+) -> None:
+    """Draw the inputs; compare when both encoders are ready and keep the result."""
+    card_a, card_b = _pick_collections()
+    settings = _settings(card_a, card_b, top)
+    encoder_a, encoder_b = _query_encoders(card_a, card_b, fail)
+    if encoder_a is None or encoder_b is None:
+        return
+    try:
+        options = CompareIndexOptions.of(**settings)
+        remember(
+            collection_result(
+                encoder_a,
+                encoder_b,
+                encoder_key(encoder_a),
+                encoder_key(encoder_b),
+                card_a["path"],
+                card_b["path"],
+                f"{card_a.get('updated')}|{card_b.get('updated')}",
+                options,
+            )  # fmt: skip
+        )
+    except LexlensError as exc:
+        fail(exc)

@@ -146,7 +146,7 @@ def text_indexes(models_dir, text_source, splade, variant) -> dict[str, Path]:
     specs = {"a": "splade-tiny", "b": str(variant.source), "a3": "splade-tiny"}
     for name, encoder, k in (("a", splade, 768), ("b", variant, 768), ("a3", splade, 3)):
         path = models_dir / f"texts-{name}"
-        build_index(encoder, text_source, path, topk=k, encoder_spec=specs[name])
+        build_index(encoder, text_source, path, gate_k=k, encoder_spec=specs[name])
         out[name] = path
     return out
 
@@ -437,7 +437,7 @@ def test_regated_image_index(effnet, splade, models_dir, photo, coffee):
         + "".join(f"{Path(n).stem},{n},{c}\n" for n, c in zip(names, captions, strict=True)),
         encoding="utf-8",
     )
-    build_index(effnet, source, models_dir / "photos-768", topk=768)
+    build_index(effnet, source, models_dir / "photos-768", gate_k=768)
     base = open_index(models_dir / "photos-768")
     view = RegatedIndex(base, 32)
     _, vals = view.row(0)
@@ -505,10 +505,65 @@ def test_bad_options_are_one_line(cli, args, message):
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and message in run.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--top", "0"], "--top must be an integer from 1 to 10,000, not 0"),
+        (["--gate-k", "x"], "--gate-k must be -1 (every dimension)"),
+        (["--gate-k", "768", "--gate-k", "8", "--gate-k", "3"],
+         "--gate-k must be one gate k for both sides or two (A's, B's), not 3 values"),
+        (["--topk", "8"], "--topk is now --gate-k"),
+        (["--k", "5"], "--k applies to --index only"),
+        (["--query-mode", "bow"], "--query-mode applies to --index only"),
+        (["--term", "dog"], "--term applies to --image only"),
+    ],
+)  # fmt: skip
+def test_traceback_flags_are_checked_by_their_declarations(cli, args, message):
+    run = cli("compare", "--encoder", "splade-tiny", "--text", TEXT, *args)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and message in run.stderr, run.stderr
+
+
+def test_traceback_index_flags_are_checked_by_their_declarations(cli, text_indexes):
+    for args, message in (
+        (["--k", "0"], "--k must be an integer from 1 to 1,000, not 0"),
+        (["--query-mode", "dense"], "--query-mode must be one of parametric, bow, not 'dense'"),
+        (["--query", " "], "--query is empty"),
+        (["--box", "0,0,1,1"], "--box applies to --image only"),
+    ):
+        run = cli("compare", "--index", text_indexes["a"], "--gate-k", "768", "--gate-k", "3",
+                  *args)  # fmt: skip
+        assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+        assert message in run.stderr, run.stderr
+
+
+def test_silent_wrong_bow_queries_are_the_bag_of_their_tokens_on_both_sides(splade, text_indexes):
+    """Query mode bow: each side searches VDR's binary bag of the query's own tokens (not
+    gated), against its own documents (B's re-gated at 3, as an index built at 3)."""
+    result = compare_indexes(text_indexes["a"], encoder_a=splade, gate_k=[768, 3], query=QUERY,
+                             query_mode="bow", top=3)  # fmt: skip
+    encoding = splade.encode_texts([QUERY])[0]
+    bag = np.zeros(len(splade.vocab), dtype=np.float32)
+    bag[sorted(own_ids(encoding, splade.vocab))] = 1.0
+    if splade.bow_normalize:
+        bag /= np.linalg.norm(bag)
+    search = result.collection["search"]
+    for s, name in (("a", "a"), ("b", "a3")):
+        expected = brute_force(open_index(text_indexes[name]), bag, 3)
+        assert [h["id"] for h in search[f"hits_{s}"]] == [i for i, _ in expected]
+        assert [h["score"] for h in search[f"hits_{s}"]] == pytest.approx(
+            [x for _, x in expected], rel=1e-6
+        )
+    parametric = compare_indexes(text_indexes["a"], encoder_a=splade, gate_k=[768, 3],
+                                 query=QUERY, top=3).collection["search"]  # fmt: skip
+    assert [h["score"] for h in parametric["hits_a"]] != [h["score"] for h in search["hits_a"]]
+    assert any("query mode bow" in n for n in result.notes)
+
+
 def test_bad_indexes_are_one_line(cli, text_indexes, models_dir, splade):
     other = models_dir / "other.csv"
     other.write_text("id,text\nx,a red bus\ny,a green tram\n", encoding="utf-8")
-    build_index(splade, other, models_dir / "other-index", topk=768)
+    build_index(splade, other, models_dir / "other-index", gate_k=768)
     cases = [
         (["--index", text_indexes["a"], "--index", models_dir / "other-index"], "same source"),
         (["--index", text_indexes["a3"], "--gate-k", "3", "--gate-k", "10"], "re-gate exactly only"),
@@ -569,7 +624,7 @@ def test_index_report_renders(regated):
 
 def test_one_encoder_without_gates_compares_the_default_against_a_smaller_gate(cli, splade):
     """The page and the command share one rule: A at 768, B at 8 terms for a text."""
-    from lexlens.analysis.compare.compare import SAME_ENCODER_GATE_B, default_gates
+    from lexlens.analysis.compare.options import SAME_ENCODER_GATE_B, default_gates
 
     assert default_gates("text", True) == (768, SAME_ENCODER_GATE_B["text"]) == (768, 8)
     assert default_gates("image", True) == (768, 64)

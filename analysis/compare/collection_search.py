@@ -1,0 +1,181 @@
+"""A query searched on both sides of a collection comparison: both rankings, which hits
+moved (rank in A → rank in B, entered or left the top N) and the terms that moved them (per
+hit, every term's contribution ``q_t · d_t`` on each side — they sum to that side's score —
+and the terms whose contribution changed most, also read as words)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.compare.vocabularies import SIDES
+from lexlens.analysis.core.collection import Collection
+from lexlens.analysis.core.words import item_words, merge_contributions, text_words
+from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
+from lexlens.analysis.search.ranking import top_items
+
+#: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
+RANK_DEPTH = 100
+#: The order moved hits are listed in, by status.
+STATUSES = {"entered": 0, "left": 1, "moved": 2, "same": 3}
+
+#: One side's ranking: the ids, best first, and their scores.
+Ranking = tuple[list[str], list[float]]
+
+
+def contributions(target: Collection, row: int, q: np.ndarray) -> tuple[float, dict[str, float]]:
+    """``(score, {token: q_t · d_t})`` of one item, every non-zero term, in float64."""
+    cols, vals = target.row(row)
+    vocab = target.vocab
+    parts = q[cols].astype(np.float64) * vals.astype(np.float64)
+    score = float(np.sum(parts))
+    out: dict[str, float] = {}
+    for c, p in zip(cols, parts, strict=True):
+        if p != 0:
+            out[vocab[int(c)]] = out.get(vocab[int(c)], 0.0) + float(p)
+    return score, out
+
+
+def _rankings(
+    targets: tuple[StoredIndex, StoredIndex], queries: tuple[np.ndarray, np.ndarray], depth: int
+) -> list[Ranking]:
+    """Each side's ranking, ``depth`` deep."""
+    ranked = []
+    for target, q in zip(targets, queries, strict=True):
+        rows, scores = top_items(target, q, depth)
+        ids = [str(m["id"]) for m in target.meta(rows, ["id"])]
+        ranked.append((ids, [float(s) for s in scores]))
+    return ranked
+
+
+def _hits(target: StoredIndex, rows_of: dict[str, int], ranking: Ranking, top: int) -> list[dict]:
+    """One side's top ``top`` hits: rank, id, score, text and image."""
+    ids, scores = ranking
+    metas = target.meta([rows_of[i] for i in ids[:top]], ["id", "text", "image"])
+    return [
+        {"rank": r, "id": i, "score": sc, "text": m.get("text") or "",
+         "image": m.get("image") or ""}
+        for r, (i, sc, m) in enumerate(zip(ids[:top], scores[:top], metas, strict=True), 1)
+    ]  # fmt: skip
+
+
+def _status(rank_a: int | None, rank_b: int | None, top: int) -> str:
+    """Whether a hit kept its rank, moved, entered B's top or left it."""
+    in_a = rank_a is not None and rank_a <= top
+    in_b = rank_b is not None and rank_b <= top
+    if in_a and in_b:
+        return "same" if rank_a == rank_b else "moved"
+    return "left" if in_a else "entered"
+
+
+def _changes(parts: list[dict[str, float]]) -> list[dict]:
+    """Every term whose contribution differs between A and B, largest change first."""
+    tokens = dict.fromkeys([*parts[0], *parts[1]])
+    rows = (
+        {
+            "token": tok,
+            "contribution_a": parts[0].get(tok, 0.0),
+            "contribution_b": parts[1].get(tok, 0.0),
+            "change": parts[1].get(tok, 0.0) - parts[0].get(tok, 0.0),
+        }
+        for tok in tokens
+    )
+    return sorted(
+        (r for r in rows if r["change"] != 0), key=lambda r: (-abs(r["change"]), r["token"])
+    )
+
+
+def _by_contribution(parts: dict[str, float]) -> list[dict]:
+    return [
+        {"token": t, "contribution": c}
+        for t, c in sorted(parts.items(), key=lambda x: (-x[1], x[0]))
+    ]
+
+
+def _moved_hit(
+    item: str, targets: tuple[StoredIndex, StoredIndex], queries: tuple[np.ndarray, np.ndarray],
+    rows_of: tuple[dict[str, int], dict[str, int]], ranks: tuple[int | None, int | None],
+    query: str, top: int, explain: int,
+) -> dict:  # fmt: skip
+    """One hit of either top: its ranks and scores, every term's contribution on each side
+    and the terms (and words) whose contribution changed most."""
+    scores, parts = [], []
+    for t, (target, q) in enumerate(zip(targets, queries, strict=True)):
+        score, contribution = contributions(target, rows_of[t][item], q)
+        scores.append(score)
+        parts.append(contribution)
+    changes = _changes(parts)
+    meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image", "captions", "labels"])[0]
+    words = item_words(meta) | text_words(query) | targets[0].known_words
+    words |= targets[1].known_words
+    in_words = merge_contributions(
+        [{"token": r["token"], "contribution": r["change"]} for r in changes],
+        set(targets[0].vocab) | set(targets[1].vocab), words,
+    )  # fmt: skip
+    in_words.sort(key=lambda r: (-abs(r["contribution"]), r["token"]))
+    return {
+        "id": item,
+        "text": meta.get("text") or "",
+        "image": meta.get("image") or "",
+        "status": _status(*ranks, top),
+        "rank_a": ranks[0],
+        "rank_b": ranks[1],
+        "score_a": scores[0],
+        "score_b": scores[1],
+        "contributions_a": _by_contribution(parts[0]),
+        "contributions_b": _by_contribution(parts[1]),
+        "changed_terms": changes[:explain],
+        "other_change": float(sum(r["change"] for r in changes[explain:])),
+        # the same changes read as words: a word's change is the sum of its pieces'
+        "changed_words": [
+            {"word": r["token"], "change": r["contribution"]} for r in in_words[:explain]
+        ],
+    }
+
+
+def search_side_by_side(
+    targets: tuple[StoredIndex, StoredIndex],
+    queries: tuple[np.ndarray, np.ndarray],
+    rows_of: tuple[dict[str, int], dict[str, int]],
+    *,
+    query: str,
+    top: int,
+    explain: int,
+) -> dict:
+    """Both rankings, the hits that moved and the terms that moved them."""
+    depth = max(top, RANK_DEPTH)
+    ranked = _rankings(targets, queries, depth)
+    rank = [{i: r for r, i in enumerate(ids, start=1)} for ids, _ in ranked]
+    hits = {s: _hits(targets[t], rows_of[t], ranked[t], top) for t, s in enumerate(SIDES)}
+    union = list(dict.fromkeys([h["id"] for h in hits["a"]] + [h["id"] for h in hits["b"]]))
+    moved = [
+        _moved_hit(item, targets, queries, rows_of, (rank[0].get(item), rank[1].get(item)),
+                   query, top, explain)
+        for item in union
+    ]  # fmt: skip
+    moved.sort(
+        key=lambda m: (STATUSES[m["status"]], min(m["rank_a"] or 10**9, m["rank_b"] or 10**9))
+    )
+    return {
+        "query": query,
+        "top": top,
+        "rank_depth": depth,
+        "hits_a": hits["a"],
+        "hits_b": hits["b"],
+        "hits": moved,
+        "counts": {s: sum(m["status"] == s for m in moved) for s in STATUSES},
+        "metrics": _metrics(targets[0], ranked, query),
+    }
+
+
+def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | None:
+    """MRR@1, MRR@10, NDCG@10 and AP@10 of both rankings when the query is one of the
+    collection's labels (its items carrying that label are the relevant ones)."""
+    labels = labelled(target)
+    if labels is None or query.casefold().strip() not in set().union(*labels):
+        return None
+    relevant = relevant_ids(labels, item_ids(target), query, None)
+    return {
+        s: ir_metrics({"q": ids_s[:10]}, {"q": relevant})["mean"]
+        for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
+    } | {"relevant": len(relevant)}
