@@ -91,18 +91,18 @@ def source_fingerprint(*paths: Path | None) -> str:
     return digest.hexdigest()
 
 
-def _id_where(table: FeatureTable, row: int) -> str:
-    """Where a vector's id comes from, for messages: its ids file's line, or its row."""
-    if table.id_source not in ("parquet column", "row numbers"):
-        return f"{table.id_source}:{row + 1}"
-    return f"{table.name} row {row}"
-
-
-def checked_rows(table: FeatureTable, skipped: SkippedItems) -> Iterator[int]:
+def checked_rows(
+    table: FeatureTable, skipped: SkippedItems, ids_file: str | None = None
+) -> Iterator[int]:
     """The rows of ``table`` whose ids an index may store: every id passes the check every
     source's items pass (:func:`~.items.checked_items`: no whitespace, each once); the
-    others are counted in ``skipped`` with their file and line."""
-    items = (SourceItem(item, where=_id_where(table, n)) for n, item in enumerate(table.ids))
+    others are counted in ``skipped`` with their file and line (``ids_file``: the ids file
+    as the user named it, one id per line; else the features file and the row)."""
+
+    def where(row: int) -> str:
+        return f"{ids_file}:{row + 1}" if ids_file else f"{table.name} row {row}"
+
+    items = (SourceItem(item, where=where(n)) for n, item in enumerate(table.ids))
     for row, item in enumerate(checked_items(items)):
         if isinstance(item, Skipped):
             skipped.add(item)
@@ -110,13 +110,19 @@ def checked_rows(table: FeatureTable, skipped: SkippedItems) -> Iterator[int]:
             yield row
 
 
-def _fill(encoder: Encoder, table: FeatureTable, options: IndexOptions, progress: Progress | None):
+def _fill(
+    encoder: Encoder,
+    table: FeatureTable,
+    options: IndexOptions,
+    progress: Progress | None,
+    ids_file: str | None,
+):
     """What writes a features index: each kept vector through the head, gated
     (``E = V ⊙ G``), with its id and paired captions, a batch at a time."""
     skipped = SkippedItems()
 
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
-        rows = np.fromiter(checked_rows(table, skipped), dtype=np.int64)
+        rows = np.fromiter(checked_rows(table, skipped, ids_file), dtype=np.int64)
         n, size = len(rows), options.batch_size
         for lo in range(0, n, size):
             batch = rows[lo : lo + size]
@@ -213,7 +219,8 @@ def build_features_index(
                 "ids": table.id_source,
                 "captions": None if caps_path is None else str(caps_path.resolve())},
     )  # fmt: skip
-    fill = _fill(encoder, table, options, progress)
+    named = None if ids_path is None else str(options.ids or ids_path)
+    fill = _fill(encoder, table, options, progress, named)
     manifest = write_atomically(out, encoder.vocab, fill, header, postings=options.postings)
     return _features_result(out, encoder, manifest, table, old, time.perf_counter() - started)
 
