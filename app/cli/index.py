@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.collections.indexing import index_collection
+from lexlens.analysis.collections.indexing import SAMPLE_IMAGES, index_collection
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
 from lexlens.analysis.core.options import names
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
@@ -18,6 +18,7 @@ from lexlens.app.cli.common import (
 )
 
 SAMPLES = ", ".join(f"sample:{name}" for name in SAMPLE_BENCHMARKS)
+PHOTOS = " and ".join(f"sample:{name}" for name in SAMPLE_IMAGES)
 #: Options whose flag takes another form than add_options gives: --ray alone (a local Ray),
 #: --text-columns repeated.
 SPECIAL = ("ray", "text_columns")
@@ -36,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "whitespace (TREC files split on it) or repeated. Dense features (.npy [N, d], a "
         ".safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S head "
         "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption). "
-        f"The benchmarks shipped with Lexlens are sources by name: {SAMPLES}.",
+        f"The benchmarks shipped with Lexlens are sources by name: {SAMPLES} ({PHOTOS} reads "
+        "scikit-image's photos unless --images names another folder).",
     )
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
     parser.add_argument(
