@@ -35,7 +35,7 @@ COMMANDS = [
     "export",
 ]
 #: Flags renamed to one spelling per option: the old one is refused naming the new one.
-RENAMED_FLAGS = {"--topk": "--gate-k"}
+RENAMED_FLAGS = {"--topk": "--gate-k", "--rows": "--max-rows"}
 
 
 class _OneLineParser(argparse.ArgumentParser):

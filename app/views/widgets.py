@@ -17,14 +17,19 @@ def option_widget(options_type: type[Options], name: str, key: str, where: Any =
     """The page widget of one declared option: its label, limits, choices and help come from
     the declaration (``display`` may narrow a slider's range or rename its label for this
     page: ``high=100``, ``label=…``); kept across page switches under ``key``. Returns the
-    widget's value (checked later with the rest, by ``options_type.of``)."""
+    widget's value (checked later with the rest, by ``options_type.of``); ``disabled=True``
+    shows it greyed out where the option does not apply."""
     declared = options_type.option(name)
     spec = declared.spec
     label = display.get("label", declared.label)
     low, high = display.get("low", spec.low), display.get("high", spec.high)
     default = display.get("default", declared.default)
     kind = display.get("widget", spec.widget)
-    common = {"key": kept(key, default), "help": spec.help}
+    common = {
+        "key": kept(key, default),
+        "help": spec.help,
+        "disabled": display.get("disabled", False),
+    }
     if declared.kind is bool:
         return where.toggle(label, **common)
     if spec.choices is not None:

@@ -184,15 +184,15 @@ def test_exact_and_semantic_at_k_stay_in_range(case) -> None:
     item = item_deviation(weights, vocab, caption, static, k, denominator=denominator)
     positive = sum(1 for w, t in zip(weights, vocab, strict=True) if w > 0 and t != "[CLS]")
     assert item.positive_terms == positive
-    assert 0.0 <= item.exact <= 1.0
+    assert 0.0 <= item.exact_at_k <= 1.0
     assert 0.0 <= item.cap <= 1.0
     if denominator == "k":
         # Fewer than k positive terms cap Exact@k below 1: the cap the page reports.
-        assert item.exact <= item.cap + 1e-12
+        assert item.exact_at_k <= item.cap + 1e-12
     # Semantic@k is a mean of cosines: [-1, 1]; never negative when no cosine can be.
-    assert -1.0 - 1e-6 <= item.semantic <= 1.0 + 1e-6
+    assert -1.0 - 1e-6 <= item.semantic_at_k <= 1.0 + 1e-6
     if nonneg:
-        assert item.semantic >= -1e-6
+        assert item.semantic_at_k >= -1e-6
     # Reference for Exact@k: the top-k positive non-special terms found in the caption.
     ranked = sorted(
         (i for i, t in enumerate(vocab) if weights[i] > 0 and t != "[CLS]"),
@@ -200,8 +200,8 @@ def test_exact_and_semantic_at_k_stay_in_range(case) -> None:
     )[:k]
     matches = sum(vocab[i] in set(caption) for i in ranked)
     den = k if denominator == "k" else max(1, min(k, positive))
-    assert item.matches == matches and math.isclose(item.exact, matches / den)
-    assert all(math.isfinite(v) for v in (item.exact, item.semantic, item.cap))
+    assert item.matches == matches and math.isclose(item.exact_at_k, matches / den)
+    assert all(math.isfinite(v) for v in (item.exact_at_k, item.semantic_at_k, item.cap))
 
 
 binary_rows = hnp.arrays(
