@@ -6,8 +6,8 @@ or captions use most."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.words import text_words
 from lexlens.analysis.search.evaluation import item_ids, labelled
 
@@ -15,7 +15,7 @@ from lexlens.analysis.search.evaluation import item_ids, labelled
 FILLER = frozenset({"a", "an", "the", "of", "on", "in", "and", "with", "to", "at", "by", "for"})
 
 
-def example_queries(target: Any, sample: int = 2000) -> tuple[str, str]:
+def example_queries(target: Collection, sample: int = 2000) -> tuple[str, str]:
     """``(A, B)``: a query and an exclusion that make sense on ``target`` (B may be empty)."""
     words = _words(target, sample)
     labels = labelled(target)
@@ -35,7 +35,7 @@ def example_queries(target: Any, sample: int = 2000) -> tuple[str, str]:
     return (common[0] if common else "", "")
 
 
-def _words(target: Any, sample: int) -> Counter:
+def _words(target: Collection, sample: int) -> Counter:
     """How often each word occurs in the texts and captions of the first ``sample`` items."""
     words: Counter[str] = Counter()
     n = min(len(item_ids(target)), sample)

@@ -39,77 +39,58 @@ inner product; negative contributions come from B's terms.
 
 from __future__ import annotations
 
-import string
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
+from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.vocabulary import is_special_token
+from lexlens.analysis.search.options import (
+    COVERAGE,
+    DEFAULT_COVERAGE,
+    DEFAULT_K_ITEMS,
+    SLQ_IMAGE,
+    SLQ_TEMPLATE,
+    SLQ_TEXT,
+    SearchOptions,
+)
 from lexlens.analysis.search.queries import QuerySpec
 from lexlens.analysis.search.ranking import top_items
-from lexlens.models.base import InputError
-
-METHODS = ("sr", "avg", "text")
-DEFAULT_K_ITEMS = 10
-DEFAULT_COVERAGE = 0.5
-SLQ_IMAGE = "images of {a} without {b}"
-SLQ_TEXT = "{a} without {b}"
 
 
-def slq_for(target: Any, template: str | None) -> str:
-    """The single-line query template (default: the paper's wording for image collections)."""
-    slq = template or (SLQ_IMAGE if getattr(target, "modality", "text") == "image" else SLQ_TEXT)
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(slq) if f is not None]
-    except ValueError as exc:
-        raise InputError(f"the single-line query template {slq!r}: {exc}") from None
-    unknown = [f or "{}" for f in fields if f not in ("a", "b")]
-    if unknown:
-        raise InputError(
-            f"the single-line query template may name {{a}} and {{b}} only, not {unknown[0]!r}"
-        )
-    if "a" not in fields or "b" not in fields:
-        raise InputError("the single-line query template needs {a} and {b}")
-    return slq
+def slq_for(target: Collection, template: str | None) -> str:
+    """The single-line query template: ``template`` (checked by its declaration), else the
+    paper's wording for an image collection and ``A without B`` for a text one."""
+    if template is not None:
+        return SLQ_TEMPLATE.check(template)
+    return SLQ_IMAGE if target.modality == "image" else SLQ_TEXT
 
 
-def check_settings(
-    method: str, exclude: str | None, k_items: int | None, coverage: float | None, top: int,
-    magnitude: str, explain: int,
-) -> tuple[int, float]:  # fmt: skip
-    if not isinstance(top, int) or isinstance(top, bool) or top < 1:
-        raise InputError(f"--top must be a positive integer, not {top!r}")
-    if not isinstance(explain, int) or explain < 0:
-        raise InputError("the number of contributions shown must be 0 or more")
-    if method not in METHODS:
-        raise InputError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
-    if magnitude not in ("sum", "l2"):
-        raise InputError(f"--magnitude must be 'sum' or 'l2', not {magnitude!r}")
-    uses_sets = bool(exclude) and method == "sr"
-    if not uses_sets and (k_items is not None or coverage is not None):
-        which = "--k-items" if k_items is not None else "--coverage"
-        raise InputError(
-            f"{which} applies to the sr exclusion method only (it sets how D1 and D2 are "
-            "extracted); leave it out for this search"
-        )
-    if k_items is not None and (
-        isinstance(k_items, bool) or not isinstance(k_items, int) or k_items < 1
-    ):
-        raise InputError(
-            f"--k-items must be a positive integer (items per dimension set), not {k_items!r}"
-        )
-    if coverage is not None and not (isinstance(coverage, (int, float)) and 0 < coverage <= 1):
-        raise InputError(f"--coverage must be in (0, 1], not {coverage!r}")
-    return (
-        DEFAULT_K_ITEMS if k_items is None else k_items,
-        DEFAULT_COVERAGE if coverage is None else float(coverage),
-    )
+@dataclass(frozen=True)
+class ExclusionSettings:
+    """What the exclusion methods read, resolved: SR's K, coverage, magnitude and
+    normalisation, and the single-line query's wording."""
+
+    k_items: int = DEFAULT_K_ITEMS
+    coverage: float = DEFAULT_COVERAGE
+    magnitude: str = "sum"
+    normalize: bool = True
+    slq: str = SLQ_TEXT
+
+    @classmethod
+    def of(cls, target: Collection, options: SearchOptions) -> ExclusionSettings:
+        """The settings ``options`` give on ``target`` (the defaults where they give none)."""
+        return cls(
+            options.sr_k_items, options.sr_coverage, options.magnitude, options.normalize,
+            slq_for(target, options.slq_template),
+        )  # fmt: skip
 
 
 def covering_dimensions(mass: np.ndarray, coverage: float) -> np.ndarray:
     """Smallest set of dimensions holding ``coverage`` of ``mass`` (strongest first)."""
-    if not 0 < coverage <= 1:
-        raise InputError("coverage must be in (0, 1]")
+    if coverage is None:
+        raise COVERAGE.refuse(coverage)
+    coverage = COVERAGE.check(coverage)
     mass = np.asarray(mass, dtype=np.float64)
     total = mass[mass > 0].sum()
     if total <= 0:
@@ -122,52 +103,52 @@ def covering_dimensions(mass: np.ndarray, coverage: float) -> np.ndarray:
 
 
 def dimension_set(
-    target: Any, q: np.ndarray, k_items: int, coverage: float, magnitude: str, normalize: bool
+    target: Collection, q: np.ndarray, settings: ExclusionSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     """(D, the rows of the top-K items) for one single-label query vector ``q``."""
-    rows, _ = top_items(target, q, k_items)
+    rows, _ = top_items(target, q, settings.k_items)
     mass = np.zeros(target.vocab_size, dtype=np.float64)
     for r in rows:
         cols, vals = target.row(int(r))
         w = vals.astype(np.float64)
-        if normalize and target.norms[int(r)] > 0:
+        if settings.normalize and target.norms[int(r)] > 0:
             w = w / float(target.norms[int(r)])
-        mass[cols] += w * w if magnitude == "l2" else np.abs(w)
-    return covering_dimensions(mass, coverage), rows
+        mass[cols] += w * w if settings.magnitude == "l2" else np.abs(w)
+    return covering_dimensions(mass, settings.coverage), rows
+
+
+#: One method's ranking: (rows, scores, the weights hits are explained with, SR's dimension
+#: sets or ``None``, notes).
+Ranking = tuple[np.ndarray, np.ndarray, np.ndarray, dict | None, list[str]]
 
 
 def rank_method(
-    target: Any,
-    spec: QuerySpec,
-    method: str,
-    a: str,
-    b: str | None,
-    *,
-    n: int,
-    k_items: int,
-    coverage: float,
-    magnitude: str,
-    normalize: bool,
-    slq: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict | None, list[str]]:
-    """(rows, scores, the weights hits are explained with, SR dimension sets, messages)."""
-    vocab = target.vocab
-    messages: list[str] = []
+    target: Collection, spec: QuerySpec, method: str, a: str, b: str | None, *, n: int,
+    settings: ExclusionSettings,
+) -> Ranking:  # fmt: skip
+    """The top ``n`` items for ``a`` (plain search when ``b`` is empty) or for "``a`` but not
+    ``b``" by ``method``, as ``settings`` say."""
     if not b:
         q = spec.text(a)
-        rows, scores = top_items(target, q, n)
-        return rows, scores, q, None, messages
-    if method == "text":
-        q = spec.text(slq.format(a=a, b=b))
-        rows, scores = top_items(target, q, n)
-        return rows, scores, q, None, messages
+    elif method == "text":
+        q = spec.text(settings.slq.format(a=a, b=b))
+    elif method == "avg":
+        q = (spec.text(a).astype(np.float64) - spec.text(b).astype(np.float64)).astype(np.float32)
+    else:
+        return _rank_sr(target, spec, a, b, n, settings)
+    rows, scores = top_items(target, q, n)
+    return rows, scores, q, None, []
+
+
+def _rank_sr(
+    target: Collection, spec: QuerySpec, a: str, b: str, n: int, settings: ExclusionSettings
+) -> Ranking:
+    """SR: D = D1 \\ D2 from the top-K items of A and of B; items ranked by their magnitude
+    on D (with the sets, in tokens, and what a reader should know about them)."""
+    vocab = target.vocab
     qa, qb = spec.text(a), spec.text(b)
-    if method == "avg":
-        q = (qa.astype(np.float64) - qb.astype(np.float64)).astype(np.float32)
-        rows, scores = top_items(target, q, n)
-        return rows, scores, q, None, messages
-    d1, rows_a = dimension_set(target, qa, k_items, coverage, magnitude, normalize)
-    d2, rows_b = dimension_set(target, qb, k_items, coverage, magnitude, normalize)
+    d1, rows_a = dimension_set(target, qa, settings)
+    d2, rows_b = dimension_set(target, qb, settings)
     kept = d1[~np.isin(d1, d2)]
     own = _own_top_terms(qa, vocab, a)
     overlap = [vocab[i] for i in d2 if i in own]
@@ -179,28 +160,38 @@ def rank_method(
         "include_items": len(rows_a),
         "exclude_items": len(rows_b),
     }
-    if rows_a.size == 0:
-        messages.append(f"no item shares a term with {a!r}: D1 is empty, nothing is ranked")
-    elif kept.size == 0:
-        messages.append(
+    notes = _sr_notes(a, b, rows_a.size, kept.size, overlap)
+    mask = np.zeros(target.vocab_size, dtype=np.float32)
+    mask[kept] = 1.0
+    if kept.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0), mask, dims, notes
+    square = settings.magnitude == "l2"
+    rows, scores = top_items(target, mask, n, normalize=settings.normalize, square=square)
+    if square:
+        scores = np.sqrt(np.maximum(scores, 0))
+    return rows, scores, mask, dims, notes
+
+
+def _sr_notes(a: str, b: str, found: int, kept: int, overlap: list[str]) -> list[str]:
+    """What a reader should know about SR's sets: nothing found for A, an empty D, query
+    terms of A that B's items took out of D."""
+    notes = []
+    if found == 0:
+        notes.append(f"no item shares a term with {a!r}: D1 is empty, nothing is ranked")
+    elif kept == 0:
+        same = a.strip().casefold() == b.strip().casefold()
+        notes.append(
             "D = D1 \\ D2 is empty: every dimension of A's top items is also one of B's "
-            f"({'A and B are the same query' if a.strip().casefold() == b.strip().casefold() else 'B covers A'}), "
+            f"({'A and B are the same query' if same else 'B covers A'}), "
             "so there is nothing to rank by: no results"
         )
     if overlap:
-        messages.append(
+        notes.append(
             f"D2 (from the top items of {b!r}) holds {', '.join(repr(t) for t in overlap)}, "
             f"among the own top terms of the query {a!r}: they are removed from D, so items "
             "are ranked without them"
         )
-    mask = np.zeros(target.vocab_size, dtype=np.float32)
-    mask[kept] = 1.0
-    if kept.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0), mask, dims, messages
-    rows, scores = top_items(target, mask, n, normalize=normalize, square=magnitude == "l2")
-    if magnitude == "l2":
-        scores = np.sqrt(np.maximum(scores, 0))
-    return rows, scores, mask, dims, messages
+    return notes
 
 
 def _own_top_terms(q: np.ndarray, vocab: list[str], text: str, top: int = 10) -> set[int]:

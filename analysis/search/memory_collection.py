@@ -1,11 +1,12 @@
 """A small collection held in memory: texts from a .txt/.csv/.jsonl file (``lexlens search
 --collection FILE``, the Search page's sample and uploads), encoded as documents and gated
-(``E = V ⊙ G``), kept as one scipy CSR matrix. It answers the same calls as a stored index
-(:class:`lexlens.analysis.collections.store.StoredIndex`) that search and evaluation make.
+(``E = V ⊙ G``), kept as one scipy CSR matrix. It answers the calls of a collection
+(:class:`lexlens.analysis.core.collection.Collection`), as a stored index does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,10 @@ class MemoryCollection:
     def csr(self):
         return self.matrix
 
-    def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
+    def meta(
+        self, rows: Sequence[int] | np.ndarray, columns: list[str] | None = None
+    ) -> list[dict]:
+        """Each item's id, text and labels (every column: the collection has no others)."""
         out = []
         for r in rows:
             r = int(r)

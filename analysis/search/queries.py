@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
+from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, gate
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
-QUERY_MODES = ("parametric", "bow")
 #: A text query: a lexical text encoder; in the bag-of-words mode a head over dense
 #: features (D2S) serves too: it has no text tower but tokenises into its vocabulary.
 TEXT_QUERY_NEEDS = Needs("a text query", all_of=frozenset({Capability.TEXT_LEXICAL}))
@@ -27,12 +27,6 @@ BOW_QUERY_NEEDS = Needs(
     any_of=frozenset({Capability.TEXT_LEXICAL, Capability.FEATURE_LEXICAL}),
 )
 IMAGE_QUERY_NEEDS = Needs("an image query", all_of=frozenset({Capability.IMAGE_LEXICAL}))
-
-
-def check_query_mode(mode: str) -> str:
-    if mode not in QUERY_MODES:
-        raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    return mode
 
 
 def text_query_needs(mode: str) -> Needs:
@@ -71,7 +65,7 @@ class QuerySpec:
         return gate(enc, self.encoder.vocab, self.gate_k)
 
 
-def check_vocabulary(target: Any, encoder: Encoder) -> None:
+def check_vocabulary(target: Collection, encoder: Encoder) -> None:
     """Refuse a query encoder whose vocabulary differs from the collection's."""
     if isinstance(target, StoredIndex):
         if vocab_hash(encoder.vocab) != target.manifest["vocab"]["hash"]:
@@ -89,7 +83,7 @@ def check_vocabulary(target: Any, encoder: Encoder) -> None:
         )
 
 
-def default_query_encoder(target: Any, modality: str) -> str:
+def default_query_encoder(target: Collection, modality: str) -> str:
     """The encoder name that puts ``modality`` queries into ``target``'s vocabulary."""
     if isinstance(target, StoredIndex):
         enc = target.manifest["encoder"]

@@ -13,16 +13,14 @@ import streamlit as st
 
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.search.examples import example_queries
-from lexlens.analysis.search.exclusion import METHODS
 from lexlens.analysis.search.memory_collection import collection_from_file
+from lexlens.analysis.search.options import DEFAULT_COVERAGE, DEFAULT_K_ITEMS, SearchOptions
 from lexlens.analysis.search.queries import (
     BOW_QUERY_NEEDS,
     IMAGE_QUERY_NEEDS,
     TEXT_QUERY_NEEDS,
-    QuerySpec,
     default_query_encoder,
 )
 from lexlens.analysis.search.search import SearchResult, search
@@ -35,14 +33,15 @@ from lexlens.app.runtime.state import (
     remembered_uploads,
     restore_inputs,
 )
-from lexlens.app.views.search import show_result
+from lexlens.app.views.search import enabled_if, show_result
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
 SOURCES = ["Stored collection", "Sample texts (data/collection.csv)", "Upload a small text file"]
-METHOD_HELP = {
-    "sr": "SR: D1 from A's top-K items, D2 from B's, rank by magnitude on D1 \\ D2",
-    "avg": "average embedding: E(A) − E(B), ranked by inner product",
-    "text": "one query text 'images of A without B' (or 'A without B' for texts)",
+METHOD_NAMES = {
+    "sr": "SR (dimension sets)",
+    "avg": "average embedding",
+    "text": "single-line query",
 }
 
 st.header("Search & exclusion")
@@ -106,11 +105,9 @@ if source == SOURCES[0]:
         "Query", ["Text", "Image"], horizontal=True, key=kept("search_query_kind", "Text")
     )
 # The mode decides which encoders can make the query (a D2S head: bag-of-words only).
-mode = st.radio(
-    "Query mode", ["parametric", "bow"], horizontal=True, key=kept("search_mode", "parametric"),
-    disabled=query_kind == "Image",
-    help="bow: VDR's nonparametric query, the bag of the query's own tokens (texts only)",
-)  # fmt: skip
+mode = option_widget(
+    SearchOptions, "query_mode", "search_mode", enabled_if(st, query_kind == "Text")
+)
 bow = mode == "bow" and query_kind == "Text"
 if target is not None:
     modality = "image" if query_kind == "Image" else "text"
@@ -181,58 +178,44 @@ if query_kind == "Text":
 else:
     exclude = ""
     c2.caption("Exclusion needs a text query A.")
-method = c3.selectbox(
-    "Exclusion method", list(METHODS), key=kept("search_method", "sr"),
-    format_func=lambda m: {"sr": "SR (dimension sets)", "avg": "average embedding",
-                           "text": "single-line query"}[m],
-    disabled=not exclude.strip(), help=METHOD_HELP.get(st.session_state.get("search_method", "sr")),
+method = option_widget(
+    SearchOptions, "method", "search_method", enabled_if(c3, bool(exclude.strip())),
+    format_func=METHOD_NAMES.get,
 )  # fmt: skip
 uses_sets = bool(exclude.strip()) and method == "sr"
 c4, c5, c6, c7 = st.columns(4)
-top = c4.slider("Results", 1, 50, key=kept("search_top", 10))
-k_items = c5.number_input(
-    "Items per dimension set (K)", 1, 1000, key=kept("search_k_items", 10), disabled=not uses_sets,
-    help="SR only: how many top items of A (and of B) the dimension sets are taken from",
-)  # fmt: skip
-coverage = c6.slider(
-    "Magnitude coverage", 0.05, 1.0, key=kept("search_coverage", 0.5), disabled=not uses_sets,
-    help="SR only: each set is the smallest one holding this share of its items' magnitude",
-)  # fmt: skip
-magnitude = c7.radio(
-    "Magnitude", ["sum", "l2"], key=kept("search_magnitude", "sum"), disabled=not uses_sets,
-    horizontal=True, help="SR only: a dimension's magnitude is its weight (sum) or its squared "
-    "weight (l2: items rank by the L2 norm of their weights on D)",
-)  # fmt: skip
-normalize = st.toggle(
-    "L2-normalise items (SR)", key=kept("search_normalize", True), disabled=not uses_sets,
-    help="SR only: each item's vector is divided by its L2 norm before extracting and ranking, "
-    "so items whose mass lies on B's dimensions rank lower",
-)  # fmt: skip
+top = option_widget(SearchOptions, "top", "search_top", c4, high=50)
+k_items = option_widget(SearchOptions, "k_items", "search_k_items", enabled_if(c5, uses_sets),
+                        default=DEFAULT_K_ITEMS, high=1000)  # fmt: skip
+coverage = option_widget(SearchOptions, "coverage", "search_coverage", enabled_if(c6, uses_sets),
+                         default=DEFAULT_COVERAGE, low=0.05)  # fmt: skip
+magnitude = option_widget(SearchOptions, "magnitude", "search_magnitude", enabled_if(c7, uses_sets))
+normalize = option_widget(SearchOptions, "normalize", "search_normalize", enabled_if(st, uses_sets))
 
 # ---------------------------------------------------------------------------- searching
-options = {
-    "query": query if query_kind == "Text" else None,
-    "exclude": exclude if query_kind == "Text" else None,
-    "method": method,
-    "top": int(top),
-    "k_items": int(k_items) if uses_sets else None,
-    "coverage": float(coverage) if uses_sets else None,
-    "magnitude": magnitude,
-    "normalize": bool(normalize),
-}
-spec = QuerySpec(encoder, "bow" if bow else "parametric", DEFAULT_GATE_K)
-key = content_key(
-    repr(sorted(options.items())), spec.mode, encoder.name, str(getattr(target, "path", "")),
-    str(getattr(target, "manifest", {}).get("updated", "")), image_upload[1] if image_upload else b"",
-)  # fmt: skip
+try:
+    options = SearchOptions.of(
+        top=top, query_mode="bow" if bow else "parametric", method=method,
+        k_items=k_items if uses_sets else None, coverage=coverage if uses_sets else None,
+        magnitude=magnitude, normalize=normalize,
+    )  # fmt: skip
+except LexlensError as exc:
+    st.error(str(exc))
+    st.stop()
+inputs = {"query": query, "exclude": exclude}
 if image_upload is not None:
-    options |= {"query_image": image_upload[1], "image_name": image_upload[0]}
+    inputs = {"query_image": image_upload[1], "image_name": image_upload[0]}
+key = content_key(
+    repr(sorted(options.to_dict().items())), query, exclude, encoder.name,
+    str(getattr(target, "path", "")), str(getattr(target, "manifest", {}).get("updated", "")),
+    image_upload[0] if image_upload else "", image_upload[1] if image_upload else b"",
+)  # fmt: skip
 result: SearchResult | None = kept_result(
-    "search_result", lambda: search(target, spec, **options), key=key
+    "search_result", lambda: search(target, encoder, options=options, **inputs), key=key
 )
 if result is None:
     st.stop()
-keep_for_reload("search", "search_", f"search “{options.get('query') or 'an image'}”", {
+keep_for_reload("search", "search_", f"search “{query or 'an image'}”", {
     key: files for key, files in (("search_upload", kept_files), ("search_image", kept_images))
     if files
 })  # fmt: skip

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
-from lexlens.analysis.search.evaluation import METRICS, EvalResult, evaluate_index
-from lexlens.analysis.search.exclusion import METHODS
-from lexlens.analysis.search.search import SearchResult, hit_summary, search_file, search_index
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.analysis.search.evaluation import (
+    MEASURES,
+    METRICS,
+    TableEvaluationOptions,
+    TableEvaluationResult,
+    evaluate_index,
+)
+from lexlens.analysis.search.hits import hit_summary
+from lexlens.analysis.search.options import SearchOptions
+from lexlens.analysis.search.search import SearchResult, search_file, search_index
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+)
 from lexlens.models.base import InputError
 
 
@@ -35,46 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="query encoder (default: the index's encoder, or its partner in the same "
         "vocabulary, e.g. splade-tiny for an efficientnet-lite0-lexical image index)",
     )
-    parser.add_argument(
-        "--query-mode", choices=["parametric", "bow"], default="parametric",
-        help="parametric: E_q = V_q ⊙ G_q; bow: the bag of the query's own tokens (VDR^α)",
-    )  # fmt: skip
     parser.add_argument("--exclude", help="what to exclude (B)")
-    parser.add_argument(
-        "--method", choices=list(METHODS), default="sr",
-        help="sr: D = D1 \\ D2 (SR, the exclusion method of 'Answering Multimodal Exclusion "
-        "Queries with Lightweight Sparse Disentangled Representations'); avg: E(A) - E(B); "
-        "text: one query 'A without B'",
-    )  # fmt: skip
-    parser.add_argument("--top", type=int, default=10, help="results shown")
-    parser.add_argument(
-        "--topk",
-        dest="gate_k",
-        type=int,
-        default=DEFAULT_GATE_K,
-        help="gate k of the query vectors",
-    )
-    parser.add_argument(
-        "--k-items", type=int, default=None, help="sr: top items per dimension set (default 10)"
-    )
-    parser.add_argument(
-        "--coverage", type=float, default=None,
-        help="sr: share of the top items' magnitude each set covers (default 0.5)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--magnitude", choices=["sum", "l2"], default="sum",
-        help="sr: a dimension's magnitude is its weight (sum) or squared weight (l2)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--no-normalize", action="store_true",
-        help="sr: do not L2-normalise the items' vectors before extracting and ranking",
-    )  # fmt: skip
-    parser.add_argument(
-        "--slq-template", help="text baseline wording (default 'images of {a} without {b}' for "
-        "image collections, '{a} without {b}' for texts)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--min-relevant", type=int, default=1, help="--eval: skip pairs with fewer A∧¬B items"
+    add_options(parser, SearchOptions)
+    add_options(  # --eval's own (--min-relevant); the rest are search's
+        parser, TableEvaluationOptions, skip=tuple(d.name for d in SearchOptions.declared())
     )
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -85,28 +61,20 @@ def run(args: argparse.Namespace) -> None:
         raise InputError("--collection needs --encoder (the collection is encoded now)")
     if args.collection and args.eval:
         raise InputError("--eval needs a stored --index")
-    if args.min_relevant < 1:
-        raise InputError("--min-relevant must be at least 1")
-    sr_options = {
-        "k_items": args.k_items, "coverage": args.coverage, "magnitude": args.magnitude,
-        "normalize": not args.no_normalize, "slq_template": args.slq_template,
-    }  # fmt: skip
-    common = {"device": args.device, "mode": args.query_mode, "gate_k": args.gate_k}
+    options = options_from_args(SearchOptions, args)
     if args.eval:
         result = evaluate_index(
-            args.index, args.eval, args.query_encoder or args.encoder,
-            min_relevant=args.min_relevant, **common, **sr_options,
+            args.index, args.eval, args.query_encoder or args.encoder, device=args.device,
+            options=options_from_args(TableEvaluationOptions, args),
         )  # fmt: skip
         emit(args, result, _eval_table(result))
         return
-    options = {
-        "query": args.query, "query_image": args.query_image, "exclude": args.exclude,
-        "method": args.method, "top": args.top, **sr_options,
-    }  # fmt: skip
+    inputs = {"query": args.query, "query_image": args.query_image, "exclude": args.exclude,
+              "device": args.device, "options": options}  # fmt: skip
     if args.index:
-        result = search_index(args.index, args.query_encoder or args.encoder, **common, **options)
+        result = search_index(args.index, args.query_encoder or args.encoder, **inputs)
     else:
-        result = search_file(args.collection, args.encoder, **common, **options)
+        result = search_file(args.collection, args.encoder, **inputs)
     emit(args, result, _table(result))
 
 
@@ -118,7 +86,9 @@ def _table(result: SearchResult) -> str:
         lines.append(f"D2: {' '.join(d['exclude_words'][:15])}")
         lines.append(f"D = D1 \\ D2: {' '.join(d['kept_words'][:15]) or '(empty)'}")
     lines.extend(f"note: {m}" for m in result.notes)
-    rows = [[h.rank, h.id, h.score, (h.text or h.image)[:50], hit_summary(h)] for h in result.hits]
+    rows = [
+        [h.rank, h.id, h.score, (h.text or h.image)[:50], hit_summary(h)] for h in result.results
+    ]
     if rows:
         lines.append(
             format_table(rows, ["#", "id", "score", "item", "contributions (sum = score)"])
@@ -133,22 +103,20 @@ def _table(result: SearchResult) -> str:
     return "\n".join(lines)
 
 
-def _eval_table(result: EvalResult) -> str:
-    lines = [f"{result.collection['items']} items; {len(result.rows)} {result.kind} evaluated"]
+def _eval_table(result: TableEvaluationResult) -> str:
+    table = result.metrics["per_query"]
+    lines = [f"{result.index['items']} items; {len(table)} {result.kind} evaluated"]
     lines.append(
         format_table(
-            [[m, *(v[k] for k in METRICS)] for m, v in result.methods.items()],
-            ["method", *METRICS],
+            [[m, *(v[k] for k in MEASURES)] for m, v in result.metrics["aggregate"].items()],
+            ["method", *MEASURES],
         )
     )
     if result.kind == "pairs":
-        methods = list(result.methods)
+        methods = list(result.metrics["aggregate"])
         lines.append(
             format_table(
-                [
-                    [r["a"], r["b"], r["A_not_B"], *(r[m]["AP@10"] for m in methods)]
-                    for r in result.rows
-                ],
+                [[r["a"], r["b"], r["A_not_B"], *(r[m]["AP@10"] for m in methods)] for r in table],
                 ["A", "B", "A∧¬B", *(f"AP@10 {m}" for m in methods)],
             )
         )
@@ -156,10 +124,10 @@ def _eval_table(result: EvalResult) -> str:
         lines.append(
             format_table(
                 [
-                    [r["query"], " ".join(r["relevant"]), " ".join(r["top"]), r["MRR@10"]]
-                    for r in result.rows
+                    [r["query"], " ".join(r["relevant"]), " ".join(r["top"]), r["RR@10"]]
+                    for r in table
                 ],
-                ["query", "relevant", "top 3", "MRR@10"],
+                ["query", "relevant", "top 3", "RR@10"],
             )
         )
     lines.extend(f"skipped: {s}" for s in result.skipped)

@@ -1,19 +1,39 @@
 """The Search page's drawing of a :class:`~lexlens.analysis.search.search.SearchResult`:
 notes, SR's dimension sets in words, the hits (thumbnails for images) with the words that
-make each score, metrics and downloads. Nothing is computed here."""
+make each score, metrics and downloads; the option widgets' places. Nothing is computed
+here."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.search.evaluation import METRICS
-from lexlens.analysis.search.search import SearchResult, hit_summary
+from lexlens.analysis.search.hits import hit_summary
+from lexlens.analysis.search.search import SearchResult
 from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv"}
+
+
+class _Place:
+    """Where widgets are drawn (``st`` or a column), each drawn disabled unless ``enabled``."""
+
+    def __init__(self, where: Any, enabled: bool) -> None:
+        self._where, self._enabled = where, enabled
+
+    def __getattr__(self, name: str) -> Any:
+        return functools.partial(getattr(self._where, name), disabled=not self._enabled)
+
+
+def enabled_if(where: Any, enabled: bool) -> Any:
+    """``where`` for :func:`~lexlens.app.views.widgets.option_widget`, its widget disabled
+    unless ``enabled`` (an SR setting without an SR exclusion, the query mode of an image)."""
+    return _Place(where, enabled)
 
 
 def show_result(result: SearchResult, target) -> None:
@@ -29,12 +49,12 @@ def show_result(result: SearchResult, target) -> None:
             f"{', '.join(d['exclude_words'][:20])}  \n"
             f"**D = D1 \\ D2**: {', '.join(d['kept_words'][:20]) or '(empty)'}"
         )
-    if not result.hits:
+    if not result.results:
         st.info("No results.")
-    elif any(h.kind == "image" for h in result.hits):
+    elif any(h.kind == "image" for h in result.results):
         st.caption("Each hit: score = the sum of its words' contributions (largest first).")
         cols = st.columns(5)
-        for n, hit in enumerate(result.hits):
+        for n, hit in enumerate(result.results):
             with cols[n % 5]:
                 data = item_thumbnail(target, {"image": hit.image})
                 if data:
@@ -47,7 +67,7 @@ def show_result(result: SearchResult, target) -> None:
             {"#": h.rank, "id": h.id, "score": h.score, "text": h.text,
              "contributions (sum = score)": hit_summary(h)}
             | ({"relevant": h.relevant} if h.relevant is not None else {})
-            for h in result.hits
+            for h in result.results
         ]  # fmt: skip
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     if result.metrics:

@@ -11,10 +11,10 @@ import pytest
 
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
-from lexlens.analysis.search.evaluation import evaluate, ir_metrics
+from lexlens.analysis.core.metrics import measure_rankings
+from lexlens.analysis.search.evaluation import MEASURES, METRICS, evaluate
 from lexlens.analysis.search.exclusion import covering_dimensions
 from lexlens.analysis.search.memory_collection import MemoryCollection
-from lexlens.analysis.search.queries import QuerySpec
 from lexlens.analysis.search.search import search
 from lexlens.models import InputError
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
@@ -72,20 +72,18 @@ def test_covering_dimensions_is_the_smallest_covering_set():
 
 
 def test_plain_search_is_the_inner_product_explained_by_its_terms():
-    result = search(toy_collection(), QuerySpec(ToyEncoder()), query="dog beach", explain=1)
+    result = search(toy_collection(), ToyEncoder(), query="dog beach", explain=1)
     # scores: a 3+2 = 5, b 3, c 3, d 2; ties (b, c) in collection order; d is matched too.
-    assert [(h.id, h.score) for h in result.hits] == [("a", 5), ("b", 3), ("c", 3), ("d", 2)]
-    assert result.hits[0].top_contributions[0]["token"] == "dog"
-    assert result.hits[0].other_terms == 1 and result.hits[0].other_contribution == 2
-    assert all(sums_to_score(h) for h in result.hits)
+    assert [(h.id, h.score) for h in result.results] == [("a", 5), ("b", 3), ("c", 3), ("d", 2)]
+    assert result.results[0].top_contributions[0]["token"] == "dog"
+    assert result.results[0].other_terms == 1 and result.results[0].other_contribution == 2
+    assert all(sums_to_score(h) for h in result.results)
     assert result.method == "search" and result.metrics is None  # "dog beach" is no label
 
 
 def test_sr_sets_and_magnitudes_by_hand():
     col = toy_collection()
-    result = search(
-        col, QuerySpec(ToyEncoder()), query="dog", exclude="beach", k_items=1, coverage=0.5
-    )
+    result = search(col, ToyEncoder(), query="dog", exclude="beach", k_items=1, coverage=0.5)
     # Top-1 for "dog": a (score 3, first in order); its normalised mass: dog 3/√13, beach
     # 2/√13 → D1 = {dog}. Top-1 for "beach": c → D2 = {beach}. D = {dog}.
     d = result.dimensions
@@ -97,29 +95,29 @@ def test_sr_sets_and_magnitudes_by_hand():
     norms = np.linalg.norm(col.matrix.toarray(), axis=1)
     expected = {i: col.matrix.toarray()[n, 0] / norms[n] for n, i in enumerate(col.ids)}
     # d 2/√5 = 0.894; a and b tie at 3/√13 (collection order); c has no weight on D.
-    assert [h.id for h in result.hits] == ["d", "a", "b"]
-    for h in result.hits:
+    assert [h.id for h in result.results] == ["d", "a", "b"]
+    for h in result.results:
         assert h.score == pytest.approx(expected[h.id], rel=1e-6) and sums_to_score(h)
     # Without normalisation the magnitude is the raw weight on D: a and b tie, then d.
-    raw = search(col, QuerySpec(ToyEncoder()), query="dog", exclude="beach", k_items=1,
+    raw = search(col, ToyEncoder(), query="dog", exclude="beach", k_items=1,
                  coverage=0.5, normalize=False)  # fmt: skip
-    assert [(h.id, h.score) for h in raw.hits] == [("a", 3), ("b", 3), ("d", 2)]
+    assert [(h.id, h.score) for h in raw.results] == [("a", 3), ("b", 3), ("d", 2)]
     # l2: the top-1 for "snow" is d, so D1 = {dog, snow} at coverage 1.0; D2 = {beach, cat}
     # from c. An item scores s = ‖w_D‖ / ‖w‖.
-    l2 = search(col, QuerySpec(ToyEncoder()), query="snow", exclude="beach", k_items=1,
+    l2 = search(col, ToyEncoder(), query="snow", exclude="beach", k_items=1,
                 coverage=1.0, magnitude="l2")  # fmt: skip
     assert l2.dimensions["kept_terms"] == ["dog", "snow"]
     dense = col.matrix.toarray()
-    for h in l2.hits:
+    for h in l2.results:
         n = col.ids.index(h.id)
         assert h.score == pytest.approx(np.linalg.norm(dense[n, [0, 4]]) / norms[n], rel=1e-6)
         assert sums_to_score(h)
-    assert l2.hits[0].id == "d"
+    assert l2.results[0].id == "d"
 
 
 def test_a_equals_b_returns_nothing_with_a_message():
-    result = search(toy_collection(), QuerySpec(ToyEncoder()), query="dog", exclude="dog")
-    assert result.hits == [] and result.dimensions["kept_terms"] == []
+    result = search(toy_collection(), ToyEncoder(), query="dog", exclude="dog")
+    assert result.results == [] and result.dimensions["kept_terms"] == []
     assert any("D = D1 \\ D2 is empty" in m and "same query" in m for m in result.notes)
     assert result.metrics["sr"] == {"MRR@1": 0.0, "MRR@10": 0.0, "NDCG@10": 0.0, "AP@10": 0.0}
 
@@ -131,7 +129,7 @@ def test_b_holding_a_own_terms_is_said(splade):
                   ["a dog on the beach", "dogs at the beach", "a dog in a park"]]),
         splade.vocab,
     )  # fmt: skip
-    result = search(col, QuerySpec(splade), query="dog", exclude="beach", k_items=2)
+    result = search(col, splade, query="dog", exclude="beach", k_items=2)
     removed = result.dimensions["removed_query_terms"]
     assert "dog" in removed
     assert any("'dog'" in m and "removed from D" in m for m in result.notes)
@@ -139,18 +137,18 @@ def test_b_holding_a_own_terms_is_said(splade):
 
 def test_baselines_avg_and_single_line():
     col = toy_collection()
-    avg = search(col, QuerySpec(ToyEncoder()), query="dog", exclude="beach", method="avg")
+    avg = search(col, ToyEncoder(), query="dog", exclude="beach", method="avg")
     # E(dog) − E(beach) = (1, −1, 0…): a 3−2 = 1, b 3, c −3, d 2.
-    assert [(h.id, h.score) for h in avg.hits] == [("b", 3), ("d", 2), ("a", 1), ("c", -3)]
-    assert all(sums_to_score(h) for h in avg.hits)
-    text = search(col, QuerySpec(ToyEncoder()), query="dog", exclude="beach", method="text")
+    assert [(h.id, h.score) for h in avg.results] == [("b", 3), ("d", 2), ("a", 1), ("c", -3)]
+    assert all(sums_to_score(h) for h in avg.results)
+    text = search(col, ToyEncoder(), query="dog", exclude="beach", method="text")
     # "dog without beach" (a text collection): dog + beach + without → a 5, b 3, c 3, d 2.
     assert text.settings["slq_template"] == "{a} without {b}"
-    assert [h.id for h in text.hits] == ["a", "b", "c", "d"]
+    assert [h.id for h in text.results] == ["a", "b", "c", "d"]
 
 
 def test_metrics_for_every_method_when_a_and_b_are_labels():
-    result = search(toy_collection(), QuerySpec(ToyEncoder()), query="dog", exclude="beach",
+    result = search(toy_collection(), ToyEncoder(), query="dog", exclude="beach",
                     k_items=1, coverage=0.5)  # fmt: skip
     assert result.relevant_count == 2  # b, d: dog and not beach
     assert set(result.metrics) == {"sr", "avg", "text"}
@@ -162,13 +160,13 @@ def test_metrics_for_every_method_when_a_and_b_are_labels():
     # avg ranks b, d, a, c: perfect; text ranks a, b, c, d: first relevant at 2.
     assert result.metrics["avg"]["AP@10"] == 1.0
     assert result.metrics["text"]["MRR@1"] == 0 and result.metrics["text"]["MRR@10"] == 0.5
-    assert [h.relevant for h in result.hits] == [True, False, True]
+    assert [h.relevant for h in result.results] == [True, False, True]
 
 
 def test_options_are_checked_not_clamped():
-    col, spec = toy_collection(), QuerySpec(ToyEncoder())
+    col, spec = toy_collection(), ToyEncoder()
     for bad in (0, -1):
-        with pytest.raises(InputError, match="--k-items must be a positive integer"):
+        with pytest.raises(InputError, match="k_items must be an integer from 1 to"):
             search(col, spec, query="dog", exclude="beach", k_items=bad)
     with pytest.raises(InputError, match="applies to the sr exclusion method only"):
         search(col, spec, query="dog", exclude="beach", method="avg", k_items=5)
@@ -176,42 +174,51 @@ def test_options_are_checked_not_clamped():
         search(col, spec, query="dog", coverage=0.3)
     with pytest.raises(InputError, match="coverage"):
         search(col, spec, query="dog", exclude="beach", coverage=1.5)
-    with pytest.raises(InputError, match="--top"):
+    with pytest.raises(InputError, match="top must be an integer from 1 to"):
         search(col, spec, query="dog", top=0)
     with pytest.raises(InputError, match="empty"):
         search(col, spec, query="   ")
 
 
+def _means(ranked: list[str], relevant: set[str]) -> dict[str, float]:
+    return measure_rankings({"q": ranked}, {"q": relevant}, MEASURES)[0]
+
+
 def test_ir_measures_definitions_by_hand():
     # Relevant at ranks 2 and 4 of a 4-item ranking, R = 2.
-    m = ir_metrics({"q": ["x", "r1", "y", "r2"]}, {"q": {"r1", "r2"}})["mean"]
-    assert m["MRR@1"] == 0 and m["MRR@10"] == 0.5
+    m = _means(["x", "r1", "y", "r2"], {"r1", "r2"})
+    assert m["RR@1"] == 0 and m["RR@10"] == 0.5
     assert m["AP@10"] == pytest.approx((1 / 2 + 2 / 4) / 2)
     ideal = 1 + 1 / np.log2(3)
-    assert m["NDCG@10"] == pytest.approx((1 / np.log2(3) + 1 / np.log2(5)) / ideal)
+    assert m["nDCG@10"] == pytest.approx((1 / np.log2(3) + 1 / np.log2(5)) / ideal)
     # AP@10 divides by every relevant item (trec_eval), not by min(R, 10): 12 relevant at
     # ranks 1..12 → 10/12.
     ranked = [f"d{i}" for i in range(12)]
-    assert ir_metrics({"q": ranked}, {"q": set(ranked)})["mean"]["AP@10"] == pytest.approx(10 / 12)
-    # The order given is the order measured (no backend re-sorts ties by id).
-    assert ir_metrics({"q": ["b", "a"]}, {"q": {"b"}})["mean"]["MRR@1"] == 1.0
-    assert ir_metrics({"q": ["z", "a"]}, {"q": {"a"}})["mean"]["AP@10"] == 0.5
+    assert _means(ranked, set(ranked))["AP@10"] == pytest.approx(10 / 12)
+    # The order given is the order measured (no backend re-sorts ties by id); an id listed
+    # twice counts at its first place.
+    assert _means(["b", "a"], {"b"})["RR@1"] == 1.0
+    assert _means(["z", "a"], {"a"})["AP@10"] == 0.5
+    assert _means(["z", "a", "z"], {"z"})["RR@1"] == 1.0
 
 
 def test_evaluate_pairs_table():
     col = toy_collection()
     rows = [{"a": "dog", "b": "beach"}, {"a": "beach", "b": "dog"}, {"a": "cat", "b": "beach"}]
-    result = evaluate(col, QuerySpec(ToyEncoder()), "pairs", rows, k_items=1, coverage=0.5)
-    assert set(result.methods) == {"sr", "avg", "text"}
-    assert [r["a"] for r in result.rows] == ["dog", "beach"]
+    result = evaluate(col, ToyEncoder(), rows, k_items=1, coverage=0.5)
+    aggregate, table = result.metrics["aggregate"], result.metrics["per_query"]
+    assert result.kind == "pairs" and set(aggregate) == {"sr", "avg", "text"}
+    assert [r["a"] for r in table] == ["dog", "beach"]
     assert result.skipped[0]["a"] == "cat" and result.skipped[0]["A_not_B"] == 0
-    for means in result.methods.values():
-        assert set(means) == {"MRR@1", "MRR@10", "NDCG@10", "AP@10"}
+    for means in aggregate.values():
+        assert set(means) == set(MEASURES)
         assert all(0 <= v <= 1 for v in means.values())
-    # The table row of (dog, beach) is what one search with those labels reports.
-    single = search(col, QuerySpec(ToyEncoder()), query="dog", exclude="beach", k_items=1,
-                    coverage=0.5)  # fmt: skip
-    assert {m: result.rows[0][m] for m in ("sr", "avg", "text")} == single.metrics
+    # The table row of (dog, beach) is what one search with those labels reports (search
+    # names the measures RR@1 as MRR@1…, METRICS).
+    single = search(col, ToyEncoder(), query="dog", exclude="beach", k_items=1, coverage=0.5)
+    names = dict(zip(MEASURES, METRICS, strict=True))
+    for method in ("sr", "avg", "text"):
+        assert {names[m]: v for m, v in table[0][method].items()} == single.metrics[method]
 
 
 # ------------------------------------------------------------------------- stored indexes
@@ -259,8 +266,8 @@ def test_text_to_image_with_the_default_pair(cli, photo_index):
 
 def test_search_errors_are_one_line(cli, photo_index, tmp_path):
     for args, message in [
-        (("--k-items", "0"), "--k-items must be a positive integer"),
-        (("--k-items", "-1"), "--k-items must be a positive integer"),
+        (("--k-items", "0"), "--k-items must be an integer from 1 to 10,000"),
+        (("--k-items", "-1"), "--k-items must be an integer from 1 to 10,000"),
         (("--method", "avg", "--k-items", "5"), "sr exclusion method only"),
     ]:
         proc = cli("search", "--index", photo_index, "--query", "dog", "--exclude", "cat", *args)
@@ -312,9 +319,11 @@ def test_eval_pairs_cli_on_a_labelled_text_index(cli, tmp_path):
     proc = cli("search", "--index", tmp_path / "ix", "--eval", pairs, "--json")
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
-    assert len(payload["rows"]) == 3 and set(payload["metrics"]) == {"sr", "avg", "text"}
-    for row in payload["rows"]:
-        assert row["A_not_B"] >= 1 and set(row["sr"]) == {"MRR@1", "MRR@10", "NDCG@10", "AP@10"}
+    table = payload["metrics"]["per_query"]
+    assert len(table) == 3 and set(payload["metrics"]["aggregate"]) == {"sr", "avg", "text"}
+    for row in table:
+        assert row["A_not_B"] >= 1 and set(row["sr"]) == {"RR@1", "RR@10", "nDCG@10", "AP@10"}
+    assert payload["settings"]["gate_k"] == 768 and payload["kind"] == "pairs"
 
 
 def test_search_page_on_a_stored_collection_equals_the_cli(
@@ -346,7 +355,7 @@ def test_search_page_on_a_stored_collection_equals_the_cli(
     assert not at.exception and not at.error
     result = at.session_state["search_result"]
     assert result.method == "sr" and set(result.metrics) == {"sr", "avg", "text"}
-    assert len(at.get("image")) == len(result.hits) >= 1  # image hits as thumbnails
+    assert len(at.get("image")) == len(result.results) >= 1  # image hits as thumbnails
     proc = cli("search", "--index", stored, "--query", "space", "--exclude", "vehicle",
                "--k-items", "1", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -362,7 +371,7 @@ def test_search_page_on_a_stored_collection_equals_the_cli(
     at.text_input(key="search_exclude").set_value("space")
     at.run()
     assert not at.exception
-    assert at.session_state["search_result"].hits == []
+    assert at.session_state["search_result"].results == []
     assert any("D = D1" in w.value for w in at.warning)
 
 
@@ -377,12 +386,12 @@ def test_search_page_sample_texts(tmp_path, monkeypatch):
     assert at.text_input(key="search_exclude").value == "beach"
     at.text_input(key="search_query").set_value("dog").run()
     result = at.session_state["search_result"]
-    assert result.collection["name"] == "collection.csv" and len(result.hits) == 10
+    assert result.collection["name"] == "collection.csv" and len(result.results) == 10
     assert any("'dog'" in w.value for w in at.warning)  # D2 holds dog, dogs
     at.selectbox(key="search_method").set_value("avg")
     at.run()
     assert not at.exception
-    assert "beach" not in at.session_state["search_result"].hits[0].text
+    assert "beach" not in at.session_state["search_result"].results[0].text
 
 
 def test_hits_and_dimension_sets_read_in_words(photo_index):
@@ -390,17 +399,18 @@ def test_hits_and_dimension_sets_read_in_words(photo_index):
     is the sum of its pieces', so the words still make the score; "N more terms" reads as a
     number; a query names a label after lower-casing and dropping its article."""
     from lexlens.analysis.search.examples import example_queries
-    from lexlens.analysis.search.search import hit_summary, search_index
+    from lexlens.analysis.search.hits import hit_summary
+    from lexlens.analysis.search.search import search_index
 
     result = search_index(photo_index, query="a tabby cat", explain=50)
-    hit = result.hits[0]
+    hit = result.results[0]
     assert hit.id == "chelsea"
     words = {w["word"]: w for w in hit.top_words}
     tokens = {c["token"]: c["contribution"] for c in hit.top_contributions}
     assert words["tabby"]["pieces"] == ["tab", "##by"] and "tab" not in words
     assert words["tabby"]["contribution"] == pytest.approx(tokens["tab"] + tokens["##by"])
     assert sum(w["contribution"] for w in hit.top_words) == pytest.approx(hit.score, rel=1e-9)
-    summary = hit_summary(search_index(photo_index, query="a tabby cat", explain=1).hits[0])
+    summary = hit_summary(search_index(photo_index, query="a tabby cat", explain=1).results[0])
     assert summary.startswith("tabby ") and " more terms " in summary and "+ +" not in summary
     index = open_index(photo_index)
     result = search_index(index, query="space", exclude="vehicle")
