@@ -95,7 +95,9 @@ with right:
         "Document", "d", "a kitten sleeping on an old novel", DEFAULT_SAMPLE
     )
 c1, c2 = st.columns(2)
-mode = option_widget(ContribOptions, "query_mode", "contrib_mode", c1)
+mode = option_widget(
+    ContribOptions, "query_mode", "contrib_mode", c1, disabled=q_kind == "Image"
+)  # an image query is always parametric: an image has no words
 if q_kind == "Image":
     c1.caption("An image query is always parametric (an image has no words).")
 k = option_widget(ContribOptions, "gate_k", "contrib_k", c2)

@@ -58,10 +58,12 @@ restore_inputs("deviation")
 # run does not draw loses its value, and one drawn again starts from its minimum.
 c1, c2, c3 = st.columns(3)
 k = option_widget(DeviationOptions, "k", "dev_k", c1)
+stored = st.session_state.get("dev_source") == SOURCES[2]
 gate_k = option_widget(
-    DeviationOptions, "gate_k", "dev_gate_k", c2, label="Gate k", default=DEFAULT_GATE_K, step=64
-)
-if st.session_state.get("dev_source") == SOURCES[2]:
+    DeviationOptions, "gate_k", "dev_gate_k", c2, label="Gate k", default=DEFAULT_GATE_K, step=64,
+    disabled=stored,
+)  # fmt: skip
+if stored:
     c2.caption("A stored collection keeps the gate it was built with.")
 denominator = option_widget(
     DeviationOptions, "denominator", "dev_denominator", c3,
