@@ -1,9 +1,11 @@
 """Evaluation page: a stored collection on its queries and judgements — metrics, the queries
 sorted worst first, why a chosen query fails (side by side), the words to blame.
 
-Thin: the numbers are an :class:`~lexlens.analysis.benchmark.evaluate.EvaluationResult` from
+Thin: the numbers are a
+:class:`~lexlens.analysis.benchmark.evaluation_result.BenchmarkEvaluationResult` from
 :func:`~lexlens.analysis.benchmark.evaluate.evaluate_benchmark` (what ``lexlens evaluate
---json`` prints for the same inputs), computed as a job; the downloads are its files.
+--json`` prints for the same inputs), computed as a job; the widgets are drawn from
+:class:`~lexlens.analysis.benchmark.options.EvaluationOptions`; the downloads are its files.
 """
 
 from __future__ import annotations
@@ -14,15 +16,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluate import (
-    DEFAULT_TOP,
+from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, stored_benchmark
+from lexlens.analysis.benchmark.evaluation_result import (
     MEASURES,
-    EvaluationResult,
-    evaluate_benchmark,
+    BenchmarkEvaluationResult,
     per_query_row,
-    stored_benchmark,
     worst_first,
 )
+from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.app.runtime.state import (
@@ -34,9 +35,12 @@ from lexlens.app.runtime.state import (
     start_job,
 )
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failure
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
-INPUT_KEYS = ("eval_collection", "eval_source", "eval_top")
+#: The options drawn here, and their widgets' keys.
+OPTIONS = {"top": "eval_top", "query_mode": "eval_query_mode", "gate_k": "eval_gate_k"}
+INPUT_KEYS = ("eval_collection", "eval_source", *OPTIONS.values())
 SOURCES = ["The collection's own", "Upload queries and judgements"]
 
 st.header("Evaluation")
@@ -59,7 +63,11 @@ c1, c2, c3 = st.columns([2, 2, 1])
 name = c1.selectbox("Collection", names, key=kept("eval_collection"))
 card = next(c for c in cards if c["name"] == name)
 source = c2.radio("Queries", SOURCES, key=kept("eval_source", SOURCES[0]), horizontal=True)
-top = int(c3.number_input("Items per query", 1, 1000, key=kept("eval_top", DEFAULT_TOP)))
+values = {"top": option_widget(EvaluationOptions, "top", OPTIONS["top"], where=c3)}
+with st.expander("How the queries are encoded"):
+    q1, q2 = st.columns(2)
+    for col, option in ((q1, "query_mode"), (q2, "gate_k")):
+        values[option] = option_widget(EvaluationOptions, option, OPTIONS[option], where=col)
 files: dict[str, list[tuple[str, bytes]]] = {}
 for key, label, types in (
     ("eval_queries", "Queries (BEIR queries.jsonl or qid<TAB>text)", ["jsonl", "tsv", "txt"]),
@@ -73,7 +81,9 @@ inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
 uploads = {k: v for k, v in files.items() if v}
 
 
-def _work(path: str, saved: dict[str, list[tuple[str, bytes]]], n: int, device: str):
+def _work(
+    path: str, saved: dict[str, list[tuple[str, bytes]]], options: EvaluationOptions, device: str
+):
     """The evaluation itself, for the job: uploads go to a temporary folder first."""
 
     def work(progress):
@@ -85,7 +95,7 @@ def _work(path: str, saved: dict[str, list[tuple[str, bytes]]], n: int, device: 
                     paths[key].write_bytes(data)
             return evaluate_benchmark(
                 path, queries=paths.get("eval_queries"), qrels=paths.get("eval_qrels"),
-                run=paths.get("eval_run"), top=n, progress=progress,
+                run=paths.get("eval_run"), options=options, progress=progress,
                 device=None if device == "auto" else device,
             )  # fmt: skip
 
@@ -94,16 +104,17 @@ def _work(path: str, saved: dict[str, list[tuple[str, bytes]]], n: int, device: 
 
 if st.button("Evaluate", type="primary"):
     try:
+        options = EvaluationOptions.of(**values)
         if source == SOURCES[0] and stored_benchmark(open_index(card["path"])) is None:
             raise LexlensError(f"{name} keeps no queries: upload queries and judgements")
         if source == SOURCES[1] and not (uploads.get("eval_queries") and uploads.get("eval_qrels")):
             raise LexlensError("upload both the queries and the judgements")
         start_job("evaluation", f"evaluate {name}", inputs, uploads,
-                  _work(card["path"], uploads, top, st.session_state.get("device", "auto")))  # fmt: skip
+                  _work(card["path"], uploads, options, st.session_state.get("device", "auto")))  # fmt: skip
     except LexlensError as exc:
         st.error(str(exc))
 
-result, job, state = job_outcome("evaluation", EvaluationResult, inputs, uploads)
+result, job, state = job_outcome("evaluation", BenchmarkEvaluationResult, inputs, uploads)
 if show_job_state(job, state, "Evaluating", "evaluation"):
     st.stop()
 if result is None:

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.benchmark.evaluate import (
+from lexlens.analysis.benchmark.evaluate import evaluate_benchmark
+from lexlens.analysis.benchmark.evaluation_result import (
     BLAME_COLUMNS,
-    DEFAULT_TOP,
     MEASURES,
-    EvaluationResult,
-    evaluate_benchmark,
+    BenchmarkEvaluationResult,
     worst_first,
 )
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+    progress_printer,
+)
 
 #: Rows of each table in the text view (the JSON and --out files hold all).
 SHOWN = 10
@@ -34,14 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--queries", help="queries: BEIR queries.jsonl or a qid<TAB>text TSV")
     parser.add_argument("--qrels", help="judgements: TREC (qid 0 docid rel) or BEIR TSV")
     parser.add_argument("--run", help="explain this TREC run instead of searching")
-    parser.add_argument(
-        "--top", type=int, default=DEFAULT_TOP, help=f"items per query (default {DEFAULT_TOP})"
-    )
     parser.add_argument("--query-encoder", help="default: the collection's own query encoder")
-    parser.add_argument("--query-mode", choices=["parametric", "bow"], default="parametric")
-    parser.add_argument(
-        "--topk", dest="gate_k", type=int, default=DEFAULT_GATE_K, help="gate k of the queries"
-    )
+    add_options(parser, EvaluationOptions)
     parser.add_argument("--out", help="folder for evaluation.json, the CSV tables and run.trec")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
@@ -49,12 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    options = options_from_args(EvaluationOptions, args)
     if args.out:
         check_out_dir(args.out)
     result = evaluate_benchmark(
-        args.index, queries=args.queries, qrels=args.qrels, run=args.run, top=args.top,
-        query_encoder=args.query_encoder, mode=args.query_mode, gate_k=args.gate_k,
-        device=args.device, progress=progress_printer(args),
+        args.index, queries=args.queries, qrels=args.qrels, run=args.run,
+        query_encoder=args.query_encoder, device=args.device, progress=progress_printer(args),
+        options=options,
     )  # fmt: skip
     if args.out:
         write_files(args.out, result.files())
@@ -70,7 +71,7 @@ def _rank(rank: int | None) -> int | str:
     return "-" if rank is None else rank
 
 
-def render(result: EvaluationResult) -> str:
+def render(result: BenchmarkEvaluationResult) -> str:
     """The text view: metrics, the worst queries, failures and blame (columns named as in
     the CSV files; an absent rank is "-", relevant_status says why)."""
     aggregate = result.metrics["aggregate"]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluate import BLAME_COLUMNS, EvaluationResult, blame_row
+from lexlens.analysis.benchmark.evaluation_result import (
+    BLAME_COLUMNS,
+    BenchmarkEvaluationResult,
+    blame_row,
+)
 from lexlens.analysis.benchmark.explain import Failure, ItemExplanation
 from lexlens.app.runtime.state import kept
 from lexlens.app.views.thumbnails import item_thumbnail
@@ -53,7 +57,7 @@ def show_failure(failure: Failure, index) -> None:
         st.dataframe(pd.DataFrame(failure.decisive), hide_index=True, width="stretch")
 
 
-def show_blame(result: EvaluationResult) -> None:
+def show_blame(result: BenchmarkEvaluationResult) -> None:
     """The words to blame across the benchmark, and the queries behind a chosen word."""
     st.subheader("Words to blame")
     if not result.blame:
@@ -78,7 +82,7 @@ def show_blame(result: EvaluationResult) -> None:
     )
 
 
-def show_downloads(result: EvaluationResult) -> None:
+def show_downloads(result: BenchmarkEvaluationResult) -> None:
     """The result's files: JSON, CSV tables, the TREC run and an HTML report."""
     files = result.files()
     cols = st.columns(len(files))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lexlens.analysis.benchmark.evaluate import MEASURES, evaluate
+from lexlens.analysis.benchmark.evaluate import evaluate
+from lexlens.analysis.benchmark.evaluation_result import MEASURES
 from lexlens.analysis.benchmark.retrieval import BatchScorer
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_run, run_text
 from lexlens.analysis.collections.indexing import build_index

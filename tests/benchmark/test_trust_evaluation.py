@@ -16,16 +16,9 @@ import random
 import numpy as np
 import pytest
 
-from lexlens.analysis.benchmark.evaluate import (
-    MEASURES,
-    NONE_RELEVANT,
-    NOT_RETRIEVED,
-    PER_QUERY_COLUMNS,
-    RETRIEVED,
-    evaluate,
-    evaluate_benchmark,
-    worst_first,
-)
+from lexlens.analysis.benchmark.evaluate import evaluate, evaluate_benchmark
+from lexlens.analysis.benchmark.evaluation_result import MEASURES, PER_QUERY_COLUMNS, worst_first
+from lexlens.analysis.benchmark.failures import NONE_RELEVANT, NOT_RETRIEVED, RETRIEVED
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_run, run_text
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.store import open_index

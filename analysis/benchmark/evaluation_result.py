@@ -1,0 +1,121 @@
+"""What ``lexlens evaluate`` returns and writes: :class:`BenchmarkEvaluationResult` — the
+measures per query and their means, the failures explained, the words to blame — and its
+files (evaluation.json, per_query.csv, failures.csv, blame.csv, run.trec, evaluation.html),
+with the tables' columns as the CSV files, the command and the page name them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lexlens.analysis.benchmark.explain import Failure
+from lexlens.analysis.core.metrics import EvaluationResult
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import internal
+
+#: The measures every benchmark evaluation reports (ir-measures names).
+MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
+
+#: The per-query table's columns, as per_query.csv, the page and the command name them.
+PER_QUERY_COLUMNS = (
+    "query_id", "query", "first_relevant_rank", *MEASURES, "relevant_rank", "relevant_status",
+)  # fmt: skip
+#: failures.csv's columns.
+FAILURE_COLUMNS = (
+    "query_id", "query", "first_relevant_rank", "nonrelevant", "relevant", "relevant_rank",
+    "relevant_status", "gap", "decisive_words",
+)  # fmt: skip
+#: The blame table's columns, as blame.csv, the page and the command name them.
+BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
+
+
+@dataclass(frozen=True)
+class BenchmarkEvaluationResult(EvaluationResult):
+    """A collection evaluated on a benchmark's queries and judgements (see
+    :mod:`lexlens.analysis.benchmark.evaluate`): ``metrics`` holds the means
+    (``aggregate``) and one row per query (``per_query``) with its first relevant rank, its
+    best relevant item's rank and status and its own top terms; ``failures`` each failing
+    query explained, ``blame`` the words behind the failures."""
+
+    failures: list[Failure]
+    blame: list[dict]
+    missing: dict | None = None  # items a run names that the collection does not hold
+    #: {query id: [(item id, score), …]} in the order evaluated: not in the JSON document
+    #: (it is the run.trec file)
+    run: dict = internal(default_factory=dict)
+
+    def files(self) -> dict[str, bytes]:
+        """evaluation.json, per_query.csv, failures.csv, blame.csv, the run (run.trec) and
+        evaluation.html."""
+        from lexlens.analysis.benchmark.trec import run_text
+
+        failures = [
+            [f.query_id, f.query, f.first_relevant_rank,
+             f.nonrelevant.id if f.nonrelevant else "", f.relevant.id if f.relevant else "",
+             f.relevant.rank if f.relevant else None, f.relevant_status, f.gap,
+             " ".join(d["word"] for d in f.decisive)]
+            for f in self.failures
+        ]  # fmt: skip
+        return {
+            "evaluation.json": json_bytes(self),
+            "per_query.csv": csv_bytes(
+                PER_QUERY_COLUMNS,
+                [list(per_query_row(q).values()) for q in self.metrics["per_query"]],
+            ),
+            "failures.csv": csv_bytes(FAILURE_COLUMNS, failures),
+            "blame.csv": csv_bytes(
+                BLAME_COLUMNS, [list(blame_row(b).values()) for b in self.blame]
+            ),
+            "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
+            "evaluation.html": self.html().encode("utf-8"),
+        }
+
+    def html(self, max_failures: int = 200) -> str:
+        """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
+        first, each failure side by side with its decisive words, the blame table."""
+        from lexlens.analysis.render.html import meta_rows, now, num, templates
+
+        doc = self.to_dict()
+        worst = worst_first(doc["metrics"]["per_query"])
+        meta = {"index": self.index.get("name") or self.index.get("path"),
+                "encoder": self.encoder, **self.settings, "generated": now()}  # fmt: skip
+        return templates().get_template("evaluation.html").render(
+            title=f"Lexlens evaluation — {meta['index']}", meta=meta_rows(meta), r=doc,
+            measures=MEASURES, worst=worst, failures=doc["failures"][:max_failures],
+            hidden=max(0, len(doc["failures"]) - max_failures), num=num,
+        )  # fmt: skip
+
+
+def natural_key(text: str) -> tuple:
+    """A sort key that orders the numbers inside ids by value: q2, q10, q102."""
+    parts = re.split(r"([0-9]+)", text)
+    return (
+        tuple((0, int(p), "") if i % 2 else (1, 0, p.casefold()) for i, p in enumerate(parts)),
+        text,
+    )
+
+
+def worst_first(per_query: Iterable[Mapping]) -> list[Mapping]:
+    """The per-query rows by nDCG@10, lowest first; equal values by id in natural order."""
+    return sorted(per_query, key=lambda q: (q["nDCG@10"], natural_key(q["id"])))
+
+
+def per_query_row(q: Mapping) -> dict[str, Any]:
+    """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
+    none; ``relevant_status`` says why, empty in a result kept from before it was recorded)."""
+    return {
+        "query_id": q["id"], "query": q["text"], "first_relevant_rank": q["first_relevant_rank"],
+        **{m: q[m] for m in MEASURES}, "relevant_rank": q["relevant_rank"],
+        "relevant_status": q.get("relevant_status", ""),
+    }  # fmt: skip
+
+
+def blame_row(b: Mapping) -> dict[str, Any]:
+    """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces)."""
+    return {
+        "word": b["word"], "pushed": b["pushed"], "amount": b["amount"],
+        "mismatch": b["mismatch"], "pushed_queries": " ".join(b["pushed_queries"]),
+        "mismatch_queries": " ".join(b["mismatch_queries"]),
+    }  # fmt: skip

@@ -1,0 +1,140 @@
+"""Where a query's relevant items are in the ranking evaluated, and why a query whose first
+relevant item is not first fails: the highest-ranked non-relevant item and the best relevant
+one the collection holds, both explained (:mod:`lexlens.analysis.benchmark.explain`).
+
+A relevant item is *retrieved* when the ranking holds it; for Lexlens's own ranking, one
+scoring above 0 below the top n has an exact rank (*beyond the top*), one scoring 0 or less
+shares no term with the query and has none (*not retrieved*, as an item another system's
+run omits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lexlens.analysis.benchmark.explain import Failure, decisive_terms, explain_item
+from lexlens.analysis.benchmark.retrieval import BatchScorer, QueryRanking
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.words import Term, item_words, text_words
+
+#: Where a query's best relevant item is (``relevant_status``).
+RETRIEVED = "retrieved"  # in the ranking evaluated (the top n, or the run)
+BEYOND_TOP = "beyond the top"  # scores above 0 but ranks below the top n: its rank is exact
+NOT_RETRIEVED = "not retrieved"  # scores 0 or less (shares no term), or the run omits it
+NOT_HELD = "not in the collection"  # no relevant item of the query is in the collection
+NONE_RELEVANT = "none judged relevant"  # every judgement of the query is 0 or below
+
+#: (rank — ``None``: not retrieved —, row) of an item of the collection.
+Placed = tuple[int | None, int]
+
+
+def first_relevant(pairs: Sequence[tuple[str, float]], relevant: set[str]) -> int | None:
+    """The 1-based rank of the first relevant item in a ranking, or ``None``."""
+    return next((i + 1 for i, (d, _) in enumerate(pairs) if d in relevant), None)
+
+
+def status(first: int | None, best: Placed | None, listed: int) -> str:
+    """Where a query's relevant items are: ``first`` relevant rank in the ranking of
+    ``listed`` items, or else its best relevant item the collection holds (``best``)."""
+    if first is not None:
+        return RETRIEVED
+    if best is None:
+        return NOT_HELD
+    if best[0] is None:
+        return NOT_RETRIEVED
+    return RETRIEVED if best[0] <= listed else BEYOND_TOP
+
+
+@dataclass(frozen=True)
+class Explainer:
+    """What explaining a query's ranking needs: the collection, its item ids in row order and
+    each one's row, the exact scorer, the depth evaluated and whether the ranking is another
+    system's run."""
+
+    index: StoredIndex
+    ids: Sequence[str]
+    row_of: Mapping[str, int]
+    scorer: BatchScorer
+    top: int
+    from_run: bool
+
+    def best_relevant(
+        self, pairs: Sequence[tuple[str, float]], relevant: set[str],
+        ranking: QueryRanking | None, vector: np.ndarray,
+    ) -> Placed | None:  # fmt: skip
+        """(rank, row) of the query's best relevant item the collection holds: the first in
+        the ranking; else (Lexlens's ranking) the best exact rank of those scoring above 0;
+        else the highest-scoring one (ties by row) with rank ``None`` (not retrieved).
+        ``None`` when the collection holds none."""
+        row_of = self.row_of
+        found = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
+                      if d in relevant and d in row_of), None)  # fmt: skip
+        if found is not None:
+            return found
+        held = sorted(row_of[d] for d in relevant if d in row_of)
+        if not held:
+            return None
+        if ranking is not None:  # beyond the top n: the exact rank of those scoring above 0
+            ranked = [(rank, row) for row in held
+                      if (rank := self.scorer.rank_of(ranking, row, vector)[0]) is not None]  # fmt: skip
+            if ranked:
+                return min(ranked)
+        scores = self.scorer.exact_many(np.array(held, np.int64), vector)
+        return None, held[int(np.argmax(scores))]  # argmax: the first (lowest row) of a tie
+
+    def note(self, why: str, best: Placed | None) -> str:
+        """What a failure's status means for this query."""
+        if why == NOT_HELD:
+            return "no relevant item of this query is in the collection"
+        if why == BEYOND_TOP and best is not None:
+            return f"its best relevant item ranks {best[0]}, beyond the top {self.top} evaluated"
+        if why == NOT_RETRIEVED:
+            if self.from_run:
+                return (
+                    "the run does not list this relevant item: not retrieved (its q ⊙ d by "
+                    "the query encoder shown)"
+                )
+            return "its relevant items score 0 (no shared term with the query): not retrieved"
+        return ""
+
+    def failure(
+        self, q: str, text: str, vector: np.ndarray, pairs: Sequence[tuple[str, float]],
+        relevant: set[str], best: Placed | None,
+    ) -> Failure:  # fmt: skip
+        """The failure of one query whose first relevant item is not first, explained (its
+        ``relevant_status`` is the explained relevant item's)."""
+        ix, row_of = self.index, self.row_of
+        words = text_words(text)
+        why = status(None, best, len(pairs))
+        nonrelevant = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
+                            if d not in relevant and d in row_of), None)  # fmt: skip
+        rows = [x[1] for x in (nonrelevant, best) if x]
+        metas = dict(zip(rows, ix.meta(rows), strict=True))
+        non_exp = rel_exp = None
+        raw_n: list[dict] = []
+        raw_r: list[dict] = []
+        if nonrelevant is not None:
+            rank, row = nonrelevant
+            non_exp, raw_n = explain_item(vector, row, rank, False, ix, words, metas[row])
+        if best is not None:
+            rel_exp, raw_r = explain_item(vector, best[1], best[0], True, ix, words, metas[best[1]])
+        gap = decisive = None
+        if non_exp is not None and rel_exp is not None:
+            gap = non_exp.score - rel_exp.score
+            evidence = words | item_words(metas[nonrelevant[1]]) | item_words(metas[best[1]])
+            decisive = decisive_terms(raw_n, raw_r, ix.vocab, evidence)
+        return Failure(
+            query_id=q, query=text, first_relevant_rank=first_relevant(pairs, relevant),
+            nonrelevant=non_exp, relevant=rel_exp, gap=gap, decisive=decisive or [],
+            note=self.note(why, best), relevant_status=why,
+        )  # fmt: skip
+
+    def mismatch(self, terms: list[Term], row: int) -> list[str]:
+        """The query's top words (``terms``) that its relevant item lacks entirely (lexical
+        mismatch)."""
+        cols, _ = self.index.row(row)
+        present = {int(c) for c in cols}
+        return [t.token for t in terms if not set(t.columns) & present]

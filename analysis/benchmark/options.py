@@ -1,0 +1,159 @@
+"""The settings of a benchmark's evaluation, export and reading, declared once
+(:mod:`lexlens.analysis.core.options`): ``lexlens evaluate`` and ``lexlens export`` derive
+their flags from :class:`EvaluationOptions` and :class:`ExportOptions`, the Evaluation page
+its widgets; ``evaluate``, ``evaluate_benchmark``, ``export_index`` and ``open_benchmark``
+check their keywords through them.
+
+Shared declarations: the items ranked per query (:data:`TOP`, evaluation and TREC runs
+alike), and how a benchmark is read (:data:`SPLIT`, :data:`IMAGES`, :data:`IMAGE_COLUMN`,
+:data:`TEXT_COLUMNS`: what ``lexlens index --source`` passes on to the reader).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.core.gating import GATE_K
+from lexlens.analysis.core.metrics import MAX_RANKED
+from lexlens.analysis.core.options import (
+    QUERY_MODE,
+    Declared,
+    OptionError,
+    Options,
+    option,
+    shared,
+    shared_option,
+)
+
+#: Items ranked per query: R@100 and AP@100 need 100. At most 2^24: the longest ranking
+#: whose scores stay distinct as trec_eval reads them (float32).
+DEFAULT_TOP = 100
+TOP = shared_option(
+    "top", int, DEFAULT_TOP, low=1, high=MAX_RANKED, label="Items per query", widget="number",
+    help="items ranked per query",
+)  # fmt: skip
+
+#: The formats an export writes (see :mod:`lexlens.analysis.benchmark.export`).
+FORMATS = ("trec-run", "anserini", "seismic")
+#: Anserini's integer impacts: weight × scale, rounded (SPLADE's and Anserini's usual 100).
+DEFAULT_SCALE = 100.0
+MIN_SCALE = 1.0
+MAX_SCALE = 1e6
+
+
+@dataclass(frozen=True)
+class EvaluationOptions(Options):
+    """How a benchmark is evaluated (``lexlens evaluate``, the Evaluation page,
+    ``evaluate_benchmark``): the items ranked per query and how the queries are encoded."""
+
+    what = "evaluate"
+
+    top: int = shared(TOP)
+    query_mode: str = shared(QUERY_MODE)
+    gate_k: int = shared(GATE_K)
+
+
+@dataclass(frozen=True)
+class ExportOptions(Options):
+    """How a collection is exported (``lexlens export``, ``export_index``): the format, the
+    Anserini scale, the items of a TREC run per query and how the queries are encoded."""
+
+    what = "export"
+
+    format: str = option(
+        None, "what is written (required) — trec-run: the collection searched with every "
+        "query; anserini: JsonVectorCollection (integer impacts) and its queries; seismic: "
+        "Seismic's JSONL",
+        choices=FORMATS, metavar="FORMAT", label="Format",
+        wanted="one of " + ", ".join(FORMATS),
+    )  # fmt: skip
+    scale: float = option(
+        DEFAULT_SCALE, "anserini: each weight × scale, rounded to an integer impact",
+        low=MIN_SCALE, high=MAX_SCALE, label="Scale", wanted="a finite number from 1 to 1,000,000",
+    )  # fmt: skip
+    top: int = shared(TOP, help="trec-run: items ranked per query")
+    query_mode: str = shared(QUERY_MODE)
+    gate_k: int = shared(GATE_K)
+
+    def __post_init__(self) -> None:
+        if self.format is None:  # the one option without a default
+            raise OptionError("format", f"format must be given: one of {', '.join(FORMATS)}")
+        super().__post_init__()
+
+
+def _path(value: Any, declared: Declared) -> str:
+    """A path option's value: text or a :class:`~pathlib.Path`, kept as text."""
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise declared.refuse(value)
+    return value
+
+
+def _name(value: str, declared: Declared) -> str:
+    """A name (a split, a column): non-blank text, stripped."""
+    if not value.strip():
+        raise declared.refuse(value)
+    return value.strip()
+
+
+def split_columns(text: str) -> tuple[str, ...]:
+    """``"caption, alt"`` → ``("caption", "alt")`` (how a command line or a page names
+    several columns in one text)."""
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def _columns(value: tuple) -> tuple[str, ...]:
+    """Column names: at least one, each non-blank text (stripped)."""
+    names = tuple(c.strip() for c in value if isinstance(c, str))
+    if not names or len(names) != len(value) or not all(names):
+        raise TEXT_COLUMNS.refuse(value)
+    return names
+
+
+SPLIT = shared_option(
+    "split", str, None, optional=True, check=lambda v: _name(v, SPLIT), label="Split",
+    help="benchmark: the split to read (default: test, or dev for MS MARCO)",
+    wanted="a split name",
+)  # fmt: skip
+IMAGES = shared_option(
+    "images", object, None, optional=True, check=lambda v: _path(v, IMAGES), parse=str,
+    metavar="FOLDER", label="Image folder (Karpathy)", wanted="a folder's path",
+    help="benchmark (Karpathy JSON): the folder its image paths start from",
+)  # fmt: skip
+IMAGE_COLUMN = shared_option(
+    "image_column", str, None, optional=True, check=lambda v: _name(v, IMAGE_COLUMN),
+    metavar="COLUMN", label="Image column (Hugging Face)", wanted="a column name",
+    help="benchmark (Hugging Face dataset, Parquet/Arrow files): the image column",
+)  # fmt: skip
+TEXT_COLUMNS = shared_option(
+    "text_columns", tuple, None, optional=True, check=_columns, parse=split_columns,
+    metavar="COLUMN[,COLUMN…]", label="Caption columns (comma-separated)",
+    wanted="one or more column names",
+    help="benchmark (Hugging Face dataset, Parquet/Arrow files): the caption (or text) "
+    "columns, comma-separated",
+)  # fmt: skip
+
+#: The benchmark formats a reader opens (:mod:`lexlens.analysis.benchmark.readers`).
+KINDS = ("beir", "msmarco", "karpathy", "hf", "ir_datasets")
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions(Options):
+    """How a benchmark is read (``open_benchmark``; ``lexlens index --source`` passes its
+    split, images, image column and text columns on): which split, where a Karpathy split's
+    images are, which columns of a Hugging Face dataset hold the image and the texts, and
+    the format when the path does not tell it."""
+
+    what = "open_benchmark"
+
+    split: str | None = shared(SPLIT)
+    images: str | Path | None = shared(IMAGES)
+    image_column: str | None = shared(IMAGE_COLUMN)
+    text_columns: tuple[str, ...] | None = shared(TEXT_COLUMNS)
+    kind: str | None = option(
+        None, "the benchmark's format (default: told from the path; irds:ID is ir_datasets)",
+        choices=KINDS, label="Format", wanted="one of " + ", ".join(KINDS),
+    )  # fmt: skip
