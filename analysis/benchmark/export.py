@@ -15,7 +15,7 @@
   down as a whole. An impact score is Σ query weight × document impact, so a common factor
   on one query's weights changes its scores (Anserini's scores are about 100 × scale ×
   Lexlens's) but never its ranking.
-- ``scale`` is a finite number from 1 to 1,000,000. Below 1 an impact unit would stand for
+- ``scale`` is a finite number from 1 to 1,000,000 (:class:`~.options.ExportOptions`). Below 1 an impact unit would stand for
   more than a whole unit of weight and most of a learned sparse vector rounds to 0. Above
   1e6 the integers would carry digits a float32 weight does not have (about 7 significant
   ones), while Anserini's indexing cost grows with every unit: JsonVectorCollection builds
@@ -53,20 +53,16 @@ from pathlib import Path
 
 import numpy as np
 
+from lexlens.analysis.benchmark.options import FORMATS, MAX_SCALE, ExportOptions
 from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
-from lexlens.analysis.collections.store import StoredIndex, open_index
-from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k
+from lexlens.analysis.benchmark.selection import checked_queries
+from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.outputs import check_replaceable, file_set, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
+from lexlens.analysis.search.evaluation import checked_progress
+from lexlens.analysis.search.inputs import checked_device, checked_index
 from lexlens.models.base import Encoder, InputError
 
-FORMATS = ("trec-run", "anserini", "seismic")
-#: Anserini's integer impacts: weight × scale, rounded (SPLADE's and Anserini's usual 100).
-DEFAULT_SCALE = 100.0
-MIN_SCALE = 1.0
-MAX_SCALE = 1e6
-SCALE_RULE = "a finite number from 1 to 1,000,000"
-TOP_RULE = "an integer ≥ 1"
 #: Repeats of a term in ``queries.tsv`` per unit of its weight, whatever the scale.
 TSV_QUERY_SCALE = 100
 #: At most this many repeats (plus rounding) on one line of ``queries.tsv``.
@@ -94,24 +90,6 @@ class ExportResult(Result):
     notes: list[str] = field(default_factory=list)
     postings: int | None = None  # anserini: stored weights of the collection
     dropped_postings: int | None = None  # anserini: of them, those that are no impact ≥ 1
-
-
-def check_scale(scale: object) -> float:
-    """The Anserini scale as a float: :data:`SCALE_RULE` (bools and strings refused)."""
-    number = isinstance(scale, (int, float, np.integer, np.floating))
-    if not number or isinstance(scale, (bool, np.bool_)):
-        raise InputError(f"scale must be {SCALE_RULE}, not {scale!r}")
-    value = float(scale)
-    if not (math.isfinite(value) and MIN_SCALE <= value <= MAX_SCALE):
-        raise InputError(f"scale must be {SCALE_RULE}, not {scale!r}")
-    return value
-
-
-def check_top(top: object) -> int:
-    """Items per query of a TREC run: :data:`TOP_RULE` (bools and floats refused)."""
-    if isinstance(top, (bool, np.bool_)) or not isinstance(top, (int, np.integer)) or top < 1:
-        raise InputError(f"top must be {TOP_RULE}, not {top!r}")
-    return int(top)
 
 
 @dataclass
@@ -226,16 +204,17 @@ def _item_lines(
 
 def query_vectors(
     ix: StoredIndex, queries: Mapping[str, str], query_encoder: Encoder | str | None,
-    mode: str, gate_k: int, device: str | None, progress: Progress | None = None,
+    device: str | None, options: ExportOptions, progress: Progress | None = None,
 ) -> tuple[Encoder, list[np.ndarray]]:  # fmt: skip
     """The queries' vectors in the collection's vocabulary (its own query encoder by default)."""
     from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
     from lexlens.models.registry import as_encoder
 
     spec = query_encoder if query_encoder is not None else default_query_encoder(ix, "text")
-    encoder = as_encoder(spec, device)
+    encoder = as_encoder(spec, device, argument="query_encoder")
     check_vocabulary(ix, encoder)
-    return encoder, encode_queries(encoder, list(queries.values()), mode, gate_k, progress)
+    texts = list(queries.values())
+    return encoder, encode_queries(encoder, texts, options.query_mode, options.gate_k, progress)
 
 
 @dataclass
@@ -345,47 +324,106 @@ def _check_ids(ids: list[str], fmt: str, what: str) -> None:
             raise InputError(f"{what} id {one!r}: a {fmt} export needs ids with {rule}")
 
 
-def export_index(
-    index: str | Path | StoredIndex,
-    fmt: str,
-    out: str | Path,
-    *,
-    queries: str | Path | Mapping[str, str] | None = None,
-    scale: float = DEFAULT_SCALE,
-    top: int = 100,
-    query_encoder: Encoder | str | None = None,
-    mode: str = "parametric",
-    gate_k: int = DEFAULT_GATE_K,
-    device: str | None = None,
-    progress: Progress | None = None,
-) -> ExportResult:
-    """Write ``index`` (and its queries: a file, a mapping, or the ones it keeps) in ``fmt``
-    into the folder ``out``, all or nothing (see the module docstring)."""
+def _export_queries(
+    ix: StoredIndex, queries: str | Path | Mapping[str, str] | None, fmt: str
+) -> tuple[dict[str, str], list[str]]:
+    """The queries to export (a file, a mapping, or the ones the collection keeps; none:
+    ``{}``) and a note on the malformed lines of a file."""
     from lexlens.analysis.benchmark.evaluate import stored_benchmark
-    from lexlens.analysis.benchmark.trec import Problems, read_queries, run_text
+    from lexlens.analysis.benchmark.trec import Problems, read_queries
 
-    if not isinstance(fmt, str) or fmt not in FORMATS:
-        raise InputError(f"the format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    scale = check_scale(scale)
-    top = check_top(top)
-    if mode not in ("parametric", "bow"):
-        raise InputError(f"query mode must be 'parametric' or 'bow', not {mode!r}")
-    gate_k = check_gate_k(gate_k)
-    ix = index if isinstance(index, StoredIndex) else open_index(index)
-    folder = _check_out(out, ix)
-    notes: list[str] = []
     problems = Problems()
     if queries is None and (stored := stored_benchmark(ix)) is not None:
         queries = stored[0]
-    if queries is not None and not isinstance(queries, Mapping):
+    if isinstance(queries, (str, Path)):
         queries = read_queries(queries, problems)
+    elif queries is not None and not isinstance(queries, Mapping):
+        raise InputError(
+            "queries must be a file's path or a mapping of query id to text, not "
+            + type(queries).__name__
+        )
+    queries = checked_queries(queries) if queries is not None else {}
+    if fmt == "trec-run" and not queries:
+        raise InputError("a TREC run needs queries: give --queries (the collection keeps none)")
+    notes = []
     if problems.count:
         notes.append(
             f"{problems.count} malformed query lines skipped: " + "; ".join(problems.lines[:3])
         )
-    if fmt == "trec-run" and not queries:
-        raise InputError("a TREC run needs queries: give --queries (the collection keeps none)")
-    ids = [str(q) for q in queries] if queries else []
+    return queries, notes
+
+
+def _query_lines(
+    ix: StoredIndex, queries: dict[str, str], vectors: list[np.ndarray], tag: str,
+    options: ExportOptions, progress: Progress | None,
+) -> tuple[dict[str, list[str]], list[str]]:  # fmt: skip
+    """The lines of the query files of ``options.format`` and their notes."""
+    from lexlens.analysis.benchmark.trec import run_text
+
+    ids, fmt, scale = list(queries), options.format, options.scale
+    if fmt == "trec-run":
+        item_ids = [str(i) for i in ix.column("id")]
+        _check_ids(item_ids, fmt, "item")
+        rankings = BatchScorer(ix).rank(vectors, options.top, progress)
+        run = {
+            q: [(item_ids[int(r)], float(s)) for r, s in zip(k.rows, k.scores, strict=True)]
+            for q, k in zip(ids, rankings, strict=True)
+        }
+        return {"run.trec": run_text(run, tag=tag).splitlines()}, []
+    if fmt == "seismic":
+        lines = [
+            json.dumps(
+                {"id": q, "content": text, "vector": {
+                    ix.vocab[c]: float(v[c]) for c in np.flatnonzero(v).tolist()
+                }},
+                ensure_ascii=False,
+            )
+            for q, text, v in zip(ids, queries.values(), vectors, strict=True)
+        ]  # fmt: skip
+        return {"queries.jsonl": lines}, []
+    found = _anserini_queries(ids, vectors, ix.vocab, scale)
+    notes = []
+    if found.empty:
+        notes.append(
+            f"{found.empty} queries have no impact left at scale {scale:g}: Anserini "
+            "finds nothing for them"
+        )
+    if found.shrunk:
+        notes.append(
+            f"{found.shrunk} queries would repeat their terms more than "
+            f"{MAX_TSV_QUERY_TOKENS:,} times in queries.tsv: scaled down as a whole "
+            "(their rankings are unchanged)"
+        )
+    return {"queries.tsv": found.tsv, "queries.jsonl": found.jsonl}, notes
+
+
+def export_index(
+    index: str | Path | StoredIndex,
+    out: str | Path,
+    *,
+    queries: str | Path | Mapping[str, str] | None = None,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: ExportOptions | None = None,
+    **given: object,
+) -> ExportResult:
+    """Write ``index`` (and its queries: a file, a mapping, or the ones it keeps) in
+    ``options.format`` into the folder ``out``, all or nothing (see the module docstring);
+    the settings are ``options`` (:class:`ExportOptions`) or its fields as keywords."""
+    options = ExportOptions.of(options, **given)
+    fmt, scale = options.format, options.scale
+    ix = checked_index(index)
+    folder = _check_out(out, ix)
+    checked_device(device)
+    progress = checked_progress(progress)
+    if query_encoder is not None and not isinstance(query_encoder, (str, Path, Encoder)):
+        raise InputError(
+            "query_encoder must be an encoder, a registry name or a checkpoint folder, not "
+            + type(query_encoder).__name__
+        )
+    queries, notes = _export_queries(ix, queries, fmt)
+    ids = list(queries)
     names = {
         "trec-run": ["run.trec"],
         "anserini": ["docs.jsonl", *(["queries.tsv", "queries.jsonl"] if ids else [])],
@@ -403,41 +441,13 @@ def export_index(
     query_lines: dict[str, list[str]] = {}
     if ids:
         encoder, vectors = query_vectors(
-            ix, queries, query_encoder, mode, gate_k, device, progress_part(progress, 0.05, 0.2)
+            ix, queries, query_encoder, device, options, progress_part(progress, 0.05, 0.2)
         )
-        if fmt == "trec-run":
-            item_ids = [str(i) for i in ix.column("id")]
-            _check_ids(item_ids, fmt, "item")
-            rankings = BatchScorer(ix).rank(vectors, top, progress_part(progress, 0.2, 1.0))
-            run = {
-                q: [(item_ids[int(r)], float(s)) for r, s in zip(k.rows, k.scores, strict=True)]
-                for q, k in zip(ids, rankings, strict=True)
-            }
-            query_lines["run.trec"] = run_text(run, tag=f"lexlens-{encoder.name}").splitlines()
-        elif fmt == "anserini":
-            lines = _anserini_queries(ids, vectors, ix.vocab, scale)
-            query_lines["queries.tsv"], query_lines["queries.jsonl"] = lines.tsv, lines.jsonl
-            if lines.empty:
-                notes.append(
-                    f"{lines.empty} queries have no impact left at scale {scale:g}: Anserini "
-                    "finds nothing for them"
-                )
-            if lines.shrunk:
-                notes.append(
-                    f"{lines.shrunk} queries would repeat their terms more than "
-                    f"{MAX_TSV_QUERY_TOKENS:,} times in queries.tsv: scaled down as a whole "
-                    "(their rankings are unchanged)"
-                )
-        else:
-            query_lines["queries.jsonl"] = [
-                json.dumps(
-                    {"id": q, "content": text, "vector": {
-                        ix.vocab[c]: float(v[c]) for c in np.flatnonzero(v).tolist()
-                    }},
-                    ensure_ascii=False,
-                )
-                for q, text, v in zip(ids, queries.values(), vectors, strict=True)
-            ]  # fmt: skip
+        query_lines, more = _query_lines(
+            ix, queries, vectors, f"lexlens-{encoder.name}", options,
+            progress_part(progress, 0.2, 1.0),
+        )  # fmt: skip
+        notes += more
     elif fmt != "trec-run":
         notes.append("the collection keeps no queries: items only (give --queries for theirs)")
 

@@ -20,7 +20,7 @@ def _lines(path):
 
 
 def test_anserini_impacts_are_the_weights_times_the_scale(index, tmp_path, splade):  # noqa: F811
-    result = export_index(index, "anserini", tmp_path / "a", queries=QUERIES, scale=100)
+    result = export_index(index, tmp_path / "a", format="anserini", queries=QUERIES, scale=100)
     assert result.written == {"docs.jsonl": len(index), "queries.tsv": 6, "queries.jsonl": 6}
     docs = _lines(tmp_path / "a" / "docs.jsonl")
     ids = [str(i) for i in index.column("id")]
@@ -46,8 +46,8 @@ def test_anserini_impacts_are_the_weights_times_the_scale(index, tmp_path, splad
 
 def test_a_seismic_index_of_the_export_finds_the_same_top_10(index, tmp_path, splade):  # noqa: F811
     seismic = pytest.importorskip("seismic", reason="pyseismic-lsr is an optional extra")
-    export_index(index, "seismic", tmp_path / "s", queries=QUERIES)
-    export_index(index, "trec-run", tmp_path / "t", queries=QUERIES, top=10)
+    export_index(index, tmp_path / "s", format="seismic", queries=QUERIES)
+    export_index(index, tmp_path / "t", format="trec-run", queries=QUERIES, top=10)
     ours = read_run(tmp_path / "t" / "run.trec")
     engine = seismic.SeismicIndex.build(
         str(tmp_path / "s" / "docs.jsonl"),
@@ -81,11 +81,11 @@ def test_a_seismic_index_of_the_export_finds_the_same_top_10(index, tmp_path, sp
 
 
 def test_the_trec_run_is_the_evaluations_run(index, tmp_path, splade):  # noqa: F811
-    export_index(index, "trec-run", tmp_path / "t", queries=QUERIES, top=5)
+    export_index(index, tmp_path / "t", format="trec-run", queries=QUERIES, top=5)
     result = evaluate(index, QUERIES, QRELS, top=5, query_encoder=splade)
     assert (tmp_path / "t" / "run.trec").read_bytes() == result.files()["run.trec"]
 
 
 def test_an_export_never_writes_into_the_index(index):  # noqa: F811
     with pytest.raises(InputError, match="inside the index folder"):
-        export_index(index, "seismic", index.path / "export")
+        export_index(index, index.path / "export", format="seismic")

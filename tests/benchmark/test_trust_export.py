@@ -56,7 +56,7 @@ def collection(tmp_path_factory, splade):
 
 def _export(ix, out: Path, splade, fmt: str = "anserini", **kwargs):
     kwargs.setdefault("queries", QUERIES)
-    return export_index(ix, fmt, out, query_encoder=splade, **kwargs)
+    return export_index(ix, out, format=fmt, query_encoder=splade, **kwargs)
 
 
 def _snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -476,12 +476,14 @@ def test_traceback_bad_scale_and_top_name_the_argument_in_the_api(collection, tm
         with pytest.raises(InputError, match="^scale must be a finite number from 1 to 1,000,000"):
             _export(collection, out, splade, scale=scale)
     for top in (0, -3, 2.5, True, "10", None, np.float64(3)):
-        with pytest.raises(InputError, match="^top must be an integer ≥ 1"):
+        with pytest.raises(InputError, match="^top must be an integer from 1 to 16,777,216"):
             _export(collection, out, splade, fmt="trec-run", top=top)
     with pytest.raises(InputError, match="^out must be a folder path"):
         _export(collection, 5, splade)
-    with pytest.raises(InputError, match="^the format must be one of"):
+    with pytest.raises(InputError, match="^format must be given: one of trec-run, anserini"):
         _export(collection, out, splade, fmt=None)
+    with pytest.raises(InputError, match="^format must be one of trec-run, anserini, seismic"):
+        _export(collection, out, splade, fmt="csv")
     assert not out.exists()
     assert _export(collection, out, splade, fmt="trec-run", top=np.int64(2)).written == {
         "run.trec": 2 * len(QUERIES)
@@ -489,19 +491,30 @@ def test_traceback_bad_scale_and_top_name_the_argument_in_the_api(collection, tm
 
 
 @pytest.mark.parametrize(
-    ("option", "value"),
-    [("--scale", "nan"), ("--scale", "inf"), ("--scale", "-1"), ("--scale", "0"),
-     ("--scale", "abc"), ("--scale", "1e7"), ("--top", "0"), ("--top", "1.5"), ("--top", "x")],
+    ("option", "value", "shown"),
+    [("--scale", "nan", "nan"), ("--scale", "inf", "inf"), ("--scale", "-1", "-1.0"),
+     ("--scale", "0", "0.0"), ("--scale", "abc", "'abc'"), ("--scale", "1e7", "10000000.0"),
+     ("--top", "0", "0"), ("--top", "1.5", "'1.5'"), ("--top", "x", "'x'"),
+     ("--format", "csv", "'csv'")],
 )  # fmt: skip
 def test_traceback_bad_scale_and_top_on_the_command_line_are_one_line(
-    option, value, collection, tmp_path, cli
+    option, value, shown, collection, tmp_path, cli
 ):
-    """Kind: traceback (``--scale nan`` ended in a ValueError)."""
+    """Kind: traceback (``--scale nan`` ended in a ValueError). The message is the option's
+    declaration's, named as the flag, with the value as read."""
     out = tmp_path / "out"
-    proc = cli("export", "--index", collection.path, "--format", "anserini", "--out", out,
-               option, value)  # fmt: skip
-    one_line_error(proc, option, value)
+    args = {"--format": "anserini", option: value}
+    proc = cli("export", "--index", collection.path, "--out", out,
+               *(x for pair in args.items() for x in pair))  # fmt: skip
+    line = one_line_error(proc, f"{option} must be ", f"not {shown}")
+    assert line.endswith(f"not {shown}")
     assert not out.exists()
+
+
+def test_traceback_export_without_a_format_names_the_flag(collection, tmp_path, cli):
+    """Kind: traceback (the one option without a default)."""
+    proc = cli("export", "--index", collection.path, "--out", tmp_path / "out")
+    one_line_error(proc, "--format must be given: one of trec-run, anserini, seismic")
 
 
 def test_traceback_a_closed_stdout_exits_2_quietly():
