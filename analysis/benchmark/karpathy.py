@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
@@ -44,11 +45,8 @@ def _captions(entry: dict) -> list[str]:
     return [c.strip() for c in raws if isinstance(c, str) and c.strip()]
 
 
-def open_karpathy(
-    path: Path, *, split: str | None = None, images: str | Path | None = None
-) -> Benchmark:
-    """One split (default ``test``) of a Karpathy JSON; ``images`` is the image root (default:
-    the JSON's folder)."""
+def _entries(path: Path) -> tuple[Path, list]:
+    """The JSON file (the one ``dataset_*.json`` of a folder) and its ``images`` list."""
     if path.is_dir():
         found = sorted(path.glob("dataset_*.json"))
         if len(found) != 1:
@@ -63,46 +61,43 @@ def open_karpathy(
     entries = document.get("images") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise InputError(f"{label}: no 'images' list (Karpathy's split format)")
-    splits = sorted(
-        {e["split"] for e in entries if isinstance(e, dict) and isinstance(e.get("split"), str)}
-    )
-    chosen = pick_split(splits, split, label)
-    root = Path(images).expanduser() if images is not None else path.parent
-    if not root.is_dir():
-        raise InputError(f"--images {root}: not a folder")
-    problems = Problems()
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    query_where: dict[str, str] = {}
-    first_at: dict[str, int] = {}  # item id → the position of the image that has it
-    chosen_entries: list[tuple[int, dict, str]] = []  # (position, entry, why it is skipped)
-    for position, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            problems.add(label, 0, f"images[{position}] is not an object")
-            continue
-        if entry.get("split") != chosen:
-            continue
-        item = _item_id(entry, position)
+    return path, entries
+
+
+@dataclass
+class _Split:
+    """One split's images, and the queries and judgements their captions make."""
+
+    label: str
+    problems: Problems = field(default_factory=Problems)
+    queries: dict[str, str] = field(default_factory=dict)
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    query_where: dict[str, str] = field(default_factory=dict)
+    #: (position, entry, why it is skipped: "" when it is not), in the file's order
+    entries: list[tuple[int, dict, str]] = field(default_factory=list)
+
+    def add(self, position: int, entry: dict, first_at: dict[str, int]) -> None:
+        """One image of the split: its captions become queries, unless its id was seen."""
+        label, item = self.label, _item_id(entry, position)
         if item in first_at:
             why = f"id {item!r} appears again (first at images[{first_at[item]}])"
-            problems.add(f"{label}:images[{position}]", 0, f"{why}: skipped with its captions")
-            chosen_entries.append((position, entry, why))
-            continue
+            self.problems.add(f"{label}:images[{position}]", 0, f"{why}: skipped with its captions")
+            self.entries.append((position, entry, why))
+            return
         first_at[item] = position
         captions = _captions(entry)
         if not captions:
-            problems.add(label, 0, f"images[{position}] ({item}) has no caption")
+            self.problems.add(label, 0, f"images[{position}] ({item}) has no caption")
         for j, caption in enumerate(captions):
-            queries[f"{item}_{j}"] = caption
-            qrels[f"{item}_{j}"] = {item: 1}
-            query_where[f"{item}_{j}"] = f"{label}:images[{position}].sentences[{j}]"
-        chosen_entries.append((position, entry, ""))
-    if not chosen_entries:
-        raise InputError(f"{label}: the split {chosen!r} has no images")
+            self.queries[f"{item}_{j}"] = caption
+            self.qrels[f"{item}_{j}"] = {item: 1}
+            self.query_where[f"{item}_{j}"] = f"{label}:images[{position}].sentences[{j}]"
+        self.entries.append((position, entry, ""))
 
-    def read(found: Problems) -> Iterator[SourceItem | Skipped]:
-        for position, entry, why in chosen_entries:
-            where = f"{label}:images[{position}]"
+    def items(self, root: Path) -> Iterator[SourceItem | Skipped]:
+        """The split's images as items (an image path leaving ``root`` is refused)."""
+        for position, entry, why in self.entries:
+            where = f"{self.label}:images[{position}]"
             if why:
                 yield Skipped(where, f"{why}: skipped")
                 continue
@@ -123,9 +118,34 @@ def open_karpathy(
                 where=where,
             )  # fmt: skip
 
+
+def open_karpathy(
+    path: Path, *, split: str | None = None, images: str | Path | None = None
+) -> Benchmark:
+    """One split (default ``test``) of a Karpathy JSON; ``images`` is the image root (default:
+    the JSON's folder)."""
+    path, entries = _entries(path)
+    label = str(path)
+    splits = sorted(
+        {e["split"] for e in entries if isinstance(e, dict) and isinstance(e.get("split"), str)}
+    )
+    chosen = pick_split(splits, split, label)
+    root = Path(images).expanduser() if images is not None else path.parent
+    if not root.is_dir():
+        raise InputError(f"--images {root}: not a folder")
+    found = _Split(label)
+    first_at: dict[str, int] = {}  # item id → the position of the image that has it
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            found.problems.add(label, 0, f"images[{position}] is not an object")
+        elif entry.get("split") == chosen:
+            found.add(position, entry, first_at)
+    if not found.entries:
+        raise InputError(f"{label}: the split {chosen!r} has no images")
     return Benchmark(
-        kind="karpathy", label=label, root=root, split=chosen, splits=splits, queries=queries,
-        qrels=qrels, read_items=read, fingerprint_parts=lambda: [file_stamp(path), str(root)],
-        has_images=True, problems=problems, size_hint=len(chosen_entries),
-        query_where=lambda qid: query_where.get(qid, label),
+        kind="karpathy", label=label, root=root, split=chosen, splits=splits,
+        queries=found.queries, qrels=found.qrels, read_items=lambda _: found.items(root),
+        fingerprint_parts=lambda: [file_stamp(path), str(root)], has_images=True,
+        problems=found.problems, size_hint=len(found.entries),
+        query_where=lambda qid: found.query_where.get(qid, label),
     )  # fmt: skip

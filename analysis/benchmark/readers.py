@@ -1,10 +1,11 @@
 """Which reader opens a benchmark: the format told from the path (or given), and one entry
 point, :func:`open_benchmark`, that ``lexlens index --source``, the API and the Collections
-page share."""
+page share; its settings are :class:`~lexlens.analysis.benchmark.options.BenchmarkOptions`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lexlens.analysis.benchmark.beir import open_beir
 from lexlens.analysis.benchmark.dataset import Benchmark, check_queries_and_qrels
@@ -17,9 +18,8 @@ from lexlens.analysis.benchmark.hf import (
 from lexlens.analysis.benchmark.irds import open_irds
 from lexlens.analysis.benchmark.karpathy import open_karpathy
 from lexlens.analysis.benchmark.msmarco import open_msmarco
+from lexlens.analysis.benchmark.options import KINDS, BenchmarkOptions
 from lexlens.models.base import InputError
-
-KINDS = ("beir", "msmarco", "karpathy", "hf", "ir_datasets")
 
 
 def detect(path: Path) -> str | None:
@@ -55,17 +55,17 @@ def is_benchmark_source(path: str | Path) -> bool:
 
 
 def open_benchmark(
-    path: str | Path,
-    *,
-    split: str | None = None,
-    images: str | Path | None = None,
-    image_column: str | None = None,
-    text_columns: list[str] | None = None,
-    kind: str | None = None,
+    path: str | Path, *, options: BenchmarkOptions | None = None, **given: Any
 ) -> Benchmark:
     """Open a benchmark (see the module docstring): its queries and judgements are read
-    here, its items when :meth:`Benchmark.items` is iterated."""
-    text = str(path)
+    here, its items when :meth:`Benchmark.items` is iterated. The settings are ``options``
+    (:class:`BenchmarkOptions`: split, images, image_column, text_columns, kind) or its
+    fields as keywords."""
+    options = BenchmarkOptions.of(options, **given)
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        shown = repr(path) if isinstance(path, str) else type(path).__name__
+        raise InputError(f"path must be a benchmark's path or irds:ID, not {shown}")
+    text, kind, split = str(path), options.kind, options.split
     if kind is None and text.startswith("irds:"):
         kind, text = "ir_datasets", text[len("irds:") :]
     if kind == "ir_datasets":
@@ -81,13 +81,12 @@ def open_benchmark(
             "Parquet or Arrow files, or irds:ID)"
         )
     if kind == "beir":
-        opener = open_beir
+        bench = open_beir(where, split=split)
     elif kind == "msmarco":
-        opener = open_msmarco
+        bench = open_msmarco(where, split=split)
     elif kind == "karpathy":
-        return check_queries_and_qrels(open_karpathy(where, split=split, images=images))
+        bench = open_karpathy(where, split=split, images=options.images)
     else:
-        return check_queries_and_qrels(
-            open_hf(where, split=split, image_column=image_column, text_columns=text_columns)
-        )
-    return check_queries_and_qrels(opener(where, split=split))
+        columns = list(options.text_columns) if options.text_columns else None
+        bench = open_hf(where, split=split, image_column=options.image_column, text_columns=columns)
+    return check_queries_and_qrels(bench)

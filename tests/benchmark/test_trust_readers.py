@@ -465,7 +465,7 @@ def test_silent_wrong_parquet_sources_index_from_the_command_line(tmp_path, cli)
     captions = ["a cat on a mat", "a dog in a park", "a cup of coffee"]
     datasets.Dataset.from_dict({"caption": captions}).to_parquet(str(tmp_path / "x.parquet"))
     run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "x.parquet",
-              "--text-column", "caption", "--out", tmp_path / "ix1", "--json")  # fmt: skip
+              "--text-columns", "caption", "--out", tmp_path / "ix1", "--json")  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert run.json()["items"] == 3
 
