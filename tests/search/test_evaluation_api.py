@@ -1,0 +1,167 @@
+"""A table's evaluation (``evaluate_index``, ``lexlens search --eval``, and ``evaluate`` on any
+collection) refuses a wrong type or value of any argument with one LexlensError naming the
+argument (an unknown or older keyword names itself), and on the command line as the flag."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+import lexlens
+from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.search.evaluation import TableEvaluationOptions, evaluate
+from lexlens.analysis.search.options import SearchOptions
+from lexlens.models.base import LexlensError
+from tests.helpers import ROOT, one_line_error
+
+PAIRS = [{"a": "dog", "b": "beach"}, {"a": "cat", "b": "snow"}]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory, splade) -> Path:
+    """The labelled sample texts (data/collection.csv) indexed with splade-tiny, and a pairs
+    file."""
+    folder = tmp_path_factory.mktemp("eval-api")
+    build_index(splade, ROOT / "data" / "collection.csv", folder / "ix")
+    (folder / "pairs.csv").write_text("a,b\ndog,beach\ncat,snow\n")
+    return folder / "ix"
+
+
+def _index(ix: Path, **given):
+    return lexlens.evaluate_index(ix, ix.parent / "pairs.csv", **given)
+
+
+def _evaluate(ix: Path, splade, **given):
+    return evaluate(open_index(ix), splade, given.pop("rows", PAIRS), **given)
+
+
+#: (argument, the call given the index and splade-tiny, what the message says).
+EVALUATE_INDEX = [
+    (
+        "index",
+        lambda ix, s: lexlens.evaluate_index(5, ix.parent / "pairs.csv"),
+        "index must be a stored index",
+    ),  # fmt: skip
+    (
+        "index",
+        lambda ix, s: lexlens.evaluate_index(ix.parent / "none", ix.parent / "pairs.csv"),
+        "not found",
+    ),  # fmt: skip
+    ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, 5), "eval_file must be"),
+    ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, ix.parent / "none.csv"), "not found"),
+    ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, ix / "manifest.json"), "manifest"),
+    ("query_encoder", lambda ix, s: _index(ix, query_encoder=5), "query_encoder must be"),
+    ("query_encoder", lambda ix, s: _index(ix, query_encoder="nope-encoder"), "nope-encoder"),
+    ("device", lambda ix, s: _index(ix, device=1), "device must be"),
+    ("device", lambda ix, s: _index(ix, device="tpu"), "device 'tpu'"),
+    ("progress", lambda ix, s: _index(ix, progress=True), "progress must be a function"),
+    (
+        "options",
+        lambda ix, s: _index(ix, options=SearchOptions()),
+        "options must be TableEvaluationOptions, not SearchOptions",
+    ),  # fmt: skip
+    ("gate_k", lambda ix, s: _index(ix, gate_k=-3), "gate_k must be -1"),
+    ("query_mode", lambda ix, s: _index(ix, query_mode="sparse"), "query_mode must be one of"),
+    ("methods", lambda ix, s: _index(ix, methods="sr"), "methods must be one or more of"),
+    ("methods", lambda ix, s: _index(ix, methods=("sr", "sr")), "methods must be one or more"),
+    ("methods", lambda ix, s: _index(ix, methods=()), "methods must be one or more of"),
+    ("k_items", lambda ix, s: _index(ix, k_items=0), "k_items must be an integer"),
+    ("coverage", lambda ix, s: _index(ix, coverage=1.5), "coverage must be a share"),
+    ("magnitude", lambda ix, s: _index(ix, magnitude="max"), "magnitude must be one of"),
+    ("normalize", lambda ix, s: _index(ix, normalize="yes"), "normalize must be true or false"),
+    ("slq_template", lambda ix, s: _index(ix, slq_template="{a} only"), "slq_template needs"),
+    ("slq_template", lambda ix, s: _index(ix, slq_template=5), "slq_template must be"),
+    ("min_relevant", lambda ix, s: _index(ix, min_relevant=0), "min_relevant must be"),
+    ("min_relevant", lambda ix, s: _index(ix, min_relevant=1.0), "min_relevant must be"),
+    ("topk", lambda ix, s: _index(ix, topk=5), "'topk' is not an option of search --eval"),
+    ("mode", lambda ix, s: _index(ix, mode="bow"), "'mode' is not an option of search --eval"),
+]
+EVALUATE = [
+    ("target", lambda ix, s: evaluate(str(ix), s, PAIRS), "collection must be an opened"),
+    ("target", lambda ix, s: evaluate(5, s, PAIRS), "collection must be a stored index"),
+    (
+        "encoder",
+        lambda ix, s: evaluate(open_index(ix), "splade-tiny", PAIRS),
+        "encoder must be a loaded encoder",
+    ),  # fmt: skip
+    ("rows", lambda ix, s: _evaluate(ix, s, rows="a,b"), "rows: expected rows of a table"),
+    ("rows", lambda ix, s: _evaluate(ix, s, rows=[]), "rows: holds no rows"),
+    ("rows", lambda ix, s: _evaluate(ix, s, rows=[{"a": "dog"}]), "needs columns 'a' and 'b'"),
+    ("rows", lambda ix, s: _evaluate(ix, s, rows=[{"a": "dog", "b": ""}]), "row 1 needs both"),
+    ("progress", lambda ix, s: _evaluate(ix, s, progress=3), "progress must be a function"),
+    ("options", lambda ix, s: _evaluate(ix, s, options=5), "options must be TableEvaluation"),
+    ("gate_k", lambda ix, s: _evaluate(ix, s, gate_k="all"), "gate_k must be -1"),
+    ("query_mode", lambda ix, s: _evaluate(ix, s, query_mode=None), "query_mode must be one of"),
+    ("methods", lambda ix, s: _evaluate(ix, s, methods=["sr", "bm25"]), "methods must be one"),
+    ("k_items", lambda ix, s: _evaluate(ix, s, k_items=10**6), "k_items must be an integer"),
+    ("coverage", lambda ix, s: _evaluate(ix, s, coverage=0), "coverage must be a share"),
+    ("magnitude", lambda ix, s: _evaluate(ix, s, magnitude=2), "magnitude must be one of"),
+    ("normalize", lambda ix, s: _evaluate(ix, s, normalize=None), "normalize must be true"),
+    (
+        "slq_template",
+        lambda ix, s: _evaluate(ix, s, slq_template="{a} {c} {b}"),
+        "slq_template may name {a} and {b} only",
+    ),  # fmt: skip
+    ("min_relevant", lambda ix, s: _evaluate(ix, s, min_relevant=-1), "min_relevant must be"),
+    ("top", lambda ix, s: _evaluate(ix, s, top=5), "'top' is not an option of search --eval"),
+]
+
+
+def _cases(table):
+    return pytest.mark.parametrize(
+        ("argument", "call", "needle"), table, ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(table)]
+    )
+
+
+def _refused(call, needle: str, index: Path, splade) -> None:
+    with pytest.raises(LexlensError) as caught:
+        call(index, splade)
+    message = str(caught.value)
+    assert needle in message, message
+    assert "\n" not in message
+
+
+@_cases(EVALUATE_INDEX)
+def test_traceback_evaluate_index_names_each_wrong_argument(argument, call, needle, index, splade):
+    _refused(call, needle, index, splade)
+
+
+@_cases(EVALUATE)
+def test_traceback_evaluate_names_each_wrong_argument(argument, call, needle, index, splade):
+    _refused(call, needle, index, splade)
+
+
+def test_traceback_every_argument_of_a_tables_evaluation_is_checked():
+    """Each parameter and each option has a wrong-value case above."""
+    options = {d.name for d in TableEvaluationOptions.declared()}
+    for function, table in ((lexlens.evaluate_index, EVALUATE_INDEX), (evaluate, EVALUATE)):
+        names = set(inspect.signature(function).parameters) - {"given"}
+        assert names | options <= {argument for argument, _, _ in table}, function.__name__
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (("--min-relevant", "0"), "--min-relevant must be an integer from 1 to 10,000, not 0"),
+        (("--min-relevant", "two"), "--min-relevant must be an integer from 1 to 10,000"),
+        (("--gate-k", "-7"), "--gate-k must be -1"),
+        (("--coverage", "2"), "--coverage must be a share in (0, 1]"),
+        (("--topk", "5"), "--topk is now --gate-k"),
+    ],
+)
+def test_traceback_search_eval_flags_are_one_line_naming_the_flag(flags, line, index, cli):
+    proc = cli("search", "--index", index, "--eval", index.parent / "pairs.csv", *flags)
+    one_line_error(proc, line)
+
+
+def test_traceback_a_good_table_still_evaluates(index, splade, cli):
+    """The checks refuse only what is wrong: the API and the command line agree."""
+    result = _evaluate(index, splade, methods=["sr", "avg"], k_items=5)
+    assert set(result.metrics["aggregate"]) == {"sr", "avg"}
+    assert result.settings["k_items"] == 5 and result.kind == "pairs"
+    proc = cli("search", "--index", index, "--eval", index.parent / "pairs.csv", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.json() == lexlens.evaluate_index(index, index.parent / "pairs.csv").to_dict()
