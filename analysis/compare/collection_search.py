@@ -10,8 +10,9 @@ import numpy as np
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
+from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
-from lexlens.analysis.search.evaluation import ir_metrics, item_ids, labelled, relevant_ids
+from lexlens.analysis.search.evaluation import MEASURES, item_ids, labelled, relevant_ids
 from lexlens.analysis.search.ranking import top_items
 
 #: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
@@ -169,13 +170,14 @@ def search_side_by_side(
 
 
 def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | None:
-    """MRR@1, MRR@10, NDCG@10 and AP@10 of both rankings when the query is one of the
-    collection's labels (its items carrying that label are the relevant ones)."""
+    """RR@1, RR@10, nDCG@10 and AP@10 (ir-measures names, the one metrics layer) of each
+    side's top 10 when the query is one of the collection's labels (its items carrying that
+    label are the relevant ones)."""
     labels = labelled(target)
     if labels is None or query.casefold().strip() not in set().union(*labels):
         return None
     relevant = relevant_ids(labels, item_ids(target), query, None)
     return {
-        s: ir_metrics({"q": ids_s[:10]}, {"q": relevant})["mean"]
+        s: measure_rankings({"q": ids_s[:10]}, {"q": relevant}, MEASURES)[0]
         for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
     } | {"relevant": len(relevant)}
