@@ -6,8 +6,9 @@ widgets are derived, and through which ``build_index``, ``index_collection`` and
 The settings: the gate k (VDR's ``E = V ⊙ G``, :data:`~lexlens.analysis.core.gating.GATE_K`),
 the batch size (:data:`~lexlens.analysis.core.options.BATCH_SIZE`), a Ray address, whether to
 store the inverted postings, a dense features source's ``captions`` and ``ids`` files, and a
-benchmark's ``split``, ``images`` root, ``image_column`` and ``text_columns`` (read by
-:func:`lexlens.analysis.benchmark.readers.open_benchmark`).
+benchmark's ``split``, ``images`` root, ``image_column`` and ``text_columns``: declared with
+its reader (:mod:`lexlens.analysis.benchmark.options`), passed on to
+:func:`lexlens.analysis.benchmark.readers.open_benchmark`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.benchmark.options import IMAGE_COLUMN, IMAGES, SPLIT, TEXT_COLUMNS
 from lexlens.analysis.collections.store import POSTINGS_MIN_NNZ
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.options import BATCH_SIZE, OptionError, Options, option, shared
@@ -52,31 +54,6 @@ def _path(name: str):
     return check
 
 
-def _name(name: str):
-    """The check of a name option (a split, a column): non-blank text, stripped."""
-
-    def check(value: str) -> str:
-        if not value.strip():
-            raise _refuse(name, value)
-        return value.strip()
-
-    return check
-
-
-def split_columns(text: str) -> tuple[str, ...]:
-    """``"caption, alt"`` → ``("caption", "alt")`` (how a command line or a page names
-    several columns in one text)."""
-    return tuple(c.strip() for c in text.split(",") if c.strip())
-
-
-def _columns(value: tuple) -> tuple[str, ...]:
-    """Column names: at least one, each non-blank text (stripped)."""
-    names = tuple(c.strip() for c in value if isinstance(c, str))
-    if not names or len(names) != len(value) or not all(names):
-        raise _refuse("text_columns", value)
-    return names
-
-
 @dataclass(frozen=True)
 class IndexOptions(Options):
     """The settings of a build (``lexlens index``, ``build_index``, the Collections page)."""
@@ -103,26 +80,10 @@ class IndexOptions(Options):
         None, "dense features: one id per line (default FILE.ids.txt, else the row numbers)",
         check=_path("ids"), parse=str, metavar="FILE", wanted="a text file's path",
     )  # fmt: skip
-    split: str | None = option(
-        None, "benchmark: the split to read (default: test, or dev for MS MARCO)",
-        check=_name("split"), label="Split", wanted="a split name",
-    )  # fmt: skip
-    images: str | Path | None = option(
-        None, "benchmark (Karpathy JSON): the folder its image paths start from",
-        check=_path("images"), parse=str, metavar="FOLDER", label="Image folder (Karpathy)",
-        wanted="a folder's path",
-    )  # fmt: skip
-    image_column: str | None = option(
-        None, "benchmark (Hugging Face dataset, Parquet/Arrow files): the image column",
-        check=_name("image_column"), metavar="COLUMN", label="Image column (Hugging Face)",
-        wanted="a column name",
-    )  # fmt: skip
-    text_columns: tuple[str, ...] | None = option(
-        None, "benchmark (Hugging Face dataset, Parquet/Arrow files): the caption (or text) "
-        "columns, comma-separated", check=_columns, parse=split_columns,
-        metavar="COLUMN[,COLUMN…]", label="Caption columns (comma-separated)",
-        wanted="one or more column names",
-    )  # fmt: skip
+    split: str | None = shared(SPLIT)
+    images: str | Path | None = shared(IMAGES)
+    image_column: str | None = shared(IMAGE_COLUMN)
+    text_columns: tuple[str, ...] | None = shared(TEXT_COLUMNS)
 
     def benchmark_options(self) -> dict[str, Any]:
         """The options a benchmark reader takes (``None``: not given)."""
