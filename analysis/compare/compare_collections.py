@@ -146,11 +146,14 @@ def _vocab_side_by_side(
 
 
 def _encoders(
-    one: tuple[StoredIndex, StoredIndex], encoder_a: Any, encoder_b: Any, device: str | None
+    indexes: tuple[StoredIndex, StoredIndex],
+    encoder_a: Encoder | str | None,
+    encoder_b: Encoder | str | None,
+    device: str | None,
 ) -> tuple[Encoder, Encoder]:
     """The text encoder of each side: given (an object or a name), else its index's own
     query encoder; B takes A's when only A is given."""
-    ix_a, ix_b = one
+    ix_a, ix_b = indexes
     if encoder_b is None:
         encoder_b = default_query_encoder(ix_b, "text") if encoder_a is None else encoder_a
     if encoder_a is None:
