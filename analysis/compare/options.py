@@ -10,7 +10,7 @@ Which gates the two sides take when none is given is one rule too (:func:`defaul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, GATE_K
@@ -57,13 +57,6 @@ def check_query(query: str) -> str:
     return query
 
 
-def check_box_values(box: tuple[Any, ...]) -> tuple[float, float, float, float]:
-    """A box's four values as numbers, then the box's own check (the terms declaration)."""
-    if any(isinstance(v, bool) or not isinstance(v, Real) for v in box):
-        raise _BOX.refuse(box)
-    return _BOX.spec.check(box)
-
-
 _BOX = TermsOptions.option("box")
 _TOP = TermsOptions.option("top")
 
@@ -100,7 +93,7 @@ class CompareOptions(_SidesOptions):
     what = "compare"
 
     box: tuple[float, float, float, float] | None = shared(
-        _BOX, None, check=check_box_values,
+        _BOX, None,
         help="an image's patch group, compared too (each side pools its own patches under it)",
     )  # fmt: skip
     term: str | None = option(

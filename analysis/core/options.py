@@ -180,8 +180,8 @@ class Declared:
         """The value of a command-line text (checked like any value)."""
         if self.spec.parse is not None:
             return self.check(self.spec.parse(text))
-        if self.optional and text.strip().lower() in ("", "none"):
-            return None
+        if self.optional and self.kind is not str and text.strip().lower() in ("", "none"):
+            return None  # a text option keeps what was typed ("none" may be a query)
         try:
             if self.kind is int:
                 return self.check(int(text.strip()))

@@ -19,17 +19,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 
+from lexlens.analysis.core.grid import FULL_BOX, Box
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import special_mask
 from lexlens.analysis.core.words import top_terms
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 from lexlens.models.wordpiece import wordpiece_split
 
-Box = tuple[float, float, float, float]
-FULL_BOX: Box = (0.0, 0.0, 1.0, 1.0)
 #: Share of a cell's area a box must cover for the cell to be selected.
 MIN_CELL_COVERAGE = 0.5
 
@@ -81,8 +81,10 @@ def parse_box(text: str) -> Box:
 
 def check_box(box: Sequence[float]) -> Box:
     """Validate a box: 4 finite fractions in 0..1 with ``x0 < x1`` and ``y0 < y1``."""
-    if len(box) != 4:
+    if isinstance(box, (str, bytes)) or not isinstance(box, Sequence) or len(box) != 4:
         raise InputError("a box has 4 values: X0,Y0,X1,Y1")
+    if any(isinstance(v, bool) or not isinstance(v, Real) for v in box):
+        raise InputError("box values must be finite numbers between 0 and 1")
     x0, y0, x1, y1 = (float(v) for v in box)
     if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
         raise InputError("box values must be finite numbers between 0 and 1")
@@ -147,18 +149,6 @@ def box_to_patches(grid: tuple[int, int], box: Box, *, crop_box: Box | None = No
         best = coverage.max()
         picked = np.flatnonzero(coverage.ravel() >= best - 1e-9)
     return [int(i) for i in picked]
-
-
-def patch_boxes(grid: tuple[int, int], crop_box: Box | None = None) -> list[Box]:
-    """Each cell's box in fractions of the original image (for drawing the grid)."""
-    rows, cols = grid
-    cx0, cy0, cx1, cy1 = crop_box or FULL_BOX
-    w, h = cx1 - cx0, cy1 - cy0
-    return [
-        (cx0 + w * c / cols, cy0 + h * r / rows, cx0 + w * (c + 1) / cols, cy0 + h * (r + 1) / rows)
-        for r in range(rows)
-        for c in range(cols)
-    ]
 
 
 def cell_labels(grid: Sequence[int]) -> list[str]:

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lexlens.analysis.core.grid import patch_boxes
 from lexlens.analysis.core.words import top_terms
 from lexlens.analysis.lexical.patches import (
     box_to_patches,
     compare_groups,
     parse_box,
-    patch_boxes,
     pool_patches,
     term_heatmap,
     token_index,
