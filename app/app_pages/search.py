@@ -33,7 +33,7 @@ from lexlens.app.runtime.state import (
     remembered_uploads,
     restore_inputs,
 )
-from lexlens.app.views.search import enabled_if, show_result
+from lexlens.app.views.search import show_result
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -105,9 +105,7 @@ if source == SOURCES[0]:
         "Query", ["Text", "Image"], horizontal=True, key=kept("search_query_kind", "Text")
     )
 # The mode decides which encoders can make the query (a D2S head: bag-of-words only).
-mode = option_widget(
-    SearchOptions, "query_mode", "search_mode", enabled_if(st, query_kind == "Text")
-)
+mode = option_widget(SearchOptions, "query_mode", "search_mode", disabled=query_kind == "Image")
 bow = mode == "bow" and query_kind == "Text"
 if target is not None:
     modality = "image" if query_kind == "Image" else "text"
@@ -179,18 +177,20 @@ else:
     exclude = ""
     c2.caption("Exclusion needs a text query A.")
 method = option_widget(
-    SearchOptions, "method", "search_method", enabled_if(c3, bool(exclude.strip())),
+    SearchOptions, "method", "search_method", c3, disabled=not exclude.strip(),
     format_func=METHOD_NAMES.get,
 )  # fmt: skip
 uses_sets = bool(exclude.strip()) and method == "sr"
 c4, c5, c6, c7 = st.columns(4)
 top = option_widget(SearchOptions, "top", "search_top", c4, high=50)
-k_items = option_widget(SearchOptions, "k_items", "search_k_items", enabled_if(c5, uses_sets),
+k_items = option_widget(SearchOptions, "k_items", "search_k_items", c5, disabled=not uses_sets,
                         default=DEFAULT_K_ITEMS, high=1000)  # fmt: skip
-coverage = option_widget(SearchOptions, "coverage", "search_coverage", enabled_if(c6, uses_sets),
+coverage = option_widget(SearchOptions, "coverage", "search_coverage", c6, disabled=not uses_sets,
                          default=DEFAULT_COVERAGE, low=0.05)  # fmt: skip
-magnitude = option_widget(SearchOptions, "magnitude", "search_magnitude", enabled_if(c7, uses_sets))
-normalize = option_widget(SearchOptions, "normalize", "search_normalize", enabled_if(st, uses_sets))
+magnitude = option_widget(
+    SearchOptions, "magnitude", "search_magnitude", c7, disabled=not uses_sets
+)
+normalize = option_widget(SearchOptions, "normalize", "search_normalize", disabled=not uses_sets)
 
 # ---------------------------------------------------------------------------- searching
 try:

@@ -1,13 +1,10 @@
 """The Search page's drawing of a :class:`~lexlens.analysis.search.search.SearchResult`:
 notes, SR's dimension sets in words, the hits (thumbnails for images) with the words that
-make each score, metrics and downloads; the option widgets' places. Nothing is computed
-here."""
+make each score, metrics and downloads. Nothing is computed here."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -18,22 +15,6 @@ from lexlens.analysis.search.search import SearchResult
 from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv"}
-
-
-class _Place:
-    """Where widgets are drawn (``st`` or a column), each drawn disabled unless ``enabled``."""
-
-    def __init__(self, where: Any, enabled: bool) -> None:
-        self._where, self._enabled = where, enabled
-
-    def __getattr__(self, name: str) -> Any:
-        return functools.partial(getattr(self._where, name), disabled=not self._enabled)
-
-
-def enabled_if(where: Any, enabled: bool) -> Any:
-    """``where`` for :func:`~lexlens.app.views.widgets.option_widget`, its widget disabled
-    unless ``enabled`` (an SR setting without an SR exclusion, the query mode of an image)."""
-    return _Place(where, enabled)
 
 
 def show_result(result: SearchResult, target) -> None:
