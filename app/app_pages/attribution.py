@@ -1,9 +1,10 @@
 """Attribution page: Integrated Gradients per PQ sub-vector (RepMoT), topics, masking, reports.
 
-Thin: the page parses its inputs, calls the use case
-:func:`lexlens.analysis.attribution.report.attribution_report` (which validates
-everything before any model runs) and draws the report it returns; a corpus run also shows
-the topic of a chosen code (``code_topic``, from the same attributions). The downloads are
+Thin: the page draws its option widgets from the declared
+:class:`~lexlens.analysis.attribution.options.ReportOptions`, calls the use case
+:func:`lexlens.analysis.attribution.report.attribution_report` (which validates everything
+before any model runs) and draws the report it returns; a corpus run also shows the topic of
+a chosen code (``code_topic``, from the same attributions). The downloads are
 the report's ``files()``: report.json is the document ``lexlens report … --json`` prints.
 Inputs (``kept``) and the last result (``st.session_state``) survive page switches.
 """
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, ReportOptions
 from lexlens.analysis.attribution.report import (
     AttributionReport,
     attribution_report,
-    check_report_options,
+    report_inputs,
 )
-from lexlens.analysis.attribution.validate import ATTRIBUTION_NEEDS, DEFAULT_TOLERANCE
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.app.runtime.state import (
     encoder_picker,
@@ -29,13 +30,19 @@ from lexlens.app.runtime.state import (
     start_job,
     url_run_id,
 )
-from lexlens.app.views.attribution import show_downloads, show_mot, show_text, show_topic
+from lexlens.app.views.attribution import (
+    optional_choice,
+    show_downloads,
+    show_mot,
+    show_text,
+    show_topic,
+)
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
 M_CHOICES = [12, 24, 48]
-STEP_CHOICES = ["auto", 8, 16, 32, 64, 128, 256, 512, 1000]
+STEP_CHOICES = [8, 16, 32, 64, 128, 256, 512, 1000]
 DEFAULT_TEXT = "a cat sleeping on a book"
-MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 
 st.header("Attribution")
 st.caption(
@@ -62,26 +69,25 @@ with st.form("attr_form"):
         key="attr_upload",
     )
     c1, c2, c3, c4 = st.columns(4)
-    m = c1.selectbox("Sub-vectors M", M_CHOICES, key=kept("attr_m", 24))
-    steps = c2.selectbox(
-        "IG steps",
-        STEP_CHOICES,
-        key=kept("attr_steps", "auto"),
-        help="auto: add quadrature nodes until every sub-vector's completeness gap is within "
-        f"{DEFAULT_TOLERANCE:.0%} of F(x) − F(x′); a number: that many Gauss–Legendre nodes",
-    )
+    m = optional_choice(ReportOptions, "m", "attr_m", c1, M_CHOICES, "the encoder's own")
+    steps = optional_choice(ReportOptions, "steps", "attr_steps", c2, STEP_CHOICES, "auto")
     max_texts = c3.number_input(
         "Texts from the corpus (first N)", 1, 2000, key=kept("attr_max", 20)
     )
-    run_mot = c4.checkbox("MoT masking (≥ 2 texts)", key=kept("attr_mot", False))
-    keep = c4.number_input(
-        "MoT: fraction of words kept", 0.01, 1.0, step=0.01, key=kept("attr_keep", 0.05)
-    )
+    run_mot = option_widget(ReportOptions, "mot", "attr_mot", c4)
+    keep = option_widget(ReportOptions, "keep", "attr_keep", c4, low=0.01)
+    with st.expander("More IG options"):
+        e1, e2, e3, e4 = st.columns(4)
+        baseline = option_widget(ReportOptions, "baseline", "attr_baseline", e1)
+        method = option_widget(ReportOptions, "method", "attr_method", e2)
+        tolerance = option_widget(ReportOptions, "tolerance", "attr_tolerance", e3)
+        max_steps = option_widget(ReportOptions, "max_steps", "attr_max_steps", e4)
     submitted = st.form_submit_button("Attribute", type="primary")
 
 files_in = remembered_uploads("attr_upload", [upload] if upload is not None else None)
 INPUT_KEYS = ("attr_encoder", "attr_encoder_dir", "attr_source", "attr_text", "attr_m",
-              "attr_steps", "attr_max", "attr_mot", "attr_keep")  # fmt: skip
+              "attr_steps", "attr_max", "attr_mot", "attr_keep", "attr_baseline", "attr_method",
+              "attr_tolerance", "attr_max_steps")  # fmt: skip
 inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
 uploads = {"attr_upload": files_in[:1]} if source == "Corpus file" else {}
 
@@ -99,13 +105,17 @@ def _texts() -> tuple[list[str], str]:
 if submitted and encoder is not None:
     try:
         texts, label = _texts()
-        options = {"m": int(m), "steps": None if steps == "auto" else int(steps),
-                   "mot": bool(run_mot), "keep": float(keep), "source": label}  # fmt: skip
-        check_report_options(encoder, texts, **options)  # before the job: errors at once
+        options = ReportOptions.of(
+            m=m, steps=steps, mot=run_mot, keep=keep, baseline=baseline, method=method,
+            tolerance=tolerance, max_steps=max_steps,
+        )  # fmt: skip
+        report_inputs(encoder, texts, options)  # before the job: errors at once
         what = texts[0][:50] if len(texts) == 1 else f"{len(texts)} texts of {label}"
         start_job(
             "attribution", f"IG of {what}", inputs, uploads,
-            lambda progress: attribution_report(encoder, texts, progress=progress, **options),
+            lambda progress: attribution_report(
+                encoder, texts, options=options, source=label, progress=progress
+            ),
         )  # fmt: skip
     except LexlensError as exc:
         st.error(str(exc))

@@ -1,8 +1,10 @@
 """``lexlens attribute``: Integrated Gradients of a text's words onto each PQ sub-vector code.
 
-Parses the arguments, calls :func:`~lexlens.analysis.attribution.report.attribution_report`
-and renders its attribution (``--json``: exactly ``report.attribution.to_dict()``); ``--out`` also writes the
-report's files, HTML + JSON + CSV (the folder is checked before any work starts).
+Parses the arguments (the flags are the declared
+:class:`~lexlens.analysis.attribution.options.AttributeOptions`), calls
+:func:`~lexlens.analysis.attribution.report.attribution_report` and renders its attribution
+(``--json``: exactly ``report.attribution.to_dict()``); ``--out`` also writes the report's
+files, HTML + JSON + CSV (the folder is checked before any work starts).
 """
 
 from __future__ import annotations
@@ -12,59 +14,23 @@ from pathlib import Path
 
 from lexlens.analysis.attribution.attribution import AttributionResult
 from lexlens.analysis.attribution.display import top_words
+from lexlens.analysis.attribution.options import AttributeOptions, ReportOptions
 from lexlens.analysis.attribution.report import attribution_report
-from lexlens.analysis.attribution.validate import (
-    BASELINES,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_TOLERANCE,
-    MAX_STEPS,
-)
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+    progress_printer,
+)
 from lexlens.models import load_encoder
 
 
-def steps_arg(value: str) -> int | None:
-    """``auto`` (adaptive, None) or a whole number of quadrature nodes."""
-    if value.strip().lower() == "auto":
-        return None
-    try:
-        steps = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected 'auto' or a whole number, got {value!r}"
-        ) from None
-    if not 2 <= steps <= MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or between 2 and {MAX_STEPS}")
-    return steps
-
-
-def add_ig_args(parser: argparse.ArgumentParser) -> None:
-    """The Integrated-Gradients options shared by ``attribute``, ``mot-eval`` and ``report``."""
-    parser.add_argument(
-        "--steps",
-        type=steps_arg,
-        default=None,
-        help="IG nodes: 'auto' (default: add nodes until every sub-vector's completeness gap "
-        "is within --tolerance) or a fixed number (Gauss–Legendre)",
-    )
-    parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=DEFAULT_TOLERANCE,
-        help=f"auto steps: |delta_i| ≤ tolerance · |F_i(x) − F_i(x')| (default {DEFAULT_TOLERANCE})",
-    )
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=DEFAULT_MAX_STEPS,
-        help=f"auto steps: at most this many nodes (default {DEFAULT_MAX_STEPS})",
-    )
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    """The ``attribute`` subcommand and its options."""
+    """The ``attribute`` subcommand: its flags are :class:`AttributeOptions`'."""
     parser = sub.add_parser(
         "attribute", help="Integrated Gradients: words → product-quantiser sub-vector codes"
     )
@@ -72,11 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="one text")
     source.add_argument("--corpus", help="texts: .txt (one per line), .csv or .jsonl ('text')")
-    parser.add_argument(
-        "--subvectors", type=int, default=None, help="M sub-vectors (refits the codebooks)"
-    )
-    add_ig_args(parser)
-    parser.add_argument("--baseline", choices=BASELINES, default="unk", help="IG baseline")
+    add_options(parser, AttributeOptions)
     parser.add_argument("--out", help="also write an HTML + JSON + CSV report into this folder")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
@@ -92,16 +54,14 @@ def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:
 
 def run(args: argparse.Namespace) -> None:
     """Attribute the texts; print the attribution (``--json``) or a table, write ``--out``."""
+    # The report (for --out) with the attribution's options: no masking evaluation.
+    options = ReportOptions.of(**options_from_args(AttributeOptions, args).to_dict())
     texts, source = texts_of(args)
     out = check_out_dir(args.out) if args.out else None
     report = attribution_report(
         load_encoder(args.encoder, device=args.device),
         texts,
-        m=args.subvectors,
-        steps=args.steps,
-        tolerance=args.tolerance,
-        max_steps=args.max_steps,
-        baseline=args.baseline,
+        options=options,
         source=source,
         progress=progress_printer(args),
     )

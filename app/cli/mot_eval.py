@@ -1,7 +1,9 @@
 """``lexlens mot-eval``: the masking table of RepMoT ("Interpreting Dense Retrieval as Mixture
 of Topics", Table 3) on a corpus.
 
-Parses the arguments, calls :func:`lexlens.analysis.attribution.mot.mot_evaluate` and renders
+Parses the arguments (the flags are the declared
+:class:`~lexlens.analysis.attribution.options.MotOptions`), calls
+:func:`lexlens.analysis.attribution.mot.mot_evaluate` and renders
 the result (``--json``: exactly ``result.to_dict()``); ``--out`` writes ``result.files()``:
 mot.json, the CSVs and an HTML view (the folder is checked before any work starts).
 """
@@ -14,31 +16,26 @@ from pathlib import Path
 from lexlens.analysis.attribution.display import display_tables
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
-from lexlens.analysis.attribution.validate import MASKS
+from lexlens.analysis.attribution.options import MotOptions
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.attribute import add_ig_args
-from lexlens.app.cli.common import add_common_args, emit, format_table, progress_printer
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    format_table,
+    options_from_args,
+    progress_printer,
+)
 from lexlens.models import load_encoder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """The ``mot-eval`` subcommand and its options."""
+    """The ``mot-eval`` subcommand: its flags are :class:`MotOptions`'."""
     parser = sub.add_parser("mot-eval", help="MoT masking evaluation (RepMoT Table 3)")
     parser.add_argument("--encoder", required=True, help="a dense+PQ encoder (e.g. minilm-pq)")
     parser.add_argument("--corpus", required=True, help="texts: .txt, .csv or .jsonl ('text')")
-    parser.add_argument(
-        "--subvectors", type=int, nargs="+", default=[12, 24, 48], help="M values (12 24 48)"
-    )
-    parser.add_argument("--keep", type=float, default=0.05, help="fraction of words kept (0.05)")
-    add_ig_args(parser)
-    parser.add_argument("--k", type=int, default=256, help="centroids per sub-space (256)")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N")
-    parser.add_argument("--mask", choices=MASKS, default="unk")
-    parser.add_argument("--seed", type=int, default=0, help="a non-negative integer (0)")
-    parser.add_argument(
-        "--own-codebook", action="store_true", help="evaluate the encoder's codebook (one M)"
-    )
+    add_options(parser, MotOptions)
     parser.add_argument("--out", help="write mot.json, the CSVs and report.html into this folder")
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
@@ -47,21 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Run the masking evaluation; print it (``--json``) or its tables, write ``--out``."""
+    options = options_from_args(MotOptions, args)
     texts = read_texts(args.corpus).texts
     out = check_out_dir(args.out) if args.out else None
     result = mot_evaluate(
         load_encoder(args.encoder, device=args.device),
         texts,
-        m_values=tuple(args.subvectors),
-        keep=args.keep,
-        steps=args.steps,
-        tolerance=args.tolerance,
-        max_steps=args.max_steps,
-        k=args.k,
-        seed=args.seed,
-        limit=args.limit,
-        mask=args.mask,
-        own_codebook=args.own_codebook,
+        options=options,
         source=Path(args.corpus).name,
         progress=progress_printer(args),
     )

@@ -2,7 +2,8 @@
 
 A quantised, differentiable encoder (``minilm-pq`` or a saved dense+PQ folder) gets the
 attribution report (IG per sub-vector, GlobalT, completeness, and with ``--mot`` the masking
-evaluation); a lexical encoder gets a terms report. The command parses the arguments,
+evaluation); a lexical encoder gets a terms report. The command parses the arguments (the
+flags are the declared :class:`~lexlens.analysis.attribution.options.ReportOptions`),
 calls :func:`~lexlens.analysis.attribution.report.build_report`, writes ``result.files()`` into
 ``--out`` (checked before any work) and prints the file list, or ``result.to_dict()`` with
 ``--json``.
@@ -12,28 +13,29 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.attribution.options import ReportOptions
 from lexlens.analysis.attribution.report import build_report
-from lexlens.analysis.attribution.validate import BASELINES
 from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.attribute import add_ig_args, texts_of
-from lexlens.app.cli.common import add_common_args, emit, progress_printer
+from lexlens.app.cli.attribute import texts_of
+from lexlens.app.cli.common import (
+    add_common_args,
+    add_options,
+    emit,
+    options_from_args,
+    progress_printer,
+)
 from lexlens.models import load_encoder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """The ``report`` subcommand and its options."""
+    """The ``report`` subcommand: its flags are :class:`ReportOptions`'."""
     parser = sub.add_parser("report", help="write an HTML + JSON + CSV report into a folder")
     parser.add_argument("--encoder", required=True, help="registry name or checkpoint directory")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="one text")
     source.add_argument("--corpus", help="texts: .txt (one per line), .csv or .jsonl ('text')")
     parser.add_argument("--out", required=True, help="output folder (created if missing)")
-    parser.add_argument("--subvectors", type=int, default=None, help="M sub-vectors (dense+PQ)")
-    add_ig_args(parser)
-    parser.add_argument("--baseline", choices=BASELINES, default="unk", help="IG baseline")
-    parser.add_argument("--mot", action="store_true", help="add the MoT masking evaluation")
-    parser.add_argument("--keep", type=float, default=0.05, help="MoT: fraction of words kept")
-    parser.add_argument("--top", type=int, default=30, help="lexical: top terms per text")
+    add_options(parser, ReportOptions)
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     add_common_args(parser)
     parser.set_defaults(func=run)
@@ -41,19 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Build the report the encoder gets, write its files, print them (or ``--json``)."""
+    options = options_from_args(ReportOptions, args)
     texts, source = texts_of(args)
     out = check_out_dir(args.out)
     result = build_report(
         load_encoder(args.encoder, device=args.device),
         texts,
-        m=args.subvectors,
-        steps=args.steps,
-        tolerance=args.tolerance,
-        max_steps=args.max_steps,
-        baseline=args.baseline,
-        mot=args.mot,
-        keep=args.keep,
-        top=args.top,
+        options=options,
         source=source,
         progress=progress_printer(args),
     )

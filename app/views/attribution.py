@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -10,11 +12,31 @@ import streamlit as st
 from lexlens.analysis.attribution import display
 from lexlens.analysis.attribution.report import AttributionReport
 from lexlens.analysis.attribution.topics import DEFAULT_PER_TEXT, code_topic, topic_sizes
+from lexlens.analysis.core.options import Options
 from lexlens.analysis.render.attribution_plots import attribution_heatmap, series_bars
 from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 from lexlens.app.runtime.state import kept
 
 MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
+
+
+def optional_choice(
+    options_type: type[Options], name: str, key: str, where: Any, choices: Sequence[int],
+    none: str,
+) -> int | None:  # fmt: skip
+    """A list widget of an option that may be none (IG's auto steps, the encoder's own M):
+    the label and help are the declaration's, ``choices`` the page's numbers within its
+    limits, and ``none`` names the empty choice (first, and the declared default)."""
+    declared = options_type.option(name)
+    low, high = declared.spec.low, declared.spec.high
+    shown = [c for c in choices if (low is None or c >= low) and (high is None or c <= high)]
+    return where.selectbox(
+        declared.label,
+        [None, *shown],
+        format_func=lambda c: none if c is None else str(c),
+        key=kept(key),
+        help=declared.spec.help,
+    )
 
 
 def show_text(a, key: str) -> None:

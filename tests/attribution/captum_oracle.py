@@ -6,13 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from lexlens.analysis.attribution.arguments import index_below, text_list
 from lexlens.analysis.attribution.objective import prepare, targets
-from lexlens.analysis.attribution.validate import (
-    ATTRIBUTION_NEEDS,
-    check_steps,
-    check_subvectors,
-)
-from lexlens.models.base import check_texts
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, IgOptions
 
 
 def captum_attribution(
@@ -25,10 +21,10 @@ def captum_attribution(
     from captum.attr import IntegratedGradients
 
     ATTRIBUTION_NEEDS.check(encoder)
-    check_texts([text])
-    steps = check_steps(steps)
+    text_list([text])
+    steps = IgOptions.of(steps=steps).steps
     if subvector is not None:
-        check_subvectors([subvector], encoder.m)
+        index_below(subvector, encoder.m, "subvector", f"the codebook has M={encoder.m}")
     prep = prepare(encoder, text, baseline)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:

@@ -296,10 +296,11 @@ def test_bad_requests_fail_before_any_work(toy):
         ({"steps": 2.5}, "steps"),
         ({"baseline": "zeros"}, "baseline"),
         ({"subvectors": [4]}, "out of range"),
-        ({"subvectors": [1, 1]}, "repeat"),
+        ({"subvectors": [1, 1]}, "subvectors must be distinct"),
         ({"tolerance": 0}, "tolerance"),
-        ({"max_steps": 4}, "max steps"),
-        ({"m": 1}, "M must be"),
+        ({"max_steps": 4}, "max_steps"),
+        ({"m": 1}, "m must be"),
+        ({"m": 3}, "does not divide"),
     ):
         with pytest.raises(InputError, match=match):
             attribute(toy, TEXT, **kwargs)

@@ -178,6 +178,7 @@ def test_bad_input_fails_before_any_model_runs(toy):
     for kwargs, match in (
         ({"m_values": (3,)}, "does not divide"),
         ({"m_values": (1,)}, "at least 2"),
+        ({"m_values": (4, 4)}, "m_values must be distinct"),
         ({"keep": 0}, "keep"),
         ({"mask": "blank"}, "mask"),
         ({"seed": -1}, "seed"),

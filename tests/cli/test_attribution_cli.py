@@ -71,13 +71,46 @@ def test_errors_are_one_line_and_come_before_any_work(cli, tmp_path):
     bad.write_text('text\n"unterminated\n')
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
+    two = tmp_path / "two.txt"
+    two.write_text("a text\nanother text\n")
     cases = [
         (["attribute", "--encoder", "minilm-pq", "--text", "x", "--steps", "1"], "--steps"),
         (["attribute", "--encoder", "minilm-pq", "--text", "x", "--steps", "many"], "--steps"),
         (["attribute", "--encoder", "minilm-pq", "--text", "   "], "empty"),
         (["attribute", "--encoder", "splade-tiny", "--text", "x", "--steps", "2"], "needs an"),
-        (["attribute", "--encoder", "minilm-pq", "--text", "x", "--subvectors", "7"], "M=7"),
+        (["attribute", "--encoder", "minilm-pq", "--text", "x", "--m", "7"], "--m=7: M=7"),
         (["attribute", "--encoder", "minilm-pq", "--text", "x", "--tolerance", "2"], "tolerance"),
+        (
+            [
+                "attribute",
+                "--encoder",
+                "minilm-pq",
+                "--text",
+                "x",
+                "--steps",
+                "8",
+                "--method",
+                "clenshaw-curtis",
+            ],
+            "--steps must be odd",
+        ),
+        # The old spelling of M (--subvectors) is refused, never read as another option.
+        (
+            ["attribute", "--encoder", "minilm-pq", "--text", "x", "--subvectors", "12"],
+            "--subvectors",
+        ),
+        (
+            ["mot-eval", "--encoder", "minilm-pq", "--corpus", a_file, "--subvectors", "12"],
+            "--subvectors",
+        ),
+        (
+            ["mot-eval", "--encoder", "minilm-pq", "--corpus", two, "--m-values", "12,7"],
+            "--m-values holds 7",
+        ),
+        (
+            ["mot-eval", "--encoder", "minilm-pq", "--corpus", a_file, "--m-values", "12,x"],
+            "--m-values must be",
+        ),
         # --out is checked before the encoder is even loaded (the name is bogus here).
         (["attribute", "--encoder", "nope", "--text", "x", "--out", a_file], "not a folder"),
         (["mot-eval", "--encoder", "minilm-pq", "--corpus", a_file, "--seed", "-1"], "seed"),

@@ -278,8 +278,10 @@ def test_cli_report_bad_input(cli, tmp_path: Path) -> None:
         (["--encoder", "splade-tiny", "--corpus", corpus, "--mot", "--out", out], "two texts"),
         (["--encoder", "nope", "--text", "x", "--out", out], "nope"),
         (["--encoder", "minilm-pq", "--text", "x", "--steps", "0", "--out", out], "--steps"),
-        (["--encoder", "minilm-pq", "--text", "x", "--subvectors", "7", "--out", out], "M=7"),
-        (["--encoder", "splade-tiny", "--text", "x", "--subvectors", "12", "--out", out], "PQ"),
+        (["--encoder", "minilm-pq", "--text", "x", "--m", "7", "--out", out], "M=7"),
+        (["--encoder", "splade-tiny", "--text", "x", "--m", "12", "--out", out], "PQ"),
+        (["--encoder", "minilm-pq", "--text", "x", "--keep", "0", "--out", out], "--keep must"),
+        (["--encoder", "minilm-pq", "--text", "x", "--top", "0", "--out", out], "--top must"),
     ]
     for args, needle in bad:
         res = cli("report", *args)
@@ -331,7 +333,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     np.testing.assert_allclose(at.dataframe[0].value["delta"].to_numpy(), a.delta)
 
     # One text with MoT ticked: refused at once (no IG ran), the earlier result stays.
-    at.checkbox(key="attr_mot").check()
+    at.toggle(key="attr_mot").set_value(True)
     _submit(at)
     assert not at.exception
     assert len(at.error) == 1 and "at least two texts" in at.error[0].value
