@@ -304,6 +304,16 @@ def test_silent_wrong_the_failure_view_says_not_retrieved(result, tmp_path):
     assert len(at.dataframe) == 2  # the first item's terms and the decisive words; no empty one
 
 
+def test_silent_wrong_the_html_report_says_not_retrieved(result):
+    """A relevant item with no rank reads "not retrieved" in evaluation.html, as on the page
+    (it read "rank None")."""
+    html = result.files()["evaluation.html"].decode()
+    section = html[html.index("<h3>q10: ") :]
+    section = section[: section.index("</section>")]
+    assert "d-bread — not retrieved, score" in section
+    assert "rank None" not in html
+
+
 def test_silent_wrong_worst_queries_in_natural_order_named_as_the_csv(result, bench, cli):
     assert [q["id"] for q in worst_first(result.metrics["per_query"])] == [
         "q7",
