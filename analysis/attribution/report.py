@@ -100,9 +100,9 @@ def _mot_texts(texts: list[str], options: ReportOptions) -> None:
 def report_inputs(encoder: Any, texts: Any, options: ReportOptions) -> tuple[Encoder, list[str]]:
     """The encoder and the texts of an attribution report, checked with its options against
     each other before any model runs (a page checks them before it starts the job)."""
-    encoder, texts = attribution_inputs(encoder, texts, options.attribute_options())
+    texts = text_list(texts)
     _mot_texts(texts, options)
-    return encoder, texts
+    return attribution_inputs(encoder, texts, options.attribute_options())
 
 
 def attribution_report(
