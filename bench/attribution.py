@@ -20,7 +20,7 @@ about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
 - **Page default run**: ``attribution_report`` with the page's defaults (adaptive steps, no
   MoT) on the warm encoder, as a press of *Attribute* runs it (goal < 6 s).
 - **Peak RSS** of ``lexlens attribute`` in a fresh process on a 512-token text at the largest
-  allowed step count (1000), ``--subvectors 2`` to keep the run short: the chunked graph, not
+  allowed step count (1000), ``--m 2`` to keep the run short: the chunked graph, not
   M, sets the peak (goal < 2.5 GB). The full M = 24 run, measured once with ``/usr/bin/time -v``
   (one thread, niced, on the shared machine): 1,533,064 kB peak, 1 h 42 min.
 """
@@ -103,7 +103,7 @@ def _peak_rss_cli() -> tuple[float | None, dict]:
         corpus = Path(tmp) / "long.txt"
         corpus.write_text(" ".join(words[:512]) + "\n", encoding="utf-8")
         argv = ["attribute", "--encoder", "minilm-pq", "--corpus", str(corpus),
-                "--steps", "1000", "--subvectors", "2", "--json"]  # fmt: skip
+                "--steps", "1000", "--m", "2", "--json"]  # fmt: skip
         start = time.perf_counter()
         try:
             out = child_run(
