@@ -332,3 +332,29 @@ def test_silent_wrong_ig_words_follow_the_one_word_piece_rule(toy):
         )
         unk = a.token_attributions[:, a.tokens.index("[UNK]")]
         assert np.all(unk == 0.0) if baseline == "unk" else np.any(unk != 0.0)
+
+
+class _CountingToy(ToyEncoder):
+    """The toy encoder, recording how many sequences each forward pass takes."""
+
+    def forward_embeds(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor):
+        self.rows.append(int(inputs_embeds.shape[0]))
+        return super().forward_embeds(inputs_embeds, attention_mask)
+
+
+def test_silent_wrong_batch_size_is_the_interpolated_inputs_per_forward_pass():
+    """``batch_size`` sets how many IG nodes go through the model at once (7 nodes in
+    chunks of 3: 3, 3, 1); the attributions do not depend on it."""
+    from lexlens.analysis.attribution.ig import attribute_texts
+
+    enc = _CountingToy()
+    enc.rows = []
+    (whole,) = attribute_texts(enc, [TEXT], steps=7)
+    assert max(enc.rows) == 7  # the default: every node fits the memory budget at once
+    enc.rows = []
+    (chunked,) = attribute_texts(enc, [TEXT], steps=7, batch_size=3)
+    assert max(enc.rows) == 3 and enc.rows.count(3) == 2 and 1 in enc.rows
+    scale = np.abs(whole.token_attributions).max()
+    np.testing.assert_allclose(
+        chunked.token_attributions, whole.token_attributions, rtol=0, atol=1e-6 * scale
+    )

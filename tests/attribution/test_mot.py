@@ -192,3 +192,23 @@ def test_bad_input_fails_before_any_model_runs(toy):
         mot_evaluate(toy, CORPUS[:1])
     with pytest.raises(InputError, match="word"):
         mot_evaluate(toy, ["!!", "?? ..", "a cat"], m_values=(4,), k=2)
+
+
+def test_silent_wrong_mot_batch_size_reaches_the_corpus_embedding():
+    """MotOptions.batch_size is the number of texts embedded at once to fit the codebooks
+    (and IG's nodes per forward pass); it is passed on, not dropped."""
+    from lexlens.analysis.attribution.mot import mot_evaluate
+
+    class Spy(ToyEncoder):
+        def embed_texts(self, texts, *, batch_size=None, progress=None):
+            self.batch_sizes.append(batch_size)
+            return super().embed_texts(texts, batch_size=batch_size, progress=progress)
+
+    spy = Spy(m=4, k=2, dim=8)
+    spy.batch_sizes = []
+    given = mot_evaluate(spy, CORPUS[:4], m_values=(4,), k=2, steps=3, batch_size=3)
+    assert spy.batch_sizes == [3]
+    spy.batch_sizes = []
+    default = mot_evaluate(spy, CORPUS[:4], m_values=(4,), k=2, steps=3)
+    assert spy.batch_sizes == [None]  # None: the encoder's own batch
+    np.testing.assert_allclose(given.table.to_numpy(), default.table.to_numpy(), rtol=1e-6)
