@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from lexlens.analysis.benchmark.dataset import Benchmark
 from lexlens.analysis.collections.build_parts import (
     MAX_SKIPPED_LISTED,
     IndexResult,
@@ -85,7 +85,7 @@ def _reusable(old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: in
 
 def build_source_index(
     encoder: Encoder,
-    source: str | Path | Any,
+    source: str | Path | Benchmark,
     out: str | Path,
     *,
     options: IndexOptions,
