@@ -34,6 +34,9 @@ from typing import Any, Self
 from lexlens.models.base import InputError
 
 _SPEC = "lexlens_option"
+#: Options renamed to one spelling everywhere: the old name is refused naming the new one
+#: (as a keyword here; as a flag, ``--topk``, by the command line).
+RENAMED_OPTIONS = {"topk": "gate_k", "rows": "max_rows", "text_column": "text_columns"}
 
 
 class OptionError(InputError):
@@ -248,6 +251,10 @@ class Options:
         keyword is refused naming itself and the known ones."""
         names = [d.name for d in cls.declared()]
         unknown = [k for k in given if k not in names]
+        if unknown and RENAMED_OPTIONS.get(unknown[0]) in names:
+            raise InputError(
+                f"{unknown[0]!r} is now {RENAMED_OPTIONS[unknown[0]]!r} (one spelling per option)"
+            )
         if unknown:
             raise InputError(
                 f"{unknown[0]!r} is not an option of {cls.what} (options: {', '.join(names)})"

@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 
-from lexlens.analysis.core.options import OptionError
+from lexlens.analysis.core.options import RENAMED_OPTIONS, OptionError
 from lexlens.models.base import LexlensError
 
 #: Subcommand modules (``lexlens.app.cli.<name>``): one line per command.
@@ -35,7 +35,10 @@ COMMANDS = [
     "export",
 ]
 #: Flags renamed to one spelling per option: the old one is refused naming the new one.
-RENAMED_FLAGS = {"--topk": "--gate-k", "--rows": "--max-rows"}
+RENAMED_FLAGS = {
+    "--" + old.replace("_", "-"): "--" + new.replace("_", "-")
+    for old, new in RENAMED_OPTIONS.items()
+}
 
 
 class _OneLineParser(argparse.ArgumentParser):

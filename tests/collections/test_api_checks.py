@@ -47,7 +47,7 @@ WRONG_OPTIONS = [
     ({"text_columns": "caption"}, "text_columns must be"),
     ({"text_columns": [1]}, "text_columns must be"),
     ({"text_columns": []}, "text_columns must be"),
-    ({"topk": 768}, "'topk' is not an option of index"),
+    ({"topk": 768}, "'topk' is now 'gate_k'"),
     ({"options": "fast"}, "options must be IndexOptions, not str"),
 ]
 

@@ -31,7 +31,7 @@ WRONG_OPTIONS = [
     ("max_rows type", {"max_rows": "all"}, "max_rows must be an integer"),
     ("batch_size value", {"batch_size": 0}, "batch_size must be an integer from 1 to 4,096"),
     ("batch_size large", {"batch_size": 10**6}, "batch_size must be an integer from 1 to 4,096"),
-    ("old topk", {"topk": 5}, "'topk' is not an option of deviation"),
+    ("old topk", {"topk": 5}, "'topk' is now 'gate_k'"),
     ("old glove_name", {"glove_name": "g.txt"}, "'glove_name' is not an option of deviation"),
     ("progress type", {"progress": 5}, "progress must be a function"),
     ("device type", {"device": 5}, "device must be"),

@@ -36,7 +36,7 @@ WRONG = [
     ("gate_k type", {"gate_k": "5"}, "gate_k must be -1 (every dimension)"),
     ("gate_k value", {"gate_k": -2}, "gate_k must be -1 (every dimension)"),
     ("gate_k bool", {"gate_k": True}, "gate_k must be"),
-    ("old topk", {"topk": 5}, "'topk' is not an option of contrib"),
+    ("old topk", {"topk": 5}, "'topk' is now 'gate_k'"),
     ("old mode", {"mode": "bow"}, "'mode' is not an option of contrib"),
     ("unknown keyword", {"doc_name": "d.png"}, "'doc_name' is not an option of contrib"),
 ]  # fmt: skip
