@@ -165,3 +165,22 @@ def test_traceback_a_good_table_still_evaluates(index, splade, cli):
     proc = cli("search", "--index", index, "--eval", index.parent / "pairs.csv", "--json")
     assert proc.returncode == 0, proc.stderr
     assert proc.json() == lexlens.evaluate_index(index, index.parent / "pairs.csv").to_dict()
+
+
+def test_unbounded_the_ids_and_labels_cache_leaves_with_its_collection(index, splade):
+    """The ids and labels an evaluation reads once per collection are kept beside it (a
+    WeakKeyDictionary), never written into it, and dropped with it."""
+    import gc
+
+    from lexlens.analysis.search import evaluation
+
+    collection = open_index(index)
+    before = dict(vars(collection))
+    evaluate(collection, splade, PAIRS)
+    assert set(vars(collection)) == set(before)  # nothing written into the collection
+    assert evaluation.labelled(collection) is evaluation.labelled(collection)  # computed once
+    assert collection in evaluation._CACHE
+    held = len(evaluation._CACHE)
+    del collection
+    gc.collect()
+    assert len(evaluation._CACHE) == held - 1
