@@ -300,7 +300,7 @@ def open_hf(
         _column(names, column, (), "text", label)
     if not texts and image_col is None:
         raise InputError(
-            f"{label}: name the image and caption columns (--image-column, --text-column); "
+            f"{label}: name the image and caption columns (--image-column, --text-columns); "
             f"columns: {', '.join(names)}"
         )
     id_col = _column(names, None, ID_NAMES, "id", label)
