@@ -75,16 +75,16 @@ class BenchmarkEvaluationResult(EvaluationResult):
     def html(self, max_failures: int = 200) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
         first, each failure side by side with its decisive words, the blame table."""
-        from lexlens.analysis.render.html import meta_rows, now, num, templates
+        from lexlens.analysis.render.html import render_report
 
         doc = self.to_dict()
-        worst = worst_first(doc["metrics"]["per_query"])
         meta = {"index": self.index.get("name") or self.index.get("path"),
-                "encoder": self.encoder, **self.settings, "generated": now()}  # fmt: skip
-        return templates().get_template("evaluation.html").render(
-            title=f"Lexlens evaluation — {meta['index']}", meta=meta_rows(meta), r=doc,
-            measures=MEASURES, worst=worst, failures=doc["failures"][:max_failures],
-            hidden=max(0, len(doc["failures"]) - max_failures), num=num,
+                "encoder": self.encoder, **self.settings}  # fmt: skip
+        return render_report(
+            "evaluation.html", title=f"Lexlens evaluation — {meta['index']}", meta=meta, r=doc,
+            measures=MEASURES, worst=worst_first(doc["metrics"]["per_query"]),
+            failures=doc["failures"][:max_failures],
+            hidden=max(0, len(doc["failures"]) - max_failures),
         )  # fmt: skip
 
 

@@ -24,12 +24,12 @@ _NEG = (33, 102, 172)  # blue: the word pushes it away
 def render_report(template: str, *, title: str, meta: Mapping[str, Any], **context: Any) -> str:
     """A self-contained HTML report: ``template`` rendered with its ``title``, the settings
     table of ``meta`` (empty values left out, the time it is generated last) and ``context``."""
-    rows = meta_rows({**meta, "generated": now()})
-    return templates().get_template(template).render(title=title, meta=rows, **context)
+    rows = _meta_rows({**meta, "generated": now()})
+    return _templates().get_template(template).render(title=title, meta=rows, **context)
 
 
 @functools.cache
-def templates():
+def _templates():
     """The Jinja2 environment of the report templates (autoescaped, strict about names;
     ``num`` available in every template)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -64,7 +64,7 @@ def cell_colour(value: float, scale: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def meta_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _meta_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(name, text) rows of a report's settings table; empty values are left out."""
 
     def text(v: Any) -> str:
