@@ -53,9 +53,6 @@ from lexlens.models.registry import as_encoder
 MEASURES = ("RR@1", "RR@10", "nDCG@10", "AP@10")
 #: Items ranked per pair or query.
 CUTOFF = 10
-#: The names search and compare still give the same measures, through :func:`ir_metrics`,
-#: until they take :data:`MEASURES` from :func:`measure_rankings`.
-METRICS = ("MRR@1", "MRR@10", "NDCG@10", "AP@10")
 
 #: Per-collection values computed once (labels and ids of a large index), dropped with it.
 _CACHE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -111,20 +108,6 @@ def relevant_ids(labels: list[frozenset[str]], ids: list[str], a: str, b: str | 
     return {i for i, lab in zip(ids, labels, strict=True) if a in lab and not (b and b in lab)}
 
 
-def ir_metrics(ranked: dict[str, list[str]], relevant: dict[str, set[str]]) -> dict:
-    """:data:`MEASURES` of id rankings (:func:`measure_rankings`) under the names search and
-    compare still give them (:data:`METRICS`): ``{"per_query": …, "mean": …}``."""
-    names = dict(zip(MEASURES, METRICS, strict=True))
-    mean, per_query = measure_rankings(ranked, relevant, MEASURES)
-    return {
-        "per_query": {
-            q: {names[m]: v for m, v in values.items()} for q, values in per_query.items()
-        },
-        "mean": {names[m]: v for m, v in mean.items()},
-    }
-
-
-# ------------------------------------------------------------------------------ options
 def _methods(value: tuple) -> tuple[str, ...]:
     """Exclusion methods: one or more of :data:`METHODS`, each once."""
     if not value or any(m not in METHODS for m in value) or len(set(value)) < len(value):

@@ -23,12 +23,13 @@ from typing import Any
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.inputs import read_texts
+from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.core.results import Result
 from lexlens.analysis.core.words import item_words, text_words, words_of_tokens
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.analysis.search.evaluation import (
-    ir_metrics,
+    MEASURES,
     item_ids,
     labelled,
     match_label,
@@ -103,7 +104,7 @@ def search(
     A text ``query`` (or a ``query_image``: a path, bytes or a PIL image) ranks items by
     inner product; with ``exclude`` (text queries only), ``options.method`` picks SR, the
     average-embedding or the single-line baseline (module docstring). With labels in the
-    collection and a query that is one of them, ``metrics`` holds MRR@1, MRR@10, NDCG@10
+    collection and a query that is one of them, ``metrics`` holds RR@1, RR@10, nDCG@10
     and AP@10 for every method (relevant = labelled A and not B). The settings are
     ``options`` (:class:`SearchOptions`) or its fields as keywords; every input and setting
     is checked before any model runs.
@@ -222,8 +223,9 @@ def _metrics(
     target: Collection, spec: QuerySpec, asked: SearchQuery, options: SearchOptions,
     settings: ExclusionSettings, hits: list[Hit], relevant: set[str], notes: list[str],
 ) -> dict:  # fmt: skip
-    """MRR@1, MRR@10, NDCG@10 and AP@10 of this ranking and, for an exclusion, of every
-    other method's top 10 (ir-measures); adds notes on how to read them."""
+    """RR@1, RR@10, nDCG@10 and AP@10 of this ranking and, for an exclusion, of every other
+    method's top 10 (ir-measures, through the one metrics layer); adds notes on how to read
+    them."""
     used = options.method if asked.exclude else "search"
     runs = {used: [h.id for h in hits]}
     if asked.exclude:
@@ -234,7 +236,7 @@ def _metrics(
                 )
                 runs[other] = [str(m["id"]) for m in target.meta(r)]
     metrics = {
-        name: ir_metrics({"q": ranked[:10]}, {"q": relevant})["mean"]
+        name: measure_rankings({"q": ranked[:10]}, {"q": relevant}, MEASURES)[0]
         for name, ranked in runs.items()
     }
     if options.top < 10:

@@ -49,7 +49,7 @@ st.caption(
     "Rank a collection by E_q · E_d; every hit lists the terms that make its score, and they "
     "sum to it. With an exclusion “A but not B”, SR ranks by the dimensions of A's top items "
     "that B's top items do not use (D = D1 \\ D2), beside two baselines. Collections with "
-    "labels get MRR@1, MRR@10, NDCG@10 and AP@10 for every method (ir-measures; relevant = "
+    "labels get RR@1, RR@10, nDCG@10 and AP@10 for every method (ir-measures; relevant = "
     "labelled A and not B)."
 )
 

@@ -7,7 +7,6 @@ import argparse
 
 from lexlens.analysis.search.evaluation import (
     MEASURES,
-    METRICS,
     TableEvaluationOptions,
     TableEvaluationResult,
     evaluate_index,
@@ -96,8 +95,8 @@ def _table(result: SearchResult) -> str:
     if result.metrics:
         lines.append(
             format_table(
-                [[m, *(v[k] for k in METRICS)] for m, v in result.metrics.items()],
-                ["method", *METRICS],
+                [[m, *(v[k] for k in MEASURES)] for m, v in result.metrics.items()],
+                ["method", *MEASURES],
             )
         )
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.search.evaluation import METRICS
+from lexlens.analysis.search.evaluation import MEASURES
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.search import SearchResult
 from lexlens.app.views.thumbnails import item_thumbnail
@@ -54,7 +54,7 @@ def show_result(result: SearchResult, target) -> None:
     if result.metrics:
         st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
         table = pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])
-        st.dataframe(table[["method", *METRICS]], hide_index=True)
+        st.dataframe(table[["method", *MEASURES]], hide_index=True)
     stem = Path(str(result.collection.get("name", "search"))).stem
     files = result.files()
     cols = st.columns(len(files))

@@ -245,7 +245,7 @@ def rankings(draw):
 
 @settings(max_examples=30, deadline=None, database=None, derandomize=True)
 @given(rankings())
-def test_ir_metrics_stay_in_unit_interval_and_match_hand_computed_rr(case) -> None:
+def test_measures_stay_in_unit_interval_and_match_hand_computed_rr(case) -> None:
     ranked, relevant = case
     means, per_query = measure_rankings(ranked, relevant, ("RR@1", "RR@10", "nDCG@10", "AP@10"))
     for q, values in per_query.items():

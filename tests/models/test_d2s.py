@@ -347,7 +347,7 @@ def test_search_page_offers_the_head_for_bag_of_words_queries(
     run = cli("search", "--index", feature_index[0], "--query", captions_query, "--query-mode",
               "bow", "--encoder", head_dir, "--json")  # fmt: skip
     want = [(h["id"], h["score"]) for h in run.json()["results"]]
-    assert [(h.id, h.score) for h in at.session_state["search_result"].hits] == want
+    assert [(h.id, h.score) for h in at.session_state["search_result"].results] == want
     # Parametric queries need a text tower: the same head is refused there.
     at.radio(key="search_mode").set_value("parametric").run()
     _pick_directory(at, "search_query_encoder_text", head_dir)

@@ -76,7 +76,7 @@ EVALUATE_INDEX = [
     ("slq_template", lambda ix, s: _index(ix, slq_template=5), "slq_template must be"),
     ("min_relevant", lambda ix, s: _index(ix, min_relevant=0), "min_relevant must be"),
     ("min_relevant", lambda ix, s: _index(ix, min_relevant=1.0), "min_relevant must be"),
-    ("topk", lambda ix, s: _index(ix, topk=5), "'topk' is not an option of search --eval"),
+    ("topk", lambda ix, s: _index(ix, topk=5), "'topk' is now 'gate_k'"),
     ("mode", lambda ix, s: _index(ix, mode="bow"), "'mode' is not an option of search --eval"),
 ]
 EVALUATE = [
