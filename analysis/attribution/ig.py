@@ -20,8 +20,9 @@ two ends are about equally far from its code from demanding unbounded relative p
 forward pass and one input-gradient backward pass per target (M, plus one for GlobalT when
 only some sub-vectors are asked for): the floor for exact per-target gradients. GlobalT
 over all M is, by linearity, the sum of the M per-sub-vector attributions. Nodes run in
-chunks that fit a memory budget (:mod:`~lexlens.analysis.attribution.memory`), with the
-thread count of :mod:`~lexlens.analysis.attribution.threads`.
+chunks that fit a memory budget (:mod:`~lexlens.analysis.attribution.memory`), or of
+``batch_size`` nodes when the options give one, with the thread count of
+:mod:`~lexlens.analysis.attribution.threads`.
 """
 
 from __future__ import annotations
