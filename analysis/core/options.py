@@ -36,7 +36,12 @@ from lexlens.models.base import InputError
 _SPEC = "lexlens_option"
 #: Options renamed to one spelling everywhere: the old name is refused naming the new one
 #: (as a keyword here; as a flag, ``--topk``, by the command line).
-RENAMED_OPTIONS = {"topk": "gate_k", "rows": "max_rows", "text_column": "text_columns"}
+RENAMED_OPTIONS = {
+    "topk": "gate_k",
+    "rows": "max_rows",
+    "text_column": "text_columns",
+    "mode": "query_mode",
+}
 
 
 class OptionError(InputError):

@@ -85,7 +85,7 @@ EVALUATE = [
     ("query_mode", lambda ix, out: _evaluate(ix, query_mode=None), "query_mode must be one of"),
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k=-2), "gate_k must be -1"),
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k="768"), "gate_k must be -1"),
-    ("mode", lambda ix, out: _evaluate(ix, mode="bow"), "'mode' is not an option of evaluate"),
+    ("mode", lambda ix, out: _evaluate(ix, mode="bow"), "'mode' is now 'query_mode'"),
     ("topk", lambda ix, out: _evaluate(ix, topk=5), "'topk' is not an option of evaluate"),
 ]
 EVALUATE_BENCHMARK = [
@@ -103,7 +103,7 @@ EVALUATE_BENCHMARK = [
     ("top", lambda ix, out: _benchmark(ix, top=True), "top must be an integer"),
     ("query_mode", lambda ix, out: _benchmark(ix, query_mode=1), "query_mode must be one of"),
     ("gate_k", lambda ix, out: _benchmark(ix, gate_k=1.5), "gate_k must be -1"),
-    ("mode", lambda ix, out: _benchmark(ix, mode="bow"), "'mode' is not an option of evaluate"),
+    ("mode", lambda ix, out: _benchmark(ix, mode="bow"), "'mode' is now 'query_mode'"),
 ]
 
 
@@ -159,7 +159,7 @@ EXPORT_INDEX = [
     ("query_mode", lambda ix, out: _export(ix, out, query_mode="x"), "query_mode must be one of"),
     ("gate_k", lambda ix, out: _export(ix, out, gate_k=None), "gate_k must be -1"),
     ("fmt", lambda ix, out: _export(ix, out, fmt="anserini"), "'fmt' is not an option of export"),
-    ("mode", lambda ix, out: _export(ix, out, mode="bow"), "'mode' is not an option of export"),
+    ("mode", lambda ix, out: _export(ix, out, mode="bow"), "'mode' is now 'query_mode'"),
 ]
 OPEN_BENCHMARK = [
     ("path", lambda ix, out: lexlens.open_benchmark(5), "path must be a benchmark's path"),

@@ -37,7 +37,7 @@ WRONG = [
     ("gate_k value", {"gate_k": -2}, "gate_k must be -1 (every dimension)"),
     ("gate_k bool", {"gate_k": True}, "gate_k must be"),
     ("old topk", {"topk": 5}, "'topk' is now 'gate_k'"),
-    ("old mode", {"mode": "bow"}, "'mode' is not an option of contrib"),
+    ("old mode", {"mode": "bow"}, "'mode' is now 'query_mode'"),
     ("unknown keyword", {"doc_name": "d.png"}, "'doc_name' is not an option of contrib"),
 ]  # fmt: skip
 

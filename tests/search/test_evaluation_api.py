@@ -77,7 +77,7 @@ EVALUATE_INDEX = [
     ("min_relevant", lambda ix, s: _index(ix, min_relevant=0), "min_relevant must be"),
     ("min_relevant", lambda ix, s: _index(ix, min_relevant=1.0), "min_relevant must be"),
     ("topk", lambda ix, s: _index(ix, topk=5), "'topk' is now 'gate_k'"),
-    ("mode", lambda ix, s: _index(ix, mode="bow"), "'mode' is not an option of search --eval"),
+    ("mode", lambda ix, s: _index(ix, mode="bow"), "'mode' is now 'query_mode'"),
 ]
 EVALUATE = [
     ("target", lambda ix, s: evaluate(str(ix), s, PAIRS), "collection must be an opened"),
