@@ -86,7 +86,7 @@ EVALUATE = [
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k=-2), "gate_k must be -1"),
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k="768"), "gate_k must be -1"),
     ("mode", lambda ix, out: _evaluate(ix, mode="bow"), "'mode' is now 'query_mode'"),
-    ("topk", lambda ix, out: _evaluate(ix, topk=5), "'topk' is not an option of evaluate"),
+    ("topk", lambda ix, out: _evaluate(ix, topk=5), "'topk' is now 'gate_k'"),
 ]
 EVALUATE_BENCHMARK = [
     ("index", lambda ix, out: lexlens.evaluate_benchmark(5), "index must be a stored index"),
