@@ -160,7 +160,14 @@ class Watch:
         )
         page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         page.on("response", lambda r: r.status >= 400 and self.failures.append((r.status, r.url)))
-        page.on("requestfailed", lambda r: self.failures.append((0, r.url)))
+        page.on("requestfailed", self._failed)
+
+    def _failed(self, request: Any) -> None:
+        """A request that got no answer; one the browser itself aborted because the page moved
+        on (a navigation or reload while an image loaded: ``net::ERR_ABORTED``) is not the
+        server's failure."""
+        if "ERR_ABORTED" not in (request.failure or ""):
+            self.failures.append((0, request.url))
 
     def outside(self) -> list[str]:
         """Requests that leave this machine (anything but localhost, data: and blob: URLs)."""
