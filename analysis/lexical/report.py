@@ -16,10 +16,10 @@ from typing import Any
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import Term
-from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsResult, terms_of_encoding
+from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsOptions, TermsResult, terms_of_encoding
 from lexlens.analysis.render.html import num, render_report
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
-from lexlens.models.base import InputError, check_texts
+from lexlens.models.base import check_texts
 
 #: Inputs drawn in the HTML; the rest are in the JSON only.
 MAX_HTML_ITEMS = 50
@@ -103,19 +103,12 @@ def _kind(term: Mapping[str, Any]) -> str:
     return "bag of words" if term.get("in_input") else "expansion"
 
 
-def check_top(top: int) -> int:
-    """The number of top terms per text: a positive integer."""
-    if isinstance(top, bool) or not isinstance(top, int) or top <= 0:
-        raise InputError("the number of top terms must be a positive integer")
-    return top
-
-
 def terms_report(encoder, texts: list[str], *, top: int = 30, source: str = "") -> TermsReport:
     """The top terms of every text through a lexical text encoder (the use case)."""
     if isinstance(texts, str):
         texts = [texts]
     check_texts(texts)
-    check_top(top)
+    top = TermsOptions.option("top").check(top)  # the one declaration of top
     TEXT_NEEDS.check(encoder)
     encodings = encoder.encode_texts(texts, keep_units=False)
     items = [

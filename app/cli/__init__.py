@@ -38,7 +38,8 @@ COMMANDS = [
 RENAMED_FLAGS = {
     "--" + old.replace("_", "-"): "--" + new.replace("_", "-")
     for old, new in RENAMED_OPTIONS.items()
-}
+} | {"--subvectors": "--m (attribute, report) or --m-values (mot-eval)"}  # the API keeps
+# `subvectors` (which sub-vectors to attribute); its command-line spelling was the count
 
 
 class _OneLineParser(argparse.ArgumentParser):
