@@ -8,15 +8,13 @@ package: 768, VDR's text setting.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from lexlens.analysis.core.options import shared_option
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens, token_positions
-from lexlens.models.base import InputError, LexicalEncoding
+from lexlens.models.base import LexicalEncoding
 
 #: VDR's default gate for texts (its cross-modal models use 512 or 768).
 DEFAULT_GATE_K = 768
@@ -28,22 +26,6 @@ GATE_K = shared_option(
     wanted="-1 (every dimension), 0 (the input's own tokens only) or a positive count",
 )  # fmt: skip
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def accepts_topk(func: F) -> F:
-    """Let a public function take the gate as ``topk=`` too, its name before ``gate_k``
-    (notebooks written against it keep working)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if "topk" in kwargs:
-            if "gate_k" in kwargs:
-                raise InputError("give the gate as gate_k or topk, not both")
-            kwargs["gate_k"] = kwargs.pop("topk")
-        return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def check_gate_k(k: Any) -> int:

@@ -4,8 +4,8 @@ An analysis returns one :class:`Result`: a frozen dataclass whose JSON document 
 from its fields (as LIT's ``dtypes`` derive theirs), so the CLI's ``--json``, a page's
 download and a notebook's ``to_dict()`` are the same document by construction. Small
 nested records (a term, a contribution, a hit) are :class:`Record` s. A field that the JSON
-leaves out is declared with :func:`internal`; a field whose JSON key differs from its
-Python name (kept for documents older than the name) with :func:`json_key`.
+leaves out is declared with :func:`internal`; every other field is written under its own
+name (one name per concept: a JSON key is its field's name).
 
 A result's files (JSON, CSV tables, an HTML report) come from its ``files()`` method and
 are written by :func:`lexlens.analysis.core.outputs.write_files`: one way for every
@@ -43,17 +43,11 @@ class Cancelled(LexlensError):
 
 
 _INTERNAL = "lexlens_internal"
-_KEY = "lexlens_json_key"
 
 
 def internal(**kwargs: Any) -> Any:
     """A dataclass field kept on the result but left out of its JSON document."""
     return dataclasses.field(metadata={_INTERNAL: True}, **kwargs)
-
-
-def json_key(key: str, **kwargs: Any) -> Any:
-    """A dataclass field written under another JSON key than its Python name."""
-    return dataclasses.field(metadata={_KEY: key}, **kwargs)
 
 
 def plain(value: Any) -> Any:
@@ -75,7 +69,7 @@ class Record:
     def to_dict(self) -> dict:
         """The JSON document: every field but :func:`internal` ones, in declaration order."""
         return {
-            f.metadata.get(_KEY, f.name): plain(getattr(self, f.name))
+            f.name: plain(getattr(self, f.name))
             for f in dataclasses.fields(self)
             if not f.metadata.get(_INTERNAL)
         }

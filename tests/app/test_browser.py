@@ -358,9 +358,9 @@ def test_every_page_has_a_url_and_works_offline(app_url: str, browser: Any) -> N
 def test_html_report_heatmap_and_escaping(tmp_path: Path, browser: Any) -> None:
     import numpy as np
 
+    from lexlens.analysis.attribution.report_html import render_attribution_html
     from lexlens.analysis.attribution.subvector import SubvectorAttribution
     from lexlens.analysis.core.outputs import write_files
-    from lexlens.analysis.attribution.report_html import render_attribution_html
 
     evil = "<script>alert(1)</script>"
     words = ["a", "cat", "<", "script", ">", "alert", "(", "1", ")", "book", evil]
