@@ -27,7 +27,6 @@ GATE_K = shared_option(
 )  # fmt: skip
 
 
-
 def check_gate_k(k: Any) -> int:
     """Gate k checked by its one declaration (:data:`GATE_K`)."""
     return GATE_K.check(k)
