@@ -5,21 +5,25 @@ The repository root is the ``lexlens`` package (``package-dir``): its layer fold
 and ``lexlens.app``. Every folder below them is found here (data folders such as the report
 templates and the Streamlit page scripts too, as namespace packages), so a new capability
 folder reaches the wheel without a list to keep up to date. The root's only module is
-``__init__.py``: this file is not part of the package.
+``__init__.py``: this file is not part of the package. ``data/`` ships its sample files as
+package data (``lexlens.data``…), not the scripts that made them.
 """
 
 from setuptools import find_namespace_packages, setup
 from setuptools.command.build_py import build_py
 
 LAYERS = ("models", "analysis", "app")
+#: Folders of sample files: packages for their data only.
+DATA = ("data",)
 
 
 class BuildPy(build_py):
-    """Leave the build script itself out of the ``lexlens`` package."""
+    """Leave the build script and the data folders' scripts out of the wheel."""
 
     def find_package_modules(self, package, package_dir):
         found = super().find_package_modules(package, package_dir)
-        return [m for m in found if not (package == "lexlens" and m[1] == "setup")]
+        scripts = package == "lexlens" or package.startswith("lexlens.data")
+        return [m for m in found if not (scripts and m[1] != "__init__")]
 
 
 setup(
@@ -27,7 +31,8 @@ setup(
     + [
         f"lexlens.{name}"
         for name in find_namespace_packages(
-            include=[f"{x}*" for x in LAYERS], exclude=["*__pycache__*"]
+            include=[f"{x}*" for x in LAYERS + DATA],
+            exclude=["*__pycache__*", "data.mot_results*"],
         )
     ],
     cmdclass={"build_py": BuildPy},
