@@ -12,9 +12,7 @@ from lexlens.models.base import (
     Encoder,
     EncoderCard,
     EncoderLoadError,
-    InputError,
     LexlensError,
-    Needs,
     pick_device,
 )
 from lexlens.models.detect import detect_directory
@@ -135,43 +133,6 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
         if key not in _cache:
             _cache[key] = _load_uncached(spec, device)
         return _cache[key]
-
-
-def check_spec(spec: str, needs: Needs | None = None, argument: str = "encoder") -> None:
-    """Refuse an empty spec, and a registry name whose card lacks what ``needs`` asks,
-    before anything loads (a local directory is checked once loaded)."""
-    if not spec.strip():
-        raise InputError(f"{argument} is empty: give a registry name or a checkpoint folder")
-    card = encoder_card(spec)
-    if needs is not None and card is not None:
-        needs.check(card)
-
-
-def as_encoder(
-    encoder: Encoder | str | Path,
-    device: str | None = None,
-    needs: Needs | None = None,
-    argument: str = "encoder",
-) -> Encoder:
-    """An encoder passed already loaded, or loaded from its spec by :func:`load_encoder`.
-
-    With ``needs``, a registry name is checked from its card before it loads, and every
-    encoder once loaded. Anything else than an encoder or a spec is refused, naming
-    ``argument``.
-    """
-    if isinstance(encoder, Path):
-        encoder = str(encoder)
-    if isinstance(encoder, str):
-        check_spec(encoder, needs, argument)
-        encoder = load_encoder(encoder, device=device)
-    elif not isinstance(encoder, Encoder):
-        raise InputError(
-            f"{argument} must be an encoder, a registry name or a checkpoint folder, not "
-            f"{type(encoder).__name__}"
-        )
-    if needs is not None:
-        needs.check(encoder)
-    return encoder
 
 
 #: Codebook suffixes of a spec: ``+faiss:FILE`` and ``+pq:M[:CORPUS]``.

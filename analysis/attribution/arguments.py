@@ -1,53 +1,22 @@
-"""The inputs of the attribution use cases (the encoder, the texts, a source label, a
-progress callback), refused in one line naming the argument; their options are checked by
-the declarations of :mod:`~lexlens.analysis.attribution.options`."""
+"""The inputs the attribution use cases alone take (a source label, attributions, a
+sub-vector or code index, the sub-vectors an M selects), refused in one line naming the
+argument; the encoder, the texts and the progress callback are checked as every use case
+checks them (:mod:`lexlens.analysis.core.arguments`), the options by the declarations of
+:mod:`~lexlens.analysis.attribution.options`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from lexlens.analysis.core.arguments import shown, text_argument
 from lexlens.analysis.core.options import OptionError
-from lexlens.analysis.core.results import Progress
-from lexlens.models.base import Encoder, InputError, LexlensError, Needs, check_texts
-
-
-def encoder_argument(encoder: Any, needs: Needs | None = None) -> Encoder:
-    """The encoder given (or loaded from its registry name or folder), checked against
-    ``needs``; anything else is refused naming ``encoder``."""
-    from lexlens.models.registry import as_encoder
-
-    return as_encoder(encoder, needs=needs, argument="encoder")
-
-
-def text_list(texts: Any, argument: str = "texts") -> list[str]:
-    """A text or a list of texts, as a list; each a non-empty string."""
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, (list, tuple)):
-        raise InputError(f"{argument} must be a text or a list of texts, not {_kind(texts)}")
-    if not texts:
-        raise InputError(f"{argument} holds no text: give at least one")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InputError(f"{argument}[{i}] must be a text, not {_kind(text)}")
-    return check_texts(list(texts))
+from lexlens.models.base import InputError, LexlensError
 
 
 def source_argument(source: Any) -> str:
     """The name of where the texts came from (shown in the report): text."""
-    if not isinstance(source, str):
-        raise InputError(f"source must be text (where the texts came from), not {_kind(source)}")
-    return source
-
-
-def progress_argument(progress: Any) -> Progress | None:
-    """``None`` or a function of (fraction, message)."""
-    if progress is not None and not callable(progress):
-        raise InputError(
-            f"progress must be a function of (fraction, message), not {_kind(progress)}"
-        )
-    return progress
+    return text_argument(source, "source", about="where the texts came from")
 
 
 def sequence_of(items: Any, kind: type, argument: str, wanted: str) -> list | None:
@@ -55,17 +24,17 @@ def sequence_of(items: Any, kind: type, argument: str, wanted: str) -> list | No
     if items is None:
         return None
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
-        raise InputError(f"{argument} must be {wanted}, not {_kind(items)}")
+        raise InputError(f"{argument} must be {wanted}, not {shown(items)}")
     bad = [x for x in items if not isinstance(x, kind)]
     if bad:
-        raise InputError(f"{argument} must be {wanted}, not a list holding {_kind(bad[0])}")
+        raise InputError(f"{argument} must be {wanted}, not a list holding {shown(bad[0])}")
     return list(items)
 
 
 def index_below(value: Any, count: int, argument: str, what: str) -> int:
     """``value`` as an index from 0 to ``count − 1`` (``what``: where the count comes from)."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise InputError(f"{argument} must be an integer, not {_kind(value)}")
+        raise InputError(f"{argument} must be an integer, not {shown(value)}")
     index = int(value.__index__())
     if not 0 <= index < count:
         raise InputError(f"{argument} {index} is out of range 0..{count - 1}: {what}")
@@ -95,7 +64,3 @@ def splitting(m: int, dim: int, name: str, said: str) -> int:
     except LexlensError as exc:
         raise OptionError(name, f"{said}: {exc}") from None
     return m
-
-
-def _kind(value: Any) -> str:
-    return type(value).__name__

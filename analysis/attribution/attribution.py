@@ -19,16 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.attribution.arguments import (
-    encoder_argument,
-    progress_argument,
-    selected_subvectors,
-    splitting,
-    text_list,
-)
+from lexlens.analysis.attribution.arguments import selected_subvectors, splitting
 from lexlens.analysis.attribution.ig import attribute_texts
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, AttributeOptions
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
+from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
 from lexlens.models.base import Encoder
 
@@ -61,8 +56,8 @@ def attribution_inputs(
     """The encoder and the texts of an attribution, checked with its options against each
     other (``m`` splits the embedding, the selected sub-vectors exist) before any model runs
     (a page checks them before it starts the work as a job)."""
-    texts = text_list(texts)
-    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    texts = texts_argument(texts)
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     m = encoder.m
     if options.m is not None:
         m = splitting(options.m, encoder.dim, "m", f"m={options.m}")

@@ -34,12 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lexlens.analysis.attribution.arguments import (
-    encoder_argument,
-    progress_argument,
-    selected_subvectors,
-    text_list,
-)
+from lexlens.analysis.attribution.arguments import selected_subvectors
 from lexlens.analysis.attribution.memory import MEMORY_BUDGET, chunk_size
 from lexlens.analysis.attribution.objective import Prepared, prepare, targets
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, IgOptions
@@ -47,6 +42,7 @@ from lexlens.analysis.attribution.quadrature import ADAPTIVE_LEVELS, quadrature
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.attribution.threads import ig_thread_count, ig_threads
 from lexlens.analysis.attribution.words import aggregate_words
+from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
 
@@ -191,9 +187,9 @@ def attribute_texts(
     text, node chunk and sub-vector.
     """
     options = IgOptions.of(options, **given)
-    texts = text_list(texts)
+    texts = texts_argument(texts)
     progress = progress_argument(progress)
-    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     sel = selected_subvectors(options.subvectors, encoder.m)
     ig_threads()  # a bad LEXLENS_IG_THREADS fails here, before any work
     weights = np.array([max(len(t), 1) for t in texts], dtype=np.float64)

@@ -33,14 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lexlens.analysis.attribution.arguments import (
-    encoder_argument,
-    progress_argument,
-    sequence_of,
-    source_argument,
-    splitting,
-    text_list,
-)
+from lexlens.analysis.attribution.arguments import sequence_of, source_argument, splitting
 from lexlens.analysis.attribution.ig import attribute_texts
 from lexlens.analysis.attribution.mot_rankings import (
     RANKINGS,
@@ -54,6 +47,7 @@ from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.mot_stats import significance
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, MotOptions
 from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
+from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import Encoder, InputError
@@ -241,7 +235,7 @@ def mot_inputs(
 ) -> tuple[Encoder, list[str], list[int], list[SubvectorAttribution] | None]:
     """The encoder, the corpus, the M values and the attributions to reuse of a masking
     evaluation, checked against each other before any model runs."""
-    corpus = text_list(corpus, "corpus")
+    corpus = texts_argument(corpus, "corpus")
     if len(corpus) < 2:
         raise InputError(
             f"corpus holds {len(corpus)} text: the masking evaluation needs at least two texts"
@@ -250,7 +244,7 @@ def mot_inputs(
         attributions, SubvectorAttribution, "attributions",
         "a list of SubvectorAttribution, one per corpus text",
     )  # fmt: skip
-    encoder = encoder_argument(encoder, ATTRIBUTION_NEEDS)
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     if attributions is not None:
         _check_attributions(encoder, corpus, attributions)
     if options.own_codebook or attributions is not None:

@@ -18,12 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lexlens.analysis.attribution.arguments import (
-    encoder_argument,
-    progress_argument,
-    source_argument,
-    text_list,
-)
+from lexlens.analysis.attribution.arguments import source_argument
 from lexlens.analysis.attribution.attribution import (
     AttributionResult,
     attribute,
@@ -38,6 +33,7 @@ from lexlens.analysis.attribution.report_html import (
     attribution_csv_rows,
     render_attribution_html,
 )
+from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
 from lexlens.analysis.lexical.report import TermsReport, terms_report
@@ -100,7 +96,7 @@ def _mot_texts(texts: list[str], options: ReportOptions) -> None:
 def report_inputs(encoder: Any, texts: Any, options: ReportOptions) -> tuple[Encoder, list[str]]:
     """The encoder and the texts of an attribution report, checked with its options against
     each other before any model runs (a page checks them before it starts the job)."""
-    texts = text_list(texts)
+    texts = texts_argument(texts)
     _mot_texts(texts, options)
     return attribution_inputs(encoder, texts, options.attribute_options())
 
@@ -172,7 +168,7 @@ def build_report(
     options = ReportOptions.of(options, **given)
     source = source_argument(source)
     progress = progress_argument(progress)
-    texts = text_list(texts)
+    texts = texts_argument(texts)
     _mot_texts(texts, options)
     encoder = encoder_argument(encoder)
     if ATTRIBUTION_NEEDS.is_compatible(encoder):

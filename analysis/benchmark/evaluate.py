@@ -71,14 +71,14 @@ from lexlens.analysis.benchmark.selection import (
     ranking_notes,
     selection_notes,
 )
+from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.words import Term, text_words, top_terms
-from lexlens.analysis.search.evaluation import checked_progress
-from lexlens.analysis.search.inputs import checked_device, checked_index
+from lexlens.analysis.search.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
-from lexlens.models.registry import as_encoder
 
 #: A query's own top terms shown and checked against its relevant item.
 QUERY_TERMS = 10
@@ -144,18 +144,6 @@ def _explain_all(
     return found
 
 
-def _query_encoder(
-    ix: StoredIndex, query_encoder: Encoder | str | None, device: str | None
-) -> Encoder:
-    """The query encoder (the collection's own by default), in the collection's vocabulary."""
-    from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
-
-    spec = query_encoder if query_encoder is not None else default_query_encoder(ix, "text")
-    encoder = as_encoder(spec, device, argument="query_encoder")
-    check_vocabulary(ix, encoder)
-    return encoder
-
-
 def evaluate(
     index: str | Path | StoredIndex,
     queries: Mapping[str, str],
@@ -177,11 +165,11 @@ def evaluate(
     queries = checked_queries(queries)
     qrels = checked_qrels(qrels)
     run = ranked_run(run) if run is not None else None
-    checked_device(device)
-    progress = checked_progress(progress)
+    device_argument(device)
+    progress = progress_argument(progress)
     order = judged_order(queries, qrels)
-    ix = checked_index(index)
-    encoder = _query_encoder(ix, query_encoder, device)
+    ix = index_argument(index)
+    encoder = query_encoder_for(ix, query_encoder, device)
     vectors = encode_queries(
         encoder, [queries[q] for q in order], options.query_mode, options.gate_k,
         progress_part(progress, 0.0, 0.3),
@@ -253,7 +241,7 @@ def evaluate_benchmark(
     options = EvaluationOptions.of(options, **given)
     for value, name in ((queries, "queries"), (qrels, "qrels"), (run, "run")):
         _source(value, name)
-    ix = checked_index(index)
+    ix = index_argument(index)
     stored = stored_benchmark(ix)
     if (queries is None or qrels is None) and stored is None:
         raise InputError(

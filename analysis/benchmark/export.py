@@ -56,11 +56,17 @@ import numpy as np
 from lexlens.analysis.benchmark.options import FORMATS, MAX_SCALE, ExportOptions
 from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
 from lexlens.analysis.benchmark.selection import checked_queries
+from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_or_spec,
+    path_argument,
+    progress_argument,
+)
 from lexlens.analysis.core.outputs import check_replaceable, file_set, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
-from lexlens.analysis.search.evaluation import checked_progress
-from lexlens.analysis.search.inputs import checked_device, checked_index
+from lexlens.analysis.search.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Repeats of a term in ``queries.tsv`` per unit of its weight, whatever the scale.
@@ -207,12 +213,7 @@ def query_vectors(
     device: str | None, options: ExportOptions, progress: Progress | None = None,
 ) -> tuple[Encoder, list[np.ndarray]]:  # fmt: skip
     """The queries' vectors in the collection's vocabulary (its own query encoder by default)."""
-    from lexlens.analysis.search.queries import check_vocabulary, default_query_encoder
-    from lexlens.models.registry import as_encoder
-
-    spec = query_encoder if query_encoder is not None else default_query_encoder(ix, "text")
-    encoder = as_encoder(spec, device, argument="query_encoder")
-    check_vocabulary(ix, encoder)
+    encoder = query_encoder_for(ix, query_encoder, device)
     texts = list(queries.values())
     return encoder, encode_queries(encoder, texts, options.query_mode, options.gate_k, progress)
 
@@ -263,9 +264,7 @@ def _anserini_queries(
 def _check_out(out: object, ix: StoredIndex) -> Path:
     """``out`` as a folder path that is neither the index folder nor inside it, links
     resolved (nothing is created)."""
-    if not isinstance(out, (str, Path)) or not str(out).strip():
-        raise InputError(f"out must be a folder path, not {out!r}")
-    folder = Path(out).expanduser()
+    folder = Path(path_argument(out, "out", "a folder path")).expanduser()
     try:
         real, index_real = folder.resolve(), ix.path.resolve()
     except (OSError, RuntimeError) as exc:  # a loop of links
@@ -413,15 +412,12 @@ def export_index(
     the settings are ``options`` (:class:`ExportOptions`) or its fields as keywords."""
     options = ExportOptions.of(options, **given)
     fmt, scale = options.format, options.scale
-    ix = checked_index(index)
+    ix = index_argument(index)
     folder = _check_out(out, ix)
-    checked_device(device)
-    progress = checked_progress(progress)
-    if query_encoder is not None and not isinstance(query_encoder, (str, Path, Encoder)):
-        raise InputError(
-            "query_encoder must be an encoder, a registry name or a checkpoint folder, not "
-            + type(query_encoder).__name__
-        )
+    device_argument(device)
+    progress = progress_argument(progress)
+    if query_encoder is not None:
+        encoder_or_spec(query_encoder, "query_encoder")
     queries, notes = _export_queries(ix, queries, fmt)
     ids = list(queries)
     names = {

@@ -1,62 +1,41 @@
-"""The arguments of a build's entry points checked before anything is read: each wrong type
-or value is one :class:`~lexlens.models.base.InputError` that names the argument (``out
-must be a folder path, not int``), never a TypeError or AttributeError from deeper down."""
+"""The arguments of the stored collections' entry points checked before anything is read —
+and the one check of an index argument every capability uses (:func:`index_argument`: a
+stored index or its folder, opened by :func:`~.store.open_index`). Each wrong type or value
+is one :class:`~lexlens.models.base.InputError` that names the argument; the kinds every
+capability shares (progress, encoder, device, text, path) are
+:mod:`lexlens.analysis.core.arguments`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lexlens.models.base import Encoder, InputError
+from lexlens.analysis.collections.store import INDEX_WANTED, StoredIndex, open_index
+from lexlens.analysis.core.arguments import path_argument, shown
+from lexlens.analysis.core.collection import Collection
+from lexlens.models.base import InputError
 
 
-def _shown(value: Any) -> str:
-    """A value as a message shows it: its type, or a short repr of a string."""
-    if isinstance(value, str):
-        text = repr(value)
-        return text if len(text) <= 40 else text[:37] + "…"
-    return type(value).__name__
+def index_argument(index: Any, argument: str = "index") -> StoredIndex:
+    """A stored index given opened, or opened from its folder (:func:`~.store.open_index`);
+    anything else is refused naming ``argument``."""
+    if not isinstance(index, StoredIndex):
+        path_argument(index, argument, INDEX_WANTED)
+    return open_index(index)
 
 
-def loaded_encoder(encoder: Any) -> Encoder:
-    """``encoder``: a loaded encoder."""
-    if not isinstance(encoder, Encoder):
-        raise InputError(
-            f"encoder must be a loaded encoder (lexlens.load_encoder(name)), not {_shown(encoder)}"
-        )
-    return encoder
-
-
-def encoder_or_name(encoder: Any) -> str | Encoder:
-    """``encoder``: a loaded encoder, or a registry name or checkpoint folder to load."""
-    if isinstance(encoder, Encoder) or (isinstance(encoder, str) and encoder.strip()):
-        return encoder
+def collection_argument(collection: Any, argument: str, *, folders: bool = True) -> Collection:
+    """Any :class:`~lexlens.analysis.core.collection.Collection` (a stored index, one held in
+    memory) and, with ``folders``, a stored index's folder, opened."""
+    if folders and isinstance(collection, (str, Path)):
+        return index_argument(collection, argument)
+    if isinstance(collection, Collection):
+        return collection
+    wanted = "a stored index, its folder" if folders else "a stored index"
     raise InputError(
-        "encoder must be a loaded encoder, a registry name or a checkpoint folder, not "
-        + _shown(encoder)
+        f"{argument} must be {wanted} or a collection held in memory, not {shown(collection)}"
     )
-
-
-def path_text(value: Any, name: str, what: str) -> str | Path:
-    """``value``: a path (text or :class:`~pathlib.Path`) that names something (``what``)."""
-    if isinstance(value, (str, Path)) and str(value).strip() and "\0" not in str(value):
-        return value
-    raise InputError(f"{name} must be {what}, not {_shown(value)}")
-
-
-def optional_text(value: Any, name: str) -> str | None:
-    """``value``: text, or ``None``."""
-    if value is None or isinstance(value, str):
-        return value
-    raise InputError(f"{name} must be text (or None), not {_shown(value)}")
-
-
-def progress_callback(progress: Any) -> Callable[[float, str], None] | None:
-    """``progress``: ``None`` or a callable taking (fraction, message)."""
-    if progress is None or callable(progress):
-        return progress
-    raise InputError(f"progress must be a function of (fraction, message), not {_shown(progress)}")
 
 
 def data_roots(roots: Any) -> list[str | Path] | None:
@@ -66,7 +45,7 @@ def data_roots(roots: Any) -> list[str | Path] | None:
     listed = isinstance(roots, Sequence) and not isinstance(roots, (str, bytes))
     if listed and all(isinstance(r, (str, Path)) and str(r).strip() for r in roots):
         return list(roots)
-    raise InputError(f"roots must be a list of folder paths (or None), not {_shown(roots)}")
+    raise InputError(f"roots must be a list of folder paths (or None), not {shown(roots)}")
 
 
 def uploaded_files(files: Any) -> list[tuple[str, bytes]]:
@@ -79,7 +58,7 @@ def uploaded_files(files: Any) -> list[tuple[str, bytes]]:
             isinstance(n, str) and isinstance(d, (bytes, bytearray)) for n, d in pairs
         ):
             return [(n, d) for n, d in pairs]
-    raise InputError(f"files must be a list of (file name, bytes) pairs, not {_shown(files)}")
+    raise InputError(f"files must be a list of (file name, bytes) pairs, not {shown(files)}")
 
 
 def one_of(value: Any, name: str, choices: Sequence[str]) -> str:

@@ -25,13 +25,6 @@ from typing import Any
 
 from lexlens.analysis.benchmark.dataset import Benchmark
 from lexlens.analysis.benchmark.readers import is_benchmark_source, open_benchmark
-from lexlens.analysis.collections.arguments import (
-    encoder_or_name,
-    loaded_encoder,
-    optional_text,
-    path_text,
-    progress_callback,
-)
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.feature_files import FeatureTable
 from lexlens.analysis.collections.features_index import build_features_index, read_source
@@ -45,10 +38,18 @@ from lexlens.analysis.collections.source_index import build_source_index
 from lexlens.analysis.collections.sources import is_features_source, open_source
 from lexlens.analysis.collections.store_writer import check_out
 from lexlens.analysis.collections.workspace import sample_photos_folder
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    encoder_or_spec,
+    loaded_encoder,
+    path_argument,
+    progress_argument,
+    text_argument,
+)
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
 from lexlens.models.base import Encoder, InputError
-from lexlens.models.registry import as_encoder
 
 #: A source: a path, ``sample:NAME``, ``irds:ID``, or a benchmark opened already.
 SourceArg = str | Path | Benchmark
@@ -60,7 +61,7 @@ def checked_source(source: Any) -> SourceArg:
     """``source``: a path, ``sample:NAME``, ``irds:ID`` or an opened benchmark."""
     if isinstance(source, Benchmark):
         return source
-    return path_text(
+    return path_argument(
         source, "source", "a folder or file path, sample:NAME or irds:ID (or a benchmark)"
     )
 
@@ -128,10 +129,10 @@ def build_index(
     options = IndexOptions.of(options, **given)
     encoder = loaded_encoder(encoder)
     source = checked_source(source)
-    out = path_text(out, "out", "a folder path")
-    progress = progress_callback(progress)
-    source_label = optional_text(source_label, "source_label")
-    encoder_spec = optional_text(encoder_spec, "encoder_spec")
+    out = path_argument(out, "out", "a folder path")
+    progress = progress_argument(progress)
+    source_label = text_argument(source_label, "source_label", optional=True)
+    encoder_spec = text_argument(encoder_spec, "encoder_spec", optional=True)
     opened = opened_source(source, options)
     return _build(encoder, opened, Path(out), options, progress, source_label, encoder_spec)
 
@@ -169,11 +170,11 @@ def index_collection(
     :func:`build_index`). A benchmark keeps its ``split``'s queries and judgements with the
     collection."""
     options = IndexOptions.of(options, **given)
-    encoder = encoder_or_name(encoder)
+    encoder = encoder_or_spec(encoder)
     source = checked_source(source)
-    out = Path(path_text(out, "out", "a folder path")).expanduser()
-    device = optional_text(device, "device")
-    progress = progress_callback(progress)
+    out = Path(path_argument(out, "out", "a folder path")).expanduser()
+    device = device_argument(device)
+    progress = progress_argument(progress)
     opened = opened_source(source, options)
     open_source(opened)
     table = None
@@ -185,7 +186,7 @@ def index_collection(
     try:
         check_out(out)
         spec = encoder.name if isinstance(encoder, Encoder) else encoder
-        loaded = as_encoder(encoder, device)
+        loaded = encoder_argument(encoder, device=device)
         return _build(loaded, opened, out, options, progress, None, spec, table)
     except BaseException:
         _remove_empty(made)  # a failed build leaves no folder it made behind

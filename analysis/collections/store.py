@@ -34,11 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.arguments import path_argument
 from lexlens.models.base import InputError
 
 FORMAT = "lexlens-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+#: What an index argument may be (the one wording of its refusal).
+INDEX_WANTED = "a stored index or its folder"
 #: Rows per Parquet row group: metadata of any item is one row group read away.
 ROW_GROUP = 8192
 #: Inverted postings are stored from this many non-zeros on: below it a CSR product over
@@ -93,9 +96,7 @@ class StoredIndex:
     """
 
     def __init__(self, path: str | Path) -> None:
-        if not isinstance(path, (str, Path)) or not str(path).strip() or "\0" in str(path):
-            shown = repr(path) if isinstance(path, str) else type(path).__name__
-            raise InputError(f"path must be an index folder path (text or Path), not {shown}")
+        path = path_argument(path, "path", INDEX_WANTED)
         self.path = Path(path).expanduser()
         self.label = str(path)
         self.manifest = read_manifest(self.path)

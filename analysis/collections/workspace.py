@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import text_argument
 from lexlens.analysis.core.samples import sample_path
 from lexlens.models.base import InputError
 
@@ -39,9 +40,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def check_name(name: str) -> str:
     """A collection name: letters, digits, ``._-``, at most 64 characters."""
-    if not isinstance(name, str):
-        raise InputError(f"collection name must be text, not {type(name).__name__}")
-    name = name.strip()
+    name = text_argument(name, "collection name").strip()
     if not _NAME.match(name):
         raise InputError(
             f"collection name {name!r}: use 1–64 letters, digits, '.', '_' or '-' "

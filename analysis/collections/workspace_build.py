@@ -16,13 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.arguments import (
-    data_roots,
-    loaded_encoder,
-    one_of,
-    progress_callback,
-    uploaded_files,
-)
+from lexlens.analysis.collections.arguments import data_roots, one_of, uploaded_files
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
@@ -33,6 +27,7 @@ from lexlens.analysis.collections.workspace import (
     save_upload_source,
     sources_dir,
 )
+from lexlens.analysis.core.arguments import loaded_encoder, progress_argument, text_argument
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.roots import inside_roots
 from lexlens.analysis.core.samples import SAMPLE_PREFIX
@@ -46,9 +41,7 @@ NOT_A_PATH = (SAMPLE_PREFIX, "irds:")
 
 def _server_path(path: Any, roots: Sequence[str | Path] | None) -> str | Path:
     """A typed server path: stripped, inside ``roots`` when given (links followed)."""
-    if not isinstance(path, str):
-        raise InputError(f"path must be text, not {type(path).__name__}")
-    path = path.strip()
+    path = text_argument(path, "path").strip()
     if not path:
         raise InputError("type the path of a folder or file on this server")
     if path.startswith(NOT_A_PATH):
@@ -109,7 +102,7 @@ def build_collection(
     )
     encoder = loaded_encoder(encoder)
     files = uploaded_files(files)
-    progress = progress_callback(progress)
+    progress = progress_argument(progress)
     name = check_name(name)
     if source_kind == "upload":
         source: str | Path = save_upload_source(name, files)

@@ -46,17 +46,23 @@ from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.compare.sides import COMPARE_NEEDS, check_sides, describe_side, side_of
 from lexlens.analysis.compare.term_comparison import compare_sides
 from lexlens.analysis.compare.vocabularies import vocabulary_note, vocabulary_overlap
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    encoder_or_spec,
+    image_argument,
+    loaded_encoder,
+    text_argument,
+)
 from lexlens.analysis.lexical.terms import encode_image, encode_text
-from lexlens.models.base import Encoder, InputError, LexicalEncoding, pick_device
-from lexlens.models.registry import as_encoder, check_spec
+from lexlens.models.base import Encoder, InputError, LexicalEncoding
 
 
 # ----------------------------------------------------------------------------- checks
 def check_encoding(side: str, encoder: Any, encoding: Any) -> None:
     """``encoder_<side>`` is a loaded encoder and ``encoding_<side>`` one of its encodings
     (a weight per term of its vocabulary)."""
-    if not isinstance(encoder, Encoder):
-        raise InputError(f"encoder_{side} must be a loaded encoder, not {type(encoder).__name__}")
+    loaded_encoder(encoder, f"encoder_{side}")
     if not isinstance(encoding, LexicalEncoding):
         raise InputError(
             f"encoding_{side} must be a LexicalEncoding (encode_texts or encode_images), not "
@@ -94,14 +100,11 @@ def _check_region(image: bool, options: CompareOptions, cells: list[str] | None)
 
 def _input_of(text: Any, image: Any, name: Any) -> tuple[str, Any, str]:
     """(kind, the text or the opened image, the image's name), checked."""
-    if name is not None and not isinstance(name, str):
-        raise InputError(f"name must be a string (the image's name), not {type(name).__name__}")
+    text_argument(name, "name", optional=True, about="the image's name")
     if (text is None) == (image is None):
         raise InputError("give a text or an image to compare on (one of them)")
     if text is not None:
-        if not isinstance(text, str):
-            raise InputError(f"text must be a string, not {type(text).__name__}")
-        if not text.strip():
+        if not text_argument(text, "text").strip():
             raise InputError("the text is empty: type some words to compare on")
         if name is not None:
             raise InputError("name is the name of an image: give it with image=")
@@ -110,15 +113,8 @@ def _input_of(text: Any, image: Any, name: Any) -> tuple[str, Any, str]:
 
     from lexlens.models.images import load_image
 
-    if isinstance(image, Image.Image):
+    if isinstance(image_argument(image, "image"), Image.Image):
         return "image", image, name or "image"
-    if not isinstance(image, (str, Path, bytes, bytearray, memoryview)) and not hasattr(
-        image, "read"
-    ):
-        raise InputError(
-            f"image must be a file path, bytes, a binary file or a PIL image, not "
-            f"{type(image).__name__}"
-        )
     label = name or (str(image) if isinstance(image, (str, Path)) else "uploaded image")
     return "image", load_image(image, name=label), label
 
@@ -215,18 +211,17 @@ def compare(
     (an encoder given by name is checked from its card before it loads).
     """
     options = CompareOptions.of(options, **given)
-    if device is not None:
-        pick_device(device)
+    device_argument(device)
     encoder_b = encoder_a if encoder_b is None else encoder_b
     cells = checked_cells(cells)
     kind, value, label = _input_of(text, image, name)
     _check_region(kind == "image", options, cells)
     needs = COMPARE_NEEDS[kind]
-    for argument, spec in (("encoder_a", encoder_a), ("encoder_b", encoder_b)):
-        if isinstance(spec, str):  # both checked from their cards before either loads
-            check_spec(spec, needs, argument)
-    encoder_a = as_encoder(encoder_a, device, needs, "encoder_a")
-    encoder_b = as_encoder(encoder_b, device, needs, "encoder_b")
+    # both checked (a registry name from its card) before either loads
+    encoder_or_spec(encoder_a, "encoder_a", needs)
+    encoder_or_spec(encoder_b, "encoder_b", needs)
+    encoder_a = encoder_argument(encoder_a, "encoder_a", needs, device)
+    encoder_b = encoder_argument(encoder_b, "encoder_b", needs, device)
     gates = options.gate_k or default_gates(kind, encoder_b is encoder_a)
     check_sides(encoder_a, encoder_b, kind, gates)
     encode = encode_text if kind == "text" else encode_image

@@ -16,34 +16,24 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.compare.collection_search import search_side_by_side
 from lexlens.analysis.compare.options import CompareIndexOptions, default_gates
 from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
 from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
+from lexlens.analysis.core.arguments import device_argument, encoder_argument, progress_argument
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.analysis.search.queries import QuerySpec, check_vocabulary, default_query_encoder
-from lexlens.models.base import Encoder, InputError, pick_device
-from lexlens.models.registry import as_encoder
+from lexlens.models.base import Encoder, InputError
 
 #: Each side's index, its gate k and its text encoder.
 IndexSide = tuple[StoredIndex, int, Encoder]
-
-
-def _open(index: Any, argument: str) -> StoredIndex:
-    """A stored index given opened or as its folder, refused naming ``argument`` otherwise."""
-    if isinstance(index, StoredIndex):
-        return index
-    if not isinstance(index, (str, Path)):
-        raise InputError(
-            f"{argument} must be a stored index or its folder, not {type(index).__name__}"
-        )
-    return open_index(index)
 
 
 def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
@@ -159,8 +149,8 @@ def _encoders(
     if encoder_a is None:
         encoder_a = default_query_encoder(ix_a, "text")
     return (
-        as_encoder(encoder_a, device, COMPARE_INDEX_NEEDS, "encoder_a"),
-        as_encoder(encoder_b, device, COMPARE_INDEX_NEEDS, "encoder_b"),
+        encoder_argument(encoder_a, "encoder_a", COMPARE_INDEX_NEEDS, device),
+        encoder_argument(encoder_b, "encoder_b", COMPARE_INDEX_NEEDS, device),
     )
 
 
@@ -302,14 +292,10 @@ def compare_indexes(
     Indexes, options and encoders are checked before anything is encoded.
     """
     options = CompareIndexOptions.of(options, **given)
-    if progress is not None and not callable(progress):
-        raise InputError(
-            f"progress must be a callable (fraction, message), not {type(progress).__name__}"
-        )
-    if device is not None:
-        pick_device(device)
-    ix_a = _open(index_a, "index_a")
-    ix_b = ix_a if index_b is None else _open(index_b, "index_b")
+    progress = progress_argument(progress)
+    device_argument(device)
+    ix_a = index_argument(index_a, "index_a")
+    ix_b = ix_a if index_b is None else index_argument(index_b, "index_b")
     one = ix_b is ix_a or ix_b.path.resolve() == ix_a.path.resolve()
     if one:
         ix_b = ix_a

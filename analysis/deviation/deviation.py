@@ -41,7 +41,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.collections.arguments import collection_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    progress_argument,
+    text_argument,
+)
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.inputs import TEXT_SUFFIXES, TextTable
 from lexlens.analysis.core.results import Progress
@@ -65,26 +72,16 @@ from lexlens.analysis.deviation.scoring import Scorer, caption_terms
 from lexlens.analysis.deviation.sets import SetAccumulator, SetDeviation
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
 from lexlens.analysis.search.queries import default_query_encoder
-from lexlens.models.base import Encoder, InputError, pick_device
-from lexlens.models.registry import as_encoder
+from lexlens.models.base import Encoder, InputError
 
 #: Metadata columns a stored item is measured with.
 ITEM_COLUMNS = ["id", "text", "image", "captions"]
 
 
-def _refuse_wrong_arguments(
-    device: Any = None, progress: Any = None, name: Any = None, suffix: Any = None
-) -> None:
-    """The use cases' plain arguments, each refused in one line naming it."""
-    if device is not None:
-        pick_device(device)
-    if progress is not None and not callable(progress):
-        raise InputError(
-            f"progress must be a function of (fraction, message), not {type(progress).__name__}"
-        )
-    for argument, value in (("name", name), ("suffix", suffix)):
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{argument} must be text, not {type(value).__name__}")
+def _refuse_wrong_names(name: Any, suffix: Any) -> None:
+    """The captions' file name and suffix: text, a suffix one of the text files'."""
+    text_argument(name, "name", optional=True)
+    text_argument(suffix, "suffix", optional=True)
     if suffix is not None and suffix.lower() not in TEXT_SUFFIXES:
         raise InputError(f"suffix must be one of {', '.join(TEXT_SUFFIXES)}, not {suffix!r}")
 
@@ -144,9 +141,11 @@ def deviation(
     GloVe file and the captions are checked before the encoder loads.
     """
     options = DeviationOptions.of(options, **given)
-    _refuse_wrong_arguments(device, progress, name, suffix)
+    device_argument(device)
+    progress = progress_argument(progress)
+    _refuse_wrong_names(name, suffix)
     table = read_captions(captions, name, suffix=suffix)
-    encoder = as_encoder(encoder, device, DEVIATION_NEEDS)
+    encoder = encoder_argument(encoder, needs=DEVIATION_NEEDS, device=device)
     static = static_embeddings_for(encoder, options.glove)
     encoded = encode_captions(
         encoder, table, gate_k=options.caption_gate(),
@@ -211,8 +210,9 @@ def deviation_of_index(
     batch, whatever the collection size.
     """
     options = DeviationOptions.of(options, **given)
-    _refuse_wrong_arguments(device, progress)
-    ix = _collection(index)
+    device_argument(device)
+    progress = progress_argument(progress)
+    ix = collection_argument(index, "index")
     gate_k = _gate_of(ix, options.gate_k)
     encoder = _index_encoder(ix, encoder, device)
     static = static_embeddings_for(encoder, options.glove)
@@ -239,17 +239,6 @@ def deviation_of_index(
         flops_captions_images=between,
         notes=_collection_notes(ix.modality, item_set, cap_set, options.k),
     )
-
-
-def _collection(index: Any) -> Collection:
-    """A stored index opened from its folder, or a collection given as it is."""
-    if isinstance(index, (str, Path)):
-        return open_index(index)
-    if not isinstance(index, Collection):
-        raise InputError(
-            f"index must be a stored index, its folder or a collection, not {type(index).__name__}"
-        )
-    return index
 
 
 def _gate_of(ix: Collection, given: int | None) -> int:
@@ -284,7 +273,7 @@ def _index_encoder(ix: Collection, encoder: Encoder | str | None, device: str | 
                 f"{name} was built with {ix.encoder_name!r}, which reads no text: name a "
                 "text encoder in its vocabulary for the captions (--encoder)"
             ) from None
-    encoder = as_encoder(encoder, device, deviation_needs_for(ix.modality))
+    encoder = encoder_argument(encoder, needs=deviation_needs_for(ix.modality), device=device)
     if encoder.vocab != ix.vocab:
         raise InputError(
             f"{encoder.name!r} does not share the vocabulary of the collection "

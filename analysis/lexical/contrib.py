@@ -19,6 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    encoder_or_spec,
+    image_argument,
+    text_argument,
+)
 from lexlens.analysis.core.gating import GATE_K, bow_query, gate
 from lexlens.analysis.core.options import QUERY_MODE, Options, shared
 from lexlens.analysis.core.results import Record, Result
@@ -31,9 +38,8 @@ from lexlens.models.base import (
     ModalityError,
     Needs,
     check_texts,
-    pick_device,
 )
-from lexlens.models.registry import as_encoder, load_encoder
+from lexlens.models.registry import load_encoder
 
 #: What each side needs of its encoder: texts, or images, into a vocabulary.
 TEXT_SIDE = Needs("a text side", all_of=frozenset({Capability.TEXT_LEXICAL}))
@@ -115,10 +121,6 @@ class ContribResult(Result):
     contributions_words: list[dict] = field(default_factory=list)
 
 
-#: What an image side may be, in words (for the message refusing anything else).
-IMAGE_WANTED = "an image file's path, its bytes, a PIL image or a (name, image) pair"
-
-
 def _side(what: str, argument: str, text: Any, image: Any) -> tuple[str, Any, str]:
     """Validate one side before any model runs: ("text", str, "") or ("image", PIL image,
     its name). ``argument`` is the side's text argument (``query`` or ``doc``)."""
@@ -129,34 +131,20 @@ def _side(what: str, argument: str, text: Any, image: Any) -> tuple[str, Any, st
     if (text is None) == (image is None):
         raise InputError(f"give the {what} as a text or as an image (one of them)")
     if text is not None:
-        if not isinstance(text, str):
-            raise InputError(f"{argument} must be text, not {type(text).__name__}")
-        if not text.strip():
+        if not text_argument(text, argument).strip():
             raise InputError(f"the {what} is empty: type some words")
         return "text", text, ""
     name = None
     if isinstance(image, (tuple, list)) and len(image) == 2:
         name, image = image
-        if not isinstance(name, str):
-            raise InputError(f"{argument}_image's name must be text, not {type(name).__name__}")
-    if isinstance(image, Image.Image):
+        text_argument(name, f"{argument}_image's name")
+    if isinstance(image_argument(image, f"{argument}_image"), Image.Image):
         return "image", image, name or f"{what} image"
-    if not isinstance(image, (str, Path, bytes, bytearray)) and not hasattr(image, "read"):
-        raise InputError(f"{argument}_image must be {IMAGE_WANTED}, not {type(image).__name__}")
     if isinstance(image, (bytes, bytearray)):
         label = name or f"uploaded {what} image"
     else:
         label = name or str(image)
     return "image", load_image(image, name=label), label
-
-
-def _refuse_wrong_encoder(argument: str, encoder: Any) -> None:
-    """An encoder argument is an encoder or its spec (a registry name, a checkpoint folder)."""
-    if not isinstance(encoder, (Encoder, str, Path)):
-        raise InputError(
-            f"{argument} must be an encoder, a registry name or a checkpoint folder, not "
-            f"{type(encoder).__name__}"
-        )
 
 
 def _needs(encoder: Encoder, kind: str, what: str) -> None:
@@ -179,7 +167,7 @@ def side_encoder(
     ``efficientnet-lite0-lexical``); an :class:`Encoder` object is used as it is."""
     if isinstance(encoder, Encoder):
         return encoder
-    loaded = as_encoder(encoder, device, argument=argument)
+    loaded = encoder_argument(encoder, argument, device=device)
     wanted = Capability.TEXT_LEXICAL if kind == "text" else Capability.IMAGE_LEXICAL
     partner = partner_for(loaded.name, kind)
     if not loaded.can(wanted) and partner:
@@ -217,13 +205,12 @@ def contrib(
     document's default is the query's). Every argument is checked before any model runs.
     """
     options = ContribOptions.of(options, **given)
-    _refuse_wrong_encoder("query_encoder", query_encoder)
+    encoder_or_spec(query_encoder, "query_encoder")
     if doc_encoder is None:
         doc_encoder = query_encoder
     else:
-        _refuse_wrong_encoder("doc_encoder", doc_encoder)
-    if device is not None:
-        pick_device(device)
+        encoder_or_spec(doc_encoder, "doc_encoder")
+    device_argument(device)
     q_kind, q_value, q_label = _side("query", "query", query, query_image)
     d_kind, d_value, d_label = _side("document", "doc", doc, doc_image)
     if options.query_mode == "bow" and q_kind != "text":

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lexlens.analysis.core.arguments import loaded_encoder, texts_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsOptions, TermsResult, terms_of_encoding
 from lexlens.analysis.render.html import num, render_report
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
-from lexlens.models.base import check_texts
 
 #: Inputs drawn in the HTML; the rest are in the JSON only.
 MAX_HTML_ITEMS = 50
@@ -105,11 +105,9 @@ def _kind(term: Mapping[str, Any]) -> str:
 
 def terms_report(encoder, texts: list[str], *, top: int = 30, source: str = "") -> TermsReport:
     """The top terms of every text through a lexical text encoder (the use case)."""
-    if isinstance(texts, str):
-        texts = [texts]
-    check_texts(texts)
+    texts = texts_argument(texts)
     top = TermsOptions.option("top").check(top)  # the one declaration of top
-    TEXT_NEEDS.check(encoder)
+    encoder = loaded_encoder(encoder, needs=TEXT_NEEDS)
     encodings = encoder.encode_texts(texts, keep_units=False)
     items = [
         LabelledTerms(text, terms_of_encoding(encoder, enc, top=top, input_info={"text": text}))

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.arguments import image_argument, loaded_encoder, text_argument
 from lexlens.analysis.core.options import Options, option
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
@@ -296,11 +297,11 @@ def terms(
     0..1, or ``cells``), or one item of a dense features file (``features`` with its
     ``item`` id; a D2S head). Options: :class:`TermsOptions` (or its fields as keywords)."""
     options = TermsOptions.of(options, **given)
+    encoder = loaded_encoder(encoder)
     given_inputs = sum(x is not None for x in (text, image, features))
     if given_inputs != 1:
         raise InputError("give one of a text, an image or dense features")
-    if text is not None and not isinstance(text, str):
-        raise InputError(f"text must be a string, not {type(text).__name__}")
+    text_argument(text, "text", optional=True)
     region = options.box is not None or cells is not None
     if features is not None:
         if region:
@@ -315,6 +316,6 @@ def terms(
         encoding = encode_text(encoder, text, side=options.side)
         info = {"text": text, "side": options.side}
     else:
-        encoding = encode_image(encoder, image, name=name)
+        encoding = encode_image(encoder, image_argument(image, "image"), name=name)
         info = {"image": name or (str(image) if isinstance(image, (str, Path)) else "image")}
     return terms_of_encoding(encoder, encoding, cells=cells, input_info=info, options=options)

@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    loaded_encoder,
+    path_argument,
+    progress_argument,
+)
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.inputs import parse_labels, read_rows
@@ -28,7 +36,7 @@ from lexlens.analysis.core.metrics import EvaluationResult, measure_rankings
 from lexlens.analysis.core.options import QUERY_MODE, Options, option, shared
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, slq_for
-from lexlens.analysis.search.inputs import checked_collection, checked_device, checked_index
+from lexlens.analysis.search.inputs import checked_collection
 from lexlens.analysis.search.options import (
     COVERAGE,
     DEFAULT_COVERAGE,
@@ -47,7 +55,6 @@ from lexlens.analysis.search.queries import (
     text_query_needs,
 )
 from lexlens.models.base import Encoder, InputError
-from lexlens.models.registry import as_encoder
 
 #: The measures of a table (ir-measures names), each at the depth ranked.
 MEASURES = ("RR@1", "RR@10", "nDCG@10", "AP@10")
@@ -303,9 +310,8 @@ def evaluate(
     the query ``encoder`` (see the module docstring)."""
     options = TableEvaluationOptions.of(options, **given)
     target = checked_collection(target)
-    if not isinstance(encoder, Encoder):
-        raise InputError(f"encoder must be a loaded encoder, not {type(encoder).__name__}")
-    progress = checked_progress(progress)
+    encoder = loaded_encoder(encoder)
+    progress = progress_argument(progress)
     kind, rows = table_rows(rows, "rows")
     check_vocabulary(target, encoder)
     text_query_needs(options.query_mode).check(encoder)
@@ -332,15 +338,6 @@ def evaluate(
     )  # fmt: skip
 
 
-def checked_progress(progress: object) -> Progress | None:
-    """``progress``: ``None`` or a function of (fraction, message)."""
-    if progress is not None and not callable(progress):
-        raise InputError(
-            f"progress must be a function of (fraction, message), not {type(progress).__name__}"
-        )
-    return progress  # type: ignore[return-value]
-
-
 def evaluate_index(
     index: str | Path | StoredIndex,
     eval_file: str | Path,
@@ -354,16 +351,13 @@ def evaluate_index(
     """``lexlens search --index DIR --eval FILE``: a table of pairs or queries (see
     :func:`evaluate`); the file and options are checked before the encoder loads."""
     options = TableEvaluationOptions.of(options, **given)
-    target = checked_index(index)
-    if not isinstance(eval_file, (str, Path)):
-        raise InputError(
-            f"eval_file must be a .csv or .jsonl file's path, not {type(eval_file).__name__}"
-        )
+    target = index_argument(index)
+    path_argument(eval_file, "eval_file", "a .csv or .jsonl file's path")
     kind, rows = read_eval_file(eval_file)
     if kind == "pairs" and not target.has_labels:
         raise InputError(f"{target.label}: the collection has no labels: pairs need labelled items")
-    checked_device(device)
-    progress = checked_progress(progress)
+    device_argument(device)
+    progress = progress_argument(progress)
     spec = default_query_encoder(target, "text") if query_encoder is None else query_encoder
-    encoder = as_encoder(spec, device, argument="query_encoder")
+    encoder = encoder_argument(spec, "query_encoder", device=device)
     return evaluate(target, encoder, rows, options=options, progress=progress)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
+from lexlens.analysis.core.arguments import encoder_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, gate
 from lexlens.analysis.lexical.contrib import partner_for
@@ -102,3 +103,14 @@ def default_query_encoder(target: Collection, modality: str) -> str:
             "pass --query-encoder with an encoder in the same vocabulary"
         )
     return target.encoder_name
+
+
+def query_encoder_for(
+    target: Collection, query_encoder: Any, device: str | None = None, modality: str = "text"
+) -> Encoder:
+    """The query encoder given (loaded from its spec on ``device``), else the one that puts
+    ``modality`` queries into ``target``'s vocabulary; refused when its vocabulary differs."""
+    spec = query_encoder if query_encoder is not None else default_query_encoder(target, modality)
+    encoder = encoder_argument(spec, "query_encoder", device=device)
+    check_vocabulary(target, encoder)
+    return encoder

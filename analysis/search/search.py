@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, encoder_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.metrics import measure_rankings
@@ -40,9 +42,7 @@ from lexlens.analysis.search.hits import Hit, Scoring, explained_hits, hit_summa
 from lexlens.analysis.search.inputs import (
     SearchQuery,
     checked_collection,
-    checked_device,
     checked_file,
-    checked_index,
     checked_query,
 )
 from lexlens.analysis.search.memory_collection import encode_collection
@@ -56,7 +56,6 @@ from lexlens.analysis.search.queries import (
 )
 from lexlens.analysis.search.ranking import top_items
 from lexlens.models.base import Capability, Encoder, ModalityError
-from lexlens.models.registry import as_encoder
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def search(
     options = SearchOptions.of(options, **given)
     target = checked_collection(collection)
     asked = checked_query(options, query, query_image, image_name, exclude)
-    return _search(target, as_encoder(encoder), asked, options)
+    return _search(target, encoder_argument(encoder), asked, options)
 
 
 def _search(
@@ -263,12 +262,13 @@ def search_index(
     encoder, or its partner in the same vocabulary: ``splade-tiny`` for an
     ``efficientnet-lite0-lexical`` image index). Settings as :func:`search`."""
     options = SearchOptions.of(options, **given)
-    target = checked_index(index)
+    target = index_argument(index)
     asked = checked_query(options, query, query_image, image_name, exclude)
-    checked_device(device)
+    device_argument(device)
     modality = "image" if asked.image is not None else "text"
     chosen = query_encoder or default_query_encoder(target, modality)
-    return _search(target, as_encoder(chosen, device, argument="query_encoder"), asked, options)
+    encoder = encoder_argument(chosen, "query_encoder", device=device)
+    return _search(target, encoder, asked, options)
 
 
 def search_file(
@@ -288,9 +288,9 @@ def search_file(
     options = SearchOptions.of(options, **given)
     path = checked_file(collection)
     asked = checked_query(options, query, query_image, image_name, exclude)
-    checked_device(device)
+    device_argument(device)
     table = read_texts(path, what="text")  # a bad file fails before the model loads
-    model = as_encoder(encoder, device)
+    model = encoder_argument(encoder, device=device)
     target = encode_collection(
         model, table.texts, ids=table.ids, labels=table.labels or None, gate_k=options.gate_k,
         name=Path(str(path)).name,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lexlens.analysis.attribution.arguments import index_below, text_list
+from lexlens.analysis.attribution.arguments import index_below
 from lexlens.analysis.attribution.objective import prepare, targets
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, IgOptions
+from lexlens.analysis.core.arguments import texts_argument
 
 
 def captum_attribution(
@@ -21,7 +22,7 @@ def captum_attribution(
     from captum.attr import IntegratedGradients
 
     ATTRIBUTION_NEEDS.check(encoder)
-    text_list([text])
+    texts_argument([text])
     steps = IgOptions.of(steps=steps).steps
     if subvector is not None:
         index_below(subvector, encoder.m, "subvector", f"the codebook has M={encoder.m}")

@@ -184,15 +184,15 @@ def test_api_type_errors_name_the_argument(splade, index):
 
     cases = [
         (lambda: lexlens.load_encoder("splade-tiny", device=0), "device"),
-        (lambda: lexlens.terms(splade, text=["a", "dog"]), "text must be a string"),
+        (lambda: lexlens.terms(splade, text=["a", "dog"]), "text must be text"),
         (lambda: lexlens.terms("splade-tiny", text="a dog"), "loaded encoder"),
         (lambda: splade.encode_texts(None), "list of texts"),
         (lambda: splade.encode_texts([1]), "not a string"),
-        (lambda: lexlens.search_index(index, query=["dog"]), "query must be a string"),
+        (lambda: lexlens.search_index(index, query=["dog"]), "query must be text"),
         (lambda: lexlens.deviation(splade, None), "captions"),
         (lambda: lexlens.deviation(splade, ["a dog", None]), "item 1"),
         (lambda: lexlens.deviation(42, ["a dog"]), "encoder"),
-        (lambda: lexlens.open_index(5), "folder path"),
+        (lambda: lexlens.open_index(5), "path must be a stored index or its folder"),
     ]
     for call, needle in cases:
         with pytest.raises(LexlensError, match=needle):

@@ -88,13 +88,13 @@ def test_traceback_build_index_names_each_wrong_argument(splade, tmp_path):
 def test_traceback_index_collection_names_each_wrong_argument(tmp_path):
     source, out = _texts(tmp_path), tmp_path / "new" / "ix"
     cases = [
-        (lambda: index_collection(5, source, out), "encoder must be a loaded encoder, a regis"),
+        (lambda: index_collection(5, source, out), "encoder must be an encoder, a registry n"),
         (lambda: index_collection("", source, out), "encoder must be"),
         (lambda: index_collection("splade-tiny", 5, out), "source must be"),
         (lambda: index_collection("splade-tiny", [source], out), "source must be"),
         (lambda: index_collection("splade-tiny", source, 5), "out must be a folder path"),
         (lambda: index_collection("splade-tiny", source, None), "out must be a folder path"),
-        (lambda: index_collection("splade-tiny", source, out, device=0), "device must be text"),
+        (lambda: index_collection("splade-tiny", source, out, device=0), "device must be 'cpu'"),
         (lambda: index_collection("splade-tiny", source, out, progress="yes"), "progress must"),
         (lambda: index_collection("splade-tiny", source, out, images="x"), "--split, --images"),
     ]
@@ -144,8 +144,8 @@ def test_traceback_build_collection_names_each_wrong_argument(splade, tmp_path, 
 def test_traceback_open_index_names_its_argument(splade, tmp_path):
     for wrong, shown in [(5, "int"), (None, "NoneType"), (3.5, "float"), ("", "''"),
                          ("a\0b", "'a\\x00b'"), (["ix"], "list")]:  # fmt: skip
-        _refused(lambda wrong=wrong: open_index(wrong), f"path must be an index folder path "
-                 f"(text or Path), not {shown}")  # fmt: skip
+        _refused(lambda wrong=wrong: open_index(wrong),
+                 f"path must be a stored index or its folder, not {shown}")  # fmt: skip
     _refused(lambda: open_index(tmp_path / "none"), "not found")
     index = open_index(build_index(splade, _texts(tmp_path), tmp_path / "ix").out)
     assert open_index(index) is index

@@ -92,7 +92,8 @@ def test_traceback_deviation_of_index_refuses_each_wrong_option_naming_it(
 
 def test_traceback_deviation_of_index_refuses_each_wrong_input_naming_it(in_memory, tmp_path):
     index = lexlens.deviation_of_index
-    _says(lambda: index(5), "index must be a stored index, its folder or a collection, not int")
+    held = "index must be a stored index, its folder or a collection held in memory"
+    _says(lambda: index(5), f"{held}, not int")
     _says(lambda: index([1, 2]), "index must be a stored index, its folder or a collection")
     _says(lambda: index(tmp_path), "manifest")  # a folder that holds no index
     _says(lambda: index(tmp_path / "none"), "none")
