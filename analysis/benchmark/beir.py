@@ -8,49 +8,37 @@ BEIR's own evaluations give them to a model.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split, query_line
-from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, lines, read_qrels, read_queries
+from lexlens.analysis.benchmark.dataset import (
+    Benchmark,
+    corpus_items,
+    file_stamp,
+    pick_split,
+    query_line,
+)
+from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import load_json, text_lines
+from lexlens.analysis.core.inputs import json_line, load_json
 from lexlens.models.base import InputError
 
 
-def _corpus(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
-    for number, text, why in text_lines(path, label, limit=MAX_LINE):
-        where = f"{label}:{number}"
-        if why:
-            problems.add(label, number, f"{why}: skipped")
-            yield Skipped(where, why)
-            continue
-        if not text.strip():
-            continue
-        try:
-            row = load_json(text, label, number)
-        except json.JSONDecodeError as exc:
-            problems.add(label, number, f"not JSON ({exc.msg})")
-            yield Skipped(where, f"not JSON ({exc.msg})")
-            continue
-        except InputError as exc:  # nested too deeply
-            why = str(exc).removeprefix(f"{where}: ")
-            problems.add(label, number, why)
-            yield Skipped(where, why)
-            continue
-        doc_id = row.get("_id") if isinstance(row, dict) else None
-        body = row.get("text") if isinstance(row, dict) else None
-        title = row.get("title", "") if isinstance(row, dict) else ""
-        if not isinstance(doc_id, (str, int)) or not isinstance(body, str):
-            problems.add(label, number, "needs '_id' and a string 'text'")
-            yield Skipped(where, "needs '_id' and a string 'text'")
-            continue
-        title = title if isinstance(title, str) else ""
-        joined = f"{title.strip()} {body.strip()}".strip()
-        if not joined:
-            yield Skipped(where, "empty title and text")
-            continue
-        yield SourceItem(str(doc_id), text=joined, where=where)
+def _document(text: str, label: str, number: int) -> SourceItem | Skipped | str:
+    """A ``corpus.jsonl`` line's document (title and text joined), or why it is none."""
+    where = f"{label}:{number}"
+    row, why = json_line(text, label, number)
+    if why:
+        return why
+    doc_id = row.get("_id") if isinstance(row, dict) else None
+    body = row.get("text") if isinstance(row, dict) else None
+    title = row.get("title", "") if isinstance(row, dict) else ""
+    if not isinstance(doc_id, (str, int)) or not isinstance(body, str):
+        return "needs '_id' and a string 'text'"
+    title = title if isinstance(title, str) else ""
+    joined = f"{title.strip()} {body.strip()}".strip()
+    if not joined:
+        return Skipped(where, "empty title and text")
+    return SourceItem(str(doc_id), text=joined, where=where)
 
 
 def _too_deep(path: Path) -> InputError:
@@ -85,7 +73,8 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     label = str(corpus)
     bench = Benchmark(
         kind="beir", label=str(folder), root=folder, split=chosen, splits=splits,
-        queries=queries, qrels=qrels, read_items=lambda found: _corpus(corpus, label, found),
+        queries=queries, qrels=qrels,
+        read_items=lambda found: corpus_items(corpus, label, found, _document),
         fingerprint_parts=lambda: [file_stamp(corpus), file_stamp(queries_path),
                                    file_stamp(qrels_dir / f"{chosen}.tsv")],
         problems=problems, query_where=lambda qid: query_line(queries_path, qid),

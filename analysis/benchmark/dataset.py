@@ -21,9 +21,11 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from lexlens.analysis.benchmark.trec import Problems, lines
+from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, lines
 from lexlens.analysis.collections.items import Skipped, SourceItem, checked_items, id_problem
+from lexlens.analysis.core.inputs import text_lines
 from lexlens.models.base import InputError
 
 
@@ -128,6 +130,28 @@ def check_queries_and_qrels(bench: Benchmark) -> Benchmark:
         if not judged:
             del bench.qrels[qid]
     return bench
+
+
+def corpus_items(
+    path: Path, label: str, problems: Problems, parse: Callable[[str, str, int], Any]
+) -> Iterator[SourceItem | Skipped]:
+    """The items of a corpus file with one item a line, streamed: ``parse(text, label,
+    number)`` makes a line's :class:`SourceItem` (or a :class:`Skipped` note), or says why
+    the line is malformed — recorded in ``problems`` and skipped, as a line that cannot be
+    read (too long, not UTF-8) is; blank lines are passed over."""
+    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+        where = f"{label}:{number}"
+        if why:
+            problems.add(label, number, f"{why}: skipped")
+            yield Skipped(where, why)
+            continue
+        if not text.strip():
+            continue
+        item = parse(text, label, number)
+        if isinstance(item, str):
+            problems.add(label, number, item)
+            item = Skipped(where, item)
+        yield item
 
 
 def query_line(path: Path, qid: str) -> str:

@@ -6,31 +6,26 @@ a passage stays in it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split, query_line
-from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, read_qrels, read_queries
-from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import text_lines
+from lexlens.analysis.benchmark.dataset import (
+    Benchmark,
+    corpus_items,
+    file_stamp,
+    pick_split,
+    query_line,
+)
+from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
+from lexlens.analysis.collections.items import SourceItem
 from lexlens.models.base import InputError
 
 
-def _collection(path: Path, label: str, problems: Problems) -> Iterator[SourceItem | Skipped]:
-    for number, text, why in text_lines(path, label, limit=MAX_LINE):
-        where = f"{label}:{number}"
-        if why:
-            problems.add(label, number, f"{why}: skipped")
-            yield Skipped(where, why)
-            continue
-        if not text.strip():
-            continue
-        pid, tab, passage = text.partition("\t")
-        if not tab or not pid.strip() or not passage.strip():
-            problems.add(label, number, "expected pid<TAB>text")
-            yield Skipped(where, "expected pid<TAB>text")
-            continue
-        yield SourceItem(pid.strip(), text=passage.strip(), where=where)
+def _passage(text: str, label: str, number: int) -> SourceItem | str:
+    """A ``pid<TAB>text`` line's passage, or why it is none."""
+    pid, tab, passage = text.partition("\t")
+    if not tab or not pid.strip() or not passage.strip():
+        return "expected pid<TAB>text"
+    return SourceItem(pid.strip(), text=passage.strip(), where=f"{label}:{number}")
 
 
 def _split_of(name: str, prefix: str) -> str | None:
@@ -59,7 +54,8 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
     label = str(collection)
     return Benchmark(
         kind="msmarco", label=str(folder), root=folder, split=chosen, splits=splits,
-        queries=queries, qrels=qrels, read_items=lambda found: _collection(collection, label, found),
+        queries=queries, qrels=qrels,
+        read_items=lambda found: corpus_items(collection, label, found, _passage),
         fingerprint_parts=lambda: [file_stamp(collection), file_stamp(query_files[chosen]),
                                    file_stamp(qrels_files[chosen])],
         problems=problems, query_where=lambda qid: query_line(query_files[chosen], qid),

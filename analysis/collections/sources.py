@@ -20,7 +20,6 @@ UTF-8 or not a JSON object is skipped with its number.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from lexlens.analysis.collections.feature_files import FEATURE_SUFFIXES
 from lexlens.analysis.collections.items import Skipped, SourceItem, checked_items, derived_id
 from lexlens.analysis.core.inputs import (
     inside_folder,
-    load_json,
+    json_line,
     open_text,
     parse_labels,
     read_csv,
@@ -146,13 +145,9 @@ def _jsonl_rows(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any] | 
             continue
         if not raw.strip():
             continue
-        try:
-            row = load_json(raw, label, line)
-        except json.JSONDecodeError as exc:
-            yield line, f"not JSON ({exc.msg})"
-            continue
-        except InputError as exc:  # nested too deeply
-            yield line, str(exc).removeprefix(f"{label}:{line}: ")
+        row, why = json_line(raw, label, line)
+        if why:
+            yield line, why
             continue
         if not isinstance(row, dict):
             yield line, f"a JSON {type(row).__name__}, not an object"

@@ -224,6 +224,17 @@ def load_json(text: str, label: str, line: int = 0, *, precheck: bool = True) ->
         ) from None
 
 
+def json_line(text: str, label: str, line: int) -> tuple[Any, str]:
+    """``(value, "")`` of one JSON-lines record, or ``(None, why)`` when it is none (not
+    JSON, or nested too deeply): a reader skips that line with its reason."""
+    try:
+        return load_json(text, label, line), ""
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg})"
+    except InputError as exc:  # nested too deeply
+        return None, str(exc).removeprefix(f"{label}:{line}: ")
+
+
 def decode_text(data: bytes, label: str) -> str:
     """UTF-8 (a byte-order mark is accepted); anything else is refused with the file name."""
     try:
