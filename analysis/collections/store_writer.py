@@ -40,6 +40,7 @@ from lexlens.analysis.collections.store import (
     file_checksum,
     vocab_hash,
 )
+from lexlens.analysis.core.outputs import fsync_dir
 from lexlens.models.base import InputError
 
 #: Skipped items a manifest lists (the first ones; ``counts.skipped`` counts them all).
@@ -60,15 +61,6 @@ class IndexHeader:
 
 #: What fills an index: adds the items to the writer, returns (encoded, reused, skipped).
 Fill = Callable[["IndexWriter"], tuple[int, int, SkippedItems]]
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 _META_SCHEMA = None
@@ -242,7 +234,7 @@ def _install(tmp: Path, out: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
     else:
         os.rename(tmp, out)
-    _fsync_dir(out.parent)
+    fsync_dir(out.parent)
 
 
 def clean_stale(out: Path) -> None:
@@ -294,7 +286,7 @@ def _seal(tmp: Path, out: Path, manifest: dict) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    _fsync_dir(tmp)
+    fsync_dir(tmp)
     _install(tmp, out)
 
 

@@ -253,7 +253,7 @@ class FileSet:
                     f"could not put the files in place in {self.out} ({_why(exc)}): "
                     f"{self.unchanged}"
                 ) from None
-            _fsync_dir(self.out)
+            fsync_dir(self.out)
 
 
 def _keep(target: Path, keep: Path) -> None:
@@ -266,7 +266,8 @@ def _keep(target: Path, keep: Path) -> None:
         os.rename(target, keep)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries (its renames and new names) to disk, where the system can."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
