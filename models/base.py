@@ -7,8 +7,9 @@ workbench can show which unit produced which term.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -403,6 +404,15 @@ class DifferentiableEncoder(QuantisedEncoder, Protocol):
     def centroids_torch(self) -> Any:
         """The codebooks ``[M, K, D/M]`` as a tensor on the encoder's device."""
         ...
+
+
+def texts_digest(texts: Iterable[str], end: str) -> str:
+    """SHA-256 of texts in order, each as UTF-8 followed by ``end`` (what tells them apart)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(end.encode("utf-8"))
+    return digest.hexdigest()
 
 
 def check_texts(texts: list[str]) -> list[str]:

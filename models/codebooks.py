@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lexlens.models.base import LexlensError, Progress
+from lexlens.models.base import LexlensError, Progress, texts_digest
 from lexlens.models.pq import CODEBOOK_FILE, ProductQuantizer, report
 
 log = logging.getLogger(__name__)
@@ -37,11 +37,7 @@ LOCK_TIMEOUT = 600
 
 def corpus_digest(texts: list[str]) -> str:
     """SHA-256 of the texts in order (NUL-separated)."""
-    h = hashlib.sha256()
-    for t in texts:
-        h.update(t.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()
+    return texts_digest(texts, "\0")
 
 
 def cache_key(

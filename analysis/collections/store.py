@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.arguments import path_argument
-from lexlens.models.base import InputError
+from lexlens.models.base import InputError, texts_digest
 
 FORMAT = "lexlens-index"
 FORMAT_VERSION = 1
@@ -70,11 +70,7 @@ def file_checksum(path: Path) -> str:
 
 def vocab_hash(vocab: list[str]) -> str:
     """sha256 of the vocabulary (one token per line): two encoders share a space iff equal."""
-    digest = hashlib.sha256()
-    for token in vocab:
-        digest.update(token.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+    return texts_digest(vocab, "\n")
 
 
 @dataclass(frozen=True)
