@@ -41,6 +41,28 @@ def one_line_error(run, *needles: str) -> str:
     return lines[0]
 
 
+def refused(call, *needles: str) -> str:
+    """``call()`` refused as the API refuses a wrong argument: one :class:`LexlensError` line
+    (never a traceback of another kind) holding every needle; returns the line."""
+    from lexlens.models.base import LexlensError
+
+    with pytest.raises(LexlensError) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message, message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+def argument_cases(table: list[tuple]):
+    """A table of wrong-argument cases ``(argument, call, needle)`` as pytest parameters, each
+    row's id its argument and position."""
+    return pytest.mark.parametrize(
+        ("argument", "call", "needle"), table, ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(table)]
+    )
+
+
 def click_and_wait(at, click, timeout: float = 600.0) -> None:
     """``click()`` (a button, a form submit), run the page, and when that started a job, let
     it finish and run the page again (as its live progress would)."""

@@ -12,8 +12,8 @@ import lexlens
 from lexlens.analysis.attribution.options import AttributeOptions, ReportOptions
 from lexlens.analysis.attribution.report import attribution_report, build_report
 from lexlens.analysis.core.outputs import json_text
-from lexlens.models import LexlensError
 from tests.attribution.test_attr_toy import ToyEncoder
+from tests.helpers import refused
 
 TEXTS = ["a cat sleeps on the mat", "rockets launch at dawn"]
 
@@ -31,13 +31,6 @@ class Untouched(ToyEncoder):
 @pytest.fixture(scope="module")
 def untouched() -> Untouched:
     return Untouched()
-
-
-def _says(call, message: str) -> None:
-    with pytest.raises(LexlensError) as caught:
-        call()
-    text = str(caught.value)
-    assert message in text and "\n" not in text, text
 
 
 #: Wrong IG options: one declaration refuses them through every use case that runs IG.
@@ -102,12 +95,12 @@ WRONG_INPUTS = [
 )  # fmt: skip
 def test_traceback_attribute_refuses_each_wrong_argument_naming_it(untouched, what, wrong, message):
     arguments = {"encoder": untouched, "texts": TEXTS, **wrong}
-    _says(lambda: lexlens.attribute(**arguments), message)
+    refused(lambda: lexlens.attribute(**arguments), message)
 
 
 def test_traceback_attribute_refuses_a_missing_argument_and_takes_right_ones(untouched):
-    _says(lambda: lexlens.attribute(untouched), "missing a required argument: 'texts'")
-    _says(lambda: lexlens.attribute(untouched, TEXTS, AttributeOptions()), "positional")
+    refused(lambda: lexlens.attribute(untouched), "missing a required argument: 'texts'")
+    refused(lambda: lexlens.attribute(untouched, TEXTS, AttributeOptions()), "positional")
     # The same checks pass the right arguments through (the model runs: the toy answers).
     toy = ToyEncoder()
     options = AttributeOptions(steps=3, subvectors=(2, 0), batch_size=2)
@@ -154,18 +147,18 @@ def test_traceback_mot_evaluate_refuses_each_wrong_argument_naming_it(
     untouched, what, wrong, message
 ):
     arguments = {"encoder": untouched, "corpus": TEXTS, "m_values": (4,), "k": 2, **wrong}
-    _says(lambda: lexlens.mot_evaluate(**arguments), message)
+    refused(lambda: lexlens.mot_evaluate(**arguments), message)
 
 
 def test_traceback_mot_evaluate_refuses_attributions_of_other_texts(untouched):
     from lexlens.analysis.attribution.ig import attribute_texts
 
     attributions = attribute_texts(ToyEncoder(), TEXTS[:1], steps=2)
-    _says(
+    refused(
         lambda: lexlens.mot_evaluate(untouched, TEXTS, attributions=attributions),
         "attributions must be given for every corpus text, in order",
     )
-    _says(lambda: lexlens.mot_evaluate(untouched), "missing a required argument: 'corpus'")
+    refused(lambda: lexlens.mot_evaluate(untouched), "missing a required argument: 'corpus'")
 
 
 WRONG_REPORT = [
@@ -190,7 +183,7 @@ def test_traceback_the_report_refuses_each_wrong_argument_naming_it(
     untouched, use_case, what, wrong, message
 ):
     arguments = {"encoder": untouched, "texts": TEXTS, **wrong}
-    _says(lambda: use_case(**arguments), message)
+    refused(lambda: use_case(**arguments), message)
 
 
 def test_traceback_the_report_takes_its_options_as_a_type_or_keywords():

@@ -13,8 +13,7 @@ import lexlens
 from lexlens.analysis.benchmark.evaluate import evaluate
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.lexical.terms import TermsOptions
-from lexlens.models.base import LexlensError
-from tests.helpers import ROOT
+from tests.helpers import ROOT, argument_cases, refused
 
 BEIR = ROOT / "data" / "benchmarks" / "imagenet_beir"
 QUERIES = {"q1": "a dog on the beach", "q2": "a cup of espresso"}
@@ -205,43 +204,29 @@ OPEN_BENCHMARK = [
 ]
 
 
-def _cases(table):
-    return pytest.mark.parametrize(
-        ("argument", "call", "needle"), table, ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(table)]
-    )
-
-
-def _refused(call, needle: str, ix: Path, out: Path) -> None:
-    with pytest.raises(LexlensError) as caught:
-        call(ix, out)
-    message = str(caught.value)
-    assert needle in message, message
-    assert "\n" not in message
-
-
-@_cases(EVALUATE)
+@argument_cases(EVALUATE)
 def test_traceback_evaluate_names_each_wrong_argument(argument, call, needle, index, tmp_path):
-    _refused(call, needle, index, tmp_path)
+    refused(lambda: call(index, tmp_path), needle)
 
 
-@_cases(EVALUATE_BENCHMARK)
+@argument_cases(EVALUATE_BENCHMARK)
 def test_traceback_evaluate_benchmark_names_each_wrong_argument(
     argument, call, needle, index, tmp_path
 ):
-    _refused(call, needle, index, tmp_path)
+    refused(lambda: call(index, tmp_path), needle)
 
 
-@_cases(EXPORT_INDEX)
+@argument_cases(EXPORT_INDEX)
 def test_traceback_export_index_names_each_wrong_argument(argument, call, needle, index, tmp_path):
-    _refused(call, needle, index, tmp_path)
+    refused(lambda: call(index, tmp_path), needle)
     assert not (tmp_path / "export").exists()  # refused before anything is written
 
 
-@_cases(OPEN_BENCHMARK)
+@argument_cases(OPEN_BENCHMARK)
 def test_traceback_open_benchmark_names_each_wrong_argument(
     argument, call, needle, index, tmp_path
 ):
-    _refused(call, needle, index, tmp_path)
+    refused(lambda: call(index, tmp_path), needle)
 
 
 def test_traceback_every_argument_is_checked():

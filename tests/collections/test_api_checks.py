@@ -5,18 +5,16 @@ protocol every analysis reads collections through."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from lexlens.analysis.collections.indexing import build_index, index_collection
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.collections.workspace_build import build_collection
 from lexlens.analysis.core.collection import Collection
-from lexlens.models import LexlensError
+from tests.helpers import refused
 
 
 def _texts(tmp_path: Path) -> Path:
@@ -52,11 +50,6 @@ WRONG_OPTIONS = [
 ]
 
 
-def _refused(call, needle: str) -> None:
-    with pytest.raises(LexlensError, match=re.escape(needle)):
-        call()
-
-
 def test_traceback_build_index_names_each_wrong_argument(splade, tmp_path):
     source, out = _texts(tmp_path), tmp_path / "ix"
     cases = [
@@ -81,7 +74,7 @@ def test_traceback_build_index_names_each_wrong_argument(splade, tmp_path):
         for wrong, needle in WRONG_OPTIONS
     ]
     for call, needle in cases:
-        _refused(call, needle)
+        refused(call, needle)
     assert not out.exists()
 
 
@@ -103,7 +96,7 @@ def test_traceback_index_collection_names_each_wrong_argument(tmp_path):
         for wrong, needle in WRONG_OPTIONS
     ]
     for call, needle in cases:
-        _refused(call, needle)
+        refused(call, needle)
     assert not (tmp_path / "new").exists()
 
 
@@ -137,16 +130,16 @@ def test_traceback_build_collection_names_each_wrong_argument(splade, tmp_path, 
         for wrong, needle in WRONG_OPTIONS
     ]  # fmt: skip
     for call, needle in cases:
-        _refused(call, needle)
+        refused(call, needle)
     assert not home.exists()
 
 
 def test_traceback_open_index_names_its_argument(splade, tmp_path):
     for wrong, shown in [(5, "int"), (None, "NoneType"), (3.5, "float"), ("", "''"),
                          ("a\0b", "'a\\x00b'"), (["ix"], "list")]:  # fmt: skip
-        _refused(lambda wrong=wrong: open_index(wrong),
+        refused(lambda wrong=wrong: open_index(wrong),
                  f"path must be a stored index or its folder, not {shown}")  # fmt: skip
-    _refused(lambda: open_index(tmp_path / "none"), "not found")
+    refused(lambda: open_index(tmp_path / "none"), "not found")
     index = open_index(build_index(splade, _texts(tmp_path), tmp_path / "ix").out)
     assert open_index(index) is index
 

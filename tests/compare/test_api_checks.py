@@ -13,7 +13,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.compare.compare import compare, compare_encodings
 from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
-from lexlens.models import LexlensError
+from tests.helpers import refused
 
 TEXT = "a dog on the beach"
 
@@ -27,16 +27,6 @@ def pets_index(tmp_path_factory, splade) -> Path:
     )
     build_index(splade, source, folder / "pets", gate_k=768, encoder_spec="splade-tiny")
     return folder / "pets"
-
-
-def _refused(call, *named: str) -> str:
-    with pytest.raises(LexlensError) as caught:
-        call()
-    message = str(caught.value)
-    assert "\n" not in message
-    for name in named:
-        assert name in message, message
-    return message
 
 
 # (keyword arguments, what the message names) for the options every comparison shares
@@ -68,32 +58,32 @@ SHARED_OPTIONS = [
     ],
 )
 def test_traceback_compare_options_are_refused_naming_them(splade, given, named):
-    _refused(lambda: compare(splade, image=b"not read", **given), named)
+    refused(lambda: compare(splade, image=b"not read", **given), named)
 
 
 def test_traceback_compare_inputs_are_refused_naming_them(splade, effnet, tmp_path):
-    _refused(lambda: compare(5, text=TEXT), "encoder_a")
-    _refused(lambda: compare(None, text=TEXT), "encoder_a")
-    _refused(lambda: compare("", text=TEXT), "encoder_a")
-    _refused(lambda: compare(splade, 3.5, text=TEXT), "encoder_b")
-    _refused(lambda: compare(splade, text=5), "text")
-    _refused(lambda: compare(splade, text="   "), "text")
-    _refused(lambda: compare(splade), "text", "image")
-    _refused(lambda: compare(splade, text=TEXT, image=b"x"), "text", "image")
-    _refused(lambda: compare(effnet, image=5), "image")
-    _refused(lambda: compare(effnet, image=tmp_path / "missing.png"), "missing.png")
-    _refused(lambda: compare(effnet, image=b"not a picture"), "not an image")
-    _refused(lambda: compare(effnet, image=b"x", name=5), "name")
-    _refused(lambda: compare(splade, text=TEXT, name="photo.png"), "name")
-    _refused(lambda: compare(effnet, image=b"x", cells="r0c0"), "cells")
-    _refused(lambda: compare(effnet, image=b"x", cells=[0]), "cells")
-    _refused(lambda: compare(effnet, image=b"x", cells=[]), "cells")
-    _refused(lambda: compare(splade, text=TEXT, cells=["r0c0"]), "cells")
-    _refused(lambda: compare(splade, text=TEXT, box=(0, 0, 1, 1)), "box")
-    _refused(lambda: compare(splade, text=TEXT, term="dog"), "term")
-    _refused(lambda: compare(splade, text=TEXT, device=5), "device")
-    _refused(lambda: compare(splade, text=TEXT, device="tpu"), "device")
-    _refused(lambda: compare(splade, text=TEXT, gate_k=64), "same encoder", "gate k")
+    refused(lambda: compare(5, text=TEXT), "encoder_a")
+    refused(lambda: compare(None, text=TEXT), "encoder_a")
+    refused(lambda: compare("", text=TEXT), "encoder_a")
+    refused(lambda: compare(splade, 3.5, text=TEXT), "encoder_b")
+    refused(lambda: compare(splade, text=5), "text")
+    refused(lambda: compare(splade, text="   "), "text")
+    refused(lambda: compare(splade), "text", "image")
+    refused(lambda: compare(splade, text=TEXT, image=b"x"), "text", "image")
+    refused(lambda: compare(effnet, image=5), "image")
+    refused(lambda: compare(effnet, image=tmp_path / "missing.png"), "missing.png")
+    refused(lambda: compare(effnet, image=b"not a picture"), "not an image")
+    refused(lambda: compare(effnet, image=b"x", name=5), "name")
+    refused(lambda: compare(splade, text=TEXT, name="photo.png"), "name")
+    refused(lambda: compare(effnet, image=b"x", cells="r0c0"), "cells")
+    refused(lambda: compare(effnet, image=b"x", cells=[0]), "cells")
+    refused(lambda: compare(effnet, image=b"x", cells=[]), "cells")
+    refused(lambda: compare(splade, text=TEXT, cells=["r0c0"]), "cells")
+    refused(lambda: compare(splade, text=TEXT, box=(0, 0, 1, 1)), "box")
+    refused(lambda: compare(splade, text=TEXT, term="dog"), "term")
+    refused(lambda: compare(splade, text=TEXT, device=5), "device")
+    refused(lambda: compare(splade, text=TEXT, device="tpu"), "device")
+    refused(lambda: compare(splade, text=TEXT, gate_k=64), "same encoder", "gate k")
 
 
 @pytest.fixture(scope="module")
@@ -114,28 +104,28 @@ def test_traceback_compare_encodings_refuses_each_argument(splade, effnet, encod
         return lambda: compare_encodings(**arguments)
 
     call()()  # the unchanged call compares
-    _refused(call(encoder_a="splade-tiny"), "encoder_a")
-    _refused(call(encoder_b=None), "encoder_b")
-    _refused(call(encoding_a=text.weights), "encoding_a")
-    _refused(call(encoding_b=None), "encoding_b")
-    _refused(call(encoder_b=effnet, encoding_b=image), "same kind of input")
-    _refused(call(cells=("r0c0",)), "cells")
-    _refused(call(cells="r0c0"), "cells")
-    _refused(call(input_info="a dog"), "input_info")
-    _refused(call(options={"top": 3}), "options")
-    _refused(call(top=-1), "top")
-    _refused(call(gate_k=(768, -5)), "gate_k")
-    _refused(call(box=(0.5, 0.5, 0.5, 1)), "box")
-    _refused(call(term=["dog"]), "term")
-    _refused(call(colour="red"), "'colour'")
+    refused(call(encoder_a="splade-tiny"), "encoder_a")
+    refused(call(encoder_b=None), "encoder_b")
+    refused(call(encoding_a=text.weights), "encoding_a")
+    refused(call(encoding_b=None), "encoding_b")
+    refused(call(encoder_b=effnet, encoding_b=image), "same kind of input")
+    refused(call(cells=("r0c0",)), "cells")
+    refused(call(cells="r0c0"), "cells")
+    refused(call(input_info="a dog"), "input_info")
+    refused(call(options={"top": 3}), "options")
+    refused(call(top=-1), "top")
+    refused(call(gate_k=(768, -5)), "gate_k")
+    refused(call(box=(0.5, 0.5, 0.5, 1)), "box")
+    refused(call(term=["dog"]), "term")
+    refused(call(colour="red"), "'colour'")
     # an encoding with fewer weights than its encoder's vocabulary has terms
     shorter = dataclasses.replace(text, weights=text.weights[:100])
-    _refused(call(encoding_b=shorter), "encoding_b", "vocabulary")
+    refused(call(encoding_b=shorter), "encoding_b", "vocabulary")
     # cells with an image: they name patches of its grid
     image_call = {"encoder_a": effnet, "encoding_a": image, "encoder_b": effnet,
                   "encoding_b": image, "gate_k": (768, 64)}  # fmt: skip
-    _refused(lambda: compare_encodings(**image_call, cells=["r99c99"]), "r99c99")
-    _refused(lambda: compare_encodings(**image_call, cells=["r0c0"], box=(0, 0, 1, 1)), "box")
+    refused(lambda: compare_encodings(**image_call, cells=["r99c99"]), "r99c99")
+    refused(lambda: compare_encodings(**image_call, cells=["r0c0"], box=(0, 0, 1, 1)), "box")
 
 
 @pytest.mark.parametrize(
@@ -155,22 +145,22 @@ def test_traceback_compare_encodings_refuses_each_argument(splade, effnet, encod
     ],
 )
 def test_traceback_compare_indexes_options_are_refused_naming_them(pets_index, given, named):
-    _refused(lambda: compare_indexes(pets_index, **given), named)
+    refused(lambda: compare_indexes(pets_index, **given), named)
 
 
 def test_traceback_compare_indexes_inputs_are_refused_naming_them(pets_index, splade, tmp_path):
-    _refused(lambda: compare_indexes(5), "index_a")
-    _refused(lambda: compare_indexes(None), "index_a")
-    _refused(lambda: compare_indexes(pets_index, 2.5), "index_b")
-    _refused(lambda: compare_indexes(tmp_path / "missing"), "missing", "not found")
-    _refused(lambda: compare_indexes(pets_index, encoder_a=5, gate_k=(768, 2)), "encoder_a")
-    _refused(
+    refused(lambda: compare_indexes(5), "index_a")
+    refused(lambda: compare_indexes(None), "index_a")
+    refused(lambda: compare_indexes(pets_index, 2.5), "index_b")
+    refused(lambda: compare_indexes(tmp_path / "missing"), "missing", "not found")
+    refused(lambda: compare_indexes(pets_index, encoder_a=5, gate_k=(768, 2)), "encoder_a")
+    refused(
         lambda: compare_indexes(pets_index, encoder_a=splade, encoder_b=[], gate_k=(768, 2)),
         "encoder_b",
     )
-    _refused(lambda: compare_indexes(pets_index, encoder_a=splade, gate_k=768), "same index")
-    _refused(lambda: compare_indexes(pets_index, gate_k=(768, 1000)), "re-gate exactly")
-    _refused(
+    refused(lambda: compare_indexes(pets_index, encoder_a=splade, gate_k=768), "same index")
+    refused(lambda: compare_indexes(pets_index, gate_k=(768, 1000)), "re-gate exactly")
+    refused(
         lambda: compare_indexes(pets_index, encoder_a="efficientnet-lite0-lexical"),
         "'efficientnet-lite0-lexical'",
         "text",

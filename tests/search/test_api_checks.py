@@ -18,7 +18,7 @@ from lexlens.analysis.search import ranking
 from lexlens.analysis.search.memory_collection import MemoryCollection
 from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.search import search, search_file, search_index
-from lexlens.models import LexlensError
+from tests.helpers import refused
 from tests.search.test_search import ToyEncoder, toy_collection
 
 #: A wrong value of each option, and the start of the one message that refuses it.
@@ -53,23 +53,16 @@ def toy_index(tmp_path_factory):
     return root / "ix"
 
 
-def _refused(call, needle: str) -> None:
-    with pytest.raises(LexlensError) as caught:
-        call()
-    assert needle in str(caught.value), str(caught.value)
-    assert "\n" not in str(caught.value)
-
-
 @pytest.mark.parametrize(("given", "needle"), WRONG_OPTIONS)
 def test_traceback_search_refuses_each_wrong_option(given, needle):
-    _refused(lambda: search(toy_collection(), ToyEncoder(), "dog", exclude="beach", **given),
+    refused(lambda: search(toy_collection(), ToyEncoder(), "dog", exclude="beach", **given),
              needle)  # fmt: skip
 
 
 @pytest.mark.parametrize(("given", "needle"), WRONG_OPTIONS)
 def test_traceback_search_index_and_file_refuse_each_wrong_option(given, needle, toy_index):
-    _refused(lambda: search_index(toy_index, ToyEncoder(), query="dog", **given), needle)
-    _refused(lambda: search_file("data/collection.csv", 42, query="dog", **given), needle)
+    refused(lambda: search_index(toy_index, ToyEncoder(), query="dog", **given), needle)
+    refused(lambda: search_file("data/collection.csv", 42, query="dog", **given), needle)
 
 
 def test_traceback_search_names_each_wrong_argument():
@@ -91,7 +84,7 @@ def test_traceback_search_names_each_wrong_argument():
         (lambda: search(col, enc, query_image=b"x", query_mode="bow"), "needs a text query"),
         (lambda: search(col, enc, query_image=b"not an image"), "not an image"),
     ]:  # fmt: skip
-        _refused(call, needle)
+        refused(call, needle)
 
 
 def test_traceback_search_index_names_each_wrong_argument(toy_index, tmp_path):
@@ -109,7 +102,7 @@ def test_traceback_search_index_names_each_wrong_argument(toy_index, tmp_path):
         (lambda: search_index(toy_index, enc, query="dog", options=SearchOptions, top=3),
          "options must be SearchOptions"),
     ]:  # fmt: skip
-        _refused(call, needle)
+        refused(call, needle)
 
 
 def test_traceback_search_file_names_each_wrong_argument(tmp_path):
@@ -125,7 +118,7 @@ def test_traceback_search_file_names_each_wrong_argument(tmp_path):
         (lambda: search_file("data/collection.csv", enc, query="dog", device=1.0),
          "device must be"),
     ]:  # fmt: skip
-        _refused(call, needle)
+        refused(call, needle)
 
 
 def test_unbounded_search_caches_leave_with_their_collection(toy_index):

@@ -14,8 +14,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.search.evaluation import TableEvaluationOptions, evaluate
 from lexlens.analysis.search.options import SearchOptions
-from lexlens.models.base import LexlensError
-from tests.helpers import ROOT, one_line_error
+from tests.helpers import ROOT, argument_cases, one_line_error, refused
 
 PAIRS = [{"a": "dog", "b": "beach"}, {"a": "cat", "b": "snow"}]
 
@@ -110,28 +109,14 @@ EVALUATE = [
 ]
 
 
-def _cases(table):
-    return pytest.mark.parametrize(
-        ("argument", "call", "needle"), table, ids=[f"{a}-{i}" for i, (a, _, _) in enumerate(table)]
-    )
-
-
-def _refused(call, needle: str, index: Path, splade) -> None:
-    with pytest.raises(LexlensError) as caught:
-        call(index, splade)
-    message = str(caught.value)
-    assert needle in message, message
-    assert "\n" not in message
-
-
-@_cases(EVALUATE_INDEX)
+@argument_cases(EVALUATE_INDEX)
 def test_traceback_evaluate_index_names_each_wrong_argument(argument, call, needle, index, splade):
-    _refused(call, needle, index, splade)
+    refused(lambda: call(index, splade), needle)
 
 
-@_cases(EVALUATE)
+@argument_cases(EVALUATE)
 def test_traceback_evaluate_names_each_wrong_argument(argument, call, needle, index, splade):
-    _refused(call, needle, index, splade)
+    refused(lambda: call(index, splade), needle)
 
 
 def test_traceback_every_argument_of_a_tables_evaluation_is_checked():
