@@ -11,29 +11,15 @@ from pathlib import Path
 import pytest
 
 from lexlens.analysis.benchmark.readers import is_benchmark_source, open_benchmark
-from lexlens.analysis.collections.items import Skipped, SourceItem
 from lexlens.models.base import InputError
+from tests.benchmark.files import beir_folder, items_of, msmarco_files
 from tests.helpers import skimage_path
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "benchmarks"
 
 
-def _items(bench):
-    out = list(bench.items())
-    return [i for i in out if isinstance(i, SourceItem)], [s for s in out if isinstance(s, Skipped)]
-
-
-def _beir(folder: Path, corpus: str, queries: str, qrels: dict[str, str]) -> Path:
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(corpus)
-    (folder / "queries.jsonl").write_text(queries)
-    for split, text in qrels.items():
-        (folder / "qrels" / f"{split}.tsv").write_text(text)
-    return folder
-
-
 def test_a_beir_folder_with_every_malformed_case_named(tmp_path):
-    folder = _beir(
+    folder = beir_folder(
         tmp_path / "beir",
         '{"_id": "d1", "title": "Dogs", "text": "two dogs"}\n'
         '{"_id": "d2", "title": "", "text": "a cup"}\n'
@@ -50,7 +36,7 @@ def test_a_beir_folder_with_every_malformed_case_named(tmp_path):
     assert is_benchmark_source(folder)
     bench = open_benchmark(folder)  # test is the default split
     assert (bench.kind, bench.split, bench.splits) == ("beir", "test", ["dev", "test"])
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [(i.id, i.text) for i in items] == [("d1", "Dogs two dogs"), ("d2", "a cup")]
     assert [s.file for s in skipped] == [f"{folder}/corpus.jsonl:{n}" for n in (3, 4, 5)]
     assert bench.queries == {"q1": "dog", "q2": "cup"}
@@ -71,11 +57,12 @@ def test_a_beir_folder_with_every_malformed_case_named(tmp_path):
 
 
 def test_ms_marco_files(tmp_path):
-    (tmp_path / "collection.tsv").write_text("0\tthe first passage\n1\tthe second\nno tab here\n")
-    (tmp_path / "queries.dev.tsv").write_text("10\twhat is first\n11\t\n")
-    (tmp_path / "qrels.dev.tsv").write_text("10 0 0 1\n11 0 1 1\n")
-    bench = open_benchmark(tmp_path / "collection.tsv")
-    items, skipped = _items(bench)
+    collection = msmarco_files(
+        tmp_path, "0\tthe first passage\n1\tthe second\nno tab here\n",
+        "10\twhat is first\n11\t\n", "10 0 0 1\n11 0 1 1\n",
+    )  # fmt: skip
+    bench = open_benchmark(collection)
+    items, skipped = items_of(bench)
     assert [(i.id, i.text) for i in items] == [("0", "the first passage"), ("1", "the second")]
     assert skipped[0].file.endswith("collection.tsv:3")
     assert bench.queries == {"10": "what is first"} and bench.split == "dev"
@@ -98,7 +85,7 @@ def test_a_karpathy_split_gives_image_items_and_caption_queries(tmp_path):
     path = tmp_path / "dataset_coco.json"
     path.write_text(json.dumps({"images": entries}))
     bench = open_benchmark(path, images=tmp_path / "img")
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [(i.id, i.image, i.captions) for i in items] == [
         ("77", "cat.png", ("a cat", "a tabby")),
         ("1", "gone.png", ("missing",)),  # the build names a missing file ("not found")
@@ -128,7 +115,7 @@ def test_a_hugging_face_dataset_saved_to_disk_and_as_parquet(tmp_path):
     saved = tmp_path / "saved"
     datasets.DatasetDict({"test": table, "train": table}).save_to_disk(str(saved))
     bench = open_benchmark(saved)
-    items, _ = _items(bench)
+    items, _ = items_of(bench)
     assert [(i.id, i.captions) for i in items] == [
         ("a", ("an espresso", "coffee")),
         ("b", ("cup",)),
@@ -141,7 +128,7 @@ def test_a_hugging_face_dataset_saved_to_disk_and_as_parquet(tmp_path):
     texts.to_parquet(str(tmp_path / "t.parquet"))
     with pytest.raises(InputError, match="name the image and caption columns.*body"):
         open_benchmark(tmp_path / "t.parquet", kind="hf")
-    items, _ = _items(open_benchmark(tmp_path / "t.parquet", kind="hf", text_columns=["body"]))
+    items, _ = items_of(open_benchmark(tmp_path / "t.parquet", kind="hf", text_columns=["body"]))
     assert [i.text for i in items] == ["a text", "another"]
 
 
@@ -173,7 +160,7 @@ def test_an_ir_datasets_id_is_read_from_the_cache_and_never_downloaded(tmp_path,
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     bench = open_benchmark("irds:lexlens-test/local")
-    items, _ = _items(bench)
+    items, _ = items_of(bench)
     assert [(i.id, i.text) for i in items] == [("d1", "a dog"), ("d2", "a cat")]
     assert bench.queries == {"q1": "dog"} and bench.qrels == {"q1": {"d1": 1}}
     with pytest.raises(InputError, match="not in the local ir_datasets cache"):
@@ -186,7 +173,7 @@ def test_not_a_benchmark_and_files_that_are_not_regular(tmp_path):
     assert not is_benchmark_source(tmp_path)
     with pytest.raises(InputError, match="not a benchmark"):
         open_benchmark(tmp_path)
-    folder = _beir(tmp_path / "b", "", '{"_id": "q", "text": "x"}\n', {"test": "q 0 d 1\n"})
+    folder = beir_folder(tmp_path / "b", "", '{"_id": "q", "text": "x"}\n', {"test": "q 0 d 1\n"})
     (folder / "corpus.jsonl").unlink()
     os.mkfifo(folder / "corpus.jsonl")  # would block a reader that opened it
     with pytest.raises(InputError, match="not a regular file"):
@@ -195,11 +182,11 @@ def test_not_a_benchmark_and_files_that_are_not_regular(tmp_path):
 
 def test_the_samples_read_back_with_their_counts():
     beir = open_benchmark(DATA / "imagenet_beir")
-    items, skipped = _items(beir)
+    items, skipped = items_of(beir)
     assert (len(items), len(skipped), len(beir.queries), len(beir.qrels)) == (223, 0, 60, 60)
     assert not beir.problem_lines()
     photos = open_benchmark(DATA / "photos_karpathy" / "dataset_photos.json",
                             images=skimage_path("chelsea.png").parent)  # fmt: skip
-    items, skipped = _items(photos)
+    items, skipped = items_of(photos)
     assert (len(items), len(photos.queries), photos.split) == (12, 60, "test")
     assert all(len(i.captions) == 5 for i in items) and not skipped

@@ -18,20 +18,8 @@ from lexlens.analysis.benchmark.trec import Problems, lines
 from lexlens.analysis.collections.items import Skipped, SourceItem
 from lexlens.analysis.collections.sources import iter_items, open_source
 from lexlens.models.base import InputError
+from tests.benchmark.files import beir_folder, items_of, jsonl, msmarco_files
 from tests.helpers import one_line_error, skimage_path
-
-
-def _items(bench):
-    out = list(bench.items())
-    return [i for i in out if isinstance(i, SourceItem)], [s for s in out if isinstance(s, Skipped)]
-
-
-def _beir(folder: Path, corpus: str, queries: str, qrels: str) -> Path:
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(corpus)
-    (folder / "queries.jsonl").write_text(queries)
-    (folder / "qrels" / "test.tsv").write_text(qrels)
-    return folder
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -47,9 +35,8 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_silent_wrong_whitespace_ids_in_a_beir_folder_are_skipped_and_named(tmp_path, cli):
-    corpus = "".join(
-        json.dumps(row) + "\n"
-        for row in [
+    corpus = jsonl(
+        [
             {"_id": "d1", "text": "a red apple"},
             {"_id": "d 2", "text": "a space in the id"},
             {"_id": "d\t3", "text": "a tab in the id"},
@@ -57,18 +44,17 @@ def test_silent_wrong_whitespace_ids_in_a_beir_folder_are_skipped_and_named(tmp_
             {"_id": "d\n5", "text": "a newline in the id"},
         ]
     )
-    queries = "".join(
-        json.dumps(row) + "\n"
-        for row in [
+    queries = jsonl(
+        [
             {"_id": "q1", "text": "apple"},
             {"_id": "q 2", "text": "pear"},
             {"_id": "q3", "text": "fruit"},
         ]
     )
     qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq 2\td4\t1\nq3\td 2\t1\nq3\td4\t1\n"
-    folder = _beir(tmp_path / "beir", corpus, queries, qrels)
+    folder = beir_folder(tmp_path / "beir", corpus, queries, qrels)
     bench = open_benchmark(folder)
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [i.id for i in items] == ["d1", "d4"]
     label = f"{folder}/corpus.jsonl"
     assert [(s.file, s.reason) for s in skipped] == [
@@ -98,11 +84,12 @@ def test_silent_wrong_whitespace_ids_in_a_beir_folder_are_skipped_and_named(tmp_
 
 
 def test_silent_wrong_whitespace_ids_in_ms_marco_csv_jsonl_and_folders(tmp_path):
-    (tmp_path / "collection.tsv").write_text("0\tfirst passage\n1 1\tsecond passage\n2\tthird\n")
-    (tmp_path / "queries.dev.tsv").write_text("10\twhat\n1 1\twho\n")
-    (tmp_path / "qrels.dev.tsv").write_text("10 0 0 1\n")
-    bench = open_benchmark(tmp_path / "collection.tsv")
-    items, skipped = _items(bench)
+    collection = msmarco_files(
+        tmp_path, "0\tfirst passage\n1 1\tsecond passage\n2\tthird\n", "10\twhat\n1 1\twho\n",
+        "10 0 0 1\n",
+    )  # fmt: skip
+    bench = open_benchmark(collection)
+    items, skipped = items_of(bench)
     assert [i.id for i in items] == ["0", "2"]
     assert [s.file for s in skipped] == [f"{tmp_path}/collection.tsv:2"]
     assert bench.queries == {"10": "what"}
@@ -150,7 +137,7 @@ def test_silent_wrong_whitespace_ids_in_karpathy_and_hugging_face_name_their_row
     path = tmp_path / "dataset_coco.json"
     path.write_text(json.dumps({"images": entries}))
     bench = open_benchmark(path, images=photo.parent)
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [i.id for i in items] == ["8"] and skipped[0].file == f"{path}:images[0]"
     assert bench.queries == {"8_0": "a tabby"}
     assert f"{path}:images[0].sentences[0]: query id '7 7_0' holds whitespace" in "\n".join(
@@ -164,7 +151,7 @@ def test_silent_wrong_whitespace_ids_in_karpathy_and_hugging_face_name_their_row
     ).save_to_disk(str(saved))
     (saved / "chelsea.png").write_bytes(photo.read_bytes())
     bench = open_benchmark(saved)
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [i.id for i in items] == ["c"] and skipped[0].file == f"{saved}[train][0]"
     assert bench.queries == {"c_0": "second"}
     assert f"{saved}[train][0]: query id 'a b_0' holds whitespace" in "\n".join(
@@ -191,7 +178,7 @@ def test_silent_wrong_a_repeated_karpathy_image_id_is_named_and_the_later_skippe
     # three captions become nobody's queries (before: 5_0, 5_1 overwritten, 5_2 added).
     assert bench.queries == {"5_0": "a cat on a rug", "5_1": "a tabby cat", "6_0": "coffee"}
     assert bench.qrels == {"5_0": {"5": 1}, "5_1": {"5": 1}, "6_0": {"6": 1}}
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [(i.id, i.image, i.captions) for i in items] == [
         ("5", "chelsea.png", ("a cat on a rug", "a tabby cat")),
         ("6", "coffee.png", ("coffee",)),
@@ -220,7 +207,7 @@ def test_silent_wrong_a_repeated_hugging_face_id_is_named_and_the_later_skipped(
     ).save_to_disk(str(saved))  # fmt: skip
     bench = open_benchmark(saved)
     assert bench.queries == {"x_0": "a cat", "x_1": "a tabby", "y_0": "a cup"}
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [(i.id, i.captions) for i in items] == [("x", ("a cat", "a tabby")), ("y", ("a cup",))]
     assert [(s.file, s.reason) for s in skipped] == [
         (f"{saved}[train][2]", "id 'x' appears again (first at row 0): skipped")
@@ -231,16 +218,17 @@ def test_silent_wrong_a_repeated_hugging_face_id_is_named_and_the_later_skipped(
 
 
 def test_data_lost_a_bare_cr_stays_in_the_ms_marco_passage(tmp_path):
-    (tmp_path / "collection.tsv").write_bytes(
+    msmarco_files(
+        tmp_path,
         b"0\tthe first half\rthe second half\r\n"  # CRLF line end: dropped; the bare \r kept
         b"1\tnext passage\n"
         b"no tab on line three\n"
-        b"3\tlast\n"
+        b"3\tlast\n",
+        b"10\twhat is\rthis\n",
+        "10 0 0 1\n",
     )
-    (tmp_path / "queries.dev.tsv").write_bytes(b"10\twhat is\rthis\n")
-    (tmp_path / "qrels.dev.tsv").write_text("10 0 0 1\n")
     bench = open_benchmark(tmp_path)
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert [(i.id, i.text, i.where.rsplit(":", 1)[1]) for i in items] == [
         ("0", "the first half\rthe second half", "1"),
         ("1", "next passage", "2"),
@@ -284,7 +272,7 @@ def test_security_a_mixed_image_column_is_read_per_row_and_the_dataset_never_wri
     before = _snapshot(saved)
 
     bench = open_benchmark(saved)
-    items, skipped = _items(bench)
+    items, skipped = items_of(bench)
     assert bench.root == saved
     by_id = {i.id: i for i in items}
     assert by_id["by-path"].image == "photos/chelsea.png"  # relative to the dataset's folder
@@ -347,7 +335,7 @@ def test_unbounded_a_saved_dataset_and_parquet_files_are_read_in_place(tmp_path,
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         before, written = _snapshot(folder), _written()
         bench = open_benchmark(folder)
-        items, skipped = _items(bench)
+        items, skipped = items_of(bench)
         assert (len(items), skipped, bench.size_hint) == (n, [], n)
         assert items[0].id == "p0" and items[-1].id == f"p{n - 1}"
         assert _written() - written < size // 20, folder  # no copy of the data was written
@@ -388,7 +376,7 @@ def test_unbounded_an_over_long_line_is_read_past_in_chunks_and_its_neighbours_k
     bench = open_benchmark(path)
     tracemalloc.start()
     try:
-        items, skipped = _items(bench)
+        items, skipped = items_of(bench)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -408,7 +396,7 @@ def test_unbounded_an_over_long_line_is_read_past_in_chunks_and_its_neighbours_k
 
 
 def test_data_lost_a_line_that_is_not_utf8_is_skipped_alone(tmp_path):
-    folder = _beir(
+    folder = beir_folder(
         tmp_path / "beir",
         '{"_id": "d1", "text": "one"}\n{"_id": "d2", "text": "caf\xe9"}\n',
         '{"_id": "q1", "text": "one"}\n',
@@ -417,7 +405,7 @@ def test_data_lost_a_line_that_is_not_utf8_is_skipped_alone(tmp_path):
     latin1 = b'{"_id": "d3", "text": "latin-1 \xe9"}'
     with open(folder / "corpus.jsonl", "ab") as handle:
         handle.write(latin1 + b'\n{"_id": "d4", "text": "four"}\n')
-    items, skipped = _items(open_benchmark(folder))
+    items, skipped = items_of(open_benchmark(folder))
     assert [i.id for i in items] == ["d1", "d2", "d4"]
     assert [(s.file, s.reason) for s in skipped] == [
         (f"{folder}/corpus.jsonl:3", f"not UTF-8 text (byte {latin1.index(0xE9)} of the line)")
@@ -426,13 +414,13 @@ def test_data_lost_a_line_that_is_not_utf8_is_skipped_alone(tmp_path):
 
 def test_traceback_deeply_nested_json_is_one_line_naming_file_and_line(tmp_path, cli):
     deep = "[" * 100_000
-    folder = _beir(
+    folder = beir_folder(
         tmp_path / "beir",
         '{"_id": "d1", "text": "one"}\n' + deep + '\n{"_id": "d2", "text": "two"}\n',
         '{"_id": "q1", "text": "one"}\n',
         "q1 0 d1 1\n",
     )
-    items, skipped = _items(open_benchmark(folder))
+    items, skipped = items_of(open_benchmark(folder))
     assert [i.id for i in items] == ["d1", "d2"]
     assert [(s.file, s.reason) for s in skipped] == [
         (f"{folder}/corpus.jsonl:2", "JSON nested 100,000 levels deep (over 400): refused")
@@ -446,12 +434,12 @@ def test_traceback_deeply_nested_json_is_one_line_naming_file_and_line(tmp_path,
     run = cli("index", "--encoder", "splade-tiny", "--source", karpathy, "--out", tmp_path / "k")
     one_line_error(run, f"{karpathy}:3: JSON nested 100,003 levels deep")  # {, [, { and 100,000
 
-    jsonl = tmp_path / "items.jsonl"
-    jsonl.write_text('{"text": "kept"}\n{"text": ' + deep + "\n")
-    got = list(iter_items(open_source(jsonl)))
+    jsonl_file = tmp_path / "items.jsonl"
+    jsonl_file.write_text('{"text": "kept"}\n{"text": ' + deep + "\n")
+    got = list(iter_items(open_source(jsonl_file)))
     assert isinstance(got[0], SourceItem) and got[0].text == "kept"
     assert (got[1].file, got[1].reason) == (
-        f"{jsonl}:2",
+        f"{jsonl_file}:2",
         "JSON nested 100,001 levels deep (over 400): refused",
     )
     assert not (tmp_path / "ix").exists() and not (tmp_path / "k").exists()

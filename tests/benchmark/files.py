@@ -1,0 +1,40 @@
+"""Benchmark files the reader tests write (each test writes what it reads), and the items a
+benchmark streams, read and skipped apart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from lexlens.analysis.collections.items import Skipped, SourceItem
+
+
+def items_of(bench) -> tuple[list[SourceItem], list[Skipped]]:
+    """The items a benchmark streams, and its skipped notes, apart."""
+    out = list(bench.items())
+    return [i for i in out if isinstance(i, SourceItem)], [s for s in out if isinstance(s, Skipped)]
+
+
+def jsonl(rows: Iterable[dict]) -> str:
+    """JSON lines: one object a line."""
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def beir_folder(folder: Path, corpus: str, queries: str, qrels: str | dict[str, str]) -> Path:
+    """A BEIR folder: corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv (a text alone: test)."""
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(corpus)
+    (folder / "queries.jsonl").write_text(queries)
+    for split, text in ({"test": qrels} if isinstance(qrels, str) else qrels).items():
+        (folder / "qrels" / f"{split}.tsv").write_text(text)
+    return folder
+
+
+def msmarco_files(folder: Path, collection: str | bytes, queries: str | bytes, qrels: str) -> Path:
+    """MS MARCO's files of the dev split in ``folder``; returns collection.tsv's path."""
+    for name, content in (("collection.tsv", collection), ("queries.dev.tsv", queries),
+                          ("qrels.dev.tsv", qrels)):  # fmt: skip
+        path = folder / name
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    return folder / "collection.tsv"
