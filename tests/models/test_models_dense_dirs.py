@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,6 +120,15 @@ def _faiss_index(faiss, path, train):
     return index
 
 
+def _spec(folder: Path, base_model: Path, codebook: object, **extra: object) -> Path:
+    """A folder holding ``lexlens_dense_pq.json``: ``base_model`` with ``codebook``."""
+    folder.mkdir()
+    spec = {"format": "lexlens-dense-pq", **extra, "base_model": str(base_model),
+            "codebook": codebook}  # fmt: skip
+    (folder / "lexlens_dense_pq.json").write_text(json.dumps(spec))
+    return folder
+
+
 def test_dir_spec_with_a_faiss_index(tmp_path, st_dir, tiny):
     """``lexlens_dense_pq.json`` naming a model directory and a faiss OPQ index file."""
     import faiss
@@ -126,18 +136,7 @@ def test_dir_spec_with_a_faiss_index(tmp_path, st_dir, tiny):
     rng = np.random.default_rng(0)
     train = rng.standard_normal((2000, 32)).astype(np.float32)
     index = _faiss_index(faiss, tmp_path / "opq4.index", train)
-    spec = tmp_path / "tiny-pq"
-    spec.mkdir()
-    (spec / "lexlens_dense_pq.json").write_text(
-        json.dumps(
-            {
-                "format": "lexlens-dense-pq",
-                "name": "tiny+opq",
-                "base_model": str(st_dir),
-                "codebook": {"faiss_index": "../opq4.index"},
-            }
-        )
-    )
+    spec = _spec(tmp_path / "tiny-pq", st_dir, {"faiss_index": "../opq4.index"}, name="tiny+opq")
     enc = load_encoder(str(spec), device="cpu")
     assert enc.name == "tiny+opq" and enc.m == 4 and enc.k == 256
     assert enc.capabilities == frozenset(
@@ -159,25 +158,12 @@ def test_dir_spec_fitting_a_codebook_at_load(tmp_path, st_dir, monkeypatch):
     (tmp_path / "corpus.txt").write_text(
         "\n".join(f"text number {i} about cats" for i in range(40))
     )
-    spec = tmp_path / "fit"
-    spec.mkdir()
-    (spec / "lexlens_dense_pq.json").write_text(
-        json.dumps(
-            {
-                "format": "lexlens-dense-pq",
-                "base_model": str(st_dir),
-                "codebook": {"fit": {"corpus": "../corpus.txt", "m": 8, "k": 16, "seed": 2}},
-            }
-        )
-    )
+    fit = {"fit": {"corpus": "../corpus.txt", "m": 8, "k": 16, "seed": 2}}
+    spec = _spec(tmp_path / "fit", st_dir, fit)
     enc = load_encoder(str(spec), device="cpu")
     assert enc.name == "fit" and (enc.m, enc.k) == (8, 16)
     assert list((tmp_path / "cache" / "dense_pq").iterdir())  # cached
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "lexlens_dense_pq.json").write_text(
-        json.dumps({"format": "lexlens-dense-pq", "base_model": str(st_dir), "codebook": [1]})
-    )
+    bad = _spec(tmp_path / "bad", st_dir, [1])
     with pytest.raises(EncoderLoadError, match="'codebook' must be"):
         load_encoder(str(bad), device="cpu")
 
@@ -224,16 +210,6 @@ def test_faiss_index_of_another_dimension_in_a_spec(tmp_path, st_dir):
     with faiss_single_thread():
         index.train(rng.standard_normal((1200, 64)).astype(np.float32))
     faiss.write_index(index, str(tmp_path / "pq64.index"))
-    spec = tmp_path / "wrong"
-    spec.mkdir()
-    (spec / "lexlens_dense_pq.json").write_text(
-        json.dumps(
-            {
-                "format": "lexlens-dense-pq",
-                "base_model": str(st_dir),
-                "codebook": {"faiss_index": str(tmp_path / "pq64.index")},
-            }
-        )
-    )
+    spec = _spec(tmp_path / "wrong", st_dir, {"faiss_index": str(tmp_path / "pq64.index")})
     with pytest.raises(LexlensError, match="64-d embeddings but the encoder outputs 32-d"):
         load_encoder(str(spec), device="cpu")
