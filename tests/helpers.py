@@ -41,6 +41,20 @@ def one_line_error(run, *needles: str) -> str:
     return lines[0]
 
 
+def formula_cells(cells) -> list[str]:
+    """The CSV cells a spreadsheet would run as a formula (OWASP's CSV injection: text
+    starting with = + - @, a tab or a carriage return), numbers left aside."""
+
+    def number(cell: str) -> bool:
+        try:
+            float(cell)
+        except ValueError:
+            return False
+        return True
+
+    return [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r")) and not number(c)]
+
+
 def refused(call, *needles: str) -> str:
     """``call()`` refused as the API refuses a wrong argument: one :class:`LexlensError` line
     (never a traceback of another kind) holding every needle; returns the line."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import skimage_path
+from tests.helpers import formula_cells, skimage_path
 
 ERR, OK, ANY = "error", "ok", "any"
 ROOT = Path(__file__).resolve().parents[2]
@@ -510,16 +510,7 @@ def test_formula_cells_are_neutralised_in_written_csvs(files, monkeypatch, capsy
     assert written
     for path in written:
         for row in csv.reader(path.open(encoding="utf-8-sig", newline="")):
-            assert not [c for c in row if c.startswith(("=", "+", "-", "@", "\t", "\r"))
-                        and not _is_number(c)], (path.name, row)  # fmt: skip
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
+            assert not formula_cells(row), (path.name, row)
 
 
 def test_stdout_on_a_full_device(files, monkeypatch) -> None:

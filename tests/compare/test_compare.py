@@ -28,6 +28,7 @@ from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.models import InputError, ModalityError, load_encoder
+from tests.helpers import formula_cells
 
 TEXT = "a dog running on the beach at sunset"
 QUERY = "dog"  # also a label of the sample texts: both rankings get IR metrics
@@ -612,15 +613,7 @@ def test_report_files_hold_the_same_numbers(cli, tmp_path, splade):
     with open(tmp_path / "compare_terms.csv", encoding="utf-8", newline="") as handle:
         cells = [c for row in csv.reader(handle) for c in row]
     assert "giraffe" in cells
-
-    def number(cell: str) -> bool:
-        try:
-            float(cell)
-        except ValueError:
-            return False
-        return True
-
-    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@") and not number(c)]
+    assert not formula_cells(cells)
 
 
 def test_index_report_renders(regated):
