@@ -19,6 +19,7 @@ from lexlens.analysis.benchmark.irds import open_irds
 from lexlens.analysis.benchmark.karpathy import open_karpathy
 from lexlens.analysis.benchmark.msmarco import open_msmarco
 from lexlens.analysis.benchmark.options import KINDS, BenchmarkOptions
+from lexlens.analysis.core.arguments import path_argument
 from lexlens.models.base import InputError
 
 
@@ -62,9 +63,7 @@ def open_benchmark(
     (:class:`BenchmarkOptions`: split, images, image_column, text_columns, kind) or its
     fields as keywords."""
     options = BenchmarkOptions.of(options, **given)
-    if not isinstance(path, (str, Path)) or not str(path).strip():
-        shown = repr(path) if isinstance(path, str) else type(path).__name__
-        raise InputError(f"path must be a benchmark's path or irds:ID, not {shown}")
+    path = path_argument(path, "path", "a benchmark's path or irds:ID")
     text, kind, split = str(path), options.kind, options.split
     if kind is None and text.startswith("irds:"):
         kind, text = "ir_datasets", text[len("irds:") :]
