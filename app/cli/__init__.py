@@ -1,7 +1,9 @@
 """The ``lexlens`` command line: one module per subcommand, errors as one line + exit 2.
 
-Each subcommand module defines ``register(subparsers)``; the handler it sets as ``func``
-parses nothing itself: it calls one use-case function and renders its result.
+Each subcommand module (named as the command, ``mot_eval`` for ``mot-eval``) declares its
+``COMMAND`` (:class:`~lexlens.app.cli.common.Command`: help, options, shared flags), adds its
+own flags in ``add_flags(parser)`` and handles a call in ``run(args)``, which parses nothing
+itself: it calls one use-case function and renders its result.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import sys
 import warnings
 
 from lexlens.analysis.core.options import RENAMED_OPTIONS, OptionError
+from lexlens.app.cli import common
 from lexlens.models.base import LexlensError
 
-#: Subcommand modules (``lexlens.app.cli.<name>``): one line per command.
+#: Subcommand modules (``lexlens.app.cli.<name>``, the command ``<name>`` with dashes): one
+#: line per command.
 COMMANDS = [
     "app",
     "encoders",
@@ -65,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"lexlens.app.cli.{name}").register(sub)
+        module = importlib.import_module(f"lexlens.app.cli.{name}")
+        common.add_command(sub, name.replace("_", "-"), module)
     return parser
 
 

@@ -13,17 +13,20 @@ import secrets
 import sys
 from pathlib import Path
 
+from lexlens.app.cli import common
 from lexlens.app.runtime import access, runs
 from lexlens.models.base import InputError
 
 DEFAULT_PORT = 8501
 
+COMMAND = common.Command(
+    "start the app (127.0.0.1 unless --host; a token when it listens beyond it)",
+    json_and_device=False,
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "app",
-        help="start the app (127.0.0.1 unless --host; a token when it listens beyond it)",
-    )
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the server listens and which folders pages may read."""
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="default 8501")
     parser.add_argument(
         "--host", default="127.0.0.1",
@@ -35,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a folder whose files pages may read (repeatable; default: LEXLENS_HOME/sources "
         "and the current folder)",
     )  # fmt: skip
-    parser.set_defaults(func=run)
 
 
 def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], str]:

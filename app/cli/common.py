@@ -1,16 +1,114 @@
-"""Shared pieces of the ``lexlens`` subcommands: options, output, progress on stderr."""
+"""Shared pieces of the ``lexlens`` subcommands: a command's declaration and parser, options,
+the encoder, the texts, ``--out``, output and progress on stderr."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
+from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.options import Options
-from lexlens.analysis.core.outputs import json_text
-from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.outputs import check_out_dir, json_text, write_files
+from lexlens.analysis.core.results import Progress, Result
+from lexlens.models import load_encoder
+from lexlens.models.base import Encoder
 
 OptionsT = TypeVar("OptionsT", bound=Options)
+ResultT = TypeVar("ResultT", bound=Result)
+#: The help of ``--encoder`` where the command says nothing more about it.
+ENCODER_HELP = "registry name or checkpoint directory"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand as ``lexlens --help`` and its own ``--help`` show it (``help``,
+    ``description``), and the flags it shares with other commands, after its own: one per
+    declared option of ``options``, an optional ``--out`` folder (``out`` is its help),
+    ``--progress`` when asked, ``--json`` and ``--device`` unless ``json_and_device`` is off."""
+
+    help: str
+    description: str | None = None
+    options: type[Options] | None = None
+    out: str | None = None
+    progress: bool = False
+    json_and_device: bool = True
+
+
+def add_command(
+    sub: argparse._SubParsersAction, name: str, module: ModuleType
+) -> argparse.ArgumentParser:
+    """The parser of ``lexlens NAME`` from its module: ``add_flags(parser)`` adds the
+    command's own flags first (its inputs), then come the shared ones its ``COMMAND`` asks
+    for; ``run(args)`` handles a call."""
+    command = module.COMMAND
+    parser = sub.add_parser(name, help=command.help, description=command.description)
+    module.add_flags(parser)
+    if command.options is not None:
+        add_options(parser, command.options)
+    if command.out is not None:
+        parser.add_argument("--out", help=command.out)
+    if command.progress:
+        parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
+    if command.json_and_device:
+        add_common_args(parser)
+    parser.set_defaults(func=module.run)
+    return parser
+
+
+def add_encoder(
+    parser: argparse.ArgumentParser, help: str = ENCODER_HELP, *, required: bool = True
+) -> None:
+    """``--encoder``: the encoder :func:`encoder_of` loads (a registry name or a folder)."""
+    parser.add_argument("--encoder", required=required, help=help)
+
+
+def encoder_of(args: argparse.Namespace) -> Encoder:
+    """The encoder ``--encoder`` names, loaded on ``--device``."""
+    return load_encoder(args.encoder, device=args.device)
+
+
+def add_texts(parser: argparse.ArgumentParser) -> None:
+    """``--text`` or ``--corpus``, one of them (read by :func:`texts_of`)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", help="one text")
+    source.add_argument("--corpus", help="texts: .txt (one per line), .csv or .jsonl ('text')")
+
+
+def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts of ``--text`` or ``--corpus`` and the name of their source."""
+    if getattr(args, "text", None) is not None:
+        return [args.text], "--text"
+    return read_texts(args.corpus).texts, Path(args.corpus).name
+
+
+def run_on_texts(
+    args: argparse.Namespace, use_case: Callable[..., ResultT], options: Options
+) -> tuple[ResultT, dict[str, Path]]:
+    """``use_case(encoder, texts, options=, source=, progress=)`` on ``--encoder`` and the
+    texts of ``--text``/``--corpus``, progress on stderr; its ``files()`` written into
+    ``--out`` (checked before any work starts). The result and the files written."""
+    texts, source = texts_of(args)
+    out = out_folder(args)
+    result = use_case(
+        encoder_of(args), texts, options=options, source=source, progress=progress_printer(args)
+    )
+    return result, write_out(out, result)
+
+
+def out_folder(args: argparse.Namespace) -> Path | None:
+    """The ``--out`` folder, created and proven writable before any work (None without
+    ``--out``; an empty name is the current folder, as for every path)."""
+    return None if args.out is None else check_out_dir(args.out)
+
+
+def write_out(out: Path | None, result: Result) -> dict[str, Path]:
+    """A result's ``files()`` written into ``out``, all or none: the paths written."""
+    return write_files(out, result.files()) if out is not None else {}
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:

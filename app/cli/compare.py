@@ -10,14 +10,7 @@ from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
 from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.core.options import Declared, names
-from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-)
+from lexlens.app.cli import common
 from lexlens.models.base import InputError
 
 #: Options of one comparison only: refused with the other kind of input.
@@ -31,19 +24,22 @@ def _help(declared: Declared) -> str:
     return f"{declared.spec.help} (default {shown})"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "compare",
-        help="two encoders (or one at two gate k) side by side on a text, an image or an index",
-        description=(
-            "Compare A and B: terms shared, only in A, only in B and the rank correlation of "
-            "the shared weights (on E = V ⊙ G at each side's gate k); for an image also a patch "
-            "group (--box) and one term's heatmap on both grids; for stored collections "
-            "deviation, FLOPs and vocabulary statistics side by side and a query's hits: which "
-            "moved and which terms moved them. Encoders with different vocabularies are "
-            "compared on the tokens they share."
-        ),
-    )
+COMMAND = common.Command(
+    "two encoders (or one at two gate k) side by side on a text, an image or an index",
+    description=(
+        "Compare A and B: terms shared, only in A, only in B and the rank correlation of "
+        "the shared weights (on E = V ⊙ G at each side's gate k); for an image also a patch "
+        "group (--box) and one term's heatmap on both grids; for stored collections "
+        "deviation, FLOPs and vocabulary statistics side by side and a query's hits: which "
+        "moved and which terms moved them. Encoders with different vocabularies are "
+        "compared on the tokens they share."
+    ),
+    out="folder for compare.html, compare.json and the CSV tables",
+)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """A and B, what they encode, then the options (--gate-k twice, --top for both kinds)."""
     parser.add_argument(
         "--encoder",
         action="append",
@@ -70,11 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         top.flag, dest=top.name, metavar="N",
         help=f"{_help(top)}; with --index: {_help(hits)} ({top.wanted()})",
     )  # fmt: skip
-    add_options(parser, CompareOptions, skip=("gate_k", "top"))
-    add_options(parser, CompareIndexOptions, skip=tuple(names(CompareOptions)))
-    parser.add_argument("--out", help="folder for compare.html, compare.json and the CSV tables")
-    add_common_args(parser)
-    parser.set_defaults(func=run)
+    common.add_options(parser, CompareOptions, skip=("gate_k", "top"))
+    common.add_options(parser, CompareIndexOptions, skip=tuple(names(CompareOptions)))
 
 
 def _terms_table(c: TermComparison) -> str:
@@ -90,16 +83,16 @@ def _terms_table(c: TermComparison) -> str:
     ]
     m = c.merged
     lines.append(
-        format_table(
+        common.format_table(
             [[r["token"], r["weight_a"], r["weight_b"], r["difference"]] for r in m["shared"]],
             ["shared (words)", "A", "B", "B - A"],
         )
     )
     lines.append(
-        format_table([[r["token"], r["weight_a"]] for r in m["only_a"]], ["only in A", "A"])
+        common.format_table([[r["token"], r["weight_a"]] for r in m["only_a"]], ["only in A", "A"])
     )
     lines.append(
-        format_table([[r["token"], r["weight_b"]] for r in m["only_b"]], ["only in B", "B"])
+        common.format_table([[r["token"], r["weight_b"]] for r in m["only_b"]], ["only in B", "B"])
     )
     return "\n\n".join(lines)
 
@@ -152,10 +145,10 @@ def _collection_blocks(col: dict) -> list[str]:
             ["captions x images", "FLOPs (D2S)", _num(dev_a["flops_captions_images"]),
              _num(dev_b["flops_captions_images"])]
         )  # fmt: skip
-    blocks = [format_table(rows, ["set", "measure", "A", "B"])]
+    blocks = [common.format_table(rows, ["set", "measure", "A", "B"])]
     vocab = col["vocabulary"]
     blocks.append(
-        format_table(
+        common.format_table(
             [
                 [
                     t["token"],
@@ -176,7 +169,7 @@ def _collection_blocks(col: dict) -> list[str]:
     search = col["search"]
     if search is not None:
         blocks.append(
-            format_table(
+            common.format_table(
                 [
                     [
                         h["id"],
@@ -224,19 +217,17 @@ def _check_flags(args: argparse.Namespace, specs: list[str], indexes: list[str])
 def run(args: argparse.Namespace) -> None:
     specs, indexes = list(args.encoder), args.index or []
     _check_flags(args, specs, indexes)
-    if args.out:
-        check_out_dir(args.out)
+    out = common.out_folder(args)
     a, b = (specs[0], specs[-1]) if specs else (None, None)
     if indexes:
         result = compare_indexes(
             indexes[0], indexes[-1] if len(indexes) == 2 else None, encoder_a=a, encoder_b=b,
-            device=args.device, options=options_from_args(CompareIndexOptions, args),
+            device=args.device, options=common.options_from_args(CompareIndexOptions, args),
         )  # fmt: skip
     else:
         result = compare(
             a, b, text=args.text, image=args.image, name=args.image, device=args.device,
-            options=options_from_args(CompareOptions, args),
+            options=common.options_from_args(CompareOptions, args),
         )  # fmt: skip
-    if args.out:
-        write_files(args.out, result.files())
-    emit(args, result, render(result))
+    common.write_out(out, result)
+    common.emit(args, result, render(result))

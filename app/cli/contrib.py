@@ -6,19 +6,15 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.lexical.contrib import ContribOptions, contrib
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-)
+from lexlens.app.cli import common
 from lexlens.models.base import InputError
 
+COMMAND = common.Command("per-term contributions to a query–document score", options=ContribOptions)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("contrib", help="per-term contributions to a query–document score")
-    parser.add_argument("--encoder", required=True, help="query encoder (name or directory)")
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The encoders, the query and the document, the rows shown."""
+    common.add_encoder(parser, "query encoder (name or directory)")
     parser.add_argument(
         "--doc-encoder",
         help="document encoder (default: --encoder, or its partner in the same vocabulary "
@@ -30,23 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     doc = parser.add_mutually_exclusive_group(required=True)
     doc.add_argument("--doc", help="document text")
     doc.add_argument("--doc-image", help="document image file")
-    add_options(parser, ContribOptions)
     parser.add_argument("--show", type=int, default=20, help="rows in the table (JSON has all)")
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
     if args.show < 0:
         raise InputError("--show must be 0 or more")
-    options = options_from_args(ContribOptions, args)
+    options = common.options_from_args(ContribOptions, args)
     result = contrib(
         args.encoder, args.doc_encoder, query=args.query, query_image=args.query_image,
         doc=args.doc, doc_image=args.doc_image, device=args.device, options=options,
     )  # fmt: skip
     rows = result.contributions
     shown = rows[: args.show]
-    table = format_table(
+    table = common.format_table(
         [[r.token, r.query_weight, r.doc_weight, r.contribution] for r in shown],
         ["token", "query", "doc", "contribution"],
     )
@@ -55,4 +48,4 @@ def run(args: argparse.Namespace) -> None:
         f"score {result.score:.4f} ({result.query['encoder']} ⊙ {result.document['encoder']}): "
         f"{len(rows)} shared terms; the {len(shown)} shown sum to {covered:.4f}"
     )
-    emit(args, result, "\n".join([*(f"note: {n}" for n in result.notes), summary, table]))
+    common.emit(args, result, "\n".join([*(f"note: {n}" for n in result.notes), summary, table]))

@@ -4,46 +4,37 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.core.outputs import check_out_dir, write_files
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
 from lexlens.analysis.deviation.options import DeviationOptions
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-)
+from lexlens.app.cli import common
 from lexlens.models.base import InputError
 
+COMMAND = common.Command(
+    "semantic deviation (Exact@k, Semantic@k), FLOPs, vocabulary statistics",
+    description=(
+        "D2S's semantic deviation of a caption set or a stored collection: Exact@k, "
+        "Semantic@k (per item, with its positive-term count and the cap it puts on "
+        "Exact@k), FLOPs between different items (and between captions and images), and "
+        "the dataset view of the vocabulary (mean weight, activation rate, lazy terms)."
+    ),
+    options=DeviationOptions,
+    out="folder for deviation.json and the CSV tables",
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "deviation",
-        help="semantic deviation (Exact@k, Semantic@k), FLOPs, vocabulary statistics",
-        description=(
-            "D2S's semantic deviation of a caption set or a stored collection: Exact@k, "
-            "Semantic@k (per item, with its positive-term count and the cap it puts on "
-            "Exact@k), FLOPs between different items (and between captions and images), and "
-            "the dataset view of the vocabulary (mean weight, activation rate, lazy terms)."
-        ),
-    )
-    parser.add_argument(
-        "--encoder",
-        help=(
-            "text encoder: registry name or checkpoint directory (with --index: default the "
-            "encoder of the index's text queries: its own, or an image encoder's text partner)"
-        ),
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The encoder and the captions or the stored collection."""
+    common.add_encoder(
+        parser,
+        "text encoder: registry name or checkpoint directory (with --index: default the "
+        "encoder of the index's text queries: its own, or an image encoder's text partner)",
+        required=False,
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--captions", help=".txt (one per line), or .csv/.jsonl with a text column")
     source.add_argument("--index", help="a stored collection (folder made by `lexlens index`)")
-    add_options(parser, DeviationOptions)
-    parser.add_argument("--out", help="folder for deviation.json and the CSV tables")
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def _set_lines(part: SetDeviation, k: int) -> list[str]:
@@ -78,7 +69,7 @@ def _set_lines(part: SetDeviation, k: int) -> list[str]:
 
 
 def _set_table(part: SetDeviation, k: int) -> str:
-    table = format_table(
+    table = common.format_table(
         [
             [
                 r.text[:44],
@@ -116,15 +107,13 @@ def render(result: DeviationResult) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.out:
-        check_out_dir(args.out)
-    options = options_from_args(DeviationOptions, args)
+    out = common.out_folder(args)
+    options = common.options_from_args(DeviationOptions, args)
     if args.index:
         result = deviation_of_index(args.index, args.encoder, device=args.device, options=options)
     else:
         if not args.encoder:
             raise InputError("--encoder is required with --captions")
         result = deviation(args.encoder, args.captions, device=args.device, options=options)
-    if args.out:
-        write_files(args.out, result.files())
-    emit(args, result, render(result))
+    common.write_out(out, result)
+    common.emit(args, result, render(result))

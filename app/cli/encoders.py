@@ -5,25 +5,23 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.app.cli.common import add_common_args, emit, format_table
+from lexlens.app.cli import common
 from lexlens.models import available_encoders
 from lexlens.models.hub import cached_models
 
+COMMAND = common.Command("list the embedded encoders and the cached hub models Lexlens can load")
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "encoders", help="list the embedded encoders and the cached hub models Lexlens can load"
-    )
-    add_common_args(parser)
-    parser.set_defaults(func=run)
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """None of its own: the list takes no input."""
 
 
 def run(args: argparse.Namespace) -> None:
     # Cached hub models are judged from their config files: no weights are read.
     cards = [c.to_dict() | {"origin": "embedded"} for c in available_encoders()]
     cards += [c.to_dict() | {"origin": "hub cache"} for c in cached_models()]
-    table = format_table(
+    table = common.format_table(
         [[c["name"], c["origin"], ", ".join(c["capabilities"]), c["weights"]] for c in cards],
         ["name", "origin", "capabilities", "weights"],
     )
-    emit(args, {"encoders": cards}, table)
+    common.emit(args, {"encoders": cards}, table)

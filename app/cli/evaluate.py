@@ -13,53 +13,43 @@ from lexlens.analysis.benchmark.evaluation_result import (
     worst_first,
 )
 from lexlens.analysis.benchmark.options import EvaluationOptions
-from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-    progress_printer,
-)
+from lexlens.app.cli import common
 
 #: Rows of each table in the text view (the JSON and --out files hold all).
 SHOWN = 10
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "evaluate",
-        help="metrics, per-query failures and term blame of a stored collection",
-        description="Search the collection with every query (or read another system's run) "
-        "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
-        "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
-        "the decisive words, and the words to blame across the benchmark.",
-    )
+COMMAND = common.Command(
+    "metrics, per-query failures and term blame of a stored collection",
+    description="Search the collection with every query (or read another system's run) "
+    "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
+    "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
+    "the decisive words, and the words to blame across the benchmark.",
+    options=EvaluationOptions,
+    out="folder for evaluation.json, the CSV tables and run.trec",
+    progress=True,
+)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The collection, its queries and judgements (or a run), the query encoder."""
     parser.add_argument("--index", required=True, help="a stored collection (lexlens index)")
     parser.add_argument("--queries", help="queries: BEIR queries.jsonl or a qid<TAB>text TSV")
     parser.add_argument("--qrels", help="judgements: TREC (qid 0 docid rel) or BEIR TSV")
     parser.add_argument("--run", help="explain this TREC run instead of searching")
     parser.add_argument("--query-encoder", help="default: the collection's own query encoder")
-    add_options(parser, EvaluationOptions)
-    parser.add_argument("--out", help="folder for evaluation.json, the CSV tables and run.trec")
-    parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
-    options = options_from_args(EvaluationOptions, args)
-    if args.out:
-        check_out_dir(args.out)
+    options = common.options_from_args(EvaluationOptions, args)
+    out = common.out_folder(args)
     result = evaluate_benchmark(
         args.index, queries=args.queries, qrels=args.qrels, run=args.run,
-        query_encoder=args.query_encoder, device=args.device, progress=progress_printer(args),
-        options=options,
+        query_encoder=args.query_encoder, device=args.device,
+        progress=common.progress_printer(args), options=options,
     )  # fmt: skip
-    if args.out:
-        write_files(args.out, result.files())
-    emit(args, result, render(result))
+    common.write_out(out, result)
+    common.emit(args, result, render(result))
 
 
 #: The text view's columns (named as in per_query.csv and failures.csv).
@@ -78,23 +68,23 @@ def render(result: BenchmarkEvaluationResult) -> str:
     blocks = [
         f"{result.settings['queries']} queries, {result.index.get('items', '?')} items, "
         f"query encoder {result.encoder}",
-        format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
+        common.format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
     ]
     worst = [
         [q["id"], q["nDCG@10"], _rank(q["first_relevant_rank"]), _rank(q["relevant_rank"]),
          q["relevant_status"], q["text"][:50]]
         for q in worst_first(result.metrics["per_query"])[:SHOWN]
     ]  # fmt: skip
-    blocks.append(format_table(worst, [*WORST_COLUMNS, "query"]))
+    blocks.append(common.format_table(worst, [*WORST_COLUMNS, "query"]))
     failures = [
         [f.query_id, f.nonrelevant.id if f.nonrelevant else "-",
          f.relevant.id if f.relevant else "-", _rank(f.relevant.rank if f.relevant else None),
          f.relevant_status, " ".join(d["word"] for d in f.decisive[:5])]
         for f in result.failures[:SHOWN]
     ]  # fmt: skip
-    blocks.append(format_table(failures, [*FAILURE_COLUMNS, "decisive_words"]))
+    blocks.append(common.format_table(failures, [*FAILURE_COLUMNS, "decisive_words"]))
     blocks.append(
-        format_table(
+        common.format_table(
             [[b["word"], b["pushed"], b["amount"], b["mismatch"]] for b in result.blame[:SHOWN]],
             [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
         )

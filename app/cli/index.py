@@ -8,14 +8,7 @@ from lexlens.analysis.collections.indexing import SAMPLE_IMAGES, index_collectio
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
 from lexlens.analysis.core.options import names
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-    progress_printer,
-)
+from lexlens.app.cli import common
 
 SAMPLES = ", ".join(f"sample:{name}" for name in SAMPLE_BENCHMARKS)
 PHOTOS = " and ".join(f"sample:{name}" for name in SAMPLE_IMAGES)
@@ -24,23 +17,24 @@ PHOTOS = " and ".join(f"sample:{name}" for name in SAMPLE_IMAGES)
 SPECIAL = ("ray", "text_columns")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``lexlens index`` and its options (from :class:`IndexOptions`)."""
-    parser = sub.add_parser(
-        "index",
-        help="build a stored, sparse collection (re-running encodes only what changed)",
-        description="Encode a source into a stored index: gated vectors as memory-mapped CSR "
-        "arrays, item metadata in Parquet, a manifest. A source is a folder of images "
-        "(recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl of items with 'image' "
-        "(relative to the file) and/or 'text', optional 'id', 'caption' (several), 'labels' "
-        "('|'-separated). Unreadable items are listed and skipped, as is an id holding "
-        "whitespace (TREC files split on it) or repeated. Dense features (.npy [N, d], a "
-        ".safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S head "
-        "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption). "
-        f"The benchmarks shipped with Lexlens are sources by name: {SAMPLES} ({PHOTOS} reads "
-        "scikit-image's photos unless --images names another folder).",
-    )
-    parser.add_argument("--encoder", required=True, help="registry name or checkpoint folder")
+COMMAND = common.Command(
+    "build a stored, sparse collection (re-running encodes only what changed)",
+    description="Encode a source into a stored index: gated vectors as memory-mapped CSR "
+    "arrays, item metadata in Parquet, a manifest. A source is a folder of images "
+    "(recursive), a .txt/.csv/.jsonl of texts, or a .csv/.jsonl of items with 'image' "
+    "(relative to the file) and/or 'text', optional 'id', 'caption' (several), 'labels' "
+    "('|'-separated). Unreadable items are listed and skipped, as is an id holding "
+    "whitespace (TREC files split on it) or repeated. Dense features (.npy [N, d], a "
+    ".safetensors tensor, or .parquet with 'id' and 'emb') go through a D2S head "
+    "(--encoder HEAD_DIR), with --ids and --captions (.csv/.jsonl: id → caption). "
+    f"The benchmarks shipped with Lexlens are sources by name: {SAMPLES} ({PHOTOS} reads "
+    "scikit-image's photos unless --images names another folder).",
+)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The encoder, the source, the index folder; the options, benchmark ones in a group."""
+    common.add_encoder(parser, "registry name or checkpoint folder")
     parser.add_argument(
         "--source",
         required=True,
@@ -48,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"a benchmark (below), or a benchmark shipped with Lexlens: {SAMPLES}",
     )
     parser.add_argument("--out", required=True, help="index folder (created or updated)")
-    add_options(parser, IndexOptions, skip=(*SPECIAL, *BENCHMARK_OPTIONS))
+    common.add_options(parser, IndexOptions, skip=(*SPECIAL, *BENCHMARK_OPTIONS))
     _add_ray(parser)
     bench = parser.add_argument_group(
         "benchmarks",
@@ -57,10 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"{SAMPLES}: the split's queries and judgements are kept with the index",
     )
     others = [n for n in names(IndexOptions) if n not in BENCHMARK_OPTIONS]
-    add_options(bench, IndexOptions, skip=(*SPECIAL, *others))  # type: ignore[arg-type]
+    common.add_options(bench, IndexOptions, skip=(*SPECIAL, *others))  # type: ignore[arg-type]
     _add_columns(bench)
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def _text(name: str) -> str:
@@ -91,10 +83,10 @@ def run(args: argparse.Namespace) -> None:
     """Build the index, then print what was encoded, reused and skipped (or ``--json``)."""
     if args.text_columns is not None:
         args.text_columns = ",".join(args.text_columns)
-    options = options_from_args(IndexOptions, args)
+    options = common.options_from_args(IndexOptions, args)
     result = index_collection(
         args.encoder, args.source, args.out, options=options, device=args.device,
-        progress=progress_printer(args),
+        progress=common.progress_printer(args),
     )  # fmt: skip
     counts = result.manifest["counts"]
     lines = [
@@ -106,9 +98,11 @@ def run(args: argparse.Namespace) -> None:
     ]
     if result.skipped:
         shown = result.skipped[:20]
-        lines.append(format_table([[s.file, s.reason] for s in shown], ["skipped", "reason"]))
+        lines.append(
+            common.format_table([[s.file, s.reason] for s in shown], ["skipped", "reason"])
+        )
         if result.skipped_count > len(shown):
             more = result.skipped_count - len(shown)
             listed = len(result.skipped) - len(shown)
             lines.append(f"… and {more} more" + (f" ({listed} in --json)" if listed else ""))
-    emit(args, result, "\n".join(lines))
+    common.emit(args, result, "\n".join(lines))

@@ -17,45 +17,27 @@ from lexlens.analysis.attribution.display import display_tables
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.options import MotOptions
-from lexlens.analysis.core.inputs import read_texts
-from lexlens.analysis.core.outputs import check_out_dir, write_files
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-    progress_printer,
+from lexlens.app.cli import common
+
+COMMAND = common.Command(
+    "MoT masking evaluation (RepMoT Table 3)",
+    options=MotOptions,
+    out="write mot.json, the CSVs and report.html into this folder",
+    progress=True,
 )
-from lexlens.models import load_encoder
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """The ``mot-eval`` subcommand: its flags are :class:`MotOptions`'."""
-    parser = sub.add_parser("mot-eval", help="MoT masking evaluation (RepMoT Table 3)")
-    parser.add_argument("--encoder", required=True, help="a dense+PQ encoder (e.g. minilm-pq)")
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The encoder and the corpus."""
+    common.add_encoder(parser, "a dense+PQ encoder (e.g. minilm-pq)")
     parser.add_argument("--corpus", required=True, help="texts: .txt, .csv or .jsonl ('text')")
-    add_options(parser, MotOptions)
-    parser.add_argument("--out", help="write mot.json, the CSVs and report.html into this folder")
-    parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
     """Run the masking evaluation; print it (``--json``) or its tables, write ``--out``."""
-    options = options_from_args(MotOptions, args)
-    texts = read_texts(args.corpus).texts
-    out = check_out_dir(args.out) if args.out else None
-    result = mot_evaluate(
-        load_encoder(args.encoder, device=args.device),
-        texts,
-        options=options,
-        source=Path(args.corpus).name,
-        progress=progress_printer(args),
-    )
-    written = write_files(out, result.files()) if out is not None else {}
-    emit(args, result, table(result, written))
+    options = common.options_from_args(MotOptions, args)
+    result, written = common.run_on_texts(args, mot_evaluate, options)
+    common.emit(args, result, table(result, written))
 
 
 def table(result: MotResult, written: dict[str, Path]) -> str:
@@ -67,13 +49,13 @@ def table(result: MotResult, written: dict[str, Path]) -> str:
         f"mask [{s['mask'].upper()}] — mean ||d̂_i − f_i(mask(d))||² (lower is better)"
     )
     shown, tests = display_tables(result)
-    lines.append(format_table(shown.to_numpy().tolist(), list(shown.columns)))
+    lines.append(common.format_table(shown.to_numpy().tolist(), list(shown.columns)))
     lines.append("MoT vs baseline: Wilcoxon p, Benjamini–Hochberg q, share of documents MoT wins")
-    lines.append(format_table(tests.to_numpy().tolist(), list(tests.columns)))
+    lines.append(common.format_table(tests.to_numpy().tolist(), list(tests.columns)))
     conv = result.convergence()
     lines.append("IG completeness at the steps used: |delta_i| / |F_i(x) − F_i(x')|")
     lines.append(
-        format_table(
+        common.format_table(
             [
                 [
                     f"M={r.m}",

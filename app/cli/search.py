@@ -14,26 +14,21 @@ from lexlens.analysis.search.evaluation import (
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.search import SearchResult, search_file, search_index
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-)
+from lexlens.app.cli import common
 from lexlens.models.base import InputError
 
+COMMAND = common.Command(
+    "search a collection (with --exclude: A but not B; --eval: a table of pairs)"
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "search",
-        help="search a collection (with --exclude: A but not B; --eval: a table of pairs)",
-    )
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Where to search, what to find, then the options of a search and of ``--eval``."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--index", help="a stored index folder (lexlens index)")
     where.add_argument("--collection", help="a small .txt/.csv/.jsonl of texts, encoded now")
-    parser.add_argument(
-        "--encoder", help="encoder of --collection (with --index: the query encoder)"
+    common.add_encoder(
+        parser, "encoder of --collection (with --index: the query encoder)", required=False
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--query", help="what to find (A)")
@@ -47,12 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "vocabulary, e.g. splade-tiny for an efficientnet-lite0-lexical image index)",
     )
     parser.add_argument("--exclude", help="what to exclude (B)")
-    add_options(parser, SearchOptions)
-    add_options(  # --eval's own (--min-relevant); the rest are search's
+    common.add_options(parser, SearchOptions)
+    common.add_options(  # --eval's own (--min-relevant); the rest are search's
         parser, TableEvaluationOptions, skip=tuple(d.name for d in SearchOptions.declared())
     )
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -60,13 +53,13 @@ def run(args: argparse.Namespace) -> None:
         raise InputError("--collection needs --encoder (the collection is encoded now)")
     if args.collection and args.eval:
         raise InputError("--eval needs a stored --index")
-    options = options_from_args(SearchOptions, args)
+    options = common.options_from_args(SearchOptions, args)
     if args.eval:
         result = evaluate_index(
             args.index, args.eval, args.query_encoder or args.encoder, device=args.device,
-            options=options_from_args(TableEvaluationOptions, args),
+            options=common.options_from_args(TableEvaluationOptions, args),
         )  # fmt: skip
-        emit(args, result, _eval_table(result))
+        common.emit(args, result, _eval_table(result))
         return
     inputs = {"query": args.query, "query_image": args.query_image, "exclude": args.exclude,
               "device": args.device, "options": options}  # fmt: skip
@@ -74,7 +67,7 @@ def run(args: argparse.Namespace) -> None:
         result = search_index(args.index, args.query_encoder or args.encoder, **inputs)
     else:
         result = search_file(args.collection, args.encoder, **inputs)
-    emit(args, result, _table(result))
+    common.emit(args, result, _table(result))
 
 
 def _table(result: SearchResult) -> str:
@@ -90,11 +83,11 @@ def _table(result: SearchResult) -> str:
     ]
     if rows:
         lines.append(
-            format_table(rows, ["#", "id", "score", "item", "contributions (sum = score)"])
+            common.format_table(rows, ["#", "id", "score", "item", "contributions (sum = score)"])
         )
     if result.metrics:
         lines.append(
-            format_table(
+            common.format_table(
                 [[m, *(v[k] for k in MEASURES)] for m, v in result.metrics.items()],
                 ["method", *MEASURES],
             )
@@ -106,7 +99,7 @@ def _eval_table(result: TableEvaluationResult) -> str:
     table = result.metrics["per_query"]
     lines = [f"{result.index['items']} items; {len(table)} {result.kind} evaluated"]
     lines.append(
-        format_table(
+        common.format_table(
             [[m, *(v[k] for k in MEASURES)] for m, v in result.metrics["aggregate"].items()],
             ["method", *MEASURES],
         )
@@ -114,14 +107,14 @@ def _eval_table(result: TableEvaluationResult) -> str:
     if result.kind == "pairs":
         methods = list(result.metrics["aggregate"])
         lines.append(
-            format_table(
+            common.format_table(
                 [[r["a"], r["b"], r["A_not_B"], *(r[m]["AP@10"] for m in methods)] for r in table],
                 ["A", "B", "A∧¬B", *(f"AP@10 {m}" for m in methods)],
             )
         )
     else:
         lines.append(
-            format_table(
+            common.format_table(
                 [
                     [r["query"], " ".join(r["relevant"]), " ".join(r["top"]), r["RR@10"]]
                     for r in table

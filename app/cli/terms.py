@@ -6,21 +6,16 @@ import argparse
 
 from lexlens.analysis.collections.feature_files import read_features
 from lexlens.analysis.lexical.terms import TERMS_NEEDS, TermsOptions, terms
-from lexlens.app.cli.common import (
-    add_common_args,
-    add_options,
-    emit,
-    format_table,
-    options_from_args,
-)
-from lexlens.models import load_encoder
+from lexlens.app.cli import common
 from lexlens.models.base import InputError
 from lexlens.models.images import load_image
 
+COMMAND = common.Command("top terms of a text or an image (region)", options=TermsOptions)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("terms", help="top terms of a text or an image (region)")
-    parser.add_argument("--encoder", required=True, help="registry name or checkpoint directory")
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The encoder, what it encodes, and how the table shows it."""
+    common.add_encoder(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="text to encode")
     source.add_argument("--image", help="image file to encode")
@@ -32,17 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ids", help="with --features: ids, one per line (default: FILE.ids.txt or row numbers)"
     )
-    add_options(parser, TermsOptions)
     parser.add_argument(
         "--raw-pieces", action="store_true", help="table shows raw word pieces, not words"
     )
-    add_common_args(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
     # Every input is checked before the model loads.
-    options = options_from_args(TermsOptions, args)
+    options = common.options_from_args(TermsOptions, args)
     if options.box and not args.image:
         raise InputError("--box applies to --image only")
     if args.text is not None and not args.text.strip():
@@ -53,18 +45,18 @@ def run(args: argparse.Namespace) -> None:
     table = read_features(args.features, ids=args.ids) if args.features is not None else None
     if table is not None and args.item is not None:
         table.position(args.item)  # an unknown id fails before the model loads
-    encoder = load_encoder(args.encoder, device=args.device)
+    encoder = common.encoder_of(args)
     TERMS_NEEDS.check(encoder)
     result = terms(
         encoder, text=args.text, image=picture, name=args.image, features=table,
         item=args.item, options=options,
     )  # fmt: skip
     rows = result.terms if args.raw_pieces else result.merged_terms
-    table = format_table(
+    table = common.format_table(
         [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows],
         ["token", "weight", "from"],
     )
     lines = [f"note: {n}" for n in result.notes]
     if "cells" in result.input:
         lines.append(f"cells: {' '.join(result.input['cells'])}")
-    emit(args, result, "\n".join([*lines, table]))
+    common.emit(args, result, "\n".join([*lines, table]))

@@ -63,3 +63,46 @@ def test_written_files_get_the_ordinary_mode_not_the_temporary_files_0600(tmp_pa
         os.umask(old)
     assert {stat.S_IMODE(p.stat().st_mode) for p in written.values()} == {0o644}
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.csv", "b.json"]
+
+
+def test_traceback_every_command_gets_the_flags_its_declaration_asks_for():
+    """Each command module declares its ``COMMAND``; the parser built from it has the
+    module's own flags, one per declared option, ``--out``/``--progress`` when declared, and
+    ``--json``/``--device`` unless declared off, and calls the module's ``run``."""
+    import importlib
+
+    from lexlens.app.cli import COMMANDS, build_parser
+    from lexlens.app.cli.common import Command
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert sorted(sub.choices) == sorted(name.replace("_", "-") for name in COMMANDS)
+    for name in COMMANDS:
+        module = importlib.import_module(f"lexlens.app.cli.{name}")
+        command = module.COMMAND
+        assert isinstance(command, Command), name
+        parser = sub.choices[name.replace("_", "-")]
+        flags = {s for action in parser._actions for s in action.option_strings}
+        assert parser.get_default("func") is module.run, name
+        if command.options is not None:
+            wanted = {d.flag for d in command.options.declared() if d.spec.cli}
+            assert wanted <= flags, (name, wanted - flags)
+        assert ("--progress" in flags) == command.progress, name
+        shared = {"--json", "--device"} & flags
+        assert shared == ({"--json", "--device"} if command.json_and_device else set()), name
+        if command.out is not None:
+            out = next(a for a in parser._actions if "--out" in a.option_strings)
+            assert out.help == command.out and not out.required, name
+
+
+def test_silent_wrong_an_empty_out_is_the_current_folder_not_ignored(cli, tmp_path, monkeypatch):
+    """``--out ""`` names the current folder, as an empty path does everywhere: the files are
+    written there (they were silently not written by the commands whose --out is optional)."""
+    from tests.helpers import ROOT
+
+    captions = ROOT / "data" / "captions.txt"
+    monkeypatch.chdir(tmp_path)
+    run = cli(
+        "deviation", "--encoder", "splade-tiny", "--captions", captions, "--out", "", "--json"
+    )
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "deviation.json").read_text(encoding="utf-8") == run.stdout
