@@ -20,16 +20,7 @@ from lexlens.analysis.attribution.report import (
     report_inputs,
 )
 from lexlens.analysis.core.inputs import read_texts
-from lexlens.app.runtime.state import (
-    encoder_picker,
-    job_outcome,
-    kept,
-    remembered_uploads,
-    restore_inputs,
-    show_job_state,
-    start_job,
-    url_run_id,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.attribution import (
     optional_choice,
     show_downloads,
@@ -52,17 +43,17 @@ st.caption(
     "replaces every word except the stop words by [UNK], so stop words score exactly 0."
 )
 
-restore_inputs("attribution")  # a reload or a link: the run's inputs back into the widgets
-kept("attr_encoder")
-encoder = encoder_picker(
+state.restore_inputs("attribution")  # a reload or a link: the run's inputs back into the widgets
+state.kept("attr_encoder")
+encoder = state.encoder_picker(
     "Dense + PQ encoder", ATTRIBUTION_NEEDS, key="attr_encoder", default="minilm-pq"
 )
 
 with st.form("attr_form"):
     source = st.radio(
-        "Input", ["Text", "Corpus file"], horizontal=True, key=kept("attr_source", "Text")
+        "Input", ["Text", "Corpus file"], horizontal=True, key=state.kept("attr_source", "Text")
     )
-    text = st.text_area("Text", height=80, key=kept("attr_text", DEFAULT_TEXT))
+    text = st.text_area("Text", height=80, key=state.kept("attr_text", DEFAULT_TEXT))
     upload = st.file_uploader(
         "Corpus: .txt (one text per line), .csv or .jsonl (a 'text' column)",
         type=["txt", "csv", "jsonl"],
@@ -72,7 +63,7 @@ with st.form("attr_form"):
     m = optional_choice(ReportOptions, "m", "attr_m", c1, M_CHOICES, "the encoder's own")
     steps = optional_choice(ReportOptions, "steps", "attr_steps", c2, STEP_CHOICES, "auto")
     max_texts = c3.number_input(
-        "Texts from the corpus (first N)", 1, 2000, key=kept("attr_max", 20)
+        "Texts from the corpus (first N)", 1, 2000, key=state.kept("attr_max", 20)
     )
     run_mot = option_widget(ReportOptions, "mot", "attr_mot", c4)
     keep = option_widget(ReportOptions, "keep", "attr_keep", c4, low=0.01)
@@ -84,7 +75,7 @@ with st.form("attr_form"):
         max_steps = option_widget(ReportOptions, "max_steps", "attr_max_steps", e4)
     submitted = st.form_submit_button("Attribute", type="primary")
 
-files_in = remembered_uploads("attr_upload", [upload] if upload is not None else None)
+files_in = state.remembered_uploads("attr_upload", [upload] if upload is not None else None)
 INPUT_KEYS = ("attr_encoder", "attr_encoder_dir", "attr_source", "attr_text", "attr_m",
               "attr_steps", "attr_max", "attr_mot", "attr_keep", "attr_baseline", "attr_method",
               "attr_tolerance", "attr_max_steps")  # fmt: skip
@@ -111,7 +102,7 @@ if submitted and encoder is not None:
         )  # fmt: skip
         report_inputs(encoder, texts, options)  # before the job: errors at once
         what = texts[0][:50] if len(texts) == 1 else f"{len(texts)} texts of {label}"
-        start_job(
+        state.start_job(
             "attribution", f"IG of {what}", inputs, uploads,
             lambda progress: attribution_report(
                 encoder, texts, options=options, source=label, progress=progress
@@ -120,17 +111,17 @@ if submitted and encoder is not None:
     except LexlensError as exc:
         st.error(str(exc))
 
-report, job, state = job_outcome("attribution", AttributionReport, inputs, uploads)
-if show_job_state(job, state, "Attributing", "run"):
+report, job, status = state.job_outcome("attribution", AttributionReport, inputs, uploads)
+if state.show_job_state(job, status, "Attributing", "run"):
     st.stop()
-if state == "other":
+if status == "other":
     st.info("The inputs changed since the result in this page's URL: press **Attribute**.")
 if report is None:
-    if state in ("none", "other"):
+    if status in ("none", "other"):
         st.info("Choose a text or upload a corpus, then press **Attribute**.")
     st.stop()
 
-key = url_run_id() or "result"
+key = state.url_run_id() or "result"
 res = report.attribution
 attrs = res.texts
 st.caption(
@@ -149,7 +140,7 @@ pick = st.selectbox(
     "Text",
     range(len(attrs)),
     format_func=lambda i: labels[i],
-    key=kept(f"attr_pick_{key}", 0),
+    key=state.kept(f"attr_pick_{key}", 0),
 )
 a = attrs[pick]
 st.text(f"Text {pick + 1}: {a.text}")  # what the heatmap below shows (plain text, no markup)

@@ -32,16 +32,8 @@ from lexlens.analysis.collections.workspace_build import (
 )
 from lexlens.analysis.core.results import progress_part
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
+from lexlens.app.runtime import state
 from lexlens.app.runtime.access import data_roots
-from lexlens.app.runtime.state import (
-    encoder_choice,
-    job_outcome,
-    kept,
-    remembered_uploads,
-    restore_inputs,
-    show_job_state,
-    start_job,
-)
 from lexlens.app.views.collection import benchmark_texts, build_numbers, show_collection
 from lexlens.models import LexlensError, load_encoder
 
@@ -66,17 +58,17 @@ INPUT_KEYS = ("collections_encoder", "collections_encoder_dir", "collections_sou
               "collections_path", "collections_name", "collections_k", "collections_batch",
               "collections_split", "collections_images", "collections_image_column",
               "collections_text_columns")  # fmt: skip
-restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
+state.restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
 # --------------------------------------------------------------------------------- build
 with st.expander("Build a collection", expanded=not list_collections()):
     # Only the choice here: the encoder loads when the user builds.
-    encoder_spec = encoder_choice(
+    encoder_spec = state.encoder_choice(
         "Collection encoder", INDEX_NEEDS, key="collections_encoder",
         default="efficientnet-lite0-lexical",
     )  # fmt: skip
     source_kind = SOURCES[
-        st.radio("Source", LABELS, horizontal=True, key=kept("collections_source", LABELS[2]))
+        st.radio("Source", LABELS, horizontal=True, key=state.kept("collections_source", LABELS[2]))
     ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
@@ -89,14 +81,14 @@ with st.expander("Build a collection", expanded=not list_collections()):
             accept_multiple_files=True,
             key="collections_uploads",
         )
-        files = remembered_uploads("collections_uploads", uploads)
+        files = state.remembered_uploads("collections_uploads", uploads)
     elif source_kind == "path":
         samples = ", ".join(f"sample:{n}" for n in SAMPLE_BENCHMARKS)
         server_path = st.text_input(
             "Folder of images, a .txt/.csv/.jsonl file, or a benchmark (a BEIR folder, MS "
             "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID; "
             f"shipped with Lexlens: {samples})",
-            key=kept("collections_path", ""),
+            key=state.kept("collections_path", ""),
         )
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
@@ -106,7 +98,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
             "(data/photos.csv): the text→image sample for Search & exclusion."
         )
     c1, c2, c3 = st.columns(3)
-    name = c1.text_input("Name", key=kept("collections_name", "photos"))
+    name = c1.text_input("Name", key=state.kept("collections_name", "photos"))
     numbers = build_numbers(c2, c3)
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
@@ -129,13 +121,13 @@ with st.expander("Build a collection", expanded=not list_collections()):
                     options=options, progress=progress_part(progress, 0.05, 1.0, "building: "),
                 )  # fmt: skip
 
-            start_job("collections", f"build {name.strip()}", inputs, uploads, work)
+            state.start_job("collections", f"build {name.strip()}", inputs, uploads, work)
         except LexlensError as exc:
             st.error(str(exc))
 
 # The build's progress and outcome, outside the form: seen on return with the form closed.
-last, job, state = job_outcome("collections", IndexResult, inputs, uploads)
-show_job_state(job, state, "Building", "build")
+last, job, status = state.job_outcome("collections", IndexResult, inputs, uploads)
+state.show_job_state(job, status, "Building", "build")
 if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
     st.success(
@@ -175,7 +167,7 @@ st.dataframe(table, hide_index=True, width="stretch")
 names = [c["name"] for c in cards]
 if st.session_state.get("collections_open") not in names:
     st.session_state["collections_open"] = names[0]
-chosen = st.selectbox("Open", names, key=kept("collections_open", names[0]))
+chosen = st.selectbox("Open", names, key=state.kept("collections_open", names[0]))
 card = next(c for c in cards if c["name"] == chosen)
 if "error" in card:
     st.error(card["error"])

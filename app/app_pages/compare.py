@@ -18,13 +18,7 @@ from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
 from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.sides import COMPARE_NEEDS, check_sides
 from lexlens.analysis.lexical.terms import encode_image, encode_text
-from lexlens.app.runtime.state import (
-    encoder_picker,
-    keep_for_reload,
-    kept,
-    remembered_uploads,
-    restore_inputs,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.compare import (
     show_collection,
     show_downloads,
@@ -64,9 +58,9 @@ def encode(_encoder, encoder_key: str, kind: str, digest: str, _value) -> Lexica
     return encode_image(_encoder, _value)
 
 
-restore_inputs("compare")  # a reload, a bookmark or a link: the inputs in the URL's run
+state.restore_inputs("compare")  # a reload, a bookmark or a link: the inputs in the URL's run
 uploads: list[tuple[str, bytes]] = []  # an uploaded image, kept with the inputs
-kind = st.radio("Compare on", KINDS, horizontal=True, key=kept("compare_kind", KINDS[0]))
+kind = st.radio("Compare on", KINDS, horizontal=True, key=state.kept("compare_kind", KINDS[0]))
 RESULT = f"compare_result_{kind.split()[0].lower()}"  # the last result of each kind is kept
 SETTINGS = CompareIndexOptions if kind == KINDS[2] else CompareOptions
 top = option_widget(SETTINGS, "top", f"compare_top_{kind[:5]}", low=3, high=60)
@@ -90,7 +84,7 @@ if kind in ("Text", "Image"):
     value, label, digest, problem = None, "", "", None
     box, term = None, None
     if kind == "Text":
-        text = st.text_area("Text", height=90, key=kept("compare_text", DEFAULT_TEXT))
+        text = st.text_area("Text", height=90, key=state.kept("compare_text", DEFAULT_TEXT))
         if text.strip():
             value, digest = text, hashlib.sha1(text.encode("utf-8")).hexdigest()
         else:
@@ -103,22 +97,22 @@ if kind in ("Text", "Image"):
                 type=["png", "jpg", "jpeg", "webp", "gif"],
                 key="compare_upload",
             )
-            uploads = remembered_uploads("compare_upload", [upload] if upload else None)
+            uploads = state.remembered_uploads("compare_upload", [upload] if upload else None)
             names = list(samples)
             sample = st.selectbox(
                 "…or a sample image",
                 names,
-                key=kept("compare_sample", names[0] if names else None),
+                key=state.kept("compare_sample", names[0] if names else None),
                 disabled=bool(uploads),
             )
             c1, c2, c3 = st.columns([1, 2, 2])
-            grouped = c1.toggle("Patch group", key=kept("compare_grouped", True))
+            grouped = c1.toggle("Patch group", key=state.kept("compare_grouped", True))
             x0, x1 = c2.slider(
-                "Box X range", 0.0, 1.0, step=0.01, key=kept("compare_x", (0.5, 1.0)),
+                "Box X range", 0.0, 1.0, step=0.01, key=state.kept("compare_x", (0.5, 1.0)),
                 disabled=not grouped,
             )  # fmt: skip
             y0, y1 = c3.slider(
-                "Box Y range", 0.0, 1.0, step=0.01, key=kept("compare_y", (0.0, 1.0)),
+                "Box Y range", 0.0, 1.0, step=0.01, key=state.kept("compare_y", (0.0, 1.0)),
                 disabled=not grouped,
             )  # fmt: skip
             term = option_widget(CompareOptions, "term", "compare_term", default="")
@@ -147,8 +141,12 @@ if kind in ("Text", "Image"):
         fail(LexlensError(problem))
         encoder_a = encoder_b = None
     else:
-        encoder_a = encoder_picker("Encoder A", needs, key=f"{prefix}_encoder_a", default=default_a)
-        encoder_b = encoder_picker("Encoder B", needs, key=f"{prefix}_encoder_b", default=default_b)
+        encoder_a = state.encoder_picker(
+            "Encoder A", needs, key=f"{prefix}_encoder_a", default=default_a
+        )
+        encoder_b = state.encoder_picker(
+            "Encoder B", needs, key=f"{prefix}_encoder_b", default=default_b
+        )
     if encoder_a is not None and encoder_b is not None and value is not None:
         try:
             options = CompareOptions.of(gate_k=(int(ka), int(kb)), top=int(top), box=box, term=term)
@@ -177,8 +175,8 @@ else:
 result = st.session_state.get(RESULT)
 if result is None:
     st.stop()
-keep_for_reload("compare", "compare_", f"compare A and B on {kind.lower()}",
-                {"compare_upload": uploads} if uploads else {})  # fmt: skip
+state.keep_for_reload("compare", "compare_", f"compare A and B on {kind.lower()}",
+                      {"compare_upload": uploads} if uploads else {})  # fmt: skip
 
 
 show_header(result)

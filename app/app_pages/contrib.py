@@ -20,15 +20,7 @@ from lexlens.analysis.lexical.contrib import (
     ContribResult,
     contrib,
 )
-from lexlens.app.runtime.state import (
-    content_key,
-    encoder_picker,
-    keep_for_reload,
-    kept,
-    kept_result,
-    remembered_uploads,
-    restore_inputs,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.views.widgets import option_widget
 
@@ -43,14 +35,14 @@ st.caption(
 
 SAMPLES = sample_images()
 KINDS = ["Text", "Image"]
-restore_inputs("contrib")  # a reload, a bookmark or a link: the inputs in the URL's run
+state.restore_inputs("contrib")  # a reload, a bookmark or a link: the inputs in the URL's run
 q_kind = st.session_state.get("contrib_q_kind", "Text")
 d_kind = st.session_state.get("contrib_d_kind", "Text")
 text_encoder = image_encoder = None
 if "Text" in (q_kind, d_kind):
-    text_encoder = encoder_picker("Text encoder", TEXT_SIDE, key="contrib_encoder")
+    text_encoder = state.encoder_picker("Text encoder", TEXT_SIDE, key="contrib_encoder")
 if "Image" in (q_kind, d_kind):
-    image_encoder = encoder_picker(
+    image_encoder = state.encoder_picker(
         "Image encoder",
         IMAGE_SIDE,
         key="contrib_image_encoder",
@@ -60,14 +52,18 @@ if "Image" in (q_kind, d_kind):
 
 def side(what: str, prefix: str, default_text: str, default_sample: str):
     """One side's inputs: (kind, text or None, (name, bytes) or None)."""
-    kind = st.radio(what, KINDS, horizontal=True, key=kept(f"contrib_{prefix}_kind", "Text"))
+    kind = st.radio(what, KINDS, horizontal=True, key=state.kept(f"contrib_{prefix}_kind", "Text"))
     if kind == "Text":
         widget = st.text_input if prefix == "q" else st.text_area
-        return kind, widget(f"{what} text", key=kept(f"contrib_{prefix}_text", default_text)), None
+        return (
+            kind,
+            widget(f"{what} text", key=state.kept(f"contrib_{prefix}_text", default_text)),
+            None,
+        )
     upload = st.file_uploader(
         f"{what} image", type=["png", "jpg", "jpeg", "webp", "gif"], key=f"contrib_{prefix}_upload"
     )
-    files = remembered_uploads(f"contrib_{prefix}_upload", [upload] if upload else [])
+    files = state.remembered_uploads(f"contrib_{prefix}_upload", [upload] if upload else [])
     if files:
         image = files[0]
     else:
@@ -80,7 +76,7 @@ def side(what: str, prefix: str, default_text: str, default_sample: str):
                 default_sample if default_sample in options else options[0]
             )
         name = st.selectbox(
-            "or a sample photo", options, key=kept(f"contrib_{prefix}_sample", default_sample)
+            "or a sample photo", options, key=state.kept(f"contrib_{prefix}_sample", default_sample)
         )
         image = (SAMPLES[name].name, SAMPLES[name].read_bytes())
     st.image(image[1], width=200)
@@ -112,11 +108,11 @@ if (
 ):
     st.stop()
 
-key = content_key(
+key = state.content_key(
     q_kind, d_kind, q_text or "", d_text or "", q_image[1] if q_image else b"",
     d_image[1] if d_image else b"", mode, str(k), q_encoder.name, d_encoder.name,
 )  # fmt: skip
-result: ContribResult | None = kept_result(
+result: ContribResult | None = state.kept_result(
     "contrib_result",
     lambda: contrib(
         q_encoder, d_encoder, query=q_text, doc=d_text, query_image=q_image, doc_image=d_image,
@@ -128,7 +124,7 @@ result: ContribResult | None = kept_result(
 )  # fmt: skip
 if result is None:
     st.stop()
-keep_for_reload("contrib", "contrib_", "query ⊙ document", {
+state.keep_for_reload("contrib", "contrib_", "query ⊙ document", {
     f"contrib_{p}_upload": [image] for p, image in (("q", q_image), ("d", d_image)) if image
 })  # fmt: skip
 

@@ -19,19 +19,8 @@ from lexlens.analysis.deviation.options import (
     deviation_needs_for,
 )
 from lexlens.analysis.deviation.result import DeviationResult
+from lexlens.app.runtime import state
 from lexlens.app.runtime.access import server_path
-from lexlens.app.runtime.state import (
-    encoder_choice,
-    get_encoder,
-    job_outcome,
-    keep_for_reload,
-    kept,
-    kept_result,
-    remembered_uploads,
-    restore_inputs,
-    show_job_state,
-    start_job,
-)
 from lexlens.app.views.deviation import show_result
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
@@ -51,7 +40,7 @@ st.caption(
     "E = V ⊙ G (top gate-k dimensions plus the input's own tokens). An image is measured "
     "against the tokens of its paired captions."
 )
-restore_inputs("deviation")
+state.restore_inputs("deviation")
 
 # ----------------------------------------------------------------------------- inputs
 # The options come first and are drawn on every run, whatever the source: a widget that a
@@ -74,7 +63,7 @@ glove = option_widget(
     label="GloVe file on the server for Semantic@k (optional; default: the encoder's own "
     "embeddings)",
 ).strip()  # fmt: skip
-source = st.radio("Input", SOURCES, horizontal=True, key=kept("dev_source", SOURCES[0]))
+source = st.radio("Input", SOURCES, horizontal=True, key=state.kept("dev_source", SOURCES[0]))
 try:  # a stored collection keeps its own gate
     options = DeviationOptions.of(
         k=k, gate_k=None if source == SOURCES[2] else gate_k, denominator=denominator,
@@ -92,7 +81,7 @@ def measured(spec: str, device: str, data: bytes, name: str, options: DeviationO
     """:func:`deviation` of a caption file, cached on its inputs (the encoder by name)."""
     bar = st.progress(0.0, "Encoding captions…")
     result = deviation(
-        get_encoder(spec, device), data, name=name, options=options,
+        state.get_encoder(spec, device), data, name=name, options=options,
         progress=lambda f, msg: bar.progress(f, msg),
     )  # fmt: skip
     bar.empty()
@@ -107,20 +96,22 @@ if source != SOURCES[2]:
             type=["txt", "csv", "jsonl"],
             key="dev_upload",
         )
-        uploads = {"dev_captions": remembered_uploads("dev_captions", [upload] if upload else None)}
+        uploads = {
+            "dev_captions": state.remembered_uploads("dev_captions", [upload] if upload else None)
+        }
         if not uploads["dev_captions"]:
             st.info("Upload a caption file, or pick the sample captions.")
             st.stop()
         name, data = uploads["dev_captions"][0]
     else:
         name, data = SAMPLE.name, SAMPLE.read_bytes()
-    spec = encoder_choice("Text encoder", DEVIATION_NEEDS, key="dev_encoder")
+    spec = state.encoder_choice("Text encoder", DEVIATION_NEEDS, key="dev_encoder")
     if spec is None:
         st.stop()
-    result = kept_result(RESULT, lambda: measured(spec, device, data, name, options))
+    result = state.kept_result(RESULT, lambda: measured(spec, device, data, name, options))
     if result is None:
         st.stop()
-    keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads)
+    state.keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads)
     show_result(result)
     st.stop()
 
@@ -144,7 +135,7 @@ chosen = st.selectbox(
         f"{n} — {by_name[n]['items']:,} {by_name[n]['modality']} items, "
         f"{by_name[n]['encoder']}, gate k {by_name[n]['gate_k']}"
     ),
-    key=kept("dev_collection"),
+    key=state.kept("dev_collection"),
 )
 collection = by_name[chosen]
 if collection["modality"] == "image":
@@ -152,18 +143,18 @@ if collection["modality"] == "image":
         "Images are measured against their paired captions; the captions are encoded by the "
         "text encoder chosen in the sidebar (same vocabulary as the collection)."
     )
-spec = encoder_choice(
+spec = state.encoder_choice(
     "Text encoder", deviation_needs_for(collection["modality"]), key="dev_encoder"
 )
 inputs.update(dev_collection=chosen, dev_encoder=spec, updated=str(collection.get("updated")))
 if spec is not None and st.button("Measure the collection", type="primary"):
     path = collection["path"]
-    start_job("deviation", f"deviation of {chosen}", inputs, {},
-              lambda progress: deviation_of_index(
-                  path, spec, device=None if device == "auto" else device, progress=progress,
-                  options=options))  # fmt: skip
-result, job, state = job_outcome("deviation", DeviationResult, inputs)
-if show_job_state(job, state, "Measuring", "measurement"):
+    state.start_job("deviation", f"deviation of {chosen}", inputs, {},
+                    lambda progress: deviation_of_index(
+                        path, spec, device=None if device == "auto" else device,
+                        progress=progress, options=options))  # fmt: skip
+result, job, status = state.job_outcome("deviation", DeviationResult, inputs)
+if state.show_job_state(job, status, "Measuring", "measurement"):
     st.stop()
 if result is None:
     st.info("Press **Measure the collection**: it reads every stored vector, as a job.")

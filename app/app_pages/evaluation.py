@@ -26,14 +26,7 @@ from lexlens.analysis.benchmark.evaluation_result import (
 from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
-from lexlens.app.runtime.state import (
-    job_outcome,
-    kept,
-    remembered_uploads,
-    restore_inputs,
-    show_job_state,
-    start_job,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failure
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
@@ -50,7 +43,7 @@ st.caption(
     "first, and for a failing query the item ranked first and the best relevant one side by "
     "side: each term's q·d, summing to each score, and the words that decide between them."
 )
-restore_inputs("evaluation")
+state.restore_inputs("evaluation")
 cards = [c for c in list_collections() if "error" not in c]
 if not cards:
     st.info("No stored collection yet: build one on the **Collections** page or with "
@@ -60,9 +53,9 @@ names = [c["name"] for c in cards]
 if st.session_state.get("eval_collection") not in names:
     st.session_state["eval_collection"] = names[0]
 c1, c2, c3 = st.columns([2, 2, 1])
-name = c1.selectbox("Collection", names, key=kept("eval_collection"))
+name = c1.selectbox("Collection", names, key=state.kept("eval_collection"))
 card = next(c for c in cards if c["name"] == name)
-source = c2.radio("Queries", SOURCES, key=kept("eval_source", SOURCES[0]), horizontal=True)
+source = c2.radio("Queries", SOURCES, key=state.kept("eval_source", SOURCES[0]), horizontal=True)
 values = {"top": option_widget(EvaluationOptions, "top", OPTIONS["top"], where=c3)}
 with st.expander("How the queries are encoded"):
     q1, q2 = st.columns(2)
@@ -76,7 +69,7 @@ for key, label, types in (
 ):
     if source == SOURCES[1] or key == "eval_run":
         upload = st.file_uploader(label, type=types, key=key)
-        files[key] = remembered_uploads(key, [upload] if upload else None)[:1]
+        files[key] = state.remembered_uploads(key, [upload] if upload else None)[:1]
 inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
 uploads = {k: v for k, v in files.items() if v}
 
@@ -109,16 +102,17 @@ if st.button("Evaluate", type="primary"):
             raise LexlensError(f"{name} keeps no queries: upload queries and judgements")
         if source == SOURCES[1] and not (uploads.get("eval_queries") and uploads.get("eval_qrels")):
             raise LexlensError("upload both the queries and the judgements")
-        start_job("evaluation", f"evaluate {name}", inputs, uploads,
-                  _work(card["path"], uploads, options, st.session_state.get("device", "auto")))  # fmt: skip
+        device = st.session_state.get("device", "auto")
+        work = _work(card["path"], uploads, options, device)
+        state.start_job("evaluation", f"evaluate {name}", inputs, uploads, work)
     except LexlensError as exc:
         st.error(str(exc))
 
-result, job, state = job_outcome("evaluation", BenchmarkEvaluationResult, inputs, uploads)
-if show_job_state(job, state, "Evaluating", "evaluation"):
+result, job, status = state.job_outcome("evaluation", BenchmarkEvaluationResult, inputs, uploads)
+if state.show_job_state(job, status, "Evaluating", "evaluation"):
     st.stop()
 if result is None:
-    if state == "other":
+    if status == "other":
         st.info("The inputs changed since the result in this page's URL: press **Evaluate**.")
     st.stop()
 
@@ -143,7 +137,7 @@ failing = {f.query_id: f for f in result.failures}
 if failing:
     order = [q for q in table["query_id"] if q in failing]
     pick = st.selectbox(
-        "Why does this query fail?", order, key=kept("eval_pick", order[0]),
+        "Why does this query fail?", order, key=state.kept("eval_pick", order[0]),
         format_func=lambda q: f"{q}: {failing[q].query[:80]}",
     )  # fmt: skip
     show_failure(failing[pick], open_index(card["path"]))

@@ -24,15 +24,7 @@ from lexlens.analysis.search.queries import (
     default_query_encoder,
 )
 from lexlens.analysis.search.search import SearchResult, search
-from lexlens.app.runtime.state import (
-    content_key,
-    encoder_picker,
-    keep_for_reload,
-    kept,
-    kept_result,
-    remembered_uploads,
-    restore_inputs,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.search import show_result
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
@@ -53,10 +45,12 @@ st.caption(
     "labelled A and not B)."
 )
 
-restore_inputs("search")  # a reload, a bookmark or a link: the inputs in the URL's run
+state.restore_inputs("search")  # a reload, a bookmark or a link: the inputs in the URL's run
 kept_files: list[tuple[str, bytes]] = []  # an uploaded collection, an uploaded query image
 kept_images: list[tuple[str, bytes]] = []
-source = st.radio("Collection", SOURCES, horizontal=True, key=kept("search_source", SOURCES[0]))
+source = st.radio(
+    "Collection", SOURCES, horizontal=True, key=state.kept("search_source", SOURCES[0])
+)
 cards = [c for c in list_collections() if "error" not in c]
 if source == SOURCES[0] and not cards:
     st.info(
@@ -90,7 +84,7 @@ if source == SOURCES[0]:
     names = [c["name"] for c in cards]
     if st.session_state.get("search_collection") not in names:
         st.session_state["search_collection"] = names[0]
-    chosen = st.selectbox("Stored collection", names, key=kept("search_collection", names[0]))
+    chosen = st.selectbox("Stored collection", names, key=state.kept("search_collection", names[0]))
     card = next(c for c in cards if c["name"] == chosen)
     try:
         target = opened(card["path"], str(card.get("updated")))
@@ -102,7 +96,7 @@ if source == SOURCES[0]:
         f"(gate k {card['gate_k']}), {card['labelled']} labelled."
     )
     query_kind = st.radio(
-        "Query", ["Text", "Image"], horizontal=True, key=kept("search_query_kind", "Text")
+        "Query", ["Text", "Image"], horizontal=True, key=state.kept("search_query_kind", "Text")
     )
 # The mode decides which encoders can make the query (a D2S head: bag-of-words only).
 mode = option_widget(SearchOptions, "query_mode", "search_mode", disabled=query_kind == "Image")
@@ -113,14 +107,14 @@ if target is not None:
         default = default_query_encoder(target, modality)
     except LexlensError:
         default = None
-    encoder = encoder_picker(
+    encoder = state.encoder_picker(
         "Query encoder (same vocabulary as the collection)",
         IMAGE_QUERY_NEEDS if modality == "image" else BOW_QUERY_NEEDS if bow else TEXT_QUERY_NEEDS,
         key=f"search_query_encoder_{modality}{'_bow' if bow else ''}",
         default=default,
     )
 else:  # a small text file: the encoder encodes its texts too
-    encoder = encoder_picker("Text encoder", TEXT_QUERY_NEEDS, key="search_encoder")
+    encoder = state.encoder_picker("Text encoder", TEXT_QUERY_NEEDS, key="search_encoder")
     if encoder is None:
         st.stop()
     if source == SOURCES[1]:
@@ -131,13 +125,15 @@ else:  # a small text file: the encoder encodes its texts too
             type=["csv", "txt", "jsonl"],
             key="search_upload",
         )
-        kept_files = remembered_uploads("search_upload", [upload] if upload else [])
+        kept_files = state.remembered_uploads("search_upload", [upload] if upload else [])
         if not kept_files:
             st.info("Upload a file, or build a stored collection on the Collections page.")
             st.stop()
         name, data = kept_files[0]
     try:
-        target = in_memory(encoder, encoder.source or encoder.name, content_key(data), data, name)
+        target = in_memory(
+            encoder, encoder.source or encoder.name, state.content_key(data), data, name
+        )
     except LexlensError as exc:
         st.error(str(exc))
         st.stop()
@@ -151,7 +147,7 @@ if query_kind == "Image":
     upload = st.file_uploader(
         "Query image", type=["png", "jpg", "jpeg", "webp", "gif"], key="search_image"
     )
-    kept_images = remembered_uploads("search_image", [upload] if upload else [])
+    kept_images = state.remembered_uploads("search_image", [upload] if upload else [])
     if not kept_images:
         st.info("Upload an image to search with.")
         st.stop()
@@ -167,9 +163,9 @@ if query_kind == "Text":
         for key, old, new in (("search_query", 0, example_a), ("search_exclude", 1, example_b)):
             if key not in st.session_state or (previous and st.session_state[key] == previous[old]):
                 st.session_state[key] = new
-    query = c1.text_input("Find (A)", key=kept("search_query", example_a))
+    query = c1.text_input("Find (A)", key=state.kept("search_query", example_a))
     exclude = c2.text_input(
-        "But not (B) — optional", key=kept("search_exclude", example_b),
+        "But not (B) — optional", key=state.kept("search_exclude", example_b),
         help=f"Examples from this collection's labels: {example_a!r} but not {example_b!r}"
         if example_b else None,
     )  # fmt: skip
@@ -205,17 +201,17 @@ except LexlensError as exc:
 inputs = {"query": query, "exclude": exclude}
 if image_upload is not None:
     inputs = {"query_image": image_upload[1], "image_name": image_upload[0]}
-key = content_key(
+key = state.content_key(
     repr(sorted(options.to_dict().items())), query, exclude, encoder.name,
     str(getattr(target, "path", "")), str(getattr(target, "manifest", {}).get("updated", "")),
     image_upload[0] if image_upload else "", image_upload[1] if image_upload else b"",
 )  # fmt: skip
-result: SearchResult | None = kept_result(
+result: SearchResult | None = state.kept_result(
     "search_result", lambda: search(target, encoder, options=options, **inputs), key=key
 )
 if result is None:
     st.stop()
-keep_for_reload("search", "search_", f"search “{query or 'an image'}”", {
+state.keep_for_reload("search", "search_", f"search “{query or 'an image'}”", {
     key: files for key, files in (("search_upload", kept_files), ("search_image", kept_images))
     if files
 })  # fmt: skip
