@@ -21,23 +21,16 @@ from lexlens.analysis.lexical.patches import (
     MIN_CELL_COVERAGE,
 )
 from lexlens.analysis.lexical.terms import (
-    TermsOptions,
     TermsResult,
     encode_image,
     selection_text,
     term_records,
     terms_of_encoding,
 )
-from lexlens.app.runtime.state import (
-    encoder_picker,
-    keep_for_reload,
-    kept,
-    remembered_uploads,
-    restore_inputs,
-)
+from lexlens.app.runtime import state
 from lexlens.app.views.image import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
-from lexlens.app.views.widgets import option_widget, show_cloud, term_table
+from lexlens.app.views.widgets import show_cloud, term_table, terms_display
 from lexlens.models import LexicalEncoding, LexlensError, encoder_card
 from lexlens.models.images import load_image
 
@@ -57,8 +50,8 @@ st.caption(
 SAMPLES = sample_images()
 DEFAULT = DEFAULT_SAMPLE if DEFAULT_SAMPLE in SAMPLES else next(iter(SAMPLES), None)
 
-restore_inputs("images")  # a reload, a bookmark or a link: the inputs in the URL's run
-kept("image_encoder")  # the sidebar choice survives a run that stops before the picker
+state.restore_inputs("images")  # a reload, a bookmark or a link: the inputs in the URL's run
+state.kept("image_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.container(border=True):
     uploads = st.file_uploader(
         "Images (png, jpg, webp, gif; several at once)",
@@ -66,7 +59,7 @@ with st.container(border=True):
         accept_multiple_files=True,
         key="image_uploads",
     )
-    uploaded = remembered_uploads("image_uploads", uploads)
+    uploaded = state.remembered_uploads("image_uploads", uploads)
     left, right = st.columns([3, 1])
     if any(s not in SAMPLES for s in st.session_state.get("image_samples", [])):
         st.session_state["image_samples"] = [
@@ -75,15 +68,9 @@ with st.container(border=True):
     chosen = left.multiselect(
         "Sample images",
         list(SAMPLES),
-        key=kept("image_samples", [DEFAULT] if DEFAULT else []),
+        key=state.kept("image_samples", [DEFAULT] if DEFAULT else []),
     )
-    k = option_widget(TermsOptions, "top", "image_k", right, low=5, high=60)
-    merge = right.toggle(
-        "Merge word pieces",
-        key=kept("image_merge", True),
-        help="es ##press ##o → espresso, for words the encoder is known to spell. Off: the "
-        "raw vocabulary tokens. The JSON downloads always hold both views.",
-    )
+    k, merge = terms_display("image", right, right, high=60)
 
 
 @st.cache_data(show_spinner="Encoding image…", max_entries=48)
@@ -199,15 +186,15 @@ if not images:
         st.info("Upload an image or pick a sample above.")
     st.stop()
 
-encoder = encoder_picker("Image encoder", IMAGE_NEEDS, key="image_encoder")
+encoder = state.encoder_picker("Image encoder", IMAGE_NEEDS, key="image_encoder")
 if encoder is None:
     st.stop()
 card = encoder_card(encoder.name)
 if card is not None:
     st.caption(f"**{card.name}**: {card.summary}.")
 
-keep_for_reload("images", "image_", "terms of " + ", ".join(n for _, n, _, _ in images),
-                {"image_uploads": uploaded})  # fmt: skip
+state.keep_for_reload("images", "image_", "terms of " + ", ".join(n for _, n, _, _ in images),
+                      {"image_uploads": uploaded})  # fmt: skip
 for label, name, data, picture in images:
     with st.container(border=True):
         show_image(label, name, data, picture)

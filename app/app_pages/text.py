@@ -17,8 +17,8 @@ from lexlens.analysis.lexical.terms import (
     encode_text,
     terms_of_encoding,
 )
-from lexlens.app.runtime.state import encoder_picker, keep_for_reload, kept, restore_inputs
-from lexlens.app.views.widgets import option_widget
+from lexlens.app.runtime import state
+from lexlens.app.views.widgets import option_widget, terms_display
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
 
@@ -31,20 +31,14 @@ st.caption(
     "input's own tokens (bag of words); orange terms are expansion terms the model added."
 )
 
-restore_inputs("text")  # a reload, a bookmark or a link: the inputs in the URL's run
-kept("text_encoder")  # the sidebar choice survives a run that stops before the picker
+state.restore_inputs("text")  # a reload, a bookmark or a link: the inputs in the URL's run
+state.kept("text_encoder")  # the sidebar choice survives a run that stops before the picker
 with st.form("text_form"):
-    text = st.text_area("Text", height=100, key=kept("text_input", DEFAULT_TEXT))
+    text = st.text_area("Text", height=100, key=state.kept("text_input", DEFAULT_TEXT))
     side = option_widget(TermsOptions, "side", "text_side")
     st.form_submit_button("Encode", type="primary")
 left_opts, right_opts = st.columns([3, 2])
-k = option_widget(TermsOptions, "top", "text_k", left_opts, low=5, high=100)
-merge = right_opts.toggle(
-    "Merge word pieces into words",
-    key=kept("text_merge", True),
-    help="gi ##raf ##fe → giraffe. Off: the raw vocabulary tokens. The JSON download "
-    "always holds both views.",
-)
+k, merge = terms_display("text", left_opts, right_opts, high=100)
 
 
 @st.cache_data(show_spinner="Encoding…", max_entries=64)
@@ -138,7 +132,7 @@ except LexlensError as exc:
     show_last("Nothing was encoded.")
     st.stop()
 
-encoder = encoder_picker("Text encoder", TEXT_NEEDS, key="text_encoder")
+encoder = state.encoder_picker("Text encoder", TEXT_NEEDS, key="text_encoder")
 if encoder is None:
     st.stop()
 
@@ -153,5 +147,5 @@ except LexlensError as exc:
 for note in result.notes:  # truncation, special tokens only: what changes how to read it
     st.warning(f"Note: {note}")
 st.session_state[LAST] = result
-keep_for_reload("text", "text_", f"terms of “{text[:60]}”")
+state.keep_for_reload("text", "text_", f"terms of “{text[:60]}”")
 show(result, merge)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.words import Term
+from lexlens.analysis.lexical.terms import TermsOptions
 from lexlens.app.runtime.state import kept
 
 
@@ -51,6 +52,29 @@ def option_widget(options_type: type[Options], name: str, key: str, where: Any =
             return where.slider(label, **bounds, **common)
         return where.number_input(label, **bounds, **common)
     return where.text_input(label, **common)
+
+
+#: A merge of word pieces as each kind of input shows it: the evidence that the pieces are one
+#: word is the input's own words for a text, the words the encoder knows it expresses for an
+#: image (the one rule of :func:`lexlens.analysis.core.words.merge_word_pieces`).
+MERGE_EXAMPLES = {
+    "text": "gi ##raf ##fe → giraffe.",
+    "image": "es ##press ##o → espresso, for words the encoder is known to spell.",
+}
+
+
+def terms_display(kind: str, top_at: Any, merge_at: Any, *, high: int) -> tuple[int, bool]:
+    """The display settings of the terms of a ``kind`` input ("text" or "image"), kept under
+    ``{kind}_k`` and ``{kind}_merge``: how many top terms (the declared ``top``, from 5 to
+    ``high``) and whether word pieces are merged into words."""
+    top = option_widget(TermsOptions, "top", f"{kind}_k", top_at, low=5, high=high)
+    merge = merge_at.toggle(
+        "Merge word pieces into words",
+        key=kept(f"{kind}_merge", True),
+        help=f"{MERGE_EXAMPLES[kind]} Off: the raw vocabulary tokens. Every JSON download holds "
+        "both views.",
+    )
+    return top, merge
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
