@@ -188,7 +188,8 @@ def _long_line(handle: Any, first: bytes, limit: int) -> bytearray | None:
 
 def json_depth(text: str) -> tuple[int, int]:
     """The deepest nesting of arrays and objects in a JSON text, and the offset where it is
-    first reached (brackets inside strings do not count)."""
+    first reached (brackets inside strings do not count). Linear in the text's length, also
+    for a text that is not JSON."""
     depth = deepest = where = 0
     for match in _JSON_TOKEN.finditer(text):
         token = match.group()
@@ -201,27 +202,35 @@ def json_depth(text: str) -> tuple[int, int]:
     return deepest, where
 
 
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+#: A string (its escapes inside) or a bracket. A string left unclosed, even one ending in a
+#: lone backslash, runs to the end of the text in one match, and the body never gives back
+#: what it took (possessive): a scan never restarts inside it, so it stays linear.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.S)
 
 
 def load_json(text: str, label: str, line: int = 0, *, precheck: bool = True) -> Any:
     """``json.loads`` that refuses a text nested too deeply in one line naming ``label`` and
     the line where it goes deepest (``line`` for a JSON-lines record), never with a
-    RecursionError. ``precheck`` (for a line) also refuses nesting deeper than
-    :data:`MAX_JSON_DEPTH`, so no later use of the value recurses that deep; a whole
-    document is parsed first and measured only when Python's parser gives up. A malformed
-    text raises :class:`json.JSONDecodeError` as ``json.loads`` does."""
+    RecursionError. ``precheck`` (for a line) also refuses a value nested deeper than
+    :data:`MAX_JSON_DEPTH`, so no later use of it recurses that deep. A text is parsed
+    first: one that is not JSON raises :class:`json.JSONDecodeError` as ``json.loads`` does,
+    however deep its brackets go before the fault."""
     try:
-        many = precheck and text.count("[") + text.count("{") > MAX_JSON_DEPTH
-        if many and json_depth(text)[0] > MAX_JSON_DEPTH:
-            raise RecursionError
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
-        deepest, offset = json_depth(text)
-        at = line or text.count("\n", 0, offset) + 1
-        raise InputError(
-            f"{label}:{at}: JSON nested {deepest:,} levels deep (over {MAX_JSON_DEPTH}): refused"
-        ) from None
+        raise _too_deep(text, label, line) from None
+    many = precheck and text.count("[") + text.count("{") > MAX_JSON_DEPTH
+    if many and json_depth(text)[0] > MAX_JSON_DEPTH:
+        raise _too_deep(text, label, line)
+    return value
+
+
+def _too_deep(text: str, label: str, line: int) -> InputError:
+    deepest, offset = json_depth(text)
+    at = line or text.count("\n", 0, offset) + 1
+    return InputError(
+        f"{label}:{at}: JSON nested {deepest:,} levels deep (over {MAX_JSON_DEPTH}): refused"
+    )
 
 
 def json_line(text: str, label: str, line: int) -> tuple[Any, str]:
