@@ -70,8 +70,7 @@ class JobManager:
         self._lock = threading.Lock()
         self._worker = threading.Thread(target=self._loop, name="lexlens-jobs", daemon=True)
         self._worker.start()
-        runs.mark_interrupted(set())  # a new server runs no job yet: the stored "running" ran
-        # on a server that stopped
+        runs.mark_interrupted()  # what a stopped server left "running" (once per process)
 
     def submit(self, run: runs.Run, work: Callable[[Progress], Record]) -> Job:
         """Queue ``work`` for ``run`` (its inputs already stored); returns the job."""
@@ -135,10 +134,19 @@ class JobManager:
         job.status = status
 
 
-@st.cache_resource
+_MANAGER: JobManager | None = None
+_MANAGER_LOCK = threading.Lock()
+
+
 def job_manager() -> JobManager:
-    """The one job manager of this server process."""
-    return JobManager()
+    """The one job manager of this server process, made at the first page view and kept
+    for the process's life: not a Streamlit cached resource, which any client's "Clear
+    cache" drops (a second manager would start a second worker beside the first)."""
+    global _MANAGER
+    with _MANAGER_LOCK:
+        if _MANAGER is None:
+            _MANAGER = JobManager()
+        return _MANAGER
 
 
 def jobs_sidebar() -> None:

@@ -8,7 +8,8 @@ code). Every file is written whole or not at all. Run ids are random (16 hex dig
 checked before any path is built from them. Stored runs have a size budget
 (``LEXLENS_RUNS_BUDGET_MB``, default 500 MB): when it is exceeded, the oldest finished runs
 are removed and the page says so — never one that runs, one a page has open, or a page's
-newest run. A run a stopped server left ``running`` is marked failed at the next start.
+newest run. A run a stopped server left ``running`` is marked failed at the first page view
+after a server starts (:func:`mark_interrupted`, once per process).
 """
 
 from __future__ import annotations
@@ -243,19 +244,39 @@ def enforce_budget(keep: str | None = None) -> list[str]:
     return removed
 
 
-def mark_interrupted(active: set[str]) -> list[str]:
-    """Runs left ``running`` by a server that stopped (none of ``active``, the jobs this
-    server runs): marked failed, so they count toward the budget like any finished run."""
+#: When this process started keeping runs: a run it made itself is dated after.
+_STARTED = time.time()
+_interrupted_marked = False
+_MARK_LOCK = threading.Lock()
+
+
+def mark_interrupted() -> list[str]:
+    """Runs left ``running`` by a server that stopped: marked failed, so they count toward
+    the budget like any finished run. Once per process (its job manager calls it at the first
+    page view); a later call marks nothing, so a job manager made again (Streamlit's "Clear
+    cache") never fails the runs this server still works on. Spared too: a run this process
+    made, and one of another live server on the same workspace."""
+    global _interrupted_marked
+    with _MARK_LOCK:
+        if _interrupted_marked:
+            return []
+        _interrupted_marked = True
     marked = []
     for run in list_runs():
-        if run.status == "running" and run.id not in active and not _other_server(run.server):
-            run.status, run.message = "failed", "the server stopped while it ran"
-            try:
-                run.save(touch=False)  # it ended when its server did, not now
-            except InputError:
-                continue
-            marked.append(run.id)
+        if run.status != "running" or _own(run) or _other_server(run.server):
+            continue
+        run.status, run.message = "failed", "the server stopped while it ran"
+        try:
+            run.save(touch=False)  # it ended when its server did, not now
+        except InputError:
+            continue
+        marked.append(run.id)
     return marked
+
+
+def _own(run: Run) -> bool:
+    """Whether this process made ``run`` (not an earlier server that had the same pid)."""
+    return run.server == os.getpid() and run.created >= _STARTED
 
 
 def _other_server(pid: int) -> bool:

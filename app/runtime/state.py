@@ -386,8 +386,9 @@ def start_job(
     """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL."""
     from lexlens.app.runtime.jobs import job_manager
 
+    manager = job_manager()  # made first: its start marks what a stopped server left running
     run = _new_run(page, summary, inputs, uploads, "running")
-    return job_manager().submit(run, work)
+    return manager.submit(run, work)
 
 
 def job_outcome(page: str, kind: type, inputs: dict, uploads=None):

@@ -225,7 +225,8 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     record = json.loads((runs.runs_dir() / alive / "run.json").read_text())
     record["server"] = os.getppid()  # another server on this workspace that still runs
     (runs.runs_dir() / alive / "run.json").write_text(json.dumps(record))
-    assert runs.mark_interrupted(set()) == [crashed]
+    monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
+    assert runs.mark_interrupted() == [crashed]
     assert runs.load(crashed).status == "failed"
     assert "stopped" in runs.load(crashed).message
     assert runs.load(alive).status == "running"
@@ -233,6 +234,33 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.000001")
     _stored_run("collections", "done", 10, 200)
     assert crashed in runs.enforce_budget()
+
+
+def test_data_lost_clearing_streamlit_caches_keeps_this_servers_running_runs(tmp_path, monkeypatch):
+    """Any client can ask Streamlit to clear its caches: the job manager (one worker) stays,
+    and the runs this server still works on are not marked "the server stopped" (which
+    would also let the budget evict them)."""
+    import threading
+
+    import streamlit as st
+
+    from lexlens.app.runtime import jobs, runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
+    manager = jobs.job_manager()
+    working = runs.create("collections", "a long build", {}, [], key="k")
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    assert jobs.job_manager() is manager
+    assert runs.load(working.id).status == "running"
+    workers = [t for t in threading.enumerate() if t.name == "lexlens-jobs"]
+    assert len(workers) == 1
+    # A run this process made is its own even on the first call (a page that starts a job
+    # before any other made the manager).
+    monkeypatch.setattr(runs, "_interrupted_marked", False)
+    assert runs.mark_interrupted() == []
+    assert runs.load(working.id).status == "running"
 
 
 def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatch):
