@@ -21,7 +21,6 @@ import hashlib
 import hmac
 import html
 import os
-from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
@@ -79,14 +78,14 @@ def server_path(raw: str, label: str) -> str:
 
 
 def _cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's cookies, as browsers send them: a cookie that does not parse (a space
+    in a value another site set) is taken as it is, never drops the ones after it."""
+    from starlette.requests import cookie_parser  # the server's; the CLI never needs it
+
     jar: dict[str, str] = {}
     for name, value in headers:
         if name.lower() == b"cookie":
-            try:
-                parsed = SimpleCookie(value.decode("latin-1"))
-            except CookieError:
-                continue
-            jar.update({k: m.value for k, m in parsed.items()})
+            jar.update(cookie_parser(value.decode("latin-1")))
     return jar
 
 

@@ -131,6 +131,47 @@ def test_security_app_listening_beyond_this_machine_without_token_serves_nothing
         stop(proc)
 
 
+def gate_answer(path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None):
+    """What the token gate (``TOKEN`` set) answers an HTTP GET: ``(status, headers)``, status
+    200 when it lets the request through to the app."""
+    import asyncio
+
+    from lexlens.app.runtime.access import TokenGate
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    scope = {
+        "type": "http", "path": path, "query_string": query, "server": ("127.0.0.2", 8501),
+        "headers": [(b"cookie", cookie.encode("latin-1"))] if cookie else [],
+    }  # fmt: skip
+    if raw_path is not None:
+        scope["raw_path"] = raw_path
+    asyncio.run(TokenGate(app)(scope, receive, send))
+    start = sent[0]
+    return start["status"], {k.decode(): v.decode("latin-1") for k, v in start["headers"]}
+
+
+def test_security_a_cookie_that_does_not_parse_keeps_the_token_cookie_after_it(monkeypatch):
+    """A browser sends every cookie of the host in one header: another app's cookie with a
+    space in its value must not make the token cookie after it unreadable (a 403)."""
+    from lexlens.app.runtime.access import cookie_name, cookie_value
+
+    monkeypatch.setenv("LEXLENS_TOKEN", TOKEN)
+    valid = f"{cookie_name(8501)}={cookie_value(TOKEN)}"
+    assert gate_answer("/text", cookie=f"a=b c; {valid}")[0] == 200
+    assert gate_answer("/text", cookie=f'theme="dark; {valid}')[0] == 200
+    assert gate_answer("/text", cookie="a=b c; lexlens_token_8501=forged")[0] == 403
+
+
 def test_traceback_app_options_are_checked_before_the_server_starts(cli, tmp_path, monkeypatch):
     for args, budget, needle in (
         (["--port", "0"], "", "--port 0"),
