@@ -22,7 +22,7 @@ import hmac
 import html
 import os
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote_from_bytes, urlencode
 
 from lexlens.analysis.collections.workspace import sources_dir
 
@@ -135,18 +135,39 @@ class TokenGate:
         if same(jar.get(cookie_name(port)), cookie_value(self.token)):
             await self.app(scope, receive, send)
             return
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
+        # Escapes decoded byte for byte (latin-1), so the query round-trips exactly.
+        query = parse_qsl(
+            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True,
+            encoding="latin-1",
+        )  # fmt: skip
         given = next((v for k, v in query if k == "token"), None)
+        if given is not None:
+            given = given.encode("latin-1").decode("utf-8", "replace")  # the URL's UTF-8
         if scope["type"] == "http" and same(given, self.token):
-            rest = urlencode([(k, v) for k, v in query if k != "token"])
-            location = scope["path"] + (f"?{rest}" if rest else "")
             cookie = (
                 f"{cookie_name(port)}={cookie_value(self.token)}; Path=/; HttpOnly; SameSite=Strict"
             )
-            await _respond(send, 303, b"", [(b"location", location.encode("latin-1")),
+            location = _same_url_without_token(scope, query)
+            await _respond(send, 303, b"", [(b"location", location.encode("ascii")),
                                             (b"set-cookie", cookie.encode("latin-1"))])  # fmt: skip
             return
         await _deny(scope, send, TOKEN_PAGE)
+
+
+#: What a redirect's path and query keep as sent: RFC 3986's reserved characters and the
+#: escapes already there; anything else (a backslash, a space, a byte beyond ASCII) is escaped.
+_URL_SAFE = "/%:@!$&'()*+,;=?"
+
+
+def _same_url_without_token(scope, query: list[tuple[str, str]]) -> str:
+    """Where a request with the right token is sent on: its path as the browser sent it
+    (raw: an escaped ``?`` stays escaped), its leading slashes and backslashes collapsed to
+    one (``//evil.example`` would be another host), and its query but the token (blank
+    values kept)."""
+    raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+    path = "/" + quote_from_bytes(raw.lstrip(b"/\\"), safe=_URL_SAFE)
+    rest = urlencode([(k, v) for k, v in query if k != "token"], encoding="latin-1")
+    return path + (f"?{rest}" if rest else "")
 
 
 async def _respond(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

@@ -172,6 +172,30 @@ def test_security_a_cookie_that_does_not_parse_keeps_the_token_cookie_after_it(m
     assert gate_answer("/text", cookie="a=b c; lexlens_token_8501=forged")[0] == 403
 
 
+def test_security_the_token_redirect_stays_on_this_server_and_keeps_the_url(monkeypatch):
+    """After a right ``?token=`` the browser is sent on to the same URL without it: never
+    to another host (``//evil.example`` is one), with the path as it was sent (an escaped
+    ``?`` stays escaped, a non-ASCII path is no server error) and every other parameter,
+    blank ones too."""
+    monkeypatch.setenv("LEXLENS_TOKEN", TOKEN)
+    for path, raw, query, location in (
+        ("//evil.example", b"//evil.example", b"", "/evil.example"),
+        ("/\\evil.example", b"/\\evil.example", b"", "/evil.example"),
+        ("///evil.example/x", b"///evil.example/x", b"", "/evil.example/x"),
+        ("/\u20ac", b"/%E2%82%AC", b"", "/%E2%82%AC"),
+        ("/\u20ac", None, b"", "/%E2%82%AC"),  # a server that gives no raw path
+        ("/a?b", b"/a%3Fb", b"x=", "/a%3Fb?x="),
+        (
+            "/search",
+            b"/search",
+            b"q=%E2%82%AC+cat&empty=&run=ab",
+            "/search?q=%E2%82%AC+cat&empty=&run=ab",
+        ),
+    ):
+        code, headers = gate_answer(path, b"token=" + TOKEN.encode() + b"&" + query, raw_path=raw)
+        assert (code, headers["location"]) == (303, location), path
+
+
 def test_traceback_app_options_are_checked_before_the_server_starts(cli, tmp_path, monkeypatch):
     for args, budget, needle in (
         (["--port", "0"], "", "--port 0"),
