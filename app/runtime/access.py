@@ -112,20 +112,27 @@ EXPOSED_PAGE = _page(
 
 class TokenGate:
     """ASGI middleware: every request but the health check needs the token (see the module
-    docstring). Reads the token once, at start."""
+    docstring). Reads the token once, at start, and the address the server listens on once,
+    at the first request without a token set."""
 
     def __init__(self, app) -> None:
         self.app = app
         self.token = app_token()
+        self._local: bool | None = None  # whether the server listens on this machine only
+
+    def _listens_locally(self) -> bool:
+        if self._local is None:
+            from streamlit import config
+
+            self._local = is_local(config.get_option("server.address"))
+        return self._local
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         if self.token is None:
-            from streamlit import config
-
-            if is_local(config.get_option("server.address")):
+            if self._listens_locally():
                 await self.app(scope, receive, send)
             else:
                 await _deny(scope, send, EXPOSED_PAGE)

@@ -131,15 +131,18 @@ def test_security_app_listening_beyond_this_machine_without_token_serves_nothing
         stop(proc)
 
 
-def gate_answer(path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None):
-    """What the token gate (``TOKEN`` set) answers an HTTP GET: ``(status, headers)``, status
-    200 when it lets the request through to the app."""
+async def _app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+
+
+def gate_answer(
+    path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None, gate=None
+):  # fmt: skip
+    """What the token gate (a new one unless ``gate`` is given) answers an HTTP GET:
+    ``(status, headers)``, status 200 when it lets the request through to the app."""
     import asyncio
 
     from lexlens.app.runtime.access import TokenGate
-
-    async def app(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200, "headers": []})
 
     sent = []
 
@@ -155,7 +158,7 @@ def gate_answer(path: str, query: bytes = b"", cookie: str = "", raw_path: bytes
     }  # fmt: skip
     if raw_path is not None:
         scope["raw_path"] = raw_path
-    asyncio.run(TokenGate(app)(scope, receive, send))
+    asyncio.run((gate or TokenGate(_app))(scope, receive, send))
     start = sent[0]
     return start["status"], {k.decode(): v.decode("latin-1") for k, v in start["headers"]}
 
@@ -194,6 +197,27 @@ def test_security_the_token_redirect_stays_on_this_server_and_keeps_the_url(monk
     ):
         code, headers = gate_answer(path, b"token=" + TOKEN.encode() + b"&" + query, raw_path=raw)
         assert (code, headers["location"]) == (303, location), path
+
+
+def test_unbounded_the_gate_reads_the_listening_address_once(monkeypatch):
+    """With no token set, whether the server listens beyond this machine is read once, not
+    from Streamlit's configuration on every request."""
+    from streamlit import config
+
+    from lexlens.app.runtime.access import TokenGate
+
+    monkeypatch.delenv("LEXLENS_TOKEN", raising=False)
+    asked = []
+    read = config.get_option
+
+    def counted(name):
+        asked.append(name)
+        return "127.0.0.1" if name == "server.address" else read(name)
+
+    monkeypatch.setattr(config, "get_option", counted)
+    gate = TokenGate(_app)
+    assert [gate_answer(f"/page{i}", gate=gate)[0] for i in range(5)] == [200] * 5
+    assert asked.count("server.address") == 1
 
 
 def test_traceback_app_options_are_checked_before_the_server_starts(cli, tmp_path, monkeypatch):
