@@ -68,12 +68,11 @@ def data_roots() -> list[Path]:
 
 
 def server_path(raw: str, label: str) -> str:
-    """A path typed into a page, resolved and checked against :func:`data_roots` (an
-    ``irds:ID`` names the local ir_datasets cache, not a path, and passes as typed)."""
+    """A path typed into a page (a checkpoint folder, a GloVe file), resolved and checked
+    against :func:`data_roots`. A collection's source, which may also name no path
+    (``irds:ID``, ``sample:NAME``), has its own rule in the collections' workspace."""
     from lexlens.analysis.core.roots import inside_roots
 
-    if raw.strip().startswith("irds:"):
-        return raw.strip()
     return str(inside_roots(raw, data_roots(), label))
 
 

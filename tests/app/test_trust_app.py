@@ -272,6 +272,23 @@ def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkey
     assert any("outside the data roots" in e.value for e in at.error)
 
 
+def test_security_an_irds_prefix_is_no_way_around_the_data_roots(tmp_path, monkeypatch):
+    """A checkpoint folder or a GloVe file typed as ``irds:…`` is a path like any other
+    (relative to the server's folder): held to the data roots, never passed as typed."""
+    from lexlens.app.runtime.access import server_path
+    from lexlens.models import LexlensError
+
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(root))
+    (tmp_path / "secret.txt").write_text("private\n")
+    with pytest.raises(LexlensError, match="outside the data roots"):
+        server_path("irds:../../../secret.txt", "GloVe file")  # irds:.. is one name
+    (root / "irds:vectors.txt").write_text("cat 0.1\n")
+    assert server_path("irds:vectors.txt", "GloVe file") == str(root / "irds:vectors.txt")
+
+
 def _stored_run(page: str, status: str, size: int, updated: float):
     from lexlens.app.runtime import runs
 
