@@ -12,6 +12,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 from lexlens.app.cli import common
 from lexlens.app.runtime import access, runs
@@ -55,6 +56,12 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
         roots.append(str(folder.resolve()))
     if not roots:
         roots = [str(p.resolve()) for p in access.data_roots()]
+    for root in roots:  # the server gets them joined by os.pathsep: one in a name would split it
+        if os.pathsep in root:
+            raise InputError(
+                f"--data-root {root}: a data root cannot hold {os.pathsep!r} (it separates "
+                "the roots the server is given): rename the folder or give another"
+            )
     runs.budget_bytes()  # LEXLENS_RUNS_BUDGET_MB is checked before the server starts
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env[access.ROOTS_ENV] = os.pathsep.join(roots)
@@ -65,7 +72,7 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
     if token is not None:
         env[access.TOKEN_ENV] = token
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    url = f"http://{shown}:{args.port}/" + (f"?{urlencode({'token': token})}" if token else "")
     main = Path(__file__).resolve().parents[1] / "main.py"
     command = [
         sys.executable, "-m", "streamlit", "run", str(main),

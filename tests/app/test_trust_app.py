@@ -232,6 +232,52 @@ def test_traceback_app_options_are_checked_before_the_server_starts(cli, tmp_pat
         one_line_error(cli("app", *args), needle)
 
 
+def _plan(monkeypatch, tmp_path, **given):
+    """``lexlens app``'s launch plan (command, environment, URL) for these flags, nothing
+    started."""
+    import argparse
+
+    from lexlens.app.cli.app import launch_plan
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LEXLENS_RUNS_BUDGET_MB", raising=False)
+    flags = {"port": 8501, "host": "127.0.0.2", "data_root": None} | given
+    return launch_plan(argparse.Namespace(**flags))
+
+
+def test_security_a_chosen_token_is_printed_url_encoded_and_opens_the_app(tmp_path, monkeypatch):
+    """A LEXLENS_TOKEN with URL syntax in it (&, =, #, +, a space, non-ASCII) is printed
+    encoded: the printed URL gives the gate the token itself, not a piece of it."""
+    from urllib.parse import parse_qs, urlsplit
+
+    chosen = "a&b=c #€+x"
+    monkeypatch.setenv("LEXLENS_TOKEN", chosen)
+    _, env, url = _plan(monkeypatch, tmp_path, data_root=[str(tmp_path)])
+    assert env["LEXLENS_TOKEN"] == chosen
+    parts = urlsplit(url)
+    assert parts.fragment == "" and parse_qs(parts.query) == {"token": [chosen]}
+    code, headers = gate_answer("/", parts.query.encode("ascii"))
+    assert (code, headers["location"]) == (303, "/")
+
+
+def test_security_a_data_root_holding_the_path_separator_is_refused(tmp_path, monkeypatch):
+    """The roots reach the server joined by os.pathsep: a folder named ``a:b`` would split
+    into two other folders (``…/a`` and ``b``), so it is refused, given or the default."""
+    from lexlens.models import LexlensError
+
+    monkeypatch.delenv("LEXLENS_TOKEN", raising=False)
+    monkeypatch.delenv("LEXLENS_DATA_ROOTS", raising=False)
+    odd = tmp_path / f"a{os.pathsep}b"
+    odd.mkdir()
+    with pytest.raises(LexlensError, match=f"cannot hold '{os.pathsep}'"):
+        _plan(monkeypatch, tmp_path, data_root=[str(odd)])
+    monkeypatch.chdir(odd)  # the default roots: LEXLENS_HOME/sources and this folder
+    with pytest.raises(LexlensError, match=f"cannot hold '{os.pathsep}'"):
+        _plan(monkeypatch, tmp_path)
+    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(tmp_path)])
+    assert env["LEXLENS_DATA_ROOTS"] == str(tmp_path.resolve())
+
+
 def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkeypatch):
     from lexlens.analysis.core.roots import inside_roots
     from lexlens.models import LexlensError
