@@ -7,19 +7,12 @@ BEIR's own evaluations give them to a model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import (
-    Benchmark,
-    corpus_items,
-    file_stamp,
-    pick_split,
-    query_line,
-)
-from lexlens.analysis.benchmark.trec import Problems, lines, read_qrels, read_queries
+from lexlens.analysis.benchmark.dataset import Benchmark, corpus_items, file_stamp, pick_split
+from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import json_line, load_json
+from lexlens.analysis.core.inputs import json_line
 from lexlens.models.base import InputError
 
 
@@ -41,18 +34,6 @@ def _document(text: str, label: str, number: int) -> SourceItem | Skipped | str:
     return SourceItem(str(doc_id), text=joined, where=where)
 
 
-def _too_deep(path: Path) -> InputError:
-    """The one line naming the first line of a JSON-lines file nested too deeply."""
-    for number, text in lines(path, str(path), Problems()):
-        try:
-            load_json(text, str(path), number)
-        except InputError as exc:
-            return exc
-        except json.JSONDecodeError:
-            continue
-    return InputError(f"{path}: JSON nested too deeply: refused")
-
-
 def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     """A BEIR folder's split (default ``test``, else the only one)."""
     qrels_dir = folder / "qrels"
@@ -64,10 +45,8 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     queries_path = folder / "queries.jsonl"
     if not queries_path.is_file():
         raise InputError(f"{folder}: no queries.jsonl")
-    try:
-        queries = read_queries(queries_path, problems)
-    except RecursionError:  # json.loads gave up on a line nested too deeply
-        raise _too_deep(queries_path) from None
+    where: dict[str, str] = {}
+    queries = read_queries(queries_path, problems, where=where)
     qrels = read_qrels(qrels_dir / f"{chosen}.tsv", problems)
     corpus = folder / "corpus.jsonl"
     label = str(corpus)
@@ -77,6 +56,6 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
         read_items=lambda found: corpus_items(corpus, label, found, _document),
         fingerprint_parts=lambda: [file_stamp(corpus), file_stamp(queries_path),
                                    file_stamp(qrels_dir / f"{chosen}.tsv")],
-        problems=problems, query_where=lambda qid: query_line(queries_path, qid),
+        problems=problems, query_where=lambda qid: where.get(qid, str(queries_path)),
     )  # fmt: skip
     return bench

@@ -17,15 +17,14 @@ TREC file cannot hold is a problem naming its file and line, and the query is dr
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.trec import MAX_LINE, Problems, lines
+from lexlens.analysis.benchmark.trec import Problems
 from lexlens.analysis.collections.items import Skipped, SourceItem, checked_items, id_problem
-from lexlens.analysis.core.inputs import text_lines
+from lexlens.analysis.core.inputs import MAX_LINE_BYTES, text_lines
 from lexlens.models.base import InputError
 
 
@@ -139,7 +138,7 @@ def corpus_items(
     number)`` makes a line's :class:`SourceItem` (or a :class:`Skipped` note), or says why
     the line is malformed — recorded in ``problems`` and skipped, as a line that cannot be
     read (too long, not UTF-8) is; blank lines are passed over."""
-    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+    for number, text, why in text_lines(path, label, limit=MAX_LINE_BYTES):
         where = f"{label}:{number}"
         if why:
             problems.add(label, number, f"{why}: skipped")
@@ -152,24 +151,6 @@ def corpus_items(
             problems.add(label, number, item)
             item = Skipped(where, item)
         yield item
-
-
-def query_line(path: Path, qid: str) -> str:
-    """``file:line`` of query ``qid`` in a BEIR ``queries.jsonl`` or a ``qid<TAB>text`` TSV
-    (read again only for a query a message names), else the file."""
-    jsonl = path.suffix.lower() == ".jsonl"
-    for number, text in lines(path, str(path), Problems()):
-        if jsonl:
-            try:
-                row = json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
-                continue
-            found = row.get("_id") if isinstance(row, dict) else None
-        else:
-            found = text.partition("\t")[0]
-        if found is not None and str(found) == qid:
-            return f"{path}:{number}"
-    return str(path)
 
 
 def pick_split(available: list[str], split: str | None, label: str, default: str = "test") -> str:

@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import (
-    Benchmark,
-    corpus_items,
-    file_stamp,
-    pick_split,
-    query_line,
-)
+from lexlens.analysis.benchmark.dataset import Benchmark, corpus_items, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import SourceItem
 from lexlens.models.base import InputError
@@ -49,7 +43,8 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
         )
     chosen = pick_split(splits, split, str(folder), default="dev")
     problems = Problems()
-    queries = read_queries(query_files[chosen], problems)
+    where: dict[str, str] = {}
+    queries = read_queries(query_files[chosen], problems, where=where)
     qrels = read_qrels(qrels_files[chosen], problems)
     label = str(collection)
     return Benchmark(
@@ -58,5 +53,5 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
         read_items=lambda found: corpus_items(collection, label, found, _passage),
         fingerprint_parts=lambda: [file_stamp(collection), file_stamp(query_files[chosen]),
                                    file_stamp(qrels_files[chosen])],
-        problems=problems, query_where=lambda qid: query_line(query_files[chosen], qid),
+        problems=problems, query_where=lambda qid: where.get(qid, str(query_files[chosen])),
     )  # fmt: skip

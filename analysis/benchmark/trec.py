@@ -12,17 +12,15 @@ file and line (:class:`Problems`), and a file with none readable is refused in o
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lexlens.analysis.core.inputs import MAX_LINE_BYTES, text_lines
+from lexlens.analysis.collections.items import id_problem
+from lexlens.analysis.core.inputs import MAX_LINE_BYTES, json_line, text_lines
 from lexlens.models.base import InputError
 
-#: The longest line read (bytes): a longer one is skipped with its number, never read whole.
-MAX_LINE = MAX_LINE_BYTES
 #: Problems kept per file (the count goes on).
 MAX_PROBLEMS = 100
 
@@ -49,13 +47,13 @@ def lines(
     a device) is refused before it is opened, so nothing blocks or reads without end.
 
     Lines end at ``\n`` only: a bare ``\r`` stays in its line (MS MARCO's passages hold
-    some) and numbers stay true. A line longer than :data:`MAX_LINE` bytes (read past in
-    chunks, never whole) or not UTF-8 is a problem naming its number, recorded in
+    some) and numbers stay true. A line longer than
+    :data:`~lexlens.analysis.core.inputs.MAX_LINE_BYTES` (read past in chunks, never whole) or not UTF-8 is a problem naming its number, recorded in
     ``problems`` and skipped, so the readable lines around it are kept; without
     ``problems`` it is refused in one line."""
     path = Path(path).expanduser()
     label = label or str(path)
-    for number, text, why in text_lines(path, label, limit=MAX_LINE):
+    for number, text, why in text_lines(path, label, limit=MAX_LINE_BYTES):
         if why:
             if problems is None:
                 raise InputError(f"{label}:{number}: {why}")
@@ -79,7 +77,7 @@ def read_qrels(
     label = label or str(path)
     out: dict[str, dict[str, int]] = {}
     beir = False
-    for number, text in lines(path, label):
+    for number, text in lines(path, label, problems):
         fields = text.split("\t") if "\t" in text else text.split()
         if not fields or not text.strip():
             continue
@@ -121,7 +119,7 @@ def read_run(
     label = label or str(path)
     rows: dict[str, list[tuple[float, int, str]]] = {}
     seen: set[tuple[str, str]] = set()
-    for number, text in lines(path, label):
+    for number, text in lines(path, label, problems):
         fields = text.split()
         if not fields:
             continue
@@ -152,21 +150,28 @@ def read_run(
 
 
 def read_queries(
-    path: str | Path, problems: Problems | None = None, *, label: str | None = None
+    path: str | Path,
+    problems: Problems | None = None,
+    *,
+    label: str | None = None,
+    where: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Query id → text from BEIR's queries.jsonl or a ``qid<TAB>text`` TSV (by suffix)."""
+    """Query id → text from BEIR's queries.jsonl or a ``qid<TAB>text`` TSV (by suffix).
+
+    ``where``, when given, receives ``file:line`` of each query kept whose id a TREC file
+    cannot hold (:func:`~lexlens.analysis.collections.items.id_problem`), the queries a
+    message will name, found in this one pass."""
     problems = problems if problems is not None else Problems()
     label = label or str(path)
     out: dict[str, str] = {}
     jsonl = Path(path).suffix.lower() == ".jsonl"
-    for number, text in lines(path, label):
+    for number, text in lines(path, label, problems):
         if not text.strip():
             continue
         if jsonl:
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems.add(label, number, f"not JSON ({exc.msg})")
+            row, why = json_line(text, label, number)
+            if why:
+                problems.add(label, number, why)
                 continue
             qid, query = (
                 (row.get("_id"), row.get("text")) if isinstance(row, dict) else (None, None)
@@ -180,6 +185,8 @@ def read_queries(
             problems.add(label, number, f"query id {qid!r} appears twice: the first kept")
             continue
         out[str(qid)] = query.strip()
+        if where is not None and id_problem(str(qid)):
+            where[str(qid)] = f"{label}:{number}"
     if not out:
         raise InputError(f"{label}: no readable query ({problems.count} malformed lines)")
     return out
