@@ -64,6 +64,7 @@ from lexlens.analysis.core.arguments import (
     path_argument,
     progress_argument,
 )
+from lexlens.analysis.core.inputs import load_json
 from lexlens.analysis.core.outputs import check_replaceable, file_set, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
 from lexlens.analysis.search.queries import query_encoder_for
@@ -287,8 +288,9 @@ def _previous_export(folder: Path) -> set[str]:
     if path.is_file():
         try:
             with open(path, "rb") as handle:
-                document = json.loads(handle.read(1 << 20))
-        except (OSError, ValueError):
+                text = handle.read(1 << 20).decode("utf-8")
+            document = load_json(text, str(path), precheck=False)
+        except (OSError, ValueError, InputError):  # unreadable, not JSON, nested too deeply
             document = None
     written = document.get("written") if isinstance(document, dict) else None
     if not isinstance(written, dict) or document.get("format") not in FORMATS:
