@@ -63,6 +63,19 @@ def read_error(label: str, exc: OSError) -> InputError:
     return InputError(f"{label}: cannot read the file ({exc.strerror or exc})")
 
 
+def user_path(raw: str | Path, label: str) -> Path:
+    """A path a user gave, ``~`` and ``~user`` expanded as the shell does; a home folder
+    that cannot be found (``~nosuchuser/x``, or ``~`` without one) is refused in one line
+    that starts with ``label``, never a RuntimeError."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise InputError(
+            f"{label}: no home folder found for {Path(raw).parts[0]} (a path that starts "
+            "with ~ names one)"
+        ) from None
+
+
 def source_label(source: Source, name: str | None = None) -> str:
     """The name messages show for a path or an upload (``name`` when given)."""
     if name:
@@ -93,7 +106,7 @@ def read_bytes(
         if len(source) > limit:
             raise InputError(f"{label}: too large ({len(source):,} bytes; limit {limit:,})")
         return bytes(source), label
-    path = Path(source).expanduser()
+    path = user_path(source, label)
     size = regular_file(path, label).st_size
     too_large = InputError(
         f"{label}: file too large to read whole ({size:,} bytes; limit {limit:,}): build a "
@@ -133,7 +146,7 @@ def text_lines(
     than ``limit`` bytes is read past in chunks of :data:`LINE_CHUNK`, never held whole
     (memory: about the limit and a chunk); a line that is not UTF-8 is named alone. Anything but
     a regular file (a folder, a FIFO, a device) is refused before it is opened."""
-    path = Path(path).expanduser()
+    path = user_path(path, label)
     regular_file(path, label)
     try:
         handle = open(path, "rb")  # noqa: SIM115

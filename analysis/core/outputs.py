@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.core.inputs import user_path
 from lexlens.models.base import InputError
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -129,7 +130,7 @@ def _why(exc: OSError) -> str:
 
 def check_out_dir(path: str | Path) -> Path:
     """Create ``path`` if needed and prove it writable, before any costly work starts."""
-    out = Path(path).expanduser()
+    out = user_path(path, f"--out {path}")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: is a file, not a folder")
     try:
@@ -364,7 +365,7 @@ def file_set(
     as it was (a folder this call created is removed again). A write or rename error becomes
     one :class:`InputError` line that names the file and ends with ``unchanged``.
     """
-    wanted = Path(out_dir).expanduser()
+    wanted = user_path(out_dir, f"--out {out_dir}")
     created = [p for p in [wanted, *wanted.parents] if not os.path.lexists(p)]
     done = False
     try:
@@ -393,7 +394,7 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Pa
     with file_set(out_dir, unchanged="no file of this run was written") as staged:
         for name, data in files.items():
             staged.write_bytes(name, data)
-    out = Path(out_dir).expanduser()
+    out = user_path(out_dir, f"--out {out_dir}")
     return {name: out / name for name in files}
 
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from lexlens.analysis.core.inputs import user_path
 from lexlens.models.base import InputError
 
 
@@ -24,8 +25,8 @@ def inside_roots(path: str | Path, roots: Sequence[str | Path], label: str = "pa
         raise InputError(f"{label}: give a path on the server")
     if "\0" in raw:
         raise InputError(f"{label}: a path cannot contain a NUL character")
-    resolved = Path(os.path.realpath(Path(raw).expanduser()))
-    real_roots = [Path(os.path.realpath(Path(r).expanduser())) for r in roots]
+    resolved = Path(os.path.realpath(user_path(raw, f"{label} {raw!r}")))
+    real_roots = [Path(os.path.realpath(user_path(r, f"data root {r}"))) for r in roots]
     if any(resolved == r or resolved.is_relative_to(r) for r in real_roots):
         return resolved
     shown = ", ".join(str(r) for r in real_roots) or "none"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlencode
 
+from lexlens.analysis.core.inputs import user_path
 from lexlens.app.cli import common
 from lexlens.app.runtime import access, runs
 from lexlens.models.base import InputError
@@ -50,7 +51,7 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
         raise InputError("--host: give an address (127.0.0.1 keeps the app on this machine)")
     roots = []
     for raw in args.data_root or []:
-        folder = Path(raw).expanduser()
+        folder = user_path(raw, f"--data-root {raw}")
         if not folder.is_dir():
             raise InputError(f"--data-root {raw}: not a folder")
         roots.append(str(folder.resolve()))

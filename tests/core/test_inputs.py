@@ -38,3 +38,28 @@ def test_silent_wrong_a_deep_line_that_is_not_json_is_said_not_json_not_nested()
         None,
         f"JSON nested {MAX_JSON_DEPTH + 1} levels deep (over {MAX_JSON_DEPTH}): refused",
     )
+
+
+def test_traceback_a_home_folder_that_is_not_found_is_one_line(tmp_path, cli):
+    """``~nosuchuser/x`` (a user with no home folder here) is refused in one line naming
+    the input, wherever a user's path is read, written or held to the data roots."""
+    from lexlens.analysis.core.inputs import read_texts, text_lines, user_path
+    from lexlens.analysis.core.outputs import check_out_dir, write_files
+    from lexlens.analysis.core.roots import inside_roots
+    from tests.helpers import one_line_error
+
+    missing = "~nosuchuser-lexlens/x"
+    assert user_path("~/x", "p") == user_path("~", "p") / "x"
+    for call, needle in (
+        (lambda: user_path(missing, "--corpus"), "--corpus: no home folder found for ~nosuchuser"),
+        (lambda: read_texts(missing + ".txt"), f"{missing}.txt: no home folder found"),
+        (lambda: list(text_lines(missing, "queries.tsv")), "queries.tsv: no home folder"),
+        (lambda: check_out_dir(missing), f"--out {missing}: no home folder found"),
+        (lambda: write_files(missing, {"a.txt": b"a"}), f"--out {missing}: no home folder"),
+        (lambda: inside_roots(missing, [tmp_path], "Path"), f"Path '{missing}': no home"),
+        (lambda: inside_roots(tmp_path, [missing]), f"data root {missing}: no home folder"),
+    ):
+        with pytest.raises(InputError) as info:
+            call()
+        assert str(info.value).startswith(needle) and "\n" not in str(info.value)
+    one_line_error(cli("app", "--data-root", missing), f"--data-root {missing}: no home folder")
