@@ -396,12 +396,3 @@ def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> dict[str, Pa
             staged.write_bytes(name, data)
     out = user_path(out_dir, f"--out {out_dir}")
     return {name: out / name for name in files}
-
-
-def write_lines(path: str | Path, lines: Iterable[str]) -> int:
-    """Stream ``lines`` into ``path`` whole or not at all (a set of one file); for files too
-    large to hold in memory. Returns the number of lines written."""
-    final = Path(path).expanduser()
-    with file_set(final.parent, unchanged="nothing was written") as staged:
-        count = staged.write_lines(final.name, lines)
-    return count
