@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lexlens.analysis.core.inputs import read_error, source_label
+from lexlens.analysis.core.inputs import read_error, regular_file
 from lexlens.analysis.core.options import OptionError
 from lexlens.models.base import Encoder, InputError
 
@@ -37,32 +37,25 @@ class StaticEmbeddings:
         return cls(vectors, index, description)
 
     @classmethod
-    def from_glove(
-        cls,
-        source: str | Path | bytes,
-        *,
-        name: str | None = None,
-        keep: set[str] | None = None,
-        limit: int | None = None,
-    ) -> StaticEmbeddings:
-        """Read a GloVe-format text file (``word v1 v2 …`` per line).
+    def from_glove(cls, path: str | Path, *, keep: set[str] | None = None) -> StaticEmbeddings:
+        """Read a GloVe-format text file (``word v1 v2 …`` per line); anything but a regular
+        file (a FIFO, a device) is refused before it is opened.
 
         ``keep`` limits the rows read to these tokens (the encoder's vocabulary), so a
         large GloVe file costs memory only for the words that can be looked up.
         """
-        label = source_label(source, name)
-        if isinstance(source, (bytes, bytearray)):
-            lines: Iterable[str] = bytes(source).decode("utf-8", errors="replace").splitlines()
-            return cls._parse_glove(lines, label, keep, limit)
+        label = str(path)
+        source = Path(path).expanduser()
+        regular_file(source, label)
         try:
-            with Path(source).expanduser().open(encoding="utf-8", errors="replace") as handle:
-                return cls._parse_glove(handle, label, keep, limit)
+            with source.open(encoding="utf-8", errors="replace") as handle:
+                return cls._parse_glove(handle, label, keep)
         except OSError as exc:
             raise read_error(label, exc) from None
 
     @classmethod
     def _parse_glove(
-        cls, lines: Iterable[str], label: str, keep: set[str] | None, limit: int | None
+        cls, lines: Iterable[str], label: str, keep: set[str] | None
     ) -> StaticEmbeddings:
         tokens, rows, dim = [], [], None
         for n, line in enumerate(lines, 1):
@@ -83,8 +76,6 @@ class StaticEmbeddings:
                 raise InputError(f"{label}:{n}: NaN or Inf in the vector")
             tokens.append(parts[0])
             rows.append(vec)
-            if limit and len(rows) >= limit:
-                break
         if not rows:
             what = " for any token of the vocabulary" if keep is not None else ""
             raise InputError(f"{label}: holds no vectors{what}")
@@ -99,27 +90,28 @@ class StaticEmbeddings:
 
 
 def check_glove(path: str | Path) -> str | Path:
-    """The declared check of the ``glove`` option: a GloVe file's path, proved readable (its
-    first line) before any model loads; returned as given (messages name it as typed)."""
+    """The declared check of the ``glove`` option: a GloVe file's path, proved a readable
+    regular file before any model loads (a FIFO or a device is refused unopened); returned
+    as given (messages name it as typed)."""
     if not isinstance(path, (str, Path)):
         raise OptionError(
             "glove", f"glove must be a GloVe-format text file's path, not {type(path).__name__}"
         )
+    source = Path(path).expanduser()
+    regular_file(source, str(path))
     try:
-        with Path(path).expanduser().open(encoding="utf-8", errors="replace") as handle:
-            handle.readline()
+        with source.open("rb") as handle:
+            handle.read(1)
     except OSError as exc:
         raise read_error(str(path), exc) from None
     return path
 
 
-def static_embeddings_for(
-    encoder: Encoder, glove: str | Path | bytes | None = None, *, glove_name: str | None = None
-) -> StaticEmbeddings:
-    """``f_enc``: the encoder's own input word embeddings, or a GloVe file (a path, or an
-    upload's bytes with its ``glove_name``) when given."""
+def static_embeddings_for(encoder: Encoder, glove: str | Path | None = None) -> StaticEmbeddings:
+    """``f_enc``: the encoder's own input word embeddings, or the GloVe file at ``glove``
+    (its rows for the encoder's vocabulary) when given."""
     if glove is not None:
-        return StaticEmbeddings.from_glove(glove, name=glove_name, keep=set(encoder.vocab))
+        return StaticEmbeddings.from_glove(glove, keep=set(encoder.vocab))
     table = encoder.static_embeddings()
     if table is None:
         raise InputError(

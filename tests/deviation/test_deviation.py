@@ -172,7 +172,7 @@ def test_glove_file(tmp_path):
     good.write_text("cat 1 0\ndog 0.6 0.8\nzebra 0 1\n")
     static = StaticEmbeddings.from_glove(good, keep={"cat", "dog"})
     assert static.has("dog") and not static.has("zebra") and static.vectors.shape == (2, 2)
-    assert StaticEmbeddings.from_glove(good.read_bytes(), name="up.txt").has("zebra")
+    assert StaticEmbeddings.from_glove(good).has("zebra")
     bad = tmp_path / "bad.txt"
     bad.write_text("cat 1 0\ndog 1\n")
     with pytest.raises(InputError, match="bad.txt:2"):
