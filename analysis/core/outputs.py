@@ -323,13 +323,18 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: object) -> bool:
+    """Whether a process with the id ``pid`` runs on this machine (``kill(pid, 0)``: one
+    another user owns counts). Anything that cannot be a process id (not a positive
+    integer, beyond the system's range) is none."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False  # 0 and -n would ask about process groups
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
+    except PermissionError:
         return True
+    except (OSError, OverflowError):  # no such process; an id the system cannot hold
+        return False
     return True
 
 
@@ -341,7 +346,7 @@ def clean_staging(out: Path) -> None:
             if not entry.name.startswith(STAGING_PREFIX) or entry.is_symlink():
                 continue
             pid = entry.name[len(STAGING_PREFIX) :].split("-", 1)[0]
-            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
+            if pid.isdigit() and (int(pid) == os.getpid() or process_alive(int(pid))):
                 continue
             previous = entry / _PREVIOUS
             if previous.is_dir() and not previous.is_symlink():

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.workspace import workspace
-from lexlens.analysis.core.outputs import json_bytes, write_files
+from lexlens.analysis.core.outputs import json_bytes, process_alive, write_files
 from lexlens.analysis.core.results import Record, StateError
 from lexlens.models.base import InputError
 
@@ -35,6 +35,8 @@ _ID = re.compile(r"^[0-9a-f]{16}$")
 DEFAULT_BUDGET_MB = 500
 MB = 1_000_000  # one unit everywhere: a megabyte is 10^6 bytes
 FINISHED = ("done", "failed", "cancelled")
+#: The app's pages: a run belongs to one of them.
+_PAGES = Path(__file__).resolve().parents[1] / "app_pages"
 
 
 def runs_dir() -> Path:
@@ -171,17 +173,53 @@ def finish(run: Run, result: Record | None, status: str = "done", message: str =
 
 
 def load(run_id: str) -> Run:
-    """The stored run ``run_id`` (checked), or a clear error."""
+    """The stored run ``run_id`` (checked: each field of its run.json of the right type),
+    or a clear error; :func:`list_runs` leaves such a run out, so one bad run.json never
+    breaks a page."""
     folder = runs_dir() / check_id(run_id)
     try:
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        return Run(**record)
+        run = Run(**record)
     except FileNotFoundError:
         raise InputError(
             f"run {run_id} is not stored here (deleted, or from another workspace)"
         ) from None
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"run {run_id} cannot be read ({exc})") from None
+    wrong = _wrong_field(run, run_id)
+    if wrong:
+        shown = repr(getattr(run, wrong))[:40]
+        raise InputError(f"run {run_id} cannot be read (its {wrong} is {shown})")
+    return run
+
+
+#: The latest date a page can show (Python's datetime ends with the year 9999).
+_LAST_TIME = 253_402_300_799.0
+
+
+def _wrong_field(run: Run, run_id: str) -> str:
+    """The first field of a loaded run that a page could not use ("" when none)."""
+
+    def moment(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= _LAST_TIME
+
+    fits = {
+        "id": lambda v: v == run_id,  # a copied run.json names its own folder, no other
+        "page": lambda v: (
+            isinstance(v, str) and v.isidentifier() and (_PAGES / f"{v}.py").is_file()
+        ),
+        "inputs": lambda v: isinstance(v, dict),
+        "created": moment,
+        "updated": moment,
+        "status": lambda v: v in ("running", *FINISHED),
+        "uploads": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+        "server": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    }
+    for name in Run.__dataclass_fields__:
+        fit = fits.get(name, lambda v: isinstance(v, str))
+        if not fit(getattr(run, name)):
+            return name
+    return ""
 
 
 def latest_run(page: str, session: str) -> Run | None:
@@ -281,15 +319,7 @@ def _own(run: Run) -> bool:
 
 def _other_server(pid: int) -> bool:
     """Whether ``pid`` is another live process (a second server on the same workspace)."""
-    if not pid or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # alive, owned by someone else
-        return True
-    return True
+    return pid != os.getpid() and process_alive(pid)
 
 
 # Runs that browser sessions have open: session id → {page: run id}. Eviction spares them

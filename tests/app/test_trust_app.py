@@ -415,6 +415,53 @@ def test_data_lost_clearing_streamlit_caches_keeps_this_servers_running_runs(tmp
     assert runs.load(working.id).status == "running"
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("server", "abc"), ("server", 2.5), ("server", True), ("updated", "yesterday"),
+     ("created", 1e300), ("page", "../main"), ("page", ["text"]), ("id", "0123456789abcdef"),
+     ("uploads", [1]), ("status", None), ("inputs", []), ("summary", 3)],
+)  # fmt: skip
+def test_traceback_one_run_json_with_a_wrong_field_breaks_no_page(
+    field, value, tmp_path, monkeypatch
+):
+    """A run.json edited or written by another version, with one field of the wrong type or
+    out of range, is left out as unreadable: the store's listing, the budget, marking
+    stopped runs and the History page go on with the others."""
+    from lexlens.app.runtime import runs
+    from lexlens.models import LexlensError
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    good = _stored_run("text", "done", 10, 100)
+    bad = _stored_run("search", "running", 10, 101)
+    record = json.loads((runs.runs_dir() / bad / "run.json").read_text())
+    record[field] = value
+    (runs.runs_dir() / bad / "run.json").write_text(json.dumps(record))
+    with pytest.raises(LexlensError, match=f"run {bad} cannot be read .*{field}"):
+        runs.load(bad)
+    assert [r.id for r in runs.list_runs()] == [good]
+    monkeypatch.setattr(runs, "_interrupted_marked", False)
+    assert runs.mark_interrupted() == []
+    monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.000001")
+    assert runs.enforce_budget() == []  # the good one is its page's newest
+    at = app_page("app_pages/history.py")
+    assert not at.exception
+
+
+def test_traceback_a_run_of_a_server_id_beyond_any_process_is_marked_stopped(tmp_path, monkeypatch):
+    """A server id no process can have (beyond the system's range) is a stopped server:
+    its run is marked failed, where asking the system about it raised OverflowError."""
+    from lexlens.app.runtime import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    crashed = _stored_run("search", "running", 10, 101)
+    record = json.loads((runs.runs_dir() / crashed / "run.json").read_text())
+    record["server"] = 10**30
+    (runs.runs_dir() / crashed / "run.json").write_text(json.dumps(record))
+    monkeypatch.setattr(runs, "_interrupted_marked", False)
+    assert runs.mark_interrupted() == [crashed]
+    assert runs.load(crashed).status == "failed"
+
+
 def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatch):
     from lexlens.app.runtime import runs
 

@@ -63,3 +63,16 @@ def test_traceback_a_home_folder_that_is_not_found_is_one_line(tmp_path, cli):
             call()
         assert str(info.value).startswith(needle) and "\n" not in str(info.value)
     one_line_error(cli("app", "--data-root", missing), f"--data-root {missing}: no home folder")
+
+
+def test_traceback_process_alive_answers_for_any_value():
+    """Whether a process runs, for any value a file may hold as its id: never an error
+    (``kill`` raised OverflowError for an id beyond the system's range), never a question
+    about a process group (0, negative ids)."""
+    import os
+
+    from lexlens.analysis.core.outputs import process_alive
+
+    assert process_alive(os.getpid()) and process_alive(os.getppid())
+    for value in (0, -1, -os.getpid(), 10**30, 2**63, True, "1", 1.0, None, [1]):
+        assert process_alive(value) is False, value
