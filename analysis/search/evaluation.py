@@ -242,6 +242,9 @@ def _queries(run: _Run, rows: list[dict]) -> tuple[dict, list[dict], list[dict]]
             ranked[q] = run.ranked("search", row["query"], None)
             relevant[q], kept[q] = set(row["relevant"]), row
         run.step(n + 1, len(rows), "queries ranked")
+    if not relevant:
+        first = f"; first: {skipped[0]['query']}: {skipped[0]['reason']}"
+        raise InputError("no usable query: every query was skipped (see the reasons)" + first)
     mean, values = measure_rankings(ranked, relevant, MEASURES)
     table = [
         {"query": row["query"], "relevant": row["relevant"], "top": ranked[q][:3], **values[q]}

@@ -14,6 +14,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.search.evaluation import TableEvaluationOptions, evaluate
 from lexlens.analysis.search.options import SearchOptions
+from lexlens.models.base import InputError
 from tests.helpers import ROOT, argument_cases, one_line_error, refused
 
 PAIRS = [{"a": "dog", "b": "beach"}, {"a": "cat", "b": "snow"}]
@@ -169,3 +170,22 @@ def test_unbounded_the_ids_and_labels_cache_leaves_with_its_collection(index, sp
     del collection
     gc.collect()
     assert len(evaluation._CACHE) == held - 1
+
+
+def test_silent_wrong_a_table_whose_every_query_is_skipped_is_refused(index, splade, cli):
+    """No query measured is no result: all-zero metrics would read as a ranking that found
+    nothing (a table of pairs is refused alike)."""
+    rows = [{"query": "dog", "relevant": "nope-1"}, {"query": "cat", "relevant": "x|y"}]
+    with pytest.raises(InputError) as caught:
+        _evaluate(index, splade, rows=rows)
+    assert str(caught.value) == (
+        "no usable query: every query was skipped (see the reasons); first: dog: unknown ids: "
+        "nope-1"
+    )
+    table = index.parent / "unknown.csv"
+    table.write_text("query,relevant\ndog,nope-1\ncat,x|y\n")
+    one_line_error(cli("search", "--index", index, "--eval", table), "no usable query")
+    # One row measured: the table evaluates, the other row is listed as skipped.
+    rows = [{"query": "dog", "relevant": "nope-1"}, {"query": "cat", "relevant": "d04"}]
+    result = _evaluate(index, splade, rows=rows)
+    assert len(result.metrics["per_query"]) == 1 and len(result.skipped) == 1
