@@ -30,24 +30,12 @@ from lexlens.analysis.core.arguments import (
     progress_argument,
 )
 from lexlens.analysis.core.collection import Collection
-from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.inputs import parse_labels, read_rows
 from lexlens.analysis.core.metrics import EvaluationResult, measure_rankings
-from lexlens.analysis.core.options import QUERY_MODE, Options, option, shared
 from lexlens.analysis.core.results import Progress
-from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, slq_for
+from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method
 from lexlens.analysis.search.inputs import checked_collection
-from lexlens.analysis.search.options import (
-    COVERAGE,
-    DEFAULT_COVERAGE,
-    DEFAULT_K_ITEMS,
-    K_ITEMS,
-    MAGNITUDE,
-    MAX_ITEMS,
-    METHODS,
-    NORMALIZE,
-    SLQ_TEMPLATE,
-)
+from lexlens.analysis.search.options import TableEvaluationOptions
 from lexlens.analysis.search.queries import (
     QuerySpec,
     check_vocabulary,
@@ -113,38 +101,6 @@ def relevant_ids(labels: list[frozenset[str]], ids: list[str], a: str, b: str | 
     """Items labelled A and not B (casefolded labels)."""
     a, b = a.casefold().strip(), (b or "").casefold().strip()
     return {i for i, lab in zip(ids, labels, strict=True) if a in lab and not (b and b in lab)}
-
-
-def _methods(value: tuple) -> tuple[str, ...]:
-    """Exclusion methods: one or more of :data:`METHODS`, each once."""
-    if not value or any(m not in METHODS for m in value) or len(set(value)) < len(value):
-        raise TableEvaluationOptions.option("methods").refuse(value)
-    return tuple(value)
-
-
-@dataclass(frozen=True)
-class TableEvaluationOptions(Options):
-    """How a table of pairs or queries is evaluated (``lexlens search --eval``, the API): the
-    query vector's gate and mode, the exclusion methods and SR's settings (the declarations
-    search shares), and the fewest relevant items a pair needs."""
-
-    what = "search --eval"
-
-    gate_k: int = shared(GATE_K)
-    query_mode: str = shared(QUERY_MODE)
-    methods: tuple[str, ...] = option(
-        METHODS, "exclusion methods evaluated on pairs", check=_methods, cli=False,
-        label="Exclusion methods", wanted=f"one or more of {', '.join(METHODS)}",
-    )  # fmt: skip
-    k_items: int | None = shared(K_ITEMS)
-    coverage: float | None = shared(COVERAGE)
-    magnitude: str = shared(MAGNITUDE)
-    normalize: bool = shared(NORMALIZE)
-    slq_template: str | None = shared(SLQ_TEMPLATE)
-    min_relevant: int = option(
-        1, "pairs: a pair with fewer items labelled A and not B is skipped", low=1,
-        high=MAX_ITEMS, label="Fewest relevant items", widget="number",
-    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------- result
@@ -318,11 +274,7 @@ def evaluate(
     kind, rows = table_rows(rows, "rows")
     check_vocabulary(target, encoder)
     text_query_needs(options.query_mode).check(encoder)
-    settings = ExclusionSettings(
-        DEFAULT_K_ITEMS if options.k_items is None else options.k_items,
-        DEFAULT_COVERAGE if options.coverage is None else options.coverage,
-        options.magnitude, options.normalize, slq_for(target, options.slq_template),
-    )  # fmt: skip
+    settings = ExclusionSettings.of(target, options)
     spec = QuerySpec(encoder, options.query_mode, options.gate_k)
     run = _Run(target, spec, item_ids(target), settings, progress)
     shown = {"query_mode": options.query_mode, "gate_k": options.gate_k,

@@ -53,6 +53,7 @@ from lexlens.analysis.search.options import (
     SLQ_TEMPLATE,
     SLQ_TEXT,
     SearchOptions,
+    TableEvaluationOptions,
 )
 from lexlens.analysis.search.queries import QuerySpec
 from lexlens.analysis.search.ranking import top_items
@@ -78,10 +79,15 @@ class ExclusionSettings:
     slq: str = SLQ_TEXT
 
     @classmethod
-    def of(cls, target: Collection, options: SearchOptions) -> ExclusionSettings:
-        """The settings ``options`` give on ``target`` (the defaults where they give none)."""
+    def of(
+        cls, target: Collection, options: SearchOptions | TableEvaluationOptions
+    ) -> ExclusionSettings:
+        """The settings ``options`` give on ``target`` (a search's or a table evaluation's:
+        the same shared declarations), SR's defaults where they give none."""
+        k_items = DEFAULT_K_ITEMS if options.k_items is None else options.k_items
+        coverage = DEFAULT_COVERAGE if options.coverage is None else options.coverage
         return cls(
-            options.sr_k_items, options.sr_coverage, options.magnitude, options.normalize,
+            k_items, coverage, options.magnitude, options.normalize,
             slq_for(target, options.slq_template),
         )  # fmt: skip
 

@@ -4,7 +4,8 @@ exclusion method and SR's settings (Prachi, Bhatia and Bedathur, "Answering Mult
 Exclusion Queries with Lightweight Sparse Disentangled Representations", ICTIR 2025; see
 :mod:`lexlens.analysis.search.exclusion`). ``lexlens search`` derives its flags from
 :class:`SearchOptions`, the Search page its widgets; the exclusion settings are shared
-declarations, so an evaluation of the same methods checks them the same way.
+declarations, so an evaluation of the same methods (:class:`TableEvaluationOptions`,
+``lexlens search --eval``) checks them the same way.
 """
 
 from __future__ import annotations
@@ -116,16 +117,6 @@ class SearchOptions(Options):
     evaluate: bool = option(True, "metrics when the collection's labels name the query",
                             cli=False)  # fmt: skip
 
-    @property
-    def sr_k_items(self) -> int:
-        """SR's K: the items each dimension set is taken from."""
-        return DEFAULT_K_ITEMS if self.k_items is None else self.k_items
-
-    @property
-    def sr_coverage(self) -> float:
-        """SR's coverage: the share of magnitude each dimension set holds."""
-        return DEFAULT_COVERAGE if self.coverage is None else self.coverage
-
 
 def check_sr_only(options: SearchOptions, exclude: str | None) -> None:
     """``k_items`` and ``coverage`` set how SR extracts D1 and D2: refused for a search
@@ -138,3 +129,35 @@ def check_sr_only(options: SearchOptions, exclude: str | None) -> None:
                 f"{name} applies to the sr exclusion method only (it sets how D1 and D2 are "
                 "extracted); leave it out for this search",
             )
+
+
+def _methods(value: tuple) -> tuple[str, ...]:
+    """Exclusion methods: one or more of :data:`METHODS`, each once."""
+    if not value or any(m not in METHODS for m in value) or len(set(value)) < len(value):
+        raise TableEvaluationOptions.option("methods").refuse(value)
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class TableEvaluationOptions(Options):
+    """How a table of pairs or queries is evaluated (``lexlens search --eval``, the API): the
+    query vector's gate and mode, the exclusion methods and SR's settings (the declarations
+    search shares), and the fewest relevant items a pair needs."""
+
+    what = "search --eval"
+
+    gate_k: int = shared(GATE_K)
+    query_mode: str = shared(QUERY_MODE)
+    methods: tuple[str, ...] = option(
+        METHODS, "exclusion methods evaluated on pairs", check=_methods, cli=False,
+        label="Exclusion methods", wanted=f"one or more of {', '.join(METHODS)}",
+    )  # fmt: skip
+    k_items: int | None = shared(K_ITEMS)
+    coverage: float | None = shared(COVERAGE)
+    magnitude: str = shared(MAGNITUDE)
+    normalize: bool = shared(NORMALIZE)
+    slq_template: str | None = shared(SLQ_TEMPLATE)
+    min_relevant: int = option(
+        1, "pairs: a pair with fewer items labelled A and not B is skipped", low=1,
+        high=MAX_ITEMS, label="Fewest relevant items", widget="number",
+    )  # fmt: skip
