@@ -20,7 +20,8 @@ st.caption(
 )
 
 stored = runs.list_runs()
-used = runs.usage()
+taken = runs.sizes()  # one walk of the store: each run's size and their sum
+used = sum(taken.values())
 try:
     budget = runs.budget_bytes()
     st.progress(min(1.0, used / budget), text=f"{used / runs.MB:.1f} MB of the "
@@ -34,6 +35,7 @@ if not stored:
     st.stop()
 
 manager = job_manager()
+jobs = {r.id: manager.get(r.id) for r in stored}  # this server's job of each run, if any
 table = pd.DataFrame(
     [
         {
@@ -41,9 +43,9 @@ table = pd.DataFrame(
             "page": r.page,
             "what": r.summary,
             "when": dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M"),
-            "status": (manager.get(r.id).status if manager.get(r.id) else r.status),
+            "status": jobs[r.id].status if jobs[r.id] else r.status,
             "holds": r.holds(),
-            "size (MB)": round(r.size() / runs.MB, 3),
+            "size (MB)": round(taken.get(r.id, 0) / runs.MB, 3),
         }
         for r in stored
     ]
@@ -61,13 +63,11 @@ if run.message and run.status != "done":
 c1, c2, c3 = st.columns(3)
 c1.page_link(f"app_pages/{run.page}.py", label="Reopen", icon=":material/open_in_new:",
              query_params={"run": run.id})  # fmt: skip
-if c2.button(
-    "Delete this run", disabled=run.status == "running" and manager.get(run.id) is not None
-):
+if c2.button("Delete this run", disabled=run.status == "running" and jobs[run.id] is not None):
     runs.delete(run.id)
     st.rerun()
 if c3.button("Delete every finished run"):
     for r in stored:
-        if r.status in runs.FINISHED and not (manager.get(r.id) and not manager.get(r.id).finished):
+        if r.status in runs.FINISHED and not (jobs[r.id] and not jobs[r.id].finished):
             runs.delete(r.id)
     st.rerun()

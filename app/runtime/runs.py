@@ -14,6 +14,7 @@ after a server starts (:func:`mark_interrupted`, once per process).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -91,10 +92,6 @@ class Run:
     def folder(self) -> Path:
         return runs_dir() / self.id
 
-    def size(self) -> int:
-        """Bytes the run takes on disk."""
-        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
-
     def holds(self) -> str:
         """What the run keeps, in words."""
         parts = ["inputs"]
@@ -138,22 +135,15 @@ class Run:
 
 def create(
     page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str,
-    session: str = "",
+    session: str = "", status: str = "running",
 ) -> Run:  # fmt: skip
-    """A new run with its inputs and uploads written (status ``running``)."""
+    """A new run with its inputs and uploads written: ``running`` (a job's, until
+    :func:`finish`) or ``done`` (a quick page's inputs, nothing more to store)."""
     now = time.time()
     run = Run(
-        secrets.token_hex(8),
-        page,
-        summary,
-        inputs,
-        now,
-        now,
-        "running",
-        key=key,
-        session=session,
-        server=os.getpid(),
-    )
+        secrets.token_hex(8), page, summary, inputs, now, now, status, key=key,
+        session=session, server=os.getpid(),
+    )  # fmt: skip
     if uploads:
         write_files(
             run.folder / "uploads", {f"{i}.bin": data for i, (_, data) in enumerate(uploads)}
@@ -164,11 +154,13 @@ def create(
 
 
 def finish(run: Run, result: Record | None, status: str = "done", message: str = "") -> list[str]:
-    """Store ``result`` and the run's end; returns the ids of runs removed to stay in budget."""
+    """Store the run's end and ``result`` as one set (run.json never says it ended without
+    the result beside it); returns the ids of runs removed to stay in budget."""
+    run.status, run.message, run.updated = status, message, time.time()
+    files = {"run.json": json_bytes(run._record())}
     if result is not None:
-        write_files(run.folder, {"result.json": json_bytes(result.to_state())})
-    run.status, run.message = status, message
-    run.save()
+        files["result.json"] = json_bytes(result.to_state())
+    write_files(run.folder, files)
     return enforce_budget(keep=run.id)
 
 
@@ -247,10 +239,22 @@ def delete(run_id: str) -> None:
     shutil.rmtree(runs_dir() / check_id(run_id), ignore_errors=True)
 
 
-def usage() -> int:
-    """Bytes all stored runs take."""
+def sizes() -> dict[str, int]:
+    """Bytes each entry of the store takes (a run's folder by its id, or a stray file), in
+    one walk: their sum is what the budget counts. A file removed meanwhile counts 0."""
     root = runs_dir()
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+    if not root.is_dir():
+        return {}
+    return {entry.name: _bytes(entry) for entry in root.iterdir()}
+
+
+def _bytes(path: Path) -> int:
+    total = 0
+    for item in [path] if not path.is_dir() else path.rglob("*"):
+        with contextlib.suppress(OSError):
+            if item.is_file():
+                total += item.stat().st_size
+    return total
 
 
 def enforce_budget(keep: str | None = None) -> list[str]:
@@ -263,22 +267,24 @@ def enforce_budget(keep: str | None = None) -> list[str]:
         budget = budget_bytes()
     except InputError:
         return []
+    taken = sizes()
+    total = sum(taken.values())
+    if total <= budget:
+        return []
     stored = list_runs()
     newest = {}
     for run in stored:  # newest first
         newest.setdefault(run.page, run.id)
     spared = {keep, *newest.values(), *open_ids()}
     removed = []
-    total = usage()
     for run in sorted(stored, key=lambda r: r.updated):
         if total <= budget:
             break
         if run.id in spared or run.status not in FINISHED:
             continue
-        size = run.size()
         delete(run.id)
         removed.append(run.id)
-        total -= size
+        total -= taken.get(run.id, 0)
     return removed
 
 

@@ -341,9 +341,8 @@ def _new_run(page, summary, inputs, uploads, status: str):
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
         page, summary, {k: state_of(v) for k, v in inputs.items()}, flat,
-        inputs_key(page, inputs, uploads), browser_session(),
+        inputs_key(page, inputs, uploads), browser_session(), status,
     )  # fmt: skip
-    run.status = status
     st.session_state.setdefault(_RUNS, {})[run.id] = run
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
@@ -365,7 +364,7 @@ def record_inputs(
         return
     try:
         run = _new_run(page, summary, inputs, uploads, "done")
-        runs.finish(run, None)
+        runs.enforce_budget(keep=run.id)
     except LexlensError as exc:  # a full disk: the page works on, unbookmarked
         st.caption(f"This state could not be kept for a reload: {exc}")
 

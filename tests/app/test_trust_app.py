@@ -462,6 +462,47 @@ def test_traceback_a_run_of_a_server_id_beyond_any_process_is_marked_stopped(tmp
     assert runs.load(crashed).status == "failed"
 
 
+def test_data_lost_a_run_ends_with_its_status_and_result_in_one_set(tmp_path, monkeypatch):
+    """A quick page's inputs are one write of run.json, already "done"; a job's end is its
+    status and its result written as one set: a disk that fills meanwhile leaves neither
+    (never a result beside a run.json still "running", later marked "the server
+    stopped")."""
+    import errno
+
+    from lexlens.analysis.attribution.topics import Topic
+    from lexlens.analysis.core import outputs
+    from lexlens.app.runtime import runs
+    from lexlens.models import LexlensError
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    sets = []
+    write = runs.write_files
+    monkeypatch.setattr(
+        runs, "write_files", lambda out, files: sets.append(sorted(files)) or write(out, files)
+    )
+    quick = runs.create("text", "a cat", {"text_input": "a cat"}, [], key="k", status="done")
+    assert sets == [["run.json"]] and runs.load(quick.id).status == "done"
+    job = runs.create("collections", "a build", {}, [], key="k")
+    topic = Topic(1, 7, [0, 2], ["a cat", "a dog"], {"cat": 0.5}, [[("cat", 0.5)]], 3)
+    stage = outputs.FileSet.write_bytes
+
+    def disk_full_at_run_json(self, name, data):
+        if name == "run.json":
+            raise self._failed(name, OSError(errno.ENOSPC, "No space left on device"))
+        return stage(self, name, data)
+
+    monkeypatch.setattr(outputs.FileSet, "write_bytes", disk_full_at_run_json)
+    with pytest.raises(LexlensError, match="the disk is full"):
+        runs.finish(job, topic)
+    assert not (job.folder / "result.json").exists()
+    assert runs.load(job.id).status == "running"
+    monkeypatch.setattr(outputs.FileSet, "write_bytes", stage)
+    sets.clear()
+    runs.finish(job, topic)
+    assert sets == [["result.json", "run.json"]]
+    assert runs.load(job.id).status == "done" and runs.load(job.id).result(Topic) == topic
+
+
 def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatch):
     from lexlens.app.runtime import runs
 
