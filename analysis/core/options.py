@@ -25,11 +25,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
+
+import numpy as np
 
 from lexlens.models.base import InputError
 
@@ -159,20 +162,26 @@ class Declared:
         return spec.check(value) if spec.check is not None else value
 
     def _typed(self, value: Any) -> Any:
-        """``value`` as the declared type (numpy numbers become Python ones), or an error."""
+        """``value`` as the declared type (numpy scalars become Python ones), or an error: a
+        truth value (``True``, ``np.True_``) is no number, an array is no scalar."""
         kind = self.kind
-        if isinstance(value, bool) and kind is not bool:
-            raise self.refuse(value)
-        if kind is bool and not isinstance(value, bool):
+        truth = isinstance(value, (bool, np.bool_))
+        if kind is bool:
+            if not truth:
+                raise self.refuse(value)
+            return bool(value)
+        if truth or (kind in (int, float) and isinstance(value, np.ndarray)):
             raise self.refuse(value)
         if kind is int:
-            if not isinstance(value, typing.SupportsIndex):
-                raise self.refuse(value)
-            return int(value.__index__())
+            try:
+                return int(operator.index(value))
+            except TypeError:
+                raise self.refuse(value) from None
         if kind is float:
-            if not isinstance(value, (int, float, typing.SupportsFloat)) or isinstance(value, str):
-                raise self.refuse(value)
-            number = float(value)
+            try:
+                number = float(value) if isinstance(value, typing.SupportsFloat) else math.nan
+            except (TypeError, ValueError, OverflowError):  # a huge integer has no float
+                number = math.nan
             if not math.isfinite(number):
                 raise self.refuse(value)
             return number
