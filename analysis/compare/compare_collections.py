@@ -24,12 +24,12 @@ from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_colu
 from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
-from lexlens.analysis.core.arguments import device_argument, encoder_argument, progress_argument
+from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
-from lexlens.analysis.search.queries import QuerySpec, check_vocabulary, default_query_encoder
+from lexlens.analysis.search.queries import QuerySpec, query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Each side's index, its gate k and its text encoder.
@@ -141,17 +141,19 @@ def _encoders(
     encoder_b: Encoder | str | None,
     device: str | None,
 ) -> tuple[Encoder, Encoder]:
-    """The text encoder of each side: given (an object or a name), else its index's own
-    query encoder; B takes A's when only A is given."""
+    """The text encoder of each side, as search picks a query encoder
+    (:func:`query_encoder_for`: given, else its index's own, in its vocabulary); B takes
+    A's when only A is given."""
     ix_a, ix_b = indexes
-    if encoder_b is None:
-        encoder_b = default_query_encoder(ix_b, "text") if encoder_a is None else encoder_a
-    if encoder_a is None:
-        encoder_a = default_query_encoder(ix_a, "text")
-    return (
-        encoder_argument(encoder_a, "encoder_a", COMPARE_INDEX_NEEDS, device),
-        encoder_argument(encoder_b, "encoder_b", COMPARE_INDEX_NEEDS, device),
+    chosen_a = query_encoder_for(
+        ix_a, encoder_a, device, needs=COMPARE_INDEX_NEEDS, argument="encoder_a"
     )
+    if encoder_b is None and encoder_a is not None:
+        encoder_b = chosen_a
+    chosen_b = query_encoder_for(
+        ix_b, encoder_b, device, needs=COMPARE_INDEX_NEEDS, argument="encoder_b"
+    )
+    return chosen_a, chosen_b
 
 
 def _regated(sides: tuple[IndexSide, IndexSide], progress: Progress | None) -> tuple[list, list]:
@@ -251,16 +253,14 @@ def _checked_sides(
     options: CompareIndexOptions,
 ) -> tuple[IndexSide, IndexSide]:  # fmt: skip
     """Both sides with their gate k (given, else :func:`default_gates`), checked: each k
-    re-gates its index exactly, each encoder shares its index's vocabulary, A differs from B."""
+    re-gates its index exactly, A differs from B (each encoder was checked against its
+    index's vocabulary when chosen)."""
     one = ix_b is ix_a
     same = one and encoders[0] is encoders[1]
     mean_active = ix_a.nnz / max(len(ix_a), 1)
     ka, kb = options.gate_k or default_gates("index", same, (ix_a.gate_k, ix_b.gate_k), mean_active)
     check_regate(ix_a, ka)
     check_regate(ix_b, kb)
-    for encoder, ix in zip(encoders, (ix_a, ix_b), strict=True):
-        COMPARE_INDEX_NEEDS.check(encoder)
-        check_vocabulary(ix, encoder)
     if same and ka == kb:
         raise InputError(
             f"A and B are the same index ({ix_a.path.name}) at the same gate k ({ka}) with the "

@@ -71,7 +71,7 @@ from lexlens.analysis.deviation.result import DeviationResult, set_notes
 from lexlens.analysis.deviation.scoring import Scorer, caption_terms
 from lexlens.analysis.deviation.sets import SetAccumulator, SetDeviation
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
-from lexlens.analysis.search.queries import default_query_encoder
+from lexlens.analysis.search.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Metadata columns a stored item is measured with.
@@ -264,22 +264,8 @@ def _gate_of(ix: Collection, given: int | None) -> int:
 def _index_encoder(ix: Collection, encoder: Encoder | str | None, device: str | None) -> Encoder:
     """The text encoder of a collection's captions, loaded and checked against its vocabulary
     (left out: the encoder of its text queries, as search picks it)."""
-    name = ix.describe()["name"]
-    if encoder is None:
-        try:
-            encoder = default_query_encoder(ix, "text")
-        except InputError:
-            raise InputError(
-                f"{name} was built with {ix.encoder_name!r}, which reads no text: name a "
-                "text encoder in its vocabulary for the captions (--encoder)"
-            ) from None
-    encoder = encoder_argument(encoder, needs=deviation_needs_for(ix.modality), device=device)
-    if encoder.vocab != ix.vocab:
-        raise InputError(
-            f"{encoder.name!r} does not share the vocabulary of the collection "
-            f"{name} (built with {ix.encoder_name!r}): pick a text encoder in its space"
-        )
-    return encoder
+    needs = deviation_needs_for(ix.modality)
+    return query_encoder_for(ix, encoder, device, needs=needs, argument="encoder")
 
 
 def _batches(ix: Collection, size: int) -> Iterator[tuple[int, Any, list[dict]]]:

@@ -24,7 +24,6 @@ from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import (
     device_argument,
-    encoder_argument,
     loaded_encoder,
     path_argument,
     progress_argument,
@@ -39,7 +38,7 @@ from lexlens.analysis.search.options import TableEvaluationOptions
 from lexlens.analysis.search.queries import (
     QuerySpec,
     check_vocabulary,
-    default_query_encoder,
+    query_encoder_for,
     text_query_needs,
 )
 from lexlens.models.base import Encoder, InputError
@@ -313,6 +312,6 @@ def evaluate_index(
         raise InputError(f"{target.label}: the collection has no labels: pairs need labelled items")
     device_argument(device)
     progress = progress_argument(progress)
-    spec = default_query_encoder(target, "text") if query_encoder is None else query_encoder
-    encoder = encoder_argument(spec, "query_encoder", device=device)
+    needs = text_query_needs(options.query_mode)
+    encoder = query_encoder_for(target, query_encoder, device, needs=needs)
     return evaluate(target, encoder, rows, options=options, progress=progress)

@@ -66,26 +66,27 @@ class QuerySpec:
         return gate(enc, self.encoder.vocab, self.gate_k)
 
 
-def check_vocabulary(target: Collection, encoder: Encoder) -> None:
-    """Refuse a query encoder whose vocabulary differs from the collection's."""
+def check_vocabulary(target: Collection, encoder: Encoder, argument: str = "query_encoder") -> None:
+    """Refuse an encoder (the ``argument`` a message names) whose vocabulary differs from
+    the collection's."""
     if isinstance(target, StoredIndex):
         if vocab_hash(encoder.vocab) != target.manifest["vocab"]["hash"]:
             partner = partner_for(target.encoder_name, "text")
             hint = f" (e.g. {partner!r})" if partner else ""
             raise InputError(
-                f"the query encoder {encoder.name!r} ({len(encoder.vocab)} terms) does not share "
-                f"the vocabulary of the index {target.label} (built with "
-                f"{target.encoder_name!r}, {target.vocab_size} terms): pick a query encoder in "
-                f"the same vocabulary{hint}"
+                f"{argument} {encoder.name!r} ({len(encoder.vocab)} terms) does not share the "
+                f"vocabulary of the index {target.label} (built with {target.encoder_name!r}, "
+                f"{target.vocab_size} terms): pick an encoder in the same vocabulary{hint}"
             )
     elif encoder.vocab != target.vocab:
-        raise InputError(
-            f"the query encoder {encoder.name!r} does not share the collection's vocabulary"
-        )
+        raise InputError(f"{argument} {encoder.name!r} does not share the collection's vocabulary")
 
 
-def default_query_encoder(target: Collection, modality: str) -> str:
-    """The encoder name that puts ``modality`` queries into ``target``'s vocabulary."""
+def default_query_encoder(
+    target: Collection, modality: str, argument: str = "query_encoder"
+) -> str:
+    """The encoder name that puts ``modality`` queries into ``target``'s vocabulary (refused
+    naming ``argument``'s flag when there is none)."""
     if isinstance(target, StoredIndex):
         enc = target.manifest["encoder"]
         caps = set(enc.get("capabilities", []))
@@ -100,17 +101,27 @@ def default_query_encoder(target: Collection, modality: str) -> str:
             return partner
         raise InputError(
             f"the index was built with {enc['name']!r}, which does not encode {modality}s: "
-            "pass --query-encoder with an encoder in the same vocabulary"
+            f"pass --{argument.replace('_', '-')} with an encoder in the same vocabulary"
         )
     return target.encoder_name
 
 
 def query_encoder_for(
-    target: Collection, query_encoder: Any, device: str | None = None, modality: str = "text"
+    target: Collection,
+    query_encoder: Any,
+    device: str | None = None,
+    modality: str = "text",
+    *,
+    needs: Needs | None = None,
+    argument: str = "query_encoder",
 ) -> Encoder:
-    """The query encoder given (loaded from its spec on ``device``), else the one that puts
-    ``modality`` queries into ``target``'s vocabulary; refused when its vocabulary differs."""
-    spec = query_encoder if query_encoder is not None else default_query_encoder(target, modality)
-    encoder = encoder_argument(spec, "query_encoder", device=device)
-    check_vocabulary(target, encoder)
+    """The one choice of the encoder that puts queries (or captions) into ``target``'s
+    vocabulary: the one given (loaded from its spec on ``device``; an empty spec is refused
+    like any other wrong one), else :func:`default_query_encoder`'s for ``modality``; with
+    ``needs``, a registry name is checked from its card before it loads; refused when its
+    vocabulary differs. ``argument`` is the name messages give it."""
+    if query_encoder is None:
+        query_encoder = default_query_encoder(target, modality, argument)
+    encoder = encoder_argument(query_encoder, argument, needs=needs, device=device)
+    check_vocabulary(target, encoder, argument)
     return encoder

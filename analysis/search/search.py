@@ -51,7 +51,7 @@ from lexlens.analysis.search.queries import (
     IMAGE_QUERY_NEEDS,
     QuerySpec,
     check_vocabulary,
-    default_query_encoder,
+    query_encoder_for,
     text_query_needs,
 )
 from lexlens.analysis.search.ranking import top_items
@@ -266,8 +266,7 @@ def search_index(
     asked = checked_query(options, query, query_image, image_name, exclude)
     device_argument(device)
     modality = "image" if asked.image is not None else "text"
-    chosen = query_encoder or default_query_encoder(target, modality)
-    encoder = encoder_argument(chosen, "query_encoder", device=device)
+    encoder = query_encoder_for(target, query_encoder, device, modality)
     return _search(target, encoder, asked, options)
 
 

@@ -170,3 +170,18 @@ def test_silent_wrong_any_collection_is_searched_as_the_packaged_kinds(toy_index
     for kwargs in ({}, {"exclude": "beach", "k_items": 2}, {"exclude": "beach", "method": "avg"}):
         mine, theirs = (search(c, ToyEncoder(), "dog", **kwargs) for c in (col, other))
         assert mine.results and mine.to_dict() == theirs.to_dict()
+
+
+def test_silent_wrong_an_empty_query_encoder_is_refused_not_read_as_the_default(toy_index):
+    """An empty text is no encoder: search_index, evaluate_index and deviation_of_index refuse
+    it naming the argument, as they refuse any other wrong spec (it was read as "the index's
+    own encoder" by search_index alone)."""
+    from lexlens.analysis.deviation.deviation import deviation_of_index
+    from lexlens.analysis.search.evaluation import evaluate_index
+
+    table = toy_index.parent / "queries.csv"
+    table.write_text("query,relevant\ndog,0\n")
+    for spec in ("", "   "):
+        refused(lambda s=spec: search_index(toy_index, s, query="dog"), "query_encoder must be")
+        refused(lambda s=spec: evaluate_index(toy_index, table, s), "query_encoder must be")
+        refused(lambda s=spec: deviation_of_index(toy_index, s), "encoder must be")
