@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.core.arguments import is_path
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.metrics import MAX_RANKED
 from lexlens.analysis.core.options import (
@@ -83,13 +84,13 @@ class ExportOptions(Options):
         super().__post_init__()
 
 
-def _path(value: Any, declared: Declared) -> str:
-    """A path option's value: text or a :class:`~pathlib.Path`, kept as text."""
-    if isinstance(value, Path):
-        value = str(value)
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
+def path_option(value: Any, declared: Declared) -> str:
+    """The check of a path option (a benchmark's or a build's): a path
+    (:func:`~lexlens.analysis.core.arguments.is_path`), kept as text; anything else is
+    refused with the option's declared message."""
+    if not is_path(value):
         raise declared.refuse(value)
-    return value
+    return str(value)
 
 
 def _name(value: str, declared: Declared) -> str:
@@ -119,7 +120,7 @@ SPLIT = shared_option(
     wanted="a split name",
 )  # fmt: skip
 IMAGES = shared_option(
-    "images", object, None, optional=True, check=lambda v: _path(v, IMAGES), parse=str,
+    "images", object, None, optional=True, check=lambda v: path_option(v, IMAGES), parse=str,
     metavar="FOLDER", label="Image folder (Karpathy)", wanted="a folder's path",
     help="benchmark (Karpathy JSON): the folder its image paths start from",
 )  # fmt: skip

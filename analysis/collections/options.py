@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.options import IMAGE_COLUMN, IMAGES, SPLIT, TEXT_COLUMNS
+from lexlens.analysis.benchmark.options import (
+    IMAGE_COLUMN,
+    IMAGES,
+    SPLIT,
+    TEXT_COLUMNS,
+    path_option,
+)
 from lexlens.analysis.collections.store import POSTINGS_MIN_NNZ
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.options import BATCH_SIZE, OptionError, Options, option, shared
@@ -41,19 +47,6 @@ def _ray_address(address: str) -> str:
     raise _refuse("ray", address)
 
 
-def _path(name: str):
-    """The check of a path option: text or a :class:`~pathlib.Path`, kept as text."""
-
-    def check(value: Any) -> str:
-        if isinstance(value, Path):
-            value = str(value)
-        if not isinstance(value, str) or not value.strip() or "\0" in value:
-            raise _refuse(name, value)
-        return value
-
-    return check
-
-
 @dataclass(frozen=True)
 class IndexOptions(Options):
     """The settings of a build (``lexlens index``, ``build_index``, the Collections page)."""
@@ -73,12 +66,14 @@ class IndexOptions(Options):
         f"{POSTINGS_MIN_NNZ:,} non-zeros on)", label="Inverted postings",
     )  # fmt: skip
     captions: str | Path | None = option(
-        None, "dense features: a .csv/.jsonl pairing ids with captions", check=_path("captions"),
+        None, "dense features: a .csv/.jsonl pairing ids with captions",
+        check=lambda v: path_option(v, IndexOptions.option("captions")),
         parse=str, metavar="FILE", wanted="a .csv or .jsonl file's path",
     )  # fmt: skip
     ids: str | Path | None = option(
         None, "dense features: one id per line (default FILE.ids.txt, else the row numbers)",
-        check=_path("ids"), parse=str, metavar="FILE", wanted="a text file's path",
+        check=lambda v: path_option(v, IndexOptions.option("ids")),
+        parse=str, metavar="FILE", wanted="a text file's path",
     )  # fmt: skip
     split: str | None = shared(SPLIT)
     images: str | Path | None = shared(IMAGES)

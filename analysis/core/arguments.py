@@ -127,8 +127,14 @@ def image_argument(image: Any, argument: str) -> Any:
     )
 
 
+def is_path(value: Any) -> bool:
+    """Whether ``value`` can name a file or folder: text or a :class:`~pathlib.Path`, not
+    blank, without a NUL character (which no file system allows)."""
+    return isinstance(value, (str, Path)) and bool(str(value).strip()) and "\0" not in str(value)
+
+
 def path_argument(value: Any, argument: str, wanted: str) -> str | Path:
-    """``value``: a path (text or :class:`~pathlib.Path`, not blank) that names ``wanted``."""
-    if isinstance(value, (str, Path)) and str(value).strip() and "\0" not in str(value):
+    """``value``: a path (:func:`is_path`) that names ``wanted``."""
+    if is_path(value):
         return value
     raise InputError(f"{argument} must be {wanted}, not {shown(value)}")
