@@ -159,7 +159,17 @@ class Declared:
         above = spec.high is not None and self.kind in (int, float) and value > spec.high
         if below or above:
             raise self.refuse(value)
-        return spec.check(value) if spec.check is not None else value
+        return self._own(spec.check, value) if spec.check is not None else value
+
+    def _own(self, step: Callable[[Any], Any], value: Any) -> Any:
+        """``step(value)`` (the declaration's own check or parse), its refusal named as this
+        option (``box: …``; the command line spells it ``--box: …``)."""
+        try:
+            return step(value)
+        except OptionError:
+            raise
+        except InputError as exc:
+            raise OptionError(self.name, f"{self.name}: {exc}") from None
 
     def _typed(self, value: Any) -> Any:
         """``value`` as the declared type (numpy scalars become Python ones), or an error: a
@@ -196,7 +206,7 @@ class Declared:
     def from_text(self, text: str) -> Any:
         """The value of a command-line text (checked like any value)."""
         if self.spec.parse is not None:
-            return self.check(self.spec.parse(text))
+            return self.check(self._own(self.spec.parse, text))
         if self.optional and self.kind is not str and text.strip().lower() in ("", "none"):
             return None  # a text option keeps what was typed ("none" may be a query)
         try:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lexlens.analysis.core.options import OptionError, Options, option
+from lexlens.models.base import InputError
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,44 @@ def test_silent_wrong_numpy_values_count_as_their_python_kind():
     assert options.count == 7 and type(options.count) is int
     assert options.scale == 0.25 and type(options.scale) is float
     assert Toy.of(scale=3).scale == 3.0 and type(Toy.of(scale=3).scale) is float
+
+
+def _even(value: int) -> int:
+    if value % 2:
+        raise InputError(f"{value} is odd: give an even number")
+    return value
+
+
+def _pair(text: str) -> tuple[str, ...]:
+    parts = tuple(text.split(","))
+    if len(parts) != 2:
+        raise InputError(f"{text!r} is not two names joined by a comma")
+    return parts
+
+
+@dataclass(frozen=True)
+class Checked(Options):
+    size: int = option(2, "an even size", low=0, high=100, check=_even)
+    names: tuple = option(("a", "b"), "two names", parse=_pair)
+
+
+def test_traceback_a_declarations_own_refusal_names_its_option():
+    """A declaration's own check or parse that raises a plain InputError is named as the
+    option (the API: ``size: …``; the command line: ``--size: …``), as the type and limit
+    checks are: the user learns which flag to fix."""
+    with pytest.raises(OptionError) as info:
+        Checked.of(size=3)
+    assert (info.value.name, str(info.value)) == ("size", "size: 3 is odd: give an even number")
+    assert info.value.as_flag() == "--size: 3 is odd: give an even number"
+    with pytest.raises(OptionError) as info:
+        Checked.from_texts({"names": "a,b,c"})
+    assert info.value.as_flag() == "--names: 'a,b,c' is not two names joined by a comma"
+    with pytest.raises(OptionError, match="^size must be an integer from 0 to 100, not 101$"):
+        Checked.of(size=101)  # the declaration's own wording stays as it was
+
+
+def test_traceback_the_box_flag_is_named_when_its_text_is_refused(cli):
+    from tests.helpers import one_line_error
+
+    run = cli("terms", "--encoder", "splade-tiny", "--text", "a cat", "--box", "a,b,c,d")
+    one_line_error(run, "--box: bad box 'a,b,c,d'")
