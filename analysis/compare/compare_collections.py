@@ -10,7 +10,6 @@ moved and the terms that moved them. The settings are
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
@@ -186,24 +185,13 @@ def _deviations(
     targets: list[StoredIndex], encoders: tuple[Encoder, Encoder], k: int,
     progress: Progress | None,
 ) -> list[DeviationResult]:  # fmt: skip
-    """Semantic deviation, FLOPs and vocabulary statistics of each side (every item)."""
+    """Semantic deviation, FLOPs and vocabulary statistics of each side (every item), each
+    side's progress its share of the whole (10–50 %, 50–90 %)."""
     out = []
     for s, (target, encoder) in enumerate(zip(targets, encoders, strict=True)):
-        out.append(
-            deviation_of_index(target, encoder, k=k, max_rows=0, progress=_part(progress, s))
-        )
+        part = progress_part(progress, 0.1 + 0.4 * s, 0.5 + 0.4 * s, f"{SIDES[s].upper()}: ")
+        out.append(deviation_of_index(target, encoder, k=k, max_rows=0, progress=part))
     return out
-
-
-def _part(progress: Progress | None, s: int) -> Callable[[float, str], None]:
-    """Side ``s``'s deviation progress as its share of the whole (10–50 %, 50–90 %)."""
-    base = 0.1 + 0.4 * s
-
-    def step(fraction: float, message: str) -> None:
-        if progress:
-            progress(base + 0.4 * fraction, f"{SIDES[s].upper()}: {message}")
-
-    return step
 
 
 def _collection(
