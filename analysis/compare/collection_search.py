@@ -12,7 +12,14 @@ from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
-from lexlens.analysis.search.evaluation import MEASURES, item_ids, labelled, relevant_ids
+from lexlens.analysis.search.evaluation import (
+    CUTOFF,
+    MEASURES,
+    item_ids,
+    labelled,
+    match_label,
+    relevant_ids,
+)
 from lexlens.analysis.search.ranking import top_items
 
 #: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
@@ -171,13 +178,15 @@ def search_side_by_side(
 
 def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | None:
     """RR@1, RR@10, nDCG@10 and AP@10 (ir-measures names, the one metrics layer) of each
-    side's top 10 when the query is one of the collection's labels (its items carrying that
-    label are the relevant ones)."""
+    side's top :data:`~lexlens.analysis.search.evaluation.CUTOFF` when the query names one
+    of the collection's labels as search reads it (:func:`match_label`: "An animal" is the
+    label animal); its items carrying that label are the relevant ones."""
     labels = labelled(target)
-    if labels is None or query.casefold().strip() not in set().union(*labels):
+    label = match_label(query, set().union(*labels)) if labels else None
+    if label is None:
         return None
-    relevant = relevant_ids(labels, item_ids(target), query, None)
+    relevant = relevant_ids(labels, item_ids(target), label, None)
     return {
-        s: measure_rankings({"q": ids_s[:10]}, {"q": relevant}, MEASURES)[0]
+        s: measure_rankings({"q": ids_s[:CUTOFF]}, {"q": relevant}, MEASURES)[0]
         for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
     } | {"relevant": len(relevant)}

@@ -31,6 +31,7 @@ from lexlens.analysis.core.results import Result
 from lexlens.analysis.core.words import item_words, text_words, words_of_tokens
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.analysis.search.evaluation import (
+    CUTOFF,
     MEASURES,
     item_ids,
     labelled,
@@ -231,15 +232,23 @@ def _metrics(
         for other in METHODS:
             if other != options.method:
                 r, *_ = rank_method(
-                    target, spec, other, asked.text or "", asked.exclude, n=10, settings=settings
+                    target,
+                    spec,
+                    other,
+                    asked.text or "",
+                    asked.exclude,
+                    n=CUTOFF,
+                    settings=settings,
                 )
                 runs[other] = [str(m["id"]) for m in target.meta(r)]
     metrics = {
-        name: measure_rankings({"q": ranked[:10]}, {"q": relevant}, MEASURES)[0]
+        name: measure_rankings({"q": ranked[:CUTOFF]}, {"q": relevant}, MEASURES)[0]
         for name, ranked in runs.items()
     }
-    if options.top < 10:
-        notes.append(f"metrics of {used!r} are computed on its top {options.top} only (--top < 10)")
+    if options.top < CUTOFF:
+        notes.append(
+            f"metrics of {used!r} are computed on its top {options.top} only (--top < {CUTOFF})"
+        )
     if not relevant:
         notes.append("no item is labelled A and not B: every metric is 0")
     return metrics
