@@ -139,6 +139,13 @@ class Declared:
             text = getattr(kind, "__name__", str(kind))
         return text + (" (or none)" if self.optional else "")
 
+    def help_line(self) -> str:
+        """Its help as a flag shows it: what it is, what a valid value is, its default."""
+        if self.default is dataclasses.MISSING:
+            return f"{self.spec.help} ({self.wanted()})"
+        shown = "none" if self.default is None else self.default
+        return f"{self.spec.help} ({self.wanted()}; default {shown})"
+
     def refuse(self, value: Any) -> OptionError:
         """The one message for a wrong value of this option."""
         shown = repr(value)

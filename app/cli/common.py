@@ -169,8 +169,7 @@ def add_options(
     for declared in options_type.declared():
         if not declared.spec.cli or declared.name in skip:
             continue
-        shown = "none" if declared.default is None else declared.default
-        text = f"{declared.spec.help} ({declared.wanted()}; default {shown})"
+        text = declared.help_line()
         if declared.kind is bool:
             parser.add_argument(
                 declared.flag, dest=declared.name, action=argparse.BooleanOptionalAction,

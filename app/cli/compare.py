@@ -9,19 +9,13 @@ from lexlens.analysis.compare.compare import compare
 from lexlens.analysis.compare.compare_collections import compare_indexes
 from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
 from lexlens.analysis.compare.result import CompareResult, TermComparison
-from lexlens.analysis.core.options import Declared, names
+from lexlens.analysis.core.options import names
 from lexlens.app.cli import common
 from lexlens.models.base import InputError
 
 #: Options of one comparison only: refused with the other kind of input.
 IMAGE_ONLY = [n for n in names(CompareOptions) if n not in names(CompareIndexOptions)]
 INDEX_ONLY = [n for n in names(CompareIndexOptions) if n not in names(CompareOptions)]
-
-
-def _help(declared: Declared) -> str:
-    """A declaration's help as the flag shows it: what it is and its default."""
-    shown = "none" if declared.default is None else declared.default
-    return f"{declared.spec.help} (default {shown})"
 
 
 COMMAND = common.Command(
@@ -64,7 +58,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     top, hits = CompareOptions.option("top"), CompareIndexOptions.option("top")
     parser.add_argument(
         top.flag, dest=top.name, metavar="N",
-        help=f"{_help(top)}; with --index: {_help(hits)} ({top.wanted()})",
+        help=f"{top.help_line()}; with --index: {hits.help_line()}",
     )  # fmt: skip
     common.add_options(parser, CompareOptions, skip=("gate_k", "top"))
     common.add_options(parser, CompareIndexOptions, skip=tuple(names(CompareOptions)))

@@ -55,18 +55,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     _add_columns(bench)
 
 
-def _text(name: str) -> str:
-    """An option's help line as add_options writes it."""
-    declared = IndexOptions.option(name)
-    return f"{declared.spec.help} ({declared.wanted()}; default none)"
-
-
 def _add_ray(parser: argparse.ArgumentParser) -> None:
     """``--ray [ADDRESS]``: alone, a local Ray."""
     declared = IndexOptions.option("ray")
     parser.add_argument(
         declared.flag, dest=declared.name, nargs="?", const="local", default=None,
-        metavar=declared.spec.metavar, help=_text("ray") + "; alone: local",
+        metavar=declared.spec.metavar, help=declared.help_line() + "; alone: local",
     )  # fmt: skip
 
 
@@ -75,7 +69,7 @@ def _add_columns(group) -> None:
     declared = IndexOptions.option("text_columns")
     group.add_argument(
         declared.flag, dest=declared.name, action="append", default=None,
-        metavar=declared.spec.metavar, help=_text("text_columns") + "; repeatable",
+        metavar=declared.spec.metavar, help=declared.help_line() + "; repeatable",
     )  # fmt: skip
 
 

@@ -106,3 +106,35 @@ def test_silent_wrong_an_empty_out_is_the_current_folder_not_ignored(cli, tmp_pa
     )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "deviation.json").read_text(encoding="utf-8") == run.stdout
+
+
+def test_silent_wrong_each_flag_help_states_its_declaration():
+    """A flag's help says what its declaration says — what it is, what a valid value is
+    and its default — written by one function, also for the flags a command adds itself
+    (index's --ray and --text-columns, compare's --top for both kinds of input), so no
+    help can state a default or a range the declaration no longer has."""
+    import importlib
+
+    from lexlens.analysis.collections.options import IndexOptions
+    from lexlens.analysis.compare.options import CompareIndexOptions, CompareOptions
+    from lexlens.app.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+
+    def help_of(command: str, flag: str) -> str:
+        parser = sub.choices[command]
+        return next(a.help for a in parser._actions if flag in a.option_strings)
+
+    own = {("compare", "--gate-k")}  # its defaults differ by input: stated in words
+    for name in COMMANDS:
+        options = importlib.import_module(f"lexlens.app.cli.{name}").COMMAND.options
+        command = name.replace("_", "-")
+        for declared in options.declared() if options is not None else []:
+            if declared.spec.cli and (command, declared.flag) not in own:
+                assert declared.help_line() in help_of(command, declared.flag), declared.flag
+    for name in ("ray", "text_columns"):
+        declared = IndexOptions.option(name)
+        assert help_of("index", declared.flag).startswith(declared.help_line())
+    top = help_of("compare", "--top")
+    assert CompareOptions.option("top").help_line() in top
+    assert CompareIndexOptions.option("top").help_line() in top
