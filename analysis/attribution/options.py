@@ -35,7 +35,7 @@ from lexlens.analysis.core.options import (
     shared,
     shared_option,
 )
-from lexlens.analysis.lexical.terms import TermsOptions
+from lexlens.analysis.lexical.terms import REPORT_TOP, TermsOptions
 from lexlens.models.base import Capability, LexlensError, Needs
 from lexlens.models.pq import MAX_K, check_k
 
@@ -244,7 +244,7 @@ class ReportOptions(AttributeOptions):
     mot: bool = option(False, "add the MoT masking evaluation over the texts (two or more)",
                        label="MoT masking (≥ 2 texts)")  # fmt: skip
     keep: float = shared(KEEP_OPTION)
-    top: int = shared(TermsOptions.option("top"), default=30)
+    top: int = shared(TermsOptions.option("top"), default=REPORT_TOP)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -14,10 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lexlens.analysis.core.arguments import loaded_encoder, texts_argument
+from lexlens.analysis.core.options import checked
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import Term
-from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsOptions, TermsResult, terms_of_encoding
+from lexlens.analysis.lexical.terms import (
+    REPORT_TOP,
+    TEXT_NEEDS,
+    TermsOptions,
+    TermsResult,
+    terms_of_encoding,
+)
 from lexlens.analysis.render.html import num, render_report
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 
@@ -103,10 +110,13 @@ def _kind(term: Mapping[str, Any]) -> str:
     return "bag of words" if term.get("in_input") else "expansion"
 
 
-def terms_report(encoder, texts: list[str], *, top: int = 30, source: str = "") -> TermsReport:
-    """The top terms of every text through a lexical text encoder (the use case)."""
+def terms_report(
+    encoder, texts: list[str], *, top: int = REPORT_TOP, source: str = ""
+) -> TermsReport:
+    """The top terms of every text through a lexical text encoder (the use case); ``top`` is
+    checked by :class:`TermsOptions`' declaration."""
     texts = texts_argument(texts)
-    top = TermsOptions.option("top").check(top)  # the one declaration of top
+    top = checked(TermsOptions, "top", top)
     encoder = loaded_encoder(encoder, needs=TEXT_NEEDS)
     encodings = encoder.encode_texts(texts, keep_units=False)
     items = [

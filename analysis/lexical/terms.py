@@ -116,6 +116,9 @@ FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.F
 
 #: The most terms one view lists.
 MAX_TOP_TERMS = 10_000
+#: Terms per text of a terms report (:func:`lexlens.analysis.lexical.report.terms_report`,
+#: ``lexlens report``'s ``top``), unless asked otherwise: a word cloud's worth.
+REPORT_TOP = 30
 
 
 @dataclass(frozen=True)
