@@ -265,8 +265,3 @@ class ReportOptions(AttributeOptions):
         return MotOptions.of(keep=self.keep, steps=self.steps, tolerance=self.tolerance,
                              max_steps=self.max_steps, seed=self.seed,
                              batch_size=self.batch_size)  # fmt: skip
-
-
-#: The report's options that ``lexlens attribute`` does not offer (it writes no masking
-#: evaluation and no terms report).
-REPORT_ONLY = ("mot", "keep", "top")
