@@ -224,15 +224,19 @@ def measure(
     the per-query values' mean: the aggregate and the per-query table always agree."""
     import ir_measures
 
-    names = {str(ir_measures.parse_measure(m)): m for m in measures}
-    parsed = [ir_measures.parse_measure(m) for m in measures]
-    measures = list(measures)
+    measures = list(dict.fromkeys(measures))
+    parsed = {name: ir_measures.parse_measure(name) for name in measures}  # once each
+    spellings: dict[str, list[str]] = {}  # "R@5" and "Recall@5" are one measure
+    for name, found in parsed.items():
+        spellings.setdefault(str(found), []).append(name)
+    distinct = list({str(found): found for found in parsed.values()}.values())
     judged = {q: {d: gain(r) for d, r in rel.items()} for q, rel in qrels.items()}
     ranked = {q: rank_scores([d for d, _ in run[q]]) for q in judged if run.get(q)}
     per_query = {q: dict.fromkeys(measures, 0.0) for q in judged}
-    for value in ir_measures.iter_calc(parsed, judged, ranked):
+    for value in ir_measures.iter_calc(distinct, judged, ranked):
         if value.query_id in per_query:
-            per_query[value.query_id][names[str(value.measure)]] = float(value.value)
+            for name in spellings[str(value.measure)]:
+                per_query[value.query_id][name] = float(value.value)
     n = max(1, len(per_query))
     aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in measures}
     return aggregate, per_query
