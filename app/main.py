@@ -1,4 +1,5 @@
-"""Lexlens app entry point: ``streamlit run app/main.py`` (what ``make run`` does).
+"""Lexlens app entry point, served by ``streamlit run app/main.py``: ``lexlens app`` (which
+``make run`` runs) starts that command with the token and data roots it checked.
 
 This file plays two parts. ``streamlit run`` first reads it and finds ``app``, an ``st.App``:
 the server it starts answers every page URL with Streamlit's page, told where the server
