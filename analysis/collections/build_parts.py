@@ -26,11 +26,16 @@ from lexlens.models.base import Encoder
 MAX_SKIPPED_LISTED = 100
 
 
+def listed_skipped(manifest: dict) -> list[Skipped]:
+    """The skipped items a build's result lists: the first :data:`MAX_SKIPPED_LISTED` of
+    those its manifest names."""
+    return [Skipped(**s) for s in manifest.get("skipped", [])[:MAX_SKIPPED_LISTED]]
+
+
 @dataclass(frozen=True)
 class IndexResult(Result):
-    """What a build did: counts, skipped items (the first :data:`MAX_SKIPPED_LISTED`; the
-    JSON document counts them all in ``manifest.counts.skipped``), where the index is, its
-    manifest."""
+    """What a build did: counts, skipped items (:func:`listed_skipped`; the JSON document
+    counts them all in ``manifest.counts.skipped``), where the index is, its manifest."""
 
     file_stem: ClassVar[str] = "index"
 
@@ -45,14 +50,11 @@ class IndexResult(Result):
     seconds: float = internal()
     manifest: dict
     notes: list[str]
-    #: Every skipped item, listed or not (``None``: as many as listed); in the JSON document
-    #: as ``manifest.counts.skipped``.
-    skipped_count: int | None = internal(default=None)
 
-    def __post_init__(self) -> None:
-        count = len(self.skipped) if self.skipped_count is None else self.skipped_count
-        object.__setattr__(self, "skipped_count", max(count, len(self.skipped)))
-        object.__setattr__(self, "skipped", list(self.skipped[:MAX_SKIPPED_LISTED]))
+    @property
+    def skipped_count(self) -> int:
+        """Every skipped item, listed or not: the manifest's ``counts.skipped``."""
+        return int(self.manifest.get("counts", {}).get("skipped", len(self.skipped)))
 
 
 def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> IndexResult:
@@ -64,12 +66,11 @@ def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> I
         items=len(old),
         encoded=0,
         reused=len(old),
-        skipped=[Skipped(**s) for s in old.manifest.get("skipped", [])[:MAX_SKIPPED_LISTED]],
+        skipped=listed_skipped(old.manifest),
         up_to_date=True,
         seconds=seconds,
         manifest=old.manifest,
         notes=["source and encoder unchanged: nothing to encode"],
-        skipped_count=old.manifest.get("counts", {}).get("skipped"),
     )
 
 

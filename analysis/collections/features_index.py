@@ -28,6 +28,7 @@ from lexlens.analysis.collections.build_parts import (
     MAX_SKIPPED_LISTED,
     IndexResult,
     encoder_entry,
+    listed_skipped,
     unchanged,
 )
 from lexlens.analysis.collections.encoding import gated_sparse
@@ -229,7 +230,6 @@ def _features_result(out: Path, encoder: Encoder, manifest: dict, table: Feature
                      old: StoredIndex | None, seconds: float) -> IndexResult:  # fmt: skip
     """The result of a features build that wrote its index."""
     counts = manifest["counts"]
-    skipped = [Skipped(**s) for s in manifest["skipped"][:MAX_SKIPPED_LISTED]]
     notes = list(table.notes)
     if old is not None:
         notes.append("the stored index was replaced: every vector was encoded again")
@@ -240,6 +240,6 @@ def _features_result(out: Path, encoder: Encoder, manifest: dict, table: Feature
         )
     return IndexResult(
         out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
-        reused=0, skipped=skipped, up_to_date=False, seconds=seconds, manifest=manifest,
-        notes=notes, skipped_count=counts["skipped"],
+        reused=0, skipped=listed_skipped(manifest), up_to_date=False, seconds=seconds,
+        manifest=manifest, notes=notes,
     )  # fmt: skip

@@ -43,27 +43,24 @@ class Skipped(Record):
     reason: str
 
 
-class SkippedItems:
-    """The items a build left out: how many, and the first :attr:`keep` of them in order
-    (memory stays bounded however many a source skips: a million empty rows are a count)."""
+#: Skipped items a manifest lists (the first ones; its ``counts.skipped`` counts them all).
+MAX_SKIPPED_IN_MANIFEST = 1000
 
-    def __init__(self, keep: int = 1000) -> None:
-        self.keep = keep
+
+class SkippedItems:
+    """The items a build left out: how many, and the first :data:`MAX_SKIPPED_IN_MANIFEST`
+    of them in order, the ones its manifest lists (memory stays bounded however many a
+    source skips: a million empty rows are a count)."""
+
+    def __init__(self) -> None:
         self.count = 0
         self.first: list[Skipped] = []
 
     def add(self, item: Skipped) -> None:
-        """Count one more skipped item (kept when it is among the first :attr:`keep`)."""
+        """Count one more skipped item (kept when it is among the first ones)."""
         self.count += 1
-        if len(self.first) < self.keep:
+        if len(self.first) < MAX_SKIPPED_IN_MANIFEST:
             self.first.append(item)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def listed(self, limit: int | None = None) -> list[Skipped]:
-        """The first skipped items (at most ``limit``)."""
-        return self.first if limit is None else self.first[:limit]
 
 
 def id_problem(value: str, what: str = "id") -> str:

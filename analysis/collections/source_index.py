@@ -21,6 +21,7 @@ from lexlens.analysis.collections.build_parts import (
     MAX_SKIPPED_LISTED,
     IndexResult,
     encoder_entry,
+    listed_skipped,
     unchanged,
 )
 from lexlens.analysis.collections.encoding import SparseRow, content_key, encode_payloads
@@ -144,9 +145,9 @@ def build_source_index(
     counts = manifest["counts"]
     return IndexResult(
         out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
-        reused=counts["reused"], skipped=build.skipped.listed(MAX_SKIPPED_LISTED),
-        up_to_date=False, seconds=time.perf_counter() - started, manifest=manifest,
-        notes=notes + _build_notes(src, build.skipped), skipped_count=build.skipped.count,
+        reused=counts["reused"], skipped=listed_skipped(manifest), up_to_date=False,
+        seconds=time.perf_counter() - started, manifest=manifest,
+        notes=notes + _build_notes(src, build.skipped),
     )  # fmt: skip
 
 

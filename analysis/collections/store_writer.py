@@ -43,9 +43,6 @@ from lexlens.analysis.collections.store import (
 from lexlens.analysis.core.outputs import fsync_dir
 from lexlens.models.base import InputError
 
-#: Skipped items a manifest lists (the first ones; ``counts.skipped`` counts them all).
-MAX_SKIPPED_IN_MANIFEST = 1000
-
 
 @dataclass(frozen=True)
 class IndexHeader:
@@ -304,11 +301,12 @@ def write_atomically(
     with it and listed, with their sizes, among its files.
 
     ``fill(writer)`` adds the items and returns ``(encoded, reused, skipped)`` (skipped:
-    the count of items left out and the first of them, which the manifest lists up to
-    :data:`MAX_SKIPPED_IN_MANIFEST`). The files are written into a temporary
-    folder beside ``out``, fsynced, the manifest last, then swapped into place. Any failure
-    removes the temporary folder; a full disk or another write error is one line saying
-    that the previous index is unchanged (or that nothing was written).
+    the count of items left out and the first of them, which the manifest lists: up to
+    :data:`~lexlens.analysis.collections.items.MAX_SKIPPED_IN_MANIFEST`). The files are
+    written into a temporary folder beside ``out``, fsynced, the manifest last, then
+    swapped into place. Any failure removes the temporary folder; a full disk or another
+    write error is one line saying that the previous index is unchanged (or that nothing
+    was written).
     """
     tmp = out.parent / f".{out.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     had_index = (out / MANIFEST).is_file()
@@ -345,7 +343,7 @@ def write_atomically(
             "modality": header.modality,
             "source": header.source,
             "counts": counts,
-            "skipped": [s.to_dict() for s in skipped.listed(MAX_SKIPPED_IN_MANIFEST)],
+            "skipped": [s.to_dict() for s in skipped.first],
             "created": header.created or now,
             "updated": now,
             "files": files,

@@ -14,9 +14,9 @@ import pytest
 
 from lexlens.analysis.benchmark.dataset import Benchmark
 from lexlens.analysis.collections.indexing import build_index, index_collection, opened_source
+from lexlens.analysis.collections.items import MAX_SKIPPED_IN_MANIFEST
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.store import open_index
-from lexlens.analysis.collections.store_writer import MAX_SKIPPED_IN_MANIFEST
 from lexlens.analysis.collections.workspace_build import (
     build_collection,
     check_collection_request,
