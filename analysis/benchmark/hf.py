@@ -1,8 +1,9 @@
 """A Hugging Face dataset kept on disk, read in place: a folder ``save_to_disk`` wrote (a
 ``Dataset`` or a ``DatasetDict``) through ``datasets.load_from_disk``, whose Arrow files are
 memory-mapped; Parquet files (one, or a folder of them) through pyarrow, row group by row
-group; Arrow IPC files memory-mapped through pyarrow. Nothing is converted or copied into a
-cache, and nothing is ever written into the dataset's folder.
+group; Arrow IPC files memory-mapped through pyarrow. The tables are never converted or
+copied, and nothing is ever written into the dataset's folder; the one thing written is an
+image a row embeds as bytes, once, into Lexlens's cache (see below).
 
 A folder's Parquet/Arrow files are split as the Hub names them (``train-00000-of-00002
 .parquet``, ``data/test.parquet``: ``datasets.data_files.get_data_patterns``); files with no
