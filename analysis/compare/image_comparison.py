@@ -10,20 +10,12 @@ import numpy as np
 from lexlens.analysis.compare.result import TermComparison
 from lexlens.analysis.compare.sides import side_of
 from lexlens.analysis.compare.term_comparison import compare_sides
-from lexlens.analysis.lexical.patches import Box, box_to_patches, term_heat, units_to_indices
+from lexlens.analysis.core.grid import FULL_BOX
+from lexlens.analysis.lexical.patches import Box, patch_group, term_heat
 from lexlens.models.base import Encoder, InputError, LexicalEncoding, pool_units
 
 #: One side of an image comparison: its encoder, its encoding and its gate k.
 ImageSide = tuple[Encoder, LexicalEncoding, int]
-
-
-def group_units(encoding: LexicalEncoding, box: Box | None, cells: list[str] | None) -> list[int]:
-    """The patches a box (on this encoding's grid) or named cells select."""
-    if encoding.unit_weights is None:
-        raise InputError("this encoding kept no per-patch rows: encode with keep_units=True")
-    if box is not None:
-        return box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
-    return units_to_indices(encoding, cells or [])
 
 
 def compare_group(
@@ -37,8 +29,8 @@ def compare_group(
             f"({encoding_b.grid[0]}×{encoding_b.grid[1]}) differ: cells name different "
             "regions, select the group with a box"
         )
-    units_a = group_units(encoding_a, box, cells)
-    units_b = group_units(encoding_b, box, cells)
+    units_a = patch_group(encoding_a, box, cells)
+    units_b = patch_group(encoding_b, box, cells)
     pooled_a = pool_units(encoding_a.unit_weights[units_a], encoding_a.normalization)
     pooled_b = pool_units(encoding_b.unit_weights[units_b], encoding_b.normalization)
     terms = compare_sides(
@@ -61,7 +53,7 @@ def heatmap_side(encoder: Encoder, encoding: LexicalEncoding, word: str) -> dict
         "term": heat.label,
         "columns": [encoder.vocab[i] for i in heat.columns],
         "grid": list(heat.heat.shape),
-        "crop_box": list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0)),
+        "crop_box": list(encoding.crop_box or FULL_BOX),
         "values": heat.heat.astype(np.float64).tolist(),
         "max": heat.peak,
         "min": heat.low,

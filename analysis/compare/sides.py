@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.gating import gate
+from lexlens.analysis.core.grid import FULL_BOX
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import input_words, top_terms
 from lexlens.models.base import Capability, Encoder, InputError, LexicalEncoding, Needs
@@ -118,7 +119,7 @@ def describe_side(encoder: Encoder, k: int, encoding: LexicalEncoding | None = N
         out["source"] = encoder.source
     if encoding is not None and encoding.grid is not None:
         out["grid"] = list(encoding.grid)
-        out["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))
+        out["crop_box"] = list(encoding.crop_box or FULL_BOX)
     if encoding is not None and encoding.truncated:
         out["truncated"] = True
     return out

@@ -167,6 +167,26 @@ def units_to_indices(encoding: LexicalEncoding, labels: Sequence[str]) -> list[i
     return _positions({u: i for i, u in enumerate(encoding.units)}, labels, encoding.grid)
 
 
+def patch_group(
+    encoding: LexicalEncoding, box: Box | None, cells: Sequence[str] | None
+) -> list[int] | None:
+    """The patches a box (fractions of the original image, mapped onto this encoding's grid)
+    or named cells select, ``None`` when neither is given: the one selection of a patch
+    group. A box or cells apply to an image encoding that kept its per-patch rows; give one,
+    not both."""
+    if box is None and cells is None:
+        return None
+    if encoding.grid is None:
+        raise InputError("a box or cells apply to images only")
+    if box is not None and cells is not None:
+        raise InputError("give a box or cells, not both")
+    if encoding.unit_weights is None:
+        raise InputError("this encoding kept no per-patch rows: encode with keep_units=True")
+    if box is not None:
+        return box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
+    return units_to_indices(encoding, cells)
+
+
 def _positions(position: dict[str, int], labels: Sequence[str], grid) -> list[int]:
     out = []
     for label in labels:

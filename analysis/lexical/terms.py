@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.arguments import image_argument, loaded_encoder, text_argument
+from lexlens.analysis.core.grid import FULL_BOX
 from lexlens.analysis.core.options import Options, option
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, word_of_unit
-from lexlens.analysis.lexical.patches import box_to_patches, check_box, parse_box, units_to_indices
+from lexlens.analysis.lexical.patches import check_box, parse_box, patch_group
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -252,21 +253,14 @@ def terms_of_encoding(
     options = TermsOptions.of(options, **given)
     top, box = options.top, options.box
     info = dict(input_info or {})
-    units = None
-    if box is not None or cells is not None:
-        if encoding.grid is None:
-            raise InputError("a box or cells apply to images only")
-        if box is not None and cells is not None:
-            raise InputError("give a box or cells, not both")
+    units = patch_group(encoding, box, cells)
+    if units is not None:
         if box is not None:
-            units = box_to_patches(encoding.grid, box, crop_box=encoding.crop_box)
             info["box"] = list(box)
-        else:
-            units = units_to_indices(encoding, cells or [])
         info["cells"] = [encoding.units[i] for i in units]
     if encoding.grid is not None:
         info["grid"] = list(encoding.grid)
-        info["crop_box"] = list(encoding.crop_box or (0.0, 0.0, 1.0, 1.0))
+        info["crop_box"] = list(encoding.crop_box or FULL_BOX)
     raw = term_rows(encoding, encoder.vocab, top, units=units)
     merged = term_rows(
         encoding, encoder.vocab, top, units=units, merge_pieces=True, words=encoder.known_words

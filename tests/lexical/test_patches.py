@@ -244,3 +244,32 @@ def test_a_box_or_cells_on_a_text_is_refused_before_encoding(splade):
         terms(splade, text="a cat", box=(0, 0, 1, 1))
     with pytest.raises(InputError, match="images only"):
         terms(splade, text="a cat", cells=["r0c0"])
+
+
+def test_silent_wrong_a_patch_group_of_an_encoding_without_patch_rows_is_refused(toy):
+    """Without per-patch rows a box selects nothing it could pool: terms_of_encoding listed
+    the box's cells beside the whole image's terms. The one patch-group selection
+    (patch_group, which the comparison of two images uses too) refuses it."""
+    from dataclasses import replace
+
+    from lexlens.analysis.lexical.patches import patch_group
+    from lexlens.analysis.lexical.terms import terms_of_encoding
+
+    class Vocab:  # what terms_of_encoding reads of its encoder
+        name, vocab, known_words, max_length = "toy", VOCAB, frozenset(), 0
+
+    whole = replace(toy, unit_weights=None)
+    for call in (
+        lambda: terms_of_encoding(Vocab(), whole, box=(0, 0, 0.5, 1)),
+        lambda: terms_of_encoding(Vocab(), whole, cells=["r0c0"]),
+        lambda: patch_group(whole, None, ["r0c0"]),
+    ):
+        with pytest.raises(InputError, match="kept no per-patch rows: encode with keep_units"):
+            call()
+    # With its rows, a box's terms are its cells' pooled rows (computed here by hand).
+    result = terms_of_encoding(Vocab(), toy, box=(0, 0, 0.5, 1), top=5)
+    cells = box_to_patches(toy.grid, (0, 0, 0.5, 1), crop_box=toy.crop_box)
+    pooled = toy.unit_weights[cells].max(axis=0)
+    assert result.input["cells"] == [toy.units[i] for i in cells]
+    expected = [VOCAB[i] for i in np.argsort(-pooled) if VOCAB[i] != "[CLS]"]
+    assert [r["token"] for r in result.terms] == expected
