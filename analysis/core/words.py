@@ -80,15 +80,16 @@ def input_words(units: list[str]) -> set[str]:
     return {w for w in group_word_pieces(units)[0] if w and not is_special_token(w)}
 
 
-def word_of_unit(units: list[str], i: int) -> str:
-    """The whole word unit ``i`` of a text belongs to (``gi`` of ``gi ##raf ##fe`` → giraffe);
-    a special token is its own word."""
-    if not 0 <= i < len(units):
-        return ""
-    if is_special_token(units[i]):
-        return units[i]
+def unit_words(units: Sequence[str]) -> list[str]:
+    """The whole word each unit of a text belongs to (``gi`` of ``gi ##raf ##fe`` →
+    giraffe), in one pass over the units; a special token is its own word."""
+    out = list(units)
     words, groups = group_word_pieces(units)
-    return next(w for w, g in zip(words, groups, strict=True) if i in g)
+    for word, group in zip(words, groups, strict=True):
+        for i in group:
+            if not is_special_token(units[i]):
+                out[i] = word
+    return out
 
 
 def top_terms(

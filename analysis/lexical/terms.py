@@ -15,7 +15,7 @@ from lexlens.analysis.core.grid import FULL_BOX
 from lexlens.analysis.core.options import Options, option
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
-from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, word_of_unit
+from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, unit_words
 from lexlens.analysis.lexical.patches import check_box, parse_box, patch_group
 from lexlens.models.base import (
     Capability,
@@ -91,12 +91,13 @@ def term_rows(
             # the whole spelling, for reading ("pieces": those that lend the word weight)
             row["spelling"] = spelling(term, vocab)
     if encoding.unit_weights is not None:
-        text = encoding.input_ids is not None
+        # the whole input word each unit of a text belongs to, worked out once
+        words_of = unit_words(encoding.units) if encoding.input_ids is not None else None
         for row, prov in zip(rows, provenance(encoding, terms, units), strict=True):
             row["from_unit"] = prov.unit
             row["from_unit_index"] = prov.unit_index
-            if text:  # the whole input word the winning piece belongs to
-                row["from_word"] = word_of_unit(encoding.units, prov.unit_index)
+            if words_of is not None:
+                row["from_word"] = words_of[prov.unit_index]
     return rows
 
 
