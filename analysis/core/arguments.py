@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.core.results import Progress
-from lexlens.models.base import Encoder, InputError, Needs, check_texts
+from lexlens.models.base import Encoder, InputError, Needs
 
 
 def shown(value: Any) -> str:
@@ -99,7 +99,8 @@ def text_argument(value: Any, argument: str, *, optional: bool = False, about: s
 
 
 def texts_argument(texts: Any, argument: str = "texts") -> list[str]:
-    """A text or a list of texts, as a list; each a non-empty string."""
+    """A text or a list of texts, as a list; each a string with words. Every refusal names
+    the argument (``texts[1] is empty: …``)."""
     if isinstance(texts, str):
         texts = [texts]
     if not isinstance(texts, (list, tuple)):
@@ -108,7 +109,9 @@ def texts_argument(texts: Any, argument: str = "texts") -> list[str]:
         raise InputError(f"{argument} holds no text: give at least one")
     for i, text in enumerate(texts):
         text_argument(text, f"{argument}[{i}]")
-    return check_texts(list(texts))
+        if not text.strip():
+            raise InputError(f"{argument}[{i}] is empty: type some words to encode")
+    return list(texts)
 
 
 def image_argument(image: Any, argument: str) -> Any:

@@ -85,7 +85,7 @@ WRONG_INPUTS = [
     ("texts item", {"texts": ["a cat", None]}, "texts[1] must be text, not NoneType"),
     ("texts bytes", {"texts": b"a cat"}, "texts must be a text or a list of texts, not bytes"),
     ("texts none", {"texts": []}, "texts holds no text: give at least one"),
-    ("texts blank", {"texts": ["a cat", "  "]}, "text #2 is empty"),
+    ("texts blank", {"texts": ["a cat", "  "]}, "texts[1] is empty: type some words"),
 ]
 
 
@@ -133,6 +133,7 @@ WRONG_MOT = [
     ("encoder type", {"encoder": 5}, "encoder must be an encoder, a registry name"),
     ("corpus type", {"corpus": 5}, "corpus must be a text or a list of texts, not int"),
     ("corpus item", {"corpus": ["a cat", 5]}, "corpus[1] must be text, not int"),
+    ("corpus blank", {"corpus": ["a cat", " ", "a dog"]}, "corpus[1] is empty"),
     ("corpus one text", {"corpus": ["a cat"]}, "corpus holds 1 text: the masking evaluation"),
     ("source type", {"source": 5}, "source must be text"),
     ("attributions type", {"attributions": 5}, "attributions must be a list of SubvectorAttri"),
