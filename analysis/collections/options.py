@@ -26,7 +26,14 @@ from lexlens.analysis.benchmark.options import (
 )
 from lexlens.analysis.collections.store import POSTINGS_MIN_NNZ
 from lexlens.analysis.core.gating import GATE_K
-from lexlens.analysis.core.options import BATCH_SIZE, OptionError, Options, option, shared
+from lexlens.analysis.core.options import (
+    BATCH_SIZE,
+    OptionError,
+    Options,
+    option,
+    shared,
+    shared_option,
+)
 
 #: Items encoded per batch when the caller does not say.
 DEFAULT_BATCH_SIZE = 32
@@ -45,6 +52,15 @@ def _ray_address(address: str) -> str:
     if address in RAY_WORDS or address.startswith("ray://") or ":" in address:
         return address
     raise _refuse("ray", address)
+
+
+#: The ids of a dense features file, one per line: a build's and ``lexlens terms``'s (one
+#: declaration for both).
+FEATURE_IDS = shared_option(
+    "ids", object, None, optional=True, check=lambda v: path_option(v, FEATURE_IDS), parse=str,
+    metavar="FILE", wanted="a text file's path",
+    help="dense features: one id per line (default FILE.ids.txt, else the row numbers)",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -70,11 +86,7 @@ class IndexOptions(Options):
         check=lambda v: path_option(v, IndexOptions.option("captions")),
         parse=str, metavar="FILE", wanted="a .csv or .jsonl file's path",
     )  # fmt: skip
-    ids: str | Path | None = option(
-        None, "dense features: one id per line (default FILE.ids.txt, else the row numbers)",
-        check=lambda v: path_option(v, IndexOptions.option("ids")),
-        parse=str, metavar="FILE", wanted="a text file's path",
-    )  # fmt: skip
+    ids: str | Path | None = shared(FEATURE_IDS)
     split: str | None = shared(SPLIT)
     images: str | Path | None = shared(IMAGES)
     image_column: str | None = shared(IMAGE_COLUMN)

@@ -6,13 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lexlens.analysis.core.arguments import image_argument, loaded_encoder, text_argument
+from lexlens.analysis.collections.options import FEATURE_IDS
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    encoder_or_spec,
+    image_argument,
+    text_argument,
+)
 from lexlens.analysis.core.grid import FULL_BOX
-from lexlens.analysis.core.options import Options, option
+from lexlens.analysis.core.options import Options, option, shared
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, unit_words
@@ -25,6 +32,9 @@ from lexlens.models.base import (
     Needs,
     check_texts,
 )
+
+if TYPE_CHECKING:
+    from lexlens.analysis.collections.feature_files import FeatureTable
 
 
 @dataclass(frozen=True)
@@ -105,13 +115,8 @@ def term_rows(
 
 #: The Text page and ``terms --text`` need a lexical text encoder.
 TEXT_NEEDS = Needs("terms of a text", all_of=frozenset({Capability.TEXT_LEXICAL}))
-#: Terms need an encoder that puts texts, images or dense features into a vocabulary.
-TERMS_NEEDS = Needs(
-    "term weights",
-    any_of=frozenset(
-        {Capability.TEXT_LEXICAL, Capability.IMAGE_LEXICAL, Capability.FEATURE_LEXICAL}
-    ),
-)
+#: ``terms --image``: a lexical image encoder.
+IMAGE_TERMS_NEEDS = Needs("terms of an image", all_of=frozenset({Capability.IMAGE_LEXICAL}))
 #: ``terms --features``: a head over dense feature vectors (D2S).
 FEATURES_NEEDS = Needs("terms of dense features", all_of=frozenset({Capability.FEATURE_LEXICAL}))
 
@@ -125,7 +130,9 @@ REPORT_TOP = 30
 
 @dataclass(frozen=True)
 class TermsOptions(Options):
-    """How the terms of one input are taken (``lexlens terms``, the Text and Images pages)."""
+    """How the terms of one input are taken (``lexlens terms``, the Text and Images pages):
+    how many, the text tower, an image region, and for dense features the file of their
+    ids."""
 
     what = "terms"
 
@@ -138,6 +145,7 @@ class TermsOptions(Options):
         parse=parse_box, check=check_box, metavar="X0,Y0,X1,Y1",
         wanted="X0,Y0,X1,Y1: four fractions of the image in 0..1, X0 < X1 and Y0 < Y1",
     )  # fmt: skip
+    ids: str | Path | None = shared(FEATURE_IDS)
 
 
 @dataclass(frozen=True)
@@ -191,51 +199,53 @@ def encode_text(encoder: Encoder, text: str, *, side: str = "query") -> LexicalE
 
 def encode_image(encoder: Encoder, image: Any, *, name: str | None = None) -> LexicalEncoding:
     """One image (a path, bytes, or a PIL image) through a lexical image encoder."""
+    IMAGE_TERMS_NEEDS.check(encoder)
+    return encoder.encode_images([_picture(image, name)])[0]
+
+
+def _picture(image: Any, name: str | None) -> Any:
+    """The PIL image of a path, bytes or a PIL image (``name``: what messages call it)."""
     from PIL import Image
 
     from lexlens.models.images import load_image
 
-    Needs("terms of an image", all_of=frozenset({Capability.IMAGE_LEXICAL})).check(encoder)
-    picture = image if isinstance(image, Image.Image) else load_image(image, name=name or "")
-    return encoder.encode_images([picture])[0]
+    return image if isinstance(image, Image.Image) else load_image(image, name=name or "")
 
 
-def encode_feature_item(
-    encoder: Encoder,
-    features: Any,
-    item: str | int | None = None,
-    *,
-    name: str | None = None,
-    ids: Any = None,
-) -> tuple[LexicalEncoding, dict]:
-    """One row of a dense features file (or a read :class:`FeatureTable`) through a
-    feature head; ``item`` is its id (optional when the file holds one vector).
-
-    Returns the encoding and the input description ``{"features": file, "item": id}``.
-    The file, the item and the dimension are checked before the head runs.
-    """
+def feature_row(
+    features: Any, item: str | int | None = None, *, name: str | None = None, ids: Any = None
+) -> tuple[FeatureTable, int]:
+    """A dense features file read (or a read :class:`FeatureTable` as given) and the row of
+    ``item``, its id (optional when the file holds one vector): checked before any head
+    loads."""
     from lexlens.analysis.collections.feature_files import FeatureTable, read_features
 
-    FEATURES_NEEDS.check(encoder)
     table = (
         features
         if isinstance(features, FeatureTable)
         else read_features(features, name=name, ids=ids)
     )
-    if table.dim != encoder.feature_dim:
-        raise InputError(
-            f"{Path(table.name).name} holds {table.dim}-d vectors but the head {encoder.name!r} "
-            f"expects {encoder.feature_dim}-d (its dense_size)"
-        )
     if item is None or (isinstance(item, str) and not item.strip()):
         if len(table) != 1:
             shown = ", ".join(table.ids[:3])
             raise InputError(
                 f"{table.name} holds {len(table)} vectors: pick one by its id (e.g. {shown})"
             )
-        row = 0
-    else:
-        row = table.position(item)
+        return table, 0
+    return table, table.position(item)
+
+
+def encode_feature_row(
+    encoder: Encoder, table: FeatureTable, row: int
+) -> tuple[LexicalEncoding, dict]:
+    """Row ``row`` of a features table through a feature head (its dimension checked first),
+    and the input description ``{"features": file, "item": id}``."""
+    FEATURES_NEEDS.check(encoder)
+    if table.dim != encoder.feature_dim:
+        raise InputError(
+            f"{Path(table.name).name} holds {table.dim}-d vectors but the head {encoder.name!r} "
+            f"expects {encoder.feature_dim}-d (its dense_size)"
+        )
     encoding = encoder.encode_features(table.vectors[row : row + 1])[0]
     return encoding, {"features": Path(table.name).name, "item": table.ids[row]}
 
@@ -279,41 +289,60 @@ def terms_of_encoding(
 
 
 def terms(
-    encoder: Encoder,
+    encoder: Encoder | str,
     *,
     text: str | None = None,
     image: Any = None,
     features: Any = None,
     item: str | int | None = None,
     name: str | None = None,
-    ids: Any = None,
     cells: list[str] | None = None,
+    device: str | None = None,
     options: TermsOptions | None = None,
     **given: Any,
 ) -> TermsResult:
     """Top terms of a text, an image, an image region (the ``box`` option, in fractions
     0..1, or ``cells``), or one item of a dense features file (``features`` with its
-    ``item`` id; a D2S head). Options: :class:`TermsOptions` (or its fields as keywords)."""
+    ``item`` id and the ``ids`` option; a D2S head). ``encoder`` is loaded, or its spec (a
+    registry name, a checkpoint folder) loaded on ``device`` once every input is checked and
+    read (a registry name's card is checked first). Options: :class:`TermsOptions` (or its
+    fields as keywords)."""
     options = TermsOptions.of(options, **given)
-    encoder = loaded_encoder(encoder)
-    given_inputs = sum(x is not None for x in (text, image, features))
-    if given_inputs != 1:
-        raise InputError("give one of a text, an image or dense features")
-    text_argument(text, "text", optional=True)
-    region = options.box is not None or cells is not None
-    if features is not None:
-        if region:
-            raise InputError("a box or cells apply to images only")
-        encoding, info = encode_feature_item(encoder, features, item, name=name, ids=ids)
-        return terms_of_encoding(encoder, encoding, input_info=info, options=options)
-    if item is not None:
-        raise InputError("an item id applies to dense features only")
-    if text is not None:
-        if region:
-            raise InputError("a box or cells apply to images only")
-        encoding = encode_text(encoder, text, side=options.side)
+    device_argument(device)
+    kind = _input_kind(text, image, features, item, cells, options)
+    needs = {"text": TEXT_NEEDS, "image": IMAGE_TERMS_NEEDS, "features": FEATURES_NEEDS}[kind]
+    encoder_or_spec(encoder, needs=needs)
+    if kind == "features":
+        table, row = feature_row(features, item, name=name, ids=options.ids)
+        model = encoder_argument(encoder, needs=needs, device=device)
+        encoding, info = encode_feature_row(model, table, row)
+        return terms_of_encoding(model, encoding, input_info=info, options=options)
+    if kind == "text":
+        model = encoder_argument(encoder, needs=needs, device=device)
+        encoding = model.encode_texts([text], side=options.side)[0]
         info = {"text": text, "side": options.side}
     else:
-        encoding = encode_image(encoder, image_argument(image, "image"), name=name)
-        info = {"image": name or (str(image) if isinstance(image, (str, Path)) else "image")}
-    return terms_of_encoding(encoder, encoding, cells=cells, input_info=info, options=options)
+        label = name or (str(image) if isinstance(image, (str, Path)) else None)
+        picture = _picture(image_argument(image, "image"), label)
+        model = encoder_argument(encoder, needs=needs, device=device)
+        encoding = model.encode_images([picture])[0]
+        info = {"image": label or "image"}
+    return terms_of_encoding(model, encoding, cells=cells, input_info=info, options=options)
+
+
+def _input_kind(
+    text: Any, image: Any, features: Any, item: Any, cells: Any, options: TermsOptions
+) -> str:
+    """Which one input is given ("text", "image" or "features"), checked with what applies
+    to one kind only (a box or cells, an item id and its ids) before anything is read."""
+    if sum(x is not None for x in (text, image, features)) != 1:
+        raise InputError("give one of a text, an image or dense features")
+    if text is not None:
+        check_texts([text_argument(text, "text")])
+    if (options.box is not None or cells is not None) and image is None:
+        raise InputError("a box or cells apply to images only")
+    if features is None and item is not None:
+        raise InputError("an item id applies to dense features only")
+    if features is None and options.ids is not None:
+        raise InputError("ids apply to dense features only")
+    return "text" if text is not None else "image" if image is not None else "features"

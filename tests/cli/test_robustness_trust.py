@@ -187,7 +187,7 @@ def test_api_type_errors_name_the_argument(splade, index):
     cases = [
         (lambda: lexlens.load_encoder("splade-tiny", device=0), "device"),
         (lambda: lexlens.terms(splade, text=["a", "dog"]), "text must be text"),
-        (lambda: lexlens.terms("splade-tiny", text="a dog"), "loaded encoder"),
+        (lambda: lexlens.terms(42, text="a dog"), "encoder must be an encoder, a registry name"),
         (lambda: splade.encode_texts(None), "list of texts"),
         (lambda: splade.encode_texts([1]), "not a string"),
         (lambda: lexlens.search_index(index, query=["dog"]), "query must be text"),

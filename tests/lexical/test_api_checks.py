@@ -4,6 +4,7 @@ given by name: a check that came after loading would load splade-tiny and still 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import lexlens
@@ -54,3 +55,27 @@ def test_traceback_contrib_options_given_twice_agree_with_the_declaration():
     with pytest.raises(LexlensError, match="^gate_k must be"):
         lexlens.contrib("splade-tiny", **GOOD, options=ContribOptions(), gate_k=-5)
     assert ContribOptions.of(ContribOptions(), gate_k=0).gate_k == 0
+
+
+def test_traceback_terms_takes_a_spec_and_checks_every_input_before_it_loads(tmp_path, splade):
+    """``lexlens terms`` hands its flags to ``terms`` as they are (the encoder's name, the
+    device): every check lives in the analysis and runs before any model loads. An encoder
+    folder that does not exist stands in for a model: the inputs are refused first."""
+    unloaded = str(tmp_path / "no-model-here")
+    np.save(tmp_path / "feats.npy", np.ones((2, 4), dtype=np.float32))
+    for wrong, message in [
+        ({"text": "  "}, "the text is empty: type some words to encode"),
+        ({"text": "a", "image": "x.png"}, "give one of a text, an image or dense features"),
+        ({"text": "a", "box": (0, 0, 1, 1)}, "a box or cells apply to images only"),
+        ({"text": "a", "item": "3"}, "an item id applies to dense features only"),
+        ({"text": "a", "ids": "ids.txt"}, "ids apply to dense features only"),
+        ({"image": str(tmp_path / "none.png")}, "none.png: file not found"),
+        ({"features": str(tmp_path / "feats.npy")}, "holds 2 vectors: pick one by its id"),
+        ({"features": str(tmp_path / "feats.npy"), "item": "7"}, "7"),
+        ({"text": "a", "device": "tpu"}, "unknown device 'tpu'"),
+    ]:
+        refused(lambda w=wrong: lexlens.terms(unloaded, **w), message)
+    # A registry name is checked from its card before it loads.
+    refused(lambda: lexlens.terms("efficientnet-lite0-lexical", text="a cat"), "terms of a text")
+    by_name = lexlens.terms("splade-tiny", text="a cat on a book", device="cpu", top=5)
+    assert by_name.to_dict() == lexlens.terms(splade, text="a cat on a book", top=5).to_dict()
