@@ -54,7 +54,11 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.benchmark.evaluation_result import MEASURES, BenchmarkEvaluationResult
+from lexlens.analysis.benchmark.evaluation_result import (
+    MEASURES,
+    BenchmarkEvaluationResult,
+    cause_counts,
+)
 from lexlens.analysis.benchmark.explain import Failure, blame
 from lexlens.analysis.benchmark.failures import (
     NONE_RELEVANT,
@@ -196,12 +200,14 @@ def evaluate(
     settings = {
         "top": options.top, "query_mode": options.query_mode, "gate_k": options.gate_k,
         "query_encoder": encoder.name, "queries": len(order), "run": run is not None,
+        "judgements": sum(len(qrels[q]) for q in order),
     }  # fmt: skip
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return BenchmarkEvaluationResult(
         index=ix.describe(), encoder=encoder.name, settings=settings,
         metrics={"aggregate": aggregate, "per_query": per_query}, failures=found.failures,
         blame=[b.to_dict() for b in blame(found.failures, found.mismatches)],
+        causes=cause_counts(found.failures),
         missing=None if run is None else missing, notes=notes, run=found.run,
     )  # fmt: skip
 
@@ -211,6 +217,26 @@ def stored_benchmark(index: StoredIndex) -> tuple[Path, Path] | None:
     benchmark source), or ``None``."""
     queries, qrels = index.path / "queries.jsonl", index.path / "qrels.tsv"
     return (queries, qrels) if queries.is_file() and qrels.is_file() else None
+
+
+def kept_benchmark(index: StoredIndex) -> dict | None:
+    """How many queries and judgements a collection keeps (``queries``, ``judged_queries``,
+    ``judgements``; ``kind`` and ``split`` when its build recorded them), or ``None``."""
+    stored = stored_benchmark(index)
+    if stored is None:
+        return None
+    recorded = (index.manifest.get("source") or {}).get("benchmark") or {}
+    if all(isinstance(recorded.get(k), int) for k in ("queries", "judgements")):
+        keys = ("kind", "split", "queries", "judged_queries", "judgements")
+        return {k: recorded[k] for k in keys if k in recorded}
+    from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
+
+    problems = Problems()
+    qrels = read_qrels(stored[1], problems)
+    return {
+        "queries": len(read_queries(stored[0], problems)), "judged_queries": len(qrels),
+        "judgements": sum(len(v) for v in qrels.values()),
+    }  # fmt: skip
 
 
 def _source(value: object, name: str) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lexlens.analysis.benchmark.explain import Failure
+from lexlens.analysis.benchmark.failures import CAUSES
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import internal
@@ -25,7 +26,8 @@ PER_QUERY_COLUMNS = (
 #: failures.csv's columns.
 FAILURE_COLUMNS = (
     "query_id", "query", "first_relevant_rank", "nonrelevant", "relevant", "relevant_rank",
-    "relevant_status", "gap", "decisive_words",
+    "relevant_status", "gap", "decisive_words", "favour_nonrelevant", "favour_relevant",
+    "query_delta", "expansion_delta", "causes", "query_length", "missing_words",
 )  # fmt: skip
 #: The blame table's columns, as blame.csv, the page and the command name them.
 BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
@@ -41,6 +43,8 @@ class BenchmarkEvaluationResult(EvaluationResult):
 
     failures: list[Failure]
     blame: list[dict]
+    #: How many failures each cause holds for (not exclusive: see ``failures.CAUSES``)
+    causes: dict = field(default_factory=dict)
     missing: dict | None = None  # items a run names that the collection does not hold
     #: {query id: [(item id, score), …]} in the order evaluated: not in the JSON document
     #: (it is the run.trec file)
@@ -51,13 +55,7 @@ class BenchmarkEvaluationResult(EvaluationResult):
         evaluation.html."""
         from lexlens.analysis.benchmark.trec import run_text
 
-        failures = [
-            [f.query_id, f.query, f.first_relevant_rank,
-             f.nonrelevant.id if f.nonrelevant else "", f.relevant.id if f.relevant else "",
-             f.relevant.rank if f.relevant else None, f.relevant_status, f.gap,
-             " ".join(d["word"] for d in f.decisive)]
-            for f in self.failures
-        ]  # fmt: skip
+        failures = [list(failure_row(f).values()) for f in self.failures]
         return {
             "evaluation.json": json_bytes(self),
             "per_query.csv": csv_bytes(
@@ -119,3 +117,46 @@ def blame_row(b: Mapping) -> dict[str, Any]:
         "mismatch": b["mismatch"], "pushed_queries": " ".join(b["pushed_queries"]),
         "mismatch_queries": " ".join(b["mismatch_queries"]),
     }  # fmt: skip
+
+
+def failure_row(f: Failure) -> dict[str, Any]:
+    """One failure under :data:`FAILURE_COLUMNS` (words and causes joined; a missing number
+    is ``None``)."""
+    sides = (f.favour_nonrelevant, f.favour_relevant)
+    return {
+        "query_id": f.query_id, "query": f.query, "first_relevant_rank": f.first_relevant_rank,
+        "nonrelevant": f.nonrelevant.id if f.nonrelevant else "",
+        "relevant": f.relevant.id if f.relevant else "",
+        "relevant_rank": f.relevant.rank if f.relevant else None,
+        "relevant_status": f.relevant_status, "gap": f.gap,
+        "decisive_words": " ".join(d["word"] for d in f.decisive),
+        "favour_nonrelevant": sides[0].total if sides[0] else None,
+        "favour_relevant": sides[1].total if sides[1] else None,
+        "query_delta": f.query_delta, "expansion_delta": f.expansion_delta,
+        "causes": "; ".join(f.causes), "query_length": f.query_length,
+        "missing_words": " ".join(f.missing_words),
+    }  # fmt: skip
+
+
+def cause_counts(failures: Iterable[Failure]) -> dict[str, int]:
+    """How many failures each cause holds for, in the order of ``failures.CAUSES`` (every
+    cause listed, 0 included; a failure counts under each of its causes)."""
+    counts = dict.fromkeys(CAUSES, 0)
+    for f in failures:
+        for cause in f.causes:
+            counts[cause] = counts.get(cause, 0) + 1
+    return counts
+
+
+def select_failures(
+    failures: Iterable[Failure], causes: Iterable[str] | None = None,
+    lengths: tuple[int, int] | None = None,
+) -> list[Failure]:  # fmt: skip
+    """The failures with any of ``causes`` (``None``: every one) whose query spells from
+    ``lengths[0]`` to ``lengths[1]`` words (``None``: any length), in the order given."""
+    wanted = None if causes is None else set(causes)
+    return [
+        f for f in failures
+        if (wanted is None or wanted & set(f.causes))
+        and (lengths is None or lengths[0] <= f.query_length <= lengths[1])
+    ]  # fmt: skip

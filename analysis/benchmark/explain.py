@@ -4,10 +4,17 @@ that decide between them, and across a benchmark, which terms are to blame.
 For a query ``q``, the highest-ranked non-relevant item ``n`` and the highest-ranked
 relevant item ``r``, each term's contribution ``q_t·n_t`` and ``q_t·r_t`` sums to each
 item's score; their differences ``δ_t = q_t·n_t − q_t·r_t`` sum to the score gap
-``s(n) − s(r)``. The *decisive* terms are the fewest, largest ``δ_t`` whose sum reaches the
-gap: without them ``r`` would not be below ``n``. Words, not word pieces: pieces of a word
-that the query or either item spells are joined (their contributions add up, so the rows
-still sum to the scores).
+``s(n) − s(r)``. Both sides are kept: the words with ``δ > 0`` favour the wrong item, those
+with ``δ < 0`` the relevant one, and the two sides' sums add up to the gap exactly (the
+:class:`GapSide` of each lists its largest words and sums the rest). The *decisive* words
+are the fewest, largest ``δ > 0`` whose sum reaches the gap: without them ``r`` would not be
+below ``n`` (they usually outweigh the gap, since the other side pulls back). Words, not word
+pieces: pieces of a word that the query or either item spells are joined (their
+contributions add up, so the rows still sum to the scores).
+
+A term is the *query's own* when it is a word piece of a word the query spells (its
+WordPiece split); every other term is an *expansion* term. ``query_delta`` and
+``expansion_delta`` split the gap between them.
 
 A relevant item that the ranking does not hold (it scores 0 or less, or the run omits it) is
 *not retrieved*: its rank is ``None`` and ``retrieved`` is false, never a place after every
@@ -16,6 +23,7 @@ other item; its ``q ⊙ d`` is still shown (empty when it shares no term with th
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +31,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lexlens.analysis.core.results import Record
-from lexlens.analysis.core.words import item_words, merge_contributions
+from lexlens.analysis.core.vocabulary import token_positions
+from lexlens.analysis.core.words import item_words, merge_contributions, text_words
+from lexlens.analysis.lexical.highlight import Span, content_words, highlight_spans
+from lexlens.models.wordpiece import wordpiece_split
 
 #: Contribution rows kept per item in a failure (the JSON says how many more and their sum).
 SHOWN_CONTRIBUTIONS = 30
+#: Words listed on each side of a failure's gap (the JSON says how many more and their sum).
+SHOWN_GAP_WORDS = 20
+#: A decisive word's fields, in order.
+DECISIVE_KEYS = ("word", "pieces", "nonrelevant", "relevant", "delta")
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,20 @@ class ItemExplanation(Record):
 
 
 @dataclass(frozen=True)
+class GapSide(Record):
+    """The words of a failure whose contribution difference ``δ`` favours one item
+    (``favours``: ``"nonrelevant"``, ``δ > 0``, or ``"relevant"``, ``δ < 0``): the largest
+    ``|δ|`` first, each with both contributions; ``total`` is the sum over every such word,
+    the listed ones and the ``other_words`` summed in ``other_delta``."""
+
+    favours: str
+    words: list[dict]  # word, delta, nonrelevant, relevant, query_term (pieces when joined)
+    total: float
+    other_words: int = 0
+    other_delta: float = 0.0
+
+
+@dataclass(frozen=True)
 class Failure(Record):
     """A query whose first relevant item is not first, explained."""
 
@@ -62,6 +91,14 @@ class Failure(Record):
     #: Where the best relevant item is (retrieved, beyond the top, not retrieved, not in the
     #: collection): see :mod:`lexlens.analysis.benchmark.evaluate`.
     relevant_status: str = ""
+    favour_nonrelevant: GapSide | None = None  # the words with δ > 0
+    favour_relevant: GapSide | None = None  # the words with δ < 0; both totals sum to the gap
+    query_delta: float | None = None  # Σ δ over the query's own terms
+    expansion_delta: float | None = None  # Σ δ over the other terms (gap − query_delta)
+    #: Why it fails (:mod:`lexlens.analysis.benchmark.failures`: ``CAUSES``; several may hold)
+    causes: list[str] = field(default_factory=list)
+    query_length: int = 0  # the words the query spells (runs of letters and digits)
+    missing_words: list[str] = field(default_factory=list)  # query content words r lacks
 
 
 def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: Sequence[str]):
@@ -110,10 +147,43 @@ def explain_item(
     )
 
 
-def decisive_terms(
-    nonrelevant: list[dict], relevant: list[dict], vocab: Sequence[str], words: set[str]
-) -> list[dict]:
-    """The fewest largest contribution differences (words) that make up the score gap."""
+@dataclass(frozen=True)
+class Gap:
+    """A failure's score gap by word: the decisive words, both sides, and the gap split
+    between the query's own terms and expansion terms."""
+
+    decisive: list[dict]
+    favour_nonrelevant: GapSide
+    favour_relevant: GapSide
+    query_delta: float
+    expansion_delta: float
+
+
+def query_terms(query: str, vocab: Sequence[str]) -> set[str]:
+    """The query's own terms: the WordPiece pieces of every word the query spells."""
+    known = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
+    out: set[str] = set()
+    for word in text_words(query):
+        out.update(wordpiece_split(word, known) or [])
+    return out
+
+
+def _side(rows: list[dict], favours: str) -> GapSide:
+    """One side's words, largest ``|δ|`` first, the first :data:`SHOWN_GAP_WORDS` listed."""
+    ordered = sorted(rows, key=lambda r: (-abs(r["delta"]), r["word"]))
+    shown, rest = ordered[:SHOWN_GAP_WORDS], ordered[SHOWN_GAP_WORDS:]
+    return GapSide(
+        favours=favours, words=shown, total=float(math.fsum(r["delta"] for r in ordered)),
+        other_words=len(rest), other_delta=float(math.fsum(r["delta"] for r in rest)),
+    )  # fmt: skip
+
+
+def gap_words(
+    nonrelevant: list[dict], relevant: list[dict], vocab: Sequence[str], words: set[str],
+    own: set[str],
+) -> Gap:  # fmt: skip
+    """The two items' raw contribution rows compared word by word (``own``: the query's own
+    terms): the decisive words, the words favouring each item and the gap's split."""
     by_token: dict[str, dict] = {}
     for sign, rows in ((1.0, nonrelevant), (-1.0, relevant)):
         for r in rows:
@@ -125,22 +195,54 @@ def decisive_terms(
         {"token": t, "index": e["index"], "contribution": e["n"] - e["r"], "n": e["n"], "r": e["r"]}
         for t, e in by_token.items()
     ]
-    merged = merge_contributions(deltas, vocab, words)
     pieces_of = {d["token"]: d for d in deltas}
-    for row in merged:  # a word's contributions on each side: the sums over its pieces
+    rows = []
+    for row in merge_contributions(deltas, vocab, words):  # pieces joined: sums per side
         members = row.get("pieces") or [row["token"]]
-        row["nonrelevant"] = float(sum(pieces_of[p]["n"] for p in members))
-        row["relevant"] = float(sum(pieces_of[p]["r"] for p in members))
-        row["delta"] = row.pop("contribution")
-        row.pop("n", None), row.pop("r", None), row.pop("index", None)
-    gap = float(sum(d["contribution"] for d in deltas))
-    out, total = [], 0.0
-    for row in sorted(merged, key=lambda r: -r["delta"]):
+        rows.append({
+            "word": row["token"], "delta": float(row["contribution"]),
+            "nonrelevant": float(math.fsum(pieces_of[p]["n"] for p in members)),
+            "relevant": float(math.fsum(pieces_of[p]["r"] for p in members)),
+            "query_term": all(p in own for p in members),
+            **({"pieces": row["pieces"]} if row.get("pieces") else {}),
+        })  # fmt: skip
+    gap = math.fsum(d["contribution"] for d in deltas)
+    decisive, total = [], 0.0
+    for row in sorted(rows, key=lambda r: -r["delta"]):
         if total >= gap or row["delta"] <= 0:
             break
-        out.append({"word": row.pop("token"), **row})
-        total += out[-1]["delta"]
-    return out
+        decisive.append({k: row[k] for k in DECISIVE_KEYS if k in row})
+        total += row["delta"]
+    query_delta = math.fsum(d["contribution"] for d in deltas if d["token"] in own)
+    return Gap(
+        decisive=decisive,
+        favour_nonrelevant=_side([r for r in rows if r["delta"] > 0], "nonrelevant"),
+        favour_relevant=_side([r for r in rows if r["delta"] < 0], "relevant"),
+        query_delta=float(query_delta), expansion_delta=float(gap - query_delta),
+    )  # fmt: skip
+
+
+def _side_terms(side: GapSide | None) -> set[str]:
+    """A side's listed words and their pieces."""
+    if side is None:
+        return set()
+    return {t for row in side.words for t in [row["word"], *row.get("pieces", [])]}
+
+
+def failure_spans(failure: Failure, vocab: Sequence[str] | None = None) -> dict[str, list[Span]]:
+    """The words to mark in each item's text of a failure (``"nonrelevant"``,
+    ``"relevant"``): the query's content words, and the gap's words by the side they favour
+    (``vocab``: also a word one of whose pieces is such a term)."""
+    query = content_words(failure.query)
+    sides = {
+        "nonrelevant": _side_terms(failure.favour_nonrelevant),
+        "relevant": _side_terms(failure.favour_relevant),
+    }
+    return {
+        name: highlight_spans(item.text, query, sides, vocab)
+        for name, item in (("nonrelevant", failure.nonrelevant), ("relevant", failure.relevant))
+        if item is not None
+    }
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,8 @@ Thin: the numbers are a :class:`~lexlens.analysis.lexical.contrib.ContribResult`
 
 from __future__ import annotations
 
-import pandas as pd
-import plotly.express as px
 import streamlit as st
 
-from lexlens.analysis.core.outputs import json_text, records_csv_bytes
 from lexlens.analysis.lexical.contrib import (
     IMAGE_SIDE,
     TEXT_SIDE,
@@ -21,6 +18,7 @@ from lexlens.analysis.lexical.contrib import (
     contrib,
 )
 from lexlens.app.runtime import state
+from lexlens.app.views.contrib import apply_prefill, show_pair, show_single
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.views.widgets import option_widget
 
@@ -36,6 +34,7 @@ st.caption(
 SAMPLES = sample_images()
 KINDS = ["Text", "Image"]
 state.restore_inputs("contrib")  # a reload, a bookmark or a link: the inputs in the URL's run
+apply_prefill()  # the Evaluation page's "Open both": a failure's query and its two items
 q_kind = st.session_state.get("contrib_q_kind", "Text")
 d_kind = st.session_state.get("contrib_d_kind", "Text")
 text_encoder = image_encoder = None
@@ -90,6 +89,12 @@ with right:
     d_kind, d_text, d_image = side(
         "Document", "d", "a kitten sleeping on an old novel", DEFAULT_SAMPLE
     )
+    second = d_kind == "Text" and st.checkbox(
+        "Compare with a second document", key=state.kept("contrib_second", False)
+    )
+    d2_text = ""
+    if second:
+        d2_text = st.text_area("Second document text", key=state.kept("contrib_d2_text", ""))
 c1, c2 = st.columns(2)
 mode = option_widget(
     ContribOptions, "query_mode", "contrib_mode", c1, disabled=q_kind == "Image"
@@ -130,33 +135,20 @@ state.keep_for_reload("contrib", "contrib_", "query ⊙ document", {
 
 for note in result.notes:
     st.caption(f"Note: {note}")
-rows = result.contributions
-st.metric("Score", f"{result.score:.4f}", help=f"{len(rows)} shared terms")
-if not rows:
-    st.info("The query and the document share no active term: the score is 0.")
-    st.stop()
-words = pd.DataFrame(result.contributions_words).rename(columns={"token": "word"})
-if "pieces" in words:
-    words["pieces"] = [" ".join(p) if isinstance(p, list) else "" for p in words["pieces"]]
-fig = px.bar(words.head(30)[::-1], x="contribution", y="word", orientation="h")
-fig.update_layout(
-    height=max(240, 22 * min(30, len(words)) + 60), margin=dict(l=10, r=10, t=10, b=10)
-)
-st.plotly_chart(fig, width="stretch")
-st.caption(
-    "Word pieces are joined into the words the inputs spell; a word's contribution is the sum "
-    "of its pieces'. Each token's own row is in the table below."
-)
-st.dataframe(words.drop(columns="index"), hide_index=True, width="stretch")
-st.caption(f"Sum of contributions: {words['contribution'].sum():.6f} = score {result.score:.6f}")
-table = pd.DataFrame([r.to_dict() for r in rows]).drop(columns="index")
-with st.expander(f"Every token ({len(table)})"):
-    st.dataframe(table, hide_index=True, width="stretch")
-d1, d2 = st.columns(2)
-d1.download_button(
-    "Contributions (JSON)", json_text(result), "contributions.json", "application/json"
-)
-d2.download_button(
-    "Contributions (CSV)", records_csv_bytes([r.to_dict() for r in rows]), "contributions.csv",
-    "text/csv",
-)  # fmt: skip
+vocab = getattr(d_encoder, "vocab", None)
+if second and d2_text.strip():
+    other: ContribResult | None = state.kept_result(
+        "contrib_result2",
+        lambda: contrib(
+            q_encoder, d_encoder, query=q_text, doc=d2_text, query_image=q_image,
+            options=ContribOptions.of(query_mode="parametric" if q_kind == "Image" else mode,
+                                      gate_k=k),
+        ),
+        key=state.content_key(key, d2_text),
+    )  # fmt: skip
+else:
+    other = None
+if other is not None:
+    show_pair(result, other, (d_text, d2_text), q_text or "", vocab)
+else:
+    show_single(result, d_text, q_text or "", vocab)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, stored_benchmark
+from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, kept_benchmark, stored_benchmark
 from lexlens.analysis.benchmark.evaluation_result import (
     MEASURES,
     BenchmarkEvaluationResult,
@@ -27,7 +27,7 @@ from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.app.runtime import state
-from lexlens.app.views.evaluation import show_blame, show_downloads, show_failure
+from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -57,6 +57,19 @@ name = c1.selectbox("Collection", names, key=state.kept("eval_collection"))
 card = next(c for c in cards if c["name"] == name)
 source = c2.radio("Queries", SOURCES, key=state.kept("eval_source", SOURCES[0]), horizontal=True)
 values = {"top": option_widget(EvaluationOptions, "top", OPTIONS["top"], where=c3)}
+try:
+    kept = kept_benchmark(open_index(card["path"]))
+except LexlensError as exc:
+    st.error(str(exc))
+    st.stop()
+if kept is not None:
+    split = f" ({kept['kind']} split {kept['split']!r})" if kept.get("split") else ""
+    c1.caption(
+        f"{name} keeps {kept['queries']:,} queries and {kept['judgements']:,} judgements"
+        f"{split} with its {card['items']:,} items."
+    )
+elif source == SOURCES[0]:
+    c1.caption(f"{name} keeps no queries: upload queries and judgements.")
 with st.expander("How the queries are encoded"):
     q1, q2 = st.columns(2)
     for col, option in ((q1, "query_mode"), (q2, "gate_k")):
@@ -116,6 +129,13 @@ if result is None:
         st.info("The inputs changed since the result in this page's URL: press **Evaluate**.")
     st.stop()
 
+st.caption(
+    f"Evaluated {result.settings['queries']:,} queries"
+    + (f" with {result.settings['judgements']:,} judgements" if "judgements" in result.settings
+       else "")
+    + f" on {result.index.get('items', 0):,} items; {len(result.failures):,} fail (a relevant "
+    "item is not first)."
+)  # fmt: skip
 for note in result.notes:
     st.caption(f"Note: {note}")
 aggregate = result.metrics["aggregate"]
@@ -133,14 +153,8 @@ st.caption(
     "retrieved (it scores 0, or the run omits it); relevant_status says which."
 )
 st.dataframe(table, hide_index=True, width="stretch", key="eval_table")
-failing = {f.query_id: f for f in result.failures}
-if failing:
-    order = [q for q in table["query_id"] if q in failing]
-    pick = st.selectbox(
-        "Why does this query fail?", order, key=state.kept("eval_pick", order[0]),
-        format_func=lambda q: f"{q}: {failing[q].query[:80]}",
-    )  # fmt: skip
-    show_failure(failing[pick], open_index(card["path"]))
+if result.failures:
+    show_failures(result, list(table["query_id"]), open_index(card["path"]))
 else:
     st.success("Every query has a relevant item first.")
 show_blame(result)

@@ -1,4 +1,5 @@
-"""The Evaluation page's drawing of failures, blame and downloads (numbers: the result's)."""
+"""The Evaluation page's drawing of failures (grouped by cause, several open, whole texts with
+their words marked), blame and downloads (numbers and marks: the result's and the analysis')."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ from lexlens.analysis.benchmark.evaluation_result import (
     BLAME_COLUMNS,
     BenchmarkEvaluationResult,
     blame_row,
+    cause_counts,
+    select_failures,
 )
-from lexlens.analysis.benchmark.explain import Failure, ItemExplanation
+from lexlens.analysis.benchmark.explain import Failure, GapSide, ItemExplanation, failure_spans
 from lexlens.app.runtime.state import kept
+from lexlens.app.views.highlight import legend, show_text
 from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv", "trec": "text/plain", "html": "text/html"}
 
 
-def _item(col, item: ItemExplanation | None, title: str, absent: str, index) -> None:
+def _item(col, item: ItemExplanation | None, title: str, absent: str, index, spans) -> None:
     col.markdown(f"**{title}**")
     if item is None:
         col.caption(absent)
@@ -28,8 +32,7 @@ def _item(col, item: ItemExplanation | None, title: str, absent: str, index) -> 
         picture = item_thumbnail(index, {"image": item.image})
         if picture is not None:
             col.image(picture, width=220)
-    if item.text:
-        col.text(item.text[:300])
+    show_text(col, item.text, spans, "Whole text")
     if not item.contributions and not item.other_terms:
         col.caption("no term of the query is in this item (q·d = 0)")
         return
@@ -43,18 +46,134 @@ def _item(col, item: ItemExplanation | None, title: str, absent: str, index) -> 
         col.caption(f"{item.other_terms} more terms, {item.other_contribution:+.4f} in all")
 
 
+def _side(col, side: GapSide | None, title: str) -> None:
+    """One side of the gap: its words (largest |δ| first) and the sum of the rest."""
+    total = side.total if side is not None else 0.0
+    col.markdown(f"**{title}**: {total:+.4f}")
+    if side is None or not side.words:
+        col.caption("no word")
+        return
+    frame = pd.DataFrame(side.words).rename(
+        columns={"nonrelevant": "q·d wrong item", "relevant": "q·d relevant", "delta": "δ"}
+    )
+    if "pieces" in frame:
+        frame["pieces"] = [" ".join(p) if isinstance(p, list) else "" for p in frame["pieces"]]
+    col.dataframe(frame, hide_index=True, width="stretch")
+    if side.other_words:
+        col.caption(f"and {side.other_words} more words, {side.other_delta:+.4f} in all")
+
+
+def show_gap(failure: Failure) -> None:
+    """The score gap word by word: the words favouring each item, whose sums add up to the
+    gap, the decisive words, and the gap's split between query and expansion terms."""
+    n, r = failure.favour_nonrelevant, failure.favour_relevant
+    if failure.gap is None or (n is None and r is None):
+        return
+    net = (n.total if n else 0.0) + (r.total if r else 0.0)
+    st.markdown(
+        f"**Score gap** s(wrong) − s(relevant) = {failure.gap:.4f} = "
+        f"{n.total if n else 0.0:+.4f} (words favouring the wrong item) "
+        f"{r.total if r else 0.0:+.4f} (words favouring the relevant item)"
+    )
+    st.caption(
+        f"δ = q·d(wrong item) − q·d(relevant) per word; net of both sides {net:+.6f}. "
+        f"On the query's own terms {failure.query_delta:+.4f}, on expansion terms "
+        f"{failure.expansion_delta:+.4f}."
+    )
+    left, right = st.columns(2)
+    _side(left, n, "Favour the wrong item")
+    _side(right, r, "Favour the relevant item")
+    if failure.decisive:
+        words = ", ".join(d["word"] for d in failure.decisive)
+        total = sum(d["delta"] for d in failure.decisive)
+        st.caption(
+            f"Decisive words (the fewest favouring the wrong item whose δ reaches the gap; the "
+            f"words to blame count these): {words} — {total:+.4f} ≥ gap {failure.gap:.4f}"
+        )
+
+
+def _open_in_contrib(failure: Failure) -> None:
+    """Leave for the Query ⊙ Document page with the query and both items' whole texts."""
+    st.session_state["contrib_prefill"] = {
+        "query": failure.query,
+        "doc": failure.nonrelevant.text if failure.nonrelevant else "",
+        "doc2": failure.relevant.text if failure.relevant else "",
+        "labels": (
+            f"{failure.nonrelevant.id if failure.nonrelevant else ''} (ranked first, not "
+            "relevant)", f"{failure.relevant.id if failure.relevant else ''} (relevant)",
+        ),
+    }  # fmt: skip
+    st.switch_page("app_pages/contrib.py")
+
+
 def show_failure(failure: Failure, index) -> None:
-    """One failing query: the item ranked first and the best relevant one side by side, and
-    the words whose contribution difference makes up the score gap."""
+    """One failing query: its causes, the item ranked first and the best relevant one side by
+    side (whole texts, words marked by the side they favour), and the score gap by word."""
     if failure.note:
         st.info(failure.note)
+    missing = f" (missing: {', '.join(failure.missing_words)})" if failure.missing_words else ""
+    st.caption(f"Causes: {'; '.join(failure.causes) or 'none'}{missing}")
+    spans = failure_spans(failure, getattr(index, "vocab", None))
+    st.html(legend(["nonrelevant", "relevant"]))
     left, right = st.columns(2)
     _item(left, failure.nonrelevant, "Ranked first, not relevant",
-          "no non-relevant item of the collection is ranked", index)  # fmt: skip
-    _item(right, failure.relevant, "Best relevant", "none in the collection", index)
-    if failure.decisive:
-        st.markdown(f"**Decisive words** — they make up the score gap of {failure.gap:.4f}")
-        st.dataframe(pd.DataFrame(failure.decisive), hide_index=True, width="stretch")
+          "no non-relevant item of the collection is ranked", index,
+          spans.get("nonrelevant", []))  # fmt: skip
+    _item(right, failure.relevant, "Best relevant", "none in the collection", index,
+          spans.get("relevant", []))  # fmt: skip
+    show_gap(failure)
+    texts = [i.text for i in (failure.nonrelevant, failure.relevant) if i is not None]
+    both = len(texts) == 2 and all(texts)
+    if both and st.button("Open both in Query ⊙ Document", key=f"eval_contrib_{failure.query_id}"):
+        _open_in_contrib(failure)
+
+
+def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) -> None:
+    """The failures grouped by cause, filtered by cause and query length, several open at
+    once (``order``: the query ids in the order of the table above)."""
+    st.subheader("Failures by cause")
+    counts = result.causes or cause_counts(result.failures)
+    st.caption(
+        f"{len(result.failures)} failing queries of {result.settings.get('queries')}. A "
+        "failure may have several causes (the counts may sum to more): lexical mismatch — "
+        "a content word of the query is not in the relevant item; won on expansion terms — "
+        "on the query's own terms the relevant item scores at least as much; not retrieved — "
+        "the ranking does not hold the relevant item; other — none of these."
+    )
+    st.dataframe(pd.DataFrame({"cause": list(counts), "failures": list(counts.values())}),
+                 hide_index=True, key="eval_causes")  # fmt: skip
+    lengths = [f.query_length for f in result.failures]
+    c1, c2 = st.columns([3, 2])
+    present = [c for c, n in counts.items() if n]
+    before = st.session_state.get("eval_cause_filter")
+    st.session_state["eval_cause_filter"] = [
+        c for c in (present if before is None else before) if c in present
+    ]
+    chosen = c1.multiselect("Causes", present, key=kept("eval_cause_filter"))
+    low, high = min(lengths), max(lengths)
+    span = (low, high)
+    if high > low:
+        was = st.session_state.get("eval_length") or (low, high)
+        st.session_state["eval_length"] = (max(low, min(was[0], high)), min(high, max(was[1], low)))
+        span = c2.slider("Query length (words)", low, high, key=kept("eval_length"))
+    rank = {q: n for n, q in enumerate(order)}
+    selected = sorted(select_failures(result.failures, chosen, span),
+                      key=lambda f: rank.get(f.query_id, len(rank)))  # fmt: skip
+    if not selected:
+        st.info("No failure has the causes and query length chosen.")
+        return
+    by_id = {f.query_id: f for f in selected}
+    ids = list(by_id)
+    opened = [q for q in st.session_state.get("eval_open", ids[:2]) if q in by_id]
+    st.session_state["eval_open"] = opened
+    picks = st.multiselect(
+        f"Failing queries to open ({len(ids)} with these filters, worst first)", ids,
+        key=kept("eval_open"), format_func=lambda q: f"{q}: {by_id[q].query[:80]}",
+    )  # fmt: skip
+    for q in picks:
+        f = by_id[q]
+        with st.expander(f"{q}: {f.query} — {'; '.join(f.causes)}", expanded=True):
+            show_failure(f, index)
 
 
 def show_blame(result: BenchmarkEvaluationResult) -> None:

@@ -9,12 +9,48 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.lexical.highlight import preview, score_spans
 from lexlens.analysis.search.evaluation import MEASURES
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.search import SearchResult
+from lexlens.app.views.highlight import highlighted_html, legend
 from lexlens.app.views.thumbnails import item_thumbnail
 
 MIME = {"json": "application/json", "csv": "text/csv"}
+
+
+def show_text_hits(result: SearchResult, target) -> None:
+    """Text hits: a table of previews (cut at a word, "…"), and each hit's whole text with
+    the query's words and the words adding to its score marked, and all its words."""
+    rows = [
+        {"#": h.rank, "id": h.id, "score": h.score, "text": preview(h.text, 120)[0],
+         "words (sum = score)": preview(hit_summary(h), 120)[0]}
+        | ({"relevant": h.relevant} if h.relevant is not None else {})
+        for h in result.results
+    ]  # fmt: skip
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption("Each hit whole: its text with the words that add to its score marked.")
+    st.html(legend(["match"]))
+    query = str(result.query.get("text") or "")
+    vocab = getattr(target, "vocab", None)
+    for h in result.results:
+        mark = {True: " ✓", False: " ✗", None: ""}[h.relevant]
+        with st.expander(f"{h.rank}. {h.id}{mark} — score {h.score:.4f}"):
+            st.html(highlighted_html(h.text, score_spans(h.text, query, _rows(h), vocab)))
+            words = pd.DataFrame(h.top_words)
+            if "pieces" in words:
+                words["pieces"] = [
+                    " ".join(p) if isinstance(p, list) else "" for p in words["pieces"]
+                ]
+            st.dataframe(words, hide_index=True, width="stretch")
+            if h.other_words:
+                rest = h.score - sum(w["contribution"] for w in h.top_words)
+                st.caption(f"and {h.other_words} more words, {rest:+.4f} in all")
+
+
+def _rows(hit) -> list[dict]:
+    """A hit's words as contribution rows (``token``) for marking its text."""
+    return [{**w, "token": w["word"]} for w in hit.top_words]
 
 
 def show_result(result: SearchResult, target) -> None:
@@ -44,13 +80,7 @@ def show_result(result: SearchResult, target) -> None:
                 st.markdown(f"**{hit.rank}. {hit.id}**{mark} — score {hit.score:.4f}")
                 st.caption(hit_summary(hit))
     else:
-        rows = [
-            {"#": h.rank, "id": h.id, "score": h.score, "text": h.text,
-             "contributions (sum = score)": hit_summary(h)}
-            | ({"relevant": h.relevant} if h.relevant is not None else {})
-            for h in result.results
-        ]  # fmt: skip
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        show_text_hits(result, target)
     if result.metrics:
         st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
         table = pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])

@@ -42,8 +42,10 @@ def test_an_uploaded_benchmark_is_evaluated_explained_and_kept(
     assert json.loads(run.stdout)["metrics"] == result.to_dict()["metrics"]
     shown = {m.label: m.value for m in at.metric}
     assert shown["nDCG@10"] == f"{result.metrics['aggregate']['nDCG@10']:.3f}"
-    # A failing query is explained side by side, with its decisive words.
-    assert result.failures and any("Decisive words" in m.value for m in at.markdown)
+    # A failing query is explained side by side, with the gap's words on both sides.
+    assert result.failures and any("Score gap" in m.value for m in at.markdown)
+    assert any(m.value.startswith("**Favour the relevant item**") for m in at.markdown)
+    assert any("Decisive words" in c.value for c in at.caption)
     # Reload (a new session on the same URL): the inputs and the result come back.
     run_id = at.query_params["run"]
     again = app_page(PAGE)
