@@ -50,6 +50,8 @@ _EXPORTS = {
     "open_benchmark": "lexlens.analysis.benchmark.readers",
     "evaluate_benchmark": "lexlens.analysis.benchmark.evaluate",
     "export_index": "lexlens.analysis.benchmark.export",
+    # what it would take: the smallest verified edit that ranks an item first
+    "counterfactual": "lexlens.analysis.counterfactual.counterfactual",
 }
 
 __all__ = sorted(_EXPORTS)

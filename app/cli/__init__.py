@@ -37,6 +37,7 @@ COMMANDS = [
     "compare",
     "evaluate",
     "export",
+    "counterfactual",
 ]
 #: Flags renamed to one spelling per option: the old one is refused naming the new one.
 RENAMED_FLAGS = {

@@ -1,0 +1,274 @@
+"""What would it take for a target item to rank first? The use case ``counterfactual``.
+
+Two answers, each checked against *every* item of the collection (the benchmark
+evaluation's score ``Σ_t q_t d_t``, ties by collection row, a target scoring 0 or less not
+retrieved):
+
+- **terms** (exact): the smallest set of vocabulary terms whose removal from the query
+  vector puts the target first (:mod:`.term_level`), with the target's score and the first
+  rival after each removal;
+- **text** (re-encoded by the model): the shortest sequence of edits — delete a query word
+  (occlude a cell of an image query), insert one of the query's words into the target's
+  text — whose re-encoded inputs rank the target first (:mod:`.search`), guided by the
+  term-level answer and provenance, within ``max_edits`` and ``max_calls``.
+
+Counterfactual explanations for retrieval were proposed for BM25, dense and cross-encoders
+(CfIR, CFE2, CREDENCE); this one is for learned sparse encoders, and every edit shown is
+verified by re-encoding. When none is found within the budget the closest one (best rank
+reached) is given with ``found: false``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.collections.arguments import collection_argument
+from lexlens.analysis.core.arguments import device_argument, image_argument, text_argument
+from lexlens.analysis.core.collection import Collection
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.counterfactual.edits import (
+    ImageQuery,
+    TextQuery,
+    TextTarget,
+    insertable,
+    word_terms,
+)
+from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
+from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer
+from lexlens.analysis.counterfactual.search import Outcome, TextSearch, prior_of
+from lexlens.analysis.counterfactual.term_level import TermAnswer, term_counterfactual
+from lexlens.analysis.search.queries import IMAGE_QUERY_NEEDS, query_encoder_for, text_query_needs
+from lexlens.models.base import Encoder, InputError
+
+IMAGE_TARGET_NOTE = "the target is an image: it takes no document edits"
+
+
+def stored_query(collection: Collection, query_id: Any) -> str:
+    """The text of query ``query_id`` among the queries a collection keeps (built from a
+    benchmark)."""
+    from lexlens.analysis.benchmark.evaluate import stored_benchmark
+    from lexlens.analysis.benchmark.trec import read_queries
+
+    text_argument(query_id, "query_id")
+    path = getattr(collection, "path", None)
+    found = stored_benchmark(collection) if path is not None else None
+    if found is None:
+        raise InputError("query_id: this collection keeps no queries: give the query's text")
+    queries = read_queries(found[0])
+    if query_id not in queries:
+        raise InputError(f"query_id {query_id!r} is not among the {len(queries)} queries kept")
+    return queries[query_id]
+
+
+def _target_row(collection: Collection, target: Any) -> tuple[int, dict]:
+    """The row of item ``target`` (its id) and its metadata."""
+    text_argument(target, "target", about="an item's id")
+    ids = [str(i) for i in collection.column("id")]
+    try:
+        row = ids.index(target)
+    except ValueError:
+        raise InputError(f"target {target!r} is not an item of the collection") from None
+    return row, collection.meta([row])[0]
+
+
+def _document_encoder(
+    collection: Collection, query_encoder: Encoder, device: str | None
+) -> Encoder:
+    """The encoder the collection's items were encoded with (the query's when the same)."""
+    from lexlens.analysis.core.arguments import encoder_argument
+
+    manifest = getattr(collection, "manifest", None)
+    spec = (manifest["encoder"].get("spec") or manifest["encoder"]["name"]) if manifest else (
+        collection.encoder_name
+    )  # fmt: skip
+    if spec in (query_encoder.name, getattr(query_encoder, "source", None)):
+        return query_encoder
+    return encoder_argument(spec, "the collection's encoder", device=device)
+
+
+def _query_input(query: Any, query_id: Any, collection: Collection) -> Any:
+    if query_id is not None:
+        if query is not None:
+            raise InputError("give the query or query_id, not both")
+        return stored_query(collection, query_id)
+    if isinstance(query, str):
+        if not query.strip():
+            raise InputError("query is empty: type some words")
+        return query
+    if query is None:
+        raise InputError("query must be a text or an image (or give query_id)")
+    return image_argument(query, "query")
+
+
+def counterfactual(
+    index_or_collection: Any,
+    query: Any,
+    target: Any,
+    *,
+    query_id: str | None = None,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    options: CounterfactualOptions | None = None,
+    **given: Any,
+) -> CounterfactualResult:
+    """What it takes for item ``target`` (its id) to rank first for ``query`` (a text, an
+    image, or ``None`` with ``query_id`` naming a query the collection keeps) among all items
+    of ``index_or_collection``: the exact term-level answer and (level "text") the shortest
+    verified word edits (see the module docstring). Settings: ``options`` or its fields."""
+    options = CounterfactualOptions.of(options, **given)
+    device_argument(device)
+    collection = collection_argument(index_or_collection, "index_or_collection")
+    text_argument(query_id, "query_id", optional=True)
+    query = _query_input(query, query_id, collection)
+    row, meta = _target_row(collection, target)
+    is_text = isinstance(query, str)
+    encoder = query_encoder_for(
+        collection, query_encoder, device, "text" if is_text else "image",
+        needs=text_query_needs(options.query_mode) if is_text else IMAGE_QUERY_NEEDS,
+    )  # fmt: skip
+    if is_text:
+        edited: TextQuery | ImageQuery = TextQuery(
+            encoder, query, options.query_mode, options.gate_k
+        )
+    else:
+        from lexlens.models.images import load_image
+
+        picture = query if hasattr(query, "convert") else load_image(query, name="query")
+        edited = ImageQuery(encoder, picture, options.gate_k)
+    return _run(collection, edited, row, meta, encoder, device, options, query_id)
+
+
+def _run(collection, query, row, meta, encoder, device, options, query_id) -> CounterfactualResult:
+    """Both levels for one query and target."""
+    ids = [str(i) for i in collection.column("id")]
+    started = time.perf_counter()
+    # the vector scored is the batch path's (as the evaluation encodes queries); the
+    # encoding with per-unit rows gives provenance
+    pooled, with_units = query.encode_one_with_units()
+    q0 = query.encode([query.text])[0] if isinstance(query, TextQuery) else pooled
+    scorer = WholeIndexScorer(collection)
+    answer = term_counterfactual(scorer, q0, row)
+    terms = _terms_record(answer, ids, collection.vocab, query, row, time.perf_counter() - started)
+    notes: list[str] = []
+    text_answer = None
+    if options.level == "text":
+        text_answer = _text_level(
+            collection, scorer, query, q0, with_units, row, meta, answer, encoder, device,
+            options, notes,
+        )  # fmt: skip
+    return CounterfactualResult(
+        index=collection.describe(), query=query.text if isinstance(query, TextQuery) else "image",
+        query_id=query_id, target=ids[row], counterfactual=text_answer, terms=terms,
+        settings={"query_encoder": encoder.name, **options.to_dict()}, notes=notes,
+    )  # fmt: skip
+
+
+def _text_level(
+    collection, scorer, query, q0, with_units, row, meta, answer: TermAnswer, encoder,
+    device, options, notes: list[str],
+) -> Counterfactual:  # fmt: skip
+    """The text-level search for one query and target."""
+    started = time.perf_counter()
+    ids = [str(i) for i in collection.column("id")]
+    target = None
+    singles = query.edits() if options.side in ("query", "both") else []
+    is_image_item = bool(meta.get("image")) or collection.modality != "text"
+    if options.side in ("document", "both"):
+        if is_image_item:
+            notes.append(IMAGE_TARGET_NOTE)
+        elif isinstance(query, TextQuery):
+            gate_k = int(getattr(collection, "gate_k", DEFAULT_GATE_K))
+            text = str(meta.get("text") or "")
+            target = TextTarget(_document_encoder(collection, encoder, device), text, gate_k)
+            from lexlens.analysis.counterfactual.edits import Edit
+
+            singles += [Edit("insert", "document", w, -1) for w in insertable(query.words, text)]
+        else:
+            notes.append("an image query's words cannot be inserted into a text: query edits only")
+    d0 = np.zeros(len(collection.vocab))
+    cols, vals = collection.row(row)
+    d0[cols] = vals
+    provenance = (
+        word_terms(with_units, query.words, q0)
+        if with_units is not None and isinstance(query, TextQuery)
+        else _cell_terms(with_units, q0, len(query.words))
+    )
+    prior = prior_of(query, scorer, q0, row, provenance, set(answer.terms), d0)
+    search = TextSearch(scorer, query, row, target, q0, d0, options.max_calls)
+    outcome = search.run(singles, prior, options.max_edits)
+    notes.extend(outcome.notes)
+    return _text_record(
+        outcome, search.root, ids, query, target, row, time.perf_counter() - started
+    )
+
+
+def _cell_terms(encoding, q0: np.ndarray, cells: int) -> list[set[int]]:
+    """For each cell of an image query, the query terms whose max pool it won."""
+    out: list[set[int]] = [set() for _ in range(cells)]
+    if encoding is None or encoding.unit_weights is None:
+        return out
+    terms = np.flatnonzero(q0)
+    winners = np.argmax(encoding.unit_weights[:, terms], axis=0) if terms.size else []
+    for term, unit in zip(terms, winners, strict=True):
+        if int(unit) < cells:
+            out[int(unit)].add(int(term))
+    return out
+
+
+def _rival(ids: list[str], placed: Placement) -> str | None:
+    return None if placed.rival is None else ids[placed.rival]
+
+
+def _text_record(
+    outcome: Outcome, root: Placement, ids, query, target, row, seconds: float
+) -> Counterfactual:
+    state = outcome.state
+    notes = list(outcome.notes)
+    if root.first:
+        notes.append("the target already ranks first")
+    elif not outcome.found:
+        notes.append(
+            "no edit within the budget ranks the target first: the closest tried is shown "
+            f"(rank {outcome.placement.rank if outcome.placement.rank else 'none'})"
+        )
+    return Counterfactual(
+        target=ids[row], level="text", edits=[e.to_dict() for e in state.edits],
+        edited_query=query.shown(state.deleted),
+        edited_document=None if target is None else target.edited(state.inserted),
+        rank_before=root.rank, rank_after=outcome.placement.rank,
+        score_after=outcome.placement.score, rival_after=_rival(ids, outcome.placement),
+        verified=outcome.verified, model_calls=outcome.model_calls, seconds=round(seconds, 4),
+        found=outcome.found, exact=False, score_before=root.score,
+        rival_before=_rival(ids, root), rival_score_after=outcome.placement.rival_score,
+        notes=notes,
+    )  # fmt: skip
+
+
+def _terms_record(answer: TermAnswer, ids, vocab, query, row, seconds: float) -> Counterfactual:
+    before, after = answer.before, answer.after or answer.before
+    notes = [answer.note] if answer.note else []
+    if before.first:
+        notes.append("the target already ranks first")
+    elif answer.first and not answer.exact:
+        notes.append("smallest found (beyond the exact search): a smaller set may exist")
+    elif answer.first:
+        notes.append("the smallest set (exact search)")
+    steps = [
+        {"term": vocab[s.term], "score": s.score, "rank": s.rank,
+         "rival": None if s.rival is None else ids[s.rival], "rival_score": s.rival_score}
+        for s in answer.steps
+    ]  # fmt: skip
+    return Counterfactual(
+        target=ids[row], level="terms",
+        edits=[{"op": "delete", "side": "query", "term": vocab[t]} for t in answer.terms],
+        edited_query=query.shown(frozenset()) if isinstance(query, TextQuery) else "image",
+        edited_document=None, rank_before=before.rank, rank_after=after.rank,
+        score_after=after.score, rival_after=_rival(ids, after), verified=True, model_calls=0,
+        seconds=round(seconds, 4), found=answer.first, exact=answer.exact,
+        score_before=before.score, rival_before=_rival(ids, before),
+        rival_score_after=after.rival_score, steps=steps, notes=notes,
+    )  # fmt: skip

@@ -1,0 +1,193 @@
+"""What the text-level search may edit, and how an edited input is made and re-encoded.
+
+A text query's edits delete one of its words (split on whitespace, as typed); an image
+query's edits occlude one cell of the encoder's patch grid (filled with the
+preprocessing mean, ImageNet's, so the cell reads as "nothing" to the network). A text
+target's edits insert one of the query's words into its text (appended). Provenance — the
+input word (or cell) whose unit won the max pool of each query term — guides the search:
+deleting a word is first predicted to remove the terms it produced.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.core.gating import bow_query, gate
+from lexlens.analysis.core.grid import patch_boxes
+from lexlens.analysis.core.vocabulary import is_special_token
+from lexlens.models.base import Capability, Encoder, LexicalEncoding
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit: ``op`` delete (a query word), insert (a query word into the target item's
+    text) or occlude (a cell of an image query); ``side`` query or document."""
+
+    op: str
+    side: str
+    value: str  # the word, or the cell ("r1c2")
+    position: int  # the word's (or cell's) place in the query; -1 for an insertion
+
+    def to_dict(self) -> dict:
+        """As the JSON names it: ``{op, side, word}`` (``cell`` for an occlusion)."""
+        return {
+            "op": self.op,
+            "side": self.side,
+            ("cell" if self.op == "occlude" else "word"): self.value,
+        }
+
+
+def _normal(text: str) -> str:
+    """Lower case without accents (what an uncased WordPiece tokenizer compares)."""
+    folded = unicodedata.normalize("NFD", text.lower())
+    return "".join(c for c in folded if unicodedata.category(c) != "Mn")
+
+
+def unit_word_positions(units: Sequence[str], words: Sequence[str]) -> list[int]:
+    """For each unit (token) of an encoded text, the index of the whitespace word it belongs
+    to (-1: a frame token): the units' spellings consumed in order against each word."""
+    out = [-1] * len(units)
+    j, spelled = 0, ""
+    targets = ["".join(_normal(w).split()) for w in words]
+    for i, unit in enumerate(units):
+        if is_special_token(unit) and unit != "[UNK]" or j >= len(words):
+            continue
+        piece = unit[2:] if unit.startswith("##") else unit
+        out[i] = j
+        spelled += _normal(piece) if unit != "[UNK]" else "?"
+        if len(spelled) >= len(targets[j]):
+            j, spelled = j + 1, ""
+    return out
+
+
+def word_terms(encoding: LexicalEncoding, words: Sequence[str], q: np.ndarray) -> list[set[int]]:
+    """For each query word, the non-zero query terms its units produced (provenance: the
+    unit whose row won the max pool of the term)."""
+    out: list[set[int]] = [set() for _ in words]
+    if encoding.unit_weights is None or not words:
+        return out
+    positions = unit_word_positions(encoding.units, words)
+    terms = np.flatnonzero(q)
+    if terms.size == 0:
+        return out
+    winners = np.argmax(encoding.unit_weights[:, terms], axis=0)
+    for term, unit in zip(terms, winners, strict=True):
+        if positions[int(unit)] >= 0:
+            out[positions[int(unit)]].add(int(term))
+    return out
+
+
+class TextQuery:
+    """A text query: its words, how an edited one reads and is encoded."""
+
+    kind = "text"
+
+    def __init__(self, encoder: Encoder, text: str, mode: str, gate_k: int) -> None:
+        self.encoder, self.text, self.mode, self.gate_k = encoder, text, mode, gate_k
+        self.words = text.split()
+
+    def encode_one_with_units(self) -> tuple[np.ndarray, LexicalEncoding | None]:
+        """The query's vector and (parametric mode) its encoding with per-unit rows."""
+        if self.mode == "bow":
+            return self.encode([self.text])[0], None
+        enc = self.encoder.encode_texts([self.text], side="query", keep_units=True)[0]
+        return gate(enc, self.encoder.vocab, self.gate_k), enc
+
+    def edits(self) -> list[Edit]:
+        """Deleting each word."""
+        return [Edit("delete", "query", w, j) for j, w in enumerate(self.words)]
+
+    def edited(self, deleted: frozenset[int]) -> str:
+        """The query without the deleted words."""
+        return " ".join(w for j, w in enumerate(self.words) if j not in deleted)
+
+    def encode(self, inputs: list[Any]) -> list[np.ndarray]:
+        """Edited queries' gated vectors, encoded in one batch."""
+        if self.mode == "bow":
+            bow_only = not self.encoder.can(Capability.TEXT_LEXICAL)
+            encs = (
+                self.encoder.tokenize_texts(inputs)
+                if bow_only
+                else self.encoder.encode_texts(inputs, side="query", keep_units=False)
+            )
+            return [bow_query(e, self.encoder.vocab, self.encoder.bow_normalize) for e in encs]
+        encs = self.encoder.encode_texts(list(inputs), side="query", keep_units=False)
+        return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
+
+    def shown(self, deleted: frozenset[int]) -> str:
+        return self.edited(deleted)
+
+
+class ImageQuery:
+    """An image query: the encoder's grid cells, occluded with the preprocessing mean."""
+
+    kind = "image"
+
+    def __init__(self, encoder: Encoder, image: Any, gate_k: int) -> None:
+        self.encoder, self.image, self.gate_k = encoder, image, gate_k
+        self.encoding = encoder.encode_images([image], keep_units=True)[0]
+        rows, cols = self.encoding.grid or (1, 1)
+        self.words = [f"r{r}c{c}" for r in range(rows) for c in range(cols)]
+        self.boxes = patch_boxes((rows, cols), self.encoding.crop_box)
+
+    def encode_one_with_units(self) -> tuple[np.ndarray, LexicalEncoding | None]:
+        return gate(self.encoding, self.encoder.vocab, self.gate_k), self.encoding
+
+    def edits(self) -> list[Edit]:
+        """Occluding each cell."""
+        return [Edit("occlude", "query", cell, j) for j, cell in enumerate(self.words)]
+
+    def edited(self, deleted: frozenset[int]) -> Any:
+        """The image with the deleted cells filled with the preprocessing mean."""
+        from PIL import ImageDraw
+
+        from lexlens.models.images import IMAGENET_MEAN
+
+        picture = self.image.convert("RGB").copy()
+        draw = ImageDraw.Draw(picture)
+        width, height = picture.size
+        fill = tuple(int(round(255 * m)) for m in IMAGENET_MEAN)
+        for j in sorted(deleted):
+            x0, y0, x1, y1 = self.boxes[j]
+            draw.rectangle([x0 * width, y0 * height, x1 * width - 1, y1 * height - 1], fill=fill)
+        return picture
+
+    def encode(self, inputs: list[Any]) -> list[np.ndarray]:
+        encs = self.encoder.encode_images(list(inputs), keep_units=False)
+        return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
+
+    def shown(self, deleted: frozenset[int]) -> str:
+        cells = [self.words[j] for j in sorted(deleted)]
+        return "the image" + (" with " + ", ".join(cells) + " occluded" if cells else "")
+
+
+class TextTarget:
+    """A text item: its text, how an edited one reads and is encoded as a document."""
+
+    def __init__(self, encoder: Encoder | None, text: str, gate_k: int) -> None:
+        self.encoder, self.text, self.gate_k = encoder, text, gate_k
+
+    def edited(self, inserted: tuple[str, ...]) -> str:
+        return " ".join([self.text, *inserted]) if inserted else self.text
+
+    def encode(self, texts: list[str]) -> list[np.ndarray]:
+        """Edited items' gated vectors, encoded as documents (as the index was built)."""
+        assert self.encoder is not None
+        encs = self.encoder.encode_texts(list(texts), side="document", keep_units=False)
+        return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
+
+
+def insertable(query_words: Sequence[str], target_text: str) -> list[str]:
+    """The query's words the target's text lacks (each once, in query order)."""
+    have = {_normal(w.strip(".,;:!?\"'()")) for w in target_text.split()}
+    out: list[str] = []
+    for word in query_words:
+        key = _normal(word.strip(".,;:!?\"'()"))
+        if key and key not in have and word not in out:
+            out.append(word)
+    return out

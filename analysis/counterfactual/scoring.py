@@ -1,0 +1,98 @@
+"""Exact whole-index scores for many query vectors at once, and where a target item ranks.
+
+The score is the benchmark evaluation's: ``s_i = Σ_t q_t d_it`` (no normalisation), in
+float64. An item ranks above the target when it scores more, or the same with a lower row
+(collection order, search's tie rule); a target scoring 0 or less is *not retrieved* (no
+rank). :class:`WholeIndexScorer` keeps the collection's transpose ``[|V| × items]`` once
+(float64) and scores a batch of query vectors in one sparse × dense product over the union
+of their terms (each non-zero of those terms' postings read once for the whole batch, not
+once per query), so every candidate edit is ranked against *all* items exactly.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.core.collection import Collection
+
+_TRANSPOSES: weakref.WeakKeyDictionary[Collection, Any] = weakref.WeakKeyDictionary()
+
+
+def collection_matrix(collection: Collection) -> Any:
+    """The whole collection as one scipy CSR matrix ``[items × |V|]`` (float32)."""
+    import scipy.sparse as sp
+
+    matrix = getattr(collection, "matrix", None)
+    if matrix is not None:
+        return sp.csr_matrix(matrix)
+    rows = getattr(collection, "rows", None)
+    if callable(rows):
+        return rows(0, len(collection))
+    parts = [collection.row(i) for i in range(len(collection))]
+    indptr = np.r_[0, np.cumsum([c.size for c, _ in parts])]
+    cols = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int32)
+    vals = np.concatenate([v for _, v in parts]) if parts else np.zeros(0, np.float32)
+    return sp.csr_matrix((vals, cols, indptr), shape=(len(collection), collection.vocab_size))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the target ranks for one query vector: its 1-based rank (``None``: not
+    retrieved), its score, and the best other item (the first rival) and its score."""
+
+    rank: int | None
+    score: float
+    rival: int | None
+    rival_score: float
+
+    @property
+    def first(self) -> bool:
+        """The target ranks first."""
+        return self.rank == 1
+
+
+class WholeIndexScorer:
+    """Exact float64 scores of query vectors against every item of one collection."""
+
+    def __init__(self, collection: Collection) -> None:
+        self.collection = collection
+        transpose = _TRANSPOSES.get(collection)
+        if transpose is None:
+            transpose = collection_matrix(collection).astype(np.float64).T.tocsr()
+            transpose.sort_indices()
+            _TRANSPOSES[collection] = transpose
+        self.by_term = transpose  # [|V| × items]
+        self.size = int(transpose.shape[1])
+
+    def scores(self, vectors: np.ndarray) -> np.ndarray:
+        """``[queries × items]`` float64 scores of dense query vectors ``[queries × |V|]``."""
+        vectors = np.atleast_2d(np.asarray(vectors))
+        terms = np.flatnonzero(np.any(vectors != 0, axis=0))
+        if terms.size == 0:
+            return np.zeros((vectors.shape[0], self.size))
+        postings = self.by_term[terms]  # [terms × items]
+        weights = vectors[:, terms].astype(np.float64)  # [queries × terms]
+        # (postingsᵀ [items × terms]) @ weightsᵀ: one pass over the postings for the batch
+        return np.ascontiguousarray((postings.T @ weights.T).T)
+
+    def term_columns(self, terms: np.ndarray) -> Any:
+        """The collection's weights of ``terms`` as a CSR ``[terms × items]`` (float64)."""
+        return self.by_term[np.asarray(terms, dtype=np.int64)]
+
+
+def place(scores: np.ndarray, target: int, target_score: float | None = None) -> Placement:
+    """The target's placement among ``scores`` (every item's, float64); ``target_score``
+    replaces the target's own (an edited target item against the others' unchanged scores)."""
+    own = float(scores[target]) if target_score is None else float(target_score)
+    others = scores.copy()
+    others[target] = -np.inf
+    rival = int(np.argmax(others)) if others.size > 1 else None  # argmax: lowest row of a tie
+    rival_score = float(others[rival]) if rival is not None else float("-inf")
+    if own <= 0:
+        return Placement(None, own, rival, rival_score)
+    above = int(np.count_nonzero(others > own)) + int(np.count_nonzero(others[:target] == own))
+    return Placement(above + 1, own, rival, rival_score)

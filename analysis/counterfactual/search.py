@@ -1,0 +1,271 @@
+"""The text-level search: the shortest sequence of edits whose re-encoded inputs rank the
+target first against the whole collection, within a budget of edits and model calls.
+
+Breadth first by number of edits with a beam: every single edit first (deleting each
+query word or occluding each cell, inserting each query word the target's text lacks), in
+the order the term-level answer and provenance predict helps most; then the best few
+states (lowest rank, smallest gap to the first rival) are extended by one more edit. Each
+level's new inputs are encoded in one batch and all its edited queries scored against
+every item in one product (:class:`~.scoring.WholeIndexScorer`); an edit of the target's
+text changes only the target's score, so it is ranked against the others' scores kept for
+its query. The first level holding a success gives the answer: the best success there is
+re-encoded alone (as a user would) and ranked again before it is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.counterfactual.edits import Edit, ImageQuery, TextQuery, TextTarget
+from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer, place
+
+#: States kept from one level to extend at the next.
+BEAM = 4
+#: Edited queries scored against the whole collection in one product.
+SCORE_CHUNK = 32
+#: Successes of one level re-encoded alone before the level is given up on.
+VERIFY_TRIES = 3
+
+
+@dataclass(frozen=True)
+class State:
+    """Edits applied so far: the query's deleted words (cells) and the inserted words."""
+
+    deleted: frozenset[int] = frozenset()
+    inserted: tuple[str, ...] = ()
+    edits: tuple[Edit, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        return (self.deleted, tuple(sorted(self.inserted)))
+
+    def plus(self, edit: Edit) -> State:
+        if edit.side == "query":
+            return State(self.deleted | {edit.position}, self.inserted, (*self.edits, edit))
+        return State(self.deleted, (*self.inserted, edit.value), (*self.edits, edit))
+
+
+def quality(placed: Placement) -> tuple[float, float]:
+    """Lower is better: the rank (not retrieved last), then the gap to the first rival."""
+    rank = math.inf if placed.rank is None else placed.rank
+    return (rank, placed.rival_score - placed.score)
+
+
+@dataclass
+class Outcome:
+    """What the search found: the answer (first and verified) or the closest state."""
+
+    state: State
+    placement: Placement
+    found: bool
+    verified: bool
+    model_calls: int
+    levels: int
+    query_vector: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class TextSearch:
+    """One text-level search (see the module docstring)."""
+
+    def __init__(
+        self, scorer: WholeIndexScorer, query: TextQuery | ImageQuery, target_row: int,
+        target: TextTarget | None, q0: np.ndarray, d0: np.ndarray, budget: int,
+    ) -> None:  # fmt: skip
+        self.scorer, self.query, self.row, self.target = scorer, query, target_row, target
+        self.budget, self.calls = budget, 0
+        self.d0 = d0.astype(np.float64)
+        root_scores = scorer.scores(q0)[0]
+        self.queries: dict[frozenset[int], tuple[np.ndarray, np.ndarray]] = {
+            frozenset(): (q0.astype(np.float64), root_scores)
+        }
+        self.docs: dict[tuple[str, ...], np.ndarray] = {(): self.d0}
+        self.root = place(root_scores, target_row)
+        self.seen: set[tuple] = {State().key}
+
+    # ------------------------------------------------------------------ evaluation
+    def _placement(self, state: State) -> Placement:
+        qv, scores = self.queries[state.deleted]
+        if not state.inserted:
+            return place(scores, self.row)
+        dv = self.docs[tuple(sorted(state.inserted))]
+        return place(scores, self.row, float(qv @ dv))
+
+    def _needs(self, state: State) -> tuple[frozenset[int] | None, tuple[str, ...] | None]:
+        doc = tuple(sorted(state.inserted))
+        return (
+            None if state.deleted in self.queries else state.deleted,
+            None if doc in self.docs else doc,
+        )
+
+    def evaluate(self, states: list[State]) -> list[tuple[State, Placement]]:
+        """Place ``states`` (best predicted first) within the budget: their new inputs
+        encoded in batches, their queries scored against every item at once."""
+        kept, new_queries, new_docs = [], [], []
+        for state in states:
+            q_key, d_key = self._needs(state)
+            cost = int(q_key is not None and q_key not in new_queries)
+            cost += int(d_key is not None and d_key not in new_docs)
+            if self.calls + len(new_queries) + len(new_docs) + cost > self.budget:
+                break
+            if q_key is not None and q_key not in new_queries:
+                new_queries.append(q_key)
+            if d_key is not None and d_key not in new_docs:
+                new_docs.append(d_key)
+            kept.append(state)
+        if new_queries:
+            vectors = self.query.encode([self.query.edited(k) for k in new_queries])
+            for start in range(0, len(vectors), SCORE_CHUNK):
+                block = np.stack(vectors[start : start + SCORE_CHUNK]).astype(np.float64)
+                scores = self.scorer.scores(block)
+                for i in range(block.shape[0]):
+                    self.queries[new_queries[start + i]] = (block[i], scores[i])
+        if new_docs:
+            assert self.target is not None
+            vectors = self.target.encode([self.target.edited(k) for k in new_docs])
+            for key, vector in zip(new_docs, vectors, strict=True):
+                self.docs[key] = vector.astype(np.float64)
+        self.calls += len(new_queries) + len(new_docs)
+        return [(state, self._placement(state)) for state in kept]
+
+    def forget(self, keep: list[State]) -> None:
+        """Drop the kept scores of every query but the root's and those of ``keep``."""
+        wanted = {frozenset(), *(s.deleted for s in keep)}
+        for key in [k for k in self.queries if k not in wanted]:
+            del self.queries[key]
+
+    def verify(self, state: State) -> tuple[Placement, np.ndarray]:
+        """``state``'s inputs re-encoded alone and ranked against every item afresh."""
+        if state.deleted:
+            qv = self.query.encode([self.query.edited(state.deleted)])[0].astype(np.float64)
+            self.calls += 1
+        else:
+            qv = self.queries[frozenset()][0]
+        scores = self.scorer.scores(qv)[0]
+        if not state.inserted:
+            return place(scores, self.row), qv
+        assert self.target is not None
+        dv = self.target.encode([self.target.edited(state.inserted)])[0].astype(np.float64)
+        self.calls += 1
+        return place(scores, self.row, float(qv @ dv)), qv
+
+    # ------------------------------------------------------------------ the search
+    def run(self, singles: list[Edit], prior: Callable[[Edit], float], max_edits: int) -> Outcome:
+        """Breadth first by number of edits (see the module docstring)."""
+        if self.root.first:
+            return Outcome(State(), self.root, True, True, 0, 0, self.queries[frozenset()][0])
+        frontier: list[tuple[State, Placement]] = [(State(), self.root)]
+        best: tuple[State, Placement] = (State(), self.root)
+        notes: list[str] = []
+        for level in range(1, max_edits + 1):
+            candidates = self._children(frontier, singles, prior)
+            if not candidates:
+                notes.append("no further edit to try")
+                break
+            placed = self.evaluate(candidates)
+            if len(placed) < len(candidates):
+                notes.append(
+                    f"the budget of model calls ran out at {level} edit(s): "
+                    f"{len(placed)} of {len(candidates)} candidates tried"
+                )
+            placed.sort(key=lambda sp: quality(sp[1]))
+            if placed and quality(placed[0][1]) < quality(best[1]):
+                best = placed[0]
+            outcome = self._confirmed(placed, level, notes)
+            if outcome is not None:
+                return outcome
+            frontier = placed[:BEAM]
+            self.forget([s for s, _ in frontier])
+            if not placed or self.calls >= self.budget:
+                break
+        return self._closest(best, notes)
+
+    def _children(self, frontier, singles, prior) -> list[State]:
+        """Every state one edit beyond the frontier, best predicted first."""
+        scored: list[tuple[tuple, State]] = []
+        for rank, (parent, _placed) in enumerate(frontier):
+            for edit in singles:
+                if edit.side == "query" and (
+                    edit.position in parent.deleted
+                    or len(parent.deleted) + 1 >= len(self.query.words)
+                ):
+                    continue
+                if edit.side == "document" and edit.value in parent.inserted:
+                    continue
+                child = parent.plus(edit)
+                if child.key in self.seen:
+                    continue
+                self.seen.add(child.key)
+                scored.append(((rank, -prior(edit), len(scored)), child))
+        scored.sort(key=lambda x: x[0])
+        return [s for _, s in scored]
+
+    def _confirmed(self, placed, level: int, notes: list[str]) -> Outcome | None:
+        """The best success of a level, once re-encoded alone it still ranks first."""
+        successes = [(s, p) for s, p in placed if p.first]
+        successes.sort(key=lambda sp: sp[1].rival_score - sp[1].score)
+        for state, _ in successes[:VERIFY_TRIES]:
+            checked, qv = self.verify(state)
+            if checked.first:
+                return Outcome(state, checked, True, True, self.calls, level, qv, notes)
+            notes.append("a success in a batch did not hold once re-encoded alone; skipped")
+        return None
+
+    def _closest(self, best: tuple[State, Placement], notes: list[str]) -> Outcome:
+        """No success: the closest state, re-encoded alone (its rank is the model's)."""
+        state, _ = best
+        checked, qv = self.verify(state)
+        return Outcome(state, checked, False, True, self.calls, len(state.edits), qv, notes)
+
+
+def prior_of(
+    query: TextQuery | ImageQuery, scorer: WholeIndexScorer, q0: np.ndarray, row: int,
+    provenance: list[set[int]], answer_terms: set[int], d0: np.ndarray,
+) -> Callable[[Edit], float]:  # fmt: skip
+    """How much each single edit is predicted to close the gap to the first rival: a
+    deletion by removing the terms its word produced (linear in the scores), an insertion
+    by the query weight of its word's terms the target lacks times their mean item weight;
+    words behind the term-level answer first."""
+    base_scores = scorer.scores(q0)[0]
+    root = place(base_scores, row)
+    columns = scorer.by_term
+    mean_weight = np.zeros(columns.shape[0])
+    counts = np.diff(columns.indptr)
+    sums = np.asarray(columns.sum(axis=1)).ravel()
+    nonempty = counts > 0
+    mean_weight[nonempty] = sums[nonempty] / counts[nonempty]
+    values: dict[tuple[str, int, str], float] = {}
+
+    def value(edit: Edit) -> float:
+        key = (edit.side, edit.position, edit.value)
+        if key in values:
+            return values[key]
+        if edit.side == "query":
+            terms = sorted(provenance[edit.position]) if edit.position < len(provenance) else []
+            if terms:
+                drop = scorer.term_columns(np.array(terms)).T @ q0[terms].astype(np.float64)
+                after = place(base_scores - np.asarray(drop).ravel(), row)
+                gap = (root.rival_score - root.score) - (after.rival_score - after.score)
+            else:
+                gap = 0.0
+            bonus = float(len(set(terms) & answer_terms))
+        else:
+            words = [j for j, w in enumerate(query.words) if w == edit.value]
+            terms = sorted(set().union(*(provenance[j] for j in words if j < len(provenance))))
+            lacking = [t for t in terms if d0[t] == 0]
+            gap = float(sum(q0[t] * mean_weight[t] for t in lacking))
+            bonus = 0.0
+        values[key] = gap + bonus * 1e6
+        return values[key]
+
+    return value
+
+
+def inputs_of(state: State, query: Any, target: TextTarget | None) -> tuple[str, str | None]:
+    """The edited query as shown and the edited target text (``None``: not a text item)."""
+    return query.shown(state.deleted), None if target is None else target.edited(state.inserted)
