@@ -1,0 +1,252 @@
+"""Faithfulness over a benchmark: every failure's explanation tested by re-encoding
+(:mod:`.failures`), summed up — the explanations' comprehensiveness, flip rate and AOPC
+against the random baseline's (robust: medians and capped means,
+:class:`FaithfulnessSummary`), a paired Wilcoxon signed-rank test (scipy) of
+comprehensiveness, and the median deletion curves — and written as JSON, CSV and an HTML
+section; ``lexlens evaluate --faithfulness`` adds it to the evaluation's own files.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Progress, Record, Result
+from lexlens.analysis.faithfulness.curves import MEASURED_BY
+from lexlens.analysis.faithfulness.failures import FailureFaithfulness, measure_failures
+from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.models.base import Encoder, InputError
+
+#: faithfulness.csv's columns, one row per failure measured.
+CSV_COLUMNS = (
+    "query_id", "query", "nonrelevant", "relevant", "gap", "words", "edited_query", "gap_after",
+    "comprehensiveness", "flipped", "random_comprehensiveness", "random_flip_rate", "aopc",
+    "random_aopc",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FaithfulnessSummary(Record):
+    """The explanations of a benchmark's failures against the random baseline.
+
+    A failure's share of the gap closed is unbounded (a gap of 0.01 that a deletion moves by
+    1 closes "100 gaps"), so the summary is robust: ``comprehensiveness`` and ``aopc`` are
+    *medians* over the failures measured (with their random baselines'), ``capped_*`` the
+    means of each share capped at 1 (a flip counts as the whole gap closed), ``beats_random``
+    the share of failures whose explanation closes more of the gap than its random draws do
+    on average, ``wilcoxon_p`` a paired Wilcoxon signed-rank test (scipy) of the two
+    comprehensiveness values; ``curve``/``random_curve`` are the median share of the gap
+    closed after ``k`` words (``curve_counts[k]`` failures have a k-th word)."""
+
+    failures: int
+    comprehensiveness: float | None
+    random_comprehensiveness: float | None
+    capped_comprehensiveness: float | None
+    capped_random_comprehensiveness: float | None
+    beats_random: float | None
+    flip_rate: float | None
+    random_flip_rate: float | None
+    aopc: float | None
+    random_aopc: float | None
+    wilcoxon_p: float | None
+    words_deleted: float | None  # mean number of the explanation's words
+    curve: list[float] = field(default_factory=list)
+    random_curve: list[float] = field(default_factory=list)
+    curve_counts: list[int] = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)  # reason → failures not measured
+    model_calls: int = 0
+    seconds: float = 0.0
+    measured_by: str = MEASURED_BY
+
+
+def _kept(values: list[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and np.isfinite(v)]
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = _kept(values)
+    return float(np.mean(kept)) if kept else None
+
+
+def _median(values: list[float | None]) -> float | None:
+    kept = _kept(values)
+    return float(np.median(kept)) if kept else None
+
+
+def _capped(values: list[float | None]) -> float | None:
+    kept = _kept(values)
+    return float(np.mean(np.minimum(kept, 1.0))) if kept else None
+
+
+def _median_curves(rows: list[FailureFaithfulness]) -> tuple[list[float], list[float], list[int]]:
+    """The median share of the gap closed after k words, explanation and random orders."""
+    k = max((len(r.curve.explained) for r in rows), default=0)
+    mean, rand, counts = [], [], []
+    for j in range(k):
+        held = [r for r in rows if len(r.curve.explained) > j]
+        mean.append(float(np.median([(r.gap - r.curve.explained[j]) / r.gap for r in held])))
+        rand.append(float(np.median([(r.gap - r.curve.random[j]) / r.gap for r in held])))
+        counts.append(len(held))
+    return mean, rand, counts
+
+
+def summarize(
+    rows: list[FailureFaithfulness], skipped: dict[str, int], calls: int, seconds: float
+) -> FaithfulnessSummary:
+    """The summary of the failures measured."""
+    from scipy.stats import wilcoxon
+
+    paired = [(r.comprehensiveness, r.random_comprehensiveness) for r in rows
+              if r.random_comprehensiveness is not None]  # fmt: skip
+    p = None
+    if len(paired) >= 2 and any(a != b for a, b in paired):
+        p = float(wilcoxon([a for a, _ in paired], [b for _, b in paired]).pvalue)
+    curve, random_curve, counts = _median_curves(rows)
+    own = [r.comprehensiveness for r in rows]
+    rand = [r.random_comprehensiveness for r in rows]
+    return FaithfulnessSummary(
+        failures=len(rows), comprehensiveness=_median(own), random_comprehensiveness=_median(rand),
+        capped_comprehensiveness=_capped(own), capped_random_comprehensiveness=_capped(rand),
+        beats_random=_mean([float(a > b) for a, b in paired]),
+        flip_rate=_mean([float(r.flipped) for r in rows]),
+        random_flip_rate=_mean([r.random_flip_rate for r in rows]),
+        aopc=_median([r.curve.normalized_aopc for r in rows]),
+        random_aopc=_median([r.curve.normalized_random_aopc for r in rows]),
+        wilcoxon_p=p, words_deleted=_mean([float(len(r.words)) for r in rows]),
+        curve=curve, random_curve=random_curve, curve_counts=counts, skipped=dict(skipped),
+        model_calls=int(calls), seconds=float(seconds),
+    )  # fmt: skip
+
+
+def csv_row(r: FailureFaithfulness) -> list[Any]:
+    """One failure under :data:`CSV_COLUMNS`."""
+    return [
+        r.query_id, r.query, r.nonrelevant, r.relevant, r.gap, " ".join(r.words),
+        r.edited_query, r.gap_after, r.comprehensiveness, r.flipped,
+        r.random_comprehensiveness, r.random_flip_rate, r.curve.normalized_aopc,
+        r.curve.normalized_random_aopc,
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FailuresFaithfulness(Result):
+    """The faithfulness of every failure's explanation of one evaluation (see
+    :mod:`lexlens.analysis.faithfulness.failures`), and its summary."""
+
+    file_stem = "faithfulness"
+
+    encoder: str
+    settings: dict
+    summary: FaithfulnessSummary
+    failures: list[FailureFaithfulness]
+    notes: list[str] = field(default_factory=list)
+
+    def csv(self) -> bytes:
+        """faithfulness.csv: one row per failure measured."""
+        return csv_bytes(CSV_COLUMNS, [csv_row(r) for r in self.failures])
+
+    def html(self) -> str:
+        """The summary, the deletion-curve chart and the failures as an HTML section."""
+        from lexlens.analysis.faithfulness.report import faithfulness_section
+
+        return faithfulness_section(self)
+
+    def files(self) -> dict[str, bytes]:
+        """faithfulness.json and faithfulness.csv."""
+        return {"faithfulness.json": json_bytes(self), "faithfulness.csv": self.csv()}
+
+
+def failures_faithfulness(
+    index: str | Path | StoredIndex,
+    evaluation: BenchmarkEvaluationResult,
+    *,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: FaithfulnessOptions | None = None,
+    **given: Any,
+) -> FailuresFaithfulness:
+    """The faithfulness of every failure's explanation in ``evaluation`` (the result of
+    ``evaluate_benchmark`` on ``index``): its words deleted, the query re-encoded (by the
+    evaluation's query encoder unless another is given), both items rescored, against random
+    words. Options: :class:`FaithfulnessOptions` (or its fields as keywords)."""
+    options = FaithfulnessOptions.of(options, **given)
+    if not isinstance(evaluation, BenchmarkEvaluationResult):
+        raise InputError(
+            f"evaluation must be the result of evaluate_benchmark, not {type(evaluation).__name__}"
+        )
+    device_argument(device)
+    progress = progress_argument(progress)
+    ix = index_argument(index)
+    settings = evaluation.settings
+    if evaluation.settings.get("run"):
+        raise InputError("faithfulness re-encodes Lexlens's own queries: not another system's run")
+    encoder = query_encoder_for(ix, query_encoder or settings.get("query_encoder"), device)
+    start = time.perf_counter()
+    rows, skipped, calls = measure_failures(
+        ix, encoder, evaluation.failures, query_mode=settings["query_mode"],
+        gate_k=settings["gate_k"], options=options, progress=progress,
+    )  # fmt: skip
+    summary = summarize(rows, skipped, calls, time.perf_counter() - start)
+    if progress:
+        progress(1.0, f"{len(rows)} explanations measured")
+    return FailuresFaithfulness(
+        encoder=encoder.name,
+        settings={**options.to_dict(), "query_mode": settings["query_mode"],
+                  "gate_k": settings["gate_k"]},
+        summary=summary, failures=rows,
+        notes=[f"{n} failures not measured: {why}" for why, n in skipped.items()],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
+    """An evaluation with its explanations' faithfulness: evaluation.json holds it under
+    ``faithfulness``, faithfulness.csv lists each failure, evaluation.html shows its section."""
+
+    faithfulness: FailuresFaithfulness | None = None
+
+    def files(self) -> dict[str, bytes]:
+        """The evaluation's files, faithfulness.csv beside them."""
+        out = super().files()
+        if self.faithfulness is not None:
+            out["faithfulness.csv"] = self.faithfulness.csv()
+        return out
+
+    def html(self, max_failures: int = 200) -> str:
+        """evaluation.html with the faithfulness section before its end."""
+        page = super().html(max_failures)
+        if self.faithfulness is None:
+            return page
+        section = self.faithfulness.html()
+        cut = page.rfind("</body>")
+        return page[:cut] + section + page[cut:] if cut >= 0 else page + section
+
+
+def with_faithfulness(
+    index: str | Path | StoredIndex,
+    evaluation: BenchmarkEvaluationResult,
+    *,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: FaithfulnessOptions | None = None,
+    **given: Any,
+) -> EvaluationWithFaithfulness:
+    """``evaluation`` with the faithfulness of its failures' explanations
+    (:func:`failures_faithfulness`) in its JSON, CSV and HTML."""
+    found = failures_faithfulness(
+        index, evaluation, device=device, progress=progress, options=options, **given
+    )
+    values = {f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult)
+              if f.init}  # fmt: skip
+    return EvaluationWithFaithfulness(**values, faithfulness=found)
