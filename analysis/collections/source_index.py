@@ -248,8 +248,9 @@ class _Build:
         self.reuse: dict[str, int] = {}
         self.stats: dict[str, tuple[int, int, str]] = {}
         self.counters = {"encoded": 0, "reused": 0}
-        self.total = count_items(src)
+        self.total = count_items(src)  # 0: unknown
         self.done = 0
+        self.fraction = 0.0  # the last fraction reported: never more than done / total
         if old is not None:
             keys = old.column("content_key")
             images = old.column("image")
@@ -273,9 +274,13 @@ class _Build:
     def _tick(self) -> None:
         self.done += 1
         done, total = self.done, self.total
-        if self.progress and (done % max(1, self.batch_size) == 0 or done >= total):
-            shown, whole = min(done, total), max(total, done)
-            self.progress(shown / whole, f"{shown}/{whole}: {self.writer.count} items indexed")
+        if self.progress and (done % max(1, self.batch_size) == 0 or done == total):
+            indexed = self.writer.count
+            if done <= total:  # of the source's counted items: a fraction that only grows
+                self.fraction = done / total
+                self.progress(self.fraction, f"{done}/{total}: {indexed} items indexed")
+            else:  # more than counted (an estimate, or no count): the bar holds where it is
+                self.progress(self.fraction, f"{done} read: {indexed} items indexed")
 
     def _write(self, p: _Pending, row: SparseRow, reused: bool) -> None:
         item = p.item

@@ -271,10 +271,46 @@ def source_fingerprint(source: Source) -> str:
     return digest.hexdigest()
 
 
+#: The file that holds a benchmark's items, by its kind: counted for the progress bar when
+#: its reader gives no count of its own.
+CORPUS_FILES = {"beir": "corpus.jsonl", "msmarco": "collection.tsv"}
+#: Bytes :func:`count_lines` reads to count exactly; past them it extrapolates.
+COUNT_BYTES = 256 * 2**20
+
+
+def count_lines(path: Path, limit: int = COUNT_BYTES) -> int:
+    """Lines of a file (a last line without ``\\n`` counts), read in 1 MiB chunks: exact up
+    to ``limit`` bytes, beyond them extrapolated from the mean line length read so far, so
+    a file of any size is counted in bounded time and memory. 0 when it cannot be read."""
+    lines = read = 0
+    last = b"\n"
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            while read < limit:
+                chunk = handle.read(min(1 << 20, limit - read))
+                if not chunk:
+                    break
+                lines += chunk.count(b"\n")
+                read += len(chunk)
+                last = chunk[-1:]
+    except OSError:
+        return 0
+    if read < size:  # a file larger than the limit: its lines at the density read
+        return max(lines, 1) * size // max(read, 1)
+    return lines + (1 if last != b"\n" else 0)
+
+
 def count_items(source: Source) -> int:
-    """An upper bound of the number of items (for the progress bar), cheaply."""
+    """How many items the source holds, cheaply, for the progress bar (0 when unknown): a
+    benchmark's own count, else the lines of its corpus file; a folder's images; a file's
+    lines (less a CSV's header)."""
     if source.kind == "benchmark":
-        return source.benchmark.size_hint or max(1, len(source.benchmark.qrels))
+        bench = source.benchmark
+        corpus = CORPUS_FILES.get(bench.kind)
+        if bench.size_hint or corpus is None:
+            return bench.size_hint
+        return count_lines(Path(bench.root) / corpus)
     if source.kind == "folder":
         return sum(
             1
@@ -282,9 +318,5 @@ def count_items(source: Source) -> int:
             for f in files
             if not f.startswith(".") and f.lower().endswith(IMAGE_SUFFIXES)
         )
-    try:
-        with open(source.path, "rb") as handle:
-            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-    except OSError:
-        return 0
-    return max(lines - (1 if source.kind == "csv" else 0), 1)
+    lines = count_lines(source.path)
+    return max(lines - (1 if source.kind == "csv" else 0), 0)

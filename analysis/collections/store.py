@@ -366,8 +366,9 @@ class StoredIndex:
     def strongest_terms(self, n: int = 30, evidence_items: int = 20_000) -> list[Any]:
         """The ``n`` terms of highest mean gated weight (:meth:`mean_weights`), strongest
         first, as words: pieces of a word the items spell (their texts, captions and labels,
-        read from the first ``evidence_items``) or the encoder knows are joined into it,
-        weighing as its strongest piece. Terms that no item uses are left out."""
+        read from the first ``evidence_items``) or the encoder knows are joined into it when
+        all its pieces are among the strongest, weighing as its strongest piece; any other
+        piece is shown as it is. Terms that no item uses are left out."""
         from lexlens.analysis.core.words import item_words, top_terms
 
         words = set(self.known_words)
@@ -378,7 +379,9 @@ class StoredIndex:
                     words |= item_words(meta)
                 if batch.stop >= evidence_items:
                     break
-        return top_terms(self.mean_weights(), self.vocab, n, merge_pieces=True, words=words)
+        return top_terms(
+            self.mean_weights(), self.vocab, n, merge_pieces=True, words=words, lone_pieces=False
+        )
 
 
 def read_manifest(path: Path) -> dict:

@@ -5,7 +5,8 @@ A lexical vector's dimensions are vocabulary tokens, word pieces among them ("gi
 Lexlens reads words, not pieces: :func:`merge_word_pieces` joins the pieces of a word into
 that word when there is evidence that they belong together (the input's own words, or the
 words an encoder knows it expresses) — never from the vocabulary alone, which would glue
-unrelated pieces ("domestic ##lis").
+unrelated pieces ("domestic ##lis"), nor from tokens side by side in a ranking ("and ##x"):
+a piece no input spelled into a word is shown as it is.
 """
 
 from __future__ import annotations
@@ -100,12 +101,14 @@ def top_terms(
     merge_pieces: bool = False,
     words: set[str] | None = None,
     exclude_special: bool = True,
+    lone_pieces: bool = True,
 ) -> list[Term]:
     """The ``k`` highest-weighted terms (positive weights only), best first.
 
     With ``merge_pieces``, word pieces among the top terms are joined into the ``words``
     they spell ("gi ##raf ##fe" → "giraffe"), a display choice for the word-piece failure
-    VDR App. F describes; see :func:`merge_word_pieces`.
+    VDR App. F describes; see :func:`merge_word_pieces` (``lone_pieces`` off when ``words``
+    are a whole collection's).
     """
     if k <= 0:
         return []
@@ -134,42 +137,54 @@ def top_terms(
     idx = idx[:want]
     terms = [Term(vocab[i], float(scores[i]), int(i)) for i in idx if scores[i] > 0]
     if merge_pieces:
-        terms = merge_word_pieces(terms, vocab, words or set())
+        terms = merge_word_pieces(terms, vocab, words or set(), lone_pieces=lone_pieces)
     return terms[:k]
 
 
-def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> list[Term]:
-    """Join the pieces of each of ``words`` that are all among ``terms`` into one term.
+def merge_word_pieces(
+    terms: list[Term], vocab: list[str], words: set[str], *, lone_pieces: bool = True
+) -> list[Term]:
+    """Join the pieces of each of ``words`` among ``terms`` into one term for the word.
 
-    Merging needs evidence that the pieces belong together: ``words`` are the input's own
-    words for a text (:func:`input_words`) or words an encoder knows it can express (e.g.
-    the ImageNet class words of the label-space image encoder). Guessing from the
-    vocabulary alone glues unrelated pieces ("domestic ##lis"), so it is not done.
+    Merging needs evidence that the pieces belong together: ``words`` are words an input
+    spelled — a text's own words (:func:`input_words` of its units in order, or
+    :func:`text_words` of the text) — or words an encoder knows it can express (e.g. the
+    ImageNet class words of the label-space image encoder). Guessing from the vocabulary,
+    or from tokens that merely sit side by side in a ranking, glues unrelated pieces
+    ("domestic ##lis", "and ##x"), so it is not done: a piece no evidence word explains is
+    shown as it is.
 
-    - Continuation pieces (``##…``) are absorbed into the word; so is the first piece,
-      unless it is one of ``words`` itself and weighs more than the merged word ("cat" of
-      "catamount" stays a term of its own and lends the word no weight).
+    - When every piece of a word is among ``terms``, its continuation pieces (``##…``) are
+      absorbed into the word; so is the first piece, unless it is one of ``words`` itself
+      and weighs more than the merged word ("cat" of "catamount" stays a term of its own
+      and lends the word no weight).
+    - With ``lone_pieces`` (the evidence is one input's words), a continuation piece whose
+      word lacks other pieces among ``terms`` is shown as that word when exactly one
+      evidence word spells it ("##keeper" of a text saying "goalkeeper" → goalkeeper); a
+      first piece stays itself (it reads as a word). Leave it off when the evidence is the
+      words of a whole collection, where a piece's weight comes from many items.
     - A merged word's weight is the largest weight among the pieces that lend it weight
       and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
       to neither); when every piece is shared, the smallest of its pieces' weights.
-    - Continuation pieces left over stay as they are (the raw view shows them anyway).
     """
     vocab_set = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
     by_token = {t.token: t for t in terms}
-    candidates: list[tuple[str, list[Term], list[Term]]] = []
+    whole: list[tuple[str, list[Term], list[Term]]] = []
+    partial: list[tuple[str, list[Term]]] = []
     for word in sorted(words):
         pieces = wordpiece_split(word, vocab_set)
-        if not pieces or len(pieces) < 2 or not all(p in by_token for p in pieces):
+        if not pieces or len(pieces) < 2:
             continue
-        parts = [by_token[p] for p in pieces]
-        lenders = parts[1:] if parts[0].token in words else parts
-        candidates.append((word, parts, lenders))
-    if not candidates:
-        return list(terms)
-    claims = Counter(p.index for _, _, lenders in candidates for p in lenders)
-    absorbed = {p.index for _, _, lenders in candidates for p in lenders}
+        present = [by_token[p] for p in pieces if p in by_token]
+        if len(present) == len(pieces):
+            lenders = present[1:] if present[0].token in words else present
+            whole.append((word, present, lenders))
+        elif lone_pieces and present:
+            partial.append((word, [p for p in present if p.token.startswith("##")]))
+    claims = Counter(p.index for _, _, lenders in whole for p in lenders)
+    absorbed = {p.index for _, _, lenders in whole for p in lenders}
     merged = []
-    for word, parts, lenders in candidates:
+    for word, parts, lenders in whole:
         exclusive = [p for p in lenders if claims[p.index] == 1]
         if exclusive:
             weight = max(p.weight for p in exclusive)
@@ -181,6 +196,14 @@ def merge_word_pieces(terms: list[Term], vocab: list[str], words: set[str]) -> l
         if head not in lenders and head.weight <= weight:
             absorbed.add(head.index)  # nothing but this word explains the head's weight
         merged.append(Term(word, weight, head.index, columns))
+    lone = Counter(p.index for _, pieces in partial for p in pieces if p.index not in claims)
+    for word, pieces in partial:
+        own = [p for p in pieces if p.index not in claims and lone[p.index] == 1]
+        if own:
+            absorbed.update(p.index for p in own)
+            merged.append(
+                Term(word, max(p.weight for p in own), own[0].index, tuple(p.index for p in own))
+            )
     out = [t for t in terms if t.index not in absorbed] + merged
     return sorted(out, key=lambda t: -t.weight)
 

@@ -303,6 +303,8 @@ def _measured(
     kind = "images" if images else "features" if features else "texts"
     items = SetAccumulator(kind, scorer, max_rows=options.max_rows)
     captions = SetAccumulator("captions", scorer, max_rows=options.max_rows) if images else None
+    if captions is not None:  # an image's words are its captions': one evidence for both sets
+        items.words = captions.words
     total = len(ix)
     for stop, vectors, meta in _batches(ix, options.batch_size or STORED_BATCH):
         ids = [m["id"] for m in meta]

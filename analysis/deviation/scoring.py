@@ -9,7 +9,7 @@ import numpy as np
 
 from lexlens.analysis.core.results import Record, internal
 from lexlens.analysis.core.vocabulary import is_special_token, special_mask
-from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
+from lexlens.analysis.core.words import Term, merge_word_pieces
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 
 # ----------------------------------------------------------------------------- one item
@@ -69,9 +69,12 @@ class Scorer:
         caption: list[str],
         *,
         words: bool = True,
+        evidence: set[str] | frozenset[str] = frozenset(),
     ) -> ItemDeviation:
         """One item's metrics; ``words=False`` skips ``top_words`` (display only), for items
-        that are counted but not kept as rows."""
+        that are counted but not kept as rows. ``evidence``: the words the item's texts spell,
+        into which ``top_words`` joins pieces (a caption's tokens, each once, no longer say
+        which pieces sat side by side)."""
         keep = (values > 0) & ~self.special[indices]
         idx, val = indices[keep], values[keep]
         order = np.lexsort((idx, -val))[: self.k]  # weight desc, then vocabulary order
@@ -110,7 +113,7 @@ class Scorer:
                         for i, w in zip(top, val[order], strict=True)
                     ],
                     self.vocab,
-                    input_words(caption),
+                    set(evidence),
                 )
             ]
             if words

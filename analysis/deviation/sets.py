@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lexlens.analysis.core.results import Record
-from lexlens.analysis.core.words import Term, input_words, merge_word_pieces
+from lexlens.analysis.core.words import Term, input_words, merge_word_pieces, text_words
 from lexlens.analysis.deviation.flops import flops_with_self_pairs, flops_within
 from lexlens.analysis.deviation.options import DEFAULT_MAX_ROWS, MAX_CLOUD_WORDS
 from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer, denominator_of
@@ -44,7 +44,8 @@ class SetDeviation(Record):
     n_skipped: int
     vocabulary: VocabStats | None
     #: the dataset cloud: ``vocabulary.top_terms`` by mean weight, word pieces merged into
-    #: the whole words the items' own tokens spell ("gi ##raf ##fe" → giraffe)
+    #: the whole words the items' texts spell ("gi ##raf ##fe" → giraffe); other pieces as
+    #: they are
     cloud_terms: list[Term] = field(default_factory=list)
     #: per-dimension activation counts (for FLOPs between sets; not in the JSON)
     counts: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
@@ -99,7 +100,8 @@ class SetAccumulator:
     counts: np.ndarray = field(init=False, repr=False)
     nnz: int = 0
     vocab: VocabAccumulator = field(init=False, repr=False)
-    #: whole words spelled by the items' caption tokens: evidence for merging the cloud
+    #: the words the items' texts spell (:func:`text_words`): evidence for merging the cloud
+    #: (a set of images shares its captions' set: their words are its evidence)
     words: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -127,8 +129,9 @@ class SetAccumulator:
             if not caption:
                 self.skip(item_id, text, _SKIP_REASON.get(self.kind, "no caption tokens"))
                 continue
+            own = text_words(text)
             if len(self.words) < MAX_CLOUD_WORDS:
-                self.words.update(input_words(caption))
+                self.words.update(own)
             lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
             kept_row = len(self.rows) < self.max_rows
             item = self.scorer.score(
@@ -138,6 +141,7 @@ class SetAccumulator:
                 matrix.data[lo:hi],
                 caption,
                 words=kept_row,
+                evidence=own | (input_words(caption) & self.words) if kept_row else own,
             )
             k = self.scorer.k
             self.sums["exact_k"] += item.matches / k
@@ -186,7 +190,10 @@ class SetAccumulator:
         )
         cloud = [] if vocabulary is None else vocabulary.top_terms
         cloud_terms = merge_word_pieces(
-            [Term(t.token, t.mean_weight, t.index) for t in cloud], self.scorer.vocab, self.words
+            [Term(t.token, t.mean_weight, t.index) for t in cloud],
+            self.scorer.vocab,
+            self.words,
+            lone_pieces=False,
         )
         return SetDeviation(
             kind=self.kind,
