@@ -1,11 +1,12 @@
 """``lexlens evaluate``: a stored collection on its queries and judgements — metrics, why
-each query fails, which words are to blame."""
+each query fails, which words are to blame; with several systems (``--index`` repeated,
+``--gate-k`` or ``--query-encoder`` twice, ``--run`` files), is B better than A, on which
+queries, and why (:func:`~lexlens.analysis.systems.compare.evaluate_systems`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.benchmark.evaluate import evaluate_benchmark
 from lexlens.analysis.benchmark.evaluation_result import (
     BLAME_COLUMNS,
     MEASURES,
@@ -13,43 +14,91 @@ from lexlens.analysis.benchmark.evaluation_result import (
     worst_first,
 )
 from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.systems.compare import evaluate_systems
+from lexlens.analysis.systems.options import ComparisonOptions
+from lexlens.analysis.systems.result import SystemsComparison
+from lexlens.analysis.systems.systems import SystemsSpec
 from lexlens.app.cli import common
+from lexlens.models.base import InputError
 
 #: Rows of each table in the text view (the JSON and --out files hold all).
 SHOWN = 10
 
 
 COMMAND = common.Command(
-    "metrics, per-query failures and term blame of a stored collection",
+    "metrics, per-query failures and term blame of a stored collection; several systems compared",
     description="Search the collection with every query (or read another system's run) "
     "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
     "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
-    "the decisive words, and the words to blame across the benchmark.",
-    options=EvaluationOptions,
-    out="folder for evaluation.json, the CSV tables and run.trec",
+    "the decisive words, and the words to blame across the benchmark. With two or more "
+    "systems (--index twice, --gate-k or --query-encoder twice, --run files): each against "
+    "the baseline with bootstrap intervals, paired t, Wilcoxon and randomization tests "
+    "(corrected), effect size, wins/ties/losses, URisk/TRisk/GeoRisk, the largest wins and "
+    "losses and why.",
+    out="folder for evaluation.json, the CSV tables and run.trec (several systems: "
+    "comparison.json/.csv/.html/.tex and per_query_deltas.csv)",
     progress=True,
 )
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    """The collection, its queries and judgements (or a run), the query encoder."""
-    parser.add_argument("--index", required=True, help="a stored collection (lexlens index)")
+    """The collections, their queries and judgements, runs, gates and query encoders, and
+    the options of an evaluation and of a comparison."""
+    parser.add_argument(
+        "--index", required=True, action="append",
+        help="a stored collection (lexlens index); twice or more: one system each",
+    )  # fmt: skip
     parser.add_argument("--queries", help="queries: BEIR queries.jsonl or a qid<TAB>text TSV")
     parser.add_argument("--qrels", help="judgements: TREC (qid 0 docid rel) or BEIR TSV")
-    parser.add_argument("--run", help="explain this TREC run instead of searching")
-    parser.add_argument("--query-encoder", help="default: the collection's own query encoder")
+    parser.add_argument(
+        "--run", action="append",
+        help="another system's TREC run (explained instead of searching); several: one "
+        "system each, compared",
+    )  # fmt: skip
+    parser.add_argument("--name", action="append", help="a run's system name, in order")
+    parser.add_argument(
+        "--query-encoder", action="append",
+        help="default: the collection's own query encoder; twice: one system each",
+    )  # fmt: skip
+    gate = EvaluationOptions.option("gate_k")
+    parser.add_argument(
+        gate.flag, dest="gate_k", action="append", metavar="GATE_K",
+        help=gate.help_line() + "; twice: one system each",
+    )  # fmt: skip
+    parser.add_argument(
+        "--with-exact", action="store_true",
+        help="with runs: the collection's own exact ranking is a system too",
+    )  # fmt: skip
+    parser.add_argument(
+        "--latex", action="store_true", help="several systems: print the LaTeX table"
+    )
+    common.add_options(parser, EvaluationOptions, skip=("gate_k",))
+    common.add_options(parser, ComparisonOptions)
 
 
 def run(args: argparse.Namespace) -> None:
-    options = common.options_from_args(EvaluationOptions, args)
+    gates = args.gate_k or []
+    texts = {d.name: getattr(args, d.name, None) for d in EvaluationOptions.declared()}
+    evaluation = EvaluationOptions.from_texts({**texts, "gate_k": gates[0] if gates else None})
+    gate_ks = [EvaluationOptions.from_texts({**texts, "gate_k": g}).gate_k for g in gates]
+    spec = SystemsSpec(
+        indexes=args.index, runs=args.run or [], names=args.name or [], gate_ks=gate_ks,
+        query_encoders=args.query_encoder or [], with_exact=args.with_exact,
+    )  # fmt: skip
     out = common.out_folder(args)
-    result = evaluate_benchmark(
-        args.index, queries=args.queries, qrels=args.qrels, run=args.run,
-        query_encoder=args.query_encoder, device=args.device,
-        progress=common.progress_printer(args), options=options,
+    result = evaluate_systems(
+        spec, queries=args.queries, qrels=args.qrels, device=args.device,
+        progress=common.progress_printer(args), evaluation=evaluation,
+        options=common.options_from_args(ComparisonOptions, args),
     )  # fmt: skip
     common.write_out(out, result)
-    common.emit(args, result, render(result))
+    if isinstance(result, SystemsComparison):
+        text = result.files()["comparison.tex"].decode() if args.latex else compared(result)
+        common.emit(args, result, text)
+    elif args.latex:
+        raise InputError("--latex: a LaTeX table compares two or more systems")
+    else:
+        common.emit(args, result, render(result))
 
 
 #: The text view's columns (named as in per_query.csv and failures.csv).
@@ -89,5 +138,53 @@ def render(result: BenchmarkEvaluationResult) -> str:
             [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
         )
     )
+    blocks += [f"note: {n}" for n in result.notes]
+    return "\n\n".join(blocks)
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def compared(result: SystemsComparison) -> str:
+    """The text view of several systems: means (†: significant against the baseline), the
+    significance table, the largest wins and losses, notes."""
+    from lexlens.analysis.systems.report import marks
+
+    significant = marks(result)
+    means = [
+        [s.name + (" *" if s.name == result.baseline else ""), s.kind,
+         *(f"{result.means[s.name][m]:.4f}" + ("†" if significant.get((s.name, m)) else "")
+           for m in result.measures)]
+        for s in result.systems
+    ]  # fmt: skip
+    settings = result.settings
+    blocks = [
+        f"{settings['queries']} queries, {len(result.systems)} systems, baseline * "
+        f"{result.baseline}; † {settings['test']} {settings['correction']}-corrected p < "
+        f"{settings['significance']}",
+        common.format_table(means, ["system", "kind", *result.measures]),
+    ]
+    rows = [
+        [f"{t['system_b']} vs {t['system_a']}", t["measure"],
+         f"{t['delta']:+.4f}" + ("†" if t["significant"] else ""),
+         f"[{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]", _p(t["p_t_corrected"]),
+         _p(t["p_wilcoxon_corrected"]), _p(t["p_randomization_corrected"]),
+         "-" if t["effect_size"] is None else f"{t['effect_size']:.2f}",
+         f"{t['wins']}/{t['ties']}/{t['losses']}", f"{t['urisk_1']:+.4f}",
+         "-" if t["trisk_1"] is None else f"{t['trisk_1']:.2f}"]
+        for t in result.table
+    ]  # fmt: skip
+    blocks.append(common.format_table(rows, [
+        "comparison", "measure", "delta", "95% CI", "p_t", "p_wilcoxon", "p_rand", "d",
+        "W/T/L", "urisk_1", "trisk_1"]))  # fmt: skip
+    for e in result.extremes:
+        listed = [[kind, q["query_id"], f"{q['delta']:+.3f}", q["query"][:50]]
+                  for kind in ("wins", "losses") for q in e[kind][:SHOWN // 2]]  # fmt: skip
+        if listed:
+            title = f"{e['system_b']} vs {e['system_a']}, {e['measure']}"
+            blocks.append(
+                title + "\n" + common.format_table(listed, ["", "query_id", "delta", "query"])
+            )
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)

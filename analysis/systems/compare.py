@@ -1,0 +1,265 @@
+"""Is B better than A, on which queries, and why: two or more systems on one benchmark.
+
+:func:`evaluate_systems` is what ``lexlens evaluate`` calls: one system is today's
+evaluation (:func:`~lexlens.analysis.benchmark.evaluate.evaluate_benchmark`, unchanged);
+several are compared by :func:`compare_systems`:
+
+- each system evaluated on the same queries and judgements
+  (:mod:`lexlens.analysis.systems.systems`: which systems, queries a run misses scored 0);
+- per measure, each system's mean and, for every pair compared (each against the baseline,
+  or every pair), the difference with its bootstrap interval, the paired t-test, Wilcoxon
+  signed-rank and randomization tests with p-values corrected over every comparison ×
+  measure, the effect size, wins/ties/losses, URisk and TRisk; GeoRisk with three or more
+  systems (:mod:`lexlens.analysis.systems.table`);
+- where: every query's values, the largest wins and losses of each pair on the first
+  measure (nDCG@10);
+- why: each of those explained (:mod:`lexlens.analysis.systems.why`), and the blame shift
+  across the benchmark; an outside run paired with its collection's exact ranking also gets
+  what the engine changed (:mod:`lexlens.analysis.systems.engine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.benchmark.evaluate import evaluate_benchmark
+from lexlens.analysis.benchmark.evaluation_result import MEASURES, BenchmarkEvaluationResult
+from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.metrics import is_relevant
+from lexlens.analysis.core.results import Progress, progress_part
+from lexlens.analysis.systems.engine import engine_comparison
+from lexlens.analysis.systems.options import ComparisonOptions
+from lexlens.analysis.systems.result import SystemsComparison
+from lexlens.analysis.systems.systems import (
+    LEXLENS,
+    RUN,
+    Benchmark,
+    Evaluated,
+    System,
+    SystemsSpec,
+    evaluate_each,
+    read_benchmark,
+    systems_of,
+)
+from lexlens.analysis.systems.table import extremes, georisk_table, pairs_of, significance_rows
+from lexlens.analysis.systems.why import Explaining, QueryWhy, blame_shift, explain_query
+from lexlens.models.base import InputError
+
+
+def evaluate_systems(
+    spec: SystemsSpec,
+    *,
+    queries: str | Path | Mapping | None = None,
+    qrels: str | Path | Mapping | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    evaluation: EvaluationOptions | None = None,
+    options: ComparisonOptions | None = None,
+) -> BenchmarkEvaluationResult | SystemsComparison:
+    """The systems ``spec`` describes evaluated on one benchmark: one system's evaluation
+    as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`)."""
+    if not isinstance(spec, SystemsSpec):
+        raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
+    evaluation = EvaluationOptions.of(evaluation)
+    options = ComparisonOptions.of(options)
+    systems = systems_of(spec, evaluation.gate_k)
+    if len(systems) == 1:
+        if options != ComparisonOptions():
+            changed = [d.flag for d in ComparisonOptions.declared()
+                       if getattr(options, d.name) != d.default]  # fmt: skip
+            raise InputError(f"{', '.join(changed)}: a comparison needs two or more systems")
+        one = systems[0]
+        return evaluate_benchmark(
+            spec.indexes[0], queries=queries, qrels=qrels,
+            run=spec.runs[0] if spec.runs else None, query_encoder=one.query_encoder,
+            device=device, progress=progress, options=evaluation,
+        )  # fmt: skip
+    return compare_systems(
+        systems, queries=queries, qrels=qrels, device=device, progress=progress,
+        evaluation=evaluation, options=options,
+    )  # fmt: skip
+
+
+def compare_systems(
+    systems: Sequence[System],
+    *,
+    queries: str | Path | Mapping | None = None,
+    qrels: str | Path | Mapping | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    evaluation: EvaluationOptions | None = None,
+    options: ComparisonOptions | None = None,
+    **given: Any,
+) -> SystemsComparison:
+    """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
+    compared on the queries and judgements given, else the first system's collection's:
+    see the module docstring."""
+    options = ComparisonOptions.of(options, **given)
+    evaluation = EvaluationOptions.of(evaluation)
+    device_argument(device)
+    progress = progress_argument(progress)
+    if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
+        raise InputError("systems must be a list of System (systems_of makes them)")
+    if len(systems) < 2:
+        raise InputError(f"systems: {len(systems)} given, a comparison needs two or more")
+    names = [s.name for s in systems]
+    baseline = options.baseline or names[0]
+    if baseline not in names:
+        raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
+    benchmark = read_benchmark(index_argument(systems[0].index), queries, qrels)
+    evaluated = evaluate_each(
+        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9)
+    )
+    result = _compared(evaluated, baseline, benchmark, evaluation, options)
+    why = _explained(result, device, progress_part(progress, 0.9, 1.0))
+    return replace(result, why=why)
+
+
+def _values(evaluated: Sequence[Evaluated]) -> tuple[list[str], dict, dict]:
+    """The judged queries in order, their texts, and {system: {measure: per-query array}}."""
+    first = evaluated[0].evaluation.metrics["per_query"]
+    order = [q["id"] for q in first]
+    texts = {q["id"]: q["text"] for q in first}
+    values = {}
+    for e in evaluated:
+        rows = {q["id"]: q for q in e.evaluation.metrics["per_query"]}
+        values[e.system.name] = {
+            m: np.array([rows[q][m] for q in order], np.float64) for m in MEASURES
+        }
+    return order, texts, values
+
+
+def _notes(evaluated: Sequence[Evaluated], first: list[str]) -> list[str]:
+    """The notes: reading, those every system shares once, each system's own prefixed (a
+    run's names the judged queries it misses, scored 0)."""
+    notes = list(first)
+    every = [e.evaluation.notes for e in evaluated]
+    shared = [n for n in every[0] if all(n in other for other in every[1:])]
+    notes += shared
+    for e in evaluated:
+        notes += [f"{e.system.name}: {n}" for n in e.evaluation.notes if n not in shared]
+    return notes
+
+
+def _extremes(
+    pairs: Sequence[tuple[str, str]], values: Mapping, order: Sequence[str],
+    texts: Mapping[str, str], count: int,
+) -> list[dict]:  # fmt: skip
+    """Each pair's largest wins and losses on the first measure, with both values."""
+    measure = MEASURES[0]
+    index = {q: i for i, q in enumerate(order)}
+    out = []
+    for a, b in pairs:
+        wins, losses = extremes(values, order, (a, b), measure, count)
+        rows = {}
+        for q in wins + losses:
+            x, y = values[a][measure][index[q]], values[b][measure][index[q]]
+            rows[q] = {"query_id": q, "query": texts[q], "a": float(x), "b": float(y),
+                       "delta": float(y - x)}  # fmt: skip
+        out.append({"system_a": a, "system_b": b, "measure": measure,
+                    "wins": [rows[q] for q in wins], "losses": [rows[q] for q in losses]})  # fmt: skip
+    return out
+
+
+def _compared(
+    evaluated: Sequence[Evaluated], baseline: str, benchmark: Benchmark,
+    evaluation: EvaluationOptions, options: ComparisonOptions,
+) -> SystemsComparison:  # fmt: skip
+    """Everything but the explanations of the largest wins and losses."""
+    systems = [e.system for e in evaluated]
+    names = [s.name for s in systems]
+    order, texts, values = _values(evaluated)
+    pairs = pairs_of(names, baseline, options.all_pairs)
+    by_name = {e.system.name: e for e in evaluated}
+    shifts = []
+    for a, b in pairs:
+        a_not_b, b_not_a = blame_shift(by_name[a].evaluation.failures,
+                                       by_name[b].evaluation.failures)  # fmt: skip
+        shifts.append({"system_a": a, "system_b": b, "a_not_b": a_not_b, "b_not_a": b_not_a})
+    engine = []
+    for a, b in pairs:
+        sa, sb = by_name[a].system, by_name[b].system
+        if {sa.kind, sb.kind} == {LEXLENS, RUN} and sa.index == sb.index:
+            exact, run = (sa, sb) if sa.kind == LEXLENS else (sb, sa)
+            if exact.gate_k == run.gate_k and exact.query_encoder == run.query_encoder:
+                found = engine_comparison(
+                    by_name[exact.name].evaluation.run, by_name[run.name].evaluation.run, order
+                )
+                engine.append({"exact": exact.name, "run": run.name, **found})
+    qrels_of = {q: {d: r for d, r in benchmark.qrels[q].items() if is_relevant(r)} for q in order}
+    return SystemsComparison(
+        systems=systems, baseline=baseline, measures=list(MEASURES),
+        settings={**evaluation.to_dict(), **options.to_dict(), "queries": len(order),
+                  "systems": len(systems)},
+        means={n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
+               for n in names},
+        table=significance_rows(values, pairs, MEASURES, options),
+        georisk=georisk_table(values, names, MEASURES),
+        per_query=[{"id": q, "text": texts[q],
+                    "values": {n: {m: float(values[n][m][i]) for m in MEASURES} for n in names}}
+                   for i, q in enumerate(order)],
+        extremes=_extremes(pairs, values, order, texts, options.explain), why=[],
+        blame_shift=shifts, engine=engine,
+        missing={e.system.name: {"count": len(e.missing), "queries": e.missing[:100]}
+                 for e in evaluated},
+        notes=_notes(evaluated, benchmark.notes),
+        runs={e.system.name: e.evaluation.run for e in evaluated}, judged=qrels_of,
+    )  # fmt: skip
+
+
+def _explained(
+    result: SystemsComparison, device: str | None, progress: Progress | None
+) -> list[QueryWhy]:
+    """The largest wins and losses of every pair explained."""
+    wanted = [(e["system_a"], e["system_b"], q["query_id"])
+              for e in result.extremes for q in e["wins"] + e["losses"]]  # fmt: skip
+    return explain_many(result, wanted, device, progress)
+
+
+def explain_many(
+    result: SystemsComparison, wanted: Sequence[tuple[str, str, str]], device: str | None,
+    progress: Progress | None = None,
+) -> list[QueryWhy]:  # fmt: skip
+    """``(system A, system B, query id)`` explained, each query encoded once per system."""
+    if not wanted:
+        return []
+    explaining = Explaining(device, result.settings["query_mode"])
+    systems = {s.name: s for s in result.systems}
+    texts = {q["id"]: q["text"] for q in result.per_query}
+    rows = {q["id"]: q for q in result.per_query}
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+    for name in dict.fromkeys(n for a, b, _ in wanted for n in (a, b)):
+        queries = list(dict.fromkeys(q for a, b, q in wanted if name in (a, b)))
+        for q, v in zip(queries, explaining.vectors(systems[name], [texts[q] for q in queries]),
+                        strict=True):  # fmt: skip
+            vectors[(name, q)] = v
+    measure = result.measures[0]
+    out = []
+    for i, (a, b, q) in enumerate(wanted):
+        sides = [explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, []))
+                 for n in (a, b)]  # fmt: skip
+        values = (rows[q]["values"][a][measure], rows[q]["values"][b][measure])
+        out.append(explain_query(*sides, q, texts[q], result.judged.get(q, {}), values, measure))
+        if progress:
+            progress((i + 1) / len(wanted), f"{i + 1}/{len(wanted)} queries explained")
+    return out
+
+
+def why_of(
+    result: SystemsComparison, query_id: str, pair: tuple[str, str], device: str | None = None
+) -> QueryWhy:
+    """Why ``query_id``'s value differs between the pair's systems (A, B) of ``result``."""
+    names = [s.name for s in result.systems]
+    for name in pair:
+        if name not in names:
+            raise InputError(f"system {name!r} is not in this comparison: {', '.join(names)}")
+    if query_id not in {q["id"] for q in result.per_query}:
+        raise InputError(f"query {query_id!r} is not one of this comparison's judged queries")
+    return explain_many(result, [(pair[0], pair[1], query_id)], device)[0]

@@ -1,0 +1,89 @@
+"""What a comparison of systems returns and writes: :class:`SystemsComparison` and its files
+comparison.json, comparison.csv (the significance table), per_query_deltas.csv,
+comparison.html (Jinja2, autoescaped) and comparison.tex (a LaTeX table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Result, internal
+from lexlens.analysis.systems.risk import ALPHAS
+from lexlens.analysis.systems.systems import System
+from lexlens.analysis.systems.why import QueryWhy
+
+#: comparison.csv's columns (one row per pair × measure).
+TABLE_COLUMNS = (
+    "system_a", "system_b", "measure", "mean_a", "mean_b", "delta", "ci_low", "ci_high",
+    "t", "p_t", "p_t_corrected", "wilcoxon", "p_wilcoxon", "p_wilcoxon_corrected",
+    "p_randomization", "p_randomization_corrected", "significant", "effect_size", "wins",
+    "ties", "losses",
+    *(f"{k}_{a}" for a in ALPHAS for k in ("urisk", "trisk", "p_trisk")),
+)  # fmt: skip
+#: per_query_deltas.csv's columns (one row per pair × query × measure).
+DELTA_COLUMNS = ("system_a", "system_b", "query_id", "query", "measure", "a", "b", "delta")
+
+
+@dataclass(frozen=True)
+class SystemsComparison(Result):
+    """Several systems on one benchmark (see :mod:`lexlens.analysis.systems.compare`):
+    ``means`` per system and measure; ``table`` one row per compared pair × measure;
+    ``georisk`` per measure and system (three or more systems); ``per_query`` every
+    query's values; ``extremes`` the largest wins and losses of each pair; ``why`` those
+    explained; ``blame_shift`` the words behind one system's failures and not the other's;
+    ``engine`` how an outside run of a collection differs from its exact ranking;
+    ``missing`` the judged queries each run does not list."""
+
+    file_stem = "comparison"
+
+    systems: list[System]
+    baseline: str
+    measures: list[str]
+    settings: dict
+    means: dict
+    table: list[dict]
+    georisk: dict | None
+    per_query: list[dict]
+    extremes: list[dict]
+    why: list[QueryWhy]
+    blame_shift: list[dict]
+    engine: list[dict]
+    missing: dict
+    notes: list[str] = field(default_factory=list)
+    #: {system: {query: [(item, score), …]}} as evaluated, and the relevant judgements
+    #: ({query: {item: relevance}}): what explaining another query needs; not in the JSON
+    runs: dict = internal(default_factory=dict)
+    judged: dict = internal(default_factory=dict)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The compared pairs (A, B), in the table's order."""
+        return list(dict.fromkeys((r["system_a"], r["system_b"]) for r in self.table))
+
+    def deltas(self) -> list[dict]:
+        """per_query_deltas.csv's rows: each pair × measure × query, B − A."""
+        rows = []
+        for a, b in self.pairs():
+            for m in self.measures:
+                for q in self.per_query:
+                    x, y = q["values"][a][m], q["values"][b][m]
+                    rows.append({"system_a": a, "system_b": b, "query_id": q["id"],
+                                 "query": q["text"], "measure": m, "a": x, "b": y,
+                                 "delta": y - x})  # fmt: skip
+        return rows
+
+    def files(self) -> dict[str, bytes]:
+        """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html and
+        comparison.tex."""
+        from lexlens.analysis.systems.report import comparison_html, latex_table
+
+        return {
+            "comparison.json": json_bytes(self),
+            "comparison.csv": csv_bytes(
+                TABLE_COLUMNS, [[r.get(c) for c in TABLE_COLUMNS] for r in self.table]
+            ),
+            "per_query_deltas.csv": csv_bytes(
+                DELTA_COLUMNS, [[r[c] for c in DELTA_COLUMNS] for r in self.deltas()]
+            ),
+            "comparison.html": comparison_html(self).encode("utf-8"),
+            "comparison.tex": latex_table(self).encode("utf-8"),
+        }

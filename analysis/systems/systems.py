@@ -1,0 +1,214 @@
+"""Which systems a comparison holds, and each one evaluated on the same queries and judgements.
+
+A *system* is one ranking of every query of a benchmark:
+
+- a stored collection searched exactly by Lexlens (its own query encoder, or one given, at
+  a query gate ``gate_k``): several collections of the same benchmark (two encoders), or one
+  collection with two gates or two query encoders;
+- a run from another engine (TREC format, or a mapping), read against a collection: the
+  collection gives the queries, the judgements and the encoder whose ``q ⊙ d`` explains the
+  run's items (the run's own scoring is not Lexlens's to explain).
+
+Which systems :func:`systems_of` makes of what is given: with no run, one system per
+collection, gate or query encoder (only one of the three may vary); with runs, one system
+per run over the first collection, and the collection's own ranking joins them when a
+collection, gate or query encoder varies or ``with_exact`` asks for it. A run is named by
+``names`` in order (default: its file's stem); a Lexlens system by its collection, plus the
+gate or query encoder that varies.
+
+Every system is evaluated with :func:`~lexlens.analysis.benchmark.evaluate.evaluate` on the
+same queries and judgements (given, or the first collection's own): the same judged queries
+in the same order, so their per-query values pair up. A judged query a run does not list is
+*missing* from it: named and counted, and scored 0 in every measure, as trec_eval ``-c``
+and ir-measures score it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.benchmark.evaluate import evaluate, stored_benchmark
+from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
+from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.metrics import checked_qrels, ranked_run
+from lexlens.analysis.core.results import Progress, Record, progress_part
+from lexlens.analysis.systems.options import MAX_SYSTEMS
+from lexlens.models.base import InputError
+
+#: A system's kinds.
+LEXLENS = "lexlens"
+RUN = "run"
+
+
+@dataclass(frozen=True)
+class System(Record):
+    """One system: its name, kind, the collection it is evaluated against, its query gate and
+    encoder (a Lexlens system), or its run (a file's path; a mapping given through the API
+    stays out of the JSON document)."""
+
+    name: str
+    kind: str
+    index: str  # the collection's folder
+    gate_k: int | None = None
+    query_encoder: str | None = None
+    run: str | None = None
+    #: the run given as a mapping (API), not in the JSON document
+    run_mapping: Mapping | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document: every field but the run mapping."""
+        document = super().to_dict()
+        document.pop("run_mapping", None)
+        return document
+
+
+@dataclass(frozen=True)
+class SystemsSpec(Record):
+    """What a comparison is given: collections, runs and their names, gates, query
+    encoders (see the module docstring for the systems made of them)."""
+
+    indexes: Sequence[Any]
+    runs: Sequence[Any] = ()
+    names: Sequence[str] = ()
+    gate_ks: Sequence[int] = ()
+    query_encoders: Sequence[str] = ()
+    with_exact: bool = False
+
+
+def _label(ix: StoredIndex) -> str:
+    return ix.path.name or str(ix.path)
+
+
+def _run_name(run: Any, i: int) -> str:
+    return Path(run).stem if isinstance(run, (str, Path)) else f"run{i + 1}"
+
+
+def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
+    """The systems ``spec`` describes (see the module docstring); refused in one line when
+    more than one of collections, gates and query encoders vary, a name is given twice, a
+    run has no name left, or there are more than :data:`MAX_SYSTEMS`."""
+    indexes = [index_argument(ix, "index") for ix in spec.indexes]
+    if not indexes:
+        raise InputError("index: give at least one stored collection")
+    varying = [n for n, v in (("--index", indexes), ("--gate-k", spec.gate_ks),
+                              ("--query-encoder", spec.query_encoders)) if len(v) > 1]  # fmt: skip
+    if len(varying) > 1:
+        raise InputError(
+            f"{' and '.join(varying)} are each given more than once: vary one of them at a time"
+        )
+    if len(spec.names) > len(spec.runs):
+        raise InputError(f"--name is given {len(spec.names)} times for {len(spec.runs)} runs")
+    gates = list(spec.gate_ks) or [default_gate]
+    encoders = list(spec.query_encoders) or [None]
+    systems: list[System] = []
+    if not spec.runs or varying or spec.with_exact:
+        for ix in indexes:
+            for gate_k in gates:
+                for encoder in encoders:
+                    name = _label(ix)
+                    if len(gates) > 1:
+                        name += f" gate_k={gate_k}"
+                    if len(encoders) > 1:
+                        name += f" {encoder}"
+                    systems.append(System(name, LEXLENS, str(ix.path), gate_k, encoder))
+    for i, run in enumerate(spec.runs):
+        name = spec.names[i].strip() if i < len(spec.names) else _run_name(run, i)
+        mapping = run if isinstance(run, Mapping) else None
+        path = None if mapping is not None else str(run)
+        systems.append(
+            System(name or _run_name(run, i), RUN, str(indexes[0].path), gates[0], encoders[0],
+                   path, mapping)
+        )  # fmt: skip
+    names = [s.name for s in systems]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise InputError(f"two systems are named {twice!r}: name the runs with --name")
+    if len(systems) > MAX_SYSTEMS:
+        raise InputError(f"{len(systems)} systems: at most {MAX_SYSTEMS} are compared at once")
+    return systems
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """The queries and judgements every system is evaluated on, and the notes of reading
+    them (malformed lines)."""
+
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    notes: list[str] = field(default_factory=list)
+
+
+def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
+    """The queries and judgements given (files or mappings), else those ``first`` keeps."""
+    from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
+
+    stored = stored_benchmark(first)
+    if (queries is None or qrels is None) and stored is None:
+        raise InputError(
+            f"{first.label} keeps no queries and judgements: give --queries and --qrels"
+        )
+    problems = Problems()
+    if not isinstance(queries, Mapping):
+        queries = read_queries(queries if queries is not None else stored[0], problems)
+    if not isinstance(qrels, Mapping):
+        qrels = read_qrels(qrels if qrels is not None else stored[1], problems)
+    notes = []
+    if problems.count:
+        notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
+    return Benchmark(dict(queries), checked_qrels(qrels), notes)
+
+
+def read_system_run(system: System) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
+    """A run system's ranking ({query: [(item, score), …]}) and the notes of reading it."""
+    from lexlens.analysis.benchmark.trec import Problems, read_run
+
+    if system.run_mapping is not None:
+        return ranked_run(system.run_mapping), []
+    problems = Problems()
+    run = read_run(system.run, problems)
+    notes = []
+    if problems.count:
+        notes.append(
+            f"{system.name}: {problems.count} malformed run lines skipped: "
+            + "; ".join(problems.lines[:5])
+        )
+    return run, notes
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One system evaluated: its evaluation, and the judged queries its run does not list."""
+
+    system: System
+    evaluation: BenchmarkEvaluationResult
+    missing: list[str]
+
+
+def evaluate_each(
+    systems: Sequence[System], benchmark: Benchmark, evaluation: EvaluationOptions,
+    device: str | None, progress: Progress | None,
+) -> list[Evaluated]:  # fmt: skip
+    """Every system evaluated on ``benchmark`` (each with its own gate and query encoder)."""
+    out: list[Evaluated] = []
+    for i, system in enumerate(systems):
+        part = progress_part(progress, i / len(systems), (i + 1) / len(systems), f"{system.name}: ")
+        run = None
+        notes: list[str] = []
+        if system.kind == RUN:
+            run, notes = read_system_run(system)
+        result = evaluate(
+            system.index, benchmark.queries, benchmark.qrels, run=run,
+            query_encoder=system.query_encoder, device=device, progress=part,
+            options=replace(evaluation, gate_k=system.gate_k),
+        )  # fmt: skip
+        order = [q["id"] for q in result.metrics["per_query"]]
+        missing = [q for q in order if run is not None and not run.get(q)]
+        if notes:
+            result = replace(result, notes=[*result.notes, *notes])
+        out.append(Evaluated(system, result, missing))
+    return out
