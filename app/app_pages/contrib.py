@@ -19,6 +19,7 @@ from lexlens.analysis.lexical.contrib import (
 )
 from lexlens.app.runtime import state
 from lexlens.app.views.contrib import apply_prefill, show_pair, show_single
+from lexlens.app.views.faithfulness import show_deletion_curve
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.views.widgets import option_widget
 
@@ -152,3 +153,4 @@ if other is not None:
     show_pair(result, other, (d_text, d2_text), q_text or "", vocab)
 else:
     show_single(result, d_text, q_text or "", vocab)
+show_deletion_curve(result, q_encoder, d_encoder, d_image)
