@@ -18,6 +18,7 @@ from lexlens.analysis.lexical.terms import (
     terms_of_encoding,
 )
 from lexlens.app.runtime import state
+from lexlens.app.views.faithfulness import show_provenance_check
 from lexlens.app.views.widgets import option_widget, terms_display
 from lexlens.models import LexicalEncoding, LexlensError
 from lexlens.models.base import check_texts
@@ -149,3 +150,4 @@ for note in result.notes:  # truncation, special tokens only: what changes how t
 st.session_state[LAST] = result
 state.keep_for_reload("text", "text_", f"terms of “{text[:60]}”")
 show(result, merge)
+show_provenance_check(encoder, result, merge, k)
