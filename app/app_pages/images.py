@@ -28,6 +28,7 @@ from lexlens.analysis.lexical.terms import (
     terms_of_encoding,
 )
 from lexlens.app.runtime import state
+from lexlens.app.views.faithfulness import show_occlusion_check
 from lexlens.app.views.image import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.views.widgets import show_cloud, term_table, terms_display
@@ -126,6 +127,7 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
 
     with tab_groups:
         groups = patch_groups(view)
+        show_occlusion_check(view, picture, groups)
     with tab_heat:
         heatmap_tab(view, rows_of(whole))
 
