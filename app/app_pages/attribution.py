@@ -28,6 +28,7 @@ from lexlens.app.views.attribution import (
     show_text,
     show_topic,
 )
+from lexlens.app.views.faithfulness import show_ig_curves
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -150,6 +151,7 @@ if a.truncated:
 
 if a.words:
     show_text(a, key)
+    show_ig_curves(encoder, res, pick, key)
 else:
     st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
 if len(attrs) > 1:
