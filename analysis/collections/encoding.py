@@ -15,11 +15,16 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.items import Skipped
+from lexlens.analysis.collections.token_ids import units_to_ids
 from lexlens.analysis.core.gating import gate
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 
 #: What a row is: sorted vocabulary ids (int32) and their gated weights (float32).
 SparseRow = tuple[np.ndarray, np.ndarray]
+#: What an encoded item gives the index: its row and, for a text, its input token ids
+#: (int32, as the encoder read them; ``None`` for an image), which analyses of its own
+#: tokens read instead of encoding it again (:mod:`.token_ids`).
+EncodedRow = tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
 def content_key(kind: str, payload: bytes) -> str:
@@ -34,11 +39,18 @@ def gated_sparse(encoding: LexicalEncoding, vocab: list[str], gate_k: int) -> Sp
     return cols, dense[cols].astype(np.float32)
 
 
+def input_token_ids(encoding: LexicalEncoding, vocab: list[str]) -> np.ndarray | None:
+    """A text encoding's input tokens as positions in the output vocabulary, int32
+    (:func:`.token_ids.units_to_ids`; ``None`` for an image)."""
+    return None if encoding.input_ids is None else units_to_ids(encoding.units, vocab)
+
+
 def encode_payloads(
     encoder: Encoder, gate_k: int, payloads: list[tuple[str, bytes | str, str]]
-) -> list[SparseRow | Skipped]:
+) -> list[EncodedRow | Skipped]:
     """Encode (kind, payload, where) triples (image bytes or a text) into gated sparse
-    vectors; unreadable images become :class:`Skipped` (the rest of the batch goes on)."""
+    vectors with a text's input token ids (:data:`EncodedRow`); unreadable images become
+    :class:`Skipped` (the rest of the batch goes on)."""
     from lexlens.models.images import load_image
 
     out: list[Any] = [None] * len(payloads)
@@ -61,12 +73,17 @@ def encode_payloads(
             strict=True,
         ):
             out[slot] = (
-                enc if isinstance(enc, Skipped) else gated_sparse(enc, encoder.vocab, gate_k)
+                enc
+                if isinstance(enc, Skipped)
+                else (*gated_sparse(enc, encoder.vocab, gate_k), None)
             )
     if texts:
         encodings = encoder.encode_texts(texts, side="document", keep_units=False)
         for slot, enc in zip(text_slots, encodings, strict=True):
-            out[slot] = gated_sparse(enc, encoder.vocab, gate_k)
+            out[slot] = (
+                *gated_sparse(enc, encoder.vocab, gate_k),
+                input_token_ids(enc, encoder.vocab),
+            )
     return out
 
 

@@ -79,21 +79,24 @@ class _EncodeActor:
             else:
                 payloads.append((kind, str(value), str(where)))
         results = encode_payloads(self.encoder, self.gate_k, payloads)
-        indices, data, errors = [], [], []
+        indices, data, tokens, errors = [], [], [], []
         for i, result in enumerate(results):
             if i in failed or isinstance(result, Skipped):
                 indices.append(b"")
                 data.append(b"")
+                tokens.append(None)
                 errors.append(failed.get(i) or result.reason)
             else:
-                cols, vals = result
+                cols, vals, token_ids = result
                 indices.append(np.asarray(cols, np.int32).tobytes())
                 data.append(np.asarray(vals, np.float32).tobytes())
+                tokens.append(None if token_ids is None else token_ids.tobytes())
                 errors.append("")
         return {
             "n": np.asarray(batch["n"]),
             "indices": np.array(indices, dtype=object),
             "data": np.array(data, dtype=object),
+            "tokens": np.array(tokens, dtype=object),
             "error": np.array(errors, dtype=object),
         }
 
@@ -130,8 +133,9 @@ class RayEncoder:
 
     def encode_all(
         self, todo: list[tuple[str, str, str]], root: Path
-    ) -> Iterator[tuple[np.ndarray, np.ndarray] | str]:
-        """For each (kind, image path or text, where): (indices, weights) or a reason."""
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None] | str]:
+        """For each (kind, image path or text, where): (indices, weights, a text's token ids)
+        as :func:`.encoding.encode_payloads` gives them, or a reason."""
         import ray
 
         if not todo:
@@ -176,9 +180,11 @@ class RayEncoder:
                 if row["error"]:
                     yield str(row["error"])
                 else:
+                    tokens = row["tokens"]
                     yield (
                         np.frombuffer(row["indices"], dtype=np.int32),
                         np.frombuffer(row["data"], dtype=np.float32),
+                        None if tokens is None else np.frombuffer(tokens, dtype=np.int32),
                     )
         if expected != len(todo):
             raise InputError(f"Ray returned {expected} of {len(todo)} items")

@@ -24,7 +24,7 @@ from lexlens.analysis.collections.build_parts import (
     listed_skipped,
     unchanged,
 )
-from lexlens.analysis.collections.encoding import SparseRow, content_key, encode_payloads
+from lexlens.analysis.collections.encoding import EncodedRow, content_key, encode_payloads
 from lexlens.analysis.collections.items import SkippedItems
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.ray_encode import RayEncoder
@@ -46,6 +46,7 @@ from lexlens.analysis.collections.store_writer import (
     clean_stale,
     write_atomically,
 )
+from lexlens.analysis.collections.token_ids import stored_token_ids
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -282,7 +283,7 @@ class _Build:
             else:  # more than counted (an estimate, or no count): the bar holds where it is
                 self.progress(self.fraction, f"{done} read: {indexed} items indexed")
 
-    def _write(self, p: _Pending, row: SparseRow, reused: bool) -> None:
+    def _write(self, p: _Pending, row: EncodedRow, reused: bool) -> None:
         item = p.item
         self.writer.add(
             {
@@ -295,9 +296,9 @@ class _Build:
         )  # fmt: skip
         self.counters["reused" if reused else "encoded"] += 1
 
-    def _stored(self, p: _Pending) -> SparseRow:
+    def _stored(self, p: _Pending) -> EncodedRow:
         assert self.old is not None and p.reuse_row is not None
-        return self.old.row(p.reuse_row)
+        return (*self.old.row(p.reuse_row), stored_token_ids(self.old).row(p.reuse_row))
 
     def _prepared(self) -> Iterator[_Pending]:
         for entry in iter_items(self.src):

@@ -40,6 +40,7 @@ from lexlens.analysis.collections.store import (
     file_checksum,
     vocab_hash,
 )
+from lexlens.analysis.collections.token_ids import TOKEN_IDS, TOKEN_INDPTR, token_dtype
 from lexlens.analysis.core.outputs import fsync_dir
 from lexlens.models.base import InputError
 
@@ -95,6 +96,9 @@ class IndexWriter:
         self.vocab_size = vocab_size
         self.indices = NpyAppender(folder / "indices.npy", np.int32)
         self.data = NpyAppender(folder / "data.npy", np.float32)
+        # Each item's input token ids (empty row: none given); written only if some are.
+        self.token_ids = NpyAppender(folder / TOKEN_IDS, token_dtype(vocab_size))
+        self.token_indptr = array.array("q", [0])
         # Typed arrays: 8 bytes an item each, not a Python number (≈32 bytes) in a list.
         self.indptr = array.array("q", [0])
         self.norms = array.array("d")
@@ -118,8 +122,15 @@ class IndexWriter:
         """Non-zero weights added so far."""
         return self.indptr[-1]
 
-    def add(self, meta: dict, indices: np.ndarray, data: np.ndarray) -> None:
-        """One item: its metadata row and its sparse gated vector (sorted indices)."""
+    def add(
+        self,
+        meta: dict,
+        indices: np.ndarray,
+        data: np.ndarray,
+        token_ids: np.ndarray | None = None,
+    ) -> None:
+        """One item: its metadata row, its sparse gated vector (sorted indices) and, for a
+        text, its input token ids as the encoder read them (:mod:`.token_ids`)."""
         if meta["id"] in self.ids:
             raise InputError(
                 f"{meta.get('where') or 'source'}: the id {meta['id']!r} appears twice"
@@ -131,6 +142,14 @@ class IndexWriter:
         self.indices.append(indices)
         self.data.append(data)
         self.indptr.append(self.indptr[-1] + int(data.size))
+        if token_ids is not None and len(token_ids):
+            token_ids = np.asarray(token_ids)
+            if int(token_ids.min()) < 0 or int(token_ids.max()) >= self.vocab_size:
+                raise InputError(
+                    f"{meta.get('where') or meta['id']}: token ids outside the vocabulary"
+                )
+            self.token_ids.append(token_ids)
+        self.token_indptr.append(self.token_ids.length)
         self.norms.append(float(np.sqrt(np.sum(data.astype(np.float64) ** 2))))
         if data.size:
             self.nonnegative &= bool(data.min() >= 0)
@@ -157,6 +176,14 @@ class IndexWriter:
         self._flush()
         self._parquet.close()
         sizes = {"indices.npy": self.indices.close(), "data.npy": self.data.close()}
+        if self.token_ids.length:
+            sizes[TOKEN_IDS] = self.token_ids.close()
+            sizes[TOKEN_INDPTR] = write_npy(
+                self.folder / TOKEN_INDPTR, np.asarray(self.token_indptr, np.int64)
+            )
+        else:  # no item came with token ids (images, vectors made elsewhere)
+            self.token_ids.abort()
+            (self.folder / TOKEN_IDS).unlink(missing_ok=True)
         sizes["indptr.npy"] = write_npy(
             self.folder / "indptr.npy", np.asarray(self.indptr, np.int64)
         )
@@ -181,6 +208,7 @@ class IndexWriter:
         """Close every file unfinished, after a failed build."""
         self.indices.abort()
         self.data.abort()
+        self.token_ids.abort()
         with contextlib.suppress(Exception):
             self._parquet.close()
 
@@ -377,18 +405,22 @@ def write_index(
     postings: bool | None = None,
 ) -> StoredIndex:
     """Store vectors made elsewhere (another tool's sparse vectors, a synthetic benchmark)
-    as an index: ``rows`` yields ``(meta, indices, weights)`` with ``meta`` holding at least
-    ``id`` (and optionally ``text``, ``image``, ``captions``, ``labels``). ``encoder`` is the
+    as an index: ``rows`` yields ``(meta, indices, weights)``, or ``(meta, indices, weights,
+    token_ids)`` for texts (their input token ids, :mod:`.token_ids`), with ``meta`` holding at
+    least ``id`` (and optionally ``text``, ``image``, ``captions``, ``labels``). ``encoder`` is the
     manifest's encoder entry (``name`` at least). Atomic like every build."""
     out = Path(out).expanduser()
     check_out(out)
 
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
-        for meta, cols, vals in rows:
+        for meta, cols, vals, *token_ids in rows:
             order = np.argsort(cols, kind="stable")
             full = {"kind": modality, "image": "", "text": "", "captions": [], "labels": [],
                     "content_key": "", "size": 0, "mtime_ns": 0} | dict(meta)  # fmt: skip
-            writer.add(full, np.asarray(cols, np.int32)[order], np.asarray(vals, np.float32)[order])
+            writer.add(
+                full, np.asarray(cols, np.int32)[order], np.asarray(vals, np.float32)[order],
+                token_ids[0] if token_ids else None,
+            )  # fmt: skip
         return writer.count, 0, SkippedItems()
 
     header = IndexHeader(

@@ -60,6 +60,7 @@ from lexlens.analysis.deviation.captions import (
     read_captions,
 )
 from lexlens.analysis.deviation.flops import flops_between
+from lexlens.analysis.deviation.item_tokens import text_token_rows
 from lexlens.analysis.deviation.options import (
     CAPTION_BATCH,
     DEVIATION_NEEDS,
@@ -161,20 +162,6 @@ def deviation(
         input_info={"captions": input_name(captions, name), "rows": len(table)},
         notes=notes,
     )
-
-
-def index_tokens(
-    encoder: Encoder, texts: list[str], batch_size: int = CAPTION_BATCH
-) -> list[list[str]]:
-    """Caption tokens of texts as ``encoder`` tokenises them (empty text → no token)."""
-    out: list[list[str]] = [[] for _ in texts]
-    todo = [i for i, t in enumerate(texts) if t and t.strip()]
-    for lo in range(0, len(todo), batch_size):
-        chunk = todo[lo : lo + batch_size]
-        encodings = encoder.encode_texts([texts[i] for i in chunk], keep_units=False)
-        for i, e in zip(chunk, encodings, strict=True):
-            out[i] = caption_terms(e.units)
-    return out
 
 
 def deviation_of_index(
@@ -308,7 +295,12 @@ def _measured(
     total = len(ix)
     for stop, vectors, meta in _batches(ix, options.batch_size or STORED_BATCH):
         ids = [m["id"] for m in meta]
-        items.add(ids, *_measured_against(meta, vectors, encoder, features, captions, gate_k))
+        if kind == "texts":  # each text against its own tokens, as the index keeps them
+            texts = [m.get("text") or "" for m in meta]
+            span = (stop - len(meta), stop)
+            items.add(ids, texts, vectors, text_token_rows(ix, encoder, scorer, span, texts))
+        else:
+            items.add(ids, *_measured_against(meta, vectors, encoder, features, captions, gate_k))
         if progress:
             progress(stop / total, f"Measured {stop} of {total} items")
     cap_set = captions.result() if captions is not None and captions.n else None
@@ -341,13 +333,10 @@ def _measured_against(
     captions: SetAccumulator | None,
     gate_k: int,
 ) -> tuple[list[str], Any, list[list[str]]]:
-    """(names, vectors, caption tokens) of a batch of stored items: a text against its own
-    tokens; an image or a feature vector against the tokens of its paired captions (an image
-    collection's captions are also a set of their own, encoded at the index's gate, folded
-    into ``captions``; a D2S head tokenises them: it has no text tower)."""
-    if captions is None and not features:
-        texts = [m.get("text") or "" for m in meta]
-        return texts, vectors, index_tokens(encoder, texts)
+    """(names, vectors, caption tokens) of a batch of stored images or feature vectors:
+    each against the tokens of its paired captions (an image collection's captions are also
+    a set of their own, encoded at the index's gate, folded into ``captions``; a D2S head
+    tokenises them: it has no text tower)."""
     paired = [_paired_captions(m) for m in meta]
     flat = [c for p in paired for c in p]
     if features:

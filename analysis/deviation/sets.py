@@ -10,7 +10,13 @@ from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.words import Term, input_words, merge_word_pieces, text_words
 from lexlens.analysis.deviation.flops import flops_with_self_pairs, flops_within
 from lexlens.analysis.deviation.options import DEFAULT_MAX_ROWS, MAX_CLOUD_WORDS
-from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer, denominator_of
+from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer
+from lexlens.analysis.deviation.tokens import (
+    BatchNumbers,
+    TokenRows,
+    batch_numbers,
+    numbers_one_by_one,
+)
 from lexlens.analysis.deviation.vocab_stats import (
     CLOUD_TERMS,
     LAZY_RATE,
@@ -117,51 +123,82 @@ class SetAccumulator:
             self.skipped.append({"id": item_id, "text": text, "reason": reason})
 
     def add(
-        self, ids: list[str], texts: list[str], batch: object, captions: list[list[str]]
+        self,
+        ids: list[str],
+        texts: list[str],
+        batch: object,
+        captions: list[list[str]] | TokenRows,
     ) -> None:
         """Fold a batch: ``batch`` rows are the items' gated vectors, ``captions`` the
-        caption tokens each is measured against (empty → not measured, listed as skipped)."""
+        caption tokens each is measured against, as strings or id rows (empty → not
+        measured, listed as skipped). Every item's numbers come from one pass over the batch
+        (:func:`.tokens.batch_numbers`); only the rows kept are scored one by one."""
         matrix = as_csr(batch, len(self.scorer.vocab)).copy()  # stored rows are read-only
         matrix.eliminate_zeros()
         if not (len(ids) == len(texts) == len(captions) == matrix.shape[0]):
             raise ValueError("ids, texts, captions and rows differ in number")
-        for r, (item_id, text, caption) in enumerate(zip(ids, texts, captions, strict=True)):
-            if not caption:
-                self.skip(item_id, text, _SKIP_REASON.get(self.kind, "no caption tokens"))
-                continue
-            own = text_words(text)
+        tokens = (
+            captions
+            if isinstance(captions, TokenRows)
+            else TokenRows.from_strings(captions, self.scorer)
+        )
+        if tokens is None:  # a token outside the vocabulary: scored item by item
+            numbers = numbers_one_by_one(matrix, captions, self.scorer)
+            lengths = np.fromiter((len(c) for c in captions), np.int64, len(captions))
+        else:
+            numbers, lengths = batch_numbers(matrix, tokens, self.scorer), tokens.lengths
+        measured = np.flatnonzero(lengths > 0)
+        for r in np.flatnonzero(lengths == 0):
+            self.skip(ids[r], texts[r], _SKIP_REASON.get(self.kind, "no caption tokens"))
+        for r in measured:
+            kept_row = len(self.rows) < self.max_rows
+            if not kept_row and len(self.words) >= MAX_CLOUD_WORDS:
+                break
+            own = text_words(texts[r])
             if len(self.words) < MAX_CLOUD_WORDS:
                 self.words.update(own)
-            lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
-            kept_row = len(self.rows) < self.max_rows
-            item = self.scorer.score(
-                item_id,
-                text,
-                matrix.indices[lo:hi],
-                matrix.data[lo:hi],
-                caption,
-                words=kept_row,
-                evidence=own | (input_words(caption) & self.words) if kept_row else own,
-            )
-            k = self.scorer.k
-            self.sums["exact_k"] += item.matches / k
-            self.sums["semantic_k"] += item.semantic_sum / k
-            den = denominator_of(k, item.positive_terms, "active")
-            self.sums["exact_a"] += item.matches / den
-            self.sums["semantic_a"] += item.semantic_sum / den
-            pos, stats = item.positive_terms, self.positive
-            stats["min"] = pos if stats["n"] == 0 else min(stats["min"], pos)
-            stats["max"] = max(stats["max"], pos)
-            stats["n"] += 1
-            stats["sum"] += pos
-            stats["below_k"] += pos < k
-            stats["capped"] += min(k, pos)
             if kept_row:
-                self.rows.append(item)
+                caption = captions[r] if tokens is None else tokens.strings(r)
+                lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+                self.rows.append(
+                    self.scorer.score(
+                        ids[r],
+                        texts[r],
+                        matrix.indices[lo:hi],
+                        matrix.data[lo:hi],
+                        caption,
+                        evidence=own | (input_words(caption) & self.words),
+                    )
+                )
+        self._fold(numbers, measured)
         self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
         self.nnz += int(matrix.nnz)
         self.n += matrix.shape[0]
         self.vocab.add(matrix)
+
+    def _fold(self, numbers: BatchNumbers, measured: np.ndarray) -> None:
+        """Add the measured items' numbers to the means and the positive-term counts."""
+        if measured.size == 0:
+            return
+        k = self.scorer.k
+        pos = numbers.positive[measured]
+        matches = numbers.matches[measured].astype(np.float64)
+        semantic = numbers.semantic_sum[measured]
+        den = np.maximum(1, np.minimum(k, pos)).astype(np.float64)
+        for key, values in (
+            ("exact_k", matches / k),
+            ("semantic_k", semantic / k),
+            ("exact_a", matches / den),
+            ("semantic_a", semantic / den),
+        ):  # added one item at a time, in order: the means do not depend on the batches
+            self.sums[key] = float(np.cumsum(np.r_[self.sums[key], values])[-1])
+        stats = self.positive
+        stats["min"] = int(pos.min()) if stats["n"] == 0 else min(stats["min"], int(pos.min()))
+        stats["max"] = max(stats["max"], int(pos.max()))
+        stats["n"] += int(pos.size)
+        stats["sum"] += int(pos.sum())
+        stats["below_k"] += int(np.count_nonzero(pos < k))
+        stats["capped"] += int(np.minimum(k, pos).sum())
 
     def result(self) -> SetDeviation:
         n, k = self.n, self.scorer.k
