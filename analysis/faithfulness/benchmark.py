@@ -250,3 +250,32 @@ def with_faithfulness(
     values = {f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult)
               if f.init}  # fmt: skip
     return EvaluationWithFaithfulness(**values, faithfulness=found)
+
+
+def faithfulness_text(result: Any) -> str:
+    """The command line's view of an evaluation's faithfulness (empty without one): the
+    summary against random, and the first failures."""
+    found = getattr(result, "faithfulness", None)
+    if not isinstance(found, FailuresFaithfulness):
+        return ""
+    s = found.summary
+
+    def n(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    lines = [
+        "",
+        "",
+        f"faithfulness (measured by {s.measured_by}): {s.failures} failures, "
+        f"{s.model_calls} edited queries re-encoded in {s.seconds:.1f} s",
+        "                     explanation  random",
+        f"comprehensiveness    {n(s.comprehensiveness):>11}  {n(s.random_comprehensiveness)}"
+        "  (median share of the gap closed)",
+        f"capped mean          {n(s.capped_comprehensiveness):>11}  "
+        f"{n(s.capped_random_comprehensiveness)}",
+        f"pairs flipped        {n(s.flip_rate):>11}  {n(s.random_flip_rate)}",
+        f"AOPC (median)        {n(s.aopc):>11}  {n(s.random_aopc)}",
+        f"beats random {n(s.beats_random)}, Wilcoxon p {n(s.wilcoxon_p)}",
+    ]
+    lines += [f"note: {note}" for note in found.notes]
+    return "\n".join(lines)
