@@ -14,6 +14,11 @@ from lexlens.analysis.benchmark.evaluation_result import (
     worst_first,
 )
 from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.faithfulness.benchmark import (
+    FaithfulnessOptions,
+    faithfulness_text,
+    with_faithfulness,
+)
 from lexlens.analysis.systems.compare import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -74,6 +79,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
     common.add_options(parser, ComparisonOptions)
+    parser.add_argument(
+        "--faithfulness", action="store_true",
+        help="test each failure's explanation by re-encoding: its words deleted, "
+        "comprehensiveness and AOPC against random words (one system)",
+    )  # fmt: skip
+    common.add_options(parser, FaithfulnessOptions, skip=("seed",))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -91,6 +102,11 @@ def run(args: argparse.Namespace) -> None:
         progress=common.progress_printer(args), evaluation=evaluation,
         options=common.options_from_args(ComparisonOptions, args),
     )  # fmt: skip
+    if args.faithfulness:
+        result = with_faithfulness(
+            args.index[0], result, device=args.device, progress=common.progress_printer(args),
+            options=common.options_from_args(FaithfulnessOptions, args),
+        )  # fmt: skip
     common.write_out(out, result)
     if isinstance(result, SystemsComparison):
         text = result.files()["comparison.tex"].decode() if args.latex else compared(result)
@@ -98,7 +114,7 @@ def run(args: argparse.Namespace) -> None:
     elif args.latex:
         raise InputError("--latex: a LaTeX table compares two or more systems")
     else:
-        common.emit(args, result, render(result))
+        common.emit(args, result, render(result) + faithfulness_text(result))
 
 
 #: The text view's columns (named as in per_query.csv and failures.csv).
