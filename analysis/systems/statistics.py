@@ -13,15 +13,16 @@ system A, the baseline) are what is tested.
 - **Randomization test** (Fisher's sharp null: the two systems' labels are exchangeable on
   every query, so each δ_q keeps its size and its sign is a coin flip; Smucker, Allan and
   Carterette, CIKM 2007): ``scipy.stats.permutation_test`` with
-  ``permutation_type="samples"`` on the mean difference, two-sided, the given number of
-  random sign assignments from a seeded generator; its p-value counts the observed
-  assignment (never 0).
+  ``permutation_type="samples"`` on the mean difference, the given number of random sign
+  assignments from a seeded generator; each one-sided p-value counts the observed
+  assignment (Phipson and Smyth 2010: never 0) and the two-sided one is twice the smaller
+  (scipy's rule; the null distribution is symmetric), so the smallest is 2/(resamples+1).
 - **Bootstrap confidence interval** of the mean δ: percentile interval of the mean over
   ``resamples`` resamples of the queries with replacement (``scipy.stats.bootstrap``,
   ``method="percentile"``, seeded; Efron and Tibshirani 1993).
 - **Effect size**: the paired Cohen's d (``d_z``): mean δ over the sample standard
-  deviation of δ (n − 1); 0 when every δ is equal to 0, ±inf never reported (``None`` when
-  δ is constant and non-zero).
+  deviation of δ (n − 1); 0 when every δ is 0, and ``None`` (never ±inf) when δ is a
+  non-zero constant. Differences equal up to float rounding count as constant.
 - **Wins / ties / losses**: queries where B is above / equal to / below A.
 
 Corrections over a family of p-values (all comparisons × measures): Holm's step-down
@@ -65,6 +66,11 @@ class PairedTests:
     losses: int
 
 
+def constant(delta: np.ndarray) -> bool:
+    """Whether the differences do not vary (up to float rounding: 1e-12 of their size)."""
+    return bool(np.ptp(delta) <= 1e-12 * max(1.0, float(np.max(np.abs(delta)))))
+
+
 def _finite(value: float) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
@@ -76,8 +82,8 @@ def t_test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float]:
     from scipy.stats import ttest_rel
 
     delta = b - a
-    if np.all(delta == delta[0]):
-        return None, (1.0 if delta[0] == 0 else 0.0)
+    if constant(delta):
+        return None, (1.0 if not np.any(delta) else 0.0)
     result = ttest_rel(b, a)
     return _finite(result.statistic), float(result.pvalue)
 
@@ -120,8 +126,8 @@ def bootstrap_interval(
     replacement, ``numpy.random.default_rng(seed)``)."""
     from scipy.stats import bootstrap
 
-    if np.all(delta == delta[0]):
-        return float(delta[0]), float(delta[0])
+    if constant(delta):
+        return float(delta.mean()), float(delta.mean())
     result = bootstrap(
         (delta,), _mean_last, n_resamples=resamples, confidence_level=confidence,
         method="percentile", vectorized=True, rng=np.random.default_rng(seed),
@@ -134,9 +140,9 @@ def effect_size(delta: np.ndarray) -> float | None:
     """Paired Cohen's d (``d_z``): mean δ / standard deviation of δ (n − 1)."""
     if delta.size < 2:
         return None
+    if constant(delta):
+        return 0.0 if not np.any(delta) else None
     spread = float(np.std(delta, ddof=1))
-    if spread == 0:
-        return 0.0 if float(np.mean(delta)) == 0 else None
     return float(np.mean(delta)) / spread
 
 

@@ -18,6 +18,10 @@ For one query and a pair (A, B):
   collection's own encoder (the Lexlens side's, else the collection's query encoder at the
   evaluation's gate), which is what the run is explained by.
 
+The explained queries are encoded again, together: a batch's padding moves a weight by
+float32 rounding, so an explained score may differ from the evaluated ranking's in about
+the seventh digit (each side's words still sum exactly to the score shown).
+
 Across the benchmark, :func:`blame_shift` lists the words that put non-relevant items above
 relevant ones under A but not under B (they decide a failure of A's and not B's for the
 same query), and the reverse, with the queries behind each.
