@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
+from lexlens.analysis.benchmark.evaluation_result import BLAME_COLUMNS, MEASURES, PER_QUERY_COLUMNS
 from tests.benchmark.test_evaluate import QRELS, QUERIES, TEXTS
 from tests.helpers import app_page, click_and_wait, page_result
 
@@ -55,3 +58,58 @@ def test_an_uploaded_benchmark_is_evaluated_explained_and_kept(
     assert again.radio(key="eval_source").value == "Upload queries and judgements"
     assert again.number_input(key="eval_top").value == 5
     assert {m.label: m.value for m in again.metric} == shown
+
+
+def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_csv(
+    tmp_path, monkeypatch, cli
+):
+    """The page's tables: ranks as nullable integers (no "None" among numbers), measures as
+    floats, tied queries in natural id order (q7 < q10, q2 < q102, as numbers), columns named
+    as per_query.csv and blame.csv; the relevant item scoring 0 reads "not retrieved" and
+    the failure is filed under that cause."""
+    from tests.benchmark.test_trust_evaluation import CORPUS
+    from tests.benchmark.test_trust_evaluation import QRELS as T_QRELS
+    from tests.benchmark.test_trust_evaluation import QUERIES as T_Q
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in CORPUS.items())
+    )
+    (beir / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in T_Q.items())
+    )
+    (beir / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{r}\n" for q, docs in T_QRELS.items() for d, r in docs.items())
+    )
+    assert cli("index", "--encoder", "splade-tiny", "--source", beir,
+               "--out", home / "collections" / "trust").returncode == 0  # fmt: skip
+    at = app_page(PAGE)
+    kept = " ".join(c.value for c in at.caption)
+    stored = home / "collections" / "trust"  # what the build kept, counted by its lines
+    queries = len((stored / "queries.jsonl").read_text().splitlines())
+    judgements = len((stored / "qrels.tsv").read_text().splitlines()) - 1  # a header line
+    assert (queries, judgements) == (5, 5)  # every query; q50 (not among them) is dropped
+    assert f"trust keeps {queries} queries and {judgements} judgements" in kept
+    click_and_wait(at, next(b for b in at.button if b.label == "Evaluate").click)
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "first_relevant_rank" in d.value.columns)
+    assert [c for c in table.columns if c != "top_terms"] == list(PER_QUERY_COLUMNS)
+    assert list(table["query_id"]) == ["q7", "q10", "q2", "q102"]  # nDCG 0, 0, 1, 1
+    for column in ("first_relevant_rank", "relevant_rank"):
+        assert str(table[column].dtype) == "Int64"
+    for measure in MEASURES:
+        assert table[measure].dtype == "float64"
+    q10 = table.set_index("query_id").loc["q10"]
+    assert pd.isna(q10["relevant_rank"]) and q10["relevant_status"] == "not retrieved"
+    assert not any(str(v) == "None" for v in table.astype(str).to_numpy().ravel())
+    blame = next(d.value for d in at.dataframe if "pushed" in d.value.columns)
+    assert list(blame.columns) == [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
+    causes = next(d.value for d in at.dataframe if "cause" in d.value.columns)
+    assert dict(zip(causes["cause"], causes["failures"], strict=True))["not retrieved"] == 1
+    captions = [c.value for c in at.caption]
+    assert "d-bread — not retrieved, score 0.0000" in captions
+    assert not any("rank" in c and "d-bread" in c for c in captions)
