@@ -90,7 +90,32 @@ class Scorer:
             semantic_sum = float(np.clip(sims.max(axis=1), -1.0, 1.0).astype(np.float64).sum())
         else:
             semantic_sum = 0.0
-        positive = int(idx.size)
+        return self.item(
+            item_id,
+            text,
+            (top, val[order]),
+            caption,
+            counts=(int(idx.size), matches, int(rows.size - with_vec.size)),
+            semantic_sum=semantic_sum,
+            evidence=evidence if words else None,
+        )
+
+    def item(
+        self,
+        item_id: str,
+        text: str,
+        top: tuple[np.ndarray, np.ndarray],
+        caption: list[str],
+        *,
+        counts: tuple[int, int, int],
+        semantic_sum: float,
+        evidence: set[str] | frozenset[str] | None,
+    ) -> ItemDeviation:
+        """The row of an item scored already: its top terms (ids, weights, best first),
+        ``counts`` = (positive terms, matches, top terms without a static vector), its
+        Semantic@k sum; ``evidence`` ``None`` skips ``top_words``."""
+        positive, matches, no_vector = counts
+        ids, weights = top
         den = denominator_of(self.k, positive, self.denominator)
         return ItemDeviation(
             id=item_id,
@@ -102,20 +127,20 @@ class Scorer:
             denominator=den,
             exact_at_k=matches / den,
             semantic_at_k=semantic_sum / den,
-            top_terms=terms,
+            top_terms=[self.vocab[i] for i in ids],
             caption_tokens=list(caption),
-            no_vector=int(rows.size - with_vec.size),
-            top_words=[
+            no_vector=no_vector,
+            top_words=[]
+            if evidence is None
+            else [
                 t.token
                 for t in merge_word_pieces(
                     [
                         Term(self.vocab[i], float(w), int(i))
-                        for i, w in zip(top, val[order], strict=True)
+                        for i, w in zip(ids, weights, strict=True)
                     ],
                     self.vocab,
                     set(evidence),
                 )
-            ]
-            if words
-            else [],
+            ],
         )

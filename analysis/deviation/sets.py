@@ -158,23 +158,43 @@ class SetAccumulator:
             if len(self.words) < MAX_CLOUD_WORDS:
                 self.words.update(own)
             if kept_row:
-                caption = captions[r] if tokens is None else tokens.strings(r)
-                lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
-                self.rows.append(
-                    self.scorer.score(
-                        ids[r],
-                        texts[r],
-                        matrix.indices[lo:hi],
-                        matrix.data[lo:hi],
-                        caption,
-                        evidence=own | (input_words(caption) & self.words),
-                    )
-                )
+                item = (ids[r], texts[r], own)
+                self.rows.append(self._row(item, r, matrix, captions, tokens, numbers))
         self._fold(numbers, measured)
         self.counts += np.bincount(matrix.indices, minlength=len(self.scorer.vocab))
         self.nnz += int(matrix.nnz)
         self.n += matrix.shape[0]
         self.vocab.add(matrix)
+
+    def _row(
+        self,
+        item: tuple[str, str, set[str]],
+        r: int,
+        matrix: object,
+        captions: list[list[str]] | TokenRows,
+        tokens: TokenRows | None,
+        numbers: BatchNumbers,
+    ) -> ItemDeviation:
+        """The kept row of item ``r`` of a batch (``item``: its id, text and the words its
+        text spells), from the batch's numbers."""
+        item_id, text, evidence = item
+        if tokens is None:
+            caption = captions[r]
+            lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
+            return self.scorer.score(
+                item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption,
+                evidence=evidence | (input_words(caption) & self.words),
+            )  # fmt: skip
+        caption = tokens.strings(r)
+        return self.scorer.item(
+            item_id,
+            text,
+            numbers.top_of(r),
+            caption,
+            counts=(int(numbers.positive[r]), int(numbers.matches[r]), int(numbers.no_vector[r])),
+            semantic_sum=float(numbers.semantic_sum[r]),
+            evidence=evidence | (input_words(caption) & self.words),
+        )
 
     def _fold(self, numbers: BatchNumbers, measured: np.ndarray) -> None:
         """Add the measured items' numbers to the means and the positive-term counts."""

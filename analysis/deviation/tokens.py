@@ -25,8 +25,9 @@ import scipy.sparse as sp
 from lexlens.analysis.collections.token_ids import canonical_ids, vocab_positions
 from lexlens.analysis.deviation.scoring import Scorer
 
-#: Cosines computed at once (top terms × own tokens, over a slice of the batch's items).
-COSINE_BLOCK = 4_000_000
+#: Numbers in the padded own-token vectors of one block of items (``items × longest × d``,
+#: float64): 2M = 16 MB, so the blocks stay in cache-sized pieces whatever the batch.
+COSINE_BLOCK = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,21 @@ class BatchNumbers:
     matches: np.ndarray  # int64 [n]
     semantic_sum: np.ndarray  # float64 [n]
     no_vector: np.ndarray  # int64 [n]
+    #: every item's top terms, item after item, best first: ids, weights, and where each
+    #: item's start (``[n + 1]``); ``None`` when scored one by one
+    top: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def top_of(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Item ``r``'s top terms (ids, weights), best first."""
+        assert self.top is not None
+        ids, weights, starts = self.top
+        return ids[starts[r] : starts[r + 1]], weights[starts[r] : starts[r + 1]]
 
 
 def top_k_entries(matrix: sp.csr_matrix, scorer: Scorer) -> tuple[np.ndarray, ...]:
-    """(row, vocabulary id, rank) of every row's top-k terms, and each row's positive-term
-    count: positive weights, special tokens left out, by weight descending then id."""
+    """(row, vocabulary id, weight, rank) of every row's top-k terms, row after row, best
+    first, and each row's positive-term count: positive weights, special tokens left out,
+    by weight descending then id."""
     n = matrix.shape[0]
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(matrix.indptr))
     cols, vals = matrix.indices.astype(np.int64), matrix.data
@@ -103,18 +114,18 @@ def top_k_entries(matrix: sp.csr_matrix, scorer: Scorer) -> tuple[np.ndarray, ..
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
     positive = np.bincount(rows, minlength=n).astype(np.int64)
     order = np.lexsort((cols, -vals, rows))
-    rows, cols = rows[order], cols[order]
+    rows, cols, vals = rows[order], cols[order], vals[order]
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(positive, out=starts[1:])
     rank = np.arange(rows.size, dtype=np.int64) - starts[rows]
     top = rank < scorer.k
-    return rows[top], cols[top], rank[top], positive
+    return rows[top], cols[top], vals[top], rank[top], positive
 
 
 def batch_numbers(matrix: sp.csr_matrix, tokens: TokenRows, scorer: Scorer) -> BatchNumbers:
     """Exact@k's matches and Semantic@k's sum of every item of a batch (module docstring)."""
     n = matrix.shape[0]
-    rows, cols, rank, positive = top_k_entries(matrix, scorer)
+    rows, cols, vals, rank, positive = top_k_entries(matrix, scorer)
     size = len(scorer.vocab)
     canon = canonical_ids(scorer.vocab)
     own_rows = np.repeat(np.arange(n, dtype=np.int64), tokens.lengths)
@@ -130,7 +141,9 @@ def batch_numbers(matrix: sp.csr_matrix, tokens: TokenRows, scorer: Scorer) -> B
     with_vec = static_rows >= 0
     no_vector = np.bincount(rows, weights=~with_vec, minlength=n).astype(np.int64)
     semantic = _semantic_sums(rows, rank, static_rows, own_rows, tokens, scorer, n)
-    return BatchNumbers(positive, matches, semantic, no_vector)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.minimum(positive, scorer.k), out=starts[1:])
+    return BatchNumbers(positive, matches, semantic, no_vector, (cols, vals, starts))
 
 
 def _semantic_sums(
@@ -157,7 +170,7 @@ def _semantic_sums(
         return out
     vectors, k = scorer.static.vectors, scorer.k
     width = int(own_count.max())
-    step = max(1, COSINE_BLOCK // max(1, k * width))
+    step = max(1, COSINE_BLOCK // (width * vectors.shape[1]))
     for lo in range(0, n, step):
         hi = min(n, lo + step)
         pick = (rows >= lo) & (rows < hi)
