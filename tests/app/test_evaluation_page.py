@@ -113,3 +113,13 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     captions = [c.value for c in at.caption]
     assert "d-bread — not retrieved, score 0.0000" in captions
     assert not any("rank" in c and "d-bread" in c for c in captions)
+    # The failure opens in Query ⊙ Document with the query and both whole texts.
+    button = next(b for b in at.button if b.label == "Open both in Query ⊙ Document")
+    button.click().run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="contrib_q_text").value == T_Q["q10"]
+    assert at.text_area(key="contrib_d2_text").value == CORPUS["d-bread"]
+    first = at.text_area(key="contrib_d_text").value
+    assert first in CORPUS.values() and first != CORPUS["d-bread"]
+    scores = [m.value for m in at.metric if m.label == "Score"]
+    assert scores[1] == "0.0000" and float(scores[0]) > 0  # d-bread shares no term
