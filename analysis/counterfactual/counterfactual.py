@@ -21,6 +21,7 @@ reached) is given with ``found: false``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from lexlens.analysis.core.arguments import device_argument, image_argument, tex
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.counterfactual.edits import (
+    Edit,
     ImageQuery,
     TextQuery,
     TextTarget,
@@ -64,10 +66,9 @@ def stored_query(collection: Collection, query_id: Any) -> str:
     return queries[query_id]
 
 
-def _target_row(collection: Collection, target: Any) -> tuple[int, dict]:
+def _target_row(collection: Collection, ids: list[str], target: Any) -> tuple[int, dict]:
     """The row of item ``target`` (its id) and its metadata."""
     text_argument(target, "target", about="an item's id")
-    ids = [str(i) for i in collection.column("id")]
     try:
         row = ids.index(target)
     except ValueError:
@@ -104,6 +105,50 @@ def _query_input(query: Any, query_id: Any, collection: Collection) -> Any:
     return image_argument(query, "query")
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One counterfactual's inputs, checked and loaded: the collection and its ids, the query
+    as the search edits it, the target's row and metadata, the encoder and device."""
+
+    collection: Collection
+    ids: list[str]
+    query: TextQuery | ImageQuery
+    row: int
+    meta: dict
+    encoder: Encoder
+    device: str | None
+    query_id: str | None
+
+
+def prepare(
+    index_or_collection: Any, query: Any, target: Any, *, query_id: str | None = None,
+    query_encoder: Encoder | str | None = None, device: str | None = None,
+    options: CounterfactualOptions,
+) -> Prepared:  # fmt: skip
+    """Check every input (before any model loads, but the query encoder's) and load them."""
+    device_argument(device)
+    collection = collection_argument(index_or_collection, "index_or_collection")
+    text_argument(query_id, "query_id", optional=True)
+    query = _query_input(query, query_id, collection)
+    ids = [str(i) for i in collection.column("id")]
+    row, meta = _target_row(collection, ids, target)
+    is_text = isinstance(query, str)
+    encoder = query_encoder_for(
+        collection, query_encoder, device, "text" if is_text else "image",
+        needs=text_query_needs(options.query_mode) if is_text else IMAGE_QUERY_NEEDS,
+    )  # fmt: skip
+    if is_text:
+        edited: TextQuery | ImageQuery = TextQuery(
+            encoder, query, options.query_mode, options.gate_k
+        )
+    else:
+        from lexlens.models.images import load_image
+
+        picture = query if hasattr(query, "convert") else load_image(query, name="query")
+        edited = ImageQuery(encoder, picture, options.gate_k)
+    return Prepared(collection, ids, edited, row, meta, encoder, device, query_id)
+
+
 def counterfactual(
     index_or_collection: Any,
     query: Any,
@@ -120,90 +165,76 @@ def counterfactual(
     of ``index_or_collection``: the exact term-level answer and (level "text") the shortest
     verified word edits (see the module docstring). Settings: ``options`` or its fields."""
     options = CounterfactualOptions.of(options, **given)
-    device_argument(device)
-    collection = collection_argument(index_or_collection, "index_or_collection")
-    text_argument(query_id, "query_id", optional=True)
-    query = _query_input(query, query_id, collection)
-    row, meta = _target_row(collection, target)
-    is_text = isinstance(query, str)
-    encoder = query_encoder_for(
-        collection, query_encoder, device, "text" if is_text else "image",
-        needs=text_query_needs(options.query_mode) if is_text else IMAGE_QUERY_NEEDS,
+    prepared = prepare(
+        index_or_collection, query, target, query_id=query_id, query_encoder=query_encoder,
+        device=device, options=options,
     )  # fmt: skip
-    if is_text:
-        edited: TextQuery | ImageQuery = TextQuery(
-            encoder, query, options.query_mode, options.gate_k
-        )
-    else:
-        from lexlens.models.images import load_image
-
-        picture = query if hasattr(query, "convert") else load_image(query, name="query")
-        edited = ImageQuery(encoder, picture, options.gate_k)
-    return _run(collection, edited, row, meta, encoder, device, options, query_id)
+    return answer(prepared, options)
 
 
-def _run(collection, query, row, meta, encoder, device, options, query_id) -> CounterfactualResult:
-    """Both levels for one query and target."""
-    ids = [str(i) for i in collection.column("id")]
+def answer(
+    prepared: Prepared, options: CounterfactualOptions, *, one_at_a_time: bool = False
+) -> CounterfactualResult:
+    """Both levels for one prepared query and target (``one_at_a_time``: the same search
+    encoding and ranking each candidate alone, to measure what batching saves)."""
+    p = prepared
     started = time.perf_counter()
     # the vector scored is the batch path's (as the evaluation encodes queries); the
     # encoding with per-unit rows gives provenance
-    pooled, with_units = query.encode_one_with_units()
-    q0 = query.encode([query.text])[0] if isinstance(query, TextQuery) else pooled
-    scorer = WholeIndexScorer(collection)
-    answer = term_counterfactual(scorer, q0, row)
-    terms = _terms_record(answer, ids, collection.vocab, query, row, time.perf_counter() - started)
+    pooled, with_units = p.query.encode_one_with_units()
+    q0 = p.query.encode([p.query.text])[0] if isinstance(p.query, TextQuery) else pooled
+    scorer = WholeIndexScorer(p.collection)
+    found = term_counterfactual(scorer, q0, p.row)
+    terms = _terms_record(found, p, time.perf_counter() - started)
     notes: list[str] = []
     text_answer = None
     if options.level == "text":
-        text_answer = _text_level(
-            collection, scorer, query, q0, with_units, row, meta, answer, encoder, device,
-            options, notes,
-        )  # fmt: skip
+        search = _text_search(p, scorer, q0, with_units, found, options, notes, one_at_a_time)
+        started = time.perf_counter()
+        outcome = search.run(search.singles, search.prior, options.max_edits)
+        notes.extend(outcome.notes)
+        text_answer = _text_record(outcome, search, p, time.perf_counter() - started)
+    query = p.query.text if isinstance(p.query, TextQuery) else "image"
     return CounterfactualResult(
-        index=collection.describe(), query=query.text if isinstance(query, TextQuery) else "image",
-        query_id=query_id, target=ids[row], counterfactual=text_answer, terms=terms,
-        settings={"query_encoder": encoder.name, **options.to_dict()}, notes=notes,
+        index=p.collection.describe(), query=query, query_id=p.query_id, target=p.ids[p.row],
+        counterfactual=text_answer, terms=terms,
+        settings={"query_encoder": p.encoder.name, **options.to_dict()}, notes=notes,
     )  # fmt: skip
 
 
-def _text_level(
-    collection, scorer, query, q0, with_units, row, meta, answer: TermAnswer, encoder,
-    device, options, notes: list[str],
-) -> Counterfactual:  # fmt: skip
-    """The text-level search for one query and target."""
-    started = time.perf_counter()
-    ids = [str(i) for i in collection.column("id")]
-    target = None
+def _text_search(
+    p: Prepared, scorer: WholeIndexScorer, q0: np.ndarray, with_units, found: TermAnswer,
+    options: CounterfactualOptions, notes: list[str], one_at_a_time: bool,
+) -> TextSearch:  # fmt: skip
+    """The text-level search of one query and target: its single edits (by ``side``) and
+    their prior (from provenance and the term-level answer)."""
+    query, target = p.query, None
     singles = query.edits() if options.side in ("query", "both") else []
-    is_image_item = bool(meta.get("image")) or collection.modality != "text"
     if options.side in ("document", "both"):
-        if is_image_item:
+        if bool(p.meta.get("image")) or p.collection.modality != "text":
             notes.append(IMAGE_TARGET_NOTE)
         elif isinstance(query, TextQuery):
-            gate_k = int(getattr(collection, "gate_k", DEFAULT_GATE_K))
-            text = str(meta.get("text") or "")
-            target = TextTarget(_document_encoder(collection, encoder, device), text, gate_k)
-            from lexlens.analysis.counterfactual.edits import Edit
-
+            gate_k = int(getattr(p.collection, "gate_k", DEFAULT_GATE_K))
+            text = str(p.meta.get("text") or "")
+            encoder = _document_encoder(p.collection, p.encoder, p.device)
+            target = TextTarget(encoder, text, gate_k)
             singles += [Edit("insert", "document", w, -1) for w in insertable(query.words, text)]
         else:
             notes.append("an image query's words cannot be inserted into a text: query edits only")
-    d0 = np.zeros(len(collection.vocab))
-    cols, vals = collection.row(row)
+    d0 = np.zeros(len(p.collection.vocab))
+    cols, vals = p.collection.row(p.row)
     d0[cols] = vals
     provenance = (
         word_terms(with_units, query.words, q0)
-        if with_units is not None and isinstance(query, TextQuery)
+        if isinstance(query, TextQuery)
         else _cell_terms(with_units, q0, len(query.words))
     )
-    prior = prior_of(query, scorer, q0, row, provenance, set(answer.terms), d0)
-    search = TextSearch(scorer, query, row, target, q0, d0, options.max_calls)
-    outcome = search.run(singles, prior, options.max_edits)
-    notes.extend(outcome.notes)
-    return _text_record(
-        outcome, search.root, ids, query, target, row, time.perf_counter() - started
+    search = TextSearch(
+        scorer, query, p.row, target, q0, d0, options.max_calls, one_at_a_time=one_at_a_time
     )
+    search.singles = singles
+    search.prior = prior_of(query, scorer, q0, p.row, provenance, set(found.terms), d0)
+    return search
 
 
 def _cell_terms(encoding, q0: np.ndarray, cells: int) -> list[set[int]]:
@@ -224,21 +255,23 @@ def _rival(ids: list[str], placed: Placement) -> str | None:
 
 
 def _text_record(
-    outcome: Outcome, root: Placement, ids, query, target, row, seconds: float
+    outcome: Outcome, search: TextSearch, p: Prepared, seconds: float
 ) -> Counterfactual:
-    state = outcome.state
+    """The text-level answer as reported."""
+    state, root, ids = outcome.state, search.root, p.ids
     notes = list(outcome.notes)
     if root.first:
         notes.append("the target already ranks first")
     elif not outcome.found:
+        rank = outcome.placement.rank if outcome.placement.rank else "none"
         notes.append(
-            "no edit within the budget ranks the target first: the closest tried is shown "
-            f"(rank {outcome.placement.rank if outcome.placement.rank else 'none'})"
+            f"no edit within the budget ranks the target first: the closest tried is shown "
+            f"(rank {rank})"
         )
     return Counterfactual(
-        target=ids[row], level="text", edits=[e.to_dict() for e in state.edits],
-        edited_query=query.shown(state.deleted),
-        edited_document=None if target is None else target.edited(state.inserted),
+        target=ids[p.row], level="text", edits=[e.to_dict() for e in state.edits],
+        edited_query=p.query.shown(state.deleted),
+        edited_document=None if search.target is None else search.target.edited(state.inserted),
         rank_before=root.rank, rank_after=outcome.placement.rank,
         score_after=outcome.placement.score, rival_after=_rival(ids, outcome.placement),
         verified=outcome.verified, model_calls=outcome.model_calls, seconds=round(seconds, 4),
@@ -248,27 +281,29 @@ def _text_record(
     )  # fmt: skip
 
 
-def _terms_record(answer: TermAnswer, ids, vocab, query, row, seconds: float) -> Counterfactual:
-    before, after = answer.before, answer.after or answer.before
-    notes = [answer.note] if answer.note else []
+def _terms_record(found: TermAnswer, p: Prepared, seconds: float) -> Counterfactual:
+    """The term-level answer as reported, each step over the whole collection."""
+    before, after = found.before, found.after or found.before
+    ids, vocab = p.ids, p.collection.vocab
+    notes = [found.note] if found.note else []
     if before.first:
         notes.append("the target already ranks first")
-    elif answer.first and not answer.exact:
+    elif found.first and not found.exact:
         notes.append("smallest found (beyond the exact search): a smaller set may exist")
-    elif answer.first:
+    elif found.first:
         notes.append("the smallest set (exact search)")
     steps = [
         {"term": vocab[s.term], "score": s.score, "rank": s.rank,
          "rival": None if s.rival is None else ids[s.rival], "rival_score": s.rival_score}
-        for s in answer.steps
+        for s in found.steps
     ]  # fmt: skip
     return Counterfactual(
-        target=ids[row], level="terms",
-        edits=[{"op": "delete", "side": "query", "term": vocab[t]} for t in answer.terms],
-        edited_query=query.shown(frozenset()) if isinstance(query, TextQuery) else "image",
-        edited_document=None, rank_before=before.rank, rank_after=after.rank,
-        score_after=after.score, rival_after=_rival(ids, after), verified=True, model_calls=0,
-        seconds=round(seconds, 4), found=answer.first, exact=answer.exact,
-        score_before=before.score, rival_before=_rival(ids, before),
-        rival_score_after=after.rival_score, steps=steps, notes=notes,
+        target=ids[p.row], level="terms",
+        edits=[{"op": "delete", "side": "query", "term": vocab[t]} for t in found.terms],
+        edited_query=p.query.shown(frozenset()), edited_document=None,
+        rank_before=before.rank, rank_after=after.rank, score_after=after.score,
+        rival_after=_rival(ids, after), verified=True, model_calls=0, seconds=round(seconds, 4),
+        found=found.first, exact=found.exact, score_before=before.score,
+        rival_before=_rival(ids, before), rival_score_after=after.rival_score, steps=steps,
+        notes=notes,
     )  # fmt: skip

@@ -76,8 +76,11 @@ class TextSearch:
     def __init__(
         self, scorer: WholeIndexScorer, query: TextQuery | ImageQuery, target_row: int,
         target: TextTarget | None, q0: np.ndarray, d0: np.ndarray, budget: int,
+        one_at_a_time: bool = False,
     ) -> None:  # fmt: skip
         self.scorer, self.query, self.row, self.target = scorer, query, target_row, target
+        #: encode and rank each candidate alone (the same search unbatched, for comparison)
+        self.one_at_a_time = one_at_a_time
         self.budget, self.calls = budget, 0
         self.d0 = d0.astype(np.float64)
         root_scores = scorer.scores(q0)[0]
@@ -87,6 +90,9 @@ class TextSearch:
         self.docs: dict[tuple[str, ...], np.ndarray] = {(): self.d0}
         self.root = place(root_scores, target_row)
         self.seen: set[tuple] = {State().key}
+        #: the single edits tried and how much each is predicted to help (set by the caller)
+        self.singles: list[Edit] = []
+        self.prior: Callable[[Edit], float] = lambda edit: 0.0
 
     # ------------------------------------------------------------------ evaluation
     def _placement(self, state: State) -> Placement:
@@ -118,20 +124,31 @@ class TextSearch:
             if d_key is not None and d_key not in new_docs:
                 new_docs.append(d_key)
             kept.append(state)
-        if new_queries:
+        if self.one_at_a_time:
+            self._one_by_one(new_queries, new_docs)
+        elif new_queries:
             vectors = self.query.encode([self.query.edited(k) for k in new_queries])
             for start in range(0, len(vectors), SCORE_CHUNK):
                 block = np.stack(vectors[start : start + SCORE_CHUNK]).astype(np.float64)
                 scores = self.scorer.scores(block)
                 for i in range(block.shape[0]):
                     self.queries[new_queries[start + i]] = (block[i], scores[i])
-        if new_docs:
+        if new_docs and not self.one_at_a_time:
             assert self.target is not None
             vectors = self.target.encode([self.target.edited(k) for k in new_docs])
             for key, vector in zip(new_docs, vectors, strict=True):
                 self.docs[key] = vector.astype(np.float64)
         self.calls += len(new_queries) + len(new_docs)
         return [(state, self._placement(state)) for state in kept]
+
+    def _one_by_one(self, new_queries: list, new_docs: list) -> None:
+        """Each new input encoded alone, each edited query scored alone."""
+        for key in new_queries:
+            vector = self.query.encode([self.query.edited(key)])[0].astype(np.float64)
+            self.queries[key] = (vector, self.scorer.scores(vector)[0])
+        for key in new_docs:
+            assert self.target is not None
+            self.docs[key] = self.target.encode([self.target.edited(key)])[0].astype(np.float64)
 
     def forget(self, keep: list[State]) -> None:
         """Drop the kept scores of every query but the root's and those of ``keep``."""

@@ -19,6 +19,7 @@ from lexlens.analysis.lexical.contrib import (
 )
 from lexlens.app.runtime import state
 from lexlens.app.views.contrib import apply_prefill, show_pair, show_single
+from lexlens.app.views.counterfactual import show_pair_counterfactual
 from lexlens.app.views.faithfulness import show_deletion_curve
 from lexlens.app.views.samples import DEFAULT_SAMPLE, sample_images
 from lexlens.app.views.widgets import option_widget
@@ -154,3 +155,7 @@ if other is not None:
 else:
     show_single(result, d_text, q_text or "", vocab)
 show_deletion_curve(result, q_encoder, d_encoder, d_image)
+show_pair_counterfactual(
+    q_encoder, d_encoder, q_image[1] if q_image else q_text, (d_text or "", d2_text),
+    "parametric" if q_kind == "Image" else mode, k,
+)  # fmt: skip

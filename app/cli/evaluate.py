@@ -14,6 +14,8 @@ from lexlens.analysis.benchmark.evaluation_result import (
     worst_first,
 )
 from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.counterfactual.evaluation import counterfactuals_text, with_counterfactuals
+from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.faithfulness.benchmark import (
     FaithfulnessOptions,
     faithfulness_text,
@@ -85,6 +87,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "comprehensiveness and AOPC against random words (one system)",
     )  # fmt: skip
     common.add_options(parser, FaithfulnessOptions, skip=("seed",))
+    parser.add_argument(
+        "--counterfactuals", action="store_true",
+        help="for each failure, the shortest verified edit that ranks its relevant item "
+        "first (FlipRate, mean edits, mean model calls; one system)",
+    )  # fmt: skip
+    common.add_options(parser, CounterfactualOptions, skip=("level", "query_mode", "gate_k"))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -107,6 +115,13 @@ def run(args: argparse.Namespace) -> None:
             args.index[0], result, device=args.device, progress=common.progress_printer(args),
             options=common.options_from_args(FaithfulnessOptions, args),
         )  # fmt: skip
+    if args.counterfactuals:
+        result = with_counterfactuals(
+            args.index[0], result, device=args.device, progress=common.progress_printer(args),
+            options=CounterfactualOptions.from_texts(
+                {"side": args.side, "max_edits": args.max_edits, "max_calls": args.max_calls}
+            ),
+        )  # fmt: skip
     common.write_out(out, result)
     if isinstance(result, SystemsComparison):
         text = result.files()["comparison.tex"].decode() if args.latex else compared(result)
@@ -114,7 +129,8 @@ def run(args: argparse.Namespace) -> None:
     elif args.latex:
         raise InputError("--latex: a LaTeX table compares two or more systems")
     else:
-        common.emit(args, result, render(result) + faithfulness_text(result))
+        text = render(result) + faithfulness_text(result) + counterfactuals_text(result)
+        common.emit(args, result, text)
 
 
 #: The text view's columns (named as in per_query.csv and failures.csv).

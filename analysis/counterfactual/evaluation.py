@@ -1,0 +1,256 @@
+"""Every failure of a benchmark evaluation with its counterfactual: what it would take for
+the query's best relevant item to rank first (``lexlens evaluate --counterfactuals``, the
+Evaluation page's job), and the summary — FlipRate (the share of failures fixed within the
+budget, by a verified text edit), the mean number of edits of those fixed and the mean model
+calls spent per failure — in evaluation.json, counterfactuals.csv and evaluation.html."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Progress, Record, Result
+from lexlens.analysis.counterfactual.counterfactual import answer, prepare
+from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.counterfactual.result import Counterfactual
+from lexlens.analysis.faithfulness.benchmark import EvaluationWithFaithfulness
+from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.models.base import Encoder, InputError
+
+#: counterfactuals.csv's columns.
+CSV_COLUMNS = (
+    "query_id", "query", "target", "rival_before", "rank_before", "found", "verified",
+    "rank_after", "edits", "n_edits", "model_calls", "seconds", "edited_query",
+    "edited_document", "terms_found", "terms_exact", "terms_removed",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FailureCounterfactual(Record):
+    """One failure's counterfactuals: its query, the relevant item to rank first, the
+    text-level answer and the term-level one."""
+
+    query_id: str
+    query: str
+    target: str
+    text: Counterfactual
+    terms: Counterfactual
+
+
+@dataclass(frozen=True)
+class CounterfactualSummary(Record):
+    """Over the failures tried: FlipRate (found by a verified text edit within the budget),
+    the mean edits of those found, the mean model calls per failure, the term level's own
+    flip rate and mean set size, the median seconds per failure."""
+
+    failures: int
+    tried: int
+    flip_rate: float | None
+    found: int
+    mean_edits: float | None
+    mean_model_calls: float | None
+    term_flip_rate: float | None
+    mean_terms: float | None
+    median_seconds: float | None
+    seconds: float
+    skipped: dict = field(default_factory=dict)
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(statistics.fmean(values)) if values else None
+
+
+def summarize(rows: list[FailureCounterfactual], failures: int, skipped: dict, seconds: float):
+    """The summary of the failures' counterfactuals."""
+    found = [r for r in rows if r.text.found]
+    terms_found = [r for r in rows if r.terms.found]
+    return CounterfactualSummary(
+        failures=failures, tried=len(rows),
+        flip_rate=len(found) / len(rows) if rows else None, found=len(found),
+        mean_edits=_mean([len(r.text.edits) for r in found]),
+        mean_model_calls=_mean([r.text.model_calls for r in rows]),
+        term_flip_rate=len(terms_found) / len(rows) if rows else None,
+        mean_terms=_mean([len(r.terms.edits) for r in terms_found]),
+        median_seconds=float(statistics.median([r.text.seconds + r.terms.seconds for r in rows]))
+        if rows else None,
+        seconds=round(seconds, 3), skipped=dict(skipped),
+    )  # fmt: skip
+
+
+def _edits_text(answer: Counterfactual) -> str:
+    return "; ".join(
+        f"{e['op']} {e['side']}: {e.get('word', e.get('term', e.get('cell')))}"
+        for e in answer.edits
+    )
+
+
+def csv_row(r: FailureCounterfactual) -> list[Any]:
+    """One failure under :data:`CSV_COLUMNS`."""
+    t = r.text
+    return [
+        r.query_id, r.query, r.target, t.rival_before, t.rank_before, t.found, t.verified,
+        t.rank_after, _edits_text(t), len(t.edits), t.model_calls, t.seconds, t.edited_query,
+        t.edited_document, r.terms.found, r.terms.exact,
+        " ".join(e["term"] for e in r.terms.edits),
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvaluationCounterfactuals(Result):
+    """Every failure's counterfactual in one evaluation, and their summary."""
+
+    file_stem = "counterfactuals"
+
+    summary: CounterfactualSummary
+    failures: list[FailureCounterfactual]
+    settings: dict
+    notes: list[str] = field(default_factory=list)
+
+    def csv(self) -> bytes:
+        """counterfactuals.csv: one row per failure tried."""
+        return csv_bytes(CSV_COLUMNS, [csv_row(r) for r in self.failures])
+
+    def html(self) -> str:
+        """The summary and each failure's edits as an HTML section (autoescaped)."""
+        from lexlens.analysis.counterfactual.report import counterfactual_section
+
+        return counterfactual_section(self)
+
+    def files(self) -> dict[str, bytes]:
+        """counterfactuals.json and counterfactuals.csv."""
+        return {"counterfactuals.json": json_bytes(self), "counterfactuals.csv": self.csv()}
+
+
+def failures_counterfactuals(
+    index: str | Path | StoredIndex,
+    evaluation: BenchmarkEvaluationResult,
+    *,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: CounterfactualOptions | None = None,
+    **given: Any,
+) -> EvaluationCounterfactuals:
+    """The counterfactual of every failure in ``evaluation`` (the result of
+    ``evaluate_benchmark`` on ``index``) whose relevant item the collection holds: its
+    queries encoded as the evaluation encoded them (its query encoder, mode and gate)."""
+    if not isinstance(evaluation, BenchmarkEvaluationResult):
+        raise InputError(
+            "evaluation must be the result of evaluate_benchmark (one system), not "
+            f"{type(evaluation).__name__}"
+        )
+    settings = evaluation.settings
+    options = CounterfactualOptions.of(
+        options, **{"query_mode": settings["query_mode"], "gate_k": settings["gate_k"], **given}
+    )
+    device_argument(device)
+    progress = progress_argument(progress)
+    ix = index_argument(index)
+    if settings.get("run"):
+        raise InputError(
+            "counterfactuals re-encode Lexlens's own queries: not another system's run"
+        )
+    encoder = query_encoder_for(ix, query_encoder or settings.get("query_encoder"), device)
+    started = time.perf_counter()
+    rows: list[FailureCounterfactual] = []
+    skipped: dict[str, int] = {}
+    for n, failure in enumerate(evaluation.failures):
+        if failure.relevant is None:
+            why = failure.relevant_status or "no relevant item in the collection"
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
+        prepared = prepare(
+            ix, failure.query, failure.relevant.id, query_encoder=encoder, device=device,
+            options=options,
+        )  # fmt: skip
+        result = answer(prepared, options)
+        assert result.counterfactual is not None
+        rows.append(FailureCounterfactual(
+            failure.query_id, failure.query, failure.relevant.id, result.counterfactual,
+            result.terms,
+        ))  # fmt: skip
+        if progress:
+            progress((n + 1) / len(evaluation.failures), f"{n + 1} failures tried")
+    summary = summarize(rows, len(evaluation.failures), skipped, time.perf_counter() - started)
+    return EvaluationCounterfactuals(
+        summary=summary, failures=rows, settings={"query_encoder": encoder.name, **options.to_dict()},
+        notes=[f"{n} failures not tried: {why}" for why, n in skipped.items()],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
+    """An evaluation with every failure's counterfactual (and, when measured, its
+    explanations' faithfulness): evaluation.json holds them under ``counterfactuals``,
+    counterfactuals.csv lists each failure, evaluation.html shows their section."""
+
+    counterfactuals: EvaluationCounterfactuals | None = None
+
+    def files(self) -> dict[str, bytes]:
+        """The evaluation's files, counterfactuals.csv beside them."""
+        out = super().files()
+        if self.counterfactuals is not None:
+            out["counterfactuals.csv"] = self.counterfactuals.csv()
+        return out
+
+    def html(self, max_failures: int = 200) -> str:
+        """evaluation.html with the counterfactuals' section before its end."""
+        page = super().html(max_failures)
+        if self.counterfactuals is None:
+            return page
+        section = self.counterfactuals.html()
+        cut = page.rfind("</body>")
+        return page[:cut] + section + page[cut:] if cut >= 0 else page + section
+
+
+def with_counterfactuals(
+    index: str | Path | StoredIndex,
+    evaluation: BenchmarkEvaluationResult,
+    *,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: CounterfactualOptions | None = None,
+    **given: Any,
+) -> EvaluationWithCounterfactuals:
+    """``evaluation`` (with its faithfulness, when measured) and every failure's
+    counterfactual (:func:`failures_counterfactuals`) in its JSON, CSV and HTML."""
+    found = failures_counterfactuals(
+        index, evaluation, device=device, progress=progress, options=options, **given
+    )
+    values = {f.name: getattr(evaluation, f.name) for f in fields(evaluation) if f.init}
+    return EvaluationWithCounterfactuals(**values, counterfactuals=found)
+
+
+def counterfactuals_text(result: Any) -> str:
+    """The command line's view of an evaluation's counterfactuals (empty without them): the
+    summary and the first failures' edits."""
+    found = getattr(result, "counterfactuals", None)
+    if not isinstance(found, EvaluationCounterfactuals):
+        return ""
+    s = found.summary
+
+    def n(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    lines = [
+        "", "",
+        f"counterfactuals: FlipRate {n(s.flip_rate)} ({s.found} of {s.tried} failures fixed by "
+        f"a verified edit), mean edits {n(s.mean_edits)}, mean model calls "
+        f"{n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean {n(s.mean_terms)} "
+        f"terms); {s.seconds:.1f} s",
+    ]  # fmt: skip
+    for r in found.failures[:10]:
+        t = r.text
+        state = "fixed" if t.found else "closest"
+        lines.append(f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
+                     f"{t.rank_after}: {_edits_text(t) or '(no edit)'}")  # fmt: skip
+    lines += [f"  note: {x}" for x in found.notes]
+    return "\n".join(lines)
