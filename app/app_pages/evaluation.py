@@ -27,6 +27,7 @@ from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.app.runtime import state
+from lexlens.app.views.counterfactual import show_counterfactuals
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures
 from lexlens.app.views.faithfulness import show_faithfulness
 from lexlens.app.views.widgets import option_widget
@@ -160,4 +161,5 @@ else:
     st.success("Every query has a relevant item first.")
 show_blame(result)
 show_faithfulness(result, card["path"])
+show_counterfactuals(result, card["path"])
 show_downloads(result)
