@@ -1,9 +1,13 @@
 """Exact top-n over a collection's gated sparse vectors (stored or in memory).
 
 :func:`top_items` scores ``score_i = Σ_t q_t f(w_it) / ν_i`` over the query terms' postings
-(float16 postings of a large stored index, or an exact float32 transpose built once),
-bounds each approximate score's rounding error, and rescores every item that could still
-reach the top exactly in float64: the result equals an exact ranking (ties by row).
+only (the memory-mapped float16 postings of a large stored index, or an exact float32
+transpose built once), so its time and memory are O(postings the query touches), never
+O(items): the threshold of the top ``n`` is selected among the touched postings themselves
+(a term-at-a-time accumulator, as an inverted-file engine keeps, without a pass over every
+item). Each accumulated score carries a bound on its rounding error, and every item whose
+score could still reach the top is rescored exactly in float64 from its stored row: the
+result equals an exact ranking, ties broken by row.
 """
 
 from __future__ import annotations
@@ -24,14 +28,32 @@ from lexlens.analysis.collections.store import (
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.search.memory_collection import MemoryCollection
 
-#: (indptr, items, weights, scale, exact) of a collection's inverted index.
-Postings = tuple[np.ndarray, np.ndarray, np.ndarray, float, bool]
+
+@dataclass(frozen=True)
+class Postings:
+    """A collection's inverted index: for each term ``t`` the items
+    ``items[indptr[t]:indptr[t + 1]]`` that use it and their weights (float16 ``w / scale``
+    of a large stored index, or the exact float32 weights: ``exact``); ``nonnegative`` when
+    no stored weight is below 0."""
+
+    indptr: np.ndarray
+    items: np.ndarray
+    weights: np.ndarray
+    scale: float
+    exact: bool
+    nonnegative: bool
+
 
 #: What search derives from a collection once and keeps while the collection lives: its
 #: whole CSR matrix and the exact transpose of a small one (kept beside the collection,
 #: never written into it).
 _CSR: weakref.WeakKeyDictionary[Collection, Any] = weakref.WeakKeyDictionary()
 _POSTINGS: weakref.WeakKeyDictionary[Collection, Postings] = weakref.WeakKeyDictionary()
+
+#: float64 rounding: the unit roundoff 2^-53.
+_U64 = 2.0**-53
+#: Listings of the touched postings sampled to find a first floor of the top n's threshold.
+SAMPLE_LISTINGS = 4096
 
 
 def _csr(target: Collection) -> Any:
@@ -59,40 +81,49 @@ def _stacked(target: Collection) -> Any:
 
 
 def _postings(target: Collection) -> Postings | None:
-    """(indptr, items, weights, scale, exact) of the collection's inverted index.
+    """The collection's inverted index (:class:`Postings`).
 
-    A large stored index keeps float16 postings on disk (``exact`` False). A small one (or
-    an in-memory collection) gets an exact float32 transpose of its CSR, made once per
+    A large stored index keeps float16 postings on disk, read memory-mapped. A small one
+    (or an in-memory collection) gets an exact float32 transpose of its CSR, made once per
     collection. ``None`` for a large index stored without postings.
     """
+    cached = _POSTINGS.get(target)
+    if cached is not None:
+        return cached
     stored = getattr(target, "postings", None)
     if stored is not None:
-        return (*stored, False)
-    cached = _POSTINGS.get(target)
-    if cached is None:
+        indptr, items, weights, scale = stored
+        nonnegative = bool(getattr(target, "manifest", {}).get("nonnegative", False))
+        cached = Postings(
+            np.asarray(indptr), np.asarray(items), np.asarray(weights), float(scale), False,
+            nonnegative,
+        )  # fmt: skip
+    else:
         if len(target) and getattr(target, "nnz", 0) > POSTINGS_MIN_NNZ:
             return None
         csc = _csr(target).tocsc()
         csc.sort_indices()
-        cached = (
-            csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
-            csc.data.astype(np.float32), 1.0, True,
+        data = csc.data.astype(np.float32)
+        cached = Postings(
+            csc.indptr.astype(np.int64), csc.indices.astype(np.int32), data, 1.0, True,
+            bool(data.size == 0 or data.min() >= 0),
         )  # fmt: skip
-        _POSTINGS[target] = cached
+    _POSTINGS[target] = cached
     return cached
 
 
 @dataclass(frozen=True)
-class _Accumulated:
-    """Approximate scores of the items a query touches, and how far each may be off:
-    ``|score − acc| ≤ rel · mag + absolute · Σ_t |q_t|``. ``touched`` and ``mag`` are
-    ``None`` when no term can lower a score (every touched item has ``acc > 0``)."""
+class _Touched:
+    """The items a query touches, with their approximate scores and error bounds:
+    ``|exact − approx| ≤ slack``. ``rows`` may list an item more than once (once per
+    query term it holds), ``distinct`` says whether it lists each once; every listing of
+    an item carries the same approx and slack."""
 
-    acc: np.ndarray
-    mag: np.ndarray | None
-    touched: np.ndarray | None
-    rel: float
-    absolute: float
+    rows: np.ndarray
+    approx: np.ndarray
+    slack: np.ndarray
+    distinct: bool
+    terms: int
 
 
 _NOTHING = (np.zeros(0, np.int64), np.zeros(0))
@@ -111,148 +142,159 @@ def top_items(
     ``f(w) = w`` (or ``w²`` when ``square``); ``ν_i = ‖w_i‖₂`` (``‖w_i‖₂²`` when square)
     when ``normalize``, else 1. Only items that share a term with ``q`` are candidates.
 
-    Scores accumulate over the query terms' postings (one ``bincount``: time and memory
-    O(postings touched)). The accumulated scores are approximate — float16 postings of a
-    large index, float32 products — so each carries a bound on its rounding error, and
-    every item whose score could still reach the top ``n`` is rescored exactly (float64,
-    from its CSR row): the result equals an exact ranking. Ties are broken by row.
+    Scores accumulate over the query terms' postings in float64 (one ``bincount``), each
+    with a bound on its error (float16 postings of a large index, float64 sums); the
+    threshold of the top ``n`` is selected among the touched postings (time and memory
+    O(postings touched)), and every item whose score could still reach it is rescored
+    exactly (float64, from its stored row): the result equals an exact ranking. Ties are
+    broken by row.
     """
     terms = np.flatnonzero(q)
     if n <= 0 or terms.size == 0 or len(target) == 0:
         return _NOTHING
     postings = _postings(target)
     if postings is None:  # a large index stored without postings: one pass over the CSR
-        scores = _accumulated_csr(target, q, terms, square)
+        touched = _touched_csr(target, q, terms, square)
     else:
-        scores = _accumulated_postings(target, q, terms, postings, square)
-        if scores is None:
-            return _NOTHING
-    spread = float(np.abs(q[terms]).sum())
-    if scores.touched is None:
-        candidates = _candidates_nonnegative(
-            target, scores.acc, n, scores.rel, scores.absolute * spread, normalize, square
-        )
-    else:
-        candidates = _candidates_signed(target, scores, spread, n, normalize, square)
-        if candidates is None:
-            return _NOTHING
-    return _rescored(target, candidates, q, n, normalize, square)
+        touched = _touched_postings(len(target), q, terms, postings, square)
+    if touched is None or touched.rows.size == 0:
+        return _NOTHING
+    if normalize:
+        touched = _normalized(target, touched, square)
+    return _rescored(target, _candidates(touched, n), q, n, normalize, square)
 
 
-def _accumulated_csr(
+def _touched_csr(
     target: Collection, q: np.ndarray, terms: np.ndarray, square: bool
-) -> _Accumulated:
+) -> _Touched | None:
     """Every item's score in one float64 product over the whole CSR matrix."""
     matrix = _csr(target)
     values = matrix.power(2) if square else matrix
-    acc = np.asarray(values @ q.astype(np.float64)).ravel()
-    mag = np.asarray(abs(values) @ np.abs(q).astype(np.float64)).ravel()
-    touched = np.flatnonzero(np.asarray(matrix[:, terms].getnnz(axis=1)) > 0)
-    return _Accumulated(acc, mag, touched, 1e-12, 0.0)
+    rows = np.flatnonzero(np.asarray(matrix[:, terms].getnnz(axis=1)) > 0)
+    if rows.size == 0:
+        return None
+    acc = np.asarray(values[rows] @ q.astype(np.float64)).ravel()
+    mag = np.asarray(abs(values[rows]) @ np.abs(q).astype(np.float64)).ravel()
+    return _Touched(rows, acc, 4 * (terms.size + 3) * _U64 * mag, True, terms.size)
 
 
-def _accumulated_postings(
-    target: Collection, q: np.ndarray, terms: np.ndarray, postings: Postings, square: bool
-) -> _Accumulated | None:
-    """The scores over the query terms' postings (``None`` when no item holds a term)."""
-    import scipy.sparse as sp
-
-    p_indptr, p_items, p_weights, scale, exact = postings
-    signed = bool(np.any(q[terms] < 0)) or not (
-        exact or getattr(target, "manifest", {}).get("nonnegative", False)
-    )
-    slices = [(int(p_indptr[t]), int(p_indptr[t + 1])) for t in terms]
-    lengths = np.array([b - a for a, b in slices], dtype=np.int64)
+def _touched_postings(
+    size: int, q: np.ndarray, terms: np.ndarray, postings: Postings, square: bool
+) -> _Touched | None:
+    """The items on the query terms' postings (one listing per posting), each with its
+    float64 score accumulated over every query term, and its error bound."""
+    indptr = postings.indptr
+    starts, stops = indptr[terms], indptr[terms + 1]
+    lengths = stops - starts
     if not lengths.sum():
         return None
-    items = np.concatenate([np.asarray(p_items[a:b]) for a, b in slices])
-    weights = np.concatenate([np.asarray(p_weights[a:b], dtype=np.float32) for a, b in slices])
+    rows = np.concatenate([postings.items[a:b] for a, b in zip(starts, stops, strict=True)])
+    weights = np.concatenate(
+        [postings.weights[a:b] for a, b in zip(starts, stops, strict=True)]
+    ).astype(np.float64)
     if square:
-        weights = weights * weights
-    # The query terms' postings as a sparse [items × terms] matrix: one float32 product.
-    matrix = sp.csc_matrix(
-        (weights, items, np.r_[0, np.cumsum(lengths)]), shape=(len(target), terms.size)
-    )
-    factor = (scale * scale if square else scale) * q[terms].astype(np.float64)
-    acc = matrix @ factor.astype(np.float32)
-    mag = touched = None
-    if signed:
-        mag = abs(matrix) @ np.abs(factor).astype(np.float32)
-        touched = np.flatnonzero(matrix @ np.ones(terms.size, np.float32))
-    # Rounding bounds, relative to Σ_t |q_t f(w̃_t)|: float32 products and sums over the
-    # item's terms ((T + 2)·2^-24, doubled); for float16 postings also |w̃ − w| ≤
-    # 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25 (doubled), squared for f(w) = w².
-    rel, absolute = 2 * (terms.size + 2) * 2.0**-24, 0.0
-    if not exact:
-        r16, a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * scale
+        weights *= weights
+    scale = postings.scale * postings.scale if square else postings.scale
+    weights *= np.repeat(q[terms].astype(np.float64) * scale, lengths)
+    acc = np.bincount(rows, weights=weights, minlength=size)
+    signed = not postings.nonnegative or bool(np.any(q[terms] < 0))
+    mag = np.bincount(rows, weights=np.abs(weights), minlength=size) if signed else acc
+    approx, magnitude = acc[rows], mag[rows]
+    # float64 products and sums, here and in the exact rescoring (2·(T + 3) roundings of
+    # 2^-53, doubled); float16 postings add |w̃ − w| ≤ 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25
+    # (doubled), squared for f(w) = w².
+    rel, absolute = 4 * (terms.size + 3) * _U64, 0.0
+    if not postings.exact:
+        r16, a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * postings.scale
         if square:
-            top = POSTINGS_TOP * scale
+            top = POSTINGS_TOP * postings.scale
             r16, a16 = (1 + r16) ** 2 - 1, 2 * a16 * top + a16**2
         rel = (1 + rel) * (1 + r16) - 1
-        absolute = a16 * (1 + rel)
-    return _Accumulated(acc, mag, touched, rel, absolute)
+        absolute = a16 * (1 + rel) * float(np.abs(q[terms]).sum())
+    slack = rel * np.abs(magnitude) + absolute
+    return _Touched(rows, approx, slack, terms.size == 1, terms.size)
 
 
-def _candidates_signed(
-    target: Collection, scores: _Accumulated, spread: float, n: int, normalize: bool,
-    square: bool,
-) -> np.ndarray | None:  # fmt: skip
-    """Items whose score could reach the top ``n`` when a term may lower a score: every
-    touched item's score ± its bound against the ``n``-th lower bound (``None``: none)."""
-    touched, mag = scores.touched, scores.mag
-    if touched is None or mag is None or touched.size == 0:
-        return None
-    approx = scores.acc[touched].astype(np.float64)
-    slack = scores.rel * np.abs(mag[touched]).astype(np.float64) + scores.absolute * spread + 1e-300
-    if normalize:
-        norms = np.asarray(target.norms, dtype=np.float64)[touched]
-        denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
-        approx, slack = approx / denominators, slack / denominators
-    keep = min(n, touched.size)
-    low = approx - slack
-    threshold = np.partition(low, touched.size - keep)[touched.size - keep]
-    return touched[approx + slack >= threshold]
+def _normalized(target: Collection, touched: _Touched, square: bool) -> _Touched:
+    """Scores and bounds divided by each item's ``ν_i`` (its norm, squared when square)."""
+    norms = np.asarray(target.norms, dtype=np.float64)[touched.rows]
+    denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
+    return _Touched(
+        touched.rows, touched.approx / denominators, touched.slack / denominators,
+        touched.distinct, touched.terms,
+    )  # fmt: skip
 
 
-def _candidates_nonnegative(
-    target: Collection, acc: np.ndarray, n: int, rel: float, absolute: float, normalize: bool,
-    square: bool,
-) -> np.ndarray:  # fmt: skip
-    """Items whose score could reach the top ``n`` when no term can lower a score: the
-    approximate scores ``acc`` (0 = untouched) need only a partition and one comparison."""
-    size = acc.shape[0]
-    keep = min(n, size)
-    if normalize:
-        norms = np.asarray(target.norms, dtype=np.float64)
-        denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
-        scores = acc / denominators
-        low = scores * (1 - rel) - absolute / denominators
-        threshold = np.partition(low, size - keep)[size - keep]
-        upper = scores * (1 + rel) + absolute / denominators
-    else:
-        scores = acc
-        nth = float(np.partition(scores, size - keep)[size - keep])
-        threshold = nth * (1 - rel) - absolute
-        upper = scores  # compared against the threshold moved to the scores' side below
-        threshold = (threshold - absolute) / (1 + rel)
-    mask = upper >= threshold
-    if threshold <= 0:
-        mask &= acc > 0
-    return np.flatnonzero(mask)
+def _candidates(touched: _Touched, n: int) -> np.ndarray:
+    """The distinct items whose score could reach the top ``n``: the ``n``-th best lower
+    bound among distinct items is the threshold; every item whose upper bound reaches it.
+
+    Items listed once per query term they hold are first narrowed without a pass over
+    every item: the ``n``-th best lower bound among any ``n`` distinct items is at or below
+    the threshold, so one found in a sample of the listings (:func:`_floor`) leaves, after
+    one comparison over the listings, only the few that can reach the top to be made
+    distinct."""
+    rows, low, high = touched.rows, touched.approx - touched.slack, touched.approx + touched.slack
+    if not touched.distinct:
+        reach = np.flatnonzero(high >= _floor(rows, low, n, touched.terms))
+        rows, first = np.unique(rows[reach], return_index=True)
+        low, high = low[reach[first]], high[reach[first]]
+    keep = min(n, rows.size)
+    threshold = np.partition(low, rows.size - keep)[rows.size - keep]
+    return rows[high >= threshold].astype(np.int64)
+
+
+def _floor(rows: np.ndarray, low: np.ndarray, n: int, terms: int) -> float:
+    """A value at or below the ``n``-th best lower bound among distinct items: the ``n``-th
+    best of the distinct items among a sample's best listings (each item is listed at
+    most ``terms`` times, so n·terms listings name at least ``n``); −inf when the sample
+    names fewer than ``n``."""
+    picked = np.arange(0, rows.size, max(1, rows.size // max(SAMPLE_LISTINGS, 8 * n)))
+    for best in sorted({min(picked.size, 2 * n), min(picked.size, n * terms)}):
+        top = picked[np.argpartition(low[picked], picked.size - best)[picked.size - best :]]
+        _, first = np.unique(rows[top], return_index=True)
+        if first.size >= n:
+            distinct = low[top[first]]
+            return float(np.partition(distinct, first.size - n)[first.size - n])
+    return -np.inf
 
 
 def _rescored(
     target: Collection, candidates: np.ndarray, q: np.ndarray, n: int, normalize: bool, square: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """The top ``n`` of ``candidates`` by their exact float64 scores (ties by row)."""
-    exact_scores = np.array(
-        [_exact(target, int(i), q, square) for i in candidates], dtype=np.float64
-    )
+    exact_scores = exact_scores_of(target, candidates, q, square)
     if normalize:
         norms = np.asarray(target.norms, dtype=np.float64)[candidates]
         exact_scores = exact_scores / np.where(norms > 0, norms**2 if square else norms, 1.0)
     order = np.lexsort((candidates, -exact_scores))[: min(n, candidates.size)]
     return candidates[order].astype(np.int64), exact_scores[order]
+
+
+def exact_scores_of(
+    target: Collection, rows: np.ndarray, q: np.ndarray, square: bool = False
+) -> np.ndarray:
+    """``Σ_t q_t f(w_it)`` of each item at ``rows``, in float64 over its stored row (a
+    stored index's rows are read at once, their ids and weights checked)."""
+    if isinstance(target, StoredIndex) and rows.size:
+        indptr = np.asarray(target.indptr)
+        starts = indptr[rows]
+        lengths = indptr[rows + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(rows.size)
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        positions = offsets + np.arange(total)
+        cols = np.asarray(target.indices)[positions]
+        if int(cols.min()) < 0 or int(cols.max()) >= target.vocab_size:
+            raise target.corrupt("vocabulary ids out of range")
+        w = np.asarray(target.data)[positions].astype(np.float64)
+        if not np.isfinite(w).all():
+            raise target.corrupt("data.npy holds a NaN or infinite weight")
+        parts = q[cols].astype(np.float64) * (w * w if square else w)
+        owner = np.repeat(np.arange(rows.size), lengths)
+        return np.bincount(owner, weights=parts, minlength=rows.size)
+    return np.array([_exact(target, int(i), q, square) for i in rows], dtype=np.float64)
 
 
 def _exact(target: Collection, row: int, q: np.ndarray, square: bool) -> float:
