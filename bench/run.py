@@ -48,6 +48,7 @@ BENCHES = [
     "bench.coldstart",
     "bench.collections",
     "bench.evaluation",
+    "bench.counterfactual",
 ]
 
 OPS: dict[str, Callable[[float, float], bool]] = {
