@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.home import collections_dir, stored_names
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.models.base import InputError, texts_digest
 
@@ -93,7 +94,7 @@ class StoredIndex:
 
     def __init__(self, path: str | Path) -> None:
         path = path_argument(path, "path", INDEX_WANTED)
-        self.path = Path(path).expanduser()
+        self.path = index_folder(path)
         self.label = str(path)
         self.manifest = read_manifest(self.path)
         try:
@@ -329,8 +330,11 @@ class StoredIndex:
                 "modality": self.manifest.get("modality"), "stored": True}  # fmt: skip
 
     def card(self) -> dict:
-        """What a collection holds, for lists and the Collections page."""
+        """What a collection holds, for lists and the Collections page: built from a
+        benchmark, the queries and judgements it keeps (else ``None``)."""
         m = self.manifest
+        kept = m["source"].get("benchmark") if isinstance(m["source"], dict) else None
+        kept = kept if isinstance(kept, dict) else {}
         return {
             "name": self.path.name,
             "path": str(self.path),
@@ -349,6 +353,9 @@ class StoredIndex:
             "disk_bytes": self.disk_bytes,
             "csr_bytes": self.csr_bytes,
             "postings": self.postings is not None,
+            "queries": kept.get("queries"),
+            "judged_queries": kept.get("judged_queries"),
+            "judgements": kept.get("judgements"),
         }
 
     def mean_weights(self, batch_size: int = 65536) -> np.ndarray:
@@ -382,6 +389,35 @@ class StoredIndex:
         return top_terms(
             self.mean_weights(), self.vocab, n, merge_pieces=True, words=words, lone_pieces=False
         )
+
+
+#: Names an unknown collection's message lists at most.
+NAMES_LISTED = 20
+
+
+def index_folder(path: str | Path) -> Path:
+    """The folder an index argument names: an index folder at that path, else — a bare
+    name, without a folder — the stored collection of that name in the workspace
+    (``LEXLENS_HOME/collections/NAME``); a name that is neither a folder nor a stored
+    collection is refused in one line listing the stored ones. Any other path is returned
+    for :func:`read_manifest` to refuse."""
+    folder = Path(path).expanduser()
+    name = str(path)
+    bare = Path(name).name == name and name not in ("", ".", "..")
+    if not bare or (folder / MANIFEST).is_file():
+        return folder
+    stored = collections_dir() / name
+    if stored.is_dir():
+        return stored
+    if folder.exists():
+        return folder
+    names = stored_names()
+    listed = ", ".join(names[:NAMES_LISTED]) + (", …" if len(names) > NAMES_LISTED else "")
+    known = f"stored: {listed}" if names else "none stored yet"
+    raise InputError(
+        f"--index {name}: no such folder, and no stored collection of that name in "
+        f"{collections_dir()} ({known})"
+    )
 
 
 def read_manifest(path: Path) -> dict:

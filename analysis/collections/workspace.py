@@ -1,4 +1,5 @@
-"""The workspace: where the app keeps stored collections and their uploaded sources.
+"""The workspace: where the app keeps stored collections and their uploaded sources (the
+folders are named in :mod:`.home`).
 
 ``LEXLENS_HOME`` (default ``~/.lexlens``) holds ``collections/<name>`` (an index folder)
 and ``sources/<name>`` (the files uploaded for it, or the sample photos). Both survive page
@@ -12,28 +13,18 @@ import os
 import re
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from lexlens.analysis.collections.home import collections_dir as collections_dir
+from lexlens.analysis.collections.home import sources_dir as sources_dir
+from lexlens.analysis.collections.home import stored_names, workspace
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import text_argument
+from lexlens.analysis.core.results import Result
 from lexlens.analysis.core.samples import sample_path
 from lexlens.models.base import InputError
-
-
-def workspace() -> Path:
-    """The workspace folder (``LEXLENS_HOME``, default ``~/.lexlens``)."""
-    return Path(os.environ.get("LEXLENS_HOME") or Path.home() / ".lexlens").expanduser()
-
-
-def collections_dir() -> Path:
-    """Where the app keeps stored collections (one index folder per name)."""
-    return workspace() / "collections"
-
-
-def sources_dir() -> Path:
-    """Where the app keeps uploaded sources (the images thumbnails are drawn from)."""
-    return workspace() / "sources"
-
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -53,16 +44,44 @@ def list_collections(home: Path | None = None) -> list[dict]:
     """Cards of the stored collections in the workspace (broken ones with their error)."""
     root = (home or workspace()) / "collections"
     out = []
-    if not root.is_dir():
-        return out
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or not entry.is_dir():
-            continue
+    for entry in (root / name for name in stored_names(home)):
         try:
             out.append(StoredIndex(entry).card())
         except InputError as exc:
             out.append({"name": entry.name, "path": str(entry), "error": str(exc)})
     return out
+
+
+#: What the list of stored collections says of each (``lexlens collections``).
+LISTED = ("name", "items", "encoder", "modality", "queries", "judgements", "disk_bytes",
+          "updated", "path")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StoredCollections(Result):
+    """The stored collections of a workspace: for each its name, items, encoder, the
+    queries and judgements it keeps (``None``: not built from a benchmark), its bytes on
+    disk; a broken one with its ``error``."""
+
+    file_stem: ClassVar[str] = "collections"
+
+    home: str
+    collections: list[dict]
+
+
+def stored_collections(home: str | Path | None = None) -> StoredCollections:
+    """``lexlens collections``: the collections stored in the workspace ``home`` (default
+    ``LEXLENS_HOME``), by name."""
+    if home is not None and not isinstance(home, (str, Path)):
+        raise InputError(f"home must be a folder path (or None), not {type(home).__name__}")
+    base = Path(home).expanduser() if home is not None else workspace()
+    rows = []
+    for card in list_collections(base):
+        row = {key: card.get(key) for key in LISTED}
+        if "error" in card:
+            row["error"] = card["error"]
+        rows.append(row)
+    return StoredCollections(str(base / "collections"), rows)
 
 
 def delete_collection(name: str, home: Path | None = None) -> None:
