@@ -31,6 +31,7 @@ COMMANDS = [
     "deviation",
     "search",
     "index",
+    "collections",
     "report",
     "attribute",
     "mot_eval",
