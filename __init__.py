@@ -50,6 +50,13 @@ _EXPORTS = {
     "open_benchmark": "lexlens.analysis.benchmark.readers",
     "evaluate_benchmark": "lexlens.analysis.benchmark.evaluate",
     "export_index": "lexlens.analysis.benchmark.export",
+    # is an explanation true? measured by re-encoding the edited input, against random
+    "failures_faithfulness": "lexlens.analysis.faithfulness.benchmark",
+    "with_faithfulness": "lexlens.analysis.faithfulness.benchmark",
+    "contrib_faithfulness": "lexlens.analysis.faithfulness.contrib",
+    "provenance_faithfulness": "lexlens.analysis.faithfulness.provenance",
+    "occlusion_faithfulness": "lexlens.analysis.faithfulness.occlusion",
+    "ig_faithfulness": "lexlens.analysis.faithfulness.ig_curves",
     # what it would take: the smallest verified edit that ranks an item first
     "counterfactual": "lexlens.analysis.counterfactual.counterfactual",
 }
