@@ -167,7 +167,12 @@ def ig_faithfulness(encoder, report_or_result: Any, text: int = 0, *, k: int = 1
     ``AttributionReport``), with the encoder refitted to its M when it differs (the same
     cached codebooks as the attribution, seeded by ``seed``)."""
     from lexlens.analysis.attribution.attribution import with_subvectors
+    from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS
+    from lexlens.analysis.core.arguments import encoder_argument
+    from lexlens.analysis.core.options import SEED
 
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
+    seed = SEED.check(seed)
     result = getattr(report_or_result, "attribution", report_or_result)
     texts = getattr(result, "texts", None)
     if not isinstance(texts, list) or not texts:

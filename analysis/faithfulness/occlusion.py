@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.arguments import device_argument, encoder_argument, image_argument
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    encoder_or_spec,
+    image_argument,
+)
 from lexlens.analysis.core.grid import FULL_BOX, patch_boxes
 from lexlens.analysis.core.results import Result
 from lexlens.analysis.faithfulness.curves import MEASURED_BY, rng_for
@@ -110,6 +115,7 @@ def occlusion_faithfulness(
     if (box is None) == (cells is None):
         raise InputError("give the patch group as a box or as cells (one of them)")
     device_argument(device)
+    encoder_or_spec(encoder, needs=IMAGE_NEEDS)
     picture = _picture(image_argument(image, "image"))
     model = encoder_argument(encoder, needs=IMAGE_NEEDS, device=device)
     enc = model.encode_images([picture])[0]
