@@ -56,8 +56,10 @@ def draw_grid(
 ) -> Image.Image:
     """The patch grid over ``image``; cells of ``groups[i]`` tinted with ``GROUP_COLORS[i]``.
 
-    A cell in several groups gets each tint in turn. With ``crop_box`` not the whole
-    image, the region outside it is dimmed and the seen region outlined.
+    A cell in several groups gets each tint in turn, and each group's outline, drawn after
+    every fill, sits inside the previous group's: where two groups overlap both outlines
+    show. With ``crop_box`` not the whole image, the region outside it is dimmed and the
+    seen region outlined.
     """
     crop_box = crop_box or FULL_BOX
     base = _dim_outside(display_copy(image), crop_box).convert("RGBA")
@@ -75,11 +77,16 @@ def draw_grid(
         draw.rectangle(box, outline=(255, 255, 255, 170), width=line)
         if labels:
             draw.text((box[0] + 2, box[1] + 1), f"{i}", fill=(255, 255, 255, 230))
-    for g, indices in enumerate(groups):  # group outlines on top
+    for g, indices in enumerate(groups):  # group outlines on top of every fill
         color = GROUP_COLORS[g % len(GROUP_COLORS)]
+        inset = g * (line + 1)  # each group's outline inside the one before: both show
         for i in indices:
             if 0 <= i < len(cells):
-                draw.rectangle(_pixels(cells[i], base.size), outline=(*color, 255), width=line + 1)
+                x0, y0, x1, y1 = _pixels(cells[i], base.size)
+                draw.rectangle(
+                    (x0 + inset, y0 + inset, x1 - inset, y1 - inset),
+                    outline=(*color, 255), width=line + 1,
+                )  # fmt: skip
     if crop_box != FULL_BOX:
         draw.rectangle(_pixels(crop_box, base.size), outline=(255, 215, 0, 255), width=line + 2)
     return Image.alpha_composite(base, overlay).convert("RGB")
