@@ -156,14 +156,21 @@ class FailuresFaithfulness(Result):
         return csv_bytes(CSV_COLUMNS, [csv_row(r) for r in self.failures])
 
     def html(self) -> str:
-        """The summary, the deletion-curve chart and the failures as an HTML section."""
+        """The summary, the deletion-curve chart and the failures as an HTML section (to
+        place inside evaluation.html)."""
         from lexlens.analysis.faithfulness.report import faithfulness_section
 
         return faithfulness_section(self)
 
     def files(self) -> dict[str, bytes]:
-        """faithfulness.json and faithfulness.csv."""
-        return {"faithfulness.json": json_bytes(self), "faithfulness.csv": self.csv()}
+        """faithfulness.json, faithfulness.csv and faithfulness.html."""
+        from lexlens.analysis.faithfulness.report import faithfulness_html
+
+        return {
+            "faithfulness.json": json_bytes(self),
+            "faithfulness.csv": self.csv(),
+            "faithfulness.html": faithfulness_html(self).encode("utf-8"),
+        }
 
 
 def failures_faithfulness(

@@ -148,7 +148,7 @@ def deletion_of(
     notes = []
     if unsourced:
         notes.append(f"{unsourced:.4g} of the score comes from terms no deletable word produced "
-                     "([CLS], [SEP] or punctuation won their max pool)")  # fmt: skip
+                     "(a frame token or punctuation won their max pool)")  # fmt: skip
     return ContribFaithfulness(
         query=query, score=curve[0],
         words=[{"word": words.words[w], "contribution": share[w]} for w in order],
