@@ -20,7 +20,7 @@ from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Record, Result
+from lexlens.analysis.core.results import Progress, Record, Result, internal, plain
 from lexlens.analysis.faithfulness.curves import MEASURED_BY
 from lexlens.analysis.faithfulness.failures import FailureFaithfulness, measure_failures
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
@@ -219,20 +219,31 @@ def failures_faithfulness(
 @dataclass(frozen=True)
 class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
     """An evaluation with its explanations' faithfulness: evaluation.json holds it under
-    ``faithfulness``, faithfulness.csv lists each failure, evaluation.html shows its section."""
+    ``faithfulness``, faithfulness.csv lists each failure, evaluation.html shows its section.
+    ``inner`` is the evaluation as it came (another analysis may have added its own part to
+    it): its document, files and report are kept, the faithfulness added to them."""
 
     faithfulness: FailuresFaithfulness | None = None
+    inner: BenchmarkEvaluationResult | None = internal(default=None)
+
+    def to_dict(self) -> dict:
+        """The evaluation's document with ``faithfulness``."""
+        if self.inner is None:
+            return super().to_dict()
+        return {**self.inner.to_dict(), "faithfulness": plain(self.faithfulness)}
 
     def files(self) -> dict[str, bytes]:
         """The evaluation's files, faithfulness.csv beside them."""
-        out = super().files()
+        out = dict((self.inner or super()).files())
+        out["evaluation.json"] = json_bytes(self)
+        out["evaluation.html"] = self.html().encode("utf-8")
         if self.faithfulness is not None:
             out["faithfulness.csv"] = self.faithfulness.csv()
         return out
 
     def html(self, max_failures: int = 200) -> str:
         """evaluation.html with the faithfulness section before its end."""
-        page = super().html(max_failures)
+        page = (self.inner or super()).html(max_failures)
         if self.faithfulness is None:
             return page
         section = self.faithfulness.html()
@@ -256,7 +267,7 @@ def with_faithfulness(
     )
     values = {f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult)
               if f.init}  # fmt: skip
-    return EvaluationWithFaithfulness(**values, faithfulness=found)
+    return EvaluationWithFaithfulness(**values, faithfulness=found, inner=evaluation)
 
 
 def faithfulness_text(result: Any) -> str:
