@@ -117,9 +117,23 @@ def compare_systems(
     evaluated = evaluate_each(
         systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9)
     )
+    return compare_evaluated(
+        evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
+    )
+
+
+def compare_evaluated(
+    evaluated: Sequence[Evaluated], benchmark: Benchmark, evaluation: EvaluationOptions,
+    options: ComparisonOptions, device: str | None = None, progress: Progress | None = None,
+) -> SystemsComparison:  # fmt: skip
+    """The comparison of systems already evaluated on ``benchmark``: the statistics, where
+    they differ, and the largest wins and losses explained."""
+    names = [e.system.name for e in evaluated]
+    baseline = options.baseline or names[0]
+    if baseline not in names:
+        raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
     result = _compared(evaluated, baseline, benchmark, evaluation, options)
-    why = _explained(result, device, progress_part(progress, 0.9, 1.0))
-    return replace(result, why=why)
+    return replace(result, why=_explained(result, device, progress))
 
 
 def _values(evaluated: Sequence[Evaluated]) -> tuple[list[str], dict, dict]:

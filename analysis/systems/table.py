@@ -18,7 +18,7 @@ import numpy as np
 
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.risk import ALPHAS, georisk, trisk, urisk
-from lexlens.analysis.systems.statistics import corrected, paired_tests
+from lexlens.analysis.systems.statistics import corrected, paired_table
 
 #: The p-value fields each corrected over the whole family, and the test each belongs to.
 P_FIELDS = {"t-test": "p_t", "wilcoxon": "p_wilcoxon", "randomization": "p_randomization"}
@@ -42,16 +42,17 @@ def significance_rows(
     ``significant`` says whether the chosen test's corrected p is below the level."""
     rows = []
     for a, b in pairs:
-        for m in measures:
-            x, y = values[a][m], values[b][m]
-            tests = paired_tests(x, y, options.resamples, options.seed)
-            delta = y - x
+        x = np.column_stack([values[a][m] for m in measures])
+        y = np.column_stack([values[b][m] for m in measures])
+        tests = paired_table(x, y, options.resamples, options.seed)
+        for j, m in enumerate(measures):
+            delta = y[:, j] - x[:, j]
             risk = {}
             for alpha in ALPHAS:
                 t, p = trisk(delta, alpha)
                 risk |= {f"urisk_{alpha}": urisk(delta, alpha), f"trisk_{alpha}": t,
                          f"p_trisk_{alpha}": p}  # fmt: skip
-            rows.append({"system_a": a, "system_b": b, "measure": m, **asdict(tests), **risk})
+            rows.append({"system_a": a, "system_b": b, "measure": m, **asdict(tests[j]), **risk})
     for name in P_FIELDS.values():
         adjusted = corrected([r[name] for r in rows], options.correction)
         for row, p in zip(rows, adjusted, strict=True):

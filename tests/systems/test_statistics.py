@@ -78,8 +78,9 @@ def test_silent_wrong_randomization_p_agrees_with_a_sign_flip_test_written_here(
     # sqrt(p(1-p)/n): allow 4 of them on each side (plus the +1 rule's 1/n)
     se = math.sqrt(max(reference * (1 - reference), 1e-4) / n)
     assert abs(found - reference) <= 4 * se + 2 / n, (found, reference)
-    # a strong difference: at the floor, twice the one-sided 1/(n+1); no signal: near 1
-    assert randomization_test(a, a + 0.5, n, seed=1) == pytest.approx(2 / (n + 1), abs=1e-12)
+    # a strong difference: at the floor 1/(n+1) (the observed assignment counted); no
+    # signal: near 1
+    assert randomization_test(a, a + 0.5, n, seed=1) == pytest.approx(1 / (n + 1), abs=1e-12)
     same_sign_free = np.array([0.1, -0.1] * 50)
     assert randomization_test(np.zeros(100), same_sign_free, 2000, seed=1) > 0.9
 

@@ -1,0 +1,191 @@
+"""The Evaluation page's *several systems* mode: stored collections (with their gates and
+query encoders) and uploaded runs compared on one benchmark — the significance table, the
+per-query delta chart, the largest wins and losses, and the why of a chosen query side by
+side.
+
+Thin: the numbers are a :class:`~lexlens.analysis.systems.result.SystemsComparison` from
+:func:`~lexlens.analysis.systems.compare.compare_systems` (what ``lexlens evaluate`` with
+several systems prints with ``--json``), computed as a job; the widgets are drawn from
+:class:`~lexlens.analysis.systems.options.ComparisonOptions` and
+:class:`~lexlens.analysis.benchmark.options.EvaluationOptions`; the downloads are its files.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from lexlens.analysis.benchmark.options import EvaluationOptions
+from lexlens.analysis.systems.compare import compare_systems
+from lexlens.analysis.systems.options import ComparisonOptions
+from lexlens.analysis.systems.result import SystemsComparison
+from lexlens.analysis.systems.systems import SystemsSpec, systems_of
+from lexlens.app.runtime import state
+from lexlens.app.views.systems_results import show_comparison
+from lexlens.app.views.widgets import option_widget
+from lexlens.models import LexlensError
+
+MODES = ["One system", "Several systems"]
+MODE_KEY = "eval_systems_mode"
+#: The comparison's own widgets' keys (kept across pages and in its run).
+KEYS = {
+    "collections": "sys_collections", "gates": "sys_gates", "encoders": "sys_encoders",
+    "names": "sys_names", "with_exact": "sys_with_exact", "top": "sys_top",
+    "query_mode": "sys_query_mode", "baseline": "sys_baseline", "all_pairs": "sys_all_pairs",
+    "correction": "sys_correction", "test": "sys_test", "significance": "sys_significance",
+    "resamples": "sys_resamples", "explain": "sys_explain", "seed": "sys_seed",
+}  # fmt: skip
+COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
+    """The systems the widgets describe (gates checked by their declaration)."""
+    gate = EvaluationOptions.option("gate_k")
+    return SystemsSpec(
+        indexes=paths, runs=runs, names=_split(values["names"]),
+        gate_ks=[gate.from_text(g) for g in _split(values["gates"])],
+        query_encoders=_split(values["encoders"]), with_exact=bool(values["with_exact"]),
+    )  # fmt: skip
+
+
+def _options(values: dict) -> tuple[EvaluationOptions, ComparisonOptions]:
+    comparison = {k: values[k] for k in COMPARISON}
+    comparison["baseline"] = (values["baseline"] or "").strip() or None
+    return (
+        EvaluationOptions.of(top=values["top"], query_mode=values["query_mode"]),
+        ComparisonOptions.of(all_pairs=bool(values["all_pairs"]), **comparison),
+    )
+
+
+def _work(paths, runs, values, device):
+    """The comparison, for the job: uploaded runs go to a temporary folder first."""
+
+    def work(progress):
+        evaluation, options = _options(values)
+        with tempfile.TemporaryDirectory(prefix="lexlens-systems-") as tmp:
+            files = []
+            for i, (name, data) in enumerate(runs):
+                path = Path(tmp) / str(i) / (Path(name).name or "run.trec")
+                path.parent.mkdir()
+                path.write_bytes(data)
+                files.append(str(path))
+            spec = _spec(paths, files, values)
+            systems = systems_of(spec, evaluation.gate_k)
+            return compare_systems(
+                systems, device=None if device == "auto" else device, progress=progress,
+                evaluation=evaluation, options=options,
+            )  # fmt: skip
+
+    return work
+
+
+def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
+    """The widgets: collections, gates, encoders, runs and their names, the options."""
+    names = [c["name"] for c in cards]
+    c1, c2 = st.columns([3, 2])
+    chosen = c1.multiselect(
+        "Collections (one system each; the first keeps the queries and judgements)", names,
+        key=state.kept(KEYS["collections"], names[:1]),
+    )  # fmt: skip
+    values = {
+        "gates": c2.text_input("Query gates (comma-separated, e.g. 768, 16)",
+                               key=state.kept(KEYS["gates"], "")),
+        "encoders": c2.text_input("Query encoders (comma-separated; empty: the collection's)",
+                                  key=state.kept(KEYS["encoders"], "")),
+    }  # fmt: skip
+    r1, r2 = st.columns([3, 2])
+    upload = r1.file_uploader("Runs of other engines (TREC)", type=["trec", "txt", "run"],
+                              accept_multiple_files=True, key="sys_runs")  # fmt: skip
+    runs = state.remembered_uploads("sys_runs", upload or None)
+    values["names"] = r2.text_input("Run names (comma-separated, in upload order)",
+                                    key=state.kept(KEYS["names"], ""))  # fmt: skip
+    values["with_exact"] = r2.toggle(
+        "With runs: the collection's exact ranking too", key=state.kept(KEYS["with_exact"], False)
+    )
+    with st.expander("Tests, correction and how the queries are encoded"):
+        cols = st.columns(4)
+        for i, name in enumerate(("correction", "test", "significance", "resamples",
+                                  "explain", "seed", "all_pairs")):  # fmt: skip
+            values[name] = option_widget(ComparisonOptions, name, KEYS[name], where=cols[i % 4])
+        values["baseline"] = cols[3].text_input(
+            "Baseline (a system's name; empty: the first)", key=state.kept(KEYS["baseline"], "")
+        )
+        values["top"] = option_widget(EvaluationOptions, "top", KEYS["top"], where=cols[0])
+        values["query_mode"] = option_widget(
+            EvaluationOptions, "query_mode", KEYS["query_mode"], where=cols[1]
+        )
+    paths = [next(c["path"] for c in cards if c["name"] == n) for n in chosen]
+    return values, runs, paths
+
+
+def show_systems(cards: list[dict]) -> None:
+    """The page's mode switch; in *several systems* mode, the whole comparison (then the
+    page stops: the one-system evaluation below is not drawn)."""
+    mode = st.radio("Systems", MODES, key=state.kept(MODE_KEY, MODES[0]), horizontal=True)
+    if mode != MODES[1]:
+        return
+    st.caption(
+        "Two or more systems on the first collection's queries and judgements: several "
+        "collections, one collection at several query gates or with several query encoders, "
+        "or uploaded runs. Each is compared with the baseline: Δ with a 95% bootstrap "
+        "interval, paired t, Wilcoxon and randomization tests (corrected), Cohen's d, "
+        "wins/ties/losses, URisk/TRisk (GeoRisk with three or more), and why."
+    )
+    values, runs, paths = _form(cards)
+    inputs = {MODE_KEY: mode, **{KEYS[k]: st.session_state.get(KEYS[k]) for k in KEYS}}
+    uploads = {"sys_runs": runs} if runs else {}
+    if st.button("Compare", type="primary"):
+        try:
+            evaluation, _ = _options(values)
+            spec = _spec(paths, [name for name, _ in runs], values)
+            if len(systems_of(spec, evaluation.gate_k)) < 2:
+                raise LexlensError(
+                    "choose two or more systems: collections, gates, encoders or runs"
+                )
+            device = st.session_state.get("device", "auto")
+            summary = f"compare {len(paths)} collections, {len(runs)} runs"
+            state.start_job("evaluation", summary, inputs, uploads,
+                            _work(paths, runs, values, device))  # fmt: skip
+        except LexlensError as exc:
+            st.error(str(exc))
+    result, job, status = state.job_outcome("evaluation", SystemsComparison, inputs, uploads)
+    if not state.show_job_state(job, status, "Comparing", "comparison") and result is not None:
+        show_comparison(result)
+    elif result is None and status == "other":
+        st.info("The inputs changed since the comparison in this page's URL: press **Compare**.")
+    st.stop()
+
+
+def _benchmark_bytes(card: dict) -> bytes | None:
+    """The queries and judgements a collection keeps, as bytes (None: it keeps none)."""
+    folder = Path(card["path"])
+    parts = [folder / "queries.jsonl", folder / "qrels.tsv"]
+    if not all(p.is_file() for p in parts):
+        return None
+    return b"\0".join(p.read_bytes() for p in parts)
+
+
+def systems_link() -> None:
+    """On the Compare page: when its collections A and B are two collections that keep the
+    same queries and judgements, a button that opens them on the Evaluation page as two
+    systems (significance, where they differ, why)."""
+    from lexlens.analysis.collections.workspace import list_collections
+
+    names = st.session_state.get("compare_index_a"), st.session_state.get("compare_index_b")
+    cards = {c["name"]: c for c in list_collections() if "error" not in c}
+    if names[0] == names[1] or not all(n in cards for n in names):
+        return
+    kept = [_benchmark_bytes(cards[n]) for n in names]
+    if kept[0] is None or kept[0] != kept[1]:
+        return
+    st.caption(f"{names[0]} and {names[1]} keep the same queries and judgements.")
+    if st.button("Compare them as systems on the Evaluation page", key="compare_systems_link"):
+        st.session_state[MODE_KEY] = MODES[1]
+        st.session_state[KEYS["collections"]] = list(names)
+        st.switch_page("app_pages/evaluation.py")
