@@ -28,8 +28,14 @@ from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.app.runtime import state
 from lexlens.app.views.counterfactual import show_counterfactuals
-from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures
+from lexlens.app.views.evaluation import (
+    numbers_shown,
+    show_blame,
+    show_downloads,
+    show_failures,
+)
 from lexlens.app.views.faithfulness import show_faithfulness
+from lexlens.app.views.systems import show_systems
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -51,6 +57,7 @@ if not cards:
     st.info("No stored collection yet: build one on the **Collections** page or with "
             "`lexlens index` (a BEIR folder or a Karpathy split keeps its queries).")  # fmt: skip
     st.stop()
+show_systems(cards)
 names = [c["name"] for c in cards]
 if st.session_state.get("eval_collection") not in names:
     st.session_state["eval_collection"] = names[0]
@@ -154,7 +161,7 @@ st.caption(
     "none there); relevant_rank: the best relevant item's exact rank, empty when it is not "
     "retrieved (it scores 0, or the run omits it); relevant_status says which."
 )
-st.dataframe(table, hide_index=True, width="stretch", key="eval_table")
+st.dataframe(numbers_shown(table), hide_index=True, width="stretch", key="eval_table")
 if result.failures:
     show_failures(result, list(table["query_id"]), open_index(card["path"]))
 else:
