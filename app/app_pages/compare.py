@@ -26,8 +26,9 @@ from lexlens.app.views.compare import (
     show_image_views,
     show_input_terms,
 )
-from lexlens.app.views.compare_inputs import collection_inputs, encoder_key, gate_input
+from lexlens.app.views.compare_inputs import collection_result, encoder_key, gate_input
 from lexlens.app.views.samples import sample_images
+from lexlens.app.views.systems import systems_link
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexicalEncoding, LexlensError
 
@@ -43,8 +44,9 @@ st.caption(
     "Two encoders, or one encoder at two gate k, side by side. On a text or an image: the "
     "terms both give it, the terms only one gives, with both weights, and Spearman's ρ of the "
     "shared terms' weights; on an image also a patch group and one term's heatmap on both "
-    "grids. On stored collections: semantic deviation, FLOPs and vocabulary statistics side "
-    "by side, and a query's hits — which moved and which terms moved them. Every weight is "
+    "grids. On stored collections (as a job): semantic deviation, FLOPs and vocabulary "
+    "statistics side by side, and a query's hits — which moved, which terms moved them and, "
+    "for a query the collection keeps, which are relevant. Every weight is "
     "the gated E = V ⊙ G at each side's gate k; encoders with different vocabularies are "
     "compared on the tokens they share."
 )
@@ -63,7 +65,8 @@ uploads: list[tuple[str, bytes]] = []  # an uploaded image, kept with the inputs
 kind = st.radio("Compare on", KINDS, horizontal=True, key=state.kept("compare_kind", KINDS[0]))
 RESULT = f"compare_result_{kind.split()[0].lower()}"  # the last result of each kind is kept
 SETTINGS = CompareIndexOptions if kind == KINDS[2] else CompareOptions
-top = option_widget(SETTINGS, "top", f"compare_top_{kind[:5]}", low=3, high=60)
+TOP_KEY = f"compare_top_{kind[:5]}"
+top = option_widget(SETTINGS, "top", TOP_KEY, low=3, high=60)
 
 
 def remember(new: CompareResult) -> None:
@@ -169,8 +172,15 @@ if kind in ("Text", "Image"):
         except LexlensError as exc:
             fail(exc)
 
-else:
-    collection_inputs(int(top), remember, fail)
+else:  # stored collections: a job, started by the Compare button (its run is the URL's)
+    systems_link()
+    result = collection_result(TOP_KEY)
+    if result is None:
+        st.stop()
+    show_header(result)
+    show_collection(result)
+    show_downloads(result)
+    st.stop()
 
 result = st.session_state.get(RESULT)
 if result is None:
