@@ -12,14 +12,19 @@ server's and pass as typed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.benchmark.readers import detect, open_benchmark
 from lexlens.analysis.collections.arguments import data_roots, one_of, uploaded_files
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
+from lexlens.analysis.collections.source_index import INDEX_NEEDS
+from lexlens.analysis.collections.sources import open_source
 from lexlens.analysis.collections.workspace import (
     check_name,
     collections_dir,
@@ -28,10 +33,11 @@ from lexlens.analysis.collections.workspace import (
     sources_dir,
 )
 from lexlens.analysis.core.arguments import loaded_encoder, progress_argument, text_argument
-from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.results import Progress, Record
 from lexlens.analysis.core.roots import inside_roots
-from lexlens.analysis.core.samples import SAMPLE_PREFIX
-from lexlens.models.base import Encoder, InputError
+from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
+from lexlens.models.base import Capability, Encoder, InputError, LexlensError
+from lexlens.models.registry import available_encoders
 
 #: Where the Collections page takes a collection's source from.
 SOURCE_KINDS = ("upload", "path", "sample")
@@ -49,6 +55,59 @@ def _server_path(path: Any, roots: Sequence[str | Path] | None) -> str | Path:
     if roots is None:
         return Path(path).expanduser()
     return inside_roots(path, roots, "path")
+
+
+#: What each kind of benchmark holds, as a collection reads it ("hf": it depends).
+BENCHMARK_READS = {"beir": "text", "msmarco": "text", "irds": "text", "karpathy": "image"}
+
+
+@dataclass(frozen=True)
+class BuildProposal(Record):
+    """What a typed source suggests: a collection name (its folder's or file's name), what
+    its items are read as ("text" or "image") and a registry encoder that reads them."""
+
+    name: str
+    reads: str
+    encoder: str | None
+
+
+def propose_build(path: Any, roots: Sequence[str | Path] | None = None) -> BuildProposal | None:
+    """The name and encoder a typed source proposes on the Collections page: a text
+    benchmark (BEIR, MS MARCO, ir_datasets) or a table of texts → a text encoder, a folder
+    of images or a Karpathy split → an image encoder; ``None`` when the path cannot be read
+    (yet): the build says why."""
+    try:
+        source = _server_path(path, data_roots(roots))
+        reads = _reads(resolve_sample(source))
+    except LexlensError:
+        return None
+    cards = [c for c in available_encoders() if INDEX_NEEDS.is_compatible(c.capabilities)]
+    wanted = Capability.IMAGE_LEXICAL if reads == "image" else Capability.TEXT_LEXICAL
+    encoder = next((c.name for c in cards if wanted in c.capabilities), None)
+    return BuildProposal(_proposed_name(str(source)), reads, encoder)
+
+
+def _reads(source: str | Path) -> str:
+    """What a source's items are read as: "image" or "text" (its header or fields read)."""
+    text = str(source)
+    if text.startswith("irds:"):
+        return "text"
+    kind = detect(Path(text).expanduser())
+    if kind in BENCHMARK_READS:
+        return BENCHMARK_READS[kind]
+    if kind is not None:  # a Hugging Face dataset: its columns say
+        return "image" if open_benchmark(source).has_images else "text"
+    opened = open_source(source)
+    return "image" if opened.has_images else "text"
+
+
+def _proposed_name(source: str) -> str:
+    """A collection name from a source: its folder's or file's name (``sample:NAME``,
+    ``irds:a/b`` → its last part), cut to the characters a name may hold."""
+    stem = re.split(r"[/:]", source.rstrip("/"))[-1]
+    stem = Path(stem).stem if "." in stem[1:] else stem
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:64]
+    return name or "collection"
 
 
 def check_collection_request(

@@ -34,7 +34,13 @@ from lexlens.analysis.core.results import progress_part
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
 from lexlens.app.runtime import state
 from lexlens.app.runtime.access import data_roots
-from lexlens.app.views.collection import benchmark_texts, build_numbers, show_collection
+from lexlens.app.views.collection import (
+    benchmark_texts,
+    build_numbers,
+    kept_benchmark,
+    propose_from_path,
+    show_collection,
+)
 from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
@@ -67,8 +73,16 @@ with st.expander("Build a collection", expanded=not list_collections()):
         "Collection encoder", INDEX_NEEDS, key="collections_encoder",
         default="efficientnet-lite0-lexical",
     )  # fmt: skip
+    propose = {"on_change": propose_from_path, "args": (data_roots(), "collections_encoder",
+               "collections_name", "collections_path")}  # fmt: skip
     source_kind = SOURCES[
-        st.radio("Source", LABELS, horizontal=True, key=state.kept("collections_source", LABELS[2]))
+        st.radio(
+            "Source",
+            LABELS,
+            horizontal=True,
+            key=state.kept("collections_source", LABELS[2]),
+            **propose,
+        )  # fmt: skip
     ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
@@ -88,8 +102,8 @@ with st.expander("Build a collection", expanded=not list_collections()):
             "Folder of images, a .txt/.csv/.jsonl file, or a benchmark (a BEIR folder, MS "
             "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID; "
             f"shipped with Lexlens: {samples})",
-            key=state.kept("collections_path", ""),
-        )
+            key=state.kept("collections_path", ""), **propose,
+        )  # fmt: skip
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
     else:
@@ -130,10 +144,12 @@ last, job, status = state.job_outcome("collections", IndexResult, inputs, upload
 state.show_job_state(job, status, "Building", "build")
 if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
+    kept = kept_benchmark(last.manifest)
     st.success(
         f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
         f"reused {last.reused}, skipped {last.skipped_count}"
         + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
+        + (f"; {kept}" if kept else "")
     )
     if last.skipped:
         if last.skipped_count > len(last.skipped):
@@ -155,6 +171,8 @@ table = pd.DataFrame(
             "items": c.get("items"),
             "mean non-zeros": round(c["mean_nnz"], 1) if "mean_nnz" in c else None,
             "labelled": c.get("labelled"),
+            "queries kept": c.get("queries"),
+            "judgements kept": c.get("judgements"),
             "updated": c.get("updated", ""),
             "MB on disk": round(c["disk_bytes"] / 1e6, 2) if "disk_bytes" in c else None,
             "problem": c.get("error", ""),
@@ -162,6 +180,7 @@ table = pd.DataFrame(
         for c in cards
     ]
 )
+table = table.astype({"queries kept": "Int64", "judgements kept": "Int64"})  # none: not kept
 st.subheader("Stored collections")
 st.dataframe(table, hide_index=True, width="stretch")
 names = [c["name"] for c in cards]

@@ -195,8 +195,9 @@ card = encoder_card(encoder.name)
 if card is not None:
     st.caption(f"**{card.name}**: {card.summary}.")
 
+# New images or another encoder make a new run; the display settings update this one.
 state.keep_for_reload("images", "image_", "terms of " + ", ".join(n for _, n, _, _ in images),
-                      {"image_uploads": uploaded})  # fmt: skip
+                      {"image_uploads": uploaded}, subject=("image_encoder", "image_samples"))  # fmt: skip
 for label, name, data, picture in images:
     with st.container(border=True):
         show_image(label, name, data, picture)

@@ -148,6 +148,8 @@ except LexlensError as exc:
 for note in result.notes:  # truncation, special tokens only: what changes how to read it
     st.warning(f"Note: {note}")
 st.session_state[LAST] = result
-state.keep_for_reload("text", "text_", f"terms of “{text[:60]}”")
+# A new text, tower or encoder makes a new run; the display settings update this one.
+state.keep_for_reload("text", "text_", f"terms of “{text[:60]}”",
+                      subject=("text_input", "text_side", "text_encoder"))  # fmt: skip
 show(result, merge)
 show_provenance_check(encoder, result, merge, k)

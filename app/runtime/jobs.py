@@ -88,6 +88,13 @@ class JobManager:
         """Every job of this server, newest first."""
         return sorted(self.jobs.values(), key=lambda j: -j.run.created)
 
+    def dismiss(self, run_id: str) -> None:
+        """Take a finished job off the list (its run stays in History)."""
+        with self._lock:
+            job = self.jobs.get(run_id)
+            if job is not None and job.finished:
+                del self.jobs[run_id]
+
     def cancel(self, run_id: str) -> None:
         """Ask a job to stop (a queued one never starts)."""
         job = self.jobs.get(run_id)
@@ -165,14 +172,19 @@ def jobs_sidebar() -> None:
                 job.status, job.status
             )
             box.page_link(
-                f"app_pages/{job.run.page}.py", label=f"{state} · {job.run.summary[:40]}",
-                query_params={"run": job.id},
+                f"app_pages/{job.run.page}.py", label=f"{state} · {job.run.page}",
+                query_params={"run": job.id}, help=job.run.summary,
             )  # fmt: skip
+            box.caption(job.run.summary)  # the whole name, wrapped
             if not job.finished:
                 box.progress(job.fraction, text=job.message[:60])
                 if box.button("Cancel", key=f"sidebar_cancel_{job.id}"):
                     manager.cancel(job.id)
-            elif job.error:
+                continue
+            if job.error:
                 box.caption(job.error[:120])
+            if box.button("Dismiss", key=f"sidebar_dismiss_{job.id}"):
+                manager.dismiss(job.id)
+                st.rerun(scope="app")
 
     listing()

@@ -87,6 +87,9 @@ class Run:
     key: str = ""  # hash of page + inputs + uploads: which result fits which inputs
     session: str = ""  # the browser session that made it (its id travels in the URL)
     server: int = 0  # the process id of the server that made it
+    #: hash of the inputs that make a new run (a quick page's text, image, encoder); its
+    #: display inputs (sliders, toggles) change in place: :func:`update`
+    subject: str = ""
 
     @property
     def folder(self) -> Path:
@@ -123,7 +126,7 @@ class Run:
             "id": self.id, "page": self.page, "summary": self.summary, "inputs": self.inputs,
             "created": self.created, "updated": self.updated, "status": self.status,
             "message": self.message, "uploads": self.uploads, "key": self.key,
-            "session": self.session, "server": self.server,
+            "session": self.session, "server": self.server, "subject": self.subject,
         }  # fmt: skip
 
     def save(self, touch: bool = True) -> None:
@@ -135,14 +138,14 @@ class Run:
 
 def create(
     page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str,
-    session: str = "", status: str = "running",
+    session: str = "", status: str = "running", subject: str = "",
 ) -> Run:  # fmt: skip
     """A new run with its inputs and uploads written: ``running`` (a job's, until
     :func:`finish`) or ``done`` (a quick page's inputs, nothing more to store)."""
     now = time.time()
     run = Run(
         secrets.token_hex(8), page, summary, inputs, now, now, status, key=key,
-        session=session, server=os.getpid(),
+        session=session, server=os.getpid(), subject=subject,
     )  # fmt: skip
     if uploads:
         write_files(
@@ -151,6 +154,13 @@ def create(
         run.uploads = [name for name, _ in uploads]
     run.save()
     return run
+
+
+def update(run: Run, summary: str, inputs: dict, key: str) -> None:
+    """A quick page's run follows its display inputs: the same run, its inputs, summary and
+    key rewritten (its uploads and subject are the same by construction)."""
+    run.summary, run.inputs, run.key = summary, inputs, key
+    run.save()
 
 
 def finish(run: Run, result: Record | None, status: str = "done", message: str = "") -> list[str]:

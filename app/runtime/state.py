@@ -334,14 +334,14 @@ def restore_inputs(page: str) -> None:
     st.session_state[_RESTORED] = run.id
 
 
-def _new_run(page, summary, inputs, uploads, status: str):
+def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
     from lexlens.analysis.core.results import state_of
     from lexlens.app.runtime import runs
 
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
         page, summary, {k: state_of(v) for k, v in inputs.items()}, flat,
-        inputs_key(page, inputs, uploads), browser_session(), status,
+        inputs_key(page, inputs, uploads), browser_session(), status, subject,
     )  # fmt: skip
     st.session_state.setdefault(_RUNS, {})[run.id] = run
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
@@ -352,30 +352,52 @@ def _new_run(page, summary, inputs, uploads, status: str):
 
 
 def record_inputs(
-    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]] | None = None
-) -> None:
+    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]] | None = None,
+    subject: tuple[str, ...] | None = None,
+) -> None:  # fmt: skip
     """Keep the inputs of a page whose result is quick to recompute, so its URL reopens it
-    (nothing is written when the URL's run holds these inputs already)."""
+    (nothing is written when the URL's run holds these inputs already). ``subject``: the
+    keys of the inputs that make a new run (with the uploads); while only the others change
+    (sliders, toggles: how the result is shown), this session's run is updated in place, so
+    a dozen slider drags are one run in History. ``None``: every input makes a new run."""
     from lexlens.app.runtime import runs
 
     uploads = uploads or {}
+    key = inputs_key(page, inputs, uploads)
     current = url_run(page)
-    if current is not None and current.key == inputs_key(page, inputs, uploads):
+    if current is not None and current.key == key:
         return
+    chosen = inputs if subject is None else {k: inputs.get(k) for k in subject}
+    same = inputs_key(page, chosen, uploads)
     try:
-        run = _new_run(page, summary, inputs, uploads, "done")
+        if _follows(current, same):
+            from lexlens.analysis.core.results import state_of
+
+            runs.update(current, summary, {k: state_of(v) for k, v in inputs.items()}, key)
+            st.session_state[_RESTORED] = current.id  # its inputs are the widgets' already
+            return
+        run = _new_run(page, summary, inputs, uploads, "done", same)
         runs.enforce_budget(keep=run.id)
     except LexlensError as exc:  # a full disk: the page works on, unbookmarked
         st.caption(f"This state could not be kept for a reload: {exc}")
 
 
+def _follows(run, subject: str) -> bool:
+    """Whether a quick page's ``run`` takes new display inputs in place: one of the same
+    subject made by this browser session (a link opened from elsewhere is never rewritten)."""
+    mine = run is not None and run.session == browser_session() and run.subject == subject
+    return mine and run.status == "done" and not (run.folder / "result.json").is_file()
+
+
 def keep_for_reload(
-    page: str, prefix: str, summary: str, uploads: dict[str, list[tuple[str, bytes]]] | None = None
-) -> None:
+    page: str, prefix: str, summary: str, uploads: dict[str, list[tuple[str, bytes]]] | None = None,
+    subject: tuple[str, ...] | None = None,
+) -> None:  # fmt: skip
     """:func:`record_inputs` of every kept widget whose key starts with ``prefix`` (a quick
-    page: its result is recomputed from them after a reload)."""
+    page: its result is recomputed from them after a reload); ``subject``: the keys whose
+    change makes a new run (the rest update the run)."""
     keys = sorted(k for k in st.session_state.get(_KEPT, ()) if k.startswith(prefix))
-    record_inputs(page, summary, {k: st.session_state.get(k) for k in keys}, uploads)
+    record_inputs(page, summary, {k: st.session_state.get(k) for k in keys}, uploads, subject)
 
 
 def start_job(
@@ -429,8 +451,31 @@ def show_job_state(job, state: str, doing: str, what: str) -> bool:
         return True
     if state in ("failed", "cancelled", "lost"):
         message = job.message if job is not None else "the server stopped while it ran"
-        (st.error if state == "failed" else st.info)(f"The last {what} {state}: {message}")
+        run_id = job.id if job is not None else url_run_id()
+        left, right = st.columns([6, 1])
+        (left.error if state == "failed" else left.info)(f"The last {what} {state}: {message}")
+        if run_id and right.button("Dismiss", key=f"dismiss_{run_id}",
+                                   help="forget this run: its inputs stay in the form"):  # fmt: skip
+            dismiss_run(run_id)
+            st.rerun()
     return False
+
+
+def dismiss_run(run_id: str) -> None:
+    """Forget a run that did not finish: off the sidebar's jobs, out of the URL and the
+    pages' memory, and deleted from the store (it holds no result; the widgets keep its
+    inputs)."""
+    from lexlens.app.runtime import runs
+    from lexlens.app.runtime.jobs import job_manager
+
+    job_manager().dismiss(run_id)
+    pages = st.session_state.get(_PAGE_RUNS, {})
+    for page in [p for p, r in pages.items() if r == run_id]:
+        del pages[page]
+    st.session_state.get(_RUNS, {}).pop(run_id, None)
+    if st.query_params.get("run") == run_id:
+        del st.query_params["run"]
+    runs.delete(run_id)
 
 
 def show_job(job) -> None:

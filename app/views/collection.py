@@ -9,6 +9,7 @@ import streamlit as st
 
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.workspace_build import propose_build
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.words import spelling
 from lexlens.app.views.thumbnails import item_thumbnail
@@ -19,6 +20,31 @@ KEYS = {"gate_k": "collections_k", "batch_size": "collections_batch",
         "split": "collections_split", "images": "collections_images",
         "image_column": "collections_image_column",
         "text_columns": "collections_text_columns"}  # fmt: skip
+
+
+def propose_from_path(roots, encoder_key: str, name_key: str, path_key: str) -> None:
+    """A typed server path proposes its collection's name and encoder (a text benchmark →
+    a text encoder, images → an image encoder): a widget callback, so the proposal fills
+    the widgets before they are drawn; the user may change both afterwards."""
+    proposal = propose_build(st.session_state.get(path_key) or "", roots)
+    if proposal is None:
+        return
+    st.session_state[name_key] = proposal.name
+    if proposal.encoder is not None:
+        st.session_state[encoder_key] = proposal.encoder
+
+
+def kept_benchmark(card_or_manifest: dict) -> str:
+    """ "300 queries (300 judged) and 4,666 judgements kept" for a collection built from a
+    benchmark (its card, or a build's manifest), else ""."""
+    source = card_or_manifest.get("source")
+    counts = source.get("benchmark") if isinstance(source, dict) else card_or_manifest
+    if not isinstance(counts, dict) or counts.get("queries") is None:
+        return ""
+    return (
+        f"{counts['queries']:,} queries ({counts.get('judged_queries') or 0:,} judged) and "
+        f"{counts.get('judgements') or 0:,} judgements kept with the collection"
+    )
 
 
 def build_numbers(gate_where, batch_where) -> dict[str, int]:
@@ -57,6 +83,10 @@ def show_collection(index: StoredIndex, card: dict) -> None:
         f"labelled · {card['captioned']} captioned · {card['skipped']} skipped · source "
         f"`{card['source']}` · created {card['created']} · updated {card['updated']}"
     )
+    kept = kept_benchmark(card)
+    if kept:
+        st.info(f"{kept}: the Evaluation page and `lexlens evaluate --index "
+                f"{card['name']}` use them.")  # fmt: skip
     terms = pd.DataFrame(
         [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
         columns=["word", "mean weight", "pieces"],

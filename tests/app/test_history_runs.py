@@ -1,0 +1,43 @@
+"""History holds one run per input a quick page was given: a dozen slider drags on the
+Images page update its run (the last value kept for a reload), a new image or text starts
+a new one; a failed job can be dismissed."""
+
+from __future__ import annotations
+
+from tests.helpers import app_page
+
+
+def _runs(page: str) -> list:
+    from lexlens.app.runtime import runs
+
+    return [r for r in runs.list_runs() if r.page == page]
+
+
+def test_silent_wrong_a_dozen_slider_drags_on_images_make_one_run(monkeypatch, tmp_path):
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    at = app_page("app_pages/images.py")
+    assert not at.exception and not at.error
+    assert len(_runs("images")) == 1
+    for top in range(10, 34, 2):  # twelve drags of the top-terms slider
+        at.slider(key="image_k").set_value(top).run()
+    at.toggle(key="image_merge").set_value(False).run()
+    assert not at.exception and not at.error
+    (run,) = _runs("images")
+    assert run.inputs["image_k"] == 32 and run.inputs["image_merge"] is False
+    at.multiselect(key="image_samples").set_value(["coffee (scikit-image)"]).run()
+    assert not at.exception and not at.error
+    assert len(_runs("images")) == 2  # a new image: a new run
+
+
+def test_silent_wrong_text_display_settings_update_the_run_a_new_text_starts_one(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    at = app_page("app_pages/text.py")
+    for top in (12, 30, 45, 60):
+        at.slider(key="text_k").set_value(top).run()
+    assert len(_runs("text")) == 1 and _runs("text")[0].inputs["text_k"] == 60
+    at.text_area(key="text_input").set_value("a giraffe eating leaves")
+    next(b for b in at.button if b.label == "Encode").click().run()
+    assert not at.exception and not at.error
+    assert len(_runs("text")) == 2
