@@ -34,6 +34,7 @@ in one batch at a time, so memory is O(|V|) plus the rows asked for.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,8 +201,10 @@ def deviation_of_index(
     device_argument(device)
     progress = progress_argument(progress)
     ix = collection_argument(index, "index")
+    loading = time.perf_counter()
     gate_k = _gate_of(ix, options.gate_k)
     encoder = _index_encoder(ix, encoder, device)
+    started, cpu = time.perf_counter(), time.thread_time()
     static = static_embeddings_for(encoder, options.glove)
     scorer = Scorer.build(encoder.vocab, static, options.k, options.denominator)
     item_set, cap_set = _measured(ix, encoder, scorer, options, gate_k, progress)
@@ -225,6 +228,9 @@ def deviation_of_index(
         images=item_set if images else None,
         flops_captions_images=between,
         notes=_collection_notes(ix.modality, item_set, cap_set, options.k),
+        seconds=time.perf_counter() - started,
+        load_seconds=started - loading,
+        cpu_seconds=time.thread_time() - cpu,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
-from lexlens.analysis.core.results import Result
+from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.deviation.sets import SetDeviation
 
 
@@ -31,6 +31,12 @@ class DeviationResult(Result):
     images: SetDeviation | None = None
     flops_captions_images: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: Wall times of the measurement once the encoder was ready, and of getting the encoder
+    #: ready (loading it, when given by name): shown by the page, not in the JSON.
+    seconds: float | None = internal(default=None)
+    load_seconds: float | None = internal(default=None)
+    #: CPU time of the thread that measured (the work itself, however busy the machine)
+    cpu_seconds: float | None = internal(default=None)
 
     def files(self) -> dict[str, bytes]:
         """The files a run exports (CLI ``--out`` and the page's downloads): the JSON

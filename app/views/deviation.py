@@ -193,6 +193,14 @@ def show_result(result: DeviationResult) -> None:
     den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
     where = result.input.get("captions") or result.input.get("index")
     st.subheader(f"{where} · {result.encoder} · k = {kk} · denominator {den_text}")
+    if result.seconds is not None and "index" in result.input:
+        loaded = result.load_seconds or 0.0
+        cpu = f", {result.cpu_seconds:.2f} s of CPU" if result.cpu_seconds is not None else ""
+        st.caption(
+            f"Measured {result.input.get('items', 0):,} stored items in {result.seconds:.2f} s"
+            f"{cpu}"
+            + (f"; the encoder was loaded first, in {loaded:.1f} s." if loaded >= 0.5 else ".")
+        )
     for note in result.notes:
         if "positive terms" not in note and "skipped" not in note:
             st.caption(note)
