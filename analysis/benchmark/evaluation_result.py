@@ -100,6 +100,18 @@ def worst_first(per_query: Iterable[Mapping]) -> list[Mapping]:
     return sorted(per_query, key=lambda q: (q["nDCG@10"], natural_key(q["id"])))
 
 
+def sort_rows(rows: Iterable[Mapping], by: str, descending: bool = False) -> list[Mapping]:
+    """Table rows sorted by column ``by``: numbers by value, texts (ids, queries) in natural
+    order (q13 before q102), a missing value (``None``) last either way; ties keep the
+    order given."""
+    rows = list(rows)
+    present = [r for r in rows if r.get(by) is not None]
+    missing = [r for r in rows if r.get(by) is None]
+    numeric = all(isinstance(r[by], (int, float)) for r in present)
+    key = (lambda r: r[by]) if numeric else (lambda r: natural_key(str(r[by])))
+    return sorted(present, key=key, reverse=descending) + missing
+
+
 def per_query_row(q: Mapping) -> dict[str, Any]:
     """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
     none; ``relevant_status`` says why, empty in a result kept from before it was recorded)."""

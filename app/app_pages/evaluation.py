@@ -13,27 +13,19 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, kept_benchmark, stored_benchmark
 from lexlens.analysis.benchmark.evaluation_result import (
     MEASURES,
     BenchmarkEvaluationResult,
-    per_query_row,
-    worst_first,
 )
 from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.app.runtime import state
 from lexlens.app.views.counterfactual import show_counterfactuals
-from lexlens.app.views.evaluation import (
-    numbers_shown,
-    show_blame,
-    show_downloads,
-    show_failures,
-)
+from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures, show_worst
 from lexlens.app.views.faithfulness import show_faithfulness
 from lexlens.app.views.systems import show_systems
 from lexlens.app.views.widgets import option_widget
@@ -152,18 +144,9 @@ cols = st.columns(len(MEASURES))
 for col, measure in zip(cols, MEASURES, strict=True):
     col.metric(measure, f"{aggregate[measure]:.3f}")
 st.subheader("Queries, worst first")
-table = pd.DataFrame(
-    [{**per_query_row(q), "top_terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
-     for q in worst_first(result.metrics["per_query"])]
-).astype({"first_relevant_rank": "Int64", "relevant_rank": "Int64"})  # fmt: skip
-st.caption(
-    "first_relevant_rank: the first relevant item's place in the ranking evaluated (empty: "
-    "none there); relevant_rank: the best relevant item's exact rank, empty when it is not "
-    "retrieved (it scores 0, or the run omits it); relevant_status says which."
-)
-st.dataframe(numbers_shown(table), hide_index=True, width="stretch", key="eval_table")
+order = show_worst(result)
 if result.failures:
-    show_failures(result, list(table["query_id"]), open_index(card["path"]))
+    show_failures(result, order, open_index(card["path"]))
 else:
     st.success("Every query has a relevant item first.")
 show_blame(result)

@@ -3,15 +3,21 @@ their words marked), blame and downloads (numbers and marks: the result's and th
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.benchmark.evaluation_result import (
     BLAME_COLUMNS,
+    PER_QUERY_COLUMNS,
     BenchmarkEvaluationResult,
     blame_row,
     cause_counts,
+    per_query_row,
     select_failures,
+    sort_rows,
+    worst_first,
 )
 from lexlens.analysis.benchmark.explain import Failure, GapSide, ItemExplanation, failure_spans
 from lexlens.app.runtime.state import kept
@@ -174,6 +180,54 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
         f = by_id[q]
         with st.expander(f"{q}: {f.query} — {'; '.join(f.causes)}", expanded=True):
             show_failure(f, index)
+
+
+def _cell(value: object) -> str:
+    """A table cell: an integer as it is, a measure to 4 decimals, nothing for no value."""
+    if value is None:
+        return "<td></td>"
+    if isinstance(value, float):
+        return f'<td style="text-align:right">{value:.4f}</td>'
+    if isinstance(value, int):
+        return f'<td style="text-align:right">{value}</td>'
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def table_html(rows: list[dict], columns: list[str]) -> str:
+    """Rows as an escaped HTML table in a scrolling box, its header kept on top."""
+    head = "".join(
+        f'<th style="position:sticky;top:0;background:#f0f2f6;text-align:left">'
+        f"{html.escape(c)}</th>"
+        for c in columns
+    )
+    body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in columns) + "</tr>" for r in rows)
+    return (
+        '<div style="max-height:420px;overflow:auto;font-size:0.85em">'
+        f'<table style="border-collapse:collapse;width:100%"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def show_worst(result: BenchmarkEvaluationResult) -> list[str]:
+    """The queries worst first (or sorted by a chosen column: numbers by value, ids in
+    natural order, no value last) under the CSV's column names; returns the ids shown."""
+    rows = [{**per_query_row(q), "top_terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
+            for q in worst_first(result.metrics["per_query"])]  # fmt: skip
+    columns = [*PER_QUERY_COLUMNS, "top_terms"]
+    c1, c2 = st.columns([3, 1])
+    choices = ["worst first", *[c for c in PER_QUERY_COLUMNS if c != "query"]]
+    by = c1.selectbox("Sort by", choices, key=kept("eval_sort", "worst first"))
+    descending = c2.toggle("Descending", key=kept("eval_sort_desc", False))
+    if by != "worst first":
+        rows = sort_rows(rows, by, descending)
+    st.caption(
+        "first_relevant_rank: the first relevant item's place in the ranking evaluated (empty: "
+        "none there); relevant_rank: the best relevant item's exact rank, empty when it is not "
+        "retrieved (it scores 0, or the run omits it); relevant_status says which. The same "
+        "columns as per_query.csv."
+    )
+    st.html(table_html(rows, columns))
+    return [r["query_id"] for r in rows]
 
 
 def show_blame(result: BenchmarkEvaluationResult) -> None:

@@ -3,9 +3,9 @@ JSON download are those of ``lexlens evaluate --json`` for the same inputs."""
 
 from __future__ import annotations
 
+import html
 import json
-
-import pandas as pd
+import re
 
 from lexlens.analysis.benchmark.evaluation_result import BLAME_COLUMNS, MEASURES, PER_QUERY_COLUMNS
 from tests.benchmark.test_evaluate import QRELS, QUERIES, TEXTS
@@ -60,6 +60,16 @@ def test_an_uploaded_benchmark_is_evaluated_explained_and_kept(
     assert {m.label: m.value for m in again.metric} == shown
 
 
+def _worst_table(at) -> tuple[list[str], list[list[str]]]:
+    """The worst-queries table as the page draws it: header and rows of cell texts."""
+    drawn = next(h.proto.body for h in at.get("html") if "first_relevant_rank</th>" in h.proto.body)
+    header = [html.unescape(c) for c in re.findall(r"<th\b[^>]*>(.*?)</th>", drawn)]
+    body = drawn[drawn.index("<tbody>") :]
+    rows = [[html.unescape(c) for c in re.findall(r"<td\b[^>]*>(.*?)</td>", tr)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", body)]  # fmt: skip
+    return header, rows
+
+
 def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_csv(
     tmp_path, monkeypatch, cli
 ):
@@ -96,16 +106,29 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     assert f"trust keeps {queries} queries and {judgements} judgements" in kept
     click_and_wait(at, next(b for b in at.button if b.label == "Evaluate").click)
     assert not at.exception and not at.error
-    table = next(d.value for d in at.dataframe if "first_relevant_rank" in d.value.columns)
-    assert [c for c in table.columns if c != "top_terms"] == list(PER_QUERY_COLUMNS)
-    assert list(table["query_id"]) == ["q7", "q10", "q2", "q102"]  # nDCG 0, 0, 1, 1
-    for column in ("first_relevant_rank", "relevant_rank"):
-        assert str(table[column].dtype) == "Int64"
-    for measure in MEASURES:
-        assert table[measure].dtype == "float64"
-    q10 = table.set_index("query_id").loc["q10"]
-    assert pd.isna(q10["relevant_rank"]) and q10["relevant_status"] == "not retrieved"
-    assert not any(str(v) == "None" for v in table.astype(str).to_numpy().ravel())
+    header, rows = _worst_table(at)
+    assert header == [*PER_QUERY_COLUMNS, "top_terms"]
+    ids = [r[0] for r in rows]
+    assert ids == ["q7", "q10", "q2", "q102"]  # nDCG 0, 0, 1, 1: q7 < q10, q2 < q102
+    q10 = dict(zip(header, rows[ids.index("q10")], strict=True))
+    assert q10["first_relevant_rank"] == q10["relevant_rank"] == ""  # empty, not "None"
+    assert q10["relevant_status"] == "not retrieved"
+    assert not any(cell in ("None", "nan", "<NA>") for row in rows for cell in row)
+    result = page_result(at)
+    by_id = {q["id"]: q for q in result.metrics["per_query"]}
+    for row in rows:
+        for name, cell in zip(header, row, strict=True):
+            if name in MEASURES:
+                assert cell == f"{by_id[row[0]][name]:.4f}"
+    # Sorted by a rank: by value (not as text), the queries without one last.
+    at.selectbox(key="eval_sort").select("relevant_rank").run()
+    header, rows = _worst_table(at)
+    ranks = [r[header.index("relevant_rank")] for r in rows]
+    numbers = [int(x) for x in ranks if x]
+    assert numbers == sorted(numbers) and ranks[len(numbers) :] == [""] * (
+        len(ranks) - len(numbers)
+    )
+    at.selectbox(key="eval_sort").select("worst first").run()
     blame = next(d.value for d in at.dataframe if "pushed" in d.value.columns)
     assert list(blame.columns) == [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
     causes = next(d.value for d in at.dataframe if "cause" in d.value.columns)
