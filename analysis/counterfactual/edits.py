@@ -48,6 +48,12 @@ def _normal(text: str) -> str:
     return "".join(c for c in folded if unicodedata.category(c) != "Mn")
 
 
+def word_key(word: str) -> str:
+    """A word as compared for insertion: without surrounding punctuation, lower case, no
+    accents."""
+    return _normal(word.strip(".,;:!?\"'()"))
+
+
 def unit_word_positions(units: Sequence[str], words: Sequence[str]) -> list[int]:
     """For each unit (token) of an encoded text, the index of the whitespace word it belongs
     to (-1: a frame token): the units' spellings consumed in order against each word."""
@@ -183,11 +189,16 @@ class TextTarget:
 
 
 def insertable(query_words: Sequence[str], target_text: str) -> list[str]:
-    """The query's words the target's text lacks (each once, in query order)."""
-    have = {_normal(w.strip(".,;:!?\"'()")) for w in target_text.split()}
-    out: list[str] = []
+    """The query's words to insert into the target's text, each once: those the text lacks
+    first (in query order), then those it holds (a repeated word may still move a
+    contextual encoder's weights)."""
+    have = {word_key(w) for w in target_text.split()}
+    lacking: list[str] = []
+    held: list[str] = []
+    seen: set[str] = set()
     for word in query_words:
-        key = _normal(word.strip(".,;:!?\"'()"))
-        if key and key not in have and word not in out:
-            out.append(word)
-    return out
+        key = word_key(word)
+        if key and key not in seen:
+            seen.add(key)
+            (held if key in have else lacking).append(word.strip(".,;:!?\"'()") or word)
+    return lacking + held

@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.counterfactual.edits import Edit, ImageQuery, TextQuery, TextTarget
+from lexlens.analysis.counterfactual.edits import (
+    Edit,
+    ImageQuery,
+    TextQuery,
+    TextTarget,
+    word_key,
+)
 from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer, place
 
 #: States kept from one level to extend at the next.
@@ -272,7 +278,7 @@ def prior_of(
                 gap = 0.0
             bonus = float(len(set(terms) & answer_terms))
         else:
-            words = [j for j, w in enumerate(query.words) if w == edit.value]
+            words = [j for j, w in enumerate(query.words) if word_key(w) == word_key(edit.value)]
             terms = sorted(set().union(*(provenance[j] for j in words if j < len(provenance))))
             lacking = [t for t in terms if d0[t] == 0]
             gap = float(sum(q0[t] * mean_weight[t] for t in lacking))

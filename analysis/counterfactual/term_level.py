@@ -153,6 +153,10 @@ def term_counterfactual(
     terms = np.flatnonzero(q)
     contributions = scorer.term_columns(terms).multiply(q[terms][:, None]).tocsr()  # [c × N]
     own = np.asarray(contributions[:, target].todense()).ravel()
+    if answer.before.score <= 0 and not np.any(own < 0):
+        answer.after, answer.exact = answer.before, True
+        answer.note = "the target scores 0 or less: removing query terms cannot raise it"
+        return answer
     if exact_size > 0:
         found = _exact(scores, contributions, own, target, exact_size, answer)
         if found is not None:
@@ -185,7 +189,6 @@ def _exact(scores, contributions, own, target, size, answer) -> list[int] | None
         if search.solutions:
             leftover = [float(scores[target]) - float(own[list(s)].sum()) for s in search.solutions]
             best = search.solutions[int(np.argmax(leftover))]
-            answer.exact = complete or len(search.solutions) > 0
             return list(best)
         if not complete:
             answer.note = f"the exact search stopped after {NODE_BUDGET:,} nodes"
