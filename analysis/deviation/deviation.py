@@ -261,11 +261,13 @@ def _index_encoder(ix: Collection, encoder: Encoder | str | None, device: str | 
     return query_encoder_for(ix, encoder, device, needs=needs, argument="encoder")
 
 
-def _batches(ix: Collection, size: int) -> Iterator[tuple[int, Any, list[dict]]]:
-    """(the end row, the rows as CSR, their metadata) of every ``size`` items in order: a
-    stored index's memory-mapped rows, any other collection's rows one by one."""
+def _batches(
+    ix: Collection, size: int, columns: list[str]
+) -> Iterator[tuple[int, Any, list[dict]]]:
+    """(the end row, the rows as CSR, their metadata ``columns``) of every ``size`` items in
+    order: a stored index's memory-mapped rows, any other collection's rows one by one."""
     if isinstance(ix, StoredIndex):
-        for batch in ix.iter_batches(batch_size=size, columns=ITEM_COLUMNS):
+        for batch in ix.iter_batches(batch_size=size, columns=columns):
             yield batch.stop, batch.vectors, batch.meta
         return
     for start in range(0, len(ix), size):
@@ -280,7 +282,7 @@ def _batches(ix: Collection, size: int) -> Iterator[tuple[int, Any, list[dict]]]
             ),
             shape=(stop - start, ix.vocab_size),
         )
-        yield stop, matrix, ix.meta(range(start, stop), ITEM_COLUMNS)
+        yield stop, matrix, ix.meta(range(start, stop), columns)
 
 
 def _measured(
@@ -299,7 +301,8 @@ def _measured(
     if captions is not None:  # an image's words are its captions': one evidence for both sets
         items.words = captions.words
     total = len(ix)
-    for stop, vectors, meta in _batches(ix, options.batch_size or STORED_BATCH):
+    columns = ["id", "text"] if kind == "texts" else ITEM_COLUMNS
+    for stop, vectors, meta in _batches(ix, options.batch_size or STORED_BATCH, columns):
         ids = [m["id"] for m in meta]
         if kind == "texts":  # each text against its own tokens, as the index keeps them
             texts = [m.get("text") or "" for m in meta]

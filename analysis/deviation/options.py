@@ -37,8 +37,10 @@ DEVIATION_K = shared_option(
 DENOMINATORS = ("k", "active")
 #: Per-item rows kept in a result (aggregates always cover every item).
 DEFAULT_MAX_ROWS = 10_000
-#: At most this many distinct caption words are kept as evidence for merging the cloud.
+#: At most this many distinct caption words are kept as evidence for merging the cloud, read
+#: from at most this many items (as a stored index's strongest terms read their first ones).
 MAX_CLOUD_WORDS = 200_000
+MAX_EVIDENCE_ITEMS = 100_000
 #: Captions encoded at once, and a stored collection's rows read at once.
 CAPTION_BATCH = 64
 STORED_BATCH = 1024

@@ -9,7 +9,11 @@ import numpy as np
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.words import Term, input_words, merge_word_pieces, text_words
 from lexlens.analysis.deviation.flops import flops_with_self_pairs, flops_within
-from lexlens.analysis.deviation.options import DEFAULT_MAX_ROWS, MAX_CLOUD_WORDS
+from lexlens.analysis.deviation.options import (
+    DEFAULT_MAX_ROWS,
+    MAX_CLOUD_WORDS,
+    MAX_EVIDENCE_ITEMS,
+)
 from lexlens.analysis.deviation.scoring import ItemDeviation, Scorer
 from lexlens.analysis.deviation.tokens import (
     BatchNumbers,
@@ -109,6 +113,8 @@ class SetAccumulator:
     #: the words the items' texts spell (:func:`text_words`): evidence for merging the cloud
     #: (a set of images shares its captions' set: their words are its evidence)
     words: set[str] = field(default_factory=set, repr=False)
+    #: measured items whose words were read as evidence (at most MAX_EVIDENCE_ITEMS)
+    evidence: int = 0
 
     def __post_init__(self) -> None:
         size = len(self.scorer.vocab)
@@ -152,11 +158,13 @@ class SetAccumulator:
             self.skip(ids[r], texts[r], _SKIP_REASON.get(self.kind, "no caption tokens"))
         for r in measured:
             kept_row = len(self.rows) < self.max_rows
-            if not kept_row and len(self.words) >= MAX_CLOUD_WORDS:
+            evidence = len(self.words) < MAX_CLOUD_WORDS and self.evidence < MAX_EVIDENCE_ITEMS
+            if not kept_row and not evidence:
                 break
             own = text_words(texts[r])
-            if len(self.words) < MAX_CLOUD_WORDS:
+            if evidence:
                 self.words.update(own)
+                self.evidence += 1
             if kept_row:
                 item = (ids[r], texts[r], own)
                 self.rows.append(self._row(item, r, matrix, captions, tokens, numbers))

@@ -108,12 +108,19 @@ def top_k_entries(matrix: sp.csr_matrix, scorer: Scorer) -> tuple[np.ndarray, ..
     first, and each row's positive-term count: positive weights, special tokens left out,
     by weight descending then id."""
     n = matrix.shape[0]
+    matrix.sort_indices()  # ids ascending within each row: the ties' order below
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(matrix.indptr))
     cols, vals = matrix.indices.astype(np.int64), matrix.data
     keep = (vals > 0) & ~scorer.special[cols]
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
     positive = np.bincount(rows, minlength=n).astype(np.int64)
-    order = np.lexsort((cols, -vals, rows))
+    # A positive float32's bits order like its value: one stable sort by (row, -weight)
+    # keeps equal weights in id order.
+    if vals.dtype == np.float32:
+        key = (rows << 32) | (0x7FFFFFFF - vals.view(np.int32).astype(np.int64))
+        order = np.argsort(key, kind="stable")
+    else:
+        order = np.lexsort((cols, -vals, rows))
     rows, cols, vals = rows[order], cols[order], vals[order]
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(positive, out=starts[1:])
@@ -140,7 +147,7 @@ def batch_numbers(matrix: sp.csr_matrix, tokens: TokenRows, scorer: Scorer) -> B
     static_rows = scorer.static_rows[cols]
     with_vec = static_rows >= 0
     no_vector = np.bincount(rows, weights=~with_vec, minlength=n).astype(np.int64)
-    semantic = _semantic_sums(rows, rank, static_rows, own_rows, tokens, scorer, n)
+    semantic = _semantic_sums(rows, static_rows, own_rows, tokens, scorer, n)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.minimum(positive, scorer.k), out=starts[1:])
     return BatchNumbers(positive, matches, semantic, no_vector, (cols, vals, starts))
@@ -148,7 +155,6 @@ def batch_numbers(matrix: sp.csr_matrix, tokens: TokenRows, scorer: Scorer) -> B
 
 def _semantic_sums(
     rows: np.ndarray,
-    rank: np.ndarray,
     static_rows: np.ndarray,
     own_rows: np.ndarray,
     tokens: TokenRows,
@@ -156,7 +162,10 @@ def _semantic_sums(
     n: int,
 ) -> np.ndarray:
     """Σ over each item's top terms with a static vector of the best cosine to its own
-    tokens with one (0 for an item with none), as :meth:`Scorer.score` sums it."""
+    tokens with one (0 for an item with none), as :meth:`Scorer.score` sums it.
+
+    Items go through in blocks of similar length (shortest first), each padded to its
+    longest item by repeating an item's own first token (a repeat cannot change a max)."""
     out = np.zeros(n, dtype=np.float64)
     own_static = scorer.static_rows[tokens.ids] if tokens.ids.size else tokens.ids
     has = own_static >= 0
@@ -165,32 +174,55 @@ def _semantic_sums(
     own_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(own_count, out=own_start[1:])
     scored = (static_rows >= 0) & (own_count[rows] > 0)
-    rows, rank, static_rows = rows[scored], rank[scored], static_rows[scored]
+    rows, static_rows = rows[scored], static_rows[scored]
     if rows.size == 0:
         return out
-    vectors, k = scorer.static.vectors, scorer.k
-    width = int(own_count.max())
-    step = max(1, COSINE_BLOCK // (width * vectors.shape[1]))
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        pick = (rows >= lo) & (rows < hi)
-        if not pick.any():
-            continue
-        m, wide = hi - lo, int(own_count[lo:hi].max())
-        top = np.zeros((m, k, vectors.shape[1]), dtype=np.float64)
-        top[rows[pick] - lo, rank[pick]] = vectors[static_rows[pick]]
-        own = np.zeros((m, wide, vectors.shape[1]), dtype=np.float64)
-        seg = slice(own_start[lo], own_start[hi])
-        r = own_rows[seg] - lo
-        own[r, np.arange(r.size) - (own_start[lo:hi] - own_start[lo])[r]] = vectors[own_static[seg]]
+    top_count = np.bincount(rows, minlength=n)
+    top_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(top_count, out=top_start[1:])
+    items = np.flatnonzero(top_count)
+    items = items[np.argsort(own_count[items], kind="stable")]
+    vectors = _float64_vectors(scorer)
+    budget = max(1, COSINE_BLOCK // vectors.shape[1])
+    lo = 0
+    while lo < items.size:
+        reach = min(items.size - 1, lo + budget // int(own_count[items[lo]]))
+        hi = min(items.size, lo + max(1, budget // int(own_count[items[reach]])))
+        block = items[lo:hi]
+        own = vectors[own_static[_padded(own_start[block], own_count[block])]]
+        top = vectors[static_rows[_padded(top_start[block], top_count[block])]]
         # float64 products rounded once to float32: each cosine is the float32 one, whatever
         # the batch around it (a float32 product's last bit depends on the shapes).
         sims = np.matmul(top, own.transpose(0, 2, 1)).astype(np.float32)
-        padded = np.arange(wide)[None, :] >= own_count[lo:hi][:, None]
-        sims[np.broadcast_to(padded[:, None, :], sims.shape)] = -np.inf
-        best = np.clip(sims[rows[pick] - lo, rank[pick]].max(axis=1), -1.0, 1.0)
-        out[lo:hi] += np.bincount(rows[pick] - lo, weights=best.astype(np.float64), minlength=m)
+        best = np.clip(sims.max(axis=2), -1.0, 1.0)
+        real = np.arange(best.shape[1])[None, :] < top_count[block][:, None]
+        # Each item's terms in rank order: summed one after another, as Scorer.score does.
+        out += np.bincount(
+            np.repeat(block, top_count[block]), weights=best[real].astype(np.float64), minlength=n
+        )
+        lo = hi
     return out
+
+
+def _padded(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``[m, max(counts)]`` positions: row ``i`` holds ``starts[i] + j`` for its ``counts[i]``
+    entries, then repeats its last one."""
+    width = np.arange(int(counts.max()))[None, :]
+    return starts[:, None] + np.minimum(width, (counts - 1)[:, None])
+
+
+#: The static vectors as float64, per table (the last few kept, keyed by the table's id).
+_FLOAT64: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _float64_vectors(scorer: Scorer) -> np.ndarray:
+    vectors = scorer.static.vectors
+    cached = _FLOAT64.get(id(vectors))
+    if cached is None or cached[0] is not vectors:
+        if len(_FLOAT64) >= 4:
+            _FLOAT64.clear()
+        cached = _FLOAT64[id(vectors)] = (vectors, vectors.astype(np.float64))
+    return cached[1]
 
 
 def numbers_one_by_one(

@@ -93,11 +93,10 @@ class VocabAccumulator:
     def add(self, batch: object) -> None:
         """Fold a batch of items (rows) into the statistics."""
         matrix = as_csr(batch, self.vocab_size)
-        coo = matrix.tocoo()
-        active = coo.data != 0
-        rows, cols, vals = coo.row[active], coo.col[active], coo.data[active]
-        # Item order within each term: sort by (term, row).
-        order = np.lexsort((rows, cols))
+        active = matrix.data != 0
+        cols, vals = matrix.indices[active], matrix.data[active]
+        # Item order within each term: sort by (term, row); CSR holds the rows in order.
+        order = np.argsort(cols, kind="stable")
         cols, vals = cols[order].astype(np.int64), vals[order].astype(np.float64)
         batch_counts = np.bincount(cols, minlength=self.vocab_size)
         self.sums += np.bincount(cols, weights=vals, minlength=self.vocab_size)
