@@ -48,6 +48,7 @@ BENCHES = [
     "bench.coldstart",
     "bench.collections",
     "bench.evaluation",
+    "bench.deviation_store",
     "bench.counterfactual",
 ]
 
