@@ -198,7 +198,8 @@ def show_faithfulness(result: Any, index_path: str) -> None:
 
     st.subheader("Are the explanations true? Faithfulness by re-encoding")
     store = st.session_state.setdefault("_faith_eval", {})
-    key = f"{index_path}|{id(result)}|{len(result.failures)}"
+    failing = ",".join(f.query_id for f in result.failures)
+    key = f"{index_path}|{sorted(result.settings.items())}|{failing}"  # the same evaluation
     if key not in store and st.button("Measure faithfulness", key="faith_eval_run"):
         bar = st.progress(0.0, "re-encoding the edited queries")
         try:
