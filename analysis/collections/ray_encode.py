@@ -1,20 +1,32 @@
 """Corpus-scale encoding on Ray (``lexlens index … --ray [ADDRESS]``).
 
-Ray Data ``map_batches`` runs one encoder per actor (a GPU per actor where the cluster has
-GPUs); each actor loads the encoder by its registry name or checkpoint path, reads its
-items (image files from the source folder, or texts), encodes and gates them exactly as
-the in-process build does (:func:`.encoding.encode_payloads`), and sends
-back the sparse rows. The driver writes them into the same index, in source order.
+Ray Data runs one encoder per actor (a GPU per actor where the cluster has GPUs); each
+actor loads the encoder by its registry name or checkpoint path, reads its items (image
+files from the source folder, which the workers must see at the same path, or texts),
+encodes and gates them with the in-process build's own step
+(:func:`.encoding.encode_payloads`), and sends back the sparse rows with each text's token
+ids. The driver writes them into the same index, in source order.
 
-``--ray`` alone starts a local Ray on this machine; ``--ray auto`` joins the cluster this
-machine belongs to; ``--ray ray://HOST:PORT`` connects a Ray client. Needs
+The work is cut into the in-process build's batches (``batch_size`` items each, in source
+order), one Ray row per batch: a network's float sums depend on the batch an input is
+padded with, so the same batches give the same bytes — the index equals the in-process
+build's, file for file, but for the manifest's dates.
+
+``--ray`` alone (``local``) starts a private Ray on this machine, bound to 127.0.0.1, and
+stops it afterwards; ``--ray auto`` joins the cluster this machine belongs to; ``--ray
+ray://HOST:PORT`` connects a Ray client to a cluster's head. Ray's dashboard and its usage
+statistics are off (``RAY_USAGE_STATS_ENABLED=0``): a build never reports anywhere. Needs
 ``pip install "lexlens[ray]"``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import json
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,14 +39,70 @@ from lexlens.models.base import Encoder, InputError
 
 
 def check_ray() -> None:
-    """Ray is installed (before any work starts; the address is checked by its declaration,
-    :class:`~.options.IndexOptions`)."""
-    try:
-        import ray
-    except ImportError:
-        ray = None
-    if not hasattr(ray, "init"):  # not installed (a folder named ray is no Ray)
+    """Ray is installed (before any work starts, without importing it; the address is
+    checked by its declaration, :class:`~.options.IndexOptions`)."""
+    spec = importlib.util.find_spec("ray")
+    if spec is None or not str(spec.origin or "").endswith("__init__.py"):
+        # not installed (a folder named ray, read as a namespace package, is no Ray)
         raise InputError('encoding on Ray needs Ray: pip install "lexlens[ray]" (or drop --ray)')
+
+
+#: What a local Ray's processes are started with: no usage statistics; addresses on the
+#: loopback only (Ray would otherwise look for this machine's outward address); and,
+#: because Ray's usage module asks cloud metadata services (169.254.169.254,
+#: metadata.google.internal) which cloud it runs on even with statistics off, an HTTP proxy
+#: that refuses at once (127.0.0.1:9) for every address but this machine's.
+LOCAL_RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "http_proxy": "http://127.0.0.1:9",
+    "https_proxy": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "no_proxy": "127.0.0.1,localhost,::1",
+    "NO_PROXY": "127.0.0.1,localhost,::1",
+}
+#: Ray's options for every start or join: no dashboard, quiet.
+RAY_OPTIONS: dict[str, Any] = {
+    "ignore_reinit_error": True,
+    "include_dashboard": False,
+    "logging_level": logging.ERROR,
+    "log_to_driver": False,
+}
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment for the block (what Ray's processes
+    started in it inherit), the previous environment afterwards."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def start_local_ray(num_cpus: int | None = None) -> bool:
+    """Start a private Ray on this machine (``--ray`` alone): bound to 127.0.0.1, no
+    dashboard, no usage statistics, nothing sent off the machine (:data:`LOCAL_RAY_ENV`;
+    Ray reads part of it when first imported, so this comes before any other import of
+    Ray in the process). Returns whether it started one (``False``: a Ray already runs in
+    this process, which is used as it is)."""
+    values = dict(LOCAL_RAY_ENV)
+    if "ray" in sys.modules:  # read at Ray's first import: its address is chosen already
+        values.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    with _environment(values):
+        import ray
+
+        if ray.is_initialized():
+            return False
+        ray.init(num_cpus=num_cpus, **RAY_OPTIONS)
+    return True
 
 
 def _quiet() -> None:
@@ -51,54 +119,110 @@ def _quiet() -> None:
 
 
 class _EncodeActor:
-    """One encoder per actor: loads it once, then encodes batches of items."""
+    """One encoder per actor: loads it once, then encodes one build batch per row."""
 
-    def __init__(self, spec: str, gate_k: int, device: str | None, root: str) -> None:
+    def __init__(self, spec: str, gate_k: int, device: str | None, root: str, threads: int) -> None:
         import torch
 
         from lexlens.models import load_encoder
 
-        torch.set_num_threads(max(1, int(os.environ.get("LEXLENS_RAY_THREADS", "1"))))
+        torch.set_num_threads(threads)
         logging.getLogger().setLevel(logging.ERROR)
         self.encoder = load_encoder(spec, device=device)
         self.gate_k = gate_k
         self.root = Path(root)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out: dict[str, list] = {key: [] for key in _RESULT_FIELDS}
+        for n, batch in zip(rows["n"], rows["batch"], strict=True):
+            result = self.encode(json.loads(str(batch))) | {"n": int(n)}
+            for key in _RESULT_FIELDS:
+                out[key].append(result[key])
+        return {key: np.array(values, dtype=object) for key, values in out.items()}
+
+    def encode(self, batch: list[list[str]]) -> dict[str, Any]:
+        """One build batch of (kind, image path or text, where): the rows of those that
+        encode (concatenated, with their lengths) and a reason for each that does not."""
         payloads: list[tuple[str, Any, str]] = []
-        failed: dict[int, str] = {}
-        for i, (kind, value, where) in enumerate(
-            zip(batch["kind"], batch["value"], batch["where"], strict=True)
-        ):
+        reasons: list[str] = [""] * len(batch)
+        slots = []
+        for i, (kind, value, where) in enumerate(batch):
             if kind == "image":
                 try:
-                    payloads.append((kind, (self.root / str(value)).read_bytes(), str(where)))
+                    payloads.append((kind, (self.root / value).read_bytes(), where))
                 except OSError as exc:
-                    failed[i] = f"cannot read ({exc.strerror or exc})"
-                    payloads.append(("text", "x", str(where)))  # placeholder, dropped below
+                    reasons[i] = f"cannot read ({exc.strerror or exc})"
+                    continue
             else:
-                payloads.append((kind, str(value), str(where)))
-        results = encode_payloads(self.encoder, self.gate_k, payloads)
-        indices, data, tokens, errors = [], [], [], []
-        for i, result in enumerate(results):
-            if i in failed or isinstance(result, Skipped):
-                indices.append(b"")
-                data.append(b"")
-                tokens.append(None)
-                errors.append(failed.get(i) or result.reason)
-            else:
-                cols, vals, token_ids = result
-                indices.append(np.asarray(cols, np.int32).tobytes())
-                data.append(np.asarray(vals, np.float32).tobytes())
-                tokens.append(None if token_ids is None else token_ids.tobytes())
-                errors.append("")
-        return {
-            "n": np.asarray(batch["n"]),
-            "indices": np.array(indices, dtype=object),
-            "data": np.array(data, dtype=object),
-            "tokens": np.array(tokens, dtype=object),
-            "error": np.array(errors, dtype=object),
-        }
+                payloads.append((kind, value, where))
+            slots.append(i)
+        lengths = np.zeros(len(batch), np.int64)
+        token_lengths = np.full(len(batch), -1, np.int64)
+        cols, vals, tokens = [], [], []
+        for slot, result in zip(slots, encode_payloads(self.encoder, self.gate_k, payloads),
+                                strict=True):  # fmt: skip
+            if isinstance(result, Skipped):
+                reasons[slot] = result.reason
+                continue
+            indices, weights, token_ids = result
+            lengths[slot] = indices.size
+            cols.append(np.asarray(indices, np.int32))
+            vals.append(np.asarray(weights, np.float32))
+            if token_ids is not None:
+                token_lengths[slot] = token_ids.size
+                tokens.append(np.asarray(token_ids, np.int32))
+        joined = (np.concatenate(x).tobytes() if x else b"" for x in (cols, vals, tokens))
+        return dict(
+            zip(_RESULT_FIELDS[1:], (lengths.tobytes(), *joined, token_lengths.tobytes(),
+                                     json.dumps(reasons)), strict=True)
+        )  # fmt: skip
+
+
+#: What an actor sends back for one batch.
+_RESULT_FIELDS = ("n", "lengths", "indices", "data", "tokens", "token_lengths", "reasons")
+
+
+def _unpacked(row: dict[str, Any]) -> Iterator[tuple[np.ndarray, np.ndarray, Any] | str]:
+    """The items of one batch's result, in order: (indices, weights, token ids) or a reason."""
+    lengths = np.frombuffer(row["lengths"], np.int64)
+    token_lengths = np.frombuffer(row["token_lengths"], np.int64)
+    indices = np.frombuffer(row["indices"], np.int32)
+    data = np.frombuffer(row["data"], np.float32)
+    tokens = np.frombuffer(row["tokens"], np.int32)
+    at = tok = 0
+    for length, token_length, reason in zip(
+        lengths, token_lengths, json.loads(row["reasons"]), strict=True
+    ):
+        if reason:
+            yield reason
+            continue
+        ids = None
+        if token_length >= 0:
+            ids = tokens[tok : tok + token_length]
+            tok += token_length
+        yield indices[at : at + length], data[at : at + length], ids
+        at += length
+
+
+def _actor_shape(gpus: int) -> tuple[int, int, int]:
+    """(torch threads, CPUs reserved, count) of the actors: a GPU each where the cluster
+    has GPUs; else as many threads as this process's own build would use (a network's
+    float sums, a convolution's above all, depend on how its work is split among threads:
+    the same split gives the same bytes), CPUs reserved to match on the largest node, and
+    as many actors as the cluster's CPUs hold. ``LEXLENS_RAY_THREADS`` sets the threads."""
+    import ray
+    import torch
+
+    threads = int(os.environ.get("LEXLENS_RAY_THREADS", "0")) or torch.get_num_threads()
+    if gpus:
+        return threads, 0, gpus
+    largest = max(
+        (int(node["Resources"].get("CPU", 0)) for node in ray.nodes() if node.get("Alive")),
+        default=1,
+    )
+    per_actor = max(1, min(threads, largest))
+    total = int(ray.cluster_resources().get("CPU", 1))
+    return threads, per_actor, max(1, total // per_actor)
 
 
 class RayEncoder:
@@ -108,28 +232,23 @@ class RayEncoder:
         self, encoder: Encoder, gate_k: int, batch_size: int, *, address: str, spec: str
     ) -> None:
         check_ray()
+        self.gate_k, self.batch_size, self.spec = gate_k, batch_size, spec
+        try:
+            if address == "local":
+                self._started = start_local_ray()
+            else:
+                with _environment({"RAY_USAGE_STATS_ENABLED": "0"}):
+                    import ray
+
+                    self._started = not ray.is_initialized()
+                    ray.init(address=address, **RAY_OPTIONS)
+        except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError…)
+            raise InputError(f"--ray {address}: cannot start or reach Ray ({exc})") from None
         import ray
 
         _quiet()
-        self.gate_k, self.batch_size, self.spec = gate_k, batch_size, spec
-        self._started = not ray.is_initialized()
-        options: dict[str, Any] = {
-            "ignore_reinit_error": True,
-            "include_dashboard": False,
-            "logging_level": logging.ERROR,
-            "log_to_driver": False,
-        }
-        try:
-            if address == "local":
-                ray.init(**options)
-            else:
-                ray.init(address=address, **options)
-        except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError…)
-            raise InputError(f"--ray {address}: cannot start or reach Ray ({exc})") from None
-        resources = ray.cluster_resources()
-        self.gpus = int(resources.get("GPU", 0))
-        cpus = int(resources.get("CPU", 1))
-        self.actors = max(1, self.gpus if self.gpus else cpus)
+        self.gpus = int(ray.cluster_resources().get("GPU", 0))
+        self.threads, self.cpus_per_actor, self.actors = _actor_shape(self.gpus)
 
     def encode_all(
         self, todo: list[tuple[str, str, str]], root: Path
@@ -146,12 +265,13 @@ class RayEncoder:
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
-        items = [
-            {"n": n, "kind": kind, "value": value, "where": where}
-            for n, (kind, value, where) in enumerate(todo)
+        size = max(1, self.batch_size)
+        batches = [
+            {"n": n, "batch": json.dumps(todo[start : start + size])}
+            for n, start in enumerate(range(0, len(todo), size))
         ]
         dataset = ray.data.from_items(
-            items, override_num_blocks=max(1, min(len(items), self.actors * 4))
+            batches, override_num_blocks=max(1, min(len(batches), self.actors * 4))
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Ray's deprecation notices about its own arguments
@@ -162,32 +282,26 @@ class RayEncoder:
                     "gate_k": self.gate_k,
                     "device": "cuda" if self.gpus else "cpu",
                     "root": str(root),
+                    "threads": self.threads,
                 },  # fmt: skip
-                batch_size=self.batch_size,
-                compute=ray.data.ActorPoolStrategy(size=self.actors),
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=min(self.actors, len(batches))),
                 num_gpus=1 if self.gpus else 0,
-                num_cpus=0 if self.gpus else 1,
+                num_cpus=0 if self.gpus else self.cpus_per_actor,
                 batch_format="numpy",
                 max_restarts=0,
             )
         waiting: dict[int, Any] = {}
-        expected = 0
+        expected = done = 0
         for row in encoded.iter_rows():
             waiting[int(row["n"])] = row
             while expected in waiting:
-                row = waiting.pop(expected)
+                for result in _unpacked(waiting.pop(expected)):
+                    done += 1
+                    yield result
                 expected += 1
-                if row["error"]:
-                    yield str(row["error"])
-                else:
-                    tokens = row["tokens"]
-                    yield (
-                        np.frombuffer(row["indices"], dtype=np.int32),
-                        np.frombuffer(row["data"], dtype=np.float32),
-                        None if tokens is None else np.frombuffer(tokens, dtype=np.int32),
-                    )
-        if expected != len(todo):
-            raise InputError(f"Ray returned {expected} of {len(todo)} items")
+        if done != len(todo):
+            raise InputError(f"Ray returned {done} of {len(todo)} items")
 
     def close(self) -> None:
         """Shut down the Ray this encoder started (a cluster it joined keeps running)."""

@@ -1,0 +1,152 @@
+"""``lexlens index --ray`` on a local 2-CPU Ray cluster writes the in-process build's index,
+byte for byte: vectors, token ids, metadata, postings and vocabulary files, and the manifest
+but for its dates.
+
+The cluster is private to this module (bound to 127.0.0.1, no dashboard, usage statistics
+off) and is shut down after it, its processes gone.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.ray_encode import LOCAL_RAY_ENV, check_ray, start_local_ray
+from lexlens.app.cli import main
+from lexlens.models.base import InputError
+
+try:  # without importing Ray: it reads part of its settings when first imported
+    check_ray()
+except InputError:
+    pytest.skip('Ray is not installed (pip install "lexlens[dev]")', allow_module_level=True)
+
+pytestmark = pytest.mark.slow  # starting Ray and its actors takes ~20 s on 2 cores
+
+#: Texts of varied length (1 to ~60 words): padding differs from batch to batch.
+TEXTS = [
+    " ".join(
+        ["retrieval", "sparse", "vocabulary", "dog", "beach", "encoder", "token", "river",
+         "mountain", "the", "of", "a", "night", "market", "train"][(i * 7 + j) % 15]
+        for j in range(1 + (i * 13) % 60)
+    )
+    for i in range(70)
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A private local Ray: 2 CPUs, 127.0.0.1 only, no dashboard, no usage statistics;
+    shut down afterwards, and its processes waited for."""
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        pytest.skip("a Ray is already running in this process")
+    assert start_local_ray(num_cpus=2)
+    import psutil  # Ray ships it (its thirdparty_files, on the path once ray is imported)
+    import ray
+
+    try:
+        yield ray
+    finally:
+        children = psutil.Process().children(recursive=True)
+        ray.shutdown()
+        _, alive = psutil.wait_procs(children, timeout=30)
+        for process in alive:  # never leave a cluster behind, whatever happened
+            process.kill()
+        assert not alive, f"Ray processes still running after shutdown: {alive}"
+
+
+def _loopback(ip: str) -> bool:
+    """Whether an address is this machine's loopback (127.0.0.0/8, ::1, ::ffff:127.x)."""
+    address = ipaddress.ip_address(ip)
+    return bool((getattr(address, "ipv4_mapped", None) or address).is_loopback)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def assert_same_index(here: Path, on_ray: Path) -> None:
+    """Every file byte-identical; the manifests equal once their dates are left out."""
+    a, b = _files(here), _files(on_ray)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        if name != "manifest.json":
+            assert a[name] == b[name], f"{name} differs"
+    dated = ("created", "updated")
+    ma, mb = (json.loads(x["manifest.json"]) for x in (a, b))
+    assert {k: v for k, v in ma.items() if k not in dated} == {
+        k: v for k, v in mb.items() if k not in dated
+    }
+
+
+def test_silent_wrong_ray_text_build_is_byte_identical(local_ray, tmp_path, capsys):
+    """`lexlens index --ray` (the CLI, splade-tiny, 70 texts in 9 batches over 2 actors)
+    against the in-process build: the same bytes, token ids included."""
+    source = tmp_path / "texts.txt"
+    source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    common = ["index", "--encoder", "splade-tiny", "--source", str(source), "--batch-size", "8"]
+    assert main([*common, "--out", str(tmp_path / "here")]) == 0
+    started = time.perf_counter()
+    assert main([*common, "--out", str(tmp_path / "ray"), "--ray"]) == 0
+    capsys.readouterr()
+    assert local_ray.is_initialized()  # --ray joined this module's Ray and left it running
+    assert_same_index(tmp_path / "here", tmp_path / "ray")
+    assert (tmp_path / "ray" / "token_ids.npy").stat().st_size > 0
+    assert time.perf_counter() - started < 300
+
+
+def test_security_local_ray_stays_on_this_machine(local_ray):
+    """Every process of the local cluster listens and talks on the loopback only, runs
+    without usage statistics, and sends any HTTP request (Ray's cloud-metadata probes) to
+    a proxy on this machine that refuses it."""
+    import psutil
+
+    processes = psutil.Process().children(recursive=True)
+    assert processes  # the cluster's own processes (GCS, raylet, workers…)
+    checked = 0
+    for process in processes:
+        try:
+            sockets = process.net_connections(kind="inet")
+            environment = process.environ()
+        except psutil.NoSuchProcess:
+            continue
+        for sock in sockets:
+            for address in (sock.laddr, sock.raddr):
+                if address:
+                    assert _loopback(address.ip), (process, sock)
+        if not environment:  # a process that retitled itself overwrote where it is read
+            continue
+        checked += 1
+        for key in ("RAY_USAGE_STATS_ENABLED", "http_proxy", "no_proxy"):
+            assert environment.get(key) == LOCAL_RAY_ENV[key], (process.name(), key)
+    assert checked  # the GCS server and the raylet at least
+    nodes = local_ray.nodes()
+    assert [_loopback(n["NodeManagerAddress"]) for n in nodes] == [True]
+
+
+def test_silent_wrong_ray_image_build_is_byte_identical(local_ray, tmp_path):
+    """Images exercise the whole path: actors read the files, encode, gate, and report the
+    undecodable one, which the driver lists as skipped, as the in-process build does."""
+    from PIL import Image
+
+    from lexlens.models import load_encoder
+
+    skimage = pytest.importorskip("skimage")
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("chelsea.png", "coffee.png", "rocket.jpg", "astronaut.png", "camera.png"):
+        image = Image.open(Path(skimage.__file__).parent / "data" / name).convert("RGB")
+        image.thumbnail((96, 96))
+        image.save(folder / Path(name).with_suffix(".png").name)
+    (folder / "broken.png").write_bytes(b"not an image")
+    effnet = load_encoder("efficientnet-lite0-lexical", device="cpu")
+    here = build_index(effnet, folder, tmp_path / "here", batch_size=2)
+    on_ray = build_index(effnet, folder, tmp_path / "ray", ray="auto", batch_size=2)
+    assert (on_ray.items, on_ray.encoded) == (here.items, here.encoded) == (5, 5)
+    assert [Path(s.file).name for s in on_ray.skipped] == ["broken.png"]
+    assert_same_index(tmp_path / "here", tmp_path / "ray")
