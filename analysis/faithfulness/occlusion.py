@@ -151,10 +151,12 @@ def occlusion_of(
         cols = term_columns(r, model.vocab)
         before = float(np.max(enc.weights[cols]))
         random_after = [float(np.max(a.weights[cols])) for a in after[1:]]
-        out.append({"token": r["token"], "group_weight": r["weight"], "before": before,
-                    "after": float(np.max(after[0].weights[cols])),
-                    "random_after": float(np.mean(random_after)),
-                    "random_dropped": float(np.mean([a <= 0.5 * before for a in random_after]))})  # fmt: skip
+        halved = [a <= 0.5 * before for a in random_after]
+        out.append({
+            "token": r["token"], "group_weight": r["weight"], "before": before,
+            "after": float(np.max(after[0].weights[cols])),
+            "random_after": float(np.mean(random_after)), "random_dropped": float(np.mean(halved)),
+        })  # fmt: skip
     kept = [t for t in out if t["before"] > 0]
 
     def mean(values: list[float]) -> float | None:
