@@ -28,15 +28,25 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
     at.radio(key="collections_source").set_value("Path on this server")
     at.run()
     at.text_input(key="collections_path").set_value(str(source))
-    at.text_input(key="collections_name").set_value("pets")
     at.run()
     assert loaded == []
-    # The default encoder reads images: a text file is refused with one clear message.
+    # The typed path proposes its name and an encoder that reads it (texts).
+    assert at.text_input(key="collections_name").value == "pets"
+    assert at.selectbox(key="collections_encoder").value == "splade-tiny"
+    # An image encoder chosen anyway: a text file is refused with one clear message.
+    at.selectbox(key="collections_encoder").set_value("efficientnet-lite0-lexical").run()
     click_and_wait(at, at.button[0].click)
     assert not at.exception
     assert loaded == ["efficientnet-lite0-lexical"]
     assert any("does not encode text" in e.value for e in at.error)
     assert not (home / "collections" / "pets").exists()
+    # The failed build can be dismissed: off the page, its run gone from History.
+    from lexlens.app.runtime import runs
+
+    failed = [r.id for r in runs.list_runs() if r.status == "failed"]
+    [b for b in at.button if b.label == "Dismiss"][0].click().run()
+    assert not any("does not encode text" in e.value for e in at.error)
+    assert failed and not {r.id for r in runs.list_runs()} & set(failed)
     at.selectbox(key="collections_encoder").set_value("splade-tiny")
     at.run()
     click_and_wait(at, at.button[0].click)
@@ -75,7 +85,8 @@ def test_a_benchmark_from_a_server_path_keeps_its_queries(tmp_path, monkeypatch)
     bench = ROOT / "data" / "benchmarks" / "photos_karpathy"
     at = app_page("app_pages/collections.py")
     at.radio(key="collections_source").set_value("Path on this server").run()
-    at.text_input(key="collections_path").set_value(str(bench / "dataset_photos.json"))
+    at.text_input(key="collections_path").set_value(str(bench / "dataset_photos.json")).run()
+    assert at.selectbox(key="collections_encoder").value == "efficientnet-lite0-lexical"
     at.text_input(key="collections_images").set_value(str(skimage_path("chelsea.png").parent))
     at.text_input(key="collections_split").set_value("test")
     at.text_input(key="collections_name").set_value("karpathy")
