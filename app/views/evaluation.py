@@ -170,10 +170,14 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
         return
     by_id = {f.query_id: f for f in selected}
     ids = list(by_id)
-    opened = [q for q in st.session_state.get("eval_open", ids[:2]) if q in by_id]
-    st.session_state["eval_open"] = opened
+    filters = (tuple(chosen), tuple(span), len(result.failures))
+    if st.session_state.get("eval_open_for") != filters:  # new filters: their worst two open
+        st.session_state["eval_open_for"] = filters
+        st.session_state["eval_open"] = ids[:2]
+    opened = st.session_state.get("eval_open", ids[:2])
+    st.session_state["eval_open"] = [q for q in opened if q in by_id]
     picks = st.multiselect(
-        f"Failing queries to open ({len(ids)} with these filters, worst first)", ids,
+        f"Failing queries to open ({len(ids)} with these filters, in the table's order)", ids,
         key=kept("eval_open"), format_func=lambda q: f"{q}: {by_id[q].query[:80]}",
     )  # fmt: skip
     for q in picks:

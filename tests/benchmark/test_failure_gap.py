@@ -201,3 +201,20 @@ def test_silent_wrong_the_kept_counts_are_the_files_lines(index, result):
     assert kept["judgements"] == sum(len(v) for v in QRELS.values())
     assert result.settings["judgements"] == sum(len(v) for v in QRELS.values())
     assert result.settings["queries"] == len(QUERIES)
+
+
+def test_silent_wrong_failures_are_filtered_by_cause_and_query_length(result):
+    from lexlens.analysis.benchmark.evaluation_result import select_failures
+
+    everything = select_failures(result.failures)
+    assert everything == list(result.failures)
+    for cause in result.causes:
+        chosen = select_failures(result.failures, [cause])
+        assert [f.query_id for f in chosen] == [
+            f.query_id for f in result.failures if cause in f.causes
+        ]
+        assert len(chosen) == result.causes[cause]
+    lengths = {f.query_id: len(QUERIES[f.query_id].split()) for f in result.failures}
+    short = select_failures(result.failures, None, (1, 2))
+    assert [f.query_id for f in short] == [q for q, n in lengths.items() if n <= 2]
+    assert select_failures(result.failures, [], None) == []
