@@ -95,6 +95,11 @@ def source_units(encoding: LexicalEncoding, columns: Sequence[Sequence[int]]) ->
     if encoding.unit_weights is None:
         raise ValueError("provenance needs the encoding's per-unit rows (keep_units=True)")
     rows = encoding.unit_weights
+    if columns and all(len(cols) == 1 for cols in columns):  # one column each: at once
+        block = rows[:, [int(cols[0]) for cols in columns]]
+        units = np.argmax(block, axis=0)
+        best = block[units, np.arange(block.shape[1])]
+        return [int(u) if b > 0 else None for u, b in zip(units, best, strict=True)]
     out: list[int | None] = []
     for cols in columns:
         if not len(cols):
