@@ -262,9 +262,11 @@ class RayEncoder:
         import warnings
 
         _quiet()
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True
-        context.enable_progress_bars = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Ray's deprecation notices about its own settings
+            context = ray.data.DataContext.get_current()
+            context.execution_options.preserve_order = True
+            context.enable_progress_bars = False
         size = max(1, self.batch_size)
         batches = [
             {"n": n, "batch": json.dumps(todo[start : start + size])}
@@ -293,7 +295,13 @@ class RayEncoder:
             )
         waiting: dict[int, Any] = {}
         expected = done = 0
-        for row in encoded.iter_rows():
+        rows = iter(encoded.iter_rows())
+        while True:
+            with warnings.catch_warnings():  # the notices again, as Ray runs the plan
+                warnings.simplefilter("ignore")
+                row = next(rows, None)
+            if row is None:
+                break
             waiting[int(row["n"])] = row
             while expected in waiting:
                 for result in _unpacked(waiting.pop(expected)):

@@ -41,6 +41,7 @@ from lexlens.app.views.collection import (
     propose_from_path,
     show_collection,
 )
+from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError, load_encoder
 
 #: The source choices shown → the analysis' source kinds.
@@ -63,7 +64,7 @@ st.caption(
 INPUT_KEYS = ("collections_encoder", "collections_encoder_dir", "collections_source",
               "collections_path", "collections_name", "collections_k", "collections_batch",
               "collections_split", "collections_images", "collections_image_column",
-              "collections_text_columns")  # fmt: skip
+              "collections_text_columns", "collections_ray")  # fmt: skip
 state.restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
 # --------------------------------------------------------------------------------- build
@@ -114,12 +115,17 @@ with st.expander("Build a collection", expanded=not list_collections()):
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("Name", key=state.kept("collections_name", "photos"))
     numbers = build_numbers(c2, c3)
+    ray = option_widget(
+        IndexOptions, "ray", "collections_ray", default="", label="Encode on Ray (empty: "
+        "here; local: a private Ray on this machine; ray://HOST:PORT: a cluster's head)",
+    )  # fmt: skip
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
     if build and encoder_spec:
         try:
-            options = IndexOptions.of(IndexOptions.from_texts(bench), **numbers)
+            typed = bench | {"ray": (ray or "").strip() or None}
+            options = IndexOptions.of(IndexOptions.from_texts(typed), **numbers)
             roots = data_roots()  # a typed path is read only inside them
             options = check_collection_request(
                 name, source_kind, path=server_path, roots=roots, options=options

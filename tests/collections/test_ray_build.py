@@ -150,3 +150,27 @@ def test_silent_wrong_ray_image_build_is_byte_identical(local_ray, tmp_path):
     assert (on_ray.items, on_ray.encoded) == (here.items, here.encoded) == (5, 5)
     assert [Path(s.file).name for s in on_ray.skipped] == ["broken.png"]
     assert_same_index(tmp_path / "here", tmp_path / "ray")
+
+
+def test_silent_wrong_collections_page_builds_on_ray(local_ray, tmp_path, monkeypatch):
+    """The Collections page's build with a Ray address: the collection it stores equals
+    `lexlens index` in this process, byte for byte."""
+    from tests.helpers import app_page, click_and_wait
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(tmp_path))
+    source = tmp_path / "notes.txt"
+    source.write_text("\n".join(TEXTS[:20]) + "\n", encoding="utf-8")
+    at = app_page("app_pages/collections.py")
+    at.radio(key="collections_source").set_value("Path on this server").run()
+    at.text_input(key="collections_path").set_value(str(source)).run()
+    at.selectbox(key="collections_encoder").set_value("splade-tiny")
+    at.text_input(key="collections_ray").set_value("local").run()
+    click_and_wait(at, at.button[0].click)
+    assert not at.exception and not at.error
+    assert any("notes: 20 items" in s.value for s in at.success)
+    assert main(["index", "--encoder", "splade-tiny", "--source", str(source),
+                 "--out", str(tmp_path / "here")]) == 0  # fmt: skip
+    assert_same_index(tmp_path / "here", home / "collections" / "notes")
+    assert local_ray.is_initialized()  # the page's build joined the running Ray
