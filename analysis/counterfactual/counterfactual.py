@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -145,7 +146,8 @@ def prepare(
         from lexlens.models.images import load_image
 
         picture = query if hasattr(query, "convert") else load_image(query, name="query")
-        edited = ImageQuery(encoder, picture, options.gate_k)
+        label = Path(query).name if isinstance(query, Path) else "image"
+        edited = ImageQuery(encoder, picture, options.gate_k, label)
     return Prepared(collection, ids, edited, row, meta, encoder, device, query_id)
 
 
@@ -194,7 +196,7 @@ def answer(
         outcome = search.run(search.singles, search.prior, options.max_edits)
         notes.extend(outcome.notes)
         text_answer = _text_record(outcome, search, p, time.perf_counter() - started)
-    query = p.query.text if isinstance(p.query, TextQuery) else "image"
+    query = p.query.text if isinstance(p.query, TextQuery) else p.query.label
     return CounterfactualResult(
         index=p.collection.describe(), query=query, query_id=p.query_id, target=p.ids[p.row],
         counterfactual=text_answer, terms=terms,

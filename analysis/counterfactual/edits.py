@@ -134,8 +134,8 @@ class ImageQuery:
 
     kind = "image"
 
-    def __init__(self, encoder: Encoder, image: Any, gate_k: int) -> None:
-        self.encoder, self.image, self.gate_k = encoder, image, gate_k
+    def __init__(self, encoder: Encoder, image: Any, gate_k: int, label: str = "image") -> None:
+        self.encoder, self.image, self.gate_k, self.label = encoder, image, gate_k, label
         self.encoding = encoder.encode_images([image], keep_units=True)[0]
         rows, cols = self.encoding.grid or (1, 1)
         self.words = [f"r{r}c{c}" for r in range(rows) for c in range(cols)]

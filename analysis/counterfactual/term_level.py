@@ -83,6 +83,8 @@ class _Search:
         self.after_target = after_target  # [m] the item's row is after the target's
         positive = np.where(gains > 0, gains, 0.0)
         top = -np.sort(-positive, axis=1)[:, :size]
+        if top.shape[1] < size:  # fewer terms than the size searched: nothing more to gain
+            top = np.pad(top, ((0, 0), (0, size - top.shape[1])))
         self.best_gains = np.concatenate([np.zeros((len(need), 1)), np.cumsum(top, 1)], axis=1)
         self.nodes = 0
         self.solutions: list[tuple[int, ...]] = []

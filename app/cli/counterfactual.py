@@ -5,6 +5,7 @@ model and ranked against the whole collection."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> None:
     options = common.options_from_args(CounterfactualOptions, args)
     out = common.out_folder(args)
     result = counterfactual(
-        args.index, args.query if args.query_image is None else args.query_image, args.target,
+        args.index, args.query if args.query_image is None else Path(args.query_image),
+        args.target,
         query_id=args.query_id, query_encoder=args.query_encoder, device=args.device,
         options=options,
     )  # fmt: skip
