@@ -1,16 +1,21 @@
 """A query searched on both sides of a collection comparison: both rankings, which hits
 moved (rank in A → rank in B, entered or left the top N) and the terms that moved them (per
 hit, every term's contribution ``q_t · d_t`` on each side — they sum to that side's score —
-and the terms whose contribution changed most, also read as words)."""
+and the terms whose contribution changed most, also read as words). A query the collection
+keeps comes with its judgements: every hit says its relevance, and each side's metrics are
+measured against them; any other query that names a label of the items is measured against
+the items carrying it."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
-from lexlens.analysis.core.metrics import measure_rankings
+from lexlens.analysis.core.metrics import is_relevant, measure, measure_rankings
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
 from lexlens.analysis.search.evaluation import (
     CUTOFF,
@@ -56,15 +61,24 @@ def _rankings(
     return ranked
 
 
-def _hits(target: StoredIndex, rows_of: dict[str, int], ranking: Ranking, top: int) -> list[dict]:
-    """One side's top ``top`` hits: rank, id, score, text and image."""
+def _hits(
+    target: StoredIndex, rows_of: dict[str, int], ranking: Ranking, top: int,
+    judged: dict[str, int] | None,
+) -> list[dict]:  # fmt: skip
+    """One side's top ``top`` hits: rank, id, score, text and image (and, for a kept query,
+    each hit's relevance: its judgement, 0 when not judged)."""
     ids, scores = ranking
     metas = target.meta([rows_of[i] for i in ids[:top]], ["id", "text", "image"])
     return [
         {"rank": r, "id": i, "score": sc, "text": m.get("text") or "",
-         "image": m.get("image") or ""}
+         "image": m.get("image") or ""} | _relevance(judged, i)
         for r, (i, sc, m) in enumerate(zip(ids[:top], scores[:top], metas, strict=True), 1)
     ]  # fmt: skip
+
+
+def _relevance(judged: dict[str, int] | None, item: str) -> dict:
+    """``{"relevance": grade}`` of an item for a kept query (0: not judged); nothing else."""
+    return {} if judged is None else {"relevance": int(judged.get(item, 0))}
 
 
 def _status(rank_a: int | None, rank_b: int | None, top: int) -> str:
@@ -100,31 +114,42 @@ def _by_contribution(parts: dict[str, float]) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class _Sides:
+    """Both sides of a search: the collections, the query vectors, the row of each item id,
+    and what joins word pieces into words (both vocabularies' tokens, their known words)."""
+
+    targets: tuple[StoredIndex, StoredIndex]
+    queries: tuple[np.ndarray, np.ndarray]
+    rows_of: tuple[dict[str, int], dict[str, int]]
+    tokens: list[str] | set[str]
+    known: frozenset[str]
+
+
 def _moved_hit(
-    item: str, targets: tuple[StoredIndex, StoredIndex], queries: tuple[np.ndarray, np.ndarray],
-    rows_of: tuple[dict[str, int], dict[str, int]], ranks: tuple[int | None, int | None],
-    query: str, top: int, explain: int,
+    item: str, sides: _Sides, ranks: tuple[int | None, int | None], query: str, top: int,
+    explain: int, judged: dict[str, int] | None,
 ) -> dict:  # fmt: skip
     """One hit of either top: its ranks and scores, every term's contribution on each side
     and the terms (and words) whose contribution changed most."""
+    targets, rows_of = sides.targets, sides.rows_of
     scores, parts = [], []
-    for t, (target, q) in enumerate(zip(targets, queries, strict=True)):
+    for t, (target, q) in enumerate(zip(targets, sides.queries, strict=True)):
         score, contribution = contributions(target, rows_of[t][item], q)
         scores.append(score)
         parts.append(contribution)
     changes = _changes(parts)
     meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image", "captions", "labels"])[0]
-    words = item_words(meta) | text_words(query) | targets[0].known_words
-    words |= targets[1].known_words
     in_words = merge_contributions(
         [{"token": r["token"], "contribution": r["change"]} for r in changes],
-        set(targets[0].vocab) | set(targets[1].vocab), words,
+        sides.tokens, item_words(meta) | text_words(query) | sides.known,
     )  # fmt: skip
     in_words.sort(key=lambda r: (-abs(r["contribution"]), r["token"]))
     return {
         "id": item,
         "text": meta.get("text") or "",
         "image": meta.get("image") or "",
+        **_relevance(judged, item),
         "status": _status(*ranks, top),
         "rank_a": ranks[0],
         "rank_b": ranks[1],
@@ -149,16 +174,24 @@ def search_side_by_side(
     query: str,
     top: int,
     explain: int,
+    judged: dict[str, int] | None = None,
 ) -> dict:
-    """Both rankings, the hits that moved and the terms that moved them."""
+    """Both rankings, the hits that moved and the terms that moved them; ``judged`` (a
+    kept query's judgements) marks each hit's relevance and gives the metrics."""
     depth = max(top, RANK_DEPTH)
     ranked = _rankings(targets, queries, depth)
     rank = [{i: r for r, i in enumerate(ids, start=1)} for ids, _ in ranked]
-    hits = {s: _hits(targets[t], rows_of[t], ranked[t], top) for t, s in enumerate(SIDES)}
+    hits = {s: _hits(targets[t], rows_of[t], ranked[t], top, judged) for t, s in enumerate(SIDES)}
     union = list(dict.fromkeys([h["id"] for h in hits["a"]] + [h["id"] for h in hits["b"]]))
+    vocab_a, vocab_b = targets[0].vocab, targets[1].vocab
+    sides = _Sides(
+        targets, queries, rows_of,
+        vocab_a if vocab_a is vocab_b or vocab_a == vocab_b else set(vocab_a) | set(vocab_b),
+        targets[0].known_words | targets[1].known_words,
+    )  # fmt: skip
     moved = [
-        _moved_hit(item, targets, queries, rows_of, (rank[0].get(item), rank[1].get(item)),
-                   query, top, explain)
+        _moved_hit(item, sides, (rank[0].get(item), rank[1].get(item)), query, top, explain,
+                   judged)
         for item in union
     ]  # fmt: skip
     moved.sort(
@@ -172,7 +205,9 @@ def search_side_by_side(
         "hits_b": hits["b"],
         "hits": moved,
         "counts": {s: sum(m["status"] == s for m in moved) for s in STATUSES},
-        "metrics": _metrics(targets[0], ranked, query),
+        "metrics": _metrics(targets[0], ranked, query)
+        if judged is None
+        else _judged_metrics(ranked, judged),
     }
 
 
@@ -190,3 +225,13 @@ def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | No
         s: measure_rankings({"q": ids_s[:CUTOFF]}, {"q": relevant}, MEASURES)[0]
         for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
     } | {"relevant": len(relevant)}
+
+
+def _judged_metrics(ranked: list[Ranking], judged: dict[str, int]) -> dict:
+    """RR@1, RR@10, nDCG@10 (graded) and AP@10 of each side's top
+    :data:`~lexlens.analysis.search.evaluation.CUTOFF` against a kept query's judgements."""
+    relevant = sum(1 for r in judged.values() if is_relevant(r))
+    return {
+        s: measure({"q": [(i, 0.0) for i in ids_s[:CUTOFF]]}, {"q": judged}, MEASURES)[0]
+        for s, (ids_s, _) in zip(SIDES, ranked, strict=True)
+    } | {"relevant": relevant, "judged": "kept"}

@@ -18,15 +18,15 @@ import numpy as np
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.compare.collection_search import search_side_by_side
+from lexlens.analysis.compare.kept_queries import kept_query
 from lexlens.analysis.compare.options import CompareIndexOptions, default_gates
-from lexlens.analysis.compare.regate import RegatedIndex, check_regate, own_columns
+from lexlens.analysis.compare.regate import check_regate
 from lexlens.analysis.compare.result import CompareResult
+from lexlens.analysis.compare.side_cache import SIDE_CACHE, GatedSide, SideStatistics
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.results import Progress, progress_part
-from lexlens.analysis.deviation.deviation import deviation_of_index
-from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.analysis.search.queries import QuerySpec, query_encoder_for
 from lexlens.models.base import Encoder, InputError
@@ -35,9 +35,11 @@ from lexlens.models.base import Encoder, InputError
 IndexSide = tuple[StoredIndex, int, Encoder]
 
 
-def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
-    """Refuse two indexes that do not hold the same items of the same source; returns the
-    row in ``b`` of each id."""
+def check_same_items(
+    a: StoredIndex, b: StoredIndex, rows_a: dict[str, int], rows_b: dict[str, int]
+) -> None:
+    """Refuse two indexes that do not hold the same items of the same source (``rows_a``,
+    ``rows_b``: the row of each item id in each)."""
     fa = a.manifest["source"].get("fingerprint")
     fb = b.manifest["source"].get("fingerprint")
     if not fa or fa != fb:
@@ -46,11 +48,8 @@ def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
             f"fingerprints {str(fa)[:12] or 'none'} and {str(fb)[:12] or 'none'}): index one "
             "source with both encoders"
         )
-    ids_a = [str(x) for x in a.column("id")]
-    ids_b = [str(x) for x in b.column("id")]
-    rows_b = {i: r for r, i in enumerate(ids_b)}
-    missing_b = [i for i in ids_a if i not in rows_b]
-    missing_a = sorted(set(ids_b) - set(ids_a))
+    missing_b = [i for i in rows_a if i not in rows_b]
+    missing_a = sorted(set(rows_b) - set(rows_a))
     if missing_a or missing_b:
         example = (missing_b or missing_a)[0]
         raise InputError(
@@ -58,7 +57,6 @@ def check_same_items(a: StoredIndex, b: StoredIndex) -> dict[str, int]:
             f"the first, {len(missing_a)} only in the second, e.g. {example!r}; an item "
             "skipped by one encoder?): compare indexes of the same items"
         )
-    return rows_b
 
 
 def _set_summary(part: SetDeviation | None) -> dict | None:
@@ -155,49 +153,38 @@ def _encoders(
     return chosen_a, chosen_b
 
 
-def _regated(sides: tuple[IndexSide, IndexSide], progress: Progress | None) -> tuple[list, list]:
-    """Each side's index at its gate k (re-gated in memory when smaller than the stored
-    one), and a note per re-gated side saying how."""
-    notes: list[str] = []
-    targets: list[StoredIndex] = []
+def _sides(
+    sides: tuple[IndexSide, IndexSide], k: int, progress: Progress | None
+) -> tuple[list[GatedSide], list[SideStatistics], list[str]]:
+    """Each side's index at its gate k (re-gated from its stored vectors when smaller) and
+    its statistics, both made once per index state and reused (:data:`SIDE_CACHE`); a note
+    per re-gated side saying how. Progress: each side's share of the whole."""
+    gated, statistics, notes = [], [], []
     for s, (ix, kk, encoder) in enumerate(sides):
-        if kk == ix.gate_k:
-            targets.append(ix)
-            continue
-        if progress:
-            progress(0.02 + 0.08 * s, f"Re-gating {ix.path.name} at k = {kk}…")
-        own = own_columns(ix, encoder) if ix.modality == "text" else None
-        targets.append(RegatedIndex(ix, kk, own))
-        how = (
-            "the k largest stored weights plus each text's own tokens (re-tokenised by "
-            f"{encoder.name})"
-            if own is not None
-            else "the k largest stored weights (images have no own tokens)"
-        )
-        notes.append(
-            f"{SIDES[s].upper()}: {ix.path.name} is stored at gate k = {ix.manifest['gate_k']}"
-            f" and re-gated at k = {kk}: {how}"
-        )
-    return targets, notes
+        label = f"{SIDES[s].upper()}: "
+        regate = progress_part(progress, 0.45 * s, 0.45 * s + 0.1, label)
+        side = SIDE_CACHE.side(ix, kk, encoder, regate)
+        part = progress_part(progress, 0.45 * s + 0.1, 0.45 * (s + 1), label)
+        statistics.append(SIDE_CACHE.statistics(side, encoder, k, part))
+        gated.append(side)
+        if kk != ix.gate_k:
+            how = (
+                "the k largest stored weights plus each text's own tokens (the token ids "
+                "the index keeps, or its text split again by the tokenizer)"
+                if ix.modality == "text"
+                else "the k largest stored weights (images have no own tokens)"
+            )
+            notes.append(
+                f"{SIDES[s].upper()}: {ix.path.name} is stored at gate k = {ix.gate_k} and "
+                f"re-gated at k = {kk}: {how}"
+            )
+    return gated, statistics, notes
 
 
-def _deviations(
-    targets: list[StoredIndex], encoders: tuple[Encoder, Encoder], k: int,
-    progress: Progress | None,
-) -> list[DeviationResult]:  # fmt: skip
-    """Semantic deviation, FLOPs and vocabulary statistics of each side (every item), each
-    side's progress its share of the whole (10–50 %, 50–90 %)."""
-    out = []
-    for s, (target, encoder) in enumerate(zip(targets, encoders, strict=True)):
-        part = progress_part(progress, 0.1 + 0.4 * s, 0.5 + 0.4 * s, f"{SIDES[s].upper()}: ")
-        out.append(deviation_of_index(target, encoder, k=k, max_rows=0, progress=part))
-    return out
-
-
-def _collection(
-    deviations: list[DeviationResult], targets: list[StoredIndex], k: int, top: int
-) -> dict[str, Any]:
+def _collection(statistics: list[SideStatistics], targets: list[StoredIndex], k: int,
+                top: int) -> dict[str, Any]:  # fmt: skip
     """Deviation and vocabulary statistics of both sides (the search is added after)."""
+    deviations = [s.deviation for s in statistics]
     items = tuple(d.images if d.images is not None else d.captions for d in deviations)
     return {
         "k": k,
@@ -213,7 +200,7 @@ def _collection(
         },
         "vocabulary": _vocab_side_by_side(
             items,
-            tuple(t.mean_weights() for t in targets),
+            (statistics[0].mean_weights, statistics[1].mean_weights),
             (targets[0].vocab, targets[1].vocab),
             top,
         ),  # fmt: skip
@@ -284,26 +271,28 @@ def compare_indexes(
     device_argument(device)
     ix_a = index_argument(index_a, "index_a")
     ix_b = ix_a if index_b is None else index_argument(index_b, "index_b")
-    one = ix_b is ix_a or ix_b.path.resolve() == ix_a.path.resolve()
-    if one:
+    if ix_b is not ix_a and ix_b.path.resolve() == ix_a.path.resolve():
         ix_b = ix_a
-    rows_a = {str(i): r for r, i in enumerate(ix_a.column("id"))}
-    rows_b = rows_a if one else check_same_items(ix_a, ix_b)
+    rows = (SIDE_CACHE.item_rows(ix_a), SIDE_CACHE.item_rows(ix_b))
+    if ix_b is not ix_a:
+        check_same_items(ix_a, ix_b, *rows)
+    query, judged = options.query, None
+    if options.query_id is not None:
+        query, judged = kept_query((ix_a, ix_b), options.query_id)
     encoders = _encoders((ix_a, ix_b), encoder_a, encoder_b, device)
     sides = _checked_sides(ix_a, ix_b, encoders, options)
-    targets, notes = _regated(sides, progress)
+    gated, statistics, notes = _sides(sides, options.k, progress)
+    targets = [side.target for side in gated]
     vocab = vocabulary_overlap(ix_a.vocab, ix_b.vocab)
     if note := vocabulary_note(vocab):
         notes.append(note)
-    deviations = _deviations(targets, encoders, options.k, progress)
-    collection = _collection(deviations, targets, options.k, options.top)
-    if options.query is not None:
+    collection = _collection(statistics, targets, options.k, options.top)
+    if query is not None:
         if progress:
             progress(0.92, "Searching both…")
         # Each side's query as ``lexlens search`` makes it, at that side's gate k.
         queries = tuple(
-            QuerySpec(encoder, options.query_mode, kk).text(options.query)
-            for _, kk, encoder in sides
+            QuerySpec(encoder, options.query_mode, kk).text(query) for _, kk, encoder in sides
         )
         if options.query_mode == "bow":
             notes.append(
@@ -311,8 +300,8 @@ def compare_indexes(
                 "bow, VDR's nonparametric query): no gate applies to it"
             )
         collection["search"] = search_side_by_side(
-            (targets[0], targets[1]), queries, (rows_a, rows_b), query=options.query,
-            top=options.top, explain=options.explain,
+            (targets[0], targets[1]), queries, rows, query=query, top=options.top,
+            explain=options.explain, judged=judged,
         )  # fmt: skip
     if progress:
         progress(1.0, "Done")
@@ -323,9 +312,10 @@ def compare_indexes(
         input={
             "index_a": ix_a.path.name,
             "index_b": ix_b.path.name,
-            "query": options.query,
+            "query": query,
             "items": len(ix_a),
-        },
+        }
+        | ({} if options.query_id is None else {"query_id": options.query_id}),
         vocabulary=vocab,
         collection=collection,
         notes=notes,

@@ -50,6 +50,13 @@ def check_term(term: str) -> str | None:
     return term.strip() or None
 
 
+def check_query_id(query_id: str) -> str:
+    """A kept query's id without surrounding spaces (ids never hold whitespace)."""
+    if not query_id.strip():
+        raise OptionError("query_id", "query_id is empty: give the id of a kept query")
+    return query_id.strip()
+
+
 def check_query(query: str) -> str:
     """A query with at least one non-space character."""
     if not query.strip():
@@ -105,7 +112,8 @@ class CompareOptions(_SidesOptions):
 @dataclass(frozen=True)
 class CompareIndexOptions(_SidesOptions):
     """How two stored collections are compared (``lexlens compare --index``, the Compare
-    page): ``gate_k`` none → :func:`default_gates`; ``query`` adds the search comparison."""
+    page): ``gate_k`` none → :func:`default_gates`; ``query`` (or ``query_id``, a query the
+    collection keeps, with its judgements) adds the search comparison."""
 
     what = "compare on stored collections"
 
@@ -115,9 +123,21 @@ class CompareIndexOptions(_SidesOptions):
         None, "a text query searched on both sides", check=check_query, parse=str,
         label="Query searched on both (optional)", metavar="TEXT",
     )  # fmt: skip
+    query_id: str | None = option(
+        None, "a query the collection keeps (its id in the queries it was built with): its "
+        "text is searched on both sides, its judged items are marked and measured",
+        check=check_query_id, parse=str, label="Kept query", metavar="ID",
+    )  # fmt: skip
     query_mode: str = shared(QUERY_MODE)
     k: int = shared(DEVIATION_K)
     explain: int = option(CHANGED_TERMS, "changed terms listed per moved hit", low=0, cli=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.query is not None and self.query_id is not None:
+            raise OptionError(
+                "query_id", "query_id: give a typed query or a kept query's id, not both"
+            )
 
 
 def default_gates(kind: str, same: bool, stored: tuple[int, int] | None = None,

@@ -1,23 +1,31 @@
-"""A stored index seen at a smaller gate k, without re-encoding (Compare's second side).
+"""A stored index seen at a smaller gate k, read from its stored vectors (Compare's sides).
 
-An index stores ``E_K = V ⊙ G_K`` (top-K of ``V`` plus the
-item's own tokens); ``V`` itself is not kept. For ``k ≤ K`` the top-k of ``V`` are exactly
-the k largest stored weights (they are all among the stored top-K), so the image vectors
-re-gate exactly (up to ties at the k-th weight). A text's gate also keeps its own tokens
-(bag of words), which the stored vector does not mark: each text is tokenised again by the
-side's text encoder (``side="document"``, as ``lexlens index`` encodes) and its own tokens'
-stored weights are kept, so ``E_k = V ⊙ (top-k ∪ bow)`` holds for texts too. A larger k
-than the stored one cannot be recovered (refused). The re-gated vectors are held in memory
-(O(non-zeros at the new k)); the query is gated at the same k as its side's documents.
+VDR's gate keeps ``G_K(x) = top_K(V(x)) ∪ bow(x)``, and an index stores ``E_K = V ⊙ G_K``;
+``V`` itself is not kept. For ``k ≤ K`` the top-k of ``V`` are exactly the k largest stored
+weights (all of them are among the stored top-K), so ``E_k = V ⊙ (top_k ∪ bow)`` is the
+stored row cut to its k largest weights plus its own tokens' weights — no encoder forward
+pass. A text's own tokens are the input token ids the index kept at build time
+(:mod:`lexlens.analysis.collections.token_ids`), or, for an index built before it kept
+them, its stored text split again by the encoder's tokenizer (no model). Images have no own
+tokens. A larger k than the stored one cannot be recovered: refused. Ties at the k-th
+weight keep the lower vocabulary id. The re-gated rows are held in memory (O(non-zeros at
+the new k)), computed a block of rows at a time.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from lexlens.analysis.collections.store import StoredIndex
-from lexlens.analysis.core.gating import bag_of_words
+from lexlens.analysis.collections.token_ids import stored_token_ids
+from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.vocabulary import special_mask
+from lexlens.analysis.deviation.item_tokens import tokenized_ids
 from lexlens.models.base import Encoder, InputError
+
+#: Stored items re-gated at once (bounds the sort's memory on a large index).
+REGATE_BLOCK = 65_536
 
 
 def check_regate(ix: StoredIndex, k: int) -> None:
@@ -33,71 +41,103 @@ def check_regate(ix: StoredIndex, k: int) -> None:
         )
 
 
-def own_columns(ix: StoredIndex, encoder: Encoder, batch_size: int = 64) -> list[np.ndarray]:
-    """Each text item's own tokens (bag of words) as vocabulary ids, by re-tokenising its
-    text with ``encoder`` (document side, as the index was encoded)."""
-    texts = [str(t or "") for t in ix.column("text")]
-    out: list[np.ndarray] = [np.zeros(0, np.int64)] * len(texts)
-    todo = [i for i, t in enumerate(texts) if t.strip()]
-    for lo in range(0, len(todo), batch_size):
-        chunk = todo[lo : lo + batch_size]
-        encodings = encoder.encode_texts(
-            [texts[i] for i in chunk], side="document", keep_units=False
-        )
-        for i, e in zip(chunk, encodings, strict=True):
-            out[i] = np.flatnonzero(bag_of_words(e, encoder.vocab))
-    return out
+def own_token_rows(
+    ix: StoredIndex, encoder: Encoder | None, start: int, stop: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Items ``[start, stop)``'s own tokens as (row pointers, vocabulary ids), special tokens
+    left out: the ids the index kept, the rest (older indexes, items kept without them)
+    split again by ``encoder``'s tokenizer; ``None`` for images."""
+    if ix.modality != "text":
+        return None
+    stored = stored_token_ids(ix).rows(start, stop)
+    if stored is not None:
+        indptr, ids = stored
+        lengths = np.diff(indptr)
+        missing = []
+    else:
+        indptr, ids = np.zeros(stop - start + 1, np.int64), np.zeros(0, np.int64)
+        lengths = np.zeros(stop - start, np.int64)
+        missing = list(range(stop - start))
+    if stored is not None and encoder is not None:
+        empty = np.flatnonzero(lengths == 0)
+        if empty.size:
+            texts = ix.meta(range(start + int(empty[0]), start + int(empty[-1]) + 1), ["text"])
+            missing = [int(r) for r in empty if (texts[r - empty[0]].get("text") or "").strip()]
+    if missing:
+        if encoder is None:
+            raise InputError(
+                f"{ix.path.name} keeps no token ids of its texts: give the text encoder that "
+                "tokenises them to re-gate it"
+            )
+        rows = [ids[indptr[r] : indptr[r + 1]] for r in range(stop - start)]
+        texts = [m.get("text") or "" for m in ix.meta([start + r for r in missing], ["text"])]
+        for r, found in zip(missing, tokenized_ids(encoder, texts), strict=True):
+            rows[r] = found
+        lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
+        indptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        ids = np.concatenate(rows).astype(np.int64) if rows else ids
+    keep = ~special_mask(ix.vocab)[ids] if ids.size else np.zeros(0, bool)
+    owner = np.repeat(np.arange(stop - start), np.diff(indptr))[keep]
+    pointers = np.zeros(stop - start + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=stop - start), out=pointers[1:])
+    return pointers, ids[keep]
 
 
-def regate_rows(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    k: int,
-    own: list[np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keep each stored row's ``k`` largest weights and its own tokens' (``own[i]``)."""
-    n = len(indptr) - 1
-    new_ptr = np.zeros(n + 1, dtype=np.int64)
-    cols_out, vals_out = [], []
-    for i in range(n):
-        a, b = int(indptr[i]), int(indptr[i + 1])
-        cols = np.asarray(indices[a:b])
-        vals = np.asarray(data[a:b])
-        if k >= 0 and cols.size > k:
-            keep = np.zeros(cols.size, dtype=bool)
-            if k > 0:
-                keep[np.argpartition(-vals, k - 1)[:k]] = True
-            if own is not None and own[i].size:
-                keep |= np.isin(cols, own[i])
-            cols, vals = cols[keep], vals[keep]
-        cols_out.append(cols)
-        vals_out.append(vals)
-        new_ptr[i + 1] = new_ptr[i] + cols.size
-    cat = np.concatenate
-    return (
-        new_ptr,
-        cat(cols_out).astype(np.int32) if cols_out else np.zeros(0, np.int32),
-        cat(vals_out).astype(np.float32) if vals_out else np.zeros(0, np.float32),
+def regate_block(
+    block: sp.csr_matrix, k: int, own: tuple[np.ndarray, np.ndarray] | None = None
+) -> sp.csr_matrix:
+    """Keep each row's ``k`` largest weights (ties: the lower vocabulary id) and its own
+    tokens' (``own``: row pointers, vocabulary ids); ``k = -1`` keeps every weight."""
+    if k < 0:
+        return block
+    n, width = block.shape
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(block.indptr))
+    cols = block.indices.astype(np.int64)
+    order = np.lexsort((cols, -block.data.astype(np.float64), rows))  # row, weight ↓, id ↑
+    rank = np.empty(rows.size, dtype=np.int64)
+    rank[order] = np.arange(rows.size) - block.indptr[rows[order]]
+    keep = rank < k
+    if own is not None and own[1].size:
+        own_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(own[0]))
+        keep |= np.isin(rows * width + cols, own_rows * width + own[1])
+    counts = np.bincount(rows[keep], minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return sp.csr_matrix(
+        (block.data[keep].astype(np.float32), block.indices[keep].astype(np.int32), indptr),
+        shape=block.shape,
     )
 
 
 class RegatedIndex(StoredIndex):
-    """A stored index seen at a smaller gate k: the same items,
-    metadata and vocabulary, its vectors re-gated in memory. Everything that reads a
+    """A stored index seen at a smaller gate k: the same items, metadata and vocabulary,
+    its vectors re-gated in memory from the stored ones. Everything that reads a
     :class:`StoredIndex` (search, deviation) reads it unchanged."""
 
-    def __init__(self, base: StoredIndex, k: int, own: list[np.ndarray] | None = None) -> None:
+    def __init__(
+        self, base: StoredIndex, k: int, encoder: Encoder | None = None,
+        progress: Progress | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(base.path)  # its own handles (memory maps, metadata) on the folder
         check_regate(self, k)
-        stored = self.gate_k
-        self.indptr, self.indices, self.data = regate_rows(
-            self.indptr, self.indices, self.data, k, own
-        )
+        stored, n = self.gate_k, len(self)
+        parts = []
+        for start in range(0, n, REGATE_BLOCK):
+            stop = min(n, start + REGATE_BLOCK)
+            parts.append(
+                regate_block(self.rows(start, stop), k, own_token_rows(self, encoder, start, stop))
+            )
+            if progress:
+                progress(stop / max(n, 1), f"Re-gated {stop:,} of {n:,} items at k = {k}")
+        matrix = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, self.vocab_size))
+        self.indptr = matrix.indptr.astype(np.int64)
+        self.indices = matrix.indices.astype(np.int32)
+        self.data = matrix.data.astype(np.float32)
         squares = np.bincount(
-            np.repeat(np.arange(len(self)), np.diff(self.indptr)),
+            np.repeat(np.arange(n), np.diff(self.indptr)),
             weights=self.data.astype(np.float64) ** 2,
-            minlength=len(self),
+            minlength=n,
         )
         self.norms = np.sqrt(squares).astype(np.float32)
         self.postings = None
@@ -108,3 +148,8 @@ class RegatedIndex(StoredIndex):
             "counts": {**self.manifest["counts"], "nnz": int(self.indices.size)},
         }
         self.label = f"{base.label} (re-gated at k = {k})"
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the re-gated vectors held in memory."""
+        return int(self.indptr.nbytes + self.indices.nbytes + self.data.nbytes + self.norms.nbytes)

@@ -160,28 +160,33 @@ def _collection_blocks(col: dict) -> list[str]:
         if vocab[s] is not None:
             lazy = vocab[s]["lazy_terms"]
             blocks.append(f"lazy terms in {s.upper()}: " + (" ".join(lazy[:30]) or "none"))
-    search = col["search"]
-    if search is not None:
+    if col["search"] is not None:
+        blocks += _search_blocks(col["search"])
+    return blocks
+
+
+def _search_blocks(search: dict) -> list[str]:
+    """A query's metrics (when it has judgements or names a label) and its moved hits."""
+    blocks, metrics = [], search["metrics"]
+    if metrics:
+        by = "kept judgements" if metrics.get("judged") == "kept" else "label"
         blocks.append(
-            common.format_table(
-                [
-                    [
-                        h["id"],
-                        h["status"],
-                        h["rank_a"] or "-",
-                        h["rank_b"] or "-",
-                        h["score_a"],
-                        h["score_b"],
-                        " ".join(
-                            f"{c['token']}:{c['change']:+.3f}" for c in h["changed_terms"][:5]
-                        ),
-                    ]
-                    for h in search["hits"]
-                ],  # fmt: skip
-                ["hit", "status", "rank A", "rank B", "score A", "score B", "changed terms"],
+            f"metrics of {search['query']!r} ({metrics['relevant']} relevant, by {by}): "
+            + "; ".join(
+                f"{s.upper()} " + " ".join(f"{m} {v:.4f}" for m, v in metrics[s].items())
+                for s in ("a", "b")
             )
         )
-    return blocks
+    judged = any("relevance" in h for h in search["hits"])
+    rows = [
+        [*([h["relevance"] or "-"] if judged else []), h["id"], h["status"], h["rank_a"] or "-",
+         h["rank_b"] or "-", h["score_a"], h["score_b"],
+         " ".join(f"{c['token']}:{c['change']:+.3f}" for c in h["changed_terms"][:5])]
+        for h in search["hits"]
+    ]  # fmt: skip
+    header = [*(["relevance"] if judged else []), "hit", "status", "rank A", "rank B",
+              "score A", "score B", "changed terms"]  # fmt: skip
+    return [*blocks, common.format_table(rows, header)]
 
 
 def _num(value: object) -> str:

@@ -177,16 +177,23 @@ def show_collection(result: CompareResult) -> None:
     search = col["search"]
     if search is not None:
         st.subheader(f"Search: '{search['query']}'")
+        judged = bool(search["metrics"]) and search["metrics"].get("judged") == "kept"
         if search["metrics"]:
             mt = search["metrics"]
-            st.caption(f"{mt['relevant']} items carry the label '{search['query']}'.")
+            st.caption(
+                f"{mt['relevant']} items are judged relevant to this kept query (the "
+                "collection's judgements): ✓ marks them, with their grade."
+                if judged
+                else f"{mt['relevant']} items carry the label '{search['query']}'."
+            )
             st.dataframe(
-                pd.DataFrame([{"side": s.upper(), **mt[s]} for s in ("a", "b")]), hide_index=True
+                pd.DataFrame([{"side": s.upper(), **mt[s]} for s in ("a", "b")]),
+                hide_index=True,
             )
         cols = st.columns(2)
         for c, s in zip(cols, ("a", "b"), strict=True):
             c.markdown(f"**Top {search['top']} in {s.upper()}**")
-            frame = pd.DataFrame(search[f"hits_{s}"])
+            frame = _marked(pd.DataFrame(search[f"hits_{s}"]))
             empty = [n for n in ("text", "image") if n in frame and not frame[n].astype(bool).any()]
             c.dataframe(frame.drop(columns=empty), hide_index=True, width="stretch")
         st.markdown("**Which hits moved, and the terms that moved them** (contribution B − A)")
@@ -194,6 +201,7 @@ def show_collection(result: CompareResult) -> None:
             pd.DataFrame(
                 [
                     {
+                        **({"relevant": _mark(h["relevance"])} if "relevance" in h else {}),
                         "id": h["id"], "status": h["status"], "rank A": h["rank_a"],
                         "rank B": h["rank_b"], "score A": h["score_a"], "score B": h["score_b"],
                         "changed words": ", ".join(
@@ -210,6 +218,20 @@ def show_collection(result: CompareResult) -> None:
             f"Ranks beyond {search['rank_depth']} are empty. Each side's contributions "
             "q_t · d_t sum to its score; the JSON holds all of them."
         )
+
+
+def _mark(relevance: int) -> str:
+    """A judged-relevant hit's mark: ✓ and its grade; blank otherwise."""
+    return f"✓ {relevance}" if relevance > 0 else ""
+
+
+def _marked(frame: pd.DataFrame) -> pd.DataFrame:
+    """Hits with a kept query's judgements: a first column marking the relevant ones."""
+    if "relevance" not in frame:
+        return frame
+    marks = frame.pop("relevance").map(_mark)
+    frame.insert(0, "relevant", marks)
+    return frame
 
 
 def show_downloads(result: CompareResult) -> None:

@@ -10,9 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lexlens.analysis.collections.indexing import build_index
-from lexlens.analysis.collections.store import open_index
 from tests.compare.test_compare import build_vdr, thumbnail
-from tests.helpers import app_page
+from tests.helpers import app_page, click_and_wait
 
 PAGE = "app_pages/compare.py"
 CUSTOM = "local checkpoint directory…"
@@ -100,10 +99,16 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
     build_index(splade, source, index, gate_k=768, encoder_spec="splade-tiny")
     at = app_page(PAGE)
     at.radio(key="compare_kind").set_value("Stored collection").run()
+    # Nothing is computed on the radio click: B's gate waits for the user, no query is typed.
     gate_b = at.number_input(key="compare_index_gate_b_pets_same")
-    mean_terms = open_index(index).card()["mean_nnz"]
-    assert gate_b.value == max(1, int(mean_terms // 2))  # one collection: B re-gated smaller
+    assert gate_b.value is None and not at.button and not at.dataframe
+    assert at.radio(key="compare_query_source").value == "No query"
+    assert any("Type the gate k of B" in i.value for i in at.info)
     gate_b.set_value(2).run()
+    at.radio(key="compare_query_source").set_value("My own query").run()
+    at.text_input(key="compare_query").input("dog").run()
+    assert not at.exception and not at.error and not at.dataframe
+    click_and_wait(at, at.button(key="compare_collections_go").click)  # a job
     assert not at.exception and not at.error
     run = cli("compare", "--index", index, "--gate-k", "768", "--gate-k", "2", "--query", "dog",
               "--json")  # fmt: skip
@@ -111,3 +116,6 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
     assert downloads["compare.json"].decode("utf-8") == run.stdout
     hits = run.json()["collection"]["search"]["hits_a"]
     assert at.dataframe and [h["id"] for h in hits] == ["a", "c"]
+    # Another query: the old result is not shown under the new inputs until Compare.
+    at.text_input(key="compare_query").input("cat").run()
+    assert not at.dataframe and any("press **Compare**" in i.value for i in at.info)

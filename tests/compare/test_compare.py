@@ -23,7 +23,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.compare.compare import compare, compare_encodings
 from lexlens.analysis.compare.compare_collections import compare_indexes
-from lexlens.analysis.compare.regate import RegatedIndex, own_columns
+from lexlens.analysis.compare.regate import RegatedIndex
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.deviation.deviation import deviation_of_index
@@ -425,7 +425,7 @@ def test_two_indexes_side_by_side(two_indexes, splade, variant, text_indexes, cl
 
 def test_regated_index_equals_one_built_at_that_k(regated, splade, text_indexes):
     base, direct = open_index(text_indexes["a"]), open_index(text_indexes["a3"])
-    view = RegatedIndex(base, 3, own_columns(base, splade))
+    view = RegatedIndex(base, 3, splade)
     for i in range(len(base)):
         assert np.array_equal(view.vector(i), direct.vector(i))
     assert np.allclose(view.norms, direct.norms)
