@@ -48,6 +48,7 @@ BENCHES = [
     "bench.coldstart",
     "bench.collections",
     "bench.evaluation",
+    "bench.systems",
     "bench.deviation_store",
     "bench.counterfactual",
 ]
