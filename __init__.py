@@ -59,6 +59,12 @@ _EXPORTS = {
     "ig_faithfulness": "lexlens.analysis.faithfulness.ig_curves",
     # what it would take: the smallest verified edit that ranks an item first
     "counterfactual": "lexlens.analysis.counterfactual.counterfactual",
+    # is B better than A, on which queries, and why: several systems on one benchmark
+    "evaluate_systems": "lexlens.analysis.systems.compare",
+    "compare_systems": "lexlens.analysis.systems.compare",
+    "why_of": "lexlens.analysis.systems.compare",
+    "systems_of": "lexlens.analysis.systems.systems",
+    "SystemsSpec": "lexlens.analysis.systems.systems",
 }
 
 __all__ = sorted(_EXPORTS)

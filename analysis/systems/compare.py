@@ -67,8 +67,7 @@ def evaluate_systems(
     as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`)."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
-    evaluation = EvaluationOptions.of(evaluation)
-    options = ComparisonOptions.of(options)
+    evaluation, options = _checked_options(evaluation, options)
     systems = systems_of(spec, evaluation.gate_k)
     if len(systems) == 1:
         if options != ComparisonOptions():
@@ -87,6 +86,16 @@ def evaluate_systems(
     )  # fmt: skip
 
 
+def _checked_options(evaluation: Any, options: Any) -> tuple[EvaluationOptions, ComparisonOptions]:
+    """The evaluation's and the comparison's options (their defaults for ``None``), each
+    refused naming itself when of another type."""
+    if evaluation is not None and not isinstance(evaluation, EvaluationOptions):
+        raise InputError(f"evaluation must be EvaluationOptions, not {type(evaluation).__name__}")
+    if options is not None and not isinstance(options, ComparisonOptions):
+        raise InputError(f"options must be ComparisonOptions, not {type(options).__name__}")
+    return evaluation or EvaluationOptions(), options or ComparisonOptions()
+
+
 def compare_systems(
     systems: Sequence[System],
     *,
@@ -101,8 +110,8 @@ def compare_systems(
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
     see the module docstring."""
+    evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
-    evaluation = EvaluationOptions.of(evaluation)
     device_argument(device)
     progress = progress_argument(progress)
     if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
@@ -270,6 +279,17 @@ def why_of(
     result: SystemsComparison, query_id: str, pair: tuple[str, str], device: str | None = None
 ) -> QueryWhy:
     """Why ``query_id``'s value differs between the pair's systems (A, B) of ``result``."""
+    if not isinstance(result, SystemsComparison):
+        raise InputError(f"result must be a SystemsComparison, not {type(result).__name__}")
+    if not isinstance(query_id, str):
+        raise InputError(f"query_id must be a query's id (text), not {type(query_id).__name__}")
+    if (
+        not isinstance(pair, (tuple, list))
+        or len(pair) != 2
+        or not all(isinstance(n, str) for n in pair)
+    ):
+        raise InputError(f"pair must be two systems' names (A, B), not {pair!r}")
+    device_argument(device)
     names = [s.name for s in result.systems]
     for name in pair:
         if name not in names:

@@ -88,10 +88,41 @@ def _run_name(run: Any, i: int) -> str:
     return Path(run).stem if isinstance(run, (str, Path)) else f"run{i + 1}"
 
 
+def _sequence(value: Any, name: str) -> list:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InputError(f"{name} must be a list, not {type(value).__name__}")
+    return list(value)
+
+
+def _check_spec(spec: Any) -> None:
+    """Refuse a spec that is not a :class:`SystemsSpec`, or a field of the wrong type,
+    naming the field."""
+    from lexlens.analysis.core.gating import GATE_K
+
+    if not isinstance(spec, SystemsSpec):
+        raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
+    _sequence(spec.indexes, "indexes")
+    for i, run in enumerate(_sequence(spec.runs, "runs")):
+        if not isinstance(run, (str, Path, Mapping)):
+            raise InputError(f"runs[{i}] must be a TREC file's path or a mapping, not "
+                             f"{type(run).__name__}")  # fmt: skip
+    for field_name in ("names", "query_encoders"):
+        for i, value in enumerate(_sequence(getattr(spec, field_name), field_name)):
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{field_name}[{i}] must be a non-empty text, not {value!r}")
+    for value in _sequence(spec.gate_ks, "gate_ks"):
+        GATE_K.check(value)
+    if not isinstance(spec.with_exact, bool):
+        raise InputError(f"with_exact must be True or False, not {spec.with_exact!r}")
+
+
 def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
     """The systems ``spec`` describes (see the module docstring); refused in one line when
     more than one of collections, gates and query encoders vary, a name is given twice, a
     run has no name left, or there are more than :data:`MAX_SYSTEMS`."""
+    _check_spec(spec)
+    if isinstance(default_gate, bool) or not isinstance(default_gate, int):
+        raise InputError(f"default_gate must be a gate k (an integer), not {default_gate!r}")
     indexes = [index_argument(ix, "index") for ix in spec.indexes]
     if not indexes:
         raise InputError("index: give at least one stored collection")
@@ -124,12 +155,20 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
             System(name or _run_name(run, i), RUN, str(indexes[0].path), gates[0], encoders[0],
                    path, mapping)
         )  # fmt: skip
-    names = [s.name for s in systems]
-    twice = next((n for n in names if names.count(n) > 1), None)
-    if twice is not None:
-        raise InputError(f"two systems are named {twice!r}: name the runs with --name")
     if len(systems) > MAX_SYSTEMS:
         raise InputError(f"{len(systems)} systems: at most {MAX_SYSTEMS} are compared at once")
+    names = [s.name for s in systems]
+    clash = {n for n in names if names.count(n) > 1}
+    if clash:  # two collections in folders of one name: their paths tell them apart
+        systems = [replace(s, name=s.index) if s.kind == LEXLENS and s.name in clash else s
+                   for s in systems]  # fmt: skip
+        names = [s.name for s in systems]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise InputError(
+            f"two systems are named {twice!r}: a system is given twice, or a run's name is "
+            "taken (name the runs with --name)"
+        )
     return systems
 
 
@@ -147,6 +186,12 @@ def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
     """The queries and judgements given (files or mappings), else those ``first`` keeps."""
     from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 
+    for value, name in ((queries, "queries"), (qrels, "qrels")):
+        if value is not None and not isinstance(value, (str, Path, Mapping)):
+            raise InputError(
+                f"{name} must be a file's path or a mapping (or None), not {type(value).__name__}"
+            )
+
     stored = stored_benchmark(first)
     if (queries is None or qrels is None) and stored is None:
         raise InputError(
@@ -160,7 +205,9 @@ def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
     notes = []
     if problems.count:
         notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
-    return Benchmark(dict(queries), checked_qrels(qrels), notes)
+    from lexlens.analysis.benchmark.selection import checked_queries
+
+    return Benchmark(checked_queries(queries), checked_qrels(qrels), notes)
 
 
 def read_system_run(system: System) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:

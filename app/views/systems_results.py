@@ -52,7 +52,7 @@ def _charts(result: SystemsComparison, pair: tuple[str, str], measure: str) -> N
         customdata=[[r["id"], r["text"][:60]] for r in rows],
         hovertemplate="%{customdata[0]}: %{customdata[1]}<br>Δ %{y:.4f}<extra></extra>",
     ))  # fmt: skip
-    bars.update_layout(title=f"{measure}: {b} − {a}, per query, sorted", height=360,
+    bars.update_layout(title=f"{measure}: B − A per query, sorted", height=360,
                        xaxis_title="queries (sorted by Δ)", yaxis_title="Δ", bargap=0)  # fmt: skip
     scatter = go.Figure([
         go.Scatter(x=[r["a"] for r in rows], y=[r["b"] for r in rows], mode="markers",
