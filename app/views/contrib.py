@@ -30,7 +30,8 @@ def apply_prefill() -> None:
     st.session_state["contrib_d_text"] = str(sent.get("doc") or "")
     st.session_state["contrib_d2_text"] = str(sent.get("doc2") or "")
     st.session_state["contrib_second"] = bool(sent.get("doc2"))
-    st.session_state["contrib_labels"] = tuple(sent.get("labels") or ("", ""))
+    labels = tuple(sent.get("labels") or ("", ""))
+    st.session_state["contrib_labels"] = {sent.get("doc"): labels[0], sent.get("doc2"): labels[1]}
 
 
 def _words(result: ContribResult) -> pd.DataFrame:
@@ -58,11 +59,13 @@ def show_one(where, result: ContribResult, title: str, text: str | None, query: 
 
 def show_pair(first: ContribResult, second: ContribResult, texts, query: str, vocab) -> None:
     """Two documents for one query side by side, and the difference of their scores."""
-    labels = st.session_state.get("contrib_labels") or ("", "")
+    sent = st.session_state.get("contrib_labels") or {}  # names of the texts another page sent
     st.html(legend(["match"]))
     left, right = st.columns(2)
-    show_one(left, first, f"Document {labels[0]}".strip(), texts[0], query, vocab)
-    show_one(right, second, f"Second document {labels[1]}".strip(), texts[1], query, vocab)
+    show_one(left, first, f"Document {sent.get(texts[0], '')}".strip(), texts[0], query, vocab)
+    show_one(
+        right, second, f"Second document {sent.get(texts[1], '')}".strip(), texts[1], query, vocab
+    )
     st.caption(f"Score difference (document − second document): {first.score - second.score:+.4f}")
 
 
