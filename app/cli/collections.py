@@ -9,15 +9,11 @@ import argparse
 from lexlens.analysis.collections.workspace import stored_collections
 from lexlens.app.cli import common
 
-COMMAND = common.Command(
-    "list the stored collections of LEXLENS_HOME (the names --index takes)",
-    json_and_device=False,
-)
+COMMAND = common.Command("list the stored collections of LEXLENS_HOME (the names --index takes)")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    """``--json`` only: the list takes no input."""
-    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    """None of its own: the list takes no input."""
 
 
 def _kept(value: object) -> str:
