@@ -65,15 +65,26 @@ def one_line(message: object) -> str:
     return " ".join(str(message).split())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``lexlens`` parser: every command's, or only the command ``only`` (a command
+    line that names one needs no other: each command module imports its analyses, so
+    building every parser would import every analysis before the command starts)."""
     parser = _OneLineParser(
         prog="lexlens", description="Interpretability workbench for retrieval encoders."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"lexlens.app.cli.{name}")
-        common.add_command(sub, name.replace("_", "-"), module)
+        command = name.replace("_", "-")
+        if only is None or command == only:
+            common.add_command(sub, command, importlib.import_module(f"lexlens.app.cli.{name}"))
     return parser
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The command a command line names first (``None``: none, or an unknown word, whose
+    refusal lists every command)."""
+    known = {name.replace("_", "-") for name in COMMANDS}
+    return argv[0] if argv and argv[0] in known else None
 
 
 @contextlib.contextmanager
@@ -160,7 +171,7 @@ def _renamed(argv: list[str]) -> str | None:
 
 
 def _run(argv: list[str] | None) -> int:
-    parser = build_parser()
+    parser = build_parser(_named_command(sys.argv[1:] if argv is None else argv))
     renamed = _renamed(sys.argv[1:] if argv is None else argv)
     if renamed is not None:
         return _fail((argv or sys.argv[1:] or ["lexlens"])[0], renamed)
