@@ -26,6 +26,7 @@ from lexlens.analysis.compare.side_cache import SIDE_CACHE, GatedSide, SideStati
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.analysis.search.queries import QuerySpec, query_encoder_for
@@ -208,6 +209,21 @@ def _collection(statistics: list[SideStatistics], targets: list[StoredIndex], k:
     }
 
 
+def _query_vectors(
+    sides: tuple[IndexSide, IndexSide], query: str, mode: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's query as ``lexlens search`` makes it (:class:`QuerySpec`: gated at that
+    side's k, or the bag of its tokens in mode bow); one encoder on both sides runs once."""
+    encoder = sides[0][2]
+    if encoder is not sides[1][2]:
+        return tuple(QuerySpec(e, mode, kk).text(query) for _, kk, e in sides)  # type: ignore[return-value]
+    if mode == "bow":  # no gate: the same vector on both sides
+        vector = QuerySpec(encoder, mode).text(query)
+        return vector, vector
+    encoding = encoder.encode_texts([query], side="query")[0]
+    return tuple(gate(encoding, encoder.vocab, kk) for _, kk, _ in sides)  # type: ignore[return-value]
+
+
 def _describe(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
     """One side as the result describes it: its index, its gate k, its text encoder."""
     return {
@@ -290,10 +306,7 @@ def compare_indexes(
     if query is not None:
         if progress:
             progress(0.92, "Searching both…")
-        # Each side's query as ``lexlens search`` makes it, at that side's gate k.
-        queries = tuple(
-            QuerySpec(encoder, options.query_mode, kk).text(query) for _, kk, encoder in sides
-        )
+        queries = _query_vectors(sides, query, options.query_mode)
         if options.query_mode == "bow":
             notes.append(
                 "the query is searched as the bag of its own tokens on both sides (query mode "
