@@ -50,6 +50,7 @@ BENCHES = [
     "bench.evaluation",
     "bench.systems",
     "bench.deviation_store",
+    "bench.compare_store",
     "bench.counterfactual",
 ]
 
