@@ -181,8 +181,8 @@ def show_collection(result: CompareResult) -> None:
         if search["metrics"]:
             mt = search["metrics"]
             st.caption(
-                f"{mt['relevant']} items are judged relevant to this kept query (the "
-                "collection's judgements): ✓ marks them, with their grade."
+                f"{mt['relevant']} item{'' if mt['relevant'] == 1 else 's'} judged relevant to "
+                "this kept query (the collection's judgements): ✓ marks them, with their grade."
                 if judged
                 else f"{mt['relevant']} items carry the label '{search['query']}'."
             )
