@@ -52,6 +52,7 @@ BENCHES = [
     "bench.deviation_store",
     "bench.compare_store",
     "bench.counterfactual",
+    "bench.faithfulness",
 ]
 
 OPS: dict[str, Callable[[float, float], bool]] = {
