@@ -181,10 +181,8 @@ def answer(
     encoding and ranking each candidate alone, to measure what batching saves)."""
     p = prepared
     started = time.perf_counter()
-    # the vector scored is the batch path's (as the evaluation encodes queries); the
-    # encoding with per-unit rows gives provenance
-    pooled, with_units = p.query.encode_one_with_units()
-    q0 = p.query.encode([p.query.text])[0] if isinstance(p.query, TextQuery) else pooled
+    # one forward: the query's gated vector and its per-unit rows (provenance)
+    q0, with_units = p.query.encode_one_with_units()
     scorer = WholeIndexScorer(p.collection)
     found = term_counterfactual(scorer, q0, p.row)
     terms = _terms_record(found, p, time.perf_counter() - started)

@@ -57,15 +57,15 @@ def test_traceback_counterfactual_refuses_each_wrong_argument(index, argument, c
 
 def test_traceback_command_refuses_an_unknown_target_in_one_line(index, cli):
     run = cli("counterfactual", "--index", index, "--query", "a dog", "--target", "zz")
-    assert run.code == 2
-    lines = run.err.strip().splitlines()
-    assert len(lines) == 1 and "target 'zz'" in lines[0], run.err
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "target 'zz'" in lines[0], run.stderr
 
 
 def test_silent_wrong_command_json_is_the_api_document(index, cli, splade):
     run = cli("counterfactual", "--index", index, "--query", "espresso cup", "--target", "d1",
               "--json", "--max-calls", "20")  # fmt: skip
-    assert run.code == 0, run.err
+    assert run.returncode == 0, run.stderr
     document = run.json()
     api = lexlens.counterfactual(index, "espresso cup", "d1", max_calls=20).to_dict()
     for key in ("target", "query", "settings"):
