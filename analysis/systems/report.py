@@ -6,10 +6,10 @@ level), the best mean of each column in bold."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from lexlens.analysis.systems.result import SystemsComparison
+#: A :class:`~lexlens.analysis.systems.result.SystemsComparison` (which imports this module).
+SystemsComparison = Any
 
 #: Bars drawn in the HTML's per-query delta chart (its SVG width grows with them).
 CHART_WIDTH = 720

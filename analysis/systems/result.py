@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
+from lexlens.analysis.systems.report import comparison_html, latex_table
 from lexlens.analysis.systems.risk import ALPHAS
 from lexlens.analysis.systems.systems import System
 from lexlens.analysis.systems.why import QueryWhy
@@ -74,8 +75,6 @@ class SystemsComparison(Result):
     def files(self) -> dict[str, bytes]:
         """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html and
         comparison.tex."""
-        from lexlens.analysis.systems.report import comparison_html, latex_table
-
         return {
             "comparison.json": json_bytes(self),
             "comparison.csv": csv_bytes(
