@@ -1,0 +1,61 @@
+"""The Evaluation page's several-systems mode (AppTest): a comparison of one collection at two
+query gates and an uploaded run runs as a job; its JSON download is ``lexlens evaluate``'s
+``--json`` for the same inputs, and the why of a chosen query is drawn side by side."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import app_page, click_and_wait, page_result
+from tests.systems.test_compare import QRELS, QUERIES, RUN, TEXTS
+
+PAGE = "app_pages/evaluation.py"
+
+
+def test_silent_wrong_the_page_compares_systems_as_the_command_does(
+    tmp_path, monkeypatch, cli, downloads
+):
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in TEXTS.items())
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
+    )
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))  # fmt: skip
+    ix = home / "collections" / "bench"
+    assert cli("index", "--encoder", "splade-tiny", "--source", folder,
+               "--out", ix).returncode == 0  # fmt: skip
+    run_text = "".join(f"{q} Q0 {d} {i + 1} {s} outside\n"
+                       for q, pairs in RUN.items() for i, (d, s) in enumerate(pairs))  # fmt: skip
+    (tmp_path / "outside.trec").write_text(run_text)
+
+    at = app_page(PAGE)
+    assert not at.exception and not at.error
+    at.radio(key="eval_systems_mode").set_value("Several systems").run()
+    at.text_input(key="sys_gates").set_value("768, 2").run()
+    at.file_uploader(key="sys_runs").set_value(("outside.trec", run_text.encode(), "text/plain"))
+    at.run()
+    at.number_input(key="sys_resamples").set_value(500).run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    assert not at.exception and not at.error
+    result = page_result(at)
+    assert [s.name for s in result.systems] == ["bench gate_k=768", "bench gate_k=2", "outside"]
+    run = cli("evaluate", "--index", ix, "--gate-k", "768", "--gate-k", "2", "--run",
+              tmp_path / "outside.trec", "--resamples", "500", "--json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    page = json.loads(downloads["comparison.json"])
+    command = json.loads(run.stdout)
+    # the systems' run paths differ (an upload is a temporary file): all else is the same
+    for doc in (page, command):
+        for s in doc["systems"]:
+            s.pop("run")
+    assert page == command
+    assert any(c.value.startswith("†: differs from bench gate_k=768") for c in at.caption)
+    assert any("**Relevant item**" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 2
