@@ -150,6 +150,9 @@ def test_unbounded_single_query_reads_postings_never_the_whole_matrix(tmp_path):
     top_items(index, q, 10)
     assert index not in ranking._CSR
     assert ranking._POSTINGS[index].exact is False  # the stored float16 postings
+    # read by range from the files, never through the mapping (no read-around pages mapped)
+    assert ranking._READERS[ranking._POSTINGS[index]]["items"].fd is not None
+    assert ranking._READERS[index]["indices"].fd is not None
     del index
     gc.collect()
 
