@@ -17,7 +17,7 @@ from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Record, Result
+from lexlens.analysis.core.results import Progress, Record, Result, plain
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual
@@ -193,6 +193,11 @@ class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
     counterfactuals.csv lists each failure, evaluation.html shows their section."""
 
     counterfactuals: EvaluationCounterfactuals | None = None
+
+    def to_dict(self) -> dict:
+        """The evaluation's document (with its faithfulness, when measured) and
+        ``counterfactuals``."""
+        return {**super().to_dict(), "counterfactuals": plain(self.counterfactuals)}
 
     def files(self) -> dict[str, bytes]:
         """The evaluation's files, counterfactuals.csv beside them."""
