@@ -24,6 +24,7 @@ from lexlens.analysis.core.results import Progress, Record, Result, internal, pl
 from lexlens.analysis.faithfulness.curves import MEASURED_BY
 from lexlens.analysis.faithfulness.failures import FailureFaithfulness, measure_failures
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.faithfulness.report import faithfulness_html, faithfulness_section
 from lexlens.analysis.search.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
@@ -158,14 +159,10 @@ class FailuresFaithfulness(Result):
     def html(self) -> str:
         """The summary, the deletion-curve chart and the failures as an HTML section (to
         place inside evaluation.html)."""
-        from lexlens.analysis.faithfulness.report import faithfulness_section
-
         return faithfulness_section(self)
 
     def files(self) -> dict[str, bytes]:
         """faithfulness.json, faithfulness.csv and faithfulness.html."""
-        from lexlens.analysis.faithfulness.report import faithfulness_html
-
         return {
             "faithfulness.json": json_bytes(self),
             "faithfulness.csv": self.csv(),

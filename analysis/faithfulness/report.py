@@ -6,12 +6,21 @@ chart is inline SVG drawn by the template from the coordinates computed here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from lexlens.analysis.render.html import render_report
 
-if TYPE_CHECKING:
-    from lexlens.analysis.faithfulness.benchmark import FailuresFaithfulness
+
+class FaithfulnessRecord(Protocol):
+    """What the report reads of a benchmark's faithfulness (the result type itself lives in
+    :mod:`.benchmark`, which imports this module, never the other way round)."""
+
+    encoder: str
+    settings: dict[str, Any]
+    summary: Any
+    failures: list[Any]
+    notes: list[str]
+
 
 #: Failures listed in the report (the CSV and JSON hold all).
 LISTED = 200
@@ -50,7 +59,7 @@ def chart(series: dict[str, list[float]], *, width: int = 420, height: int = 220
     }  # fmt: skip
 
 
-def faithfulness_html(result: FailuresFaithfulness) -> str:
+def faithfulness_html(result: FaithfulnessRecord) -> str:
     """faithfulness.html: the summary against random, the curves, the failures."""
     s = result.summary
     return render_report(
@@ -62,7 +71,7 @@ def faithfulness_html(result: FailuresFaithfulness) -> str:
     )  # fmt: skip
 
 
-def faithfulness_section(result: FailuresFaithfulness) -> str:
+def faithfulness_section(result: FaithfulnessRecord) -> str:
     """The same section, to place inside another report (evaluation.html)."""
     page = faithfulness_html(result)
     start, end = page.find(SECTION_START), page.find(SECTION_END)
