@@ -185,8 +185,11 @@ else:  # stored collections: a job, started by the Compare button (its run is th
 result = st.session_state.get(RESULT)
 if result is None:
     st.stop()
+# A new input or other encoders make a new run; gates, box and term update this one.
 state.keep_for_reload("compare", "compare_", f"compare A and B on {kind.lower()}",
-                      {"compare_upload": uploads} if uploads else {})  # fmt: skip
+                      {"compare_upload": uploads} if uploads else {},
+                      subject=("compare_kind", "compare_text", "compare_sample",
+                               f"{prefix}_encoder_a", f"{prefix}_encoder_b"))  # fmt: skip
 
 
 show_header(result)

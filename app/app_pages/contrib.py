@@ -131,9 +131,11 @@ result: ContribResult | None = state.kept_result(
 )  # fmt: skip
 if result is None:
     st.stop()
+# New texts, images or encoders make a new run; gate k, mode and labels update this one.
 state.keep_for_reload("contrib", "contrib_", "query ⊙ document", {
     f"contrib_{p}_upload": [image] for p, image in (("q", q_image), ("d", d_image)) if image
-})  # fmt: skip
+}, subject=("contrib_q_kind", "contrib_d_kind", "contrib_q_text", "contrib_d_text",
+            "contrib_second", "contrib_d2_text", "contrib_encoder", "contrib_image_encoder"))  # fmt: skip
 
 for note in result.notes:
     st.caption(f"Note: {note}")

@@ -111,7 +111,9 @@ if source != SOURCES[2]:
     result = state.kept_result(RESULT, lambda: measured(spec, device, data, name, options))
     if result is None:
         st.stop()
-    state.keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads)
+    # New captions or another encoder make a new run; k, gate and GloVe update this one.
+    state.keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads,
+                          subject=("dev_source", "dev_encoder"))  # fmt: skip
     show_result(result)
     st.stop()
 

@@ -211,9 +211,11 @@ result: SearchResult | None = state.kept_result(
 )
 if result is None:
     st.stop()
+# A new query, collection or encoder makes a new run; the search settings update this one.
 state.keep_for_reload("search", "search_", f"search “{query or 'an image'}”", {
     key: files for key, files in (("search_upload", kept_files), ("search_image", kept_images))
     if files
-})  # fmt: skip
+}, subject=("search_source", "search_collection", "search_encoder", "search_query_kind",
+            "search_query", "search_exclude"))  # fmt: skip
 
 show_result(result, target)

@@ -41,3 +41,28 @@ def test_silent_wrong_text_display_settings_update_the_run_a_new_text_starts_one
     next(b for b in at.button if b.label == "Encode").click().run()
     assert not at.exception and not at.error
     assert len(_runs("text")) == 2
+
+
+def test_silent_wrong_search_and_contrib_settings_update_the_run_a_new_query_starts_one(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    at = app_page("app_pages/search.py")
+    at.radio(key="search_source").set_value("Sample texts (data/collection.csv)").run()
+    at.text_input(key="search_query").set_value("a cat").run()
+    before = len(_runs("search"))
+    for top in (5, 8, 12, 20):
+        at.slider(key="search_top").set_value(top).run()
+    assert not at.exception and not at.error
+    assert len(_runs("search")) == before  # settings: the same run, updated
+    assert max(_runs("search"), key=lambda r: r.created).inputs["search_top"] == 20
+    at.text_input(key="search_query").set_value("a red train").run()
+    assert len(_runs("search")) == before + 1  # a new query: a new run
+    at = app_page("app_pages/contrib.py")
+    before = len(_runs("contrib"))
+    for k in (16, 32, 64):
+        at.number_input(key="contrib_k").set_value(k).run()
+    assert not at.exception and not at.error
+    assert len(_runs("contrib")) == before
+    at.text_input(key="contrib_q_text").set_value("a red train").run()
+    assert len(_runs("contrib")) == before + 1
