@@ -43,8 +43,10 @@ test: setup-dev browser
 	$(BIN)/python -m pytest
 
 # Every figure with its goal and whether it is met (bench/run.py documents the JSON shape);
-# the cold start drives headless Chromium, hence `browser`.
+# the cold start drives headless Chromium, hence `browser`; PISA (pyterrier-pisa, the batched
+# retrieval peer) is the bench-only extra.
 bench: setup-dev browser
+	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python -m bench.run --out bench/results.json
 
 lint: setup-dev
