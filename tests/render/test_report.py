@@ -357,7 +357,7 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
         at.dataframe[0].value["delta"].to_numpy(), report.attribution.texts[2].delta
     )
     # The MoT table as in the HTML report: "M=24" headers, no index, p-values like 3.0e-15.
-    shown = next(d.value for d in at.dataframe if "ranking" in d.value.columns)
+    shown = next(d.value for d in at.dataframe if "M=24" in d.value.columns)
     assert list(shown.columns) == ["ranking", "M=24"] and "MoT" in set(shown["ranking"])
     tests = next(d.value for d in at.dataframe if "baseline" in d.value.columns)
     assert list(tests.columns)[:3] == ["baseline", "M=24 p", "M=24 q (FDR)"]
