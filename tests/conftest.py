@@ -9,6 +9,7 @@ use their own ``tmp_path``.
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,10 @@ os.environ["LEXLENS_CACHE"] = str(ROOT / ".lexlens-cache" / "tests")
 os.environ.setdefault("LEXLENS_HOME", str(ROOT / ".lexlens-cache" / "tests-home"))
 # A developer's own Hugging Face cache must not add models to the pickers under test.
 os.environ["HF_HUB_CACHE"] = str(ROOT / ".lexlens-cache" / "tests-hf")
+# A shell without job control starts a background command with Ctrl-C ignored (`make test &`),
+# and its children inherit that: the tests of what an interrupt does need it delivered.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
