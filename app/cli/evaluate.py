@@ -95,7 +95,24 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     common.add_options(parser, CounterfactualOptions, skip=("level", "query_mode", "gate_k"))
 
 
+#: Flags that tune one addition, refused without it (they would be ignored silently).
+TUNING = {
+    "faithfulness": [d.name for d in FaithfulnessOptions.declared() if d.name != "seed"],
+    "counterfactuals": ["side", "max_edits", "max_calls"],
+}
+
+
+def _check_tuning(args: argparse.Namespace) -> None:
+    """A flag of --faithfulness or --counterfactuals given without it is an error."""
+    for switch, names in TUNING.items():
+        given = [n for n in names if getattr(args, n, None) is not None]
+        if given and not getattr(args, switch):
+            flag = "--" + given[0].replace("_", "-")
+            raise InputError(f"{flag} applies with --{switch}, which was not given")
+
+
 def run(args: argparse.Namespace) -> None:
+    _check_tuning(args)
     gates = args.gate_k or []
     texts = {d.name: getattr(args, d.name, None) for d in EvaluationOptions.declared()}
     evaluation = EvaluationOptions.from_texts({**texts, "gate_k": gates[0] if gates else None})
