@@ -81,6 +81,24 @@ def synthetic_rows(n: int, seed: int = 0, chunk: int = 20000):
             yield {"id": f"s{start + i}"}, cols[a:b].astype(np.int32), weights[a:b]
 
 
+def write_synthetic_splade_index(folder: Path, items: int, timeout: float = 3600) -> None:
+    """Write ``items`` synthetic rows as an index of splade-tiny's vocabulary (its encoder
+    recorded, so queries encode with it), in a child process."""
+    child_run(
+        f"""
+        from bench.collections import synthetic_rows
+        from lexlens.analysis.collections.build_parts import encoder_entry
+        from lexlens.analysis.collections.store_writer import write_index
+        from lexlens.models import load_encoder
+        splade = load_encoder("splade-tiny")
+        write_index({str(folder)!r}, splade.vocab, synthetic_rows({items}),
+                    encoder=encoder_entry(splade))
+        _done({{}})
+        """,
+        timeout=timeout,
+    )
+
+
 def synthetic_query(rng: np.random.Generator, terms: int = 25) -> np.ndarray:
     p = zipf_probabilities()
     q = np.zeros(VOCAB_SIZE, np.float32)

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.collections import write_synthetic_splade_index
 from bench.run import child_run, figure
 
 ITEMS = 1_000_000
@@ -35,19 +36,7 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-systems-"))
     started = time.perf_counter()
     try:
-        child_run(
-            f"""
-            from bench.collections import synthetic_rows
-            from lexlens.analysis.collections.build_parts import encoder_entry
-            from lexlens.analysis.collections.store_writer import write_index
-            from lexlens.models import load_encoder
-            splade = load_encoder("splade-tiny")
-            write_index({str(folder / "ix")!r}, splade.vocab, synthetic_rows({items}),
-                        encoder=encoder_entry(splade))
-            _done({{}})
-            """,
-            timeout=7200,
-        )
+        write_synthetic_splade_index(folder / "ix", items, timeout=7200)
         r = child_run(
             f"""
             import numpy as np
