@@ -72,7 +72,9 @@ class BenchmarkEvaluationResult(EvaluationResult):
 
     def html(self, max_failures: int = 200) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
-        first, each failure side by side with its decisive words, the blame table."""
+        first, the failures per cause, each failure side by side with its causes, the words
+        favouring either item with their sums (net: the gap) and its decisive words, the blame
+        table."""
         from lexlens.analysis.render.html import render_report
 
         doc = self.to_dict()
