@@ -8,6 +8,7 @@ import json
 import re
 
 from lexlens.analysis.benchmark.evaluation_result import BLAME_COLUMNS, MEASURES, PER_QUERY_COLUMNS
+from tests.benchmark.files import beir_of_tables
 from tests.benchmark.test_evaluate import QRELS, QUERIES, TEXTS
 from tests.helpers import app_page, click_and_wait, page_result
 
@@ -84,17 +85,7 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     beir = tmp_path / "beir"
-    (beir / "qrels").mkdir(parents=True)
-    (beir / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in CORPUS.items())
-    )
-    (beir / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in T_Q.items())
-    )
-    (beir / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{r}\n" for q, docs in T_QRELS.items() for d, r in docs.items())
-    )
+    beir_of_tables(beir, CORPUS, T_Q, T_QRELS)
     assert cli("index", "--encoder", "splade-tiny", "--source", beir,
                "--out", home / "collections" / "trust").returncode == 0  # fmt: skip
     at = app_page(PAGE)

@@ -31,6 +31,19 @@ def beir_folder(folder: Path, corpus: str, queries: str, qrels: str | dict[str, 
     return folder
 
 
+def beir_of_tables(
+    folder: Path, corpus: dict[str, str], queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> Path:
+    """A BEIR folder from tables: id → text (no titles), query id → text, query → {doc: grade}."""
+    return beir_folder(
+        folder,
+        jsonl({"_id": i, "title": "", "text": t} for i, t in corpus.items()),
+        jsonl({"_id": q, "text": t} for q, t in queries.items()),
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items()),
+    )
+
+
 def msmarco_files(folder: Path, collection: str | bytes, queries: str | bytes, qrels: str) -> Path:
     """MS MARCO's files of the dev split in ``folder``; returns collection.tsv's path."""
     for name, content in (("collection.tsv", collection), ("queries.dev.tsv", queries),

@@ -19,6 +19,7 @@ from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, kept_benchma
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
+from tests.benchmark.files import beir_of_tables
 
 CORPUS = {
     "d-toucan": "toucan, a tropical bird with a large colourful bill",
@@ -58,17 +59,7 @@ QRELS = {
 def index(tmp_path_factory, splade):
     folder = tmp_path_factory.mktemp("gap")
     beir = folder / "beir"
-    (beir / "qrels").mkdir(parents=True)
-    (beir / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in CORPUS.items())
-    )
-    (beir / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
-    )
-    (beir / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{r}\n" for q, docs in QRELS.items() for d, r in docs.items())
-    )
+    beir_of_tables(beir, CORPUS, QUERIES, QRELS)
     index_collection(splade, beir, folder / "ix")
     return open_index(folder / "ix")
 

@@ -26,6 +26,7 @@ from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
 from lexlens.analysis.core.metrics import measure as lexlens_measure
 from lexlens.analysis.core.metrics import ranked_run
 from lexlens.models.base import InputError
+from tests.benchmark.files import beir_of_tables
 from tests.helpers import one_line_error
 
 #: Row order matters: d-apple-a (row 8) and d-apple-z (row 9) have the same text, so they
@@ -70,17 +71,7 @@ def bench(tmp_path_factory, splade):
     """A BEIR folder (corpus, queries, qrels/test.tsv) indexed with splade-tiny."""
     folder = tmp_path_factory.mktemp("trust")
     beir = folder / "beir"
-    (beir / "qrels").mkdir(parents=True)
-    (beir / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in CORPUS.items())
-    )
-    (beir / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
-    )
-    (beir / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{r}\n" for q, docs in QRELS.items() for d, r in docs.items())
-    )
+    beir_of_tables(beir, CORPUS, QUERIES, QRELS)
     index_collection(splade, beir, folder / "ix")
     return folder
 
