@@ -91,18 +91,34 @@ def start_local_ray(num_cpus: int | None = None) -> bool:
     """Start a private Ray on this machine (``--ray`` alone): bound to 127.0.0.1, no
     dashboard, no usage statistics, nothing sent off the machine (:data:`LOCAL_RAY_ENV`;
     Ray reads part of it when first imported, so this comes before any other import of
-    Ray in the process). Returns whether it started one (``False``: a Ray already runs in
-    this process, which is used as it is)."""
-    values = dict(LOCAL_RAY_ENV)
-    if "ray" in sys.modules:  # read at Ray's first import: its address is chosen already
-        values.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-    with _environment(values):
+    Ray in the process, or its choice is overridden for the start). Returns whether it
+    started one (``False``: a Ray already runs in this process, which is used as it is)."""
+    with _environment(LOCAL_RAY_ENV), _loopback_only():
         import ray
 
         if ray.is_initialized():
             return False
         ray.init(num_cpus=num_cpus, **RAY_OPTIONS)
     return True
+
+
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """Ray reads ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` once, at its first import: a
+    process that imported Ray before would look for its outward address and bind every
+    interface. Its module constant is set to the loopback choice for the start (the
+    node's address is fixed by then), and put back afterwards."""
+    if "ray" not in sys.modules:
+        yield
+        return
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 def _quiet() -> None:

@@ -174,3 +174,44 @@ def test_silent_wrong_collections_page_builds_on_ray(local_ray, tmp_path, monkey
                  "--out", str(tmp_path / "here")]) == 0  # fmt: skip
     assert_same_index(tmp_path / "here", home / "collections" / "notes")
     assert local_ray.is_initialized()  # the page's build joined the running Ray
+
+
+#: Imports Ray before Lexlens starts its private Ray, then lists every address the
+#: cluster's processes listen or talk on.
+_RAY_IMPORTED_FIRST = """
+import json
+import ray
+import psutil
+from lexlens.analysis.collections.ray_encode import start_local_ray
+assert start_local_ray(num_cpus=1)
+ray.get(ray.remote(lambda: 1).remote())
+children = psutil.Process().children(recursive=True)
+seen = []
+for process in children:
+    try:
+        seen += [a.ip for s in process.net_connections(kind="inet") for a in (s.laddr, s.raddr) if a]
+    except psutil.NoSuchProcess:
+        pass
+node = [n["NodeManagerAddress"] for n in ray.nodes()]
+ray.shutdown()
+psutil.wait_procs(children, timeout=30)
+print(json.dumps({"addresses": seen, "nodes": node}))
+"""
+
+
+def test_security_local_ray_on_loopback_when_ray_was_imported_first():
+    """A process that imported Ray before asking for a private local Ray (a notebook that
+    ran ``import ray``) still gets one on the loopback only: Ray chose its address at that
+    first import, and the start overrides it."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _RAY_IMPORTED_FIRST],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["addresses"] and seen["nodes"]
+    assert all(_loopback(ip) for ip in seen["addresses"] + seen["nodes"]), seen
