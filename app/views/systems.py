@@ -63,26 +63,51 @@ def _options(values: dict) -> tuple[EvaluationOptions, ComparisonOptions]:
     )
 
 
-def _work(paths, runs, values, device):
-    """The comparison, for the job: uploaded runs go to a temporary folder first."""
+def _written(folder: Path, uploads: list[tuple[str, bytes]], default: str) -> list[str]:
+    """Uploaded files written into ``folder`` (one subfolder each: names may repeat)."""
+    files = []
+    for i, (name, data) in enumerate(uploads):
+        path = folder / str(i) / (Path(name).name or default)
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        files.append(str(path))
+    return files
+
+
+def _work(paths, runs, benchmark, values, device):
+    """The comparison, for the job: uploaded runs (and queries and judgements, when given)
+    go to a temporary folder first."""
 
     def work(progress):
         evaluation, options = _options(values)
         with tempfile.TemporaryDirectory(prefix="lexlens-systems-") as tmp:
-            files = []
-            for i, (name, data) in enumerate(runs):
-                path = Path(tmp) / str(i) / (Path(name).name or "run.trec")
-                path.parent.mkdir()
-                path.write_bytes(data)
-                files.append(str(path))
-            spec = _spec(paths, files, values)
-            systems = systems_of(spec, evaluation.gate_k)
+            files = _written(Path(tmp) / "runs", runs, "run.trec")
+            given = {k: _written(Path(tmp) / k, v, k)[0] for k, v in benchmark.items() if v}
+            systems = systems_of(_spec(paths, files, values), evaluation.gate_k)
             return compare_systems(
-                systems, device=None if device == "auto" else device, progress=progress,
+                systems, queries=given.get("queries"), qrels=given.get("qrels"),
+                device=None if device == "auto" else device, progress=progress,
                 evaluation=evaluation, options=options,
             )  # fmt: skip
 
     return work
+
+
+def _benchmark_uploads() -> dict[str, list[tuple[str, bytes]]]:
+    """Queries and judgements uploaded for the comparison (none: the first collection's)."""
+    with st.expander("Other queries and judgements (default: the first collection's own)"):
+        b1, b2 = st.columns(2)
+        queries = b1.file_uploader(
+            "Queries (BEIR queries.jsonl or qid<TAB>text)", type=["jsonl", "tsv", "txt"],
+            key="sys_queries",
+        )  # fmt: skip
+        qrels = b2.file_uploader(
+            "Judgements (TREC or BEIR qrels)", type=["tsv", "txt", "qrels"], key="sys_qrels"
+        )
+    return {
+        "queries": state.remembered_uploads("sys_queries", [queries] if queries else None)[:1],
+        "qrels": state.remembered_uploads("sys_qrels", [qrels] if qrels else None)[:1],
+    }
 
 
 def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
@@ -131,18 +156,22 @@ def show_systems(cards: list[dict]) -> None:
     if mode != MODES[1]:
         return
     st.caption(
-        "Two or more systems on the first collection's queries and judgements: several "
+        "Two or more systems on one benchmark (the first collection's queries and "
+        "judgements, or uploaded ones): several "
         "collections, one collection at several query gates or with several query encoders, "
         "or uploaded runs. Each is compared with the baseline: Δ with a 95% bootstrap "
         "interval, paired t, Wilcoxon and randomization tests (corrected), Cohen's d, "
         "wins/ties/losses, URisk/TRisk (GeoRisk with three or more), and why."
     )
     values, runs, paths = _form(cards)
+    benchmark = _benchmark_uploads()
     inputs = {MODE_KEY: mode, **{KEYS[k]: st.session_state.get(KEYS[k]) for k in KEYS}}
-    uploads = {"sys_runs": runs} if runs else {}
+    uploads = {f"sys_{k}": v for k, v in {"runs": runs, **benchmark}.items() if v}
     if st.button("Compare", type="primary"):
         try:
             evaluation, _ = _options(values)
+            if bool(benchmark["queries"]) != bool(benchmark["qrels"]):
+                raise LexlensError("upload both the queries and the judgements, or neither")
             spec = _spec(paths, [name for name, _ in runs], values)
             if len(systems_of(spec, evaluation.gate_k)) < 2:
                 raise LexlensError(
@@ -151,7 +180,7 @@ def show_systems(cards: list[dict]) -> None:
             device = st.session_state.get("device", "auto")
             summary = f"compare {len(paths)} collections, {len(runs)} runs"
             state.start_job("evaluation", summary, inputs, uploads,
-                            _work(paths, runs, values, device))  # fmt: skip
+                            _work(paths, runs, benchmark, values, device))  # fmt: skip
         except LexlensError as exc:
             st.error(str(exc))
     result, job, status = state.job_outcome("evaluation", SystemsComparison, inputs, uploads)

@@ -59,3 +59,47 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
     assert any(c.value.startswith("†: differs from bench gate_k=768") for c in at.caption)
     assert any("**Relevant item**" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
+    tmp_path, monkeypatch, cli, downloads
+):
+    """Queries and judgements uploaded in several-systems mode (a collection that keeps
+    none): the comparison is the command's with ``--queries`` and ``--qrels``; one without
+    the other is refused before any work."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in TEXTS.items()))
+    ix = home / "collections" / "plain"
+    assert cli("index", "--encoder", "splade-tiny", "--source", corpus,
+               "--out", ix).returncode == 0  # fmt: skip
+    chosen = ["q-dog", "q-coffee", "q-cat", "q-mug"]
+    queries = "".join(f"{q}\t{QUERIES[q]}\n" for q in chosen)
+    qrels = "".join(f"{q} 0 {d} {r}\n" for q in chosen for d, r in QRELS[q].items())
+    (tmp_path / "queries.tsv").write_text(queries)
+    (tmp_path / "qrels.txt").write_text(qrels)
+
+    at = app_page(PAGE)
+    at.radio(key="eval_systems_mode").set_value("Several systems").run()
+    at.text_input(key="sys_gates").set_value("768, 4").run()
+    at.file_uploader(key="sys_queries").set_value(("queries.tsv", queries.encode(), "text/plain"))
+    at.run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    assert [e.value for e in at.error] == [
+        "upload both the queries and the judgements, or neither"
+    ]
+    at.file_uploader(key="sys_qrels").set_value(("qrels.txt", qrels.encode(), "text/plain"))
+    at.run()
+    at.number_input(key="sys_resamples").set_value(500).run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    assert not at.exception and not at.error
+    result = page_result(at)
+    assert [s.name for s in result.systems] == ["plain gate_k=768", "plain gate_k=4"]
+    run = cli("evaluate", "--index", ix, "--gate-k", "768", "--gate-k", "4", "--queries",
+              tmp_path / "queries.tsv", "--qrels", tmp_path / "qrels.txt",
+              "--resamples", "500", "--json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    page, command = json.loads(downloads["comparison.json"]), json.loads(run.stdout)
+    assert page["settings"]["queries"] == command["settings"]["queries"] == len(chosen)
+    assert page == command
