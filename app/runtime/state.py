@@ -179,16 +179,18 @@ def remember_drawn() -> None:
 
 def remembered_uploads(key: str, uploads: list | None) -> list[tuple[str, bytes]]:
     """``(name, bytes)`` of the current uploads, or of the last ones when the uploader comes
-    back empty after the page was left (another page, or an early stop); a button forgets
-    them. Removing the files in the uploader itself forgets them too."""
+    back empty after the page was left (another page, an early stop, a reload: Streamlit
+    cannot refill an uploader, so it stays empty on every later run); a button forgets
+    them. Removing the files in the uploader itself (it held them in the run just before)
+    forgets them too."""
     store = f"_lexlens_uploads_{key}"
     seen = f"{store}_run"
     run = st.session_state.get(_RUN, 0)
-    shown_just_before = st.session_state.get(seen) == run - 1
-    st.session_state[seen] = run
+    held_just_before = st.session_state.get(seen) == (run - 1, True)
+    st.session_state[seen] = (run, bool(uploads))
     if uploads:
         st.session_state[store] = [(f.name, f.getvalue()) for f in uploads]
-    elif shown_just_before and run > 0:  # the user emptied the uploader on this page
+    elif held_just_before and run > 0:  # the user emptied the uploader on this page
         st.session_state.pop(store, None)
     kept_files = st.session_state.get(store, [])
     if kept_files and not uploads:
