@@ -15,7 +15,8 @@ Attribution page offers them as downloads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lexlens.analysis.attribution.arguments import source_argument
@@ -35,7 +36,8 @@ from lexlens.analysis.attribution.report_html import (
 )
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Result, progress_part
+from lexlens.analysis.core.results import Progress, Result, internal, progress_part
+from lexlens.analysis.faithfulness.ig_curves import IgCurves, ig_faithfulness
 from lexlens.analysis.lexical.report import TermsReport, terms_report
 from lexlens.models.base import Encoder, InputError
 
@@ -50,6 +52,10 @@ class AttributionReport(Result):
     meta: dict = field(default_factory=dict)
     attribution: AttributionResult
     mot: MotResult | None = None
+    #: IG deletion and insertion curves measured for some texts, by text number (from 0):
+    #: drawn in report.html; report.json stays the document ``lexlens report --json`` prints
+    #: (each text's curves are ``IgCurves.files()``'s ig_curves.json).
+    ig_curves: dict[int, IgCurves] = internal(default_factory=dict)
 
     @property
     def notes(self) -> list[str]:
@@ -58,7 +64,8 @@ class AttributionReport(Result):
         return list(dict.fromkeys(both))
 
     def html(self) -> str:
-        """report.html: the settings, the masking table (if run) and a heatmap per text."""
+        """report.html: the settings, the masking table (if run) and a heatmap per text
+        (with its IG deletion and insertion curves when they were measured)."""
         a = self.attribution
         meta = {
             "M": a.m,
@@ -69,7 +76,9 @@ class AttributionReport(Result):
             **self.meta,
             "notes": list(a.notes) + ([] if self.mot is None else list(self.mot.notes)),
         }
-        return render_attribution_html(a.texts, encoder_name=a.encoder, mot=self.mot, meta=meta)
+        return render_attribution_html(
+            a.texts, encoder_name=a.encoder, mot=self.mot, meta=meta, curves=self.ig_curves
+        )
 
     def files(self) -> dict[str, bytes]:
         """report.html, report.json (``to_dict``), attributions.csv and the MoT CSVs."""
@@ -83,6 +92,37 @@ class AttributionReport(Result):
         if self.mot is not None:
             files.update(self.mot.csv_files())
         return files
+
+
+def with_ig_curves(report: AttributionReport, curves: Mapping[int, IgCurves]) -> AttributionReport:
+    """``report`` carrying ``curves`` too (text number → the :class:`IgCurves` measured for that
+    text by :func:`~lexlens.analysis.faithfulness.ig_curves.ig_faithfulness`, as a page shows
+    them): its report.html draws them below the text's heatmap. Each is checked to be of
+    the text it is filed under."""
+    if not isinstance(report, AttributionReport):
+        raise InputError(f"report must be an AttributionReport, not {type(report).__name__}")
+    texts = report.attribution.texts
+    for i, found in curves.items():
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(texts):
+            raise InputError(f"text number {i!r} is not one of the report's 0…{len(texts) - 1}")
+        if not isinstance(found, IgCurves) or found.text != texts[i].text:
+            raise InputError(f"the curves filed under text {i} are not that text's IG curves")
+    return replace(report, ig_curves={**report.ig_curves, **dict(curves)})
+
+
+def report_ig_curves(
+    encoder: Encoder, report: AttributionReport, texts: Sequence[int] | None = None,
+    *, k: int = 10, seed: int = 0,
+) -> AttributionReport:  # fmt: skip
+    """``report`` with the IG deletion and insertion curves of ``texts`` (text numbers; all
+    texts when ``None``) measured by re-encoding (:func:`ig_faithfulness`, ``k`` words at
+    most, RandT's draw seeded by ``seed``); texts that have curves already keep them."""
+    if not isinstance(report, AttributionReport):
+        raise InputError(f"report must be an AttributionReport, not {type(report).__name__}")
+    wanted = range(len(report.attribution.texts)) if texts is None else texts
+    found = {i: ig_faithfulness(encoder, report, i, k=k, seed=seed)
+             for i in wanted if i not in report.ig_curves}  # fmt: skip
+    return with_ig_curves(report, found)
 
 
 def _mot_texts(texts: list[str], options: ReportOptions) -> None:

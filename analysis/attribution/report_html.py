@@ -19,6 +19,7 @@ from lexlens.analysis.attribution.display import best_rows, display_tables
 from lexlens.analysis.attribution.options import DEFAULT_TOLERANCE
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.render.html import cell_colour, num, render_report
+from lexlens.analysis.render.line_chart import line_chart
 
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
 MAX_HTML_TEXTS = 50
@@ -127,6 +128,28 @@ def _mot_view(mot: Any) -> dict[str, Any]:
     }
 
 
+def _curves_view(curves: Any, fill: str) -> dict[str, Any]:
+    """Template data of one text's IG deletion and insertion curves (an ``IgCurves`` of
+    :mod:`lexlens.analysis.faithfulness.ig_curves`): both charts and each ranking's AOPCs,
+    the exact values kept for the tooltips."""
+    names = list(curves.mean_deletion_aopc)
+    return {
+        "measured_by": curves.measured_by, "words": list(curves.words), "fill": fill,
+        "subvectors": len(curves.subvectors), "k": curves.k, "seed": curves.seed,
+        "deletion": line_chart(curves.deletion, x_label="words deleted (k)",
+                               y_label="mean F_i"),
+        "insertion": line_chart(curves.insertion, x_label="words inserted (k)",
+                                y_label="mean F_i"),
+        "rows": [{
+            "name": n, "deletion": curves.mean_deletion_aopc[n],
+            "deletion_exact": repr(float(curves.mean_deletion_aopc[n])),
+            "insertion": curves.mean_insertion_aopc[n],
+            "insertion_exact": repr(float(curves.mean_insertion_aopc[n])),
+        } for n in names],
+        "notes": list(curves.notes),
+    }  # fmt: skip
+
+
 def render_attribution_html(
     attributions: Sequence[SubvectorAttribution],
     *,
@@ -134,8 +157,10 @@ def render_attribution_html(
     mot: Any = None,  # a MotResult
     meta: Mapping[str, Any] | None = None,
     max_texts: int = MAX_HTML_TEXTS,
+    curves: Mapping[int, Any] | None = None,  # text number → its IgCurves
 ) -> str:
-    """The attribution report (and/or MoT table) as one self-contained HTML string."""
+    """The attribution report (and/or MoT table) as one self-contained HTML string; with
+    ``curves``, each of those texts' IG deletion and insertion curves below its heatmap."""
     info: dict[str, Any] = {"encoder": encoder_name, "texts": len(attributions)}
     if attributions:
         info["sub-vectors per text"] = len(attributions[0].subvectors)
@@ -146,11 +171,15 @@ def render_attribution_html(
     fill = "[UNK]"
     if attributions and attributions[0].baseline == "pad":
         fill = "[PAD]"
+    views = [_heatmap(a) for a in shown]
+    for i, view in enumerate(views):
+        found = (curves or {}).get(i)
+        view["curves"] = None if found is None else _curves_view(found, fill)
     return render_report(
         "attribution.html",
         title=f"Lexlens {'attribution' if attributions else 'MoT'} report — {encoder_name}",
         meta=info,
-        texts=[_heatmap(a) for a in shown],
+        texts=views,
         hidden=len(attributions) - len(shown),
         mot=_mot_view(mot) if mot is not None else None,
         fill=fill,

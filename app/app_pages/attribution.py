@@ -18,6 +18,7 @@ from lexlens.analysis.attribution.report import (
     AttributionReport,
     attribution_report,
     report_inputs,
+    with_ig_curves,
 )
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.app.runtime import state
@@ -149,17 +150,28 @@ if a.truncated:
     st.warning("This text is longer than the model's limit: only its first tokens were attributed.")
 
 
+curves = None
 if a.words:
     show_text(a, key)
-    show_ig_curves(encoder, res, pick, key)
+    curves = show_ig_curves(encoder, res, pick, key)
 else:
     st.info("This text has no word the tokenizer knows (only special tokens): nothing to show.")
 if len(attrs) > 1:
     show_topic(res, key)
 if report.mot is not None:
     show_mot(report)
+measured = st.session_state.setdefault("_attr_curves", {})  # the curves shown, by text
+if key not in measured:
+    measured.clear()
+    measured[key] = {}
+if curves is not None:
+    measured[key][pick] = curves
 files = st.session_state.setdefault("_attr_files", {})  # a report's files, made once
-if key not in files:
+made = (key, tuple(sorted(measured[key])))
+if made not in files:
     files.clear()
-    files[key] = report.files()
-show_downloads(files[key])
+    files[made] = with_ig_curves(report, measured[key]).files()
+show_downloads(files[made])
+if measured[key]:
+    st.caption("report.html carries the IG curves shown above of text(s) "
+               + ", ".join(str(i + 1) for i in sorted(measured[key])) + ".")  # fmt: skip

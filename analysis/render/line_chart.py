@@ -1,0 +1,54 @@
+"""A small line chart of curves over k = 0…K as coordinates a report template draws as inline
+SVG (``_line_chart.html``): no script and no request, so a report stays self-contained.
+
+Drawing only: the curves' values come from the analysis that measured them; the y axis spans
+exactly their range (ticks at its ends), each point keeps its exact value for a tooltip."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lexlens.analysis.render.html import num
+
+#: Line colours, one per series in order (colour-blind safe: ColorBrewer's Dark2).
+COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")
+PAD = 40
+
+
+def line_chart(
+    series: Mapping[str, Sequence[float]], *, x_label: str, y_label: str, width: int = 420,
+    height: int = 220,
+) -> dict[str, Any]:  # fmt: skip
+    """The coordinates of ``series`` (name → values at k = 0, 1, …) in a ``width`` ×
+    ``height`` box: each series' polyline and points, the axes, two y ticks and the labels
+    (``series`` is empty: no chart, ``{"series": []}``)."""
+    values = [float(v) for ys in series.values() for v in ys]
+    if not values:
+        return {"series": []}
+    low, high = min(values), max(values)
+    if high == low:  # a flat curve: a visible band around it
+        low, high = low - 0.5 * (abs(low) or 1.0), high + 0.5 * (abs(high) or 1.0)
+    k = max(len(ys) for ys in series.values()) - 1
+
+    def x(i: int) -> float:
+        return PAD + (width - 2 * PAD) * (i / k if k else 0.5)
+
+    def y(v: float) -> float:
+        return height - PAD - (height - 2 * PAD) * (float(v) - low) / (high - low)
+
+    lines = []
+    for n, (name, ys) in enumerate(series.items()):
+        points = [{"x": f"{x(i):.1f}", "y": f"{y(v):.1f}", "title": f"{name}, k = {i}: {v!r}"}
+                  for i, v in enumerate(float(v) for v in ys)]  # fmt: skip
+        lines.append({
+            "name": name, "colour": COLOURS[n % len(COLOURS)], "points": points,
+            "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
+        })  # fmt: skip
+    return {
+        "series": lines, "width": width, "height": height, "left": PAD, "right": width - PAD,
+        "top": PAD, "bottom": height - PAD, "k": k, "x_label": x_label, "y_label": y_label,
+        "ticks": [{"y": f"{y(high):.1f}", "label": num(high)},
+                  {"y": f"{y(low):.1f}", "label": num(low)}],
+        "x_ticks": [{"x": f"{x(i):.1f}", "label": str(i)} for i in range(k + 1)],
+    }  # fmt: skip
