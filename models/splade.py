@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
+from lexlens.models.bert import BertMaskedLM, plain_bert_config
 from lexlens.models.checkpoint import (
     check_header,
     load_checked,
@@ -75,34 +76,27 @@ class SpladeEncoder(Encoder):
 
         Checked before the model is allocated: config.json readable with plausible sizes,
         and the weight file's tensor shapes (its header) against a meta-device build of
-        the config; then the tensors are read (NaN/Inf refused) and loaded.
+        the config; then the tensors are read (NaN/Inf refused) and loaded. A BERT masked
+        LM runs as :class:`~lexlens.models.bert.BertMaskedLM` (plain torch); any other
+        through transformers' ``AutoModelForMaskedLM``.
         """
-        from transformers import AutoConfig, AutoModelForMaskedLM
-
         path = Path(path)
         config_file = path / "config.json"
-        check_sizes(read_config(config_file), config_file)
+        fields = read_config(config_file)
+        check_sizes(fields, config_file)
         weights = find_weights(path)
-        try:
-            config = AutoConfig.from_pretrained(str(path), local_files_only=True)
-        except Exception as exc:  # transformers raises many types for a bad config
-            raise EncoderLoadError(
-                f"{config_file}: not a usable model config ({first_line(exc)})"
-            ) from None
-        try:
+        bert = plain_bert_config(fields)
+        if bert is None:
+            mlm = _transformers_mlm(config_file, weights)
+        else:
             with torch.device("meta"):
-                skeleton = AutoModelForMaskedLM.from_config(config)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise EncoderLoadError(
-                f"{config_file}: no masked-LM head for it ({first_line(exc)})"
-            ) from None
-        check_header(skeleton, tensor_shapes(weights), weights, optional=("position_ids",))
-        state = read_state_dict(weights)
-        with no_init():  # every weight is loaded (or tied) below
-            mlm = AutoModelForMaskedLM.from_config(config)
-        load_checked(mlm, state, weights)
+                skeleton = BertMaskedLM(bert)
+            check_header(skeleton, tensor_shapes(weights), weights, optional=("position_ids",))
+            state = read_state_dict(weights)
+            mlm = BertMaskedLM(bert)  # uninitialised: every weight is loaded (or tied)
+            load_checked(mlm, state, weights)
         tokenizer = load_bert_tokenizer(path)
-        check_tokenizer_fits(tokenizer, int(config.vocab_size), str(path))
+        check_tokenizer_fits(tokenizer, int(mlm.config.vocab_size), str(path))
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
 
     @torch.inference_mode()
@@ -140,7 +134,10 @@ class SpladeEncoder(Encoder):
             kept = rows_all[mask.bool()].float().cpu().numpy() if keep_units else None
             return rows_all.amax(dim=1), kept
         transform, decoder = self.head
-        hidden = self.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+        if isinstance(self.model, BertMaskedLM):
+            hidden = self.model.hidden_states(ids, mask)
+        else:
+            hidden = self.model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
         packed, lengths = pack(hidden, mask.bool())
         z = transform(packed)
         if not keep_units:
@@ -193,6 +190,31 @@ class SpladeEncoder(Encoder):
         """The masked LM's input word-embedding table ``[|V|, H]`` and the token of each row."""
         table = self.model.get_input_embeddings().weight.detach().float().cpu().numpy()
         return table, self.vocab[: table.shape[0]]
+
+
+def _transformers_mlm(config_file: Path, weights: Path) -> nn.Module:
+    """Any other masked LM, built by transformers' ``AutoModelForMaskedLM`` and loaded checked."""
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    try:
+        config = AutoConfig.from_pretrained(str(config_file.parent), local_files_only=True)
+    except Exception as exc:  # transformers raises many types for a bad config
+        raise EncoderLoadError(
+            f"{config_file}: not a usable model config ({first_line(exc)})"
+        ) from None
+    try:
+        with torch.device("meta"):
+            skeleton = AutoModelForMaskedLM.from_config(config)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise EncoderLoadError(
+            f"{config_file}: no masked-LM head for it ({first_line(exc)})"
+        ) from None
+    check_header(skeleton, tensor_shapes(weights), weights, optional=("position_ids",))
+    state = read_state_dict(weights)
+    with no_init():  # every weight is loaded (or tied) below
+        mlm = AutoModelForMaskedLM.from_config(config)
+    load_checked(mlm, state, weights)
+    return mlm
 
 
 def mlm_head(mlm: nn.Module) -> tuple[Callable[[torch.Tensor], torch.Tensor], nn.Linear] | None:
