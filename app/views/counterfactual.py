@@ -1,5 +1,5 @@
 """ "What would it take?": a failure's counterfactual on the Evaluation page (one failure on
-request, or every failure with FlipRate), and a document against a rival on the Query ⊙
+request, or every failure with FlipRate as a job), and a document against a rival on the Query ⊙
 Document page. Every number comes from :mod:`lexlens.analysis.counterfactual` (each edit
 shown verified by re-encoding); this module only draws."""
 
@@ -15,6 +15,11 @@ import streamlit as st
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
+from lexlens.app.views.section_jobs import (
+    section_outcome,
+    show_section_job,
+    start_section_job,
+)
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -153,26 +158,36 @@ def show_counterfactuals(result: Any, index_path: str) -> None:
 
 
 def _show_all(result: Any, index_path: str, values: dict) -> None:
-    """Every failure's counterfactual (on request): FlipRate, mean edits, mean calls."""
-    from lexlens.analysis.counterfactual.evaluation import failures_counterfactuals
+    """Every failure's counterfactual, as a job (on request): FlipRate, mean edits, mean
+    calls."""
+    from lexlens.analysis.counterfactual.evaluation import (
+        EvaluationCounterfactuals,
+        failures_counterfactuals,
+    )
 
-    store = st.session_state.setdefault("_cf_all", {})
-    key = (index_path, id(result), len(result.failures), tuple(sorted(values.items())))
-    if key not in store and st.button("Counterfactuals of every failure", key="cf_all_run"):
-        bar = st.progress(0.0, "editing and re-encoding")
+    if st.button("Counterfactuals of every failure", key="cf_all_run"):
         try:
-            store.clear()
-            store[key] = failures_counterfactuals(
-                index_path, result, progress=lambda f, m: bar.progress(min(1.0, f), m),
-                options=CounterfactualOptions.of(**values),
+            options = CounterfactualOptions.of(**values)
+            device = st.session_state.get("device", "auto")
+            start_section_job(
+                "evaluation", "counterfactuals",
+                f"counterfactuals of {len(result.failures)} failures", values,
+                lambda progress: failures_counterfactuals(
+                    index_path, result, progress=progress, options=options,
+                    device=None if device == "auto" else device,
+                ),
             )  # fmt: skip
         except LexlensError as exc:
             st.error(str(exc))
-            return
-        bar.empty()
-    found = store.get(key)
+    found, job, status, asked = section_outcome("evaluation", "counterfactuals",
+                                                EvaluationCounterfactuals)  # fmt: skip
+    if show_section_job("counterfactuals", job, status, "counterfactuals"):
+        return
     if found is None:
         return
+    if asked and asked != values:
+        st.caption("Computed with " + ", ".join(f"{k} = {v}" for k, v in asked.items())
+                   + ": press the button for the budget above.")  # fmt: skip
     s = found.summary
     cols = st.columns(4)
     cols[0].metric("FlipRate", f"{s.flip_rate or 0:.0%}", f"{s.found} of {s.tried}",

@@ -14,6 +14,11 @@ import streamlit as st
 from lexlens.analysis.faithfulness.contrib import ContribFaithfulnessOptions, contrib_faithfulness
 from lexlens.analysis.faithfulness.curves import DeletionCurve
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.app.views.section_jobs import (
+    section_outcome,
+    show_section_job,
+    start_section_job,
+)
 from lexlens.models import LexlensError
 
 CAPTION = (
@@ -151,15 +156,16 @@ def show_occlusion_check(view: Any, picture: Any, groups: list) -> None:
         )  # fmt: skip
 
 
-def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> None:
+def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
     """Attribution page: deletion and insertion curves of each sub-vector's objective in
-    attribution order (MoT) against RandT and GlobalT, averaged over the sub-vectors."""
+    attribution order (MoT) against RandT and GlobalT, averaged over the sub-vectors;
+    returns the curves shown (``None`` when there are none), for the report."""
     st.subheader("Is it true? Deletion and insertion curves")
     try:
         found = _ig(encoder, f"{key}|{pick}", attribution, pick)
     except LexlensError as exc:
         st.info(f"No curves: {exc}")
-        return
+        return None
     left, right = st.columns(2)
     x = "words deleted (k)"
     left.plotly_chart(_figure(found.deletion, "mean F_i = −‖d̂ᵢ − fᵢ‖²", x), width="stretch",
@@ -182,6 +188,7 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> None:
         "Curves (JSON)", found.files()["ig_curves.json"], "ig_curves.json", "application/json",
         key=f"faith_ig_dl_{key}_{pick}",
     )  # fmt: skip
+    return found
 
 
 @st.cache_data(show_spinner="Running the edited texts…", max_entries=16)
@@ -192,26 +199,28 @@ def _ig(_encoder, key: str, _attribution, pick: int):
 
 
 def show_faithfulness(result: Any, index_path: str) -> None:
-    """Evaluation page: every failure's explanation tested by re-encoding (on request), the
-    summary against random, the deletion curves and the downloads."""
+    """Evaluation page: every failure's explanation tested by re-encoding (on request, as a
+    job), the summary against random, the deletion curves and the downloads."""
+    from lexlens.analysis.faithfulness.benchmark import FailuresFaithfulness as Found
     from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
 
     st.subheader("Are the explanations true? Faithfulness by re-encoding")
-    store = st.session_state.setdefault("_faith_eval", {})
-    failing = ",".join(f.query_id for f in result.failures)
-    key = f"{index_path}|{sorted(result.settings.items())}|{failing}"  # the same evaluation
-    if key not in store and st.button("Measure faithfulness", key="faith_eval_run"):
-        bar = st.progress(0.0, "re-encoding the edited queries")
+    if st.button("Measure faithfulness", key="faith_eval_run"):
+        device = st.session_state.get("device", "auto")
         try:
-            store.clear()
-            store[key] = failures_faithfulness(
-                index_path, result, progress=lambda f, m: bar.progress(min(1.0, f), m)
-            )
+            start_section_job(
+                "evaluation", "faithfulness",
+                f"faithfulness of {len(result.failures)} failures", {},
+                lambda progress: failures_faithfulness(
+                    index_path, result, progress=progress,
+                    device=None if device == "auto" else device,
+                ),
+            )  # fmt: skip
         except LexlensError as exc:
             st.error(str(exc))
-            return
-        bar.empty()
-    found = store.get(key)
+    found, job, status, _ = section_outcome("evaluation", "faithfulness", Found)
+    if show_section_job("faithfulness", job, status, "measurement"):
+        return
     if found is None:
         st.caption("Each failure's decisive words are deleted from its query, the query "
                    "re-encoded and both items rescored, against as many random words.")  # fmt: skip
