@@ -28,6 +28,7 @@ from lexlens.analysis.collections.store import (
 )
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.search.memory_collection import MemoryCollection
+from lexlens.analysis.search.pruning import Read, Rounding, maxscore_candidates, term_maxima
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +64,7 @@ class _Reader:
 
     def __init__(self, array: np.ndarray) -> None:
         self.array = array
+        self.plain = np.asarray(array)  # the same memory, sliced without np.memmap's wrapper
         self.dtype = array.dtype
         self.fd = None
         filename = getattr(array, "filename", None)
@@ -71,10 +73,21 @@ class _Reader:
             self.offset = int(array.offset)
             weakref.finalize(self, os.close, self.fd)
 
-    def ranges(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-        """``array[a:b]`` for each (a, b), concatenated."""
-        if self.fd is None:
-            return np.concatenate([self.array[a:b] for a, b in zip(starts, stops, strict=True)])
+    def ranges(self, starts: np.ndarray, stops: np.ndarray, mapped: bool = False) -> np.ndarray:
+        """``array[a:b]`` for each (a, b), concatenated (``mapped``: gathered through the
+        mapping in one vectorised read; one range is a view)."""
+        if self.fd is None or mapped:
+            plain = self.plain
+            if starts.size == 1:
+                return plain[int(starts[0]) : int(stops[0])]
+            if starts.size <= _FEW_RANGES:
+                pieces = [plain[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+                return np.concatenate(pieces) if pieces else plain[:0]
+            lengths = stops - starts
+            total = int(lengths.sum())
+            ends = np.cumsum(lengths)
+            positions = np.arange(total) + np.repeat(starts - (ends - lengths), lengths)
+            return plain[positions]
         size = self.dtype.itemsize
         out = np.empty(int((stops - starts).sum()), self.dtype)
         view, at = memoryview(out).cast("B"), 0
@@ -87,6 +100,8 @@ class _Reader:
         return out
 
 
+#: Up to this many ranges are sliced and joined; more are gathered in one indexing.
+_FEW_RANGES = 64
 #: Readers of a collection's arrays (kept while the collection lives).
 _READERS: weakref.WeakKeyDictionary[Any, dict[str, _Reader]] = weakref.WeakKeyDictionary()
 
@@ -196,19 +211,95 @@ def top_items(
     exactly (float64, from its stored row): the result equals an exact ranking. Ties are
     broken by row.
     """
+    return ranked(target, q, n, normalize=normalize, square=square)
+
+
+def ranked(
+    target: Collection,
+    q: np.ndarray,
+    n: int,
+    *,
+    normalize: bool = False,
+    square: bool = False,
+    mapped: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_items`, the one exact scorer of one query and of a batch of queries
+    (``mapped``: a stored index's postings and rows read through its mapping, for a batch
+    that reads much of them; else by range into the query's own arrays).
+
+    A query with positive weights over non-negative postings (no normalisation, ``f(w) =
+    w``) is pruned by MaxScore (:mod:`.pruning`); any other is accumulated over every
+    posting of its terms."""
     terms = np.flatnonzero(q)
     if n <= 0 or terms.size == 0 or len(target) == 0:
         return _NOTHING
     postings = _postings(target)
+    prunable = postings is not None and postings.nonnegative and not (normalize or square)
+    if prunable and bool(np.all(q[terms] > 0)):
+        candidates = maxscore_candidates(
+            len(target), postings, q, terms, n, _rounding(postings, q, terms, square),
+            term_maxima(postings, _read(postings, False)), _read(postings, mapped),
+        )  # fmt: skip
+        if candidates is not None:
+            if candidates.size == 0:
+                return _NOTHING
+            return _rescored(target, candidates, q, n, False, False, mapped)
     if postings is None:  # a large index stored without postings: one pass over the CSR
         touched = _touched_csr(target, q, terms, square)
     else:
-        touched = _touched_postings(len(target), q, terms, postings, square)
+        touched = _touched_postings(len(target), q, terms, postings, square, mapped)
     if touched is None or touched.rows.size == 0:
         return _NOTHING
     if normalize:
         touched = _normalized(target, touched, square)
-    return _rescored(target, _candidates(touched, n), q, n, normalize, square)
+    return _rescored(target, _candidates(touched, n), q, n, normalize, square, mapped)
+
+
+def touched_items(
+    target: Collection, q: np.ndarray, square: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every item that shares a term with ``q`` (distinct rows, ascending), its approximate
+    score and its bound ``|exact − approx| ≤ slack`` (accumulated over every posting of the
+    query's terms: what an exact rank at any depth needs)."""
+    terms = np.flatnonzero(q)
+    empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    if terms.size == 0 or len(target) == 0:
+        return empty
+    postings = _postings(target)
+    if postings is None:
+        touched = _touched_csr(target, q, terms, square)
+    else:
+        touched = _touched_postings(len(target), q, terms, postings, square, True)
+    if touched is None:
+        return empty
+    rows, first = np.unique(touched.rows, return_index=True)
+    return rows.astype(np.int64), touched.approx[first], touched.slack[first]
+
+
+def _read(postings: Postings, mapped: bool) -> Read:
+    """``read(name, starts, stops)`` of the postings' ``items`` or ``weights``."""
+    readers = {
+        "items": _reader(postings, "items", postings.items),
+        "weights": _reader(postings, "weights", postings.weights),
+    }
+    return lambda name, starts, stops: readers[name].ranges(starts, stops, mapped)
+
+
+def _rounding(postings: Postings, q: np.ndarray, terms: np.ndarray, square: bool) -> Rounding:
+    """The error bounds of scores accumulated from ``postings`` (:class:`.pruning.Rounding`).
+
+    float64 products and sums, here and in the exact rescoring (2·(T + 3) roundings of
+    2^-53, doubled); float16 postings add ``|w̃ − w| ≤ 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25``
+    (doubled), squared for ``f(w) = w²``."""
+    rel, absolute, r16, a16 = 4 * (terms.size + 3) * _U64, 0.0, 0.0, 0.0
+    if not postings.exact:
+        r16, a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * postings.scale
+        if square:
+            top = POSTINGS_TOP * postings.scale
+            r16, a16 = (1 + r16) ** 2 - 1, 2 * a16 * top + a16**2
+        rel = (1 + rel) * (1 + r16) - 1
+        absolute = a16 * (1 + rel) * float(np.abs(q[terms]).sum())
+    return Rounding(rel, absolute, r16, a16)
 
 
 def _touched_csr(
@@ -226,8 +317,9 @@ def _touched_csr(
 
 
 def _touched_postings(
-    size: int, q: np.ndarray, terms: np.ndarray, postings: Postings, square: bool
-) -> _Touched | None:
+    size: int, q: np.ndarray, terms: np.ndarray, postings: Postings, square: bool,
+    mapped: bool = False,
+) -> _Touched | None:  # fmt: skip
     """The items on the query terms' postings (one listing per posting), each with its
     float64 score accumulated over every query term, and its error bound."""
     indptr = postings.indptr
@@ -235,8 +327,8 @@ def _touched_postings(
     lengths = stops - starts
     if not lengths.sum():
         return None
-    rows = _reader(postings, "items", postings.items).ranges(starts, stops)
-    weights = _reader(postings, "weights", postings.weights).ranges(starts, stops)
+    read = _read(postings, mapped)
+    rows, weights = read("items", starts, stops), read("weights", starts, stops)
     weights = weights.astype(np.float64)
     if square:
         weights *= weights
@@ -246,18 +338,8 @@ def _touched_postings(
     signed = not postings.nonnegative or bool(np.any(q[terms] < 0))
     mag = np.bincount(rows, weights=np.abs(weights), minlength=size) if signed else acc
     approx, magnitude = acc[rows], mag[rows]
-    # float64 products and sums, here and in the exact rescoring (2·(T + 3) roundings of
-    # 2^-53, doubled); float16 postings add |w̃ − w| ≤ 2^-11·|w̃|/(1 − 2^-11) + scale·2^-25
-    # (doubled), squared for f(w) = w².
-    rel, absolute = 4 * (terms.size + 3) * _U64, 0.0
-    if not postings.exact:
-        r16, a16 = 2 * FP16_REL / (1 - FP16_REL), 2 * FP16_ABS * postings.scale
-        if square:
-            top = POSTINGS_TOP * postings.scale
-            r16, a16 = (1 + r16) ** 2 - 1, 2 * a16 * top + a16**2
-        rel = (1 + rel) * (1 + r16) - 1
-        absolute = a16 * (1 + rel) * float(np.abs(q[terms]).sum())
-    slack = rel * np.abs(magnitude) + absolute
+    bounds = _rounding(postings, q, terms, square)
+    slack = bounds.rel * np.abs(magnitude) + bounds.absolute
     return _Touched(rows, approx, slack, terms.size == 1, terms.size)
 
 
@@ -306,10 +388,11 @@ def _floor(rows: np.ndarray, low: np.ndarray, n: int, terms: int) -> float:
 
 
 def _rescored(
-    target: Collection, candidates: np.ndarray, q: np.ndarray, n: int, normalize: bool, square: bool
-) -> tuple[np.ndarray, np.ndarray]:
+    target: Collection, candidates: np.ndarray, q: np.ndarray, n: int, normalize: bool,
+    square: bool, mapped: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The top ``n`` of ``candidates`` by their exact float64 scores (ties by row)."""
-    exact_scores = exact_scores_of(target, candidates, q, square)
+    exact_scores = exact_scores_of(target, candidates, q, square, mapped)
     if normalize:
         norms = np.asarray(target.norms, dtype=np.float64)[candidates]
         exact_scores = exact_scores / np.where(norms > 0, norms**2 if square else norms, 1.0)
@@ -318,8 +401,9 @@ def _rescored(
 
 
 def exact_scores_of(
-    target: Collection, rows: np.ndarray, q: np.ndarray, square: bool = False
-) -> np.ndarray:
+    target: Collection, rows: np.ndarray, q: np.ndarray, square: bool = False,
+    mapped: bool = False,
+) -> np.ndarray:  # fmt: skip
     """``Σ_t q_t f(w_it)`` of each item at ``rows``, in float64 over its stored row (a
     stored index's rows are read at once, their ids and weights checked)."""
     if isinstance(target, StoredIndex) and rows.size:
@@ -330,8 +414,9 @@ def exact_scores_of(
         if total == 0:
             return np.zeros(rows.size)
         try:
-            cols = _reader(target, "indices", target.indices).ranges(starts, starts + lengths)
-            w = _reader(target, "data", target.data).ranges(starts, starts + lengths)
+            stops = starts + lengths
+            cols = _reader(target, "indices", target.indices).ranges(starts, stops, mapped)
+            w = _reader(target, "data", target.data).ranges(starts, stops, mapped)
         except OSError as exc:
             raise target.corrupt(str(exc)) from None
         if int(cols.min()) < 0 or int(cols.max()) >= target.vocab_size:
