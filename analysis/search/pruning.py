@@ -122,6 +122,7 @@ def maxscore_candidates(
     terms, starts, stops = terms[used], starts[used], stops[used]
     if terms.size == 0:
         return np.zeros(0, np.int64)
+    read, (starts, stops) = _held(read, starts, stops), _local(starts, stops)
     coefficient = q[terms].astype(np.float64) * postings.scale
     ceiling = (
         coefficient * maxima[terms] * (1 + rounding.r16) + q[terms] * rounding.a16
@@ -151,6 +152,29 @@ def maxscore_candidates(
         err = rounding.rel * partial + rounding.absolute
         rows = rows[partial + err + rest >= max(floor, _nth(partial - err, n))]
     return rows.astype(np.int64)
+
+
+def _held(read: Read, starts: np.ndarray, stops: np.ndarray) -> Read:
+    """A reader of the query terms' postings read once (each array in one pass), in the
+    coordinates of :func:`_local`; adjacent ranges are one slice."""
+    arrays = {name: np.asarray(read(name, starts, stops)) for name in ("items", "weights")}
+
+    def local(name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        array = arrays[name]
+        if a.size > 1:
+            joined = np.flatnonzero(a[1:] != b[:-1])  # a range not continuing the previous
+            a, b = a[np.r_[0, joined + 1]], b[np.r_[joined, a.size - 1]]
+        if a.size == 1:
+            return array[int(a[0]) : int(b[0])]
+        return np.concatenate([array[x:y] for x, y in zip(a.tolist(), b.tolist(), strict=True)])
+
+    return local
+
+
+def _local(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's range in the concatenation of the query terms' postings."""
+    ends = np.cumsum(stops - starts)
+    return ends - (stops - starts), ends
 
 
 def _hold(
