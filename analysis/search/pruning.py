@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 #: Postings read at once while the per-term maxima are computed (entries).
-MAXIMA_CHUNK = 8_000_000
+MAXIMA_CHUNK = 1_000_000
 #: Terms with the largest upper bounds whose own n-th best posting seeds the floor.
 SEED_TERMS = 4
 #: Listings of the essential postings sampled to raise the floor before candidates are
@@ -138,7 +138,7 @@ def maxscore_candidates(
         _MAXIMA.pop(postings, None)
         return None
     essential = np.setdiff1d(np.arange(terms.size), lookup)
-    rows, partial = _accumulated(size, coefficient, starts, stops, essential, read)
+    rows, partial = _accumulated(postings, size, coefficient, starts, stops, essential, read)
     rest = float(ceiling[lookup].sum()) * _MARGIN
     err = rounding.rel * partial + rounding.absolute
     floor = max(floor, _sampled_floor(rows, partial - err, n, essential.size))
@@ -209,11 +209,12 @@ def _seed_floor(
 
 
 def _accumulated(
-    size: int, coefficient: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+    postings: Any, size: int, coefficient: np.ndarray, starts: np.ndarray, stops: np.ndarray,
     chosen: np.ndarray, read: Read,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The listings of the ``chosen`` terms' postings (an item once per term it holds) and
-    each listing's item's partial score over those terms (float64, one ``bincount``)."""
+    each listing's item's partial score over those terms (float64, summed in place in an
+    item-indexed table lent for the query and left zeroed)."""
     if chosen.size == 0:
         return np.zeros(0, np.int64), np.zeros(0)
     chosen = np.sort(chosen)
@@ -221,8 +222,14 @@ def _accumulated(
     rows = read("items", a, b)
     weights = read("weights", a, b).astype(np.float64)
     weights *= np.repeat(coefficient[chosen], b - a)
-    accumulator = np.bincount(rows, weights=weights, minlength=size)
-    return rows, accumulator[rows]
+    rows = rows.astype(np.intp)
+    with _Table(postings, size, np.float64) as accumulator:
+        try:
+            np.add.at(accumulator, rows, weights)
+            partial = accumulator[rows]
+        finally:
+            accumulator[rows] = 0.0
+    return rows, partial
 
 
 def _looked_up(
@@ -233,7 +240,7 @@ def _looked_up(
     (0 where a term does not list the item): each term's items mapped to their slot among
     ``rows`` through an item-indexed table, one pass over its postings."""
     out = np.zeros(rows.size)
-    with _Slots(postings, size) as slot:
+    with _Table(postings, size, np.int32) as slot:
         slot[rows] = np.arange(rows.size, dtype=np.int32)
         try:
             for term in chosen:
@@ -257,31 +264,36 @@ def _distinct(
     if rows.size <= DISTINCT_BY_SORT:
         rows, first = np.unique(rows, return_index=True)
         return rows, values[first]
-    with _Slots(postings, size) as slot:
+    with _Table(postings, size, np.int32) as slot:
         order = np.arange(rows.size, dtype=np.int32)
-        slot[rows] = order
-        keep = slot[rows] == order
-        slot[rows] = -1
+        try:
+            slot[rows] = order
+            keep = slot[rows] == order
+        finally:
+            slot[rows] = -1
     return rows[keep], values[keep]
 
 
-class _Slots:
-    """An item-indexed int32 table (−1 everywhere between uses), kept per postings and
-    lent to one search at a time (another search meanwhile gets a fresh one)."""
+class _Table:
+    """An item-indexed table (int32: −1, float64: 0 everywhere between uses; its user
+    restores what it changed), kept per postings and dtype and lent to one search at a time
+    (another search meanwhile gets a fresh one)."""
 
-    _tables: weakref.WeakKeyDictionary[Any, tuple[threading.Lock, np.ndarray]] = (
+    _tables: weakref.WeakKeyDictionary[Any, dict[Any, tuple[threading.Lock, np.ndarray]]] = (
         weakref.WeakKeyDictionary()
     )
 
-    def __init__(self, owner: Any, size: int) -> None:
-        kept = self._tables.get(owner)
+    def __init__(self, owner: Any, size: int, dtype: Any) -> None:
+        blank = -1 if np.dtype(dtype) == np.int32 else 0
+        tables = self._tables.setdefault(owner, {})
+        kept = tables.get(np.dtype(dtype))
         if kept is None or kept[1].size != size:
-            kept = (threading.Lock(), np.full(size, -1, np.int32))
-            self._tables[owner] = kept
+            kept = (threading.Lock(), np.full(size, blank, dtype))
+            tables[np.dtype(dtype)] = kept
         self.lock, self.table = kept
         self.held = self.lock.acquire(blocking=False)
         if not self.held:
-            self.table = np.full(size, -1, np.int32)
+            self.table = np.full(size, blank, dtype)
 
     def __enter__(self) -> np.ndarray:
         return self.table

@@ -7,7 +7,11 @@ O(items): the threshold of the top ``n`` is selected among the touched postings 
 (a term-at-a-time accumulator, as an inverted-file engine keeps, without a pass over every
 item). Each accumulated score carries a bound on its rounding error, and every item whose
 score could still reach the top is rescored exactly in float64 from its stored row: the
-result equals an exact ranking, ties broken by row.
+result equals an exact ranking, ties broken by row. A query with positive weights over
+non-negative postings is pruned by MaxScore first (:mod:`.pruning`): the postings of terms
+whose upper bounds cannot lift an item into the top are looked up, not accumulated.
+:func:`ranked` is the one scorer of a single query and of a batch
+(:class:`lexlens.analysis.benchmark.retrieval.BatchScorer`).
 """
 
 from __future__ import annotations
