@@ -14,6 +14,7 @@ from lexlens.analysis.render.html import num
 #: Line colours, one per series in order (colour-blind safe: ColorBrewer's Dark2).
 COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")
 PAD = 40
+LEFT = 64  # room for a y tick such as −0.02689
 
 
 def line_chart(
@@ -32,7 +33,7 @@ def line_chart(
     k = max(len(ys) for ys in series.values()) - 1
 
     def x(i: int) -> float:
-        return PAD + (width - 2 * PAD) * (i / k if k else 0.5)
+        return LEFT + (width - LEFT - PAD) * (i / k if k else 0.5)
 
     def y(v: float) -> float:
         return height - PAD - (height - 2 * PAD) * (float(v) - low) / (high - low)
@@ -46,7 +47,7 @@ def line_chart(
             "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
         })  # fmt: skip
     return {
-        "series": lines, "width": width, "height": height, "left": PAD, "right": width - PAD,
+        "series": lines, "width": width, "height": height, "left": LEFT, "right": width - PAD,
         "top": PAD, "bottom": height - PAD, "k": k, "x_label": x_label, "y_label": y_label,
         "ticks": [{"y": f"{y(high):.1f}", "label": num(high)},
                   {"y": f"{y(low):.1f}", "label": num(low)}],
