@@ -10,13 +10,15 @@ torch._dynamo, sympy and scipy.optimize: twice the cost of importing torch). Per
     y = LayerNorm(a + W_2 · act(W_1 · a))
 
 and the head ``transform(h) = LayerNorm(act(W h))``, ``logits = transform(h) · Eᵀ + b`` with
-``E`` the word embeddings when the config ties them (the default). Positions are absolute and
+``E`` the word embeddings and ``b`` ``cls.predictions.bias`` when the config ties them (the
+default; else the decoder's own weight and bias). Positions are absolute and
 every token type is 0, as in a one-segment input. :func:`plain_bert_config` says when a
 config is one this module runs exactly; any other masked LM goes through transformers.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -25,12 +27,17 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-#: ``hidden_act`` values and the function each names in transformers' ``ACT2FN``
-#: (``gelu_new`` is the tanh approximation written out; ``F.gelu(approximate="tanh")`` is the
-#: same formula).
+
+def _gelu_tanh_written_out(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh approximation as transformers' ``NewGELUActivation`` writes it (its float
+    rounding differs from ``F.gelu(approximate="tanh")``)."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3.0))))
+
+
+#: ``hidden_act`` values and the function each names in transformers' ``ACT2FN``.
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu": F.gelu,
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_new": _gelu_tanh_written_out,
     "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "relu": F.relu,
     "silu": F.silu,
@@ -211,10 +218,10 @@ class BertPredictionHead(nn.Module):
         act = ACTIVATIONS[config.hidden_act]
         self.transform = _Transform(hidden, act, config.layer_norm_eps)
         self.bias = nn.Parameter(torch.empty(config.vocab_size))
-        self.decoder = _Linear(hidden, config.vocab_size, bias=False)
+        self.decoder = _Linear(hidden, config.vocab_size)
         if config.tie_word_embeddings:
             self.decoder.weight = word_embeddings.weight
-        self.decoder.bias = self.bias
+            self.decoder.bias = self.bias
 
 
 class _Transform(nn.Module):
@@ -250,11 +257,12 @@ class BertMaskedLM(nn.Module):
         )
 
     def tie_weights(self) -> None:
-        """The decoder shares the word embeddings (when the config ties them) and the bias."""
+        """When the config ties them, the decoder is the word embeddings and the head's bias
+        (transformers ties both or neither)."""
         predictions = self.cls["predictions"]
         if self.config.tie_word_embeddings:
             predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
-        predictions.decoder.bias = predictions.bias
+            predictions.decoder.bias = predictions.bias
 
     def get_input_embeddings(self) -> nn.Embedding:
         """The word-embedding table (as transformers' models name it)."""
