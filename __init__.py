@@ -57,6 +57,7 @@ _EXPORTS = {
     "provenance_faithfulness": "lexlens.analysis.faithfulness.provenance",
     "occlusion_faithfulness": "lexlens.analysis.faithfulness.occlusion",
     "ig_faithfulness": "lexlens.analysis.faithfulness.ig_curves",
+    "report_ig_curves": "lexlens.analysis.attribution.report",
     # what it would take: the smallest verified edit that ranks an item first
     "counterfactual": "lexlens.analysis.counterfactual.counterfactual",
     # is B better than A, on which queries, and why: several systems on one benchmark
