@@ -101,6 +101,8 @@ def with_ig_curves(report: AttributionReport, curves: Mapping[int, IgCurves]) ->
     the text it is filed under."""
     if not isinstance(report, AttributionReport):
         raise InputError(f"report must be an AttributionReport, not {type(report).__name__}")
+    if not isinstance(curves, Mapping):
+        raise InputError(f"curves must map text numbers to IgCurves, not {type(curves).__name__}")
     texts = report.attribution.texts
     for i, found in curves.items():
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(texts):
@@ -119,6 +121,8 @@ def report_ig_curves(
     most, RandT's draw seeded by ``seed``); texts that have curves already keep them."""
     if not isinstance(report, AttributionReport):
         raise InputError(f"report must be an AttributionReport, not {type(report).__name__}")
+    if texts is not None and not isinstance(texts, (list, tuple, range)):
+        raise InputError(f"texts must be a list of text numbers, not {type(texts).__name__}")
     wanted = range(len(report.attribution.texts)) if texts is None else texts
     found = {i: ig_faithfulness(encoder, report, i, k=k, seed=seed)
              for i in wanted if i not in report.ig_curves}  # fmt: skip

@@ -86,3 +86,19 @@ def test_silent_wrong_curves_filed_under_another_text_are_refused(measured):
         with_ig_curves(report, {1: curves})
     with pytest.raises(LexlensError, match="text number 5"):
         with_ig_curves(report, {5: curves})
+
+
+def test_traceback_wrong_arguments_are_one_line_errors(measured):
+    encoder, report, curves = measured
+    cases = [
+        (lambda: report_ig_curves(encoder, "report.json"), "report must be an AttributionReport"),
+        (lambda: report_ig_curves(encoder, report, texts=3), "texts must be a list of text"),
+        (lambda: report_ig_curves(encoder, report, texts=[7]), "text must be an index from 0"),
+        (lambda: report_ig_curves("no-such-encoder", report, texts=[1]), "no-such-encoder"),
+        (lambda: with_ig_curves(report, [curves]), "curves must map text numbers"),
+        (lambda: with_ig_curves(report, {True: curves}), "text number True"),
+    ]
+    for call, needle in cases:
+        with pytest.raises(LexlensError) as caught:
+            call()
+        assert needle in str(caught.value) and "\n" not in str(caught.value)
