@@ -48,9 +48,9 @@ def follow_section_run(page: str) -> None:
 def start_section_job(
     page: str, part: str, summary: str, settings: dict[str, Any],
     work: Callable[[Any], Record],
-) -> Job:  # fmt: skip
+) -> None:  # fmt: skip
     """Run ``work(progress)`` as the job of section ``part`` of the run the URL names
-    (``settings``: what it was asked with, kept in its run)."""
+    (``settings``: what it was asked with, kept in its run), and run the page again."""
     parent = state.url_run_id()
     if parent is None:
         raise LexlensError("no result in this page's URL to work on: run the page first")
@@ -59,7 +59,8 @@ def start_section_job(
     run = runs.create(page, summary, inputs, [], state.inputs_key(page, inputs, {}))
     st.session_state.setdefault(_SECTION_RUNS, {})[(parent, part)] = run.id
     _note_open(page, part, run.id)
-    return manager.submit(run, work)
+    manager.submit(run, work)
+    st.rerun()  # the page again: the sidebar's jobs list it, refreshing while it runs
 
 
 def _note_open(page: str, part: str, run_id: str) -> None:
