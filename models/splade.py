@@ -28,6 +28,7 @@ from torch import nn
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, LexicalEncoding, check_texts
 from lexlens.models.bert import BertMaskedLM, plain_bert_config
+from lexlens.models.bert_tokenizer import WordPieceTokenizer, load_wordpiece_tokenizer
 from lexlens.models.checkpoint import (
     check_header,
     load_checked,
@@ -37,7 +38,12 @@ from lexlens.models.checkpoint import (
 )
 from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
 from lexlens.models.projection import pack, project_rows, segment_max, segment_max_projection
-from lexlens.models.text_io import check_tokenizer_fits, load_bert_tokenizer, tokenize_batch
+from lexlens.models.text_io import (
+    TokenBatch,
+    check_tokenizer_fits,
+    load_bert_tokenizer,
+    tokenize_batch,
+)
 
 #: Texts tokenised at once before being sorted by length into batches.
 TOKENIZE_GROUP = 1024
@@ -95,7 +101,7 @@ class SpladeEncoder(Encoder):
             state = read_state_dict(weights)
             mlm = BertMaskedLM(bert)  # uninitialised: every weight is loaded (or tied)
             load_checked(mlm, state, weights)
-        tokenizer = load_bert_tokenizer(path)
+        tokenizer = load_wordpiece_tokenizer(path) or load_bert_tokenizer(path)
         check_tokenizer_fits(tokenizer, int(mlm.config.vocab_size), str(path))
         return cls(mlm, tokenizer, device=device, name=name, source=str(path))
 
@@ -160,9 +166,7 @@ class SpladeEncoder(Encoder):
         size = self.batch_size if keep_units else self.pooled_batch_size
         right = getattr(self.tokenizer, "padding_side", "right") == "right"
         for start in range(0, len(texts), TOKENIZE_GROUP):
-            group = tokenize_batch(
-                self.tokenizer, texts[start : start + TOKENIZE_GROUP], self.max_length
-            )
+            group = self._tokenize(texts[start : start + TOKENIZE_GROUP])
             lengths = group.attention_mask.sum(dim=1)
             order = torch.argsort(lengths, stable=True).tolist()
             i = 0
@@ -185,6 +189,12 @@ class SpladeEncoder(Encoder):
                     [group.truncated[k] for k in index],
                 )
                 i = j
+
+    def _tokenize(self, texts: list[str]) -> TokenBatch:
+        """Padded ids and mask of ``texts``, cut at ``max_length`` tokens, and which were cut."""
+        if isinstance(self.tokenizer, WordPieceTokenizer):
+            return self.tokenizer.encode_padded(texts, self.max_length)
+        return tokenize_batch(self.tokenizer, texts, self.max_length)
 
     def static_embeddings(self) -> tuple[np.ndarray, list[str]]:
         """The masked LM's input word-embedding table ``[|V|, H]`` and the token of each row."""
