@@ -140,9 +140,8 @@ def maxscore_candidates(
     essential = np.setdiff1d(np.arange(terms.size), lookup)
     rows, partial = _accumulated(postings, size, coefficient, starts, stops, essential, read)
     rest = float(ceiling[lookup].sum()) * _MARGIN
-    err = rounding.rel * partial + rounding.absolute
-    floor = max(floor, _sampled_floor(rows, partial - err, n, essential.size))
-    reach = np.flatnonzero(partial + err + rest >= floor)
+    floor = max(floor, _sampled_floor(rows, partial, rounding, n, essential.size))
+    reach = np.flatnonzero(partial >= _least_reaching(floor - rest, rounding))
     rows, partial = _distinct(postings, size, rows[reach], partial[reach])
     if lookup.size and rows.size > n:
         partial = partial + _looked_up(postings, size, rows, coefficient, starts, stops,
@@ -220,8 +219,7 @@ def _accumulated(
     chosen = np.sort(chosen)
     a, b = starts[chosen], stops[chosen]
     rows = read("items", a, b)
-    weights = read("weights", a, b).astype(np.float64)
-    weights *= np.repeat(coefficient[chosen], b - a)
+    weights = np.multiply(read("weights", a, b), np.repeat(coefficient[chosen], b - a))
     rows = rows.astype(np.intp)
     with _Table(postings, size, np.float64) as accumulator:
         try:
@@ -310,7 +308,19 @@ def _nth(values: np.ndarray, n: int) -> float:
     return float(np.partition(values, values.size - n)[values.size - n])
 
 
-def _sampled_floor(rows: np.ndarray, low: np.ndarray, n: int, terms: int) -> float:
+def _least_reaching(target: float, rounding: Rounding) -> float:
+    """A partial score at or below the least ``ŝ`` with ``ŝ + rel·ŝ + absolute ≥ target``
+    (lowered by a margin for this division's own rounding): every listing whose upper bound
+    reaches ``target`` has ``ŝ`` at or above it."""
+    if not np.isfinite(target):
+        return -np.inf
+    least = (target - rounding.absolute) / (1 + rounding.rel)
+    return least - abs(least) * 2.0**-40 - 1e-300
+
+
+def _sampled_floor(
+    rows: np.ndarray, partial: np.ndarray, rounding: Rounding, n: int, terms: int
+) -> float:
     """A value at or below the ``n``-th best lower bound among distinct items: the ``n``-th
     best of the distinct items among a sample's best listings (each item is listed at most
     ``terms`` times, so n·terms listings name at least ``n``); −inf when the sample names
@@ -318,9 +328,11 @@ def _sampled_floor(rows: np.ndarray, low: np.ndarray, n: int, terms: int) -> flo
     if rows.size == 0:
         return -np.inf
     picked = np.arange(0, rows.size, max(1, rows.size // max(SAMPLE_LISTINGS, 8 * n)))
+    values = partial[picked]
+    low = values - (rounding.rel * values + rounding.absolute)
     for best in sorted({min(picked.size, 2 * n), min(picked.size, n * max(terms, 1))}):
-        top = picked[np.argpartition(low[picked], picked.size - best)[picked.size - best :]]
-        _, first = np.unique(rows[top], return_index=True)
+        top = np.argpartition(low, picked.size - best)[picked.size - best :]
+        _, first = np.unique(rows[picked[top]], return_index=True)
         if first.size >= n:
             return _nth(low[top[first]], n)
     return -np.inf
