@@ -8,7 +8,9 @@ the top n rescored exactly in float64 from its stored row. The rankings are the 
 ties broken by row (collection order, search's rule). Only items with a positive score are
 ranked: an item that shares no term with the query scores 0 and is *not retrieved* (nor is
 one whose terms cancel to 0 or less), so it has no rank. Memory: what one query touches,
-whatever the number of queries (no copy of the postings is made).
+whatever the number of queries; no copy of the postings or rows is made (a large batch maps
+the index's files in one pass first: the kernel's shared page cache, not the process's own
+memory).
 """
 
 from __future__ import annotations
