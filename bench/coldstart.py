@@ -153,8 +153,8 @@ def terms_start_up(runs: int = 5) -> dict:
         goal=("<=", 1.5),
         measured_with=f"median CPU seconds of {runs} fresh `lexlens terms --encoder splade-tiny "
         "--text …` processes over those of `python -c 'import torch, transformers'` (after "
-        "one warm-up each; loading BertForMaskedLM imports transformers' modeling code, "
-        "which the bare import does not)",
+        "one warm-up each); the command imports torch and the tokenizers library, never "
+        "transformers' modeling code",
         details={**medians, "runs": measured, "load_average_1min": os.getloadavg()[0]},
     )
 
