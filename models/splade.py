@@ -12,8 +12,11 @@ Forward pass, top to bottom (one text: its real tokens only, never padding)::
 When rows are not kept (``keep_units=False``) the second form runs on the batch's real
 tokens packed into one matrix (``models.projection``): no ``[batch, length, |V|]`` tensor.
 Any local ``BertForMaskedLM``-style directory (config + weights + tokenizer) loads this
-way, including naver/splade-* checkpoints a user has on disk (DistilBERT heads too; any
-other masked LM runs through its full logits).
+way, including naver/splade-* checkpoints a user has on disk. A BERT masked LM runs as the
+plain-torch ``models.bert.BertMaskedLM`` and a plain BERT ``tokenizer.json`` on the
+``tokenizers`` library (``models.bert_tokenizer``), so neither imports transformers; other
+masked LMs run through transformers (DistilBERT heads packed as above; an unknown head
+through its full logits).
 """
 
 from __future__ import annotations
