@@ -37,13 +37,15 @@ from lexlens.analysis.counterfactual.edits import (
     TextQuery,
     TextTarget,
     insertable,
-    word_terms,
+    word_key,
 )
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
 from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer
+from lexlens.analysis.counterfactual.screen import EditScreen
 from lexlens.analysis.counterfactual.search import Outcome, TextSearch, prior_of
 from lexlens.analysis.counterfactual.term_level import TermAnswer, term_counterfactual
+from lexlens.analysis.faithfulness.text_edits import TextWords, text_words, word_terms
 from lexlens.analysis.search.queries import IMAGE_QUERY_NEEDS, query_encoder_for, text_query_needs
 from lexlens.models.base import Encoder, InputError
 
@@ -175,10 +177,12 @@ def counterfactual(
 
 
 def answer(
-    prepared: Prepared, options: CounterfactualOptions, *, one_at_a_time: bool = False
-) -> CounterfactualResult:
+    prepared: Prepared, options: CounterfactualOptions, *, one_at_a_time: bool = False,
+    screen: bool = True,
+) -> CounterfactualResult:  # fmt: skip
     """Both levels for one prepared query and target (``one_at_a_time``: the same search
-    encoding and ranking each candidate alone, to measure what batching saves)."""
+    encoding and ranking each candidate alone; ``screen=False``: every candidate encoded,
+    none left out by the score bounds of :mod:`.screen` — both to measure what they save)."""
     p = prepared
     started = time.perf_counter()
     # one forward: the query's gated vector and its per-unit rows (provenance)
@@ -189,7 +193,9 @@ def answer(
     notes: list[str] = []
     text_answer = None
     if options.level == "text":
-        search = _text_search(p, scorer, q0, with_units, found, options, notes, one_at_a_time)
+        search = _text_search(
+            p, scorer, q0, with_units, found, options, notes, one_at_a_time, screen
+        )
         started = time.perf_counter()
         outcome = search.run(search.singles, search.prior, options.max_edits)
         notes.extend(outcome.notes)
@@ -204,7 +210,7 @@ def answer(
 
 def _text_search(
     p: Prepared, scorer: WholeIndexScorer, q0: np.ndarray, with_units, found: TermAnswer,
-    options: CounterfactualOptions, notes: list[str], one_at_a_time: bool,
+    options: CounterfactualOptions, notes: list[str], one_at_a_time: bool, screen: bool,
 ) -> TextSearch:  # fmt: skip
     """The text-level search of one query and target: its single edits (by ``side``) and
     their prior (from provenance and the term-level answer)."""
@@ -224,17 +230,54 @@ def _text_search(
     d0 = np.zeros(len(p.collection.vocab))
     cols, vals = p.collection.row(p.row)
     d0[cols] = vals
-    provenance = (
-        word_terms(with_units, query.words, q0)
-        if isinstance(query, TextQuery)
-        else _cell_terms(with_units, q0, len(query.words))
-    )
+    probes: dict[str, np.ndarray] = {}
+    if isinstance(query, TextQuery):
+        provenance, words = _word_terms(p.encoder, query, with_units, q0, notes)
+        if words is not None and target is not None:
+            probes = _word_rows(words, with_units, [e.value for e in singles if e.side != "query"])
+    else:
+        provenance = _cell_terms(with_units, q0, len(query.words))
+    screened = None
+    if screen:
+        probe = None if target is None else target.encode
+        screened = EditScreen(scorer, q0, scorer.scores(q0)[0], p.row, provenance, d0, probe)
+        screened.probes.update(probes)
+        screened.prepare([e.value for e in singles if e.side == "document"])
     search = TextSearch(
-        scorer, query, p.row, target, q0, d0, options.max_calls, one_at_a_time=one_at_a_time
-    )
+        scorer, query, p.row, target, q0, d0, options.max_calls, one_at_a_time=one_at_a_time,
+        screen=screened,
+    )  # fmt: skip
+    search.calls = screened.calls if screened is not None else 0
     search.singles = singles
     search.prior = prior_of(query, scorer, q0, p.row, provenance, set(found.terms), d0)
     return search
+
+
+def _word_terms(
+    encoder: Encoder, query: TextQuery, encoding, q0: np.ndarray, notes: list[str]
+) -> tuple[list[set[int]], TextWords | None]:
+    """For each query word, the query terms it produced (none known: empty sets), and the
+    query's words with their units."""
+    if encoding is None or encoding.unit_weights is None:
+        return [set() for _ in query.words], None
+    try:
+        words = text_words(encoder, query.text, encoding.units)
+    except InputError as error:
+        notes.append(f"no provenance to guide the search: {error}")
+        return [set() for _ in query.words], None
+    return word_terms(words, encoding, q0), words
+
+
+def _word_rows(words: TextWords, encoding, inserted: list[str]) -> dict[str, np.ndarray]:
+    """For each word to insert, the largest per-unit weights of the query's units of that
+    word (the terms it expands to, as the query's encoding read it)."""
+    out: dict[str, np.ndarray] = {}
+    for value in inserted:
+        units = [u for j, w in enumerate(words.words) if word_key(w) == word_key(value)
+                 for u in words.units_of(j)]  # fmt: skip
+        if units:
+            out[value] = encoding.unit_weights[units].max(axis=0).astype(np.float64)
+    return out
 
 
 def _cell_terms(encoding, q0: np.ndarray, cells: int) -> list[set[int]]:

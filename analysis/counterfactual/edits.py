@@ -4,8 +4,9 @@ A text query's edits delete one of its words (split on whitespace, as typed); an
 query's edits occlude one cell of the encoder's patch grid (filled with the
 preprocessing mean, ImageNet's, so the cell reads as "nothing" to the network). A text
 target's edits insert one of the query's words into its text (appended). Provenance — the
-input word (or cell) whose unit won the max pool of each query term — guides the search:
-deleting a word is first predicted to remove the terms it produced.
+input word (:mod:`lexlens.analysis.faithfulness.text_edits`, the faithfulness checks' own)
+or cell whose unit won the max pool of each query term — guides the search: deleting a
+word is first predicted to remove the terms it produced.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import numpy as np
 
 from lexlens.analysis.core.gating import bow_query, gate
 from lexlens.analysis.core.grid import patch_boxes
-from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
 
 
@@ -52,40 +52,6 @@ def word_key(word: str) -> str:
     """A word as compared for insertion: without surrounding punctuation, lower case, no
     accents."""
     return _normal(word.strip(".,;:!?\"'()"))
-
-
-def unit_word_positions(units: Sequence[str], words: Sequence[str]) -> list[int]:
-    """For each unit (token) of an encoded text, the index of the whitespace word it belongs
-    to (-1: a frame token): the units' spellings consumed in order against each word."""
-    out = [-1] * len(units)
-    j, spelled = 0, ""
-    targets = ["".join(_normal(w).split()) for w in words]
-    for i, unit in enumerate(units):
-        if is_special_token(unit) and unit != "[UNK]" or j >= len(words):
-            continue
-        piece = unit[2:] if unit.startswith("##") else unit
-        out[i] = j
-        spelled += _normal(piece) if unit != "[UNK]" else "?"
-        if len(spelled) >= len(targets[j]):
-            j, spelled = j + 1, ""
-    return out
-
-
-def word_terms(encoding: LexicalEncoding, words: Sequence[str], q: np.ndarray) -> list[set[int]]:
-    """For each query word, the non-zero query terms its units produced (provenance: the
-    unit whose row won the max pool of the term)."""
-    out: list[set[int]] = [set() for _ in words]
-    if encoding.unit_weights is None or not words:
-        return out
-    positions = unit_word_positions(encoding.units, words)
-    terms = np.flatnonzero(q)
-    if terms.size == 0:
-        return out
-    winners = np.argmax(encoding.unit_weights[:, terms], axis=0)
-    for term, unit in zip(terms, winners, strict=True):
-        if positions[int(unit)] >= 0:
-            out[positions[int(unit)]].add(int(term))
-    return out
 
 
 class TextQuery:

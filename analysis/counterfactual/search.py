@@ -29,11 +29,14 @@ from lexlens.analysis.counterfactual.edits import (
     word_key,
 )
 from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer, place
+from lexlens.analysis.counterfactual.screen import EditScreen
 
 #: States kept from one level to extend at the next.
 BEAM = 4
 #: Edited queries scored against the whole collection in one product.
 SCORE_CHUNK = 32
+#: Candidates encoded at once by a screened search (most promising first).
+SCREEN_BATCH = 4
 #: Successes of one level re-encoded alone before the level is given up on.
 VERIFY_TRIES = 3
 
@@ -82,11 +85,14 @@ class TextSearch:
     def __init__(
         self, scorer: WholeIndexScorer, query: TextQuery | ImageQuery, target_row: int,
         target: TextTarget | None, q0: np.ndarray, d0: np.ndarray, budget: int,
-        one_at_a_time: bool = False,
+        one_at_a_time: bool = False, screen: EditScreen | None = None,
     ) -> None:  # fmt: skip
         self.scorer, self.query, self.row, self.target = scorer, query, target_row, target
         #: encode and rank each candidate alone (the same search unbatched, for comparison)
         self.one_at_a_time = one_at_a_time
+        #: predicts candidates' outcomes before encoding (``None``: encode every candidate)
+        self.screen = screen
+        self.screened = 0  # candidates left unencoded by the screen
         self.budget, self.calls = budget, 0
         self.d0 = d0.astype(np.float64)
         root_scores = scorer.scores(q0)[0]
@@ -95,6 +101,9 @@ class TextSearch:
         }
         self.docs: dict[tuple[str, ...], np.ndarray] = {(): self.d0}
         self.root = place(root_scores, target_row)
+        #: inputs encoded alone (a batch of one), as a user would encode them: their vectors
+        #: need no second encoding to be verified
+        self.alone: set = {frozenset(), ()}
         self.seen: set[tuple] = {State().key}
         #: the single edits tried and how much each is predicted to help (set by the caller)
         self.singles: list[Edit] = []
@@ -139,11 +148,15 @@ class TextSearch:
                 scores = self.scorer.scores(block)
                 for i in range(block.shape[0]):
                     self.queries[new_queries[start + i]] = (block[i], scores[i])
+            if len(new_queries) == 1:
+                self.alone.add(new_queries[0])
         if new_docs and not self.one_at_a_time:
             assert self.target is not None
             vectors = self.target.encode([self.target.edited(k) for k in new_docs])
             for key, vector in zip(new_docs, vectors, strict=True):
                 self.docs[key] = vector.astype(np.float64)
+            if len(new_docs) == 1:
+                self.alone.add(new_docs[0])
         self.calls += len(new_queries) + len(new_docs)
         return [(state, self._placement(state)) for state in kept]
 
@@ -152,9 +165,11 @@ class TextSearch:
         for key in new_queries:
             vector = self.query.encode([self.query.edited(key)])[0].astype(np.float64)
             self.queries[key] = (vector, self.scorer.scores(vector)[0])
+            self.alone.add(key)
         for key in new_docs:
             assert self.target is not None
             self.docs[key] = self.target.encode([self.target.edited(key)])[0].astype(np.float64)
+            self.alone.add(key)
 
     def forget(self, keep: list[State]) -> None:
         """Drop the kept scores of every query but the root's and those of ``keep``."""
@@ -163,18 +178,23 @@ class TextSearch:
             del self.queries[key]
 
     def verify(self, state: State) -> tuple[Placement, np.ndarray]:
-        """``state``'s inputs re-encoded alone and ranked against every item afresh."""
-        if state.deleted:
+        """``state``'s inputs encoded alone (re-encoded unless the search already encoded
+        them alone) and its query ranked against every item afresh."""
+        doc = tuple(sorted(state.inserted))
+        if state.deleted in self.alone and state.deleted in self.queries:
+            qv = self.queries[state.deleted][0]
+        else:
             qv = self.query.encode([self.query.edited(state.deleted)])[0].astype(np.float64)
             self.calls += 1
-        else:
-            qv = self.queries[frozenset()][0]
         scores = self.scorer.scores(qv)[0]
         if not state.inserted:
             return place(scores, self.row), qv
         assert self.target is not None
-        dv = self.target.encode([self.target.edited(state.inserted)])[0].astype(np.float64)
-        self.calls += 1
+        if doc in self.alone and doc in self.docs:
+            dv = self.docs[doc]
+        else:
+            dv = self.target.encode([self.target.edited(state.inserted)])[0].astype(np.float64)
+            self.calls += 1
         return place(scores, self.row, float(qv @ dv)), qv
 
     # ------------------------------------------------------------------ the search
@@ -190,11 +210,11 @@ class TextSearch:
             if not candidates:
                 notes.append("no further edit to try")
                 break
-            placed = self.evaluate(candidates)
-            if len(placed) < len(candidates):
+            placed, tried = self._level(candidates, level < max_edits)
+            if tried < len(candidates):
                 notes.append(
                     f"the budget of model calls ran out at {level} edit(s): "
-                    f"{len(placed)} of {len(candidates)} candidates tried"
+                    f"{tried} of {len(candidates)} candidates tried"
                 )
             placed.sort(key=lambda sp: quality(sp[1]))
             if placed and quality(placed[0][1]) < quality(best[1]):
@@ -207,6 +227,35 @@ class TextSearch:
             if not placed or self.calls >= self.budget:
                 break
         return self._closest(best, notes)
+
+    def _level(self, candidates: list[State], deeper: bool) -> tuple[list, int]:
+        """One level's candidates placed, and how many the budget let be tried (screened
+        ones count as tried). Screening: those predicted near success, most promising first
+        (:func:`_chunks`) until one ranks the target first; with none and a level to go,
+        also the :data:`BEAM` others predicted best, as the next parents."""
+        if self.screen is None:
+            placed = self.evaluate(candidates)
+            return placed, len(placed)
+        screen = self.screen
+        margins = {s.key: screen.margin(s.deleted, s.inserted) for s in candidates}
+        hopeful = [s for s in candidates if screen.may_rank_first(s.deleted, s.inserted)]
+        hopeful.sort(key=lambda s: margins[s.key])
+        placed: list[tuple[State, Placement]] = []
+        for start, end in _chunks(len(hopeful)):
+            chunk = hopeful[start:end]
+            done = self.evaluate(chunk)
+            placed += done
+            if len(done) < len(chunk):
+                return placed, len(placed)
+            if any(p.first for _, p in done):
+                self.screened += len(candidates) - len(placed)
+                return placed, len(candidates)
+        chosen = {s.key for s in hopeful}
+        rest = sorted((s for s in candidates if s.key not in chosen), key=lambda s: margins[s.key])
+        extra = self.evaluate(rest[:BEAM]) if deeper else []
+        placed += extra
+        self.screened += len(candidates) - len(placed)
+        return placed, len(candidates)
 
     def _children(self, frontier, singles, prior) -> list[State]:
         """Every state one edit beyond the frontier, best predicted first."""
@@ -244,6 +293,14 @@ class TextSearch:
         state, _ = best
         checked, qv = self.verify(state)
         return Outcome(state, checked, False, True, self.calls, len(state.edits), qv, notes)
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    """Bounds of the screened batches: the most promising candidate alone (its encoding is
+    then the one a user's would be), the others :data:`SCREEN_BATCH` at a time."""
+    bounds = [(0, min(1, n))] if n else []
+    bounds += [(s, min(s + SCREEN_BATCH, n)) for s in range(1, n, SCREEN_BATCH)]
+    return bounds
 
 
 def prior_of(

@@ -34,6 +34,10 @@ class QueryVectors:
         vocab = self.encoder.vocab
         if self.query_mode == "bow":
             return bow_query(encoding, vocab, self.encoder.bow_normalize)
+        weights = encoding.weights
+        if self.gate_k > 0 and np.count_nonzero(weights) <= self.gate_k and weights.min() >= 0:
+            # the top-k holds every positive weight, and the others are zero: E_q = V
+            return weights.astype(np.float32, copy=True)
         return gate(encoding, vocab, self.gate_k)
 
     def encode(self, texts: Sequence[str]) -> None:

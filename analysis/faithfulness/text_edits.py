@@ -1,12 +1,14 @@
-"""A text's words as the encoder reads them, where each is in the text, and the text with
-some of them deleted — what every text-level faithfulness check re-encodes.
+"""A text's input words, which units (tokens) of its encoding each one holds, which terms
+each one produced, and the text with some of them deleted — what every text-level edit
+re-encodes: the faithfulness checks' deletions and the counterfactual search's edits.
 
-Words follow the one word-piece rule (:func:`lexlens.analysis.core.words.group_word_pieces`):
-a word is a run of WordPiece units (``gi ##raf ##fe``); frame tokens ([CLS], [SEP]) belong
-to no word. Each word's place in the text comes from the tokenizer's offsets, so a deleted
-word is cut out of the text as typed (its case and accents kept around it), and the edited
-text is what a person would type: the rest of the text, spaces collapsed. Only words with a
-letter or digit are *deletable* (punctuation is never an explanation's word).
+An *input word* is what a person types between spaces (``text.split()``), as typed:
+deleting one removes it with the punctuation attached to it, and the edited text is the
+other words joined by single spaces. Each unit belongs to the word its characters come
+from, by the encoder's own tokenizer offsets (a word split into pieces, ``gi ##raf ##fe``,
+or into several tokens, ``owl - like``, holds them all); frame tokens ([CLS], [SEP]) belong
+to no word. Only words with a letter or digit are *deletable* (punctuation is never an
+explanation's word).
 
 *Provenance*: the unit whose row won the max pool of a term (for a word split into pieces,
 of any of its columns; :func:`lexlens.analysis.lexical.terms.provenance`) is the unit that
@@ -15,21 +17,22 @@ produced it; its word is the input word that produced the term.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from lexlens.analysis.core.vocabulary import token_positions
-from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 from lexlens.models.text_io import MAX_CHARS
 
 
 @dataclass(frozen=True)
 class TextWords:
-    """A text's words (as the encoder spells them), each one's character span in the text,
-    and the word of each unit of its encoding (``None``: a frame token)."""
+    """A text's input words (as typed), each one's character span in the text, and the word
+    of each unit of its encoding (``None``: a frame token)."""
 
     text: str
     words: list[str]
@@ -42,11 +45,14 @@ class TextWords:
         return [w for w, word in enumerate(self.words) if any(ch.isalnum() for ch in word)]
 
     def without(self, drop: Iterable[int]) -> str:
-        """The text with the words ``drop`` cut out (spaces collapsed; "" when none is left)."""
-        text = self.text
-        for start, end in sorted((self.spans[w] for w in set(drop)), reverse=True):
-            text = text[:start] + " " + text[end:]
-        return " ".join(text.split())
+        """The text with the words ``drop`` cut out (the others joined by single spaces;
+        "" when none is left)."""
+        gone = set(drop)
+        return " ".join(w for j, w in enumerate(self.words) if j not in gone)
+
+    def units_of(self, word: int) -> list[int]:
+        """The units word ``word`` holds."""
+        return [u for u, w in enumerate(self.unit_word) if w == word]
 
 
 def text_words(encoder: Encoder, text: str, units: Sequence[str]) -> TextWords:
@@ -68,14 +74,31 @@ def text_words(encoder: Encoder, text: str, units: Sequence[str]) -> TextWords:
             f"{encoder.name!r}: the tokenizer's {len(offsets)} tokens do not match the "
             f"encoding's {len(units)} units"
         )
-    words, groups = group_word_pieces(list(units))
+    found_words = list(re.finditer(r"\S+", text))
+    starts = [m.start() for m in found_words]
     unit_word: list[int | None] = [None] * len(units)
-    spans = []
-    for w, group in enumerate(groups):
-        for j in group:
-            unit_word[j] = w
-        spans.append((min(offsets[j][0] for j in group), max(offsets[j][1] for j in group)))
-    return TextWords(text, words, spans, unit_word)
+    for u, (start, end) in enumerate(offsets):
+        if end <= start:  # a frame token: no characters of the text
+            continue
+        w = bisect_right(starts, start) - 1
+        if w >= 0 and start < found_words[w].end():
+            unit_word[u] = w
+    spans = [(m.start(), m.end()) for m in found_words]
+    return TextWords(text, [m.group() for m in found_words], spans, unit_word)
+
+
+def word_terms(words: TextWords, encoding: LexicalEncoding, q: np.ndarray) -> list[set[int]]:
+    """For each input word, the non-zero terms of the vector ``q`` (the text's gated vector)
+    it produced: those whose max pool one of its units won."""
+    out: list[set[int]] = [set() for _ in words.words]
+    terms = np.flatnonzero(q)
+    if encoding.unit_weights is None or terms.size == 0:
+        return out
+    for term, unit in zip(terms, source_units(encoding, [[int(t)] for t in terms]), strict=True):
+        w = None if unit is None else words.unit_word[unit]
+        if w is not None:
+            out[w].add(int(term))
+    return out
 
 
 def term_columns(term: dict, vocab: list[str]) -> list[int]:
