@@ -124,6 +124,7 @@ def maxscore_candidates(
     if terms.size == 0:
         return np.zeros(0, np.int64)
     read, (starts, stops) = _held(read, starts, stops), _local(starts, stops)
+    rounding = _in_float32(rounding, terms.size)
     coefficient = q[terms].astype(np.float64) * postings.scale
     ceiling = (
         coefficient * maxima[terms] * (1 + rounding.r16) + q[terms] * rounding.a16
@@ -152,6 +153,14 @@ def maxscore_candidates(
         err = rounding.rel * partial + rounding.absolute
         rows = rows[partial + err + rest >= max(floor, _nth(partial - err, n))]
     return rows.astype(np.int64)
+
+
+def _in_float32(rounding: Rounding, terms: int) -> Rounding:
+    """The bounds of partial scores summed in float32 (products and sums of ``terms``
+    postings: 2·(T + 3) roundings of 2^-24, doubled), with the postings' own error."""
+    rel = (1 + 4 * (terms + 3) * 2.0**-24) * (1 + rounding.r16) - 1
+    return Rounding(max(rel, rounding.rel), rounding.absolute * (1 + rel), rounding.r16,
+                    rounding.a16)  # fmt: skip
 
 
 def _held(read: Read, starts: np.ndarray, stops: np.ndarray) -> Read:
@@ -213,19 +222,21 @@ def _accumulated(
     chosen: np.ndarray, read: Read,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The listings of the ``chosen`` terms' postings (an item once per term it holds) and
-    each listing's item's partial score over those terms (float64, summed in place in an
-    item-indexed table lent for the query and left zeroed)."""
+    each listing's item's partial score over those terms (summed in float32, in place in an
+    item-indexed table lent for the query and left zeroed: half the memory traffic of
+    float64; :func:`_in_float32` bounds its rounding)."""
     if chosen.size == 0:
         return np.zeros(0, np.int64), np.zeros(0)
     chosen = np.sort(chosen)
     a, b = starts[chosen], stops[chosen]
     rows = read("items", a, b)
-    weights = np.multiply(read("weights", a, b), np.repeat(coefficient[chosen], b - a))
+    scaled = np.repeat(coefficient[chosen].astype(np.float32), b - a)
+    weights = np.multiply(read("weights", a, b), scaled, dtype=np.float32)
     rows = rows.astype(np.intp)
-    with _Table(postings, size, np.float64) as accumulator:
+    with _Table(postings, size, np.float32) as accumulator:
         try:
             np.add.at(accumulator, rows, weights)
-            partial = accumulator[rows]
+            partial = accumulator[rows].astype(np.float64)
         finally:
             accumulator[rows] = 0.0
     return rows, partial
@@ -274,7 +285,7 @@ def _distinct(
 
 
 class _Table:
-    """An item-indexed table (int32: −1, float64: 0 everywhere between uses; its user
+    """An item-indexed table (int32: −1, float32: 0 everywhere between uses; its user
     restores what it changed), kept per postings and dtype and lent to one search at a time
     (another search meanwhile gets a fresh one)."""
 
