@@ -67,17 +67,26 @@ class WholeIndexScorer:
             _TRANSPOSES[collection] = transpose
         self.by_term = transpose  # [|V| × items]
         self.size = int(transpose.shape[1])
+        self._last: tuple[bytes, np.ndarray] | None = None  # one query's scores, kept
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
-        """``[queries × items]`` float64 scores of dense query vectors ``[queries × |V|]``."""
+        """``[queries × items]`` float64 scores of dense query vectors ``[queries × |V|]``
+        (read-only; the last single query's are kept and given again for the same query)."""
         vectors = np.atleast_2d(np.asarray(vectors))
         terms = np.flatnonzero(np.any(vectors != 0, axis=0))
         if terms.size == 0:
             return np.zeros((vectors.shape[0], self.size))
-        postings = self.by_term[terms]  # [terms × items]
         weights = vectors[:, terms].astype(np.float64)  # [queries × terms]
+        key = terms.tobytes() + weights.tobytes() if vectors.shape[0] == 1 else None
+        if key is not None and self._last is not None and self._last[0] == key:
+            return self._last[1]
+        postings = self.by_term[terms]  # [terms × items]
         # (postingsᵀ [items × terms]) @ weightsᵀ: one pass over the postings for the batch
-        return np.ascontiguousarray((postings.T @ weights.T).T)
+        found = np.ascontiguousarray((postings.T @ weights.T).T)
+        found.flags.writeable = False
+        if key is not None:
+            self._last = (key, found)
+        return found
 
     def term_columns(self, terms: np.ndarray) -> Any:
         """The collection's weights of ``terms`` as a CSR ``[terms × items]`` (float64)."""

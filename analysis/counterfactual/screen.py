@@ -7,17 +7,20 @@ vocabulary space through provenance (the word whose unit won each query term's m
 
 - deleting words ``D`` takes their terms ``P_D`` out of the query: item ``i`` is predicted
   at ``s_i − Σ_{t∈P_D} q_t d_it`` (exact for the vector edit, linear in the scores);
-- inserting words ``I`` into the target's text: each word is encoded alone as a document
-  once (a *probe*, a short text), and the target is predicted at ``q·max(d, e_I)``, its
-  vector pooled with the words' (max pooling, as the encoder pools its units).
+- inserting words ``I`` into the target's text: each word's *probe* ``e_w`` is the largest
+  per-unit weights of the query's own units of that word (what the word expands to, read
+  from the query's encoding; without per-unit rows, the word encoded alone as a document),
+  and the target is predicted at ``q·max(d, e_I)``: its vector pooled with the words'
+  (max pooling, as the encoder pools its units); the query and every other item are
+  unchanged by an insertion.
 
-A candidate is encoded when its predicted margin (the best rival's predicted score minus
-the target's) is at most a tolerance times the target's score before the edit. On the
-clipart benchmark sample with splade-tiny (60 failures, 358 single edits, 63 of them
+A candidate is encoded when its predicted margin (the best other item's predicted score
+minus the target's) is at most a tolerance times the target's score before the edit. On
+the clipart benchmark sample with splade-tiny (60 failures, 358 single edits, 63 of them
 successes once re-encoded) no success had a predicted margin above 0.106 of it for a
-deletion or above −0.067 for an insertion; the tolerances (0.25 and 0.1) leave room beyond
+deletion or above −0.012 for an insertion; the tolerances (0.25 and 0.1) leave room beyond
 both. The screen decides only what is encoded, and in which order: every answer shown is
-re-encoded alone and ranked against the whole collection.
+encoded alone and ranked against the whole collection.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ TOLERANCE_INSERT = 0.1
 
 class EditScreen:
     """Predicted outcomes of edited states from the query as given (see the module
-    docstring); ``probe`` encodes words alone as documents (gated vectors) for the inserted
-    words ``probes`` does not hold."""
+    docstring); ``probe`` encodes words alone as documents (gated vectors), for inserted
+    words whose probe ``probes`` does not hold."""
 
     def __init__(
         self, scorer: WholeIndexScorer, q0: np.ndarray, root_scores: np.ndarray, row: int,

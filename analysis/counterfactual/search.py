@@ -4,12 +4,19 @@ target first against the whole collection, within a budget of edits and model ca
 Breadth first by number of edits with a beam: every single edit first (deleting each
 query word or occluding each cell, inserting each query word the target's text lacks), in
 the order the term-level answer and provenance predict helps most; then the best few
-states (lowest rank, smallest gap to the first rival) are extended by one more edit. Each
-level's new inputs are encoded in one batch and all its edited queries scored against
-every item in one product (:class:`~.scoring.WholeIndexScorer`); an edit of the target's
-text changes only the target's score, so it is ranked against the others' scores kept for
-its query. The first level holding a success gives the answer: the best success there is
-re-encoded alone (as a user would) and ranked again before it is reported.
+states (lowest rank, smallest gap to the first rival) are extended by one more edit. An
+edit of the target's text changes only the target's score, so it is ranked against the
+others' scores kept for its query; an edited query is scored against every item
+(:class:`~.scoring.WholeIndexScorer`).
+
+With a screen (:mod:`.screen`, the default), a level's candidates are first predicted from
+provenance without the model; those predicted near success are encoded, most promising
+first — the first alone, the others in batches — until one ranks the target first; with
+none, the :data:`BEAM` others predicted best are encoded too, as the next level's parents.
+Without one, each level's candidates are all encoded (in one batch, or one at a time) and
+the level's best success taken. The first level holding a success gives the answer, which
+is verified before it is reported: its inputs encoded alone (as a user would; an input the
+search already encoded alone is not encoded twice) and its query ranked against every item.
 """
 
 from __future__ import annotations
