@@ -406,12 +406,14 @@ def start_job(
     page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]],
     work: Callable,
 ):  # fmt: skip
-    """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL."""
+    """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL.
+    The page then runs again, so that the sidebar (drawn before the page) lists the job."""
     from lexlens.app.runtime.jobs import job_manager
 
     manager = job_manager()  # made first: its start marks what a stopped server left running
     run = _new_run(page, summary, inputs, uploads, "running")
-    return manager.submit(run, work)
+    manager.submit(run, work)
+    st.rerun()
 
 
 def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
