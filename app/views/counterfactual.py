@@ -93,7 +93,8 @@ def show_answer(result: CounterfactualResult, key: str) -> None:
         for note in answer.notes:
             st.caption(f"Note: {note}")
     _show_terms(result.terms, key)
-    for note in result.notes:
+    shown = answer.notes if answer is not None else []
+    for note in (n for n in result.notes if n not in shown):  # the answer's own are above
         st.caption(f"Note: {note}")
 
 
