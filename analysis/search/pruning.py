@@ -30,6 +30,9 @@ import numpy as np
 MAXIMA_CHUNK = 1_000_000
 #: Terms with the largest upper bounds whose own n-th best posting seeds the floor.
 SEED_TERMS = 4
+#: Postings of a seed term whose n-th best contribution is taken (a prefix of a long list
+#: gives a lower floor, still a valid one, in bounded time).
+SEED_POSTINGS = 32768
 #: Listings of the essential postings sampled to raise the floor before candidates are
 #: made distinct.
 SAMPLE_LISTINGS = 4096
@@ -203,14 +206,16 @@ def _seed_floor(
     n: int, rounding: Rounding, read: Read,
 ) -> float:  # fmt: skip
     """A first floor of the threshold: the best, over the terms with the largest upper
-    bounds, of a term's own ``n``-th best contribution (its ``n`` items score at least
-    that); −inf when none of them lists ``n`` items."""
+    bounds, of a term's own ``n``-th best contribution among its first
+    :data:`SEED_POSTINGS` postings (those ``n`` items score at least that); −inf when none
+    of them lists ``n`` items."""
     floor = -np.inf
-    lengths = stops - starts
+    lengths = np.minimum(stops - starts, SEED_POSTINGS)
     for term in np.argsort(-ceiling, kind="stable")[:SEED_TERMS]:
         if lengths[term] < n:
             continue
-        weights = _magnitudes(read("weights", starts[term : term + 1], stops[term : term + 1]))
+        first = starts[term : term + 1]
+        weights = _magnitudes(read("weights", first, first + lengths[term]))
         best = float(_values(np.partition(weights, weights.size - n)[weights.size - n :][:1])[0])
         value = coefficient[term] * best
         floor = max(floor, value - (rounding.rel * value + rounding.absolute))

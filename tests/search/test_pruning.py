@@ -164,3 +164,12 @@ def test_silent_wrong_term_maxima_are_each_terms_largest_weight(stored):
         pruning.MAXIMA_CHUNK = old_chunk
     halves = (dense / np.float32(postings.scale)).astype(np.float16).astype(np.float64)
     np.testing.assert_array_equal(found, halves.max(axis=0))
+
+
+def test_silent_wrong_floor_seeded_from_a_prefix_of_long_postings_stays_exact(stored, monkeypatch):
+    index, dense = stored
+    monkeypatch.setattr(pruning, "SEED_POSTINGS", 37)  # every frequent term's list is cut
+    for q in _queries(29, 12):
+        for n in (1, 10, 30):
+            _same(top_items(index, q, n), _reference(dense, q, n))
+            _same(ranked(index, q, n, mapped=True), _reference(dense, q, n))
