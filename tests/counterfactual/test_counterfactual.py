@@ -243,3 +243,23 @@ def test_silent_wrong_none_found_is_said_with_the_closest_true_rank(splade):
     both = counterfactual(collection, "red fox snow arctic", "b", query_encoder=splade, side="both")
     if both.counterfactual.found:
         assert both.counterfactual.edits[-1]["side"] == "document"
+
+
+def test_silent_wrong_screened_search_is_as_short_as_encoding_every_candidate(index, dense, splade):
+    """The screen only decides which candidates are encoded: on real failures its answer is
+    as short (and found as often) as the search that encodes every candidate one at a time,
+    and it encodes fewer inputs."""
+    from lexlens.analysis.counterfactual.counterfactual import answer, prepare
+    from lexlens.analysis.counterfactual.options import CounterfactualOptions
+
+    options = CounterfactualOptions(max_calls=80)
+    calls = [0, 0]
+    for query, target, _row in _failures(index, dense, splade, 6):
+        prepared = prepare(index, query, target, query_encoder=splade, options=options)
+        screened = answer(prepared, options).counterfactual
+        every = answer(prepared, options, one_at_a_time=True, screen=False).counterfactual
+        assert screened.verified and every.verified
+        assert (screened.found, len(screened.edits)) == (every.found, len(every.edits)), query
+        calls[0] += screened.model_calls
+        calls[1] += every.model_calls
+    assert calls[0] < calls[1]
