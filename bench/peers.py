@@ -163,13 +163,10 @@ def _peer_inputs(folder: Path) -> tuple[Path, Path]:
     return index, queries
 
 
-def retrieval_beside_peers() -> list[dict]:
-    """One query and 1,000 batched queries over 1,000,000 items: Lexlens against scipy's
-    inverted CSC product and PISA, each in its own fresh process, one thread each."""
-    folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-peers-"))
-    try:
-        index, queries = _peer_inputs(folder)
-        setup = f"""
+def _child_setup(index: Path, queries: Path) -> str:
+    """The code every retrieval child starts with: one thread, the queries, timers, the
+    index opened (its RSS read before)."""
+    return f"""
             import os
             for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 os.environ[name] = "1"
@@ -195,6 +192,15 @@ def retrieval_beside_peers() -> list[dict]:
             base_rss_mb = _status("VmRSS") / 1024
             ix = open_index({str(index)!r})
         """
+
+
+def retrieval_beside_peers() -> list[dict]:
+    """One query and 1,000 batched queries over 1,000,000 items: Lexlens against scipy's
+    inverted CSC product and PISA, each in its own fresh process, one thread each."""
+    folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-peers-"))
+    try:
+        index, queries = _peer_inputs(folder)
+        setup = _child_setup(index, queries)
         single = child_run(
             setup
             + f"""
@@ -297,7 +303,15 @@ def _retrieval_figures(single: dict, batched: dict, csc: dict, pisa: dict) -> li
         "csc_batched_ms_per_query": csc["ms_per_query"], "pisa": pisa,
         "batched_top100_same_as_exact_csc": f"{exact}/{len(csc['exact_tops100'])}",
     }  # fmt: skip
-    out = [
+    return [
+        *_single_figures(single, csc, where, details),
+        *_batched_figures(single, batched, csc, pisa, where, exact, details),
+    ]
+
+
+def _single_figures(single: dict, csc: dict, where: str, details: dict) -> list[dict]:
+    """One query against scipy's CSC product: its time and its memory."""
+    return [
         figure(
             "retrieval_1M_one_query_over_csc",
             single["median_ms"] / csc["median_ms"],
@@ -320,6 +334,13 @@ def _retrieval_figures(single: dict, batched: dict, csc: dict, pisa: dict) -> li
             details=details,
         ),
     ]
+
+
+def _batched_figures(
+    single: dict, batched: dict, csc: dict, pisa: dict, where: str, exact: int, details: dict
+) -> list[dict]:
+    """1,000 queries' top 100: batched against PISA and CSC, exact, one at a time."""
+    out = []
     value = None if "error" in pisa else batched["ms_per_query"] / pisa["ms_per_query"]
     out.append(
         figure(
