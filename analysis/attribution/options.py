@@ -237,7 +237,8 @@ class MotOptions(Options):
 class ReportOptions(AttributeOptions):
     """The options of the report (``attribution_report``, ``build_report``): the
     attribution's, ``mot`` (the masking evaluation over the same texts and codebook) with
-    its ``keep``, and ``top``, the terms per text of a lexical encoder's report."""
+    its ``keep``, ``ig_curves`` (each text's deletion and insertion curves in report.html),
+    and ``top``, the terms per text of a lexical encoder's report."""
 
     what = "the report"
 
@@ -245,6 +246,9 @@ class ReportOptions(AttributeOptions):
                        label="MoT masking (≥ 2 texts)")  # fmt: skip
     keep: float = shared(KEEP_OPTION)
     top: int = shared(TermsOptions.option("top"), default=REPORT_TOP)
+    ig_curves: bool = option(False, "add each text's IG deletion and insertion curves against "
+                             "RandT and GlobalT (measured by re-encoding) to report.html",
+                             label="IG curves in the report")  # fmt: skip
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -165,7 +165,8 @@ def attribution_report(
     source = source_argument(source)
     progress = progress_argument(progress)
     encoder, texts = report_inputs(encoder, texts, options)
-    split = 0.7 if options.mot else 1.0
+    split = 0.7 if options.mot or options.ig_curves else 1.0  # IG, then MoT, then curves
+    mot_end = 0.85 if options.mot and options.ig_curves else 1.0 if options.mot else split
     result = attribute(
         encoder,
         texts,
@@ -179,7 +180,7 @@ def attribution_report(
             texts,
             options=options.mot_options(),
             attributions=result.texts,
-            progress=progress_part(progress, split, 1.0, "masking: "),
+            progress=progress_part(progress, split, mot_end, "masking: "),
         )
     meta: dict[str, Any] = {"source": source, "texts": len(texts)}
     if mot_result is not None:
@@ -189,7 +190,12 @@ def attribution_report(
             "documents": mot_result.settings["n_docs"],
             "codebook": mot_result.settings["codebook"],
         }
-    return AttributionReport(attribution=result, mot=mot_result, meta=meta)
+    report = AttributionReport(attribution=result, mot=mot_result, meta=meta)
+    if options.ig_curves:
+        if progress is not None:
+            progress(mot_end, "IG curves: re-encoding the edited texts…")
+        report = report_ig_curves(encoder, report, seed=options.seed)
+    return report
 
 
 def build_report(
@@ -217,9 +223,9 @@ def build_report(
     encoder = encoder_argument(encoder)
     if ATTRIBUTION_NEEDS.is_compatible(encoder):
         return attribution_report(encoder, texts, options=options, source=source, progress=progress)
-    if options.m is not None or options.mot or options.subvectors is not None:
+    if options.m is not None or options.mot or options.ig_curves or options.subvectors is not None:
         raise InputError(
-            "sub-vectors and the MoT masking evaluation need a dense+PQ encoder "
+            "sub-vectors, IG curves and the MoT masking evaluation need a dense+PQ encoder "
             f"(e.g. minilm-pq); {encoder.name} is not one"
         )
     return terms_report(encoder, texts, top=options.top, source=source)

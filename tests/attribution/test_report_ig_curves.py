@@ -102,3 +102,26 @@ def test_traceback_wrong_arguments_are_one_line_errors(measured):
         with pytest.raises(LexlensError) as caught:
             call()
         assert needle in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_silent_wrong_the_command_adds_the_curves_the_api_measures(measured, cli, tmp_path):
+    """`lexlens report --ig-curves` writes report.html with each text's curves: the AOPCs
+    those of ``ig_faithfulness`` on the same attribution (same seed); on a lexical encoder
+    the flag is refused in one line before any work."""
+    encoder, _, _ = measured
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    run = cli("report", "--encoder", "minilm-pq", "--corpus", corpus, "--steps", "16",
+              "--ig-curves", "--out", tmp_path / "r")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    again = attribution_report(encoder, TEXTS, steps=16)
+    for i in range(len(TEXTS)):
+        expected = ig_faithfulness(encoder, again, i)
+        rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\" title=\"([^\"]+)\">",
+                          _section(page, i))  # fmt: skip
+        assert {name: float(v) for name, v in rows} == expected.mean_deletion_aopc
+    refused = cli("report", "--encoder", "splade-tiny", "--text", "a cat", "--ig-curves",
+                  "--out", tmp_path / "t")  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "IG curves" in refused.stderr and not list(tmp_path.glob("t/*"))
