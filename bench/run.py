@@ -17,10 +17,12 @@ A figure (JSON object; ``figure()`` builds and checks it)::
       "details": {...}             # optional: inputs, raw timings, floors, explanations
     }
 
-The output file is ``{"machine": {...}, "results": [figure, ...], "summary": {...}}``; the
-summary counts goals met and lists the names of those missed. An entry from an older module
-without ``value``/``goal`` is kept under ``details`` with ``goal: null`` and a warning, so
-every module keeps working while it moves to this shape.
+The output file is ``{"machine": {...}, "runs": [...], "results": [figure, ...], "summary":
+{...}}``; the summary counts goals met and lists the names of those missed. ``--only M…
+--update`` re-runs some modules and keeps the others' figures; ``runs`` then lists each run
+(start, machine, load average) with the modules whose figures came from it. An entry from an
+older module without ``value``/``goal`` is kept under ``details`` with ``goal: null`` and a
+warning, so every module keeps working while it moves to this shape.
 """
 
 from __future__ import annotations
@@ -221,17 +223,37 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _updated(before: dict[str, Any], now: dict[str, Any], ran: list[str]) -> dict[str, Any]:
+    """``before``'s figures with those of the modules in ``ran`` replaced by ``now``'s, in
+    the order of ``BENCHES``; the runs each figure came from listed in ``runs``."""
+    kept = [r for r in before.get("results", []) if r.get("module") not in ran]
+    order = {name: i for i, name in enumerate(BENCHES)}
+    merged = sorted([*kept, *now["results"]], key=lambda r: order.get(r.get("module"), len(order)))
+    earlier = before.get("runs") or [  # a file written before runs were listed: one run
+        {**before.get("machine", {}), "modules": sorted({r.get("module") for r in kept})}
+    ]
+    runs = [{**r, "modules": [m for m in r.get("modules", []) if m not in ran]} for r in earlier]
+    return {**now, "runs": [r for r in runs if r["modules"]] + now["runs"], "results": merged}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="bench/results.json")
     parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
+    parser.add_argument(
+        "--update", action="store_true",
+        help="keep the other modules' figures already in --out (each run is listed in 'runs')",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     results: list[dict[str, Any]] = []
     failed: list[str] = []
+    ran: list[str] = []
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for name in BENCHES:
         if args.only and name.split(".")[-1] not in args.only and name not in args.only:
             continue
+        ran.append(name)
         print(f"bench: {name} …", file=sys.stderr, flush=True)
         try:
             entries = importlib.import_module(name).run()
@@ -240,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             continue
         results.extend(normalise(e, name) for e in entries)
-    doc = {"machine": machine(), "results": results, "summary": summary(results)}
+    run = {"started": started, "modules": ran, **machine()}
+    doc = {"machine": run, "runs": [run], "results": results}
+    if args.update and Path(args.out).is_file():
+        doc = _updated(json.loads(Path(args.out).read_text(encoding="utf-8")), doc, ran)
+    doc["summary"] = summary(doc["results"])
     if failed:
         doc["summary"]["failed_modules"] = failed
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
