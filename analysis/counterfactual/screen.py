@@ -35,6 +35,10 @@ from lexlens.analysis.counterfactual.scoring import WholeIndexScorer
 #: share of the target's score before the edit: for a deletion only, and with an insertion.
 TOLERANCE_DELETE = 0.25
 TOLERANCE_INSERT = 0.1
+#: The items scoring highest before the edit whose per-term contributions are kept: a
+#: deletion only lowers scores, so when one of them stays above every other item's score
+#: before the edit, the best other item is among them.
+CONTENDERS = 512
 
 
 class EditScreen:
@@ -54,6 +58,46 @@ class EditScreen:
         self.calls = 0  # words encoded alone as probes
         self._drops: dict[frozenset[int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._margins: dict[tuple, float] = {}
+        self._contenders()
+
+    def _contenders(self) -> None:
+        """The :data:`CONTENDERS` best items' scores (the target's left out) and each query
+        term's contribution to them, and the best score of every other item."""
+        terms = np.flatnonzero(self.q0)
+        m = min(CONTENDERS, self.scores.size)
+        top = self.order[:m]
+        self.term_index = {int(t): i for i, t in enumerate(terms)}
+        parts = self.scorer.term_columns(terms)[:, top].toarray() if terms.size else None
+        self.top_parts = (
+            None if parts is None else parts * self.q0[terms].astype(np.float64)[:, None]
+        )
+        self.top_scores = self.scores[top].astype(np.float64)
+        self.top_scores[top == self.row] = -np.inf
+        self.rest_best = float(self.scores[self.order[m]]) if m < self.scores.size else -np.inf
+
+    def _best_other(self, deleted: frozenset[int]) -> float:
+        """The best predicted score of an item other than the target after the deletions."""
+        terms = set().union(*(self.provenance[j] for j in deleted if j < len(self.provenance)))
+        rows = [self.term_index[t] for t in terms if t in self.term_index]
+        if self.top_parts is not None and len(rows) == len(terms):
+            lowered = self.top_scores - self.top_parts[rows].sum(axis=0)
+            best = float(lowered.max()) if lowered.size else -np.inf
+            if best >= self.rest_best:
+                return best
+        items, loss, _ = self._drop(deleted)
+        lowered = self.scores[items] - loss
+        lowered[items == self.row] = -np.inf
+        best = self._best_untouched(items)
+        return max(best, float(lowered.max())) if lowered.size else best
+
+    def _without(self, deleted: frozenset[int]) -> tuple[np.ndarray, float]:
+        """The query without the deleted words' terms, and the target's predicted score."""
+        terms = set().union(*(self.provenance[j] for j in deleted if j < len(self.provenance)))
+        cols = np.array(sorted(terms), dtype=np.int64)
+        q = self.q0.astype(np.float64).copy()
+        own = float(self.scores[self.row]) - float(q[cols] @ self.d0[cols])
+        q[cols] = 0.0
+        return q, own
 
     def _drop(self, deleted: frozenset[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The items the deleted words' terms touch, each one's predicted loss, and the
@@ -86,8 +130,7 @@ class EditScreen:
         the target's), as a share of the target's score before them."""
         key = (deleted, tuple(sorted(inserted)))
         if key not in self._margins:
-            items, loss, q = self._drop(deleted)
-            own = float(self.scores[self.row]) - float(loss[items == self.row].sum())
+            q, own = self._without(deleted)
             if inserted:
                 self.prepare(inserted)
                 pooled = self.d0
@@ -95,11 +138,7 @@ class EditScreen:
                     if word in self.probes:
                         pooled = np.maximum(pooled, self.probes[word])
                 own = float(q @ pooled)
-            lowered = self.scores[items] - loss
-            lowered[items == self.row] = -np.inf
-            best = self._best_untouched(items)
-            if lowered.size:
-                best = max(best, float(lowered.max()))
+            best = self._best_other(deleted)
             self._margins[key] = (best - own) / max(abs(float(self.scores[self.row])), 1e-12)
         return self._margins[key]
 
