@@ -64,6 +64,11 @@ class SpladeEncoder(Encoder):
     #: of ``[n, |V|]`` logits per pass when they are kept.
     max_batch_tokens = 16384
     max_kept_rows = 4096
+    #: Rows of logits per matrix multiply when rows are not kept. Measured on 2 busy cores
+    #: (600 long texts): 1,024 rows took 30 % less CPU and half the wall time of 256 (fewer
+    #: parallel regions to wait for); with one thread within 2 % of 256. The buffer holds
+    #: ``rows × |V|`` floats (125 MB for 30,522 terms).
+    projection_rows = 1024
 
     def __init__(
         self, mlm: nn.Module, tokenizer: Any, *, device: str, name: str, source: str = ""
@@ -150,7 +155,7 @@ class SpladeEncoder(Encoder):
         packed, lengths = pack(hidden, mask.bool())
         z = transform(packed)
         if not keep_units:
-            logits = segment_max_projection(z, decoder.weight, lengths)
+            logits = segment_max_projection(z, decoder.weight, lengths, chunk=self.projection_rows)
             if decoder.bias is not None:
                 logits += decoder.bias
             return torch.log1p(torch.relu_(logits)), None
