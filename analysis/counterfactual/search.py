@@ -197,10 +197,11 @@ class TextSearch:
         if not state.inserted:
             return place(scores, self.row), qv
         assert self.target is not None
-        if doc in self.alone and doc in self.docs:
-            dv = self.docs[doc]
+        shown = self.target.edited(state.inserted)
+        if doc in self.alone and doc in self.docs and self.target.edited(doc) == shown:
+            dv = self.docs[doc]  # encoded alone from the very text shown
         else:
-            dv = self.target.encode([self.target.edited(state.inserted)])[0].astype(np.float64)
+            dv = self.target.encode([shown])[0].astype(np.float64)
             self.calls += 1
         return place(scores, self.row, float(qv @ dv)), qv
 
