@@ -111,7 +111,9 @@ def plain_bert_config(config: dict[str, Any]) -> BertConfig | None:
     if not all(_is_size(values[name]) for name in _SIZES):
         return None
     pad = values["pad_token_id"]
-    if pad is not None and not (_is_size(pad + 1) and pad < values["vocab_size"]):
+    if pad is not None and not (_is_size(pad) or (pad == 0 and type(pad) is int)):
+        return None
+    if pad is not None and pad >= values["vocab_size"]:
         return None
     eps = values["layer_norm_eps"]
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
