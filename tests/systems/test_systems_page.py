@@ -86,9 +86,7 @@ def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
     at.file_uploader(key="sys_queries").set_value(("queries.tsv", queries.encode(), "text/plain"))
     at.run()
     click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
-    assert [e.value for e in at.error] == [
-        "upload both the queries and the judgements, or neither"
-    ]
+    assert [e.value for e in at.error] == ["upload both the queries and the judgements, or neither"]
     at.file_uploader(key="sys_qrels").set_value(("qrels.txt", qrels.encode(), "text/plain"))
     at.run()
     at.number_input(key="sys_resamples").set_value(500).run()
