@@ -30,6 +30,18 @@ def app_page(page: str | None = None, timeout: float = 240):
     return at.run()
 
 
+def reopened(at, page: str):
+    """A new session on the URL ``at`` shows now (a reload, a bookmark, a link opened
+    later), on ``page``: run, without an exception or an error box."""
+    run_id = at.query_params["run"]
+    again = app_page()
+    again.query_params["run"] = run_id[0] if isinstance(run_id, list) else run_id
+    again.switch_page(page)
+    again.run()
+    assert not again.exception and not again.error
+    return again
+
+
 def one_line_error(run, *needles: str) -> str:
     """A CLI run that failed as a user should see it: exit 2, one stderr line (no traceback)
     holding every needle; returns the line."""

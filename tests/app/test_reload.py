@@ -5,18 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import app_page, skimage_path
-
-
-def _reopened(at, page: str):
-    """A new session on the URL ``at`` shows now."""
-    run_id = at.query_params["run"]
-    again = app_page()
-    again.query_params["run"] = run_id[0] if isinstance(run_id, list) else run_id
-    again.switch_page(page)
-    again.run()
-    assert not again.exception and not again.error
-    return again
+from tests.helpers import app_page, reopened, skimage_path
 
 
 def _values(elements) -> list:
@@ -30,7 +19,7 @@ def test_text_page_reloads_its_text_and_options(monkeypatch, tmp_path):
     at.slider(key="text_k").set_value(12)
     next(b for b in at.button if b.label == "Encode").click().run()
     assert not at.exception and not at.error
-    again = _reopened(at, "app_pages/text.py")
+    again = reopened(at, "app_pages/text.py")
     assert again.text_area(key="text_input").value == "a giraffe eating leaves"
     assert again.slider(key="text_k").value == 12
     assert again.dataframe[0].value.equals(at.dataframe[0].value)
@@ -41,14 +30,14 @@ def test_contrib_and_search_pages_reload(monkeypatch, tmp_path):
     at = app_page("app_pages/contrib.py")
     at.text_input(key="contrib_q_text").set_value("a red train")
     at.run()
-    again = _reopened(at, "app_pages/contrib.py")
+    again = reopened(at, "app_pages/contrib.py")
     assert again.text_input(key="contrib_q_text").value == "a red train"
     assert _values(again.metric) == _values(at.metric)
     at = app_page("app_pages/search.py")
     at.radio(key="search_source").set_value("Sample texts (data/collection.csv)").run()
     at.text_input(key="search_query").set_value("a cat").run()
     assert not at.exception and not at.error
-    again = _reopened(at, "app_pages/search.py")
+    again = reopened(at, "app_pages/search.py")
     assert again.text_input(key="search_query").value == "a cat"
     assert again.dataframe[0].value.equals(at.dataframe[0].value)
 
@@ -66,7 +55,7 @@ def test_an_upload_comes_back_after_a_reload(page, monkeypatch, tmp_path):
         at.file_uploader(key="image_uploads").upload("cup.png", data, "image/png")
     at.run()
     assert not at.exception and not at.error
-    again = _reopened(at, f"app_pages/{page}.py")
+    again = reopened(at, f"app_pages/{page}.py")
     assert again.dataframe[0].value.equals(at.dataframe[0].value)
     if page == "deviation":
         assert any("mine.txt" in c.value for c in again.subheader)

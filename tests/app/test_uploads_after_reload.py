@@ -4,18 +4,7 @@ emptying it on the page (it held a file in the run before) forgets the upload.""
 
 from __future__ import annotations
 
-from tests.helpers import app_page
-
-
-def _reopened(at, page: str):
-    """A new session on the URL ``at`` shows now (a reload)."""
-    run_id = at.query_params["run"]
-    again = app_page()
-    again.query_params["run"] = run_id[0] if isinstance(run_id, list) else run_id
-    again.switch_page(page)
-    again.run()
-    assert not again.exception and not again.error
-    return again
+from tests.helpers import app_page, reopened
 
 
 def _shown(at) -> bool:
@@ -30,7 +19,7 @@ def test_data_lost_an_upload_given_back_by_a_reload_survives_later_runs(monkeypa
     at.file_uploader(key="dev_upload").upload("mine.txt", b"a dog\na red bus\n", "text/plain")
     at.run()
     assert not at.exception and not at.error and _shown(at)
-    again = _reopened(at, page)
+    again = reopened(at, page)
     assert _shown(again)
     for _ in range(3):  # every later run has the uploader empty, as after any reload
         again.run()
