@@ -30,6 +30,10 @@ def optional_choice(
     declared = options_type.option(name)
     low, high = declared.spec.low, declared.spec.high
     shown = [c for c in choices if (low is None or c >= low) and (high is None or c <= high)]
+    if key in st.session_state and st.session_state[key] is None:
+        # a selectbox given None in session state shows no choice at all (a restored run's
+        # inputs, or a kept value): without it, the widget takes its first choice, None
+        del st.session_state[key]
     return where.selectbox(
         declared.label,
         [None, *shown],
