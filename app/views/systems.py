@@ -173,12 +173,13 @@ def show_systems(cards: list[dict]) -> None:
             if bool(benchmark["queries"]) != bool(benchmark["qrels"]):
                 raise LexlensError("upload both the queries and the judgements, or neither")
             spec = _spec(paths, [name for name, _ in runs], values)
-            if len(systems_of(spec, evaluation.gate_k)) < 2:
+            systems = systems_of(spec, evaluation.gate_k)
+            if len(systems) < 2:
                 raise LexlensError(
                     "choose two or more systems: collections, gates, encoders or runs"
                 )
             device = st.session_state.get("device", "auto")
-            summary = f"compare {len(paths)} collections, {len(runs)} runs"
+            summary = "compare " + " / ".join(s.name for s in systems)
             state.start_job("evaluation", summary, inputs, uploads,
                             _work(paths, runs, benchmark, values, device))  # fmt: skip
         except LexlensError as exc:
