@@ -34,6 +34,21 @@ def splade():
     return load_encoder("splade-tiny", device="cpu")
 
 
+@pytest.fixture(scope="module")
+def three_texts_index(tmp_path_factory, splade) -> Path:
+    """Three texts indexed with splade-tiny (d1 a dog on the beach, d2 espresso, d3 a
+    rocket; no stored queries): the smallest collection an argument check needs. One per
+    test module."""
+    from lexlens.analysis.collections.indexing import build_index
+
+    folder = tmp_path_factory.mktemp("three-texts")
+    (folder / "items.csv").write_text(
+        "id,text\nd1,a dog running on the beach\nd2,espresso in a small cup\nd3,a rocket\n"
+    )
+    build_index(splade, folder / "items.csv", folder / "ix")
+    return folder / "ix"
+
+
 @pytest.fixture(scope="session")
 def effnet():
     from lexlens.models import load_encoder

@@ -11,7 +11,6 @@ import pytest
 
 import lexlens
 from lexlens.analysis.benchmark.evaluate import evaluate
-from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.lexical.terms import TermsOptions
 from tests.helpers import ROOT, argument_cases, refused
 
@@ -21,14 +20,8 @@ QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1, "d1": 0}}
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory, splade):
-    """Three texts indexed with splade-tiny (no stored queries: they are given)."""
-    folder = tmp_path_factory.mktemp("api")
-    (folder / "items.csv").write_text(
-        "id,text\nd1,a dog running on the beach\nd2,espresso in a small cup\nd3,a rocket\n"
-    )
-    build_index(splade, folder / "items.csv", folder / "ix")
-    return folder / "ix"
+def index(three_texts_index):
+    return three_texts_index
 
 
 def _evaluate(ix: Path, **given):

@@ -7,19 +7,12 @@ from __future__ import annotations
 import pytest
 
 import lexlens
-from lexlens.analysis.collections.indexing import build_index
 from tests.helpers import argument_cases, refused
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory, splade):
-    """Three texts indexed with splade-tiny."""
-    folder = tmp_path_factory.mktemp("cf_api")
-    (folder / "items.csv").write_text(
-        "id,text\nd1,a dog running on the beach\nd2,espresso in a small cup\nd3,a rocket\n"
-    )
-    build_index(splade, folder / "items.csv", folder / "ix")
-    return folder / "ix"
+def index(three_texts_index):
+    return three_texts_index
 
 
 def _call(ix, **given):

@@ -7,7 +7,6 @@ import pytest
 
 import lexlens
 from lexlens.analysis.benchmark.evaluate import evaluate
-from lexlens.analysis.collections.indexing import build_index
 from tests.helpers import argument_cases, refused
 
 QUERIES = {"q1": "a dog on the beach", "q2": "a cup of espresso"}
@@ -15,13 +14,8 @@ QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1}}
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory, splade):
-    folder = tmp_path_factory.mktemp("faith-api")
-    (folder / "items.csv").write_text(
-        "id,text\nd1,a dog running on the beach\nd2,espresso in a small cup\nd3,a rocket\n"
-    )
-    build_index(splade, folder / "items.csv", folder / "ix")
-    return folder / "ix"
+def index(three_texts_index):
+    return three_texts_index
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import pytest
 
 import lexlens
 from lexlens.analysis.benchmark.options import EvaluationOptions
-from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.systems.compare import compare_systems, evaluate_systems, why_of
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of
@@ -19,13 +18,8 @@ QRELS = {"q1": {"d1": 1}, "q2": {"d2": 1, "d1": 0}}
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory, splade):
-    folder = tmp_path_factory.mktemp("systems-api")
-    (folder / "items.csv").write_text(
-        "id,text\nd1,a dog running on the beach\nd2,espresso in a small cup\nd3,a rocket\n"
-    )
-    build_index(splade, folder / "items.csv", folder / "ix")
-    return folder / "ix"
+def index(three_texts_index):
+    return three_texts_index
 
 
 @pytest.fixture(scope="module")
