@@ -156,6 +156,27 @@ def job_manager() -> JobManager:
         return _MANAGER
 
 
+def run_outcome(run, kind: type):
+    """What ``run`` holds: ``(result, job, state)`` from its job while this server has it,
+    else as stored (``lost``: the server stopped while it ran); a stored result is read once
+    a session."""
+    job = job_manager().get(run.id)
+    if job is not None:
+        return job.result, job, job.status
+    if run.status == "running":
+        return None, None, "lost"
+    if run.status != "done":
+        return None, None, run.status
+    results = st.session_state.setdefault("_lexlens_results", {})
+    if run.id not in results:
+        try:
+            results[run.id] = run.result(kind)
+        except LexlensError as exc:
+            st.error(str(exc))
+            return None, None, "failed"
+    return results[run.id], None, "done"
+
+
 def jobs_sidebar() -> None:
     """The sidebar's list of this server's jobs: status, progress, a link back, Cancel.
     Refreshes itself every two seconds while a job is queued or running."""

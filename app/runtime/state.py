@@ -279,7 +279,7 @@ def url_run(page: str):
             return None
         if run.page == page:
             st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
-            _note_open(page, run.id)
+            note_open(page, run.id)
             return run
     # No run in the URL, or another page's: this page's last run in this browser session
     # (remembered, or found by the session id the URL carries after a reload).
@@ -301,19 +301,20 @@ def url_run(page: str):
         return None
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
     st.query_params["run"] = run.id
-    _note_open(page, run.id)
+    note_open(page, run.id)
     return run
 
 
-def _note_open(page: str, run_id: str) -> None:
-    """Tell the run store this session has ``run_id`` open (eviction spares it)."""
+def note_open(slot: str, run_id: str) -> None:
+    """Tell the run store this session has ``run_id`` open in ``slot`` (a page, or a page's
+    section): eviction spares it."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     from lexlens.app.runtime import runs
 
     ctx = get_script_run_ctx()
     if ctx is not None:
-        runs.mark_open(ctx.session_id, page, run_id)
+        runs.mark_open(ctx.session_id, slot, run_id)
 
 
 def restore_inputs(page: str) -> None:
@@ -349,7 +350,7 @@ def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
     st.query_params["run"] = run.id
-    _note_open(page, run.id)
+    note_open(page, run.id)
     return run
 
 
@@ -421,28 +422,14 @@ def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
     ``none`` (no run of this page), ``other`` (the run is for other inputs), ``queued``,
     ``running``, ``done``, ``failed``, ``cancelled`` or ``lost`` (the server stopped while
     it ran)."""
-    from lexlens.app.runtime.jobs import job_manager
+    from lexlens.app.runtime.jobs import job_manager, run_outcome
 
     run = url_run(page)
     if run is None:
         return None, None, "none"
-    job = job_manager().get(run.id)
     if run.key != inputs_key(page, inputs, uploads or {}):
-        return None, job, "other"
-    if job is not None:
-        return job.result, job, job.status
-    if run.status == "running":
-        return None, None, "lost"
-    if run.status != "done":
-        return None, None, run.status
-    results = st.session_state.setdefault("_lexlens_results", {})
-    if run.id not in results:
-        try:
-            results[run.id] = run.result(kind)
-        except LexlensError as exc:
-            st.error(str(exc))
-            return None, None, "failed"
-    return results[run.id], None, "done"
+        return None, job_manager().get(run.id), "other"
+    return run_outcome(run, kind)
 
 
 def show_job_state(job, state: str, doing: str, what: str) -> bool:

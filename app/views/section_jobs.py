@@ -19,12 +19,11 @@ import streamlit as st
 
 from lexlens.analysis.core.results import Record
 from lexlens.app.runtime import runs, state
-from lexlens.app.runtime.jobs import Job, job_manager
+from lexlens.app.runtime.jobs import Job, job_manager, run_outcome
 from lexlens.models import LexlensError
 
 PART_OF, PART = "part_of", "part"
 _SECTION_RUNS = "_lexlens_section_runs"  # (page run id, part) → the section's run id ("": none)
-_RESULTS = "_lexlens_section_results"  # section run id → its stored result, read once
 
 
 def follow_section_run(page: str) -> None:
@@ -58,18 +57,9 @@ def start_section_job(
     inputs = {PART_OF: parent, PART: part, **settings}
     run = runs.create(page, summary, inputs, [], state.inputs_key(page, inputs, {}))
     st.session_state.setdefault(_SECTION_RUNS, {})[(parent, part)] = run.id
-    _note_open(page, part, run.id)
+    state.note_open(f"{page}#{part}", run.id)
     manager.submit(run, work)
     st.rerun()  # the page again: the sidebar's jobs list it, refreshing while it runs
-
-
-def _note_open(page: str, part: str, run_id: str) -> None:
-    """Tell the run store this session has the section's run open (eviction spares it)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is not None:
-        runs.mark_open(ctx.session_id, f"{page}#{part}", run_id)
 
 
 def _section_run_id(page: str, parent: str, part: str) -> str:
@@ -99,21 +89,7 @@ def section_outcome(
         st.session_state[_SECTION_RUNS][(parent, part)] = ""
         return None, None, "none", {}
     settings = {k: v for k, v in run.inputs.items() if k not in (PART_OF, PART)}
-    job = job_manager().get(run_id)
-    if job is not None:
-        return job.result, job, job.status, settings
-    if run.status == "running":
-        return None, None, "lost", settings
-    if run.status != "done":
-        return None, None, run.status, settings
-    results = st.session_state.setdefault(_RESULTS, {})
-    if run_id not in results:
-        try:
-            results[run_id] = run.result(kind)
-        except LexlensError as exc:
-            st.error(str(exc))
-            return None, None, "failed", settings
-    return results[run_id], None, "done", settings
+    return *run_outcome(run, kind), settings
 
 
 def show_section_job(part: str, job: Job | None, status: str, what: str) -> bool:
