@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -352,8 +351,3 @@ def prior_of(
         return values[key]
 
     return value
-
-
-def inputs_of(state: State, query: Any, target: TextTarget | None) -> tuple[str, str | None]:
-    """The edited query as shown and the edited target text (``None``: not a text item)."""
-    return query.shown(state.deleted), None if target is None else target.edited(state.inserted)
