@@ -296,10 +296,12 @@ class TextSearch:
         return None
 
     def _closest(self, best: tuple[State, Placement], notes: list[str]) -> Outcome:
-        """No success: the closest state, re-encoded alone (its rank is the model's)."""
+        """No success: the closest state, re-encoded alone (its rank is the model's; when
+        alone it ranks the target first — a batch's padding moved the last bits — it is a
+        verified fix)."""
         state, _ = best
         checked, qv = self.verify(state)
-        return Outcome(state, checked, False, True, self.calls, len(state.edits), qv, notes)
+        return Outcome(state, checked, checked.first, True, self.calls, len(state.edits), qv, notes)
 
 
 def _chunks(n: int) -> list[tuple[int, int]]:
