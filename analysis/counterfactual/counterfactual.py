@@ -237,19 +237,18 @@ def _text_search(
             probes = _word_rows(words, with_units, [e.value for e in singles if e.side != "query"])
     else:
         provenance = _cell_terms(with_units, q0, len(query.words))
-    screened = None
+    probe = None if target is None else target.encode
+    predicted = EditScreen(scorer, q0, scorer.scores(q0)[0], p.row, provenance, d0, probe)
     if screen:
-        probe = None if target is None else target.encode
-        screened = EditScreen(scorer, q0, scorer.scores(q0)[0], p.row, provenance, d0, probe)
-        screened.probes.update(probes)
-        screened.prepare([e.value for e in singles if e.side == "document"])
+        predicted.probes.update(probes)
+        predicted.prepare([e.value for e in singles if e.side == "document"])
     search = TextSearch(
         scorer, query, p.row, target, q0, d0, options.max_calls, one_at_a_time=one_at_a_time,
-        screen=screened,
+        screen=predicted if screen else None,
     )  # fmt: skip
-    search.calls = screened.calls if screened is not None else 0
+    search.calls = predicted.calls
     search.singles = singles
-    search.prior = prior_of(query, scorer, q0, p.row, provenance, set(found.terms), d0)
+    search.prior = prior_of(query, predicted, provenance, set(found.terms), d0)
     return search
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ def _normal(text: str) -> str:
     return "".join(c for c in folded if unicodedata.category(c) != "Mn")
 
 
+@lru_cache(maxsize=4096)
 def word_key(word: str) -> str:
     """A word as compared for insertion: without surrounding punctuation, lower case, no
     accents."""

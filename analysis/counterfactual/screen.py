@@ -53,11 +53,11 @@ class EditScreen:
     ) -> None:  # fmt: skip
         self.scorer, self.q0, self.scores, self.row = scorer, q0, root_scores, row
         self.provenance, self.d0, self.probe = provenance, d0.astype(np.float64), probe
-        self.order = np.argsort(-root_scores, kind="stable")  # items by score, best first
+        self._order: np.ndarray | None = None  # items by score, best first (when needed)
         self.probes: dict[str, np.ndarray] = {}
         self.calls = 0  # words encoded alone as probes
         self._drops: dict[frozenset[int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._margins: dict[tuple, float] = {}
+        self._gaps: dict[tuple, float] = {}
         self._contenders()
 
     def _contenders(self) -> None:
@@ -65,7 +65,9 @@ class EditScreen:
         term's contribution to them, and the best score of every other item."""
         terms = np.flatnonzero(self.q0)
         m = min(CONTENDERS, self.scores.size)
-        top = self.order[:m]
+        # the m best items (any order) and, at place m, the best of the others
+        best = np.argpartition(-self.scores, m)[: m + 1] if m < self.scores.size else None
+        top = np.arange(m) if best is None else best[:m]
         self.term_index = {int(t): i for i, t in enumerate(terms)}
         parts = self.scorer.term_columns(terms)[:, top].toarray() if terms.size else None
         self.top_parts = (
@@ -73,7 +75,7 @@ class EditScreen:
         )
         self.top_scores = self.scores[top].astype(np.float64)
         self.top_scores[top == self.row] = -np.inf
-        self.rest_best = float(self.scores[self.order[m]]) if m < self.scores.size else -np.inf
+        self.rest_best = -np.inf if best is None else float(self.scores[best[m]])
 
     def _best_other(self, deleted: frozenset[int]) -> float:
         """The best predicted score of an item other than the target after the deletions."""
@@ -125,11 +127,11 @@ class EditScreen:
                 self.probes[word] = np.asarray(vector, dtype=np.float64)
             self.calls += len(todo)
 
-    def margin(self, deleted: frozenset[int], inserted: Sequence[str]) -> float:
-        """The predicted margin after the edits (the best other item's predicted score minus
-        the target's), as a share of the target's score before them."""
+    def gap(self, deleted: frozenset[int], inserted: Sequence[str] = ()) -> float:
+        """The predicted gap after the edits: the best other item's predicted score minus
+        the target's."""
         key = (deleted, tuple(sorted(inserted)))
-        if key not in self._margins:
+        if key not in self._gaps:
             q, own = self._without(deleted)
             if inserted:
                 self.prepare(inserted)
@@ -138,14 +140,19 @@ class EditScreen:
                     if word in self.probes:
                         pooled = np.maximum(pooled, self.probes[word])
                 own = float(q @ pooled)
-            best = self._best_other(deleted)
-            self._margins[key] = (best - own) / max(abs(float(self.scores[self.row])), 1e-12)
-        return self._margins[key]
+            self._gaps[key] = self._best_other(deleted) - own
+        return self._gaps[key]
+
+    def margin(self, deleted: frozenset[int], inserted: Sequence[str]) -> float:
+        """The predicted gap as a share of the target's score before the edits."""
+        return self.gap(deleted, inserted) / max(abs(float(self.scores[self.row])), 1e-12)
 
     def _best_untouched(self, items: np.ndarray) -> float:
         """The best score among the items (but the target) outside ``items`` (sorted)."""
-        for start in range(0, self.order.size, 256):
-            head = self.order[start : start + 256]
+        if self._order is None:
+            self._order = np.argsort(-self.scores, kind="stable")
+        for start in range(0, self._order.size, 256):
+            head = self._order[start : start + 256]
             at = np.minimum(np.searchsorted(items, head), max(items.size - 1, 0))
             free = (head != self.row) & ((items[at] != head) if items.size else True)
             if np.any(free):

@@ -313,21 +313,21 @@ def _chunks(n: int) -> list[tuple[int, int]]:
 
 
 def prior_of(
-    query: TextQuery | ImageQuery, scorer: WholeIndexScorer, q0: np.ndarray, row: int,
-    provenance: list[set[int]], answer_terms: set[int], d0: np.ndarray,
+    query: TextQuery | ImageQuery, screen: EditScreen, provenance: list[set[int]],
+    answer_terms: set[int], d0: np.ndarray,
 ) -> Callable[[Edit], float]:  # fmt: skip
     """How much each single edit is predicted to close the gap to the first rival: a
-    deletion by removing the terms its word produced (linear in the scores), an insertion
-    by the query weight of its word's terms the target lacks times their mean item weight;
-    words behind the term-level answer first."""
-    base_scores = scorer.scores(q0)[0]
-    root = place(base_scores, row)
-    columns = scorer.by_term
-    mean_weight = np.zeros(columns.shape[0])
-    counts = np.diff(columns.indptr)
-    sums = np.asarray(columns.sum(axis=1)).ravel()
-    nonempty = counts > 0
-    mean_weight[nonempty] = sums[nonempty] / counts[nonempty]
+    deletion by removing the terms its word produced (``screen``'s prediction, linear in
+    the scores), an insertion by the query weight of its word's terms the target lacks times
+    their mean item weight; words behind the term-level answer first."""
+    root_gap = screen.gap(frozenset())
+    postings = screen.scorer.by_term
+    q0 = screen.q0
+
+    def mean_weight(term: int) -> float:  # over the items holding the term
+        a, b = postings.indptr[term], postings.indptr[term + 1]
+        return float(postings.data[a:b].mean()) if b > a else 0.0
+
     values: dict[tuple[str, int, str], float] = {}
 
     def value(edit: Edit) -> float:
@@ -335,19 +335,14 @@ def prior_of(
         if key in values:
             return values[key]
         if edit.side == "query":
-            terms = sorted(provenance[edit.position]) if edit.position < len(provenance) else []
-            if terms:
-                drop = scorer.term_columns(np.array(terms)).T @ q0[terms].astype(np.float64)
-                after = place(base_scores - np.asarray(drop).ravel(), row)
-                gap = (root.rival_score - root.score) - (after.rival_score - after.score)
-            else:
-                gap = 0.0
-            bonus = float(len(set(terms) & answer_terms))
+            terms = provenance[edit.position] if edit.position < len(provenance) else set()
+            gap = root_gap - screen.gap(frozenset({edit.position})) if terms else 0.0
+            bonus = float(len(terms & answer_terms))
         else:
             words = [j for j, w in enumerate(query.words) if word_key(w) == word_key(edit.value)]
-            terms = sorted(set().union(*(provenance[j] for j in words if j < len(provenance))))
-            lacking = [t for t in terms if d0[t] == 0]
-            gap = float(sum(q0[t] * mean_weight[t] for t in lacking))
+            terms = set().union(*(provenance[j] for j in words if j < len(provenance)))
+            lacking = [t for t in sorted(terms) if d0[t] == 0]
+            gap = float(sum(q0[t] * mean_weight(t) for t in lacking))
             bonus = 0.0
         values[key] = gap + bonus * 1e6
         return values[key]

@@ -12,7 +12,8 @@ succeeds is the smallest):
 
 - only *threats* can end above the target: a removal of at most ``m`` terms changes
   ``need_i`` by at most ``L`` (the ``m`` largest ``a_tk``, plus the ``m`` largest
-  ``−a_ik`` of a signed collection), so items with ``need_i + L < 0`` are left out;
+  ``−a_ik`` of a signed collection), so items with ``need_i + L < 0`` are left out (each
+  size ``m`` searches its own threats; they grow with ``m``);
 - branching: some item still above the target needs a term with ``g_ik > 0`` (its gap
   cannot close otherwise), so each node branches only on the positive gains of the item
   still above with the fewest of them (complete: every solution contains one);
@@ -21,9 +22,9 @@ succeeds is the smallest):
 
 Beyond that size (or when the search exceeds its node budget) a greedy sequence — each step
 removes the term that gains most against the current first rival — gives the *smallest
-found*. Every answer is checked by scoring the edited vector against the whole collection
-afresh (not by the subtraction above), and each step's target score and first rival come
-from the whole collection too.
+found*. Every step — the query without the terms removed so far — is scored against the
+whole collection afresh (not by the subtraction above): its target score, rank and first
+rival, the last step's being the answer's check.
 """
 
 from __future__ import annotations
@@ -75,18 +76,14 @@ class TermAnswer:
 class _Search:
     """The exact search over one query's threats (see the module docstring)."""
 
-    def __init__(self, need, gains, target_gain, target_score, after_target, size):
+    def __init__(self, need, gains, best_gains, target_gain, target_score, after_target, nodes):
         self.need = need  # [m] s_i − s_t over the threats
         self.gains = gains  # [m × c] g_ik
+        self.best_gains = best_gains  # [m × (size + 1)] the sum of each item's r largest g_ik
         self.target_gain = target_gain  # [c] a_tk
         self.target_score = target_score
         self.after_target = after_target  # [m] the item's row is after the target's
-        positive = np.where(gains > 0, gains, 0.0)
-        top = -np.sort(-positive, axis=1)[:, :size]
-        if top.shape[1] < size:  # fewer terms than the size searched: nothing more to gain
-            top = np.pad(top, ((0, 0), (0, size - top.shape[1])))
-        self.best_gains = np.concatenate([np.zeros((len(need), 1)), np.cumsum(top, 1)], axis=1)
-        self.nodes = 0
+        self.nodes = nodes  # visited so far (by the smaller sizes' searches too)
         self.solutions: list[tuple[int, ...]] = []
         self.seen: set[frozenset[int]] = set()
 
@@ -141,6 +138,43 @@ class _Enough(Exception):
     pass
 
 
+class _Contributions:
+    """Each query term's contribution ``a_ik = q_k d_ik`` to every item, read by term (a
+    dense row over the items) and by item (a dense column over the terms) without scipy's
+    indexing overhead: the same values kept row-major and column-major."""
+
+    def __init__(self, scorer: WholeIndexScorer, q: np.ndarray, terms: np.ndarray) -> None:
+        by_term = scorer.term_columns(terms).multiply(q[terms][:, None]).tocsr()  # [c × N]
+        by_term.sort_indices()
+        self.by_term, self.by_item = by_term, by_term.tocsc()
+        self.terms, self.items = terms.size, by_term.shape[1]
+
+    def row(self, k: int) -> np.ndarray:
+        """Term ``k``'s contribution to every item."""
+        out = np.zeros(self.items)
+        a, b = self.by_term.indptr[k], self.by_term.indptr[k + 1]
+        out[self.by_term.indices[a:b]] = self.by_term.data[a:b]
+        return out
+
+    def column(self, item: int) -> np.ndarray:
+        """Every term's contribution to item ``item``."""
+        out = np.zeros(self.terms)
+        a, b = self.by_item.indptr[item], self.by_item.indptr[item + 1]
+        out[self.by_item.indices[a:b]] = self.by_item.data[a:b]
+        return out
+
+    def columns(self, items: np.ndarray) -> np.ndarray:
+        """``[len(items) × terms]``: every term's contribution to each of ``items``."""
+        return self.by_item[:, items].toarray().T
+
+    def most_negative(self) -> np.ndarray:
+        """Per term, the largest ``−a_ik`` over the items (0 when none is negative)."""
+        data = self.by_term.data
+        if not np.any(data < 0):
+            return np.zeros(self.terms)
+        return (-self.by_term).maximum(0).max(axis=1).toarray().ravel()
+
+
 def term_counterfactual(
     scorer: WholeIndexScorer, q: np.ndarray, target: int, *, exact_size: int = EXACT_SIZE
 ) -> TermAnswer:
@@ -153,97 +187,115 @@ def term_counterfactual(
         answer.first, answer.exact, answer.after = True, True, answer.before
         return answer
     terms = np.flatnonzero(q)
-    contributions = scorer.term_columns(terms).multiply(q[terms][:, None]).tocsr()  # [c × N]
-    own = np.asarray(contributions[:, target].todense()).ravel()
+    parts = _Contributions(scorer, q, terms)
+    own = parts.column(target)
     if answer.before.score <= 0 and not np.any(own < 0):
         answer.after, answer.exact = answer.before, True
         answer.note = "the target scores 0 or less: removing query terms cannot raise it"
         return answer
     if exact_size > 0:
-        found = _exact(scores, contributions, own, target, exact_size, answer)
+        found = _exact(scores, parts, own, target, exact_size, answer)
         if found is not None:
-            return _finish(scorer, q, scores, contributions, terms, found, True, target, answer)
-    sequence = _greedy(scores, contributions, own, target)
+            return _finish(scorer, q, parts, terms, found, True, target, answer)
+    sequence = _greedy(scores, parts, own, target)
     if sequence is None:
         answer.after = answer.before
         answer.note = "no set of query terms puts the target first"
         return answer
-    return _finish(scorer, q, scores, contributions, terms, sequence, False, target, answer)
+    return _finish(scorer, q, parts, terms, sequence, False, target, answer)
 
 
-def _exact(scores, contributions, own, target, size, answer) -> list[int] | None:
-    """The exact search up to ``size`` terms (indices into the query's terms), or ``None``."""
-    spread = float(np.sort(np.maximum(own, 0))[::-1][:size].sum())
-    negative = (-contributions).maximum(0).max(axis=1).toarray().ravel()
-    spread += float(np.sort(negative)[::-1][:size].sum())
-    need = scores - scores[target]
+def _largest_gains(gains: np.ndarray, size: int) -> np.ndarray:
+    """``[m × (size + 1)]``: per item, the sum of its ``r`` largest positive gains, r = 0…size."""
+    positive = np.where(gains > 0, gains, 0.0)
+    if positive.shape[1] > size:  # each item's ``size`` largest gains, then in order
+        positive = -np.partition(-positive, size - 1, axis=1)[:, :size]
+    top = -np.sort(-positive, axis=1)
+    if top.shape[1] < size:  # fewer terms than the size searched: nothing more to gain
+        top = np.pad(top, ((0, 0), (0, size - top.shape[1])))
+    return np.concatenate([np.zeros((len(gains), 1)), np.cumsum(top, 1)], axis=1)
+
+
+def _exact(scores, parts: _Contributions, own, target, size, answer) -> list[int] | None:
+    """The exact search up to ``size`` terms (indices into the query's terms), or ``None``.
+    Each size searches its own threats (the fewer terms removed, the fewer items can pass);
+    they grow with the size, so each item's gains are read once."""
+    largest_own = np.sort(np.maximum(own, 0))[::-1]
+    largest_negative = np.sort(parts.most_negative())[::-1]
+    spreads = [float(largest_own[:k].sum() + largest_negative[:k].sum()) for k in range(size + 1)]
+    need_all = scores - scores[target]
     slack = 1e-9 * max(1.0, float(np.abs(scores[target])))
-    threats = np.flatnonzero(need + spread >= -slack)
-    threats = threats[threats != target]
-    if threats.size * own.size > MAX_DENSE:
-        answer.note = f"{threats.size:,} items could pass the target: too many to search exactly"
-        return None
-    gains = contributions[:, threats].toarray().T - own[None, :]  # [m × c]
-    search = _Search(need[threats], gains, own, float(scores[target]), threats > target, size)
+    candidates = np.flatnonzero(need_all + spreads[size] >= -slack)
+    candidates = candidates[candidates != target]
+    need_of = need_all[candidates]
+    taken = np.zeros(candidates.size, dtype=bool)
+    threats = np.zeros(0, dtype=np.int64)
+    gains, best = np.zeros((0, own.size)), np.zeros((0, size + 1))
     for k in range(1, size + 1):
+        wanted = need_of + spreads[k] >= -slack
+        new = np.flatnonzero(wanted & ~taken)
+        taken |= wanted
+        if (threats.size + new.size) * own.size > MAX_DENSE:
+            count = threats.size + new.size
+            answer.note = f"{count:,} items could pass the target: too many to search exactly"
+            return None
+        if new.size:
+            added = parts.columns(candidates[new]) - own[None, :]  # [new × c]
+            threats = np.concatenate([threats, candidates[new]])
+            gains = np.concatenate([gains, added])
+            best = np.concatenate([best, _largest_gains(added, size)])
+        search = _Search(
+            need_all[threats], gains, best, own, float(scores[target]), threats > target,
+            answer.nodes,
+        )  # fmt: skip
         complete = search.run(k)
         answer.nodes = search.nodes
         if search.solutions:
             leftover = [float(scores[target]) - float(own[list(s)].sum()) for s in search.solutions]
-            best = search.solutions[int(np.argmax(leftover))]
-            return list(best)
+            return list(search.solutions[int(np.argmax(leftover))])
         if not complete:
             answer.note = f"the exact search stopped after {NODE_BUDGET:,} nodes"
             return None
     return None
 
 
-def _greedy(scores, contributions, own, target) -> list[int] | None:
+def _greedy(scores, parts: _Contributions, own, target) -> list[int] | None:
     """Remove, one at a time, the term that gains most against the current first rival."""
     current = scores.copy()
     removed: list[int] = []
-    dense_rows: dict[int, np.ndarray] = {}
     for _ in range(min(GREEDY_STEPS, own.size)):
         placed = place(current, target)
         if placed.first:
             return removed
         if placed.rank is None or placed.rival is None:
             return None
-        rival_row = np.asarray(contributions[:, placed.rival].todense()).ravel()
-        gain = rival_row - own
+        gain = parts.column(placed.rival) - own
         gain[removed] = -np.inf
         k = int(np.argmax(gain))
         if not gain[k] > 0:
             return None
         removed.append(k)
-        if k not in dense_rows:
-            dense_rows[k] = contributions[k].toarray().ravel()
-        current = current - dense_rows[k]
+        current -= parts.row(k)
     return removed if place(current, target).first else None
 
 
-def _finish(scorer, q, scores, contributions, terms, chosen, exact, target, answer) -> TermAnswer:
-    """Order the chosen terms (most gain against the current first rival first), record
-    each step over the whole collection, and check the edited vector afresh."""
-    own = np.asarray(contributions[:, target].todense()).ravel()
-    current, left, steps, order = scores.copy(), list(chosen), [], []
+def _finish(scorer, q, parts: _Contributions, terms, chosen, exact, target, answer) -> TermAnswer:
+    """Order the chosen terms (most gain against the current first rival first) and record
+    each step: the query without the terms removed so far, scored against the whole
+    collection afresh."""
+    own = parts.column(target)
+    edited, placed, left, steps, order = q.copy(), answer.before, list(chosen), [], []
     while left:
-        placed = place(current, target)
-        rival = placed.rival
-        rival_row = (
-            np.asarray(contributions[:, rival].todense()).ravel() if rival is not None else own
-        )
+        rival_row = own if placed.rival is None else parts.column(placed.rival)
         k = max(left, key=lambda j: (rival_row[j] - own[j], -j))
         left.remove(k)
         order.append(k)
-        current = current - contributions[k].toarray().ravel()
-        after = place(current, target)
+        edited[terms[k]] = 0.0
+        placed = place(scorer.scores(edited)[0], target)
         steps.append(
-            TermStep(int(terms[k]), after.score, after.rank, after.rival, after.rival_score)
+            TermStep(int(terms[k]), placed.score, placed.rank, placed.rival, placed.rival_score)
         )
-    edited = q.copy()
-    edited[terms[order]] = 0.0
-    answer.after = place(scorer.scores(edited)[0], target)
+    answer.after = placed
     answer.terms = [int(terms[k]) for k in order]
     answer.steps = steps
     answer.first = answer.after.first
