@@ -6,7 +6,7 @@ the page's defaults); contenders run interleaved, best of ``REPEAT``. Ratios use
 of one-thread runs: on a shared 2-core machine two OpenMP threads can wait on each other for
 most of a backward pass, so wall time with two threads says more about the neighbours than
 about the code (IG itself runs with one thread on ≤ 2-CPU machines, see
-``lexlens.analysis.attribution.threads``; the two-thread timings are kept in the details).
+``lexlens.analysis.core.threads``; the two-thread timings are kept in the details).
 
 - **Floor**: exact per-sub-vector gradients need one forward pass and M
   input-gradient backward passes per quadrature node. It is measured directly: one forward

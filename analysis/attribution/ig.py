@@ -22,7 +22,7 @@ only some sub-vectors are asked for): the floor for exact per-target gradients. 
 over all M is, by linearity, the sum of the M per-sub-vector attributions. Nodes run in
 chunks that fit a memory budget (:mod:`~lexlens.analysis.attribution.memory`), or of
 ``batch_size`` nodes when the options give one, with the thread count of
-:mod:`~lexlens.analysis.attribution.threads`.
+:mod:`~lexlens.analysis.core.threads`.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from lexlens.analysis.attribution.objective import Prepared, prepare, targets
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, IgOptions
 from lexlens.analysis.attribution.quadrature import ADAPTIVE_LEVELS, quadrature
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
-from lexlens.analysis.attribution.threads import ig_thread_count, ig_threads
 from lexlens.analysis.attribution.words import aggregate_words
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.core.words import group_word_pieces
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def attribute_texts(
     progress = progress_argument(progress)
     encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     sel = selected_subvectors(options.subvectors, encoder.m)
-    ig_threads()  # a bad LEXLENS_IG_THREADS fails here, before any work
+    analysis_threads()  # a bad LEXLENS_THREADS fails here, before any work
     weights = np.array([max(len(t), 1) for t in texts], dtype=np.float64)
     before = np.concatenate([[0.0], np.cumsum(weights)]) / weights.sum()
     out = []
@@ -202,7 +202,7 @@ def attribute_texts(
                 total = before[i] + frac * (before[i + 1] - before[i])
                 progress(min(1.0, float(total)), f"text {i + 1}/{len(texts)} · {msg}")
 
-        with ig_thread_count():
+        with thread_count():
             out.append(_attribute_one(encoder, text, sel, options, int(memory_budget), report))
         log.info("attributed %d/%d texts", i + 1, len(texts))
     return out

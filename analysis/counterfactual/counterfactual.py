@@ -31,6 +31,7 @@ from lexlens.analysis.collections.arguments import collection_argument
 from lexlens.analysis.core.arguments import device_argument, image_argument, text_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
+from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.counterfactual.edits import (
     Edit,
     ImageQuery,
@@ -169,6 +170,7 @@ def counterfactual(
     of ``index_or_collection``: the exact term-level answer and (level "text") the shortest
     verified word edits (see the module docstring). Settings: ``options`` or its fields."""
     options = CounterfactualOptions.of(options, **given)
+    analysis_threads()  # a bad LEXLENS_THREADS fails here, before any model loads
     prepared = prepare(
         index_or_collection, query, target, query_id=query_id, query_encoder=query_encoder,
         device=device, options=options,
@@ -183,7 +185,13 @@ def answer(
     """Both levels for one prepared query and target (``one_at_a_time``: the same search
     encoding and ranking each candidate alone; ``screen=False``: every candidate encoded,
     none left out by the score bounds of :mod:`.screen` — both to measure what they save)."""
-    p = prepared
+    with thread_count():  # many small encodings: one thread each on a small machine
+        return _answer(prepared, options, one_at_a_time, screen)
+
+
+def _answer(
+    p: Prepared, options: CounterfactualOptions, one_at_a_time: bool, screen: bool
+) -> CounterfactualResult:
     started = time.perf_counter()
     # one forward: the query's gated vector and its per-unit rows (provenance)
     q0, with_units = p.query.encode_one_with_units()

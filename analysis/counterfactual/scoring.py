@@ -12,12 +12,16 @@ once per query), so every candidate edit is ranked against *all* items exactly.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lexlens.analysis.core.collection import Collection
+
+#: Single queries whose scores a scorer keeps.
+KEPT = 4
 
 _TRANSPOSES: weakref.WeakKeyDictionary[Collection, Any] = weakref.WeakKeyDictionary()
 
@@ -67,25 +71,30 @@ class WholeIndexScorer:
             _TRANSPOSES[collection] = transpose
         self.by_term = transpose  # [|V| × items]
         self.size = int(transpose.shape[1])
-        self._last: tuple[bytes, np.ndarray] | None = None  # one query's scores, kept
+        #: the last few single queries' scores (the query as given is scored again after
+        #: each edit the search tries)
+        self._kept: OrderedDict[bytes, np.ndarray] = OrderedDict()
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """``[queries × items]`` float64 scores of dense query vectors ``[queries × |V|]``
-        (read-only; the last single query's are kept and given again for the same query)."""
+        (read-only; the last :data:`KEPT` single queries' are kept and given again)."""
         vectors = np.atleast_2d(np.asarray(vectors))
         terms = np.flatnonzero(np.any(vectors != 0, axis=0))
         if terms.size == 0:
             return np.zeros((vectors.shape[0], self.size))
         weights = vectors[:, terms].astype(np.float64)  # [queries × terms]
         key = terms.tobytes() + weights.tobytes() if vectors.shape[0] == 1 else None
-        if key is not None and self._last is not None and self._last[0] == key:
-            return self._last[1]
+        if key is not None and key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
         postings = self.by_term[terms]  # [terms × items]
         # (postingsᵀ [items × terms]) @ weightsᵀ: one pass over the postings for the batch
         found = np.ascontiguousarray((postings.T @ weights.T).T)
         found.flags.writeable = False
         if key is not None:
-            self._last = (key, found)
+            self._kept[key] = found
+            if len(self._kept) > KEPT:
+                self._kept.popitem(last=False)
         return found
 
     def term_columns(self, terms: np.ndarray) -> Any:

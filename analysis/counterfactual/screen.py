@@ -64,10 +64,13 @@ class EditScreen:
         """The :data:`CONTENDERS` best items' scores (the target's left out) and each query
         term's contribution to them, and the best score of every other item."""
         terms = np.flatnonzero(self.q0)
-        m = min(CONTENDERS, self.scores.size)
-        # the m best items (any order) and, at place m, the best of the others
-        best = np.argpartition(-self.scores, m)[: m + 1] if m < self.scores.size else None
-        top = np.arange(m) if best is None else best[:m]
+        scoring = np.flatnonzero(self.scores)  # every other item scores 0 (no query term)
+        rest_best = 0.0 if scoring.size < self.scores.size else -np.inf
+        if scoring.size > CONTENDERS:  # the best (any order) and, at place m, the next best
+            best = scoring[np.argpartition(-self.scores[scoring], CONTENDERS)[: CONTENDERS + 1]]
+            top, rest_best = best[:CONTENDERS], max(rest_best, float(self.scores[best[-1]]))
+        else:
+            top = scoring
         self.term_index = {int(t): i for i, t in enumerate(terms)}
         parts = self.scorer.term_columns(terms)[:, top].toarray() if terms.size else None
         self.top_parts = (
@@ -75,7 +78,7 @@ class EditScreen:
         )
         self.top_scores = self.scores[top].astype(np.float64)
         self.top_scores[top == self.row] = -np.inf
-        self.rest_best = -np.inf if best is None else float(self.scores[best[m]])
+        self.rest_best = rest_best
 
     def _best_other(self, deleted: frozenset[int]) -> float:
         """The best predicted score of an item other than the target after the deletions."""

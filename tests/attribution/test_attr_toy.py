@@ -259,13 +259,13 @@ def test_ig_thread_count_is_set_and_restored(toy, monkeypatch):
 
     before = torch.get_num_threads()
     seen: list[int] = []
-    monkeypatch.setenv("LEXLENS_IG_THREADS", "1")
+    monkeypatch.setenv("LEXLENS_THREADS", "1")
     attribute_texts(
         toy, [TEXT], steps=2, progress=lambda f, m: seen.append(torch.get_num_threads())
     )
     assert set(seen) == {1} and torch.get_num_threads() == before
-    monkeypatch.setenv("LEXLENS_IG_THREADS", "many")
-    with pytest.raises(InputError, match="LEXLENS_IG_THREADS"):
+    monkeypatch.setenv("LEXLENS_THREADS", "many")
+    with pytest.raises(InputError, match="LEXLENS_THREADS"):
         attribute_texts(toy, [TEXT], steps=2)
     assert torch.get_num_threads() == before
 

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.scoring import WholeIndexScorer
 from lexlens.analysis.counterfactual.term_level import term_counterfactual
 from lexlens.analysis.search.memory_collection import MemoryCollection, encode_collection
+from lexlens.models.base import InputError
 from tests.helpers import ROOT
 
 BEIR = ROOT / "data" / "benchmarks" / "imagenet_beir"
@@ -276,3 +278,27 @@ def test_silent_wrong_screened_search_is_as_short_as_encoding_every_candidate(in
         calls[0] += screened.model_calls
         calls[1] += every.model_calls
     assert calls[0] < calls[1]
+
+
+def test_silent_wrong_counterfactual_encodes_with_one_thread_on_a_small_machine(
+    index, dense, splade, monkeypatch
+):
+    """Many small encodings: one torch thread each (here forced by LEXLENS_THREADS=1),
+    the caller's thread count back afterwards; a bad value is refused before any work."""
+    text, target, _ = _failures(index, dense, splade, 1)[0]
+    seen: list[int] = []
+    encode = type(splade).encode_texts
+
+    def counting(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return encode(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(splade), "encode_texts", counting)
+    before = torch.get_num_threads()
+    monkeypatch.setenv("LEXLENS_THREADS", "1")
+    result = counterfactual(index, text, target, query_encoder=splade)
+    assert result.counterfactual.model_calls >= 1 and seen and set(seen) == {1}
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv("LEXLENS_THREADS", "none")
+    with pytest.raises(InputError, match="LEXLENS_THREADS"):
+        counterfactual(index, text, target, query_encoder=splade)
