@@ -5,7 +5,7 @@ The index: the packaged BEIR sample's 223 item texts encoded with splade-tiny (g
 a build gates them) among synthetic items in splade-tiny's vocabulary (about 100 non-zeros
 each, Zipf-like terms, as :mod:`bench.collections` makes them) up to 100,000 items. The
 failing queries: the sample's queries whose relevant item is retrieved but not first among
-all 100,000. In one fresh child, for each failing query (one warm-up first), side by side,
+all 100,000. In a fresh child, for each failing query (one warm-up first), side by side,
 each timed in process CPU time (the machine is shared) and wall time:
 
 - ``counterfactual``'s own work (:func:`~lexlens.analysis.counterfactual.counterfactual.answer`:
@@ -25,9 +25,11 @@ Each is run :data:`REPEATS` times per query in rotated order and its least distu
 (smallest) time kept, in a child held to one thread (torch, OpenMP, the BLAS libraries) —
 as the encoding, attribution and retrieval figures are: on this shared 2-core machine the
 CPU time of two threads counts their waiting for each other, and says more about the
-neighbours than about the code — and in a second child at the default thread count (CPU and
-wall time, in the details). The speed-up is the reference's median CPU time over the search's. Each answer's number of
-edits and whether it was found are compared with the reference's.
+neighbours than about the code — and in a second child at the default thread count, as a
+user runs it (``counterfactual`` itself holds one thread on a machine with at most two
+CPUs, :mod:`lexlens.analysis.core.threads`; CPU and wall time, in the details). The speed-up
+is the reference's median CPU time over the search's. Each answer's number of edits and
+whether it was found are compared with the reference's.
 """
 
 from __future__ import annotations
@@ -88,10 +90,11 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
         details["median_wall_s"] = statistics.median(walls) if walls else None
         how = (
             f"process CPU time, one thread (least of {REPEATS} rotated runs; details: the same "
-            f"at the default {r['default_threads']['threads']} threads, CPU and wall), median over "
+            f"as a user runs it at the default {r['default_threads']['threads']} threads, CPU and "
+            "wall), median over "
             f"{len(times['search'])} failing sample queries "
             f"(after one warm-up) among {items:,} items (the sample's 223 texts + synthetic), "
-            "splade-tiny, max_edits 3, max_calls 200, one fresh child"
+            "splade-tiny, max_edits 3, max_calls 200, a fresh child each"
         )
         return [
             figure(
