@@ -20,7 +20,8 @@ the clipart benchmark sample with splade-tiny (60 failures, 358 single edits, 63
 successes once re-encoded) no success had a predicted margin above 0.106 of it for a
 deletion or above −0.012 for an insertion; the tolerances (0.25 and 0.1) leave room beyond
 both. The screen decides only what is encoded, and in which order: every answer shown is
-encoded alone and ranked against the whole collection.
+encoded alone and ranked against the whole collection. The same prediction of a deletion's
+gap orders each level's candidates in every search, screened or not (:func:`.search.prior_of`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class EditScreen:
         terms = np.flatnonzero(self.q0)
         scoring = np.flatnonzero(self.scores)  # every other item scores 0 (no query term)
         rest_best = 0.0 if scoring.size < self.scores.size else -np.inf
-        if scoring.size > CONTENDERS:  # the best (any order) and, at place m, the next best
+        if scoring.size > CONTENDERS:  # the best (any order), then the best of the others
             best = scoring[np.argpartition(-self.scores[scoring], CONTENDERS)[: CONTENDERS + 1]]
             top, rest_best = best[:CONTENDERS], max(rest_best, float(self.scores[best[-1]]))
         else:
