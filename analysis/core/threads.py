@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -43,11 +44,14 @@ _STATE: dict[str, Any] = {"users": 0, "torch": None, "pools": None, "controller"
 
 
 def _pools() -> Any:
-    """threadpoolctl's view of the loaded OpenMP and BLAS libraries (read once)."""
-    if _STATE["controller"] is None:
+    """threadpoolctl's view of the loaded OpenMP and BLAS libraries, read again after any
+    new import (a module may have loaded another library: scipy's, faiss's)."""
+    modules = len(sys.modules)
+    if _STATE["controller"] is None or _STATE.get("modules") != modules:
         from threadpoolctl import ThreadpoolController
 
         _STATE["controller"] = ThreadpoolController()
+        _STATE["modules"] = len(sys.modules)
     return _STATE["controller"]
 
 

@@ -3,6 +3,9 @@ a small machine (or ``LEXLENS_THREADS``), restored when the last overlapping ana
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -26,6 +29,28 @@ def test_silent_wrong_thread_count_set_inside_and_restored_after_the_last_user(m
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1 and _blas_threads() <= {1}  # still held
     assert torch.get_num_threads() == torch_before and _blas_threads() == blas_before
+
+
+def test_silent_wrong_a_blas_library_loaded_later_is_held_too():
+    """In a fresh process: the libraries faiss and scipy.linalg load after a first analysis
+    (their own OpenBLAS and OpenMP) are held to one thread by the next one."""
+    code = """
+import os
+os.environ["LEXLENS_THREADS"] = "1"
+import numpy as np
+from threadpoolctl import threadpool_info
+from lexlens.analysis.core.threads import thread_count
+np.ones((4, 4)) @ np.ones((4, 4))
+with thread_count():
+    pass
+import faiss, scipy.linalg
+with thread_count():
+    held = {(p["internal_api"], p["filepath"], p["num_threads"]) for p in threadpool_info()}
+assert len({path for _, path, _ in held}) >= 3, held
+assert {n for _, _, n in held} == {1}, held
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_silent_wrong_thread_count_restored_when_the_block_fails(monkeypatch):
