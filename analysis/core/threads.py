@@ -8,7 +8,9 @@ M = 24 IG pass took 29.5 s with two threads against 5.4 s with one (``bench/attr
 a text-level counterfactual over 100,000 items 40–52 ms wall (80–95 ms CPU) with two threads
 against 29–31 ms with one. So on machines with at most two CPUs these analyses run with one
 torch intra-op thread and one thread in the OpenMP and BLAS pools numpy and scipy use
-(threadpoolctl), restored afterwards; ``LEXLENS_THREADS=N`` overrides the choice.
+(threadpoolctl), restored afterwards; ``LEXLENS_THREADS=N`` overrides the choice. The BLAS
+limit is a request: in a long-lived process an OpenBLAS was seen to keep its count (after
+the app's tests had run in it); torch's own count always holds.
 """
 
 from __future__ import annotations
