@@ -18,7 +18,9 @@ succeeds is the smallest):
   cannot close otherwise), so each node branches only on the positive gains of the item
   still above with the fewest of them (complete: every solution contains one);
 - bound: a node is cut when an item above the target cannot be passed even by its ``r``
-  largest remaining gains (``r`` terms left).
+  largest remaining gains (``r`` terms left);
+- a target scoring 0 or less with no item above it (a signed collection) branches on the
+  terms it loses by (``a_tk < 0``): only removing one of them raises it.
 
 Beyond that size (or when the search exceeds its node budget) a greedy sequence — each step
 removes the term that gains most against the current first rival — gives the *smallest
@@ -105,10 +107,19 @@ class _Search:
         margin = self.need - gained
         above = (margin > 0) | ((margin == 0) & ~self.after_target)
         if not above.any():
-            if self.target_score - lost > 0 and left == 0:
-                self.solutions.append(chosen)
-                if len(self.solutions) >= SOLUTIONS_COMPARED:
-                    raise _Enough
+            if self.target_score - lost > 0:
+                if left == 0:
+                    self.solutions.append(chosen)
+                    if len(self.solutions) >= SOLUTIONS_COMPARED:
+                        raise _Enough
+                return
+            # none above, but the target scores 0 or less (not retrieved): only removing a
+            # term it loses by (a_tk < 0) raises it
+            if left > 0:
+                order = np.argsort(self.target_gain, kind="stable")
+                self._branch(
+                    chosen, gained, lost, left, [k for k in order if self.target_gain[k] < 0]
+                )
             return
         if left == 0 or np.any(self.best_gains[above, left] < margin[above]):
             return
@@ -116,9 +127,11 @@ class _Search:
         options = (self.gains[rows] > 0).sum(axis=1)
         pick = rows[int(np.argmin(options))]
         order = np.argsort(-self.gains[pick], kind="stable")
-        for k in order:
-            if self.gains[pick, k] <= 0:
-                break
+        self._branch(chosen, gained, lost, left, [k for k in order if self.gains[pick, k] > 0])
+
+    def _branch(self, chosen, gained, lost, left, terms) -> None:
+        """Visit every set one term larger than ``chosen``, each of ``terms`` in turn."""
+        for k in terms:
             if k in chosen:
                 continue
             key = frozenset((*chosen, int(k)))
@@ -267,9 +280,12 @@ def _greedy(scores, parts: _Contributions, own, target) -> list[int] | None:
         placed = place(current, target)
         if placed.first:
             return removed
-        if placed.rank is None or placed.rival is None:
+        if placed.rank is None:  # the target scores 0 or less: the term it loses most by
+            gain = -own
+        elif placed.rival is None:
             return None
-        gain = parts.column(placed.rival) - own
+        else:
+            gain = parts.column(placed.rival) - own
         gain[removed] = -np.inf
         k = int(np.argmax(gain))
         if not gain[k] > 0:
