@@ -129,10 +129,7 @@ def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:
     OpenMP and the BLAS libraries held to one thread, set before they load)."""
     return child_run(
         f"""
-        import json, os, time
-        if {one_thread}:  # before numpy and torch load their thread pools
-            for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-                os.environ[name] = "1"
+        import json, time
         import torch
         if {one_thread}:
             torch.set_num_threads(1)
@@ -195,6 +192,7 @@ def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:
                 "threads": torch.get_num_threads()}})
         """,
         timeout=7200,
+        one_thread=one_thread,
     )
 
 

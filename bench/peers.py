@@ -164,12 +164,9 @@ def _peer_inputs(folder: Path) -> tuple[Path, Path]:
 
 
 def _child_setup(index: Path, queries: Path) -> str:
-    """The code every retrieval child starts with: one thread, the queries, timers, the
-    index opened (its RSS read before)."""
+    """The code every retrieval child starts with (run with ``one_thread``): the queries,
+    timers, the index opened (its RSS read before)."""
     return f"""
-            import os
-            for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-                os.environ[name] = "1"
             import numpy as np, scipy.sparse as sp
             from lexlens.analysis.collections.store import open_index
             Q = sp.load_npz({str(queries)!r})
@@ -214,7 +211,8 @@ def retrieval_beside_peers() -> list[dict]:
             _done({{"median_ms": ms, "median_wall_ms": wall, "tops": tops,
                     "base_rss_mb": base_rss_mb, "single_peak_mb": peak_mb,
                     "one_at_a_time_top100_ms": cpu}})
-            """
+            """,
+            one_thread=True,
         )
         batched = child_run(
             setup
@@ -228,7 +226,8 @@ def retrieval_beside_peers() -> list[dict]:
             tops = [r.rows.tolist() for r in found[:CHECKED_QUERIES]]
             _done({"ms_per_query": cpu, "wall_ms_per_query": wall, "nnz": ix.nnz,
                    "tops100": tops})
-            """.replace("CHECKED_QUERIES", str(CHECKED_QUERIES))
+            """.replace("CHECKED_QUERIES", str(CHECKED_QUERIES)),
+            one_thread=True,
         )
         csc = child_run(
             setup
@@ -246,7 +245,8 @@ def retrieval_beside_peers() -> list[dict]:
             _done({{"median_ms": ms, "median_wall_ms": wall, "bytes": nbytes,
                     "ms_per_query": cpu, "wall_ms_per_query": batch_wall, "tops": tops,
                     "exact_tops100": exact}})
-            """
+            """,
+            one_thread=True,
         )
         pisa = _pisa(index, queries, folder)
         return _retrieval_figures(single, batched, csc, pisa)

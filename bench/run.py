@@ -90,16 +90,26 @@ def _done(result):
 """
 
 
-def child_run(code: str, timeout: float = 3600) -> dict:
+#: Code a child runs first to hold OpenMP, MKL and OpenBLAS to one thread (before any loads).
+ONE_THREAD = """
+import os
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = "1"
+"""
+
+
+def child_run(code: str, timeout: float = 3600, *, one_thread: bool = False) -> dict:
     """Run ``code`` in a fresh Python that ends by calling ``_done(result_dict)``; returns that
-    dict with the child's peak RSS and peak anonymous memory (MB).
+    dict with the child's peak RSS and peak anonymous memory (MB). ``one_thread``: the child's
+    OpenMP and BLAS libraries held to one thread (:data:`ONE_THREAD`).
 
     The peak is ``VmHWM`` of the child's own address space, which starts empty at ``exec``.
     ``ru_maxrss`` would not do: Linux carries it across ``fork`` + ``exec``, so a child of a
     large benchmark process reports at least its parent's size.
     """
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD_PRELUDE + textwrap.dedent(code)],
+        [sys.executable, "-c", (ONE_THREAD if one_thread else "") + CHILD_PRELUDE
+         + textwrap.dedent(code)],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip

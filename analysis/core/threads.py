@@ -42,14 +42,14 @@ def analysis_threads() -> int | None:
 
 
 _LOCK = threading.Lock()
-_STATE: dict[str, Any] = {"users": 0, "torch": None, "pools": None, "controller": None}
+_STATE: dict[str, Any] = {"users": 0, "torch": None, "pools": None, "controller": None,
+                          "modules": None}  # fmt: skip
 
 
 def _pools() -> Any:
     """threadpoolctl's view of the loaded OpenMP and BLAS libraries, read again after any
     new import (a module may have loaded another library: scipy's, faiss's)."""
-    modules = len(sys.modules)
-    if _STATE["controller"] is None or _STATE.get("modules") != modules:
+    if _STATE["modules"] != len(sys.modules):
         from threadpoolctl import ThreadpoolController
 
         _STATE["controller"] = ThreadpoolController()
