@@ -102,8 +102,18 @@ def _peak_rss_cli() -> tuple[float | None, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "long.txt"
         corpus.write_text(" ".join(words[:512]) + "\n", encoding="utf-8")
-        argv = ["attribute", "--encoder", "minilm-pq", "--corpus", str(corpus),
-                "--steps", "1000", "--m", "2", "--json"]  # fmt: skip
+        argv = [
+            "attribute",
+            "--encoder",
+            "minilm-pq",
+            "--corpus",
+            str(corpus),
+            "--steps",
+            "1000",
+            "--m",
+            "2",
+            "--json",
+        ]
         start = time.perf_counter()
         try:
             out = child_run(
@@ -267,6 +277,6 @@ def run() -> list[dict]:
             goal=("<", 2500.0),
             measured_with=how,
             details=details,
-        )  # fmt: skip
+        )
     )
     return results

@@ -43,11 +43,16 @@ def measure_once(page, *, timeout: float = 180.0) -> dict[str, float]:
     url = f"http://127.0.0.1:{port}"
     streamlit = Path(sys.executable).parent / "streamlit"
     cmd = [
-        str(streamlit), "run", os.environ.get("COLDSTART_APP", "app/main.py"),
-        "--server.headless", "true",
-        "--server.port", str(port),
-        "--server.address", "127.0.0.1",
-    ]  # fmt: skip
+        str(streamlit),
+        "run",
+        os.environ.get("COLDSTART_APP", "app/main.py"),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with tempfile.TemporaryFile() as log:
         start = time.perf_counter()
@@ -114,8 +119,13 @@ def _child_seconds(command: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, its children included) of one fresh process."""
     before = os.times()
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))  # fmt: skip
+    subprocess.run(
+        command,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
@@ -131,9 +141,15 @@ def terms_start_up(runs: int = 5) -> dict:
     lexlens = str(Path(sys.executable).parent / "lexlens")
     commands = {
         "imports": [sys.executable, "-c", "import torch, transformers"],
-        "terms": [lexlens, "terms", "--encoder", "splade-tiny", "--text",
-                  "a small dog runs along the beach at sunset"],
-    }  # fmt: skip
+        "terms": [
+            lexlens,
+            "terms",
+            "--encoder",
+            "splade-tiny",
+            "--text",
+            "a small dog runs along the beach at sunset",
+        ],
+    }
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for i in range(runs + 1):
         for name, command in commands.items():

@@ -157,7 +157,7 @@ def indexing_throughput(n: int = 1500) -> list[dict]:
                     "items/s",
                     goal=(">=", 0.0),
                     measured_with='skipped: Ray not installed (pip install "lexlens[ray]")',
-                )  # fmt: skip
+                )
             )
             return out
         on_ray = child_run(
@@ -312,7 +312,7 @@ def latency(
                         "queries; float16 postings + exact rescoring"
                         if built["postings"]
                         else "queries; one sparse product over the CSR"
-                    ),  # fmt: skip
+                    ),
                     details=details,
                 )
             )

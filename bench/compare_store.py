@@ -67,10 +67,10 @@ def _old_tree(folder: Path) -> Path | None:
     tree = folder / "old"
     (tree / "lexlens").mkdir(parents=True)
     try:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", OLD_COMMIT],
-                                 capture_output=True, check=True)  # fmt: skip
-        subprocess.run(["tar", "-x", "-C", str(tree / "lexlens")], input=archive.stdout,
-                       check=True)  # fmt: skip
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", OLD_COMMIT], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(tree / "lexlens")], input=archive.stdout, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
     return tree
@@ -123,21 +123,35 @@ def run() -> list[dict]:
         tree = _old_tree(folder)
         old = None
         if tree is not None:
-            old = child_run(OLD_PATH.format(tree=str(tree), encoder=ENCODER, index=str(index),
-                                            gates=list(GATES), queries=list(QUERIES[:2])))  # fmt: skip
+            old = child_run(
+                OLD_PATH.format(
+                    tree=str(tree),
+                    encoder=ENCODER,
+                    index=str(index),
+                    gates=list(GATES),
+                    queries=list(QUERIES[:2]),
+                )
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     later = min(new["seconds"][1:])
     details = {
-        "texts": TEXTS, "encoder": ENCODER, "gate_k": list(GATES), "queries": list(QUERIES),
-        "new_seconds": new["seconds"], "new_cpu_seconds": new["cpu"],
+        "texts": TEXTS,
+        "encoder": ENCODER,
+        "gate_k": list(GATES),
+        "queries": list(QUERIES),
+        "new_seconds": new["seconds"],
+        "new_cpu_seconds": new["cpu"],
         "old_commit": OLD_COMMIT,
         "old_seconds": None if old is None else old["seconds"],
         "old_cpu_seconds": None if old is None else old["cpu"],
-        "largest_relative_difference_to_old": None if old is None else [
-            _largest_difference(n, o) for n, o in zip(new["documents"], old["documents"], strict=False)
+        "largest_relative_difference_to_old": None
+        if old is None
+        else [
+            _largest_difference(n, o)
+            for n, o in zip(new["documents"], old["documents"], strict=False)
         ],
-    }  # fmt: skip
+    }
     old_note = "" if old is not None else " (old path skipped: no git checkout holding it)"
     return [
         figure(
@@ -153,7 +167,7 @@ def run() -> list[dict]:
                 "old_first_seconds": None if old is None else old["seconds"][0],
                 "speedup": None if old is None else old["seconds"][0] / new["seconds"][0],
             },
-        ),  # fmt: skip
+        ),
         figure(
             "compare_second_query_3000_texts",
             later,
@@ -167,5 +181,5 @@ def run() -> list[dict]:
                 "old_second_seconds": None if old is None else old["seconds"][1],
                 "speedup": None if old is None else old["seconds"][1] / later,
             },
-        ),  # fmt: skip
+        ),
     ]

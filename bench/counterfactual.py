@@ -105,7 +105,7 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
                 measured_with=f"counterfactual's answer (query encoded, exact term level, "
                 f"screened text-level search, the answer verified alone): {how}",
                 details=details,
-            ),  # fmt: skip
+            ),
             figure(
                 "counterfactual_batched_over_one_at_a_time",
                 ratio,
@@ -117,7 +117,7 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
                 f"({r['same_answers']} of {len(times['search'])} answers with the same edit "
                 f"count and outcome): {how}",
                 details=details,
-            ),  # fmt: skip
+            ),
         ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -69,8 +69,9 @@ def _write_million(source: Path, out: Path, n: int = MILLION) -> float:
             yield {"id": f"r{j}", "text": texts[i]}, rows[i][0], rows[i][1], tokens[i]
 
     started = time.perf_counter()
-    write_index(out, src.vocab, items(), encoder=src.manifest["encoder"], gate_k=src.gate_k,
-                postings=False)  # fmt: skip
+    write_index(
+        out, src.vocab, items(), encoder=src.manifest["encoder"], gate_k=src.gate_k, postings=False
+    )
     return time.perf_counter() - started
 
 

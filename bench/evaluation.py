@@ -91,8 +91,10 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             timeout=7200,
         )
         details = {"items": items, "queries": queries, **r}
-        per = {k: r[f"{k}_s"] / (queries if k in ("evaluate", "batched", "scipy") else ONE_AT_A_TIME)
-               for k in ("evaluate", "search", "batched", "single", "scipy")}  # fmt: skip
+        per = {
+            k: r[f"{k}_s"] / (queries if k in ("evaluate", "batched", "scipy") else ONE_AT_A_TIME)
+            for k in ("evaluate", "search", "batched", "single", "scipy")
+        }
         details["seconds_per_query"] = per
         return [
             figure(

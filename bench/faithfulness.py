@@ -102,7 +102,7 @@ def run(items: int = ITEMS, failures: int = FAILURES) -> list[dict]:
                 "peak_rss_mb": r.get("peak_rss_mb"),
                 "wall_s": round(time.perf_counter() - started, 1),
             },
-        ),  # fmt: skip
+        ),
         figure(
             "faithfulness_batched_vs_one_at_a_time",
             per_alone / per_batched,
@@ -111,5 +111,5 @@ def run(items: int = ITEMS, failures: int = FAILURES) -> list[dict]:
             measured_with=f"the first {ONE_AT_A_TIME} failures: each edited query encoded "
             "alone vs deduplicated and encoded in batches, same process, per failure",
             details={"batched_s_per_failure": per_batched, "alone_s_per_failure": per_alone},
-        ),  # fmt: skip
+        ),
     ]

@@ -60,8 +60,12 @@ def write_pisa_index(index, folder: Path) -> int:
     (folder / "fwd.terms").write_text("".join(term_name(t) + "\n" for t in terms))
     _pisathon.build_binlex(str(folder / "fwd.documents"), str(folder / "fwd.doclex"))
     _pisathon.build_binlex(str(folder / "fwd.terms"), str(folder / "fwd.termlex"))
-    meta = {"type": "sparse_index", "format": "pisa", "package_hint": "pyterrier-pisa",
-            "stemmer": "none"}  # fmt: skip
+    meta = {
+        "type": "sparse_index",
+        "format": "pisa",
+        "package_hint": "pyterrier-pisa",
+        "stemmer": "none",
+    }
     (folder / "pt_meta.json").write_text(json.dumps(meta))
     return len(terms)
 
@@ -259,8 +263,10 @@ def _pisa(index: Path, queries: Path, folder: Path) -> dict:
     try:
         import pyterrier_pisa  # noqa: F401
     except Exception as exc:  # noqa: BLE001 (missing, or its own imports failing)
-        return {"error": f"pyterrier-pisa not importable ({type(exc).__name__}: {exc}); "
-                         'pip install "lexlens[bench]"'}  # fmt: skip
+        return {
+            "error": f"pyterrier-pisa not importable ({type(exc).__name__}: {exc}); "
+            'pip install "lexlens[bench]"'
+        }
     return child_run(
         f"""
         import numpy as np
@@ -292,17 +298,21 @@ def _retrieval_figures(single: dict, batched: dict, csc: dict, pisa: dict) -> li
 
     where = f"{PEER_ITEMS:,} synthetic items (~{NNZ_PER_ITEM} non-zeros, Zipf-like terms)"
     details = {
-        "lexlens_single_ms": single["median_ms"], "csc_single_ms": csc["median_ms"],
+        "lexlens_single_ms": single["median_ms"],
+        "csc_single_ms": csc["median_ms"],
         "lexlens_single_wall_ms": single["median_wall_ms"],
         "csc_single_wall_ms": csc["median_wall_ms"],
         "lexlens_peak_rss_mb": single["single_peak_mb"],
         "lexlens_one_at_a_time_top100_ms_per_query": single["one_at_a_time_top100_ms"],
-        "lexlens_rss_before_opening_mb": single["base_rss_mb"], "csc_bytes": csc["bytes"],
-        "csc_peak_rss_mb": csc["peak_rss_mb"], "same_top10_as_csc": f"{same}/{len(csc['tops'])}",
+        "lexlens_rss_before_opening_mb": single["base_rss_mb"],
+        "csc_bytes": csc["bytes"],
+        "csc_peak_rss_mb": csc["peak_rss_mb"],
+        "same_top10_as_csc": f"{same}/{len(csc['tops'])}",
         "lexlens_batched_ms_per_query": batched["ms_per_query"],
-        "csc_batched_ms_per_query": csc["ms_per_query"], "pisa": pisa,
+        "csc_batched_ms_per_query": csc["ms_per_query"],
+        "pisa": pisa,
         "batched_top100_same_as_exact_csc": f"{exact}/{len(csc['exact_tops100'])}",
-    }  # fmt: skip
+    }
     return [
         *_single_figures(single, csc, where, details),
         *_batched_figures(single, batched, csc, pisa, where, exact, details),

@@ -108,11 +108,17 @@ def child_run(code: str, timeout: float = 3600, *, one_thread: bool = False) -> 
     large benchmark process reports at least its parent's size.
     """
     proc = subprocess.run(
-        [sys.executable, "-c", (ONE_THREAD if one_thread else "") + CHILD_PRELUDE
-         + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        [
+            sys.executable,
+            "-c",
+            (ONE_THREAD if one_thread else "") + CHILD_PRELUDE + textwrap.dedent(code),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )  # fmt: skip
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"bench child failed: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -251,9 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results.json")
     parser.add_argument("--only", nargs="*", help="module names to run (default: all)")
     parser.add_argument(
-        "--update", action="store_true",
+        "--update",
+        action="store_true",
         help="keep the other modules' figures already in --out (each run is listed in 'runs')",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
 
     results: list[dict[str, Any]] = []

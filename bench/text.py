@@ -165,7 +165,7 @@ def beside_sparse_encoder(encoder, *, repeat: int = 3) -> list[dict]:
                     "max_abs_difference": difference,
                     "mean_chars": float(np.mean([len(t) for t in texts])),
                     "load_average_1min": os.getloadavg()[0],
-                },  # fmt: skip
+                },
             )
         )
     return out

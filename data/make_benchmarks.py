@@ -310,20 +310,26 @@ def write_beir(folder: Path) -> tuple[int, int]:
     corpus = [c for n, c in enumerate(classes) if n % 5 == 0 or c[0] in wanted]
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": f"c{k}", "title": name, "text": text}) + "\n"
-                for k, name, text in corpus),
+        "".join(
+            json.dumps({"_id": f"c{k}", "title": name, "text": text}) + "\n"
+            for k, name, text in corpus
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     queries = list(QUERIES.items())
     (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": f"q{i:02d}", "text": q}) + "\n" for i, (q, _) in enumerate(queries)),
+        "".join(
+            json.dumps({"_id": f"q{i:02d}", "text": q}) + "\n" for i, (q, _) in enumerate(queries)
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     (folder / "qrels" / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\n"
-        + "".join(f"q{i:02d}\tc{by_name[name.lower()][0]}\t1\n" for i, (_, name) in enumerate(queries)),
+        + "".join(
+            f"q{i:02d}\tc{by_name[name.lower()][0]}\t1\n" for i, (_, name) in enumerate(queries)
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     return len(corpus), len(queries)
 
 
@@ -331,10 +337,15 @@ def write_karpathy(folder: Path) -> int:
     """The Karpathy JSON over scikit-image's photos; returns the number of images."""
     folder.mkdir(parents=True, exist_ok=True)
     images = [
-        {"filename": name, "filepath": "", "imgid": n, "split": split,
-         "sentences": [{"raw": c, "sentid": 5 * n + j} for j, c in enumerate(captions)]}
+        {
+            "filename": name,
+            "filepath": "",
+            "imgid": n,
+            "split": split,
+            "sentences": [{"raw": c, "sentid": 5 * n + j} for j, c in enumerate(captions)],
+        }
         for n, (name, (split, captions)) in enumerate(PHOTOS.items())
-    ]  # fmt: skip
+    ]
     document = {"dataset": "photos", "images": images}
     (folder / "dataset_photos.json").write_text(json.dumps(document, indent=1) + "\n", "utf-8")
     return len(images)

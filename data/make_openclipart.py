@@ -44,18 +44,54 @@ GENERIC = re.compile(
     re.IGNORECASE,
 )
 #: Keywords that mark a set, not a content.
-NOISE = {"hash", "unsorted", "theme", "lemon_theme_icon", "magick", "special", "icon", "icons",
-         "clip art", "clipart", "image", "media", "public domain", "svg", "png"}  # fmt: skip
+NOISE = {
+    "hash",
+    "unsorted",
+    "theme",
+    "lemon_theme_icon",
+    "magick",
+    "special",
+    "icon",
+    "icons",
+    "clip art",
+    "clipart",
+    "image",
+    "media",
+    "public domain",
+    "svg",
+    "png",
+}
 #: Plural and synonym spellings folded into one label.
 ALIASES = {
-    "animals": "animal", "mammals": "mammal", "birds": "bird", "bugs": "insect",
-    "insects": "insect", "flags": "flag", "desserts": "dessert", "beverages": "beverage",
-    "transportation": "transport", "boating": "boat", "boats": "boat", "plants": "plant",
-    "flowers": "flower", "sports": "sport", "fruits": "fruit", "vegetables": "vegetable",
-    "signs_and_symbols": "sign", "signs": "sign", "shapes": "shape", "arrows": "arrow",
-    "trees": "tree", "cars": "car", "buildings": "building", "tools": "tool",
-    "instruments": "instrument", "vehicles": "vehicle", "dogs": "dog", "cats": "cat",
-}  # fmt: skip
+    "animals": "animal",
+    "mammals": "mammal",
+    "birds": "bird",
+    "bugs": "insect",
+    "insects": "insect",
+    "flags": "flag",
+    "desserts": "dessert",
+    "beverages": "beverage",
+    "transportation": "transport",
+    "boating": "boat",
+    "boats": "boat",
+    "plants": "plant",
+    "flowers": "flower",
+    "sports": "sport",
+    "fruits": "fruit",
+    "vegetables": "vegetable",
+    "signs_and_symbols": "sign",
+    "signs": "sign",
+    "shapes": "shape",
+    "arrows": "arrow",
+    "trees": "tree",
+    "cars": "car",
+    "buildings": "building",
+    "tools": "tool",
+    "instruments": "instrument",
+    "vehicles": "vehicle",
+    "dogs": "dog",
+    "cats": "cat",
+}
 
 
 def _text(element) -> str:
@@ -123,10 +159,20 @@ def render(svg: Path, size: int = 224, work: int = 512, timeout: float = 30):
 
     try:
         proc = subprocess.run(
-            ["rsvg-convert", "-w", str(work), "-h", str(work), "--keep-aspect-ratio",
-             "-f", "png", str(svg)],
-            capture_output=True, timeout=timeout,
-        )  # fmt: skip
+            [
+                "rsvg-convert",
+                "-w",
+                str(work),
+                "-h",
+                str(work),
+                "--keep-aspect-ratio",
+                "-f",
+                "png",
+                str(svg),
+            ],
+            capture_output=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return None
     if proc.returncode or not proc.stdout:

@@ -63,9 +63,12 @@ print("\\n".join(missing))
 def _tree_copy(dest: Path) -> Path:
     """The files of this tree that git tracks or would track (no venv, no build output)."""
     listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-        text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     for name in listed:
         src = ROOT / name
         if src.is_file():
@@ -85,47 +88,98 @@ def test_wheel_installed_outside_the_checkout_works(tmp_path):
         pytest.skip("git is needed to list the tree's files")
     source = _tree_copy(tmp_path / "src")
     wheels = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-          "-w", str(wheels), str(source)], tmp_path, dict(os.environ))  # fmt: skip
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        tmp_path,
+        dict(os.environ),
+    )
     (wheel,) = wheels.glob("lexlens-*.whl")
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, dict(os.environ))
     python = venv / "bin" / "python"
     site = Path(
-        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-             tmp_path, dict(os.environ)).strip()
-    )  # fmt: skip
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            tmp_path,
+            dict(os.environ),
+        ).strip()
+    )
     (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run([str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], tmp_path,
-         dict(os.environ))  # fmt: skip
+    _run(
+        [str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+        tmp_path,
+        dict(os.environ),
+    )
 
     work = tmp_path / "elsewhere"  # no checkout anywhere above it
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LEXLENS_HOME=str(tmp_path / "home"),
-               PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")  # fmt: skip
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        LEXLENS_HOME=str(tmp_path / "home"),
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+    )
     imported = json.loads(_run([str(python), "-c", IMPORT_ALL], work, env))
     assert Path(imported["file"]).is_relative_to(site), imported  # the wheel, not the checkout
     assert imported["modules"] > 100
     assert _run([str(python), "-c", CHECK_REQUIREMENTS], work, env).strip() == ""
 
     lexlens = str(venv / "bin" / "lexlens")
-    terms = json.loads(_run([lexlens, "terms", "--encoder", "splade-tiny", "--text",
-                             "a cat sleeping on a book", "--json"], work, env))  # fmt: skip
+    terms = json.loads(
+        _run(
+            [
+                lexlens,
+                "terms",
+                "--encoder",
+                "splade-tiny",
+                "--text",
+                "a cat sleeping on a book",
+                "--json",
+            ],
+            work,
+            env,
+        )
+    )
     assert terms["merged_terms"][0]["token"] == "cat"
-    sample = _run([str(python), "-c", "from lexlens.analysis.core.samples import "
-                   "sample_benchmark as s; print(s('imagenet_beir'))"], work, env).strip()  # fmt: skip
+    sample = _run(
+        [
+            str(python),
+            "-c",
+            "from lexlens.analysis.core.samples import "
+            "sample_benchmark as s; print(s('imagenet_beir'))",
+        ],
+        work,
+        env,
+    ).strip()
     assert Path(sample).is_relative_to(site)
-    _run([lexlens, "index", "--encoder", "splade-tiny", "--source", sample, "--out", "ix"],
-         work, env)  # fmt: skip
+    _run(
+        [lexlens, "index", "--encoder", "splade-tiny", "--source", sample, "--out", "ix"], work, env
+    )
     evaluated = json.loads(_run([lexlens, "evaluate", "--index", "ix", "--json"], work, env))
     assert evaluated["settings"]["queries"] == 60
     assert 0.0 < evaluated["metrics"]["aggregate"]["nDCG@10"] <= 1.0
 
     port = free_port()
     log = (tmp_path / "app.log").open("wb")
-    server = subprocess.Popen([lexlens, "app", "--port", str(port)], cwd=work, env=env,
-                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    server = subprocess.Popen(
+        [lexlens, "app", "--port", str(port)],
+        cwd=work,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 120
         while not healthy(f"http://127.0.0.1:{port}"):

@@ -189,8 +189,9 @@ def _evaluate_m(
     )
 
 
-def _settings(plan: _Plan, *, ks: dict[int, int], n_skipped: int, m_values: list[int],
-              own_codebook: bool) -> dict:  # fmt: skip
+def _settings(
+    plan: _Plan, *, ks: dict[int, int], n_skipped: int, m_values: list[int], own_codebook: bool
+) -> dict:
     """What was run, with the choices the paper leaves open (the result's ``settings``)."""
     options = plan.options
     ig_steps = "auto" if options.steps is None else options.steps
@@ -241,9 +242,11 @@ def mot_inputs(
             f"corpus holds {len(corpus)} text: the masking evaluation needs at least two texts"
         )
     attributions = sequence_of(
-        attributions, SubvectorAttribution, "attributions",
+        attributions,
+        SubvectorAttribution,
+        "attributions",
         "a list of SubvectorAttribution, one per corpus text",
-    )  # fmt: skip
+    )
     encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     if attributions is not None:
         _check_attributions(encoder, corpus, attributions)
@@ -292,8 +295,9 @@ def mot_evaluate(
     table.columns.name = "M"
     if skipped:
         notes.append(f"{len(skipped)} document(s) without a word to keep were left out")
-    settings = _settings(plan, ks=ks, n_skipped=len(skipped), m_values=m_values,
-                         own_codebook=own_codebook)  # fmt: skip
+    settings = _settings(
+        plan, ks=ks, n_skipped=len(skipped), m_values=m_values, own_codebook=own_codebook
+    )
     result = MotResult(
         encoder=encoder.name,
         table=table,

@@ -83,25 +83,53 @@ def _kept_share(value: float) -> float:
 
 #: IG's node count (shared by every use case that runs IG).
 STEPS_OPTION = shared_option(
-    "steps", int, None, optional=True, low=2, high=STEPS_LIMIT, parse=_steps_text,
-    wanted=f"auto or an integer from 2 to {STEPS_LIMIT:,}", label="IG steps", widget="number",
+    "steps",
+    int,
+    None,
+    optional=True,
+    low=2,
+    high=STEPS_LIMIT,
+    parse=_steps_text,
+    wanted=f"auto or an integer from 2 to {STEPS_LIMIT:,}",
+    label="IG steps",
+    widget="number",
     help="IG quadrature nodes: auto adds nested Clenshaw–Curtis nodes until every "
     "sub-vector's completeness gap is within the tolerance; a number: that many nodes",
-)  # fmt: skip
+)
 TOLERANCE_OPTION = shared_option(
-    "tolerance", float, DEFAULT_TOLERANCE, low=0, high=1, check=_open_fraction, step=0.005,
-    wanted="a fraction in (0, 1)", label="Tolerance",
+    "tolerance",
+    float,
+    DEFAULT_TOLERANCE,
+    low=0,
+    high=1,
+    check=_open_fraction,
+    step=0.005,
+    wanted="a fraction in (0, 1)",
+    label="Tolerance",
     help="auto steps: stop once every sub-vector's |delta_i| ≤ tolerance · |F_i(x) − F_i(x′)|",
-)  # fmt: skip
+)
 MAX_STEPS_OPTION = shared_option(
-    "max_steps", int, DEFAULT_MAX_STEPS, low=ADAPTIVE_LEVELS[0], high=STEPS_LIMIT,
-    label="Most IG steps", widget="number", help="auto steps: at most this many nodes",
-)  # fmt: skip
+    "max_steps",
+    int,
+    DEFAULT_MAX_STEPS,
+    low=ADAPTIVE_LEVELS[0],
+    high=STEPS_LIMIT,
+    label="Most IG steps",
+    widget="number",
+    help="auto steps: at most this many nodes",
+)
 KEEP_OPTION = shared_option(
-    "keep", float, 0.05, low=0, high=1, check=_kept_share, step=0.01,
-    wanted="a fraction in (0, 1]", label="MoT: fraction of words kept",
+    "keep",
+    float,
+    0.05,
+    low=0,
+    high=1,
+    check=_kept_share,
+    step=0.01,
+    wanted="a fraction in (0, 1]",
+    label="MoT: fraction of words kept",
     help="the masking evaluation keeps this share of each text's words by each ranking",
-)  # fmt: skip
+)
 
 
 def _distinct_indices(value: tuple) -> tuple[int, ...]:
@@ -127,18 +155,28 @@ class IgOptions(Options):
     what = "Integrated Gradients"
 
     steps: int | None = shared(STEPS_OPTION)
-    method: str = option("gausslegendre", "the quadrature rule of a fixed step count "
-                         "(auto steps use nested Clenshaw–Curtis levels)", choices=METHODS,
-                         label="Quadrature", widget="select")  # fmt: skip
+    method: str = option(
+        "gausslegendre",
+        "the quadrature rule of a fixed step count (auto steps use nested Clenshaw–Curtis levels)",
+        choices=METHODS,
+        label="Quadrature",
+        widget="select",
+    )
     tolerance: float = shared(TOLERANCE_OPTION)
     max_steps: int = shared(MAX_STEPS_OPTION)
-    baseline: str = option("unk", "the token that replaces every word but the stop words in "
-                           "the IG baseline: [UNK] or [PAD]", choices=BASELINES,
-                           label="Baseline")  # fmt: skip
+    baseline: str = option(
+        "unk",
+        "the token that replaces every word but the stop words in the IG baseline: [UNK] or [PAD]",
+        choices=BASELINES,
+        label="Baseline",
+    )
     subvectors: tuple[int, ...] | None = option(
-        None, "the sub-vectors attributed (default: all M)", cli=False,
-        check=_distinct_indices, wanted="distinct sub-vector indices ≥ 0, at least one",
-    )  # fmt: skip
+        None,
+        "the sub-vectors attributed (default: all M)",
+        cli=False,
+        check=_distinct_indices,
+        wanted="distinct sub-vector indices ≥ 0, at least one",
+    )
     batch_size: int | None = shared(BATCH_SIZE, default=None)
 
     def __post_init__(self) -> None:
@@ -157,9 +195,14 @@ class AttributeOptions(IgOptions):
 
     what = "attribute"
 
-    m: int | None = option(None, "the number of sub-vectors M: refit M×K codebooks on the "
-                           "packaged corpus (default: the encoder's own codebook)", low=2,
-                           label="Sub-vectors M", widget="number")  # fmt: skip
+    m: int | None = option(
+        None,
+        "the number of sub-vectors M: refit M×K codebooks on the "
+        "packaged corpus (default: the encoder's own codebook)",
+        low=2,
+        label="Sub-vectors M",
+        widget="number",
+    )
     seed: int = shared(SEED)
 
     def ig_options(self) -> IgOptions:
@@ -206,31 +249,57 @@ class MotOptions(Options):
     what = "mot_evaluate"
 
     m_values: tuple[int, ...] = option(
-        (12, 24, 48), "the numbers of sub-vectors M compared (a codebook fitted per M)",
-        parse=_int_list, check=_m_values, metavar="M,M,…", label="M values",
+        (12, 24, 48),
+        "the numbers of sub-vectors M compared (a codebook fitted per M)",
+        parse=_int_list,
+        check=_m_values,
+        metavar="M,M,…",
+        label="M values",
         wanted="distinct integers, each at least 2 (RandT needs another sub-vector)",
-    )  # fmt: skip
+    )
     keep: float = shared(KEEP_OPTION)
     steps: int | None = shared(STEPS_OPTION)
     tolerance: float = shared(TOLERANCE_OPTION)
     max_steps: int = shared(MAX_STEPS_OPTION)
-    k: int = option(256, "centroids per sub-space K", low=2, high=MAX_K, check=_power_of_two,
-                    wanted=f"a power of two from 2 to {MAX_K:,}", label="K")  # fmt: skip
+    k: int = option(
+        256,
+        "centroids per sub-space K",
+        low=2,
+        high=MAX_K,
+        check=_power_of_two,
+        wanted=f"a power of two from 2 to {MAX_K:,}",
+        label="K",
+    )
     seed: int = shared(SEED)
-    limit: int | None = option(None, "evaluate a seeded random sample of this many texts (IDF "
-                               "and the codebooks still use every text)", low=2,
-                               label="Texts evaluated", widget="number")  # fmt: skip
-    mask: str = option("unk", "how a dropped word is hidden: [UNK], [MASK], or its pieces "
-                       "deleted", choices=MASKS, label="Mask")  # fmt: skip
-    own_codebook: bool = option(False, "evaluate the encoder's own codebook (its one M) "
-                                "instead of one fitted per M on the corpus",
-                                label="The encoder's own codebook")  # fmt: skip
+    limit: int | None = option(
+        None,
+        "evaluate a seeded random sample of this many texts (IDF "
+        "and the codebooks still use every text)",
+        low=2,
+        label="Texts evaluated",
+        widget="number",
+    )
+    mask: str = option(
+        "unk",
+        "how a dropped word is hidden: [UNK], [MASK], or its pieces deleted",
+        choices=MASKS,
+        label="Mask",
+    )
+    own_codebook: bool = option(
+        False,
+        "evaluate the encoder's own codebook (its one M) instead of one fitted per M on the corpus",
+        label="The encoder's own codebook",
+    )
     batch_size: int | None = shared(BATCH_SIZE, default=None)
 
     def ig_options(self) -> IgOptions:
         """The options of the IG run on each document."""
-        return IgOptions.of(steps=self.steps, tolerance=self.tolerance,
-                            max_steps=self.max_steps, batch_size=self.batch_size)  # fmt: skip
+        return IgOptions.of(
+            steps=self.steps,
+            tolerance=self.tolerance,
+            max_steps=self.max_steps,
+            batch_size=self.batch_size,
+        )
 
 
 @dataclass(frozen=True)
@@ -242,13 +311,19 @@ class ReportOptions(AttributeOptions):
 
     what = "the report"
 
-    mot: bool = option(False, "add the MoT masking evaluation over the texts (two or more)",
-                       label="MoT masking (≥ 2 texts)")  # fmt: skip
+    mot: bool = option(
+        False,
+        "add the MoT masking evaluation over the texts (two or more)",
+        label="MoT masking (≥ 2 texts)",
+    )
     keep: float = shared(KEEP_OPTION)
     top: int = shared(TermsOptions.option("top"), default=REPORT_TOP)
-    ig_curves: bool = option(False, "add each text's IG deletion and insertion curves against "
-                             "RandT and GlobalT (measured by re-encoding) to report.html",
-                             label="IG curves in the report")  # fmt: skip
+    ig_curves: bool = option(
+        False,
+        "add each text's IG deletion and insertion curves against "
+        "RandT and GlobalT (measured by re-encoding) to report.html",
+        label="IG curves in the report",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -266,6 +341,11 @@ class ReportOptions(AttributeOptions):
 
     def mot_options(self) -> MotOptions:
         """The options of the masking evaluation over the attributed texts."""
-        return MotOptions.of(keep=self.keep, steps=self.steps, tolerance=self.tolerance,
-                             max_steps=self.max_steps, seed=self.seed,
-                             batch_size=self.batch_size)  # fmt: skip
+        return MotOptions.of(
+            keep=self.keep,
+            steps=self.steps,
+            tolerance=self.tolerance,
+            max_steps=self.max_steps,
+            seed=self.seed,
+            batch_size=self.batch_size,
+        )

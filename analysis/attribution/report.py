@@ -113,9 +113,13 @@ def with_ig_curves(report: AttributionReport, curves: Mapping[int, IgCurves]) ->
 
 
 def report_ig_curves(
-    encoder: Encoder, report: AttributionReport, texts: Sequence[int] | None = None,
-    *, k: int = 10, seed: int = 0,
-) -> AttributionReport:  # fmt: skip
+    encoder: Encoder,
+    report: AttributionReport,
+    texts: Sequence[int] | None = None,
+    *,
+    k: int = 10,
+    seed: int = 0,
+) -> AttributionReport:
     """``report`` with the IG deletion and insertion curves of ``texts`` (text numbers; all
     texts when ``None``) measured by re-encoding (:func:`ig_faithfulness`, ``k`` words at
     most, RandT's draw seeded by ``seed``); texts that have curves already keep them."""
@@ -124,8 +128,11 @@ def report_ig_curves(
     if texts is not None and not isinstance(texts, (list, tuple, range)):
         raise InputError(f"texts must be a list of text numbers, not {type(texts).__name__}")
     wanted = range(len(report.attribution.texts)) if texts is None else texts
-    found = {i: ig_faithfulness(encoder, report, i, k=k, seed=seed)
-             for i in wanted if i not in report.ig_curves}  # fmt: skip
+    found = {
+        i: ig_faithfulness(encoder, report, i, k=k, seed=seed)
+        for i in wanted
+        if i not in report.ig_curves
+    }
     return with_ig_curves(report, found)
 
 

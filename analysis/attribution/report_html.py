@@ -134,20 +134,26 @@ def _curves_view(curves: Any, fill: str) -> dict[str, Any]:
     the exact values kept for the tooltips."""
     names = list(curves.mean_deletion_aopc)
     return {
-        "measured_by": curves.measured_by, "words": list(curves.words), "fill": fill,
-        "subvectors": len(curves.subvectors), "k": curves.k, "seed": curves.seed,
-        "deletion": line_chart(curves.deletion, x_label="words deleted (k)",
-                               y_label="mean F_i"),
-        "insertion": line_chart(curves.insertion, x_label="words inserted (k)",
-                                y_label="mean F_i"),
-        "rows": [{
-            "name": n, "deletion": curves.mean_deletion_aopc[n],
-            "deletion_exact": repr(float(curves.mean_deletion_aopc[n])),
-            "insertion": curves.mean_insertion_aopc[n],
-            "insertion_exact": repr(float(curves.mean_insertion_aopc[n])),
-        } for n in names],
+        "measured_by": curves.measured_by,
+        "words": list(curves.words),
+        "fill": fill,
+        "subvectors": len(curves.subvectors),
+        "k": curves.k,
+        "seed": curves.seed,
+        "deletion": line_chart(curves.deletion, x_label="words deleted (k)", y_label="mean F_i"),
+        "insertion": line_chart(curves.insertion, x_label="words inserted (k)", y_label="mean F_i"),
+        "rows": [
+            {
+                "name": n,
+                "deletion": curves.mean_deletion_aopc[n],
+                "deletion_exact": repr(float(curves.mean_deletion_aopc[n])),
+                "insertion": curves.mean_insertion_aopc[n],
+                "insertion_exact": repr(float(curves.mean_insertion_aopc[n])),
+            }
+            for n in names
+        ],
         "notes": list(curves.notes),
-    }  # fmt: skip
+    }
 
 
 def render_attribution_html(

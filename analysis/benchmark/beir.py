@@ -51,11 +51,20 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
     corpus = folder / "corpus.jsonl"
     label = str(corpus)
     bench = Benchmark(
-        kind="beir", label=str(folder), root=folder, split=chosen, splits=splits,
-        queries=queries, qrels=qrels,
+        kind="beir",
+        label=str(folder),
+        root=folder,
+        split=chosen,
+        splits=splits,
+        queries=queries,
+        qrels=qrels,
         read_items=lambda found: corpus_items(corpus, label, found, _document),
-        fingerprint_parts=lambda: [file_stamp(corpus), file_stamp(queries_path),
-                                   file_stamp(qrels_dir / f"{chosen}.tsv")],
-        problems=problems, query_where=lambda qid: where.get(qid, str(queries_path)),
-    )  # fmt: skip
+        fingerprint_parts=lambda: [
+            file_stamp(corpus),
+            file_stamp(queries_path),
+            file_stamp(qrels_dir / f"{chosen}.tsv"),
+        ],
+        problems=problems,
+        query_where=lambda qid: where.get(qid, str(queries_path)),
+    )
     return bench

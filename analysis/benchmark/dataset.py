@@ -89,11 +89,14 @@ class Benchmark:
     def describe(self) -> dict:
         """Counts for a card or a message."""
         return {
-            "kind": self.kind, "split": self.split, "splits": self.splits,
-            "queries": len(self.queries), "judged_queries": len(self.qrels),
+            "kind": self.kind,
+            "split": self.split,
+            "splits": self.splits,
+            "queries": len(self.queries),
+            "judged_queries": len(self.qrels),
             "judgements": sum(len(v) for v in self.qrels.values()),
             "problems": self.problems.count + self.item_problems.count,
-        }  # fmt: skip
+        }
 
 
 def file_stamp(path: Path) -> str:

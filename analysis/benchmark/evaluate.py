@@ -102,9 +102,12 @@ class _Found:
 
 
 def _ranked(
-    explainer: Explainer, q: str, ranking: QueryRanking | None, run: Mapping | None,
+    explainer: Explainer,
+    q: str,
+    ranking: QueryRanking | None,
+    run: Mapping | None,
     found: _Found,
-) -> list[tuple[str, float]]:  # fmt: skip
+) -> list[tuple[str, float]]:
     """Query ``q``'s ranking as evaluated: Lexlens's top n, or the run's (its items the
     collection lacks counted)."""
     if ranking is not None:
@@ -118,10 +121,14 @@ def _ranked(
 
 
 def _explain_all(
-    explainer: Explainer, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]],
-    order: list[str], vectors: list[np.ndarray], run: Mapping | None,
+    explainer: Explainer,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    order: list[str],
+    vectors: list[np.ndarray],
+    run: Mapping | None,
     progress: Progress | None,
-) -> _Found:  # fmt: skip
+) -> _Found:
     """Every query ranked (or its run read), placed and, when it fails, explained."""
     ix, found = explainer.index, _Found()
     if run is None:
@@ -175,9 +182,12 @@ def evaluate(
     ix = index_argument(index)
     encoder = query_encoder_for(ix, query_encoder, device)
     vectors = encode_queries(
-        encoder, [queries[q] for q in order], options.query_mode, options.gate_k,
+        encoder,
+        [queries[q] for q in order],
+        options.query_mode,
+        options.gate_k,
         progress_part(progress, 0.0, 0.3),
-    )  # fmt: skip
+    )
     ids = [str(i) for i in ix.column("id")]
     row_of = {item: r for r, item in enumerate(ids)}
     explainer = Explainer(ix, ids, row_of, BatchScorer(ix), options.top, run is not None)
@@ -191,25 +201,40 @@ def evaluate(
     ]
     aggregate, values = measure(found.run, {q: qrels[q] for q in order}, MEASURES)
     per_query = [
-        {"id": q, "text": queries[q], **values[q], "first_relevant_rank": found.ranks[q][0],
-         "relevant_rank": found.ranks[q][1], "relevant_status": found.ranks[q][2],
-         "relevant": sum(1 for r in qrels[q].values() if is_relevant(r)),
-         "top_terms": [{"word": t.token, "weight": t.weight} for t in found.terms[q]]}
+        {
+            "id": q,
+            "text": queries[q],
+            **values[q],
+            "first_relevant_rank": found.ranks[q][0],
+            "relevant_rank": found.ranks[q][1],
+            "relevant_status": found.ranks[q][2],
+            "relevant": sum(1 for r in qrels[q].values() if is_relevant(r)),
+            "top_terms": [{"word": t.token, "weight": t.weight} for t in found.terms[q]],
+        }
         for q in order
-    ]  # fmt: skip
+    ]
     settings = {
-        "top": options.top, "query_mode": options.query_mode, "gate_k": options.gate_k,
-        "query_encoder": encoder.name, "queries": len(order), "run": run is not None,
+        "top": options.top,
+        "query_mode": options.query_mode,
+        "gate_k": options.gate_k,
+        "query_encoder": encoder.name,
+        "queries": len(order),
+        "run": run is not None,
         "judgements": sum(len(qrels[q]) for q in order),
-    }  # fmt: skip
+    }
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return BenchmarkEvaluationResult(
-        index=ix.describe(), encoder=encoder.name, settings=settings,
-        metrics={"aggregate": aggregate, "per_query": per_query}, failures=found.failures,
+        index=ix.describe(),
+        encoder=encoder.name,
+        settings=settings,
+        metrics={"aggregate": aggregate, "per_query": per_query},
+        failures=found.failures,
         blame=[b.to_dict() for b in blame(found.failures, found.mismatches)],
         causes=cause_counts(found.failures),
-        missing=None if run is None else missing, notes=notes, run=found.run,
-    )  # fmt: skip
+        missing=None if run is None else missing,
+        notes=notes,
+        run=found.run,
+    )
 
 
 def stored_benchmark(index: StoredIndex) -> tuple[Path, Path] | None:
@@ -234,9 +259,10 @@ def kept_benchmark(index: StoredIndex) -> dict | None:
     problems = Problems()
     qrels = read_qrels(stored[1], problems)
     return {
-        "queries": len(read_queries(stored[0], problems)), "judged_queries": len(qrels),
+        "queries": len(read_queries(stored[0], problems)),
+        "judged_queries": len(qrels),
         "judgements": sum(len(v) for v in qrels.values()),
-    }  # fmt: skip
+    }
 
 
 def _source(value: object, name: str) -> None:
@@ -282,9 +308,15 @@ def evaluate_benchmark(
     if run is not None and not isinstance(run, Mapping):
         run = read_run(run, problems)
     result = evaluate(
-        ix, queries, qrels, run=run, query_encoder=query_encoder, device=device,
-        progress=progress, options=options,
-    )  # fmt: skip
+        ix,
+        queries,
+        qrels,
+        run=run,
+        query_encoder=query_encoder,
+        device=device,
+        progress=progress,
+        options=options,
+    )
     if not problems.count:
         return result
     notes = [

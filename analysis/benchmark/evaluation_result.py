@@ -21,14 +21,32 @@ MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
 
 #: The per-query table's columns, as per_query.csv, the page and the command name them.
 PER_QUERY_COLUMNS = (
-    "query_id", "query", "first_relevant_rank", *MEASURES, "relevant_rank", "relevant_status",
-)  # fmt: skip
+    "query_id",
+    "query",
+    "first_relevant_rank",
+    *MEASURES,
+    "relevant_rank",
+    "relevant_status",
+)
 #: failures.csv's columns.
 FAILURE_COLUMNS = (
-    "query_id", "query", "first_relevant_rank", "nonrelevant", "relevant", "relevant_rank",
-    "relevant_status", "gap", "decisive_words", "favour_nonrelevant", "favour_relevant",
-    "query_delta", "expansion_delta", "causes", "query_length", "missing_words",
-)  # fmt: skip
+    "query_id",
+    "query",
+    "first_relevant_rank",
+    "nonrelevant",
+    "relevant",
+    "relevant_rank",
+    "relevant_status",
+    "gap",
+    "decisive_words",
+    "favour_nonrelevant",
+    "favour_relevant",
+    "query_delta",
+    "expansion_delta",
+    "causes",
+    "query_length",
+    "missing_words",
+)
 #: The blame table's columns, as blame.csv, the page and the command name them.
 BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
 
@@ -78,14 +96,21 @@ class BenchmarkEvaluationResult(EvaluationResult):
         from lexlens.analysis.render.html import render_report
 
         doc = self.to_dict()
-        meta = {"index": self.index.get("name") or self.index.get("path"),
-                "encoder": self.encoder, **self.settings}  # fmt: skip
+        meta = {
+            "index": self.index.get("name") or self.index.get("path"),
+            "encoder": self.encoder,
+            **self.settings,
+        }
         return render_report(
-            "evaluation.html", title=f"Lexlens evaluation — {meta['index']}", meta=meta, r=doc,
-            measures=MEASURES, worst=worst_first(doc["metrics"]["per_query"]),
+            "evaluation.html",
+            title=f"Lexlens evaluation — {meta['index']}",
+            meta=meta,
+            r=doc,
+            measures=MEASURES,
+            worst=worst_first(doc["metrics"]["per_query"]),
             failures=doc["failures"][:max_failures],
             hidden=max(0, len(doc["failures"]) - max_failures),
-        )  # fmt: skip
+        )
 
 
 def natural_key(text: str) -> tuple:
@@ -118,19 +143,25 @@ def per_query_row(q: Mapping) -> dict[str, Any]:
     """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
     none; ``relevant_status`` says why, empty in a result kept from before it was recorded)."""
     return {
-        "query_id": q["id"], "query": q["text"], "first_relevant_rank": q["first_relevant_rank"],
-        **{m: q[m] for m in MEASURES}, "relevant_rank": q["relevant_rank"],
+        "query_id": q["id"],
+        "query": q["text"],
+        "first_relevant_rank": q["first_relevant_rank"],
+        **{m: q[m] for m in MEASURES},
+        "relevant_rank": q["relevant_rank"],
         "relevant_status": q.get("relevant_status", ""),
-    }  # fmt: skip
+    }
 
 
 def blame_row(b: Mapping) -> dict[str, Any]:
     """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces)."""
     return {
-        "word": b["word"], "pushed": b["pushed"], "amount": b["amount"],
-        "mismatch": b["mismatch"], "pushed_queries": " ".join(b["pushed_queries"]),
+        "word": b["word"],
+        "pushed": b["pushed"],
+        "amount": b["amount"],
+        "mismatch": b["mismatch"],
+        "pushed_queries": " ".join(b["pushed_queries"]),
         "mismatch_queries": " ".join(b["mismatch_queries"]),
-    }  # fmt: skip
+    }
 
 
 def failure_row(f: Failure) -> dict[str, Any]:
@@ -138,18 +169,23 @@ def failure_row(f: Failure) -> dict[str, Any]:
     is ``None``)."""
     sides = (f.favour_nonrelevant, f.favour_relevant)
     return {
-        "query_id": f.query_id, "query": f.query, "first_relevant_rank": f.first_relevant_rank,
+        "query_id": f.query_id,
+        "query": f.query,
+        "first_relevant_rank": f.first_relevant_rank,
         "nonrelevant": f.nonrelevant.id if f.nonrelevant else "",
         "relevant": f.relevant.id if f.relevant else "",
         "relevant_rank": f.relevant.rank if f.relevant else None,
-        "relevant_status": f.relevant_status, "gap": f.gap,
+        "relevant_status": f.relevant_status,
+        "gap": f.gap,
         "decisive_words": " ".join(d["word"] for d in f.decisive),
         "favour_nonrelevant": sides[0].total if sides[0] else None,
         "favour_relevant": sides[1].total if sides[1] else None,
-        "query_delta": f.query_delta, "expansion_delta": f.expansion_delta,
-        "causes": "; ".join(f.causes), "query_length": f.query_length,
+        "query_delta": f.query_delta,
+        "expansion_delta": f.expansion_delta,
+        "causes": "; ".join(f.causes),
+        "query_length": f.query_length,
         "missing_words": " ".join(f.missing_words),
-    }  # fmt: skip
+    }
 
 
 def cause_counts(failures: Iterable[Failure]) -> dict[str, int]:
@@ -163,14 +199,16 @@ def cause_counts(failures: Iterable[Failure]) -> dict[str, int]:
 
 
 def select_failures(
-    failures: Iterable[Failure], causes: Iterable[str] | None = None,
+    failures: Iterable[Failure],
+    causes: Iterable[str] | None = None,
     lengths: tuple[int, int] | None = None,
-) -> list[Failure]:  # fmt: skip
+) -> list[Failure]:
     """The failures with any of ``causes`` (``None``: every one) whose query spells from
     ``lengths[0]`` to ``lengths[1]`` words (``None``: any length), in the order given."""
     wanted = None if causes is None else set(causes)
     return [
-        f for f in failures
+        f
+        for f in failures
         if (wanted is None or wanted & set(f.causes))
         and (lengths is None or lengths[0] <= f.query_length <= lengths[1])
-    ]  # fmt: skip
+    ]

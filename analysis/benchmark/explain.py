@@ -119,9 +119,14 @@ def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: 
 
 
 def explain_item(
-    q: np.ndarray, row: int, rank: int | None, relevant: bool, index, words: set[str],
+    q: np.ndarray,
+    row: int,
+    rank: int | None,
+    relevant: bool,
+    index,
+    words: set[str],
     meta: Mapping,
-) -> tuple[ItemExplanation, list[dict]]:  # fmt: skip
+) -> tuple[ItemExplanation, list[dict]]:
     """The explanation of one item (``rank`` ``None``: not retrieved), and its raw (token)
     contribution rows."""
     cols, vals = index.row(row)
@@ -142,7 +147,7 @@ def explain_item(
             other_terms=len(rest),
             other_contribution=float(sum(r["contribution"] for r in rest)),
             retrieved=rank is not None,
-        ),  # fmt: skip
+        ),
         raw,
     )
 
@@ -173,15 +178,21 @@ def _side(rows: list[dict], favours: str) -> GapSide:
     ordered = sorted(rows, key=lambda r: (-abs(r["delta"]), r["word"]))
     shown, rest = ordered[:SHOWN_GAP_WORDS], ordered[SHOWN_GAP_WORDS:]
     return GapSide(
-        favours=favours, words=shown, total=float(math.fsum(r["delta"] for r in ordered)),
-        other_words=len(rest), other_delta=float(math.fsum(r["delta"] for r in rest)),
-    )  # fmt: skip
+        favours=favours,
+        words=shown,
+        total=float(math.fsum(r["delta"] for r in ordered)),
+        other_words=len(rest),
+        other_delta=float(math.fsum(r["delta"] for r in rest)),
+    )
 
 
 def gap_words(
-    nonrelevant: list[dict], relevant: list[dict], vocab: Sequence[str], words: set[str],
+    nonrelevant: list[dict],
+    relevant: list[dict],
+    vocab: Sequence[str],
+    words: set[str],
     own: set[str],
-) -> Gap:  # fmt: skip
+) -> Gap:
     """The two items' raw contribution rows compared word by word (``own``: the query's own
     terms): the decisive words, the words favouring each item and the gap's split."""
     by_token: dict[str, dict] = {}
@@ -199,13 +210,16 @@ def gap_words(
     rows = []
     for row in merge_contributions(deltas, vocab, words):  # pieces joined: sums per side
         members = row.get("pieces") or [row["token"]]
-        rows.append({
-            "word": row["token"], "delta": float(row["contribution"]),
-            "nonrelevant": float(math.fsum(pieces_of[p]["n"] for p in members)),
-            "relevant": float(math.fsum(pieces_of[p]["r"] for p in members)),
-            "query_term": all(p in own for p in members),
-            **({"pieces": row["pieces"]} if row.get("pieces") else {}),
-        })  # fmt: skip
+        rows.append(
+            {
+                "word": row["token"],
+                "delta": float(row["contribution"]),
+                "nonrelevant": float(math.fsum(pieces_of[p]["n"] for p in members)),
+                "relevant": float(math.fsum(pieces_of[p]["r"] for p in members)),
+                "query_term": all(p in own for p in members),
+                **({"pieces": row["pieces"]} if row.get("pieces") else {}),
+            }
+        )
     gap = math.fsum(d["contribution"] for d in deltas)
     decisive, total = [], 0.0
     for row in sorted(rows, key=lambda r: -r["delta"]):
@@ -218,8 +232,9 @@ def gap_words(
         decisive=decisive,
         favour_nonrelevant=_side([r for r in rows if r["delta"] > 0], "nonrelevant"),
         favour_relevant=_side([r for r in rows if r["delta"] < 0], "relevant"),
-        query_delta=float(query_delta), expansion_delta=float(gap - query_delta),
-    )  # fmt: skip
+        query_delta=float(query_delta),
+        expansion_delta=float(gap - query_delta),
+    )
 
 
 def _side_terms(side: GapSide | None) -> set[str]:
@@ -277,7 +292,7 @@ def blame(failures: Iterable[Failure], mismatches: Mapping[str, list[str]]) -> l
             [q for q, _ in pushed.get(w, [])],
             len(missed.get(w, [])),
             list(missed.get(w, [])),
-        )  # fmt: skip
+        )
         for w in set(pushed) | set(missed)
     ]
     return sorted(out, key=lambda b: (-b.amount, -b.pushed, -b.mismatch, b.word))

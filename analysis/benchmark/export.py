@@ -210,9 +210,13 @@ def _item_lines(
 
 
 def query_vectors(
-    ix: StoredIndex, queries: Mapping[str, str], query_encoder: Encoder | str | None,
-    device: str | None, options: ExportOptions, progress: Progress | None = None,
-) -> tuple[Encoder, list[np.ndarray]]:  # fmt: skip
+    ix: StoredIndex,
+    queries: Mapping[str, str],
+    query_encoder: Encoder | str | None,
+    device: str | None,
+    options: ExportOptions,
+    progress: Progress | None = None,
+) -> tuple[Encoder, list[np.ndarray]]:
     """The queries' vectors in the collection's vocabulary (its own query encoder by default)."""
     encoder = query_encoder_for(ix, query_encoder, device)
     texts = list(queries.values())
@@ -355,9 +359,13 @@ def _export_queries(
 
 
 def _query_lines(
-    ix: StoredIndex, queries: dict[str, str], vectors: list[np.ndarray], tag: str,
-    options: ExportOptions, progress: Progress | None,
-) -> tuple[dict[str, list[str]], list[str]]:  # fmt: skip
+    ix: StoredIndex,
+    queries: dict[str, str],
+    vectors: list[np.ndarray],
+    tag: str,
+    options: ExportOptions,
+    progress: Progress | None,
+) -> tuple[dict[str, list[str]], list[str]]:
     """The lines of the query files of ``options.format`` and their notes."""
     from lexlens.analysis.benchmark.trec import run_text
 
@@ -374,13 +382,15 @@ def _query_lines(
     if fmt == "seismic":
         lines = [
             json.dumps(
-                {"id": q, "content": text, "vector": {
-                    ix.vocab[c]: float(v[c]) for c in np.flatnonzero(v).tolist()
-                }},
+                {
+                    "id": q,
+                    "content": text,
+                    "vector": {ix.vocab[c]: float(v[c]) for c in np.flatnonzero(v).tolist()},
+                },
                 ensure_ascii=False,
             )
             for q, text, v in zip(ids, queries.values(), vectors, strict=True)
-        ]  # fmt: skip
+        ]
         return {"queries.jsonl": lines}, []
     found = _anserini_queries(ids, vectors, ix.vocab, scale)
     notes = []
@@ -442,9 +452,13 @@ def export_index(
             ix, queries, query_encoder, device, options, progress_part(progress, 0.05, 0.2)
         )
         query_lines, more = _query_lines(
-            ix, queries, vectors, f"lexlens-{encoder.name}", options,
+            ix,
+            queries,
+            vectors,
+            f"lexlens-{encoder.name}",
+            options,
             progress_part(progress, 0.2, 1.0),
-        )  # fmt: skip
+        )
         notes += more
     elif fmt != "trec-run":
         notes.append("the collection keeps no queries: items only (give --queries for theirs)")
@@ -464,10 +478,13 @@ def export_index(
         for name in sorted(previous - set(names)):
             staged.remove(name)
         result = ExportResult(
-            format=fmt, out=str(folder), written=written,
-            scale=scale if fmt == "anserini" else None, notes=notes,
+            format=fmt,
+            out=str(folder),
+            written=written,
+            scale=scale if fmt == "anserini" else None,
+            notes=notes,
             postings=found.postings if found else None,
             dropped_postings=found.rounded + found.negative if found else None,
-        )  # fmt: skip
+        )
         staged.write_bytes(MANIFEST, json_bytes(result))
     return result

@@ -117,24 +117,32 @@ class Explainer:
     from_run: bool
 
     def best_relevant(
-        self, pairs: Sequence[tuple[str, float]], relevant: set[str],
-        ranking: QueryRanking | None, vector: np.ndarray,
-    ) -> Placed | None:  # fmt: skip
+        self,
+        pairs: Sequence[tuple[str, float]],
+        relevant: set[str],
+        ranking: QueryRanking | None,
+        vector: np.ndarray,
+    ) -> Placed | None:
         """(rank, row) of the query's best relevant item the collection holds: the first in
         the ranking; else (Lexlens's ranking) the best exact rank of those scoring above 0;
         else the highest-scoring one (ties by row) with rank ``None`` (not retrieved).
         ``None`` when the collection holds none."""
         row_of = self.row_of
-        found = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
-                      if d in relevant and d in row_of), None)  # fmt: skip
+        found = next(
+            ((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs) if d in relevant and d in row_of),
+            None,
+        )
         if found is not None:
             return found
         held = sorted(row_of[d] for d in relevant if d in row_of)
         if not held:
             return None
         if ranking is not None:  # beyond the top n: the exact rank of those scoring above 0
-            ranked = [(rank, row) for row in held
-                      if (rank := self.scorer.rank_of(ranking, row, vector)[0]) is not None]  # fmt: skip
+            ranked = [
+                (rank, row)
+                for row in held
+                if (rank := self.scorer.rank_of(ranking, row, vector)[0]) is not None
+            ]
             if ranked:
                 return min(ranked)
         scores = self.scorer.exact_many(np.array(held, np.int64), vector)
@@ -156,16 +164,27 @@ class Explainer:
         return ""
 
     def failure(
-        self, q: str, text: str, vector: np.ndarray, pairs: Sequence[tuple[str, float]],
-        relevant: set[str], best: Placed | None,
-    ) -> Failure:  # fmt: skip
+        self,
+        q: str,
+        text: str,
+        vector: np.ndarray,
+        pairs: Sequence[tuple[str, float]],
+        relevant: set[str],
+        best: Placed | None,
+    ) -> Failure:
         """The failure of one query whose first relevant item is not first, explained (its
         ``relevant_status`` is the explained relevant item's)."""
         ix, row_of = self.index, self.row_of
         words = text_words(text)
         why = status(None, best, len(pairs))
-        nonrelevant = next(((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs)
-                            if d not in relevant and d in row_of), None)  # fmt: skip
+        nonrelevant = next(
+            (
+                (i + 1, row_of[d])
+                for i, (d, _) in enumerate(pairs)
+                if d not in relevant and d in row_of
+            ),
+            None,
+        )
         rows = [x[1] for x in (nonrelevant, best) if x]
         metas = dict(zip(rows, ix.meta(rows), strict=True))
         non_exp = rel_exp = None
@@ -183,17 +202,23 @@ class Explainer:
             split = gap_words(raw_n, raw_r, ix.vocab, evidence, query_terms(text, ix.vocab))
         missing = missing_words(text, metas[best[1]]) if best is not None else []
         return Failure(
-            query_id=q, query=text, first_relevant_rank=first_relevant(pairs, relevant),
-            nonrelevant=non_exp, relevant=rel_exp, gap=gap,
-            decisive=split.decisive if split else [], note=self.note(why, best),
+            query_id=q,
+            query=text,
+            first_relevant_rank=first_relevant(pairs, relevant),
+            nonrelevant=non_exp,
+            relevant=rel_exp,
+            gap=gap,
+            decisive=split.decisive if split else [],
+            note=self.note(why, best),
             relevant_status=why,
             favour_nonrelevant=split.favour_nonrelevant if split else None,
             favour_relevant=split.favour_relevant if split else None,
             query_delta=split.query_delta if split else None,
             expansion_delta=split.expansion_delta if split else None,
-            causes=causes(why, missing, gap, split), query_length=query_length(text),
+            causes=causes(why, missing, gap, split),
+            query_length=query_length(text),
             missing_words=missing,
-        )  # fmt: skip
+        )
 
     def mismatch(self, terms: list[Term], row: int) -> list[str]:
         """The query's top words (``terms``) that its relevant item lacks entirely (lexical

@@ -287,9 +287,12 @@ def _row_id(row: dict, id_col: str | None, n: int) -> str:
 
 
 def open_hf(
-    path: Path, *, split: str | None = None, image_column: str | None = None,
+    path: Path,
+    *,
+    split: str | None = None,
+    image_column: str | None = None,
     text_columns: list[str] | None = None,
-) -> Benchmark:  # fmt: skip
+) -> Benchmark:
     """One split of a dataset on disk (see the module docstring)."""
     path = Path(path)
     label = str(path)
@@ -352,12 +355,20 @@ def open_hf(
             yield SourceItem(item, image=image, captions=captions, where=where)
 
     return Benchmark(
-        kind="hf", label=label, root=folder, split=chosen, splits=splits, queries=queries,
-        qrels=qrels, read_items=read,
+        kind="hf",
+        label=label,
+        root=folder,
+        split=chosen,
+        splits=splits,
+        queries=queries,
+        qrels=qrels,
+        read_items=read,
         fingerprint_parts=lambda: [fingerprint, image_col or "", id_col or "", *texts],
-        has_images=image_col is not None, problems=problems, size_hint=rows.count,
+        has_images=image_col is not None,
+        problems=problems,
+        size_hint=rows.count,
         query_where=lambda qid: query_where.get(qid, label),
-    )  # fmt: skip
+    )
 
 
 class _EmbeddedImages:

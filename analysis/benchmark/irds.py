@@ -39,8 +39,11 @@ def _no_downloads() -> Iterator[None]:
     def refuse(self, *args, **kwargs):
         raise _WouldDownload(getattr(self, "url", getattr(self, "uri", "a remote file")))
 
-    names = [n for n in ("RequestsDownload", "GoogleDriveDownload", "GoogleCloudBucketStream")
-             if hasattr(download, n)]  # fmt: skip
+    names = [
+        n
+        for n in ("RequestsDownload", "GoogleDriveDownload", "GoogleCloudBucketStream")
+        if hasattr(download, n)
+    ]
     saved = {}
     for name in names:
         cls = getattr(download, name)
@@ -176,9 +179,15 @@ def _open(ir_datasets, dataset_id: str, split: str | None) -> Benchmark:
             raise _refused(dataset_id, exc) from None
 
     return Benchmark(
-        kind="ir_datasets", label=f"irds:{dataset_id}", root=_home(),
-        split=dataset_id.rsplit("/", 1)[-1], splits=[dataset_id.rsplit("/", 1)[-1]],
-        queries=queries, qrels=qrels, read_items=read,
-        fingerprint_parts=lambda: [dataset_id, str(_home())], problems=problems,
+        kind="ir_datasets",
+        label=f"irds:{dataset_id}",
+        root=_home(),
+        split=dataset_id.rsplit("/", 1)[-1],
+        splits=[dataset_id.rsplit("/", 1)[-1]],
+        queries=queries,
+        qrels=qrels,
+        read_items=read,
+        fingerprint_parts=lambda: [dataset_id, str(_home())],
+        problems=problems,
         query_where=lambda qid: query_where.get(qid, f"irds:{dataset_id}"),
-    )  # fmt: skip
+    )

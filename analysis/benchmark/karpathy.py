@@ -40,8 +40,11 @@ def _item_id(entry: dict, position: int) -> str:
 
 def _captions(entry: dict) -> list[str]:
     sentences = entry.get("sentences")
-    raws = [s.get("raw") for s in sentences if isinstance(s, dict)] if isinstance(
-        sentences, list) else []  # fmt: skip
+    raws = (
+        [s.get("raw") for s in sentences if isinstance(s, dict)]
+        if isinstance(sentences, list)
+        else []
+    )
     return [c.strip() for c in raws if isinstance(c, str) and c.strip()]
 
 
@@ -114,9 +117,11 @@ class _Split:
                 yield Skipped(where, f"image path {relative!r} leaves {root}: refused")
                 continue
             yield SourceItem(
-                _item_id(entry, position), image=inside, captions=tuple(_captions(entry)),
+                _item_id(entry, position),
+                image=inside,
+                captions=tuple(_captions(entry)),
                 where=where,
-            )  # fmt: skip
+            )
 
 
 def open_karpathy(
@@ -143,9 +148,17 @@ def open_karpathy(
     if not found.entries:
         raise InputError(f"{label}: the split {chosen!r} has no images")
     return Benchmark(
-        kind="karpathy", label=label, root=root, split=chosen, splits=splits,
-        queries=found.queries, qrels=found.qrels, read_items=lambda _: found.items(root),
-        fingerprint_parts=lambda: [file_stamp(path), str(root)], has_images=True,
-        problems=found.problems, size_hint=len(found.entries),
+        kind="karpathy",
+        label=label,
+        root=root,
+        split=chosen,
+        splits=splits,
+        queries=found.queries,
+        qrels=found.qrels,
+        read_items=lambda _: found.items(root),
+        fingerprint_parts=lambda: [file_stamp(path), str(root)],
+        has_images=True,
+        problems=found.problems,
+        size_hint=len(found.entries),
         query_where=lambda qid: found.query_where.get(qid, label),
-    )  # fmt: skip
+    )

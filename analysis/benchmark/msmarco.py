@@ -48,10 +48,19 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
     qrels = read_qrels(qrels_files[chosen], problems)
     label = str(collection)
     return Benchmark(
-        kind="msmarco", label=str(folder), root=folder, split=chosen, splits=splits,
-        queries=queries, qrels=qrels,
+        kind="msmarco",
+        label=str(folder),
+        root=folder,
+        split=chosen,
+        splits=splits,
+        queries=queries,
+        qrels=qrels,
         read_items=lambda found: corpus_items(collection, label, found, _passage),
-        fingerprint_parts=lambda: [file_stamp(collection), file_stamp(query_files[chosen]),
-                                   file_stamp(qrels_files[chosen])],
-        problems=problems, query_where=lambda qid: where.get(qid, str(query_files[chosen])),
-    )  # fmt: skip
+        fingerprint_parts=lambda: [
+            file_stamp(collection),
+            file_stamp(query_files[chosen]),
+            file_stamp(qrels_files[chosen]),
+        ],
+        problems=problems,
+        query_where=lambda qid: where.get(qid, str(query_files[chosen])),
+    )

@@ -32,9 +32,15 @@ from lexlens.analysis.core.options import (
 #: whose scores stay distinct as trec_eval reads them (float32).
 DEFAULT_TOP = 100
 TOP = shared_option(
-    "top", int, DEFAULT_TOP, low=1, high=MAX_RANKED, label="Items per query", widget="number",
+    "top",
+    int,
+    DEFAULT_TOP,
+    low=1,
+    high=MAX_RANKED,
+    label="Items per query",
+    widget="number",
     help="items ranked per query",
-)  # fmt: skip
+)
 
 #: The formats an export writes (see :mod:`lexlens.analysis.benchmark.export`).
 FORMATS = ("trec-run", "anserini", "seismic")
@@ -64,16 +70,23 @@ class ExportOptions(Options):
     what = "export"
 
     format: str = option(
-        None, "what is written (required) — trec-run: the collection searched with every "
+        None,
+        "what is written (required) — trec-run: the collection searched with every "
         "query; anserini: JsonVectorCollection (integer impacts) and its queries; seismic: "
         "Seismic's JSONL",
-        choices=FORMATS, metavar="FORMAT", label="Format",
+        choices=FORMATS,
+        metavar="FORMAT",
+        label="Format",
         wanted="one of " + ", ".join(FORMATS),
-    )  # fmt: skip
+    )
     scale: float = option(
-        DEFAULT_SCALE, "anserini: each weight × scale, rounded to an integer impact",
-        low=MIN_SCALE, high=MAX_SCALE, label="Scale", wanted="a finite number from 1 to 1,000,000",
-    )  # fmt: skip
+        DEFAULT_SCALE,
+        "anserini: each weight × scale, rounded to an integer impact",
+        low=MIN_SCALE,
+        high=MAX_SCALE,
+        label="Scale",
+        wanted="a finite number from 1 to 1,000,000",
+    )
     top: int = shared(TOP, help="trec-run: items ranked per query")
     query_mode: str = shared(QUERY_MODE)
     gate_k: int = shared(GATE_K)
@@ -115,27 +128,51 @@ def _columns(value: tuple) -> tuple[str, ...]:
 
 
 SPLIT = shared_option(
-    "split", str, None, optional=True, check=lambda v: _name(v, SPLIT), label="Split",
+    "split",
+    str,
+    None,
+    optional=True,
+    check=lambda v: _name(v, SPLIT),
+    label="Split",
     help="benchmark: the split to read (default: test, or dev for MS MARCO)",
     wanted="a split name",
-)  # fmt: skip
+)
 IMAGES = shared_option(
-    "images", object, None, optional=True, check=lambda v: path_option(v, IMAGES), parse=str,
-    metavar="FOLDER", label="Image folder (Karpathy)", wanted="a folder's path",
+    "images",
+    object,
+    None,
+    optional=True,
+    check=lambda v: path_option(v, IMAGES),
+    parse=str,
+    metavar="FOLDER",
+    label="Image folder (Karpathy)",
+    wanted="a folder's path",
     help="benchmark (Karpathy JSON): the folder its image paths start from",
-)  # fmt: skip
+)
 IMAGE_COLUMN = shared_option(
-    "image_column", str, None, optional=True, check=lambda v: _name(v, IMAGE_COLUMN),
-    metavar="COLUMN", label="Image column (Hugging Face)", wanted="a column name",
+    "image_column",
+    str,
+    None,
+    optional=True,
+    check=lambda v: _name(v, IMAGE_COLUMN),
+    metavar="COLUMN",
+    label="Image column (Hugging Face)",
+    wanted="a column name",
     help="benchmark (Hugging Face dataset, Parquet/Arrow files): the image column",
-)  # fmt: skip
+)
 TEXT_COLUMNS = shared_option(
-    "text_columns", tuple, None, optional=True, check=_columns, parse=split_columns,
-    metavar="COLUMN[,COLUMN…]", label="Caption columns (comma-separated)",
+    "text_columns",
+    tuple,
+    None,
+    optional=True,
+    check=_columns,
+    parse=split_columns,
+    metavar="COLUMN[,COLUMN…]",
+    label="Caption columns (comma-separated)",
     wanted="one or more column names",
     help="benchmark (Hugging Face dataset, Parquet/Arrow files): the caption (or text) "
     "columns, comma-separated",
-)  # fmt: skip
+)
 
 #: The benchmark formats a reader opens (:mod:`lexlens.analysis.benchmark.readers`).
 KINDS = ("beir", "msmarco", "karpathy", "hf", "ir_datasets")
@@ -155,6 +192,9 @@ class BenchmarkOptions(Options):
     image_column: str | None = shared(IMAGE_COLUMN)
     text_columns: tuple[str, ...] | None = shared(TEXT_COLUMNS)
     kind: str | None = option(
-        None, "the benchmark's format (default: told from the path; irds:ID is ir_datasets)",
-        choices=KINDS, label="Format", wanted="one of " + ", ".join(KINDS),
-    )  # fmt: skip
+        None,
+        "the benchmark's format (default: told from the path; irds:ID is ir_datasets)",
+        choices=KINDS,
+        label="Format",
+        wanted="one of " + ", ".join(KINDS),
+    )

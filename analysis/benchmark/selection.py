@@ -86,9 +86,11 @@ def selection_notes(
 
 
 def ranking_notes(
-    out_run: Mapping[str, list[tuple[str, float]]], order: list[str], run: Mapping | None,
+    out_run: Mapping[str, list[tuple[str, float]]],
+    order: list[str],
+    run: Mapping | None,
     top: int,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The notes on the rankings: empty ones, a run's queries not evaluated, ties."""
     notes = []
     empty = [q for q in order if not out_run[q]]

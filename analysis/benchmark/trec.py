@@ -88,8 +88,11 @@ def read_qrels(
             want = "3 (query-id corpus-id score)" if beir else "4 (qid 0 docid rel)"
             problems.add(label, number, f"{len(fields)} fields, expected {want}")
             continue
-        qid, doc, rel = (fields[0], fields[1], fields[2]) if len(fields) == 3 else (
-            fields[0], fields[2], fields[3])  # fmt: skip
+        qid, doc, rel = (
+            (fields[0], fields[1], fields[2])
+            if len(fields) == 3
+            else (fields[0], fields[2], fields[3])
+        )
         try:
             value = relevance_from_text(rel)
         except ValueError as exc:

@@ -148,15 +148,21 @@ def _features_meta(item: str, paired: list[str], vector: np.ndarray) -> dict:
     """The metadata row of one vector: its id, its paired captions (the first is what
     search results show) and a hash of the vector (its content key)."""
     return {
-        "id": item, "kind": "features", "image": "", "text": paired[0] if paired else "",
-        "captions": paired, "labels": [],
+        "id": item,
+        "kind": "features",
+        "image": "",
+        "text": paired[0] if paired else "",
+        "captions": paired,
+        "labels": [],
         "content_key": hashlib.blake2b(vector.tobytes(), digest_size=16).hexdigest(),
-        "size": 0, "mtime_ns": 0,
-    }  # fmt: skip
+        "size": 0,
+        "mtime_ns": 0,
+    }
 
 
-def _up_to_date(old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int,
-                fingerprint: str) -> bool:  # fmt: skip
+def _up_to_date(
+    old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int, fingerprint: str
+) -> bool:
     """Whether the index at ``--out`` holds these vectors already (the same head, gate k and
     files)."""
     return (
@@ -214,20 +220,33 @@ def build_features_index(
     # A features manifest lists the encoder's fingerprint and capabilities first.
     first = {"fingerprint": entry["fingerprint"], "capabilities": entry["capabilities"]}
     header = IndexHeader(
-        encoder=first | entry, gate_k=options.gate_k, modality="features",
-        source={"path": str(path.resolve()), "root": str(path.resolve().parent),
-                "kind": "features", "fingerprint": s_fingerprint, "dim": table.dim,
-                "ids": table.id_source,
-                "captions": None if caps_path is None else str(caps_path.resolve())},
-    )  # fmt: skip
+        encoder=first | entry,
+        gate_k=options.gate_k,
+        modality="features",
+        source={
+            "path": str(path.resolve()),
+            "root": str(path.resolve().parent),
+            "kind": "features",
+            "fingerprint": s_fingerprint,
+            "dim": table.dim,
+            "ids": table.id_source,
+            "captions": None if caps_path is None else str(caps_path.resolve()),
+        },
+    )
     named = None if ids_path is None else str(options.ids or ids_path)
     fill = _fill(encoder, table, options, progress, named)
     manifest = write_atomically(out, encoder.vocab, fill, header, postings=options.postings)
     return _features_result(out, encoder, manifest, table, old, time.perf_counter() - started)
 
 
-def _features_result(out: Path, encoder: Encoder, manifest: dict, table: FeatureTable,
-                     old: StoredIndex | None, seconds: float) -> IndexResult:  # fmt: skip
+def _features_result(
+    out: Path,
+    encoder: Encoder,
+    manifest: dict,
+    table: FeatureTable,
+    old: StoredIndex | None,
+    seconds: float,
+) -> IndexResult:
     """The result of a features build that wrote its index."""
     counts = manifest["counts"]
     notes = list(table.notes)
@@ -239,7 +258,14 @@ def _features_result(out: Path, encoder: Encoder, manifest: dict, table: Feature
             f"{min(counts['skipped'], MAX_SKIPPED_LISTED)} listed)"
         )
     return IndexResult(
-        out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
-        reused=0, skipped=listed_skipped(manifest), up_to_date=False, seconds=seconds,
-        manifest=manifest, notes=notes,
-    )  # fmt: skip
+        out=str(out),
+        encoder=encoder.name,
+        items=counts["items"],
+        encoded=counts["encoded"],
+        reused=0,
+        skipped=listed_skipped(manifest),
+        up_to_date=False,
+        seconds=seconds,
+        manifest=manifest,
+        notes=notes,
+    )

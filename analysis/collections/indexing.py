@@ -138,21 +138,37 @@ def build_index(
 
 
 def _build(
-    encoder: Encoder, source: str | Path | Benchmark, out: Path, options: IndexOptions,
-    progress: Progress | None, label: str | None, spec: str | None,
+    encoder: Encoder,
+    source: str | Path | Benchmark,
+    out: Path,
+    options: IndexOptions,
+    progress: Progress | None,
+    label: str | None,
+    spec: str | None,
     table: FeatureTable | None = None,
-) -> IndexResult:  # fmt: skip
+) -> IndexResult:
     """A build of an opened source: dense features through their head, anything else
     through the source build."""
     if is_features_source(source):
         return build_features_index(
-            encoder, source, out, options=options, progress=progress, encoder_spec=spec,
-            source_label=label, table=table,
-        )  # fmt: skip
+            encoder,
+            source,
+            out,
+            options=options,
+            progress=progress,
+            encoder_spec=spec,
+            source_label=label,
+            table=table,
+        )
     return build_source_index(
-        encoder, source, out, options=options, progress=progress, source_label=label,
+        encoder,
+        source,
+        out,
+        options=options,
+        progress=progress,
+        source_label=label,
         encoder_spec=spec,
-    )  # fmt: skip
+    )
 
 
 def index_collection(

@@ -57,10 +57,16 @@ def _ray_address(address: str) -> str:
 #: The ids of a dense features file, one per line: a build's and ``lexlens terms``'s (one
 #: declaration for both).
 FEATURE_IDS = shared_option(
-    "ids", object, None, optional=True, check=lambda v: path_option(v, FEATURE_IDS), parse=str,
-    metavar="FILE", wanted="a text file's path",
+    "ids",
+    object,
+    None,
+    optional=True,
+    check=lambda v: path_option(v, FEATURE_IDS),
+    parse=str,
+    metavar="FILE",
+    wanted="a text file's path",
     help="dense features: one id per line (default FILE.ids.txt, else the row numbers)",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -72,20 +78,28 @@ class IndexOptions(Options):
     gate_k: int = shared(GATE_K)
     batch_size: int = shared(BATCH_SIZE, default=DEFAULT_BATCH_SIZE)
     ray: str | None = option(
-        None, "encode on Ray: local starts a Ray here, auto joins this machine's cluster, "
-        "ray://HOST:PORT connects to one (needs pip install \"lexlens[ray]\")",
-        check=_ray_address, metavar="ADDRESS", label="Ray address",
+        None,
+        "encode on Ray: local starts a Ray here, auto joins this machine's cluster, "
+        'ray://HOST:PORT connects to one (needs pip install "lexlens[ray]")',
+        check=_ray_address,
+        metavar="ADDRESS",
+        label="Ray address",
         wanted="local, auto or ray://HOST:PORT",
-    )  # fmt: skip
+    )
     postings: bool | None = option(
-        None, "store the inverted postings (fast search on large indexes; default: from "
-        f"{POSTINGS_MIN_NNZ:,} non-zeros on)", label="Inverted postings",
-    )  # fmt: skip
+        None,
+        "store the inverted postings (fast search on large indexes; default: from "
+        f"{POSTINGS_MIN_NNZ:,} non-zeros on)",
+        label="Inverted postings",
+    )
     captions: str | Path | None = option(
-        None, "dense features: a .csv/.jsonl pairing ids with captions",
+        None,
+        "dense features: a .csv/.jsonl pairing ids with captions",
         check=lambda v: path_option(v, IndexOptions.option("captions")),
-        parse=str, metavar="FILE", wanted="a .csv or .jsonl file's path",
-    )  # fmt: skip
+        parse=str,
+        metavar="FILE",
+        wanted="a .csv or .jsonl file's path",
+    )
     ids: str | Path | None = shared(FEATURE_IDS)
     split: str | None = shared(SPLIT)
     images: str | Path | None = shared(IMAGES)
@@ -95,8 +109,12 @@ class IndexOptions(Options):
     def benchmark_options(self) -> dict[str, Any]:
         """The options a benchmark reader takes (``None``: not given)."""
         columns = list(self.text_columns) if self.text_columns else None
-        return {"split": self.split, "images": self.images, "image_column": self.image_column,
-                "text_columns": columns}  # fmt: skip
+        return {
+            "split": self.split,
+            "images": self.images,
+            "image_column": self.image_column,
+            "text_columns": columns,
+        }
 
 
 #: The options that apply to a benchmark source only.

@@ -175,8 +175,9 @@ class _EncodeActor:
         lengths = np.zeros(len(batch), np.int64)
         token_lengths = np.full(len(batch), -1, np.int64)
         cols, vals, tokens = [], [], []
-        for slot, result in zip(slots, encode_payloads(self.encoder, self.gate_k, payloads),
-                                strict=True):  # fmt: skip
+        for slot, result in zip(
+            slots, encode_payloads(self.encoder, self.gate_k, payloads), strict=True
+        ):
             if isinstance(result, Skipped):
                 reasons[slot] = result.reason
                 continue
@@ -189,9 +190,12 @@ class _EncodeActor:
                 tokens.append(np.asarray(token_ids, np.int32))
         joined = (np.concatenate(x).tobytes() if x else b"" for x in (cols, vals, tokens))
         return dict(
-            zip(_RESULT_FIELDS[1:], (lengths.tobytes(), *joined, token_lengths.tobytes(),
-                                     json.dumps(reasons)), strict=True)
-        )  # fmt: skip
+            zip(
+                _RESULT_FIELDS[1:],
+                (lengths.tobytes(), *joined, token_lengths.tobytes(), json.dumps(reasons)),
+                strict=True,
+            )
+        )
 
 
 #: What an actor sends back for one batch.
@@ -301,7 +305,7 @@ class RayEncoder:
                     "device": "cuda" if self.gpus else "cpu",
                     "root": str(root),
                     "threads": self.threads,
-                },  # fmt: skip
+                },
                 batch_size=1,
                 compute=ray.data.ActorPoolStrategy(size=min(self.actors, len(batches))),
                 num_gpus=1 if self.gpus else 0,

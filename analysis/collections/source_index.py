@@ -72,8 +72,9 @@ def _check_encoder_reads(encoder: Encoder, src: Source) -> str:
     return "image" if src.has_images and images else "text"
 
 
-def _reusable(old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int,
-              modality: str) -> bool:  # fmt: skip
+def _reusable(
+    old: StoredIndex | None, entry: dict, encoder: Encoder, gate_k: int, modality: str
+) -> bool:
     """Whether the index already at ``--out`` holds vectors this build would compute again
     identically (the same encoder weights, vocabulary, gate k and modality)."""
     return (
@@ -124,11 +125,17 @@ def build_source_index(
         return unchanged(str(out), encoder, old, time.perf_counter() - started)
     build = _Build(encoder, src, modality, options, old if compatible else None, progress)
     header = IndexHeader(
-        encoder=entry, gate_k=options.gate_k, modality=modality,
-        source={"path": str(src.path.resolve()), "root": str(src.root.resolve()),
-                "kind": src.kind, "fingerprint": s_fingerprint},
+        encoder=entry,
+        gate_k=options.gate_k,
+        modality=modality,
+        source={
+            "path": str(src.path.resolve()),
+            "root": str(src.root.resolve()),
+            "kind": src.kind,
+            "fingerprint": s_fingerprint,
+        },
         created=old.manifest.get("created") if old is not None else None,
-    )  # fmt: skip
+    )
 
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
         encoded, reused = build.run(writer, options.ray, entry["spec"])
@@ -140,16 +147,26 @@ def build_source_index(
         return encoded, reused, build.skipped
 
     manifest = write_atomically(
-        out, encoder.vocab, fill, header, postings=options.postings,
+        out,
+        encoder.vocab,
+        fill,
+        header,
+        postings=options.postings,
         extra=extra_files(encoder, src),
-    )  # fmt: skip
+    )
     counts = manifest["counts"]
     return IndexResult(
-        out=str(out), encoder=encoder.name, items=counts["items"], encoded=counts["encoded"],
-        reused=counts["reused"], skipped=listed_skipped(manifest), up_to_date=False,
-        seconds=time.perf_counter() - started, manifest=manifest,
+        out=str(out),
+        encoder=encoder.name,
+        items=counts["items"],
+        encoded=counts["encoded"],
+        reused=counts["reused"],
+        skipped=listed_skipped(manifest),
+        up_to_date=False,
+        seconds=time.perf_counter() - started,
+        manifest=manifest,
         notes=notes + _build_notes(src, build.skipped),
-    )  # fmt: skip
+    )
 
 
 def _nothing_indexed(src: Source, skipped: SkippedItems) -> None:
@@ -287,13 +304,19 @@ class _Build:
         item = p.item
         self.writer.add(
             {
-                "id": item.id, "kind": p.kind, "image": item.image, "text": item.text,
-                "captions": list(item.captions), "labels": list(item.labels),
-                "content_key": p.key, "size": p.size, "mtime_ns": p.mtime_ns,
+                "id": item.id,
+                "kind": p.kind,
+                "image": item.image,
+                "text": item.text,
+                "captions": list(item.captions),
+                "labels": list(item.labels),
+                "content_key": p.key,
+                "size": p.size,
+                "mtime_ns": p.mtime_ns,
                 "where": item.where,
             },
             *row,
-        )  # fmt: skip
+        )
         self.counters["reused" if reused else "encoded"] += 1
 
     def _stored(self, p: _Pending) -> EncodedRow:

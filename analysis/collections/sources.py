@@ -69,9 +69,14 @@ def open_source(path: str | Path | Any, *, label: str | None = None) -> Source:
     benchmark (:func:`lexlens.analysis.benchmark.readers.open_benchmark`) is a source too."""
     if not isinstance(path, (str, Path)):  # a benchmark: its items, queries and judgements
         return Source(
-            Path(path.root), "benchmark", Path(path.root), label or path.label,
-            has_images=path.has_images, has_texts=not path.has_images, benchmark=path,
-        )  # fmt: skip
+            Path(path.root),
+            "benchmark",
+            Path(path.root),
+            label or path.label,
+            has_images=path.has_images,
+            has_texts=not path.has_images,
+            benchmark=path,
+        )
     p = Path(path).expanduser()
     shown = label or str(path)
     if not p.exists():

@@ -326,8 +326,13 @@ class StoredIndex:
 
     def describe(self) -> dict:
         """How results name the collection they come from."""
-        return {"name": self.path.name, "items": len(self), "encoder": self.encoder_name,
-                "modality": self.manifest.get("modality"), "stored": True}  # fmt: skip
+        return {
+            "name": self.path.name,
+            "items": len(self),
+            "encoder": self.encoder_name,
+            "modality": self.manifest.get("modality"),
+            "stored": True,
+        }
 
     def card(self) -> dict:
         """What a collection holds, for lists and the Collections page: built from a

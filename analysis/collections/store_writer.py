@@ -415,19 +415,30 @@ def write_index(
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
         for meta, cols, vals, *token_ids in rows:
             order = np.argsort(cols, kind="stable")
-            full = {"kind": modality, "image": "", "text": "", "captions": [], "labels": [],
-                    "content_key": "", "size": 0, "mtime_ns": 0} | dict(meta)  # fmt: skip
+            full = {
+                "kind": modality,
+                "image": "",
+                "text": "",
+                "captions": [],
+                "labels": [],
+                "content_key": "",
+                "size": 0,
+                "mtime_ns": 0,
+            } | dict(meta)
             writer.add(
-                full, np.asarray(cols, np.int32)[order], np.asarray(vals, np.float32)[order],
+                full,
+                np.asarray(cols, np.int32)[order],
+                np.asarray(vals, np.float32)[order],
                 token_ids[0] if token_ids else None,
-            )  # fmt: skip
+            )
         return writer.count, 0, SkippedItems()
 
     header = IndexHeader(
-        encoder={"fingerprint": "", "capabilities": []} | dict(encoder), gate_k=gate_k,
+        encoder={"fingerprint": "", "capabilities": []} | dict(encoder),
+        gate_k=gate_k,
         modality=modality,
         source={"path": "", "root": "", "kind": "external", "fingerprint": ""} | dict(source or {}),
-    )  # fmt: skip
+    )
     write_atomically(out, vocab, fill, header, postings=postings)
     return StoredIndex(out)
 

@@ -53,8 +53,17 @@ def list_collections(home: Path | None = None) -> list[dict]:
 
 
 #: What the list of stored collections says of each (``lexlens collections``).
-LISTED = ("name", "items", "encoder", "modality", "queries", "judgements", "disk_bytes",
-          "updated", "path")  # fmt: skip
+LISTED = (
+    "name",
+    "items",
+    "encoder",
+    "modality",
+    "queries",
+    "judgements",
+    "disk_bytes",
+    "updated",
+    "path",
+)
 
 
 @dataclass(frozen=True)

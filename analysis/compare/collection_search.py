@@ -62,18 +62,27 @@ def _rankings(
 
 
 def _hits(
-    target: StoredIndex, rows_of: dict[str, int], ranking: Ranking, top: int,
+    target: StoredIndex,
+    rows_of: dict[str, int],
+    ranking: Ranking,
+    top: int,
     judged: dict[str, int] | None,
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """One side's top ``top`` hits: rank, id, score, text and image (and, for a kept query,
     each hit's relevance: its judgement, 0 when not judged)."""
     ids, scores = ranking
     metas = target.meta([rows_of[i] for i in ids[:top]], ["id", "text", "image"])
     return [
-        {"rank": r, "id": i, "score": sc, "text": m.get("text") or "",
-         "image": m.get("image") or ""} | _relevance(judged, i)
+        {
+            "rank": r,
+            "id": i,
+            "score": sc,
+            "text": m.get("text") or "",
+            "image": m.get("image") or "",
+        }
+        | _relevance(judged, i)
         for r, (i, sc, m) in enumerate(zip(ids[:top], scores[:top], metas, strict=True), 1)
-    ]  # fmt: skip
+    ]
 
 
 def _relevance(judged: dict[str, int] | None, item: str) -> dict:
@@ -127,9 +136,14 @@ class _Sides:
 
 
 def _moved_hit(
-    item: str, sides: _Sides, ranks: tuple[int | None, int | None], query: str, top: int,
-    explain: int, judged: dict[str, int] | None,
-) -> dict:  # fmt: skip
+    item: str,
+    sides: _Sides,
+    ranks: tuple[int | None, int | None],
+    query: str,
+    top: int,
+    explain: int,
+    judged: dict[str, int] | None,
+) -> dict:
     """One hit of either top: its ranks and scores, every term's contribution on each side
     and the terms (and words) whose contribution changed most."""
     targets, rows_of = sides.targets, sides.rows_of
@@ -142,8 +156,9 @@ def _moved_hit(
     meta = targets[0].meta([rows_of[0][item]], ["id", "text", "image", "captions", "labels"])[0]
     in_words = merge_contributions(
         [{"token": r["token"], "contribution": r["change"]} for r in changes],
-        sides.tokens, item_words(meta) | text_words(query) | sides.known,
-    )  # fmt: skip
+        sides.tokens,
+        item_words(meta) | text_words(query) | sides.known,
+    )
     in_words.sort(key=lambda r: (-abs(r["contribution"]), r["token"]))
     return {
         "id": item,
@@ -185,15 +200,16 @@ def search_side_by_side(
     union = list(dict.fromkeys([h["id"] for h in hits["a"]] + [h["id"] for h in hits["b"]]))
     vocab_a, vocab_b = targets[0].vocab, targets[1].vocab
     sides = _Sides(
-        targets, queries, rows_of,
+        targets,
+        queries,
+        rows_of,
         vocab_a if vocab_a is vocab_b or vocab_a == vocab_b else set(vocab_a) | set(vocab_b),
         targets[0].known_words | targets[1].known_words,
-    )  # fmt: skip
+    )
     moved = [
-        _moved_hit(item, sides, (rank[0].get(item), rank[1].get(item)), query, top, explain,
-                   judged)
+        _moved_hit(item, sides, (rank[0].get(item), rank[1].get(item)), query, top, explain, judged)
         for item in union
-    ]  # fmt: skip
+    ]
     moved.sort(
         key=lambda m: (STATUSES[m["status"]], min(m["rank_a"] or 10**9, m["rank_b"] or 10**9))
     )

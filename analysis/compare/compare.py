@@ -229,6 +229,11 @@ def compare(
     enc_b = enc_a if encoder_b is encoder_a else encode(encoder_b, value)
     info = {"text": value} if kind == "text" else {"image": label}
     return compare_encodings(
-        encoder_a, enc_a, encoder_b, enc_b, cells=cells, input_info=info,
+        encoder_a,
+        enc_a,
+        encoder_b,
+        enc_b,
+        cells=cells,
+        input_info=info,
         options=replace(options, gate_k=gates),
-    )  # fmt: skip
+    )

@@ -79,9 +79,11 @@ def _set_summary(part: SetDeviation | None) -> dict | None:
 
 
 def _vocab_side_by_side(
-    items: tuple[SetDeviation, SetDeviation], means: tuple[np.ndarray, np.ndarray],
-    vocabs: tuple[list[str], list[str]], top: int,
-) -> dict:  # fmt: skip
+    items: tuple[SetDeviation, SetDeviation],
+    means: tuple[np.ndarray, np.ndarray],
+    vocabs: tuple[list[str], list[str]],
+    top: int,
+) -> dict:
     """Top terms by mean weight of each side, with the other side's numbers for the same
     token; activation rates; lazy terms of each."""
     stats = [part.vocabulary for part in items]
@@ -182,8 +184,9 @@ def _sides(
     return gated, statistics, notes
 
 
-def _collection(statistics: list[SideStatistics], targets: list[StoredIndex], k: int,
-                top: int) -> dict[str, Any]:  # fmt: skip
+def _collection(
+    statistics: list[SideStatistics], targets: list[StoredIndex], k: int, top: int
+) -> dict[str, Any]:
     """Deviation and vocabulary statistics of both sides (the search is added after)."""
     deviations = [s.deviation for s in statistics]
     items = tuple(d.images if d.images is not None else d.captions for d in deviations)
@@ -204,7 +207,7 @@ def _collection(statistics: list[SideStatistics], targets: list[StoredIndex], k:
             (statistics[0].mean_weights, statistics[1].mean_weights),
             (targets[0].vocab, targets[1].vocab),
             top,
-        ),  # fmt: skip
+        ),
         "search": None,
     }
 
@@ -240,9 +243,11 @@ def _describe(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
 
 
 def _checked_sides(
-    ix_a: StoredIndex, ix_b: StoredIndex, encoders: tuple[Encoder, Encoder],
+    ix_a: StoredIndex,
+    ix_b: StoredIndex,
+    encoders: tuple[Encoder, Encoder],
     options: CompareIndexOptions,
-) -> tuple[IndexSide, IndexSide]:  # fmt: skip
+) -> tuple[IndexSide, IndexSide]:
     """Both sides with their gate k (given, else :func:`default_gates`), checked: each k
     re-gates its index exactly, A differs from B (each encoder was checked against its
     index's vocabulary when chosen)."""
@@ -313,9 +318,14 @@ def compare_indexes(
                 "bow, VDR's nonparametric query): no gate applies to it"
             )
         collection["search"] = search_side_by_side(
-            (targets[0], targets[1]), queries, rows, query=query, top=options.top,
-            explain=options.explain, judged=judged,
-        )  # fmt: skip
+            (targets[0], targets[1]),
+            queries,
+            rows,
+            query=query,
+            top=options.top,
+            explain=options.explain,
+            judged=judged,
+        )
     if progress:
         progress(1.0, "Done")
     return CompareResult(

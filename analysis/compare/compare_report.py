@@ -12,8 +12,16 @@ from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes, records_csv_bytes
 
 TERMS_CSV_HEADER = [
-    "scope", "view", "status", "token", "weight_a", "weight_b", "difference", "rank_a", "rank_b",
-]  # fmt: skip
+    "scope",
+    "view",
+    "status",
+    "token",
+    "weight_a",
+    "weight_b",
+    "difference",
+    "rank_a",
+    "rank_b",
+]
 
 
 def _term_csv_rows(scope: str, c: Any) -> list[list[Any]]:
@@ -21,14 +29,32 @@ def _term_csv_rows(scope: str, c: Any) -> list[list[Any]]:
     for status in ("shared", "only_a", "only_b"):
         for r in getattr(c, status):
             rows.append(
-                [scope, "raw", status, r["token"], r.get("weight_a"), r.get("weight_b"),
-                 r.get("difference"), r.get("rank_a"), r.get("rank_b")]
-            )  # fmt: skip
+                [
+                    scope,
+                    "raw",
+                    status,
+                    r["token"],
+                    r.get("weight_a"),
+                    r.get("weight_b"),
+                    r.get("difference"),
+                    r.get("rank_a"),
+                    r.get("rank_b"),
+                ]
+            )
         for r in c.merged[status]:
             rows.append(
-                [scope, "merged", status, r["token"], r.get("weight_a"), r.get("weight_b"),
-                 r.get("difference"), None, None]
-            )  # fmt: skip
+                [
+                    scope,
+                    "merged",
+                    status,
+                    r["token"],
+                    r.get("weight_a"),
+                    r.get("weight_b"),
+                    r.get("difference"),
+                    None,
+                    None,
+                ]
+            )
     return rows
 
 
@@ -51,12 +77,18 @@ def compare_files(result: Any) -> dict[str, bytes]:
             d = collection["deviation"][s]
             for kind, part in d["sets"].items():
                 dev_rows.append(
-                    {"side": s.upper(), "set": kind, "gate_k": d["gate_k"],
-                     "n": part["n"], "exact_at_k": part["exact_at_k"],
-                     "semantic_at_k": part["semantic_at_k"], "flops": part["flops"],
-                     "mean_active_dims": part["mean_active_dims"],
-                     "flops_captions_images": d["flops_captions_images"]}
-                )  # fmt: skip
+                    {
+                        "side": s.upper(),
+                        "set": kind,
+                        "gate_k": d["gate_k"],
+                        "n": part["n"],
+                        "exact_at_k": part["exact_at_k"],
+                        "semantic_at_k": part["semantic_at_k"],
+                        "flops": part["flops"],
+                        "mean_active_dims": part["mean_active_dims"],
+                        "flops_captions_images": d["flops_captions_images"],
+                    }
+                )
         files["compare_deviation.csv"] = records_csv_bytes(dev_rows)
         files["compare_vocabulary.csv"] = records_csv_bytes(collection["vocabulary"]["top_terms"])
         search = collection["search"]
@@ -64,15 +96,19 @@ def compare_files(result: Any) -> dict[str, bytes]:
             files["compare_hits.csv"] = records_csv_bytes(
                 [
                     {
-                        "id": h["id"], "status": h["status"], "rank_a": h["rank_a"],
-                        "rank_b": h["rank_b"], "score_a": h["score_a"], "score_b": h["score_b"],
+                        "id": h["id"],
+                        "status": h["status"],
+                        "rank_a": h["rank_a"],
+                        "rank_b": h["rank_b"],
+                        "score_a": h["score_a"],
+                        "score_b": h["score_b"],
                         "changed_terms": [
                             f"{c['token']}:{c['change']:+.4g}" for c in h["changed_terms"]
                         ],
                     }
                     for h in search["hits"]
                 ]
-            )  # fmt: skip
+            )
     return files
 
 

@@ -26,10 +26,13 @@ class KeptQueries:
     def listed(self) -> list[dict]:
         """Every kept query: id, text and how many items it judges relevant, in file order."""
         return [
-            {"id": q, "text": text,
-             "relevant": sum(is_relevant(r) for r in self.qrels.get(q, {}).values())}
+            {
+                "id": q,
+                "text": text,
+                "relevant": sum(is_relevant(r) for r in self.qrels.get(q, {}).values()),
+            }
             for q, text in self.queries.items()
-        ]  # fmt: skip
+        ]
 
 
 def _read(ix: StoredIndex) -> KeptQueries | None:

@@ -73,7 +73,12 @@ class _SidesOptions(Options):
     """What every comparison sets: the gate k of each side and the rows listed."""
 
     gate_k: tuple[int, int] | None = shared(
-        GATE_K, None, label="Gate k", check=check_gate_pair, parse=parse_gate_pair, metavar="K",
+        GATE_K,
+        None,
+        label="Gate k",
+        check=check_gate_pair,
+        parse=parse_gate_pair,
+        metavar="K",
         help="gate k of A, then of B (once: both sides): the top-k dimensions of V(x) kept "
         "beside the input's own tokens (-1: every dimension, 0: the own tokens only). "
         f"Default: {DEFAULT_GATE_K} for an input, each index's stored k for indexes; one "
@@ -82,9 +87,13 @@ class _SidesOptions(Options):
         "terms); an index re-gates exactly at a k up to its stored one",
         wanted="one gate k for both sides or two (A's, B's), each -1 (every dimension), 0 "
         "(the input's own tokens only) or a positive count",
-    )  # fmt: skip
-    top: int = shared(_TOP, DEFAULT_TOP, label="Rows per table",
-                      help="rows listed per table (counts and ρ cover every term)")  # fmt: skip
+    )
+    top: int = shared(
+        _TOP,
+        DEFAULT_TOP,
+        label="Rows per table",
+        help="rows listed per table (counts and ρ cover every term)",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.gate_k, Integral) and not isinstance(self.gate_k, bool):
@@ -100,13 +109,18 @@ class CompareOptions(_SidesOptions):
     what = "compare"
 
     box: tuple[float, float, float, float] | None = shared(
-        _BOX, None,
+        _BOX,
+        None,
         help="an image's patch group, compared too (each side pools its own patches under it)",
-    )  # fmt: skip
+    )
     term: str | None = option(
-        None, "the word whose heatmap is drawn on both grids (default: the heaviest term "
-        "both share)", check=check_term, parse=str, label="Heatmap term", metavar="WORD",
-    )  # fmt: skip
+        None,
+        "the word whose heatmap is drawn on both grids (default: the heaviest term both share)",
+        check=check_term,
+        parse=str,
+        label="Heatmap term",
+        metavar="WORD",
+    )
 
 
 @dataclass(frozen=True)
@@ -117,17 +131,26 @@ class CompareIndexOptions(_SidesOptions):
 
     what = "compare on stored collections"
 
-    top: int = shared(_TOP, DEFAULT_HITS, label="Rows per table",
-                      help="hits listed per side and rows per table")  # fmt: skip
+    top: int = shared(
+        _TOP, DEFAULT_HITS, label="Rows per table", help="hits listed per side and rows per table"
+    )
     query: str | None = option(
-        None, "a text query searched on both sides", check=check_query, parse=str,
-        label="Query searched on both (optional)", metavar="TEXT",
-    )  # fmt: skip
+        None,
+        "a text query searched on both sides",
+        check=check_query,
+        parse=str,
+        label="Query searched on both (optional)",
+        metavar="TEXT",
+    )
     query_id: str | None = option(
-        None, "a query the collection keeps (its id in the queries it was built with): its "
+        None,
+        "a query the collection keeps (its id in the queries it was built with): its "
         "text is searched on both sides, its judged items are marked and measured",
-        check=check_query_id, parse=str, label="Kept query", metavar="ID",
-    )  # fmt: skip
+        check=check_query_id,
+        parse=str,
+        label="Kept query",
+        metavar="ID",
+    )
     query_mode: str = shared(QUERY_MODE)
     k: int = shared(DEVIATION_K)
     explain: int = option(CHANGED_TERMS, "changed terms listed per moved hit", low=0, cli=False)
@@ -140,8 +163,9 @@ class CompareIndexOptions(_SidesOptions):
             )
 
 
-def default_gates(kind: str, same: bool, stored: tuple[int, int] | None = None,
-                  mean_active: float | None = None) -> tuple[int, int]:  # fmt: skip
+def default_gates(
+    kind: str, same: bool, stored: tuple[int, int] | None = None, mean_active: float | None = None
+) -> tuple[int, int]:
     """The gate k of A and B when none is given — one rule for the page and the command.
 
     Two encoders (or two indexes): each side at its own default (:data:`DEFAULT_GATE_K` for

@@ -116,9 +116,12 @@ class RegatedIndex(StoredIndex):
     :class:`StoredIndex` (search, deviation) reads it unchanged."""
 
     def __init__(
-        self, base: StoredIndex, k: int, encoder: Encoder | None = None,
+        self,
+        base: StoredIndex,
+        k: int,
+        encoder: Encoder | None = None,
         progress: Progress | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(base.path)  # its own handles (memory maps, metadata) on the folder
         check_regate(self, k)
         stored, n = self.gate_k, len(self)

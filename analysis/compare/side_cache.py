@@ -88,9 +88,11 @@ class SideCache:
     ) -> GatedSide:
         """``ix`` at gate ``k`` (re-gated from its stored vectors when smaller), made once."""
         identity = index_identity(ix)
-        tokens = "stored" if ix.modality != "text" or stored_token_ids(ix).present else (
-            encoder_key(encoder) if encoder is not None else "none"
-        )  # fmt: skip
+        tokens = (
+            "stored"
+            if ix.modality != "text" or stored_token_ids(ix).present
+            else (encoder_key(encoder) if encoder is not None else "none")
+        )
         key = (identity, k, tokens)
         found = self._get(key)
         if found is not None:

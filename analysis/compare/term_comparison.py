@@ -50,25 +50,37 @@ def _by_weight_sum(row: dict) -> tuple[float, str]:
 
 
 def _shared_rows(
-    wa: dict[str, float], ra: dict[str, int], wb: dict[str, float], rb: dict[str, int],
+    wa: dict[str, float],
+    ra: dict[str, int],
+    wb: dict[str, float],
+    rb: dict[str, int],
     own: set[str],
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """The raw tokens active on both sides, heaviest (A + B) first."""
     rows = [
         {
-            "token": t, "weight_a": wa[t], "weight_b": wb[t], "difference": wb[t] - wa[t],
-            "rank_a": ra[t], "rank_b": rb[t], "in_input": t in own,
+            "token": t,
+            "weight_a": wa[t],
+            "weight_b": wb[t],
+            "difference": wb[t] - wa[t],
+            "rank_a": ra[t],
+            "rank_b": rb[t],
+            "in_input": t in own,
         }
         for t in wa
         if t in wb
-    ]  # fmt: skip
+    ]
     return sorted(rows, key=_by_weight_sum)
 
 
 def _only_rows(
-    mine: dict[str, float], ranks: dict[str, int], theirs: dict[str, float], other: Side,
-    me: str, own: set[str],
-) -> list[dict]:  # fmt: skip
+    mine: dict[str, float],
+    ranks: dict[str, int],
+    theirs: dict[str, float],
+    other: Side,
+    me: str,
+    own: set[str],
+) -> list[dict]:
     """The raw tokens active on side ``me`` only, with the other side's gated and ungated
     weight of the same token (``None`` when its vocabulary lacks it); heaviest first."""
     them = "b" if me == "a" else "a"
@@ -104,9 +116,12 @@ def _word_weight(side: Side, merged: dict, token: str, pieces: list[str]) -> flo
 
 
 def _merged_view(
-    a: Side, b: Side, ma: dict[str, tuple[float, list[str]]],
-    mb: dict[str, tuple[float, list[str]]], top: int,
-) -> dict:  # fmt: skip
+    a: Side,
+    b: Side,
+    ma: dict[str, tuple[float, list[str]]],
+    mb: dict[str, tuple[float, list[str]]],
+    top: int,
+) -> dict:
     """The display view: the words of either side's merged terms, each weighing on a side
     its merged weight there (or its pieces' there), split into shared / only A / only B."""
     shared, only_a, only_b = [], [], []

@@ -20,10 +20,15 @@ from lexlens.models.base import LexicalEncoding
 DEFAULT_GATE_K = 768
 #: The gate ``G`` as an option: one declaration (check, message, help) for every analysis.
 GATE_K = shared_option(
-    "gate_k", int, DEFAULT_GATE_K, low=-1, label="Gate k (-1 = all)", widget="number",
+    "gate_k",
+    int,
+    DEFAULT_GATE_K,
+    low=-1,
+    label="Gate k (-1 = all)",
+    widget="number",
     help="gate k: the top-k dimensions of V(x) kept beside the input's own tokens",
     wanted="-1 (every dimension), 0 (the input's own tokens only) or a positive count",
-)  # fmt: skip
+)
 
 
 def check_gate_k(k: Any) -> int:

@@ -197,10 +197,11 @@ def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
             raise InputError(f"run[{q!r}]: expected [(item id, score), …] or {{item id: score}}")
         named = isinstance(items, Mapping)
         scores = [
-            v if type(v) is float and math.isfinite(v)
+            v
+            if type(v) is float and math.isfinite(v)
             else score_value(v, f"run[{q!r}][{keys[i]!r}]" if named else f"run[{q!r}][{i}]")
             for i, v in enumerate(values)
-        ]  # fmt: skip
+        ]
         pairs = [(str(d), s) for d, s in zip(keys, scores, strict=True)]
         if not named and len({d for d, _ in pairs}) < len(pairs):
             seen: set[str] = set()

@@ -357,18 +357,35 @@ def shared_option(
 
 #: How a text query is encoded: VDR's parametric E_q = V ⊙ G, or its binary bag of words.
 QUERY_MODE = shared_option(
-    "query_mode", str, "parametric", choices=("parametric", "bow"), label="Query mode",
-    widget="radio", help="parametric: the query encoder's gated vector; bow: the binary bag "
+    "query_mode",
+    str,
+    "parametric",
+    choices=("parametric", "bow"),
+    label="Query mode",
+    widget="radio",
+    help="parametric: the query encoder's gated vector; bow: the binary bag "
     "of the query's own tokens (VDR's nonparametric query, no network forward)",
-)  # fmt: skip
+)
 #: The most inputs encoded at once: memory grows with the batch.
 MAX_BATCH_SIZE = 4096
 BATCH_SIZE = shared_option(
-    "batch_size", int, 16, low=1, high=MAX_BATCH_SIZE, label="Batch size", widget="number",
+    "batch_size",
+    int,
+    16,
+    low=1,
+    high=MAX_BATCH_SIZE,
+    label="Batch size",
+    widget="number",
     help="inputs encoded at once (memory grows with the batch)",
-)  # fmt: skip
+)
 #: Seeds of random sampling and k-means: a non-negative 32-bit integer (faiss's range).
 SEED = shared_option(
-    "seed", int, 0, low=0, high=2**31 - 1, label="Seed", widget="number",
+    "seed",
+    int,
+    0,
+    low=0,
+    high=2**31 - 1,
+    label="Seed",
+    widget="number",
     help="seed of the random choices (the same seed, the same result)",
-)  # fmt: skip
+)

@@ -113,9 +113,16 @@ class StateError(LexlensError):
 
 #: Tags of values JSON cannot hold as they are (a tagged value is a one-key mapping).
 _ARRAY, _FRAME, _SERIES, _TUPLE, _SET, _PATH, _FLOAT, _RECORD, _MAP = (
-    "__ndarray__", "__dataframe__", "__series__", "__tuple__", "__set__", "__path__",
-    "__float__", "__record__", "__mapping__",
-)  # fmt: skip
+    "__ndarray__",
+    "__dataframe__",
+    "__series__",
+    "__tuple__",
+    "__set__",
+    "__path__",
+    "__float__",
+    "__record__",
+    "__mapping__",
+)
 
 
 def state_of(value: Any) -> Any:

@@ -42,8 +42,13 @@ def analysis_threads() -> int | None:
 
 
 _LOCK = threading.Lock()
-_STATE: dict[str, Any] = {"users": 0, "torch": None, "pools": None, "controller": None,
-                          "modules": None}  # fmt: skip
+_STATE: dict[str, Any] = {
+    "users": 0,
+    "torch": None,
+    "pools": None,
+    "controller": None,
+    "modules": None,
+}
 
 
 def _pools() -> Any:

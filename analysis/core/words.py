@@ -266,8 +266,9 @@ def words_of_tokens(tokens: Sequence[str], vocab: Sequence[str], words: set[str]
     place = {t: n for n, t in enumerate(tokens)}
     joined: dict[str, tuple[int, str]] = {}  # piece → (place of the word, word)
     spelled = ((w, wordpiece_split(w, vocab_set)) for w in words)
-    for word, pieces in sorted(((w, p) for w, p in spelled if p and len(p) > 1),
-                               key=lambda wp: (-len(wp[1]), wp[0])):  # fmt: skip
+    for word, pieces in sorted(
+        ((w, p) for w, p in spelled if p and len(p) > 1), key=lambda wp: (-len(wp[1]), wp[0])
+    ):
         if all(p in place for p in pieces) and not any(p in joined for p in pieces):
             at = min(place[p] for p in pieces)
             for p in pieces:

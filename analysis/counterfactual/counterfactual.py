@@ -87,9 +87,11 @@ def _document_encoder(
     from lexlens.analysis.core.arguments import encoder_argument
 
     manifest = getattr(collection, "manifest", None)
-    spec = (manifest["encoder"].get("spec") or manifest["encoder"]["name"]) if manifest else (
-        collection.encoder_name
-    )  # fmt: skip
+    spec = (
+        (manifest["encoder"].get("spec") or manifest["encoder"]["name"])
+        if manifest
+        else (collection.encoder_name)
+    )
     if spec in (query_encoder.name, getattr(query_encoder, "source", None)):
         return query_encoder
     return encoder_argument(spec, "the collection's encoder", device=device)
@@ -125,10 +127,15 @@ class Prepared:
 
 
 def prepare(
-    index_or_collection: Any, query: Any, target: Any, *, query_id: str | None = None,
-    query_encoder: Encoder | str | None = None, device: str | None = None,
+    index_or_collection: Any,
+    query: Any,
+    target: Any,
+    *,
+    query_id: str | None = None,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
     options: CounterfactualOptions,
-) -> Prepared:  # fmt: skip
+) -> Prepared:
     """Check every input (before any model loads, but the query encoder's) and load them."""
     device_argument(device)
     collection = collection_argument(index_or_collection, "index_or_collection")
@@ -138,9 +145,12 @@ def prepare(
     row, meta = _target_row(collection, ids, target)
     is_text = isinstance(query, str)
     encoder = query_encoder_for(
-        collection, query_encoder, device, "text" if is_text else "image",
+        collection,
+        query_encoder,
+        device,
+        "text" if is_text else "image",
         needs=text_query_needs(options.query_mode) if is_text else IMAGE_QUERY_NEEDS,
-    )  # fmt: skip
+    )
     if is_text:
         edited: TextQuery | ImageQuery = TextQuery(
             encoder, query, options.query_mode, options.gate_k
@@ -172,16 +182,24 @@ def counterfactual(
     options = CounterfactualOptions.of(options, **given)
     analysis_threads()  # a bad LEXLENS_THREADS fails here, before any model loads
     prepared = prepare(
-        index_or_collection, query, target, query_id=query_id, query_encoder=query_encoder,
-        device=device, options=options,
-    )  # fmt: skip
+        index_or_collection,
+        query,
+        target,
+        query_id=query_id,
+        query_encoder=query_encoder,
+        device=device,
+        options=options,
+    )
     return answer(prepared, options)
 
 
 def answer(
-    prepared: Prepared, options: CounterfactualOptions, *, one_at_a_time: bool = False,
+    prepared: Prepared,
+    options: CounterfactualOptions,
+    *,
+    one_at_a_time: bool = False,
     screen: bool = True,
-) -> CounterfactualResult:  # fmt: skip
+) -> CounterfactualResult:
     """Both levels for one prepared query and target (``one_at_a_time``: the same search
     encoding and ranking each candidate alone; ``screen=False``: every candidate encoded,
     none left out by the score bounds of :mod:`.screen` — both to measure what they save)."""
@@ -210,16 +228,28 @@ def _answer(
         text_answer = _text_record(outcome, search, p, time.perf_counter() - started)
     query = p.query.text if isinstance(p.query, TextQuery) else p.query.label
     return CounterfactualResult(
-        index=p.collection.describe(), query=query, query_id=p.query_id, target=p.ids[p.row],
-        counterfactual=text_answer, terms=terms,
-        settings={"query_encoder": p.encoder.name, **options.to_dict()}, notes=notes,
-    )  # fmt: skip
+        index=p.collection.describe(),
+        query=query,
+        query_id=p.query_id,
+        target=p.ids[p.row],
+        counterfactual=text_answer,
+        terms=terms,
+        settings={"query_encoder": p.encoder.name, **options.to_dict()},
+        notes=notes,
+    )
 
 
 def _text_search(
-    p: Prepared, scorer: WholeIndexScorer, q0: np.ndarray, with_units, found: TermAnswer,
-    options: CounterfactualOptions, notes: list[str], one_at_a_time: bool, screen: bool,
-) -> TextSearch:  # fmt: skip
+    p: Prepared,
+    scorer: WholeIndexScorer,
+    q0: np.ndarray,
+    with_units,
+    found: TermAnswer,
+    options: CounterfactualOptions,
+    notes: list[str],
+    one_at_a_time: bool,
+    screen: bool,
+) -> TextSearch:
     """The text-level search of one query and target: its single edits (by ``side``) and
     their prior (from provenance and the term-level answer)."""
     query, target = p.query, None
@@ -251,9 +281,16 @@ def _text_search(
         predicted.probes.update(probes)
         predicted.prepare([e.value for e in singles if e.side == "document"])
     search = TextSearch(
-        scorer, query, p.row, target, q0, d0, options.max_calls, one_at_a_time=one_at_a_time,
+        scorer,
+        query,
+        p.row,
+        target,
+        q0,
+        d0,
+        options.max_calls,
+        one_at_a_time=one_at_a_time,
         screen=predicted if screen else None,
-    )  # fmt: skip
+    )
     search.calls = predicted.calls
     search.singles = singles
     search.prior = prior_of(query, predicted, provenance, set(found.terms), d0)
@@ -280,8 +317,12 @@ def _word_rows(words: TextWords, encoding, inserted: list[str]) -> dict[str, np.
     word (the terms it expands to, as the query's encoding read it)."""
     out: dict[str, np.ndarray] = {}
     for value in inserted:
-        units = [u for j, w in enumerate(words.words) if word_key(w) == word_key(value)
-                 for u in words.units_of(j)]  # fmt: skip
+        units = [
+            u
+            for j, w in enumerate(words.words)
+            if word_key(w) == word_key(value)
+            for u in words.units_of(j)
+        ]
         if units:
             out[value] = encoding.unit_weights[units].max(axis=0).astype(np.float64)
     return out
@@ -319,16 +360,25 @@ def _text_record(
             f"(rank {rank})"
         )
     return Counterfactual(
-        target=ids[p.row], level="text", edits=[e.to_dict() for e in state.edits],
+        target=ids[p.row],
+        level="text",
+        edits=[e.to_dict() for e in state.edits],
         edited_query=p.query.shown(state.deleted),
         edited_document=None if search.target is None else search.target.edited(state.inserted),
-        rank_before=root.rank, rank_after=outcome.placement.rank,
-        score_after=outcome.placement.score, rival_after=_rival(ids, outcome.placement),
-        verified=outcome.verified, model_calls=outcome.model_calls, seconds=round(seconds, 4),
-        found=outcome.found, exact=False, score_before=root.score,
-        rival_before=_rival(ids, root), rival_score_after=outcome.placement.rival_score,
+        rank_before=root.rank,
+        rank_after=outcome.placement.rank,
+        score_after=outcome.placement.score,
+        rival_after=_rival(ids, outcome.placement),
+        verified=outcome.verified,
+        model_calls=outcome.model_calls,
+        seconds=round(seconds, 4),
+        found=outcome.found,
+        exact=False,
+        score_before=root.score,
+        rival_before=_rival(ids, root),
+        rival_score_after=outcome.placement.rival_score,
         notes=notes,
-    )  # fmt: skip
+    )
 
 
 def _terms_record(found: TermAnswer, p: Prepared, seconds: float) -> Counterfactual:
@@ -343,17 +393,33 @@ def _terms_record(found: TermAnswer, p: Prepared, seconds: float) -> Counterfact
     elif found.first:
         notes.append("the smallest set (exact search)")
     steps = [
-        {"term": vocab[s.term], "score": s.score, "rank": s.rank,
-         "rival": None if s.rival is None else ids[s.rival], "rival_score": s.rival_score}
+        {
+            "term": vocab[s.term],
+            "score": s.score,
+            "rank": s.rank,
+            "rival": None if s.rival is None else ids[s.rival],
+            "rival_score": s.rival_score,
+        }
         for s in found.steps
-    ]  # fmt: skip
+    ]
     return Counterfactual(
-        target=ids[p.row], level="terms",
+        target=ids[p.row],
+        level="terms",
         edits=[{"op": "delete", "side": "query", "term": vocab[t]} for t in found.terms],
-        edited_query=p.query.shown(frozenset()), edited_document=None,
-        rank_before=before.rank, rank_after=after.rank, score_after=after.score,
-        rival_after=_rival(ids, after), verified=True, model_calls=0, seconds=round(seconds, 4),
-        found=found.first, exact=found.exact, score_before=before.score,
-        rival_before=_rival(ids, before), rival_score_after=after.rival_score, steps=steps,
+        edited_query=p.query.shown(frozenset()),
+        edited_document=None,
+        rank_before=before.rank,
+        rank_after=after.rank,
+        score_after=after.score,
+        rival_after=_rival(ids, after),
+        verified=True,
+        model_calls=0,
+        seconds=round(seconds, 4),
+        found=found.first,
+        exact=found.exact,
+        score_before=before.score,
+        rival_before=_rival(ids, before),
+        rival_score_after=after.rival_score,
+        steps=steps,
         notes=notes,
-    )  # fmt: skip
+    )

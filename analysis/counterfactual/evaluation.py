@@ -27,10 +27,24 @@ from lexlens.models.base import Encoder, InputError
 
 #: counterfactuals.csv's columns.
 CSV_COLUMNS = (
-    "query_id", "query", "target", "rival_before", "rank_before", "found", "verified",
-    "rank_after", "edits", "n_edits", "model_calls", "seconds", "edited_query",
-    "edited_document", "terms_found", "terms_exact", "terms_removed",
-)  # fmt: skip
+    "query_id",
+    "query",
+    "target",
+    "rival_before",
+    "rank_before",
+    "found",
+    "verified",
+    "rank_after",
+    "edits",
+    "n_edits",
+    "model_calls",
+    "seconds",
+    "edited_query",
+    "edited_document",
+    "terms_found",
+    "terms_exact",
+    "terms_removed",
+)
 
 
 @dataclass(frozen=True)
@@ -73,16 +87,20 @@ def summarize(rows: list[FailureCounterfactual], failures: int, skipped: dict, s
     found = [r for r in rows if r.text.found]
     terms_found = [r for r in rows if r.terms.found]
     return CounterfactualSummary(
-        failures=failures, tried=len(rows),
-        flip_rate=len(found) / len(rows) if rows else None, found=len(found),
+        failures=failures,
+        tried=len(rows),
+        flip_rate=len(found) / len(rows) if rows else None,
+        found=len(found),
         mean_edits=_mean([len(r.text.edits) for r in found]),
         mean_model_calls=_mean([r.text.model_calls for r in rows]),
         term_flip_rate=len(terms_found) / len(rows) if rows else None,
         mean_terms=_mean([len(r.terms.edits) for r in terms_found]),
         median_seconds=float(statistics.median([r.text.seconds + r.terms.seconds for r in rows]))
-        if rows else None,
-        seconds=round(seconds, 3), skipped=dict(skipped),
-    )  # fmt: skip
+        if rows
+        else None,
+        seconds=round(seconds, 3),
+        skipped=dict(skipped),
+    )
 
 
 def _edits_text(answer: Counterfactual) -> str:
@@ -96,11 +114,24 @@ def csv_row(r: FailureCounterfactual) -> list[Any]:
     """One failure under :data:`CSV_COLUMNS`."""
     t = r.text
     return [
-        r.query_id, r.query, r.target, t.rival_before, t.rank_before, t.found, t.verified,
-        t.rank_after, _edits_text(t), len(t.edits), t.model_calls, t.seconds, t.edited_query,
-        t.edited_document, r.terms.found, r.terms.exact,
+        r.query_id,
+        r.query,
+        r.target,
+        t.rival_before,
+        t.rank_before,
+        t.found,
+        t.verified,
+        t.rank_after,
+        _edits_text(t),
+        len(t.edits),
+        t.model_calls,
+        t.seconds,
+        t.edited_query,
+        t.edited_document,
+        r.terms.found,
+        r.terms.exact,
         " ".join(e["term"] for e in r.terms.edits),
-    ]  # fmt: skip
+    ]
 
 
 @dataclass(frozen=True)
@@ -168,22 +199,33 @@ def failures_counterfactuals(
             skipped[why] = skipped.get(why, 0) + 1
             continue
         prepared = prepare(
-            ix, failure.query, failure.relevant.id, query_encoder=encoder, device=device,
+            ix,
+            failure.query,
+            failure.relevant.id,
+            query_encoder=encoder,
+            device=device,
             options=options,
-        )  # fmt: skip
+        )
         result = answer(prepared, options)
         assert result.counterfactual is not None
-        rows.append(FailureCounterfactual(
-            failure.query_id, failure.query, failure.relevant.id, result.counterfactual,
-            result.terms,
-        ))  # fmt: skip
+        rows.append(
+            FailureCounterfactual(
+                failure.query_id,
+                failure.query,
+                failure.relevant.id,
+                result.counterfactual,
+                result.terms,
+            )
+        )
         if progress:
             progress((n + 1) / len(evaluation.failures), f"{n + 1} failures tried")
     summary = summarize(rows, len(evaluation.failures), skipped, time.perf_counter() - started)
     return EvaluationCounterfactuals(
-        summary=summary, failures=rows, settings={"query_encoder": encoder.name, **options.to_dict()},
+        summary=summary,
+        failures=rows,
+        settings={"query_encoder": encoder.name, **options.to_dict()},
         notes=[f"{n} failures not tried: {why}" for why, n in skipped.items()],
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -246,16 +288,19 @@ def counterfactuals_text(result: Any) -> str:
         return "-" if value is None else f"{value:.4g}"
 
     lines = [
-        "", "",
+        "",
+        "",
         f"counterfactuals: FlipRate {n(s.flip_rate)} ({s.found} of {s.tried} failures fixed by "
         f"a verified edit), mean edits {n(s.mean_edits)}, mean model calls "
         f"{n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean {n(s.mean_terms)} "
         f"terms); {s.seconds:.1f} s",
-    ]  # fmt: skip
+    ]
     for r in found.failures[:10]:
         t = r.text
         state = "fixed" if t.found else "closest"
-        lines.append(f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
-                     f"{t.rank_after}: {_edits_text(t) or '(no edit)'}")  # fmt: skip
+        lines.append(
+            f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
+            f"{t.rank_after}: {_edits_text(t) or '(no edit)'}"
+        )
     lines += [f"  note: {x}" for x in found.notes]
     return "\n".join(lines)

@@ -29,23 +29,38 @@ class CounterfactualOptions(Options):
     what = "counterfactual"
 
     side: str = option(
-        "both", "what the text-level search may edit — query: delete query words (occlude "
+        "both",
+        "what the text-level search may edit — query: delete query words (occlude "
         "cells of an image query); document: insert one of the query's words into the "
-        "target item's text; both: either", choices=SIDES, label="Edit", widget="radio",
-    )  # fmt: skip
+        "target item's text; both: either",
+        choices=SIDES,
+        label="Edit",
+        widget="radio",
+    )
     level: str = option(
-        "text", "text: word edits re-encoded by the model and ranked against the whole "
+        "text",
+        "text: word edits re-encoded by the model and ranked against the whole "
         "index (after the exact term-level answer that guides them); terms: only the "
         "term-level answer (vocabulary terms removed from the query vector)",
-        choices=LEVELS, label="Level", widget="radio",
-    )  # fmt: skip
+        choices=LEVELS,
+        label="Level",
+        widget="radio",
+    )
     max_edits: int = option(
-        3, "the longest sequence of edits tried", low=1, high=MAX_EDITS, label="Most edits",
+        3,
+        "the longest sequence of edits tried",
+        low=1,
+        high=MAX_EDITS,
+        label="Most edits",
         widget="slider",
-    )  # fmt: skip
+    )
     max_calls: int = option(
-        200, "the most edited inputs re-encoded by the model (the budget)", low=1,
-        high=MAX_CALLS, label="Most model calls", widget="number",
-    )  # fmt: skip
+        200,
+        "the most edited inputs re-encoded by the model (the budget)",
+        low=1,
+        high=MAX_CALLS,
+        label="Most model calls",
+        widget="number",
+    )
     query_mode: str = shared(QUERY_MODE)
     gate_k: int = shared(GATE_K)

@@ -22,6 +22,12 @@ def counterfactual_section(result: Any) -> str:
             e.setdefault("word", None)
             e.setdefault("cell", None)
     return render_report(
-        "counterfactuals.html", title="", meta={}, s=result.summary, settings=result.settings,
-        notes=result.notes, rows=rows, hidden=max(0, len(doc["failures"]) - LISTED),
-    )  # fmt: skip
+        "counterfactuals.html",
+        title="",
+        meta={},
+        s=result.summary,
+        settings=result.settings,
+        notes=result.notes,
+        rows=rows,
+        hidden=max(0, len(doc["failures"]) - LISTED),
+    )

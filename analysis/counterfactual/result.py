@@ -65,10 +65,17 @@ class CounterfactualResult(Result):
             if answer is None:
                 continue
             for i, edit in enumerate(answer.edits, 1):
-                rows.append([
-                    answer.level, i, edit.get("op"), edit.get("side"),
-                    edit.get("word", edit.get("term", edit.get("cell"))), answer.found,
-                    answer.verified, answer.rank_after,
-                ])  # fmt: skip
+                rows.append(
+                    [
+                        answer.level,
+                        i,
+                        edit.get("op"),
+                        edit.get("side"),
+                        edit.get("word", edit.get("term", edit.get("cell"))),
+                        answer.found,
+                        answer.verified,
+                        answer.rank_after,
+                    ]
+                )
         columns = ["level", "step", "op", "side", "word_or_term", "found", "verified", "rank_after"]
         return {"counterfactual.json": json_bytes(self), "edits.csv": csv_bytes(columns, rows)}

@@ -48,10 +48,15 @@ class EditScreen:
     words whose probe ``probes`` does not hold."""
 
     def __init__(
-        self, scorer: WholeIndexScorer, q0: np.ndarray, root_scores: np.ndarray, row: int,
-        provenance: Sequence[set[int]], d0: np.ndarray,
+        self,
+        scorer: WholeIndexScorer,
+        q0: np.ndarray,
+        root_scores: np.ndarray,
+        row: int,
+        provenance: Sequence[set[int]],
+        d0: np.ndarray,
         probe: Callable[[list[str]], list[np.ndarray]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.scorer, self.q0, self.scores, self.row = scorer, q0, root_scores, row
         self.provenance, self.d0, self.probe = provenance, d0.astype(np.float64), probe
         self._order: np.ndarray | None = None  # items by score, best first (when needed)

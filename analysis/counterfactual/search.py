@@ -89,10 +89,17 @@ class TextSearch:
     """One text-level search (see the module docstring)."""
 
     def __init__(
-        self, scorer: WholeIndexScorer, query: TextQuery | ImageQuery, target_row: int,
-        target: TextTarget | None, q0: np.ndarray, d0: np.ndarray, budget: int,
-        one_at_a_time: bool = False, screen: EditScreen | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        scorer: WholeIndexScorer,
+        query: TextQuery | ImageQuery,
+        target_row: int,
+        target: TextTarget | None,
+        q0: np.ndarray,
+        d0: np.ndarray,
+        budget: int,
+        one_at_a_time: bool = False,
+        screen: EditScreen | None = None,
+    ) -> None:
         self.scorer, self.query, self.row, self.target = scorer, query, target_row, target
         #: encode and rank each candidate alone (the same search unbatched, for comparison)
         self.one_at_a_time = one_at_a_time
@@ -313,9 +320,12 @@ def _chunks(n: int) -> list[tuple[int, int]]:
 
 
 def prior_of(
-    query: TextQuery | ImageQuery, screen: EditScreen, provenance: list[set[int]],
-    answer_terms: set[int], d0: np.ndarray,
-) -> Callable[[Edit], float]:  # fmt: skip
+    query: TextQuery | ImageQuery,
+    screen: EditScreen,
+    provenance: list[set[int]],
+    answer_terms: set[int],
+    d0: np.ndarray,
+) -> Callable[[Edit], float]:
     """How much each single edit is predicted to close the gap to the first rival: a
     deletion by removing the terms its word produced (``screen``'s prediction, linear in
     the scores), an insertion by the query weight of its word's terms the target lacks times

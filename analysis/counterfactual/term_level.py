@@ -258,9 +258,14 @@ def _exact(scores, parts: _Contributions, own, target, size, answer) -> list[int
             gains = np.concatenate([gains, added])
             best = np.concatenate([best, _largest_gains(added, size)])
         search = _Search(
-            need_all[threats], gains, best, own, float(scores[target]), threats > target,
+            need_all[threats],
+            gains,
+            best,
+            own,
+            float(scores[target]),
+            threats > target,
             answer.nodes,
-        )  # fmt: skip
+        )
         complete = search.run(k)
         answer.nodes = search.nodes
         if search.solutions:

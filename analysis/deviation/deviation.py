@@ -150,9 +150,12 @@ def deviation(
     encoder = encoder_argument(encoder, needs=DEVIATION_NEEDS, device=device)
     static = static_embeddings_for(encoder, options.glove)
     encoded = encode_captions(
-        encoder, table, gate_k=options.caption_gate(),
-        batch_size=options.batch_size or CAPTION_BATCH, progress=progress,
-    )  # fmt: skip
+        encoder,
+        table,
+        gate_k=options.caption_gate(),
+        batch_size=options.batch_size or CAPTION_BATCH,
+        progress=progress,
+    )
     notes = [f"{table.skipped} empty row(s) left out"] if table.skipped else []
     return deviation_of_encoded(
         encoded,

@@ -31,9 +31,15 @@ MAX_K = 1000
 #: k of Exact@k and Semantic@k as an option: one declaration for every analysis that reads
 #: them (deviation, the comparison of two collections).
 DEVIATION_K = shared_option(
-    "k", int, DEFAULT_K, low=1, high=MAX_K, label="k (top terms)", widget="number",
+    "k",
+    int,
+    DEFAULT_K,
+    low=1,
+    high=MAX_K,
+    label="k (top terms)",
+    widget="number",
     help="k of Exact@k and Semantic@k: the top terms of each item",
-)  # fmt: skip
+)
 DENOMINATORS = ("k", "active")
 #: Per-item rows kept in a result (aggregates always cover every item).
 DEFAULT_MAX_ROWS = 10_000
@@ -60,28 +66,40 @@ class DeviationOptions(Options):
 
     k: int = shared(DEVIATION_K)
     gate_k: int | None = shared(
-        GATE_K, None,
+        GATE_K,
+        None,
         help=GATE_K.spec.help + f"; left out: {DEFAULT_GATE_K} (VDR's text default) for "
         "captions, a stored collection's own gate",
-    )  # fmt: skip
+    )
     denominator: str = option(
-        "k", "k (the paper's) or active = min(k, the item's positive terms)",
-        choices=DENOMINATORS, label="Denominator", widget="radio",
-    )  # fmt: skip
+        "k",
+        "k (the paper's) or active = min(k, the item's positive terms)",
+        choices=DENOMINATORS,
+        label="Denominator",
+        widget="radio",
+    )
     glove: str | Path | None = option(
-        None, "GloVe-format static embeddings for Semantic@k (left out: the encoder's own "
-        "input word embeddings)", check=check_glove, label="GloVe file", metavar="FILE",
+        None,
+        "GloVe-format static embeddings for Semantic@k (left out: the encoder's own "
+        "input word embeddings)",
+        check=check_glove,
+        label="GloVe file",
+        metavar="FILE",
         wanted="a GloVe-format text file (a word, then numbers, per line)",
-    )  # fmt: skip
+    )
     max_rows: int = option(
-        DEFAULT_MAX_ROWS, "per-item rows kept in the result (the means cover every item)",
-        low=0, label="Rows kept", widget="number",
-    )  # fmt: skip
+        DEFAULT_MAX_ROWS,
+        "per-item rows kept in the result (the means cover every item)",
+        low=0,
+        label="Rows kept",
+        widget="number",
+    )
     batch_size: int | None = shared(
-        BATCH_SIZE, None,
+        BATCH_SIZE,
+        None,
         help=f"captions encoded at once (left out: {CAPTION_BATCH}), or a stored "
         f"collection's items read at once (left out: {STORED_BATCH})",
-    )  # fmt: skip
+    )
 
     def caption_gate(self) -> int:
         """The gate k of captions encoded here (:data:`DEFAULT_GATE_K` when left out)."""

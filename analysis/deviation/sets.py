@@ -190,9 +190,13 @@ class SetAccumulator:
             caption = captions[r]
             lo, hi = matrix.indptr[r], matrix.indptr[r + 1]
             return self.scorer.score(
-                item_id, text, matrix.indices[lo:hi], matrix.data[lo:hi], caption,
+                item_id,
+                text,
+                matrix.indices[lo:hi],
+                matrix.data[lo:hi],
+                caption,
                 evidence=evidence | (input_words(caption) & self.words),
-            )  # fmt: skip
+            )
         caption = tokens.strings(r)
         return self.scorer.item(
             item_id,

@@ -240,8 +240,7 @@ def numbers_one_by_one(
                 (matrix.data[lo:hi] > 0) & ~scorer.special[matrix.indices[lo:hi]]
             )
             continue
-        item = scorer.score("", "", matrix.indices[lo:hi], matrix.data[lo:hi], caption,
-                            words=False)  # fmt: skip
+        item = scorer.score("", "", matrix.indices[lo:hi], matrix.data[lo:hi], caption, words=False)
         positive[r], matches[r] = item.positive_terms, item.matches
         semantic[r], no_vector[r] = item.semantic_sum, item.no_vector
     return BatchNumbers(positive, matches, semantic, no_vector)

@@ -30,10 +30,21 @@ from lexlens.models.base import Encoder, InputError
 
 #: faithfulness.csv's columns, one row per failure measured.
 CSV_COLUMNS = (
-    "query_id", "query", "nonrelevant", "relevant", "gap", "words", "edited_query", "gap_after",
-    "comprehensiveness", "flipped", "random_comprehensiveness", "random_flip_rate", "aopc",
+    "query_id",
+    "query",
+    "nonrelevant",
+    "relevant",
+    "gap",
+    "words",
+    "edited_query",
+    "gap_after",
+    "comprehensiveness",
+    "flipped",
+    "random_comprehensiveness",
+    "random_flip_rate",
+    "aopc",
     "random_aopc",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -107,8 +118,11 @@ def summarize(
     """The summary of the failures measured."""
     from scipy.stats import wilcoxon
 
-    paired = [(r.comprehensiveness, r.random_comprehensiveness) for r in rows
-              if r.random_comprehensiveness is not None]  # fmt: skip
+    paired = [
+        (r.comprehensiveness, r.random_comprehensiveness)
+        for r in rows
+        if r.random_comprehensiveness is not None
+    ]
     p = None
     if len(paired) >= 2 and any(a != b for a, b in paired):
         p = float(wilcoxon([a for a, _ in paired], [b for _, b in paired]).pvalue)
@@ -116,27 +130,45 @@ def summarize(
     own = [r.comprehensiveness for r in rows]
     rand = [r.random_comprehensiveness for r in rows]
     return FaithfulnessSummary(
-        failures=len(rows), comprehensiveness=_median(own), random_comprehensiveness=_median(rand),
-        capped_comprehensiveness=_capped(own), capped_random_comprehensiveness=_capped(rand),
+        failures=len(rows),
+        comprehensiveness=_median(own),
+        random_comprehensiveness=_median(rand),
+        capped_comprehensiveness=_capped(own),
+        capped_random_comprehensiveness=_capped(rand),
         beats_random=_mean([float(a > b) for a, b in paired]),
         flip_rate=_mean([float(r.flipped) for r in rows]),
         random_flip_rate=_mean([r.random_flip_rate for r in rows]),
         aopc=_median([r.curve.normalized_aopc for r in rows]),
         random_aopc=_median([r.curve.normalized_random_aopc for r in rows]),
-        wilcoxon_p=p, words_deleted=_mean([float(len(r.words)) for r in rows]),
-        curve=curve, random_curve=random_curve, curve_counts=counts, skipped=dict(skipped),
-        model_calls=int(calls), seconds=float(seconds),
-    )  # fmt: skip
+        wilcoxon_p=p,
+        words_deleted=_mean([float(len(r.words)) for r in rows]),
+        curve=curve,
+        random_curve=random_curve,
+        curve_counts=counts,
+        skipped=dict(skipped),
+        model_calls=int(calls),
+        seconds=float(seconds),
+    )
 
 
 def csv_row(r: FailureFaithfulness) -> list[Any]:
     """One failure under :data:`CSV_COLUMNS`."""
     return [
-        r.query_id, r.query, r.nonrelevant, r.relevant, r.gap, " ".join(r.words),
-        r.edited_query, r.gap_after, r.comprehensiveness, r.flipped,
-        r.random_comprehensiveness, r.random_flip_rate, r.curve.normalized_aopc,
+        r.query_id,
+        r.query,
+        r.nonrelevant,
+        r.relevant,
+        r.gap,
+        " ".join(r.words),
+        r.edited_query,
+        r.gap_after,
+        r.comprehensiveness,
+        r.flipped,
+        r.random_comprehensiveness,
+        r.random_flip_rate,
+        r.curve.normalized_aopc,
         r.curve.normalized_random_aopc,
-    ]  # fmt: skip
+    ]
 
 
 @dataclass(frozen=True)
@@ -198,19 +230,28 @@ def failures_faithfulness(
     encoder = query_encoder_for(ix, query_encoder or settings.get("query_encoder"), device)
     start = time.perf_counter()
     rows, skipped, calls = measure_failures(
-        ix, encoder, evaluation.failures, query_mode=settings["query_mode"],
-        gate_k=settings["gate_k"], options=options, progress=progress,
-    )  # fmt: skip
+        ix,
+        encoder,
+        evaluation.failures,
+        query_mode=settings["query_mode"],
+        gate_k=settings["gate_k"],
+        options=options,
+        progress=progress,
+    )
     summary = summarize(rows, skipped, calls, time.perf_counter() - start)
     if progress:
         progress(1.0, f"{len(rows)} explanations measured")
     return FailuresFaithfulness(
         encoder=encoder.name,
-        settings={**options.to_dict(), "query_mode": settings["query_mode"],
-                  "gate_k": settings["gate_k"]},
-        summary=summary, failures=rows,
+        settings={
+            **options.to_dict(),
+            "query_mode": settings["query_mode"],
+            "gate_k": settings["gate_k"],
+        },
+        summary=summary,
+        failures=rows,
         notes=[f"{n} failures not measured: {why}" for why, n in skipped.items()],
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -262,8 +303,9 @@ def with_faithfulness(
     found = failures_faithfulness(
         index, evaluation, device=device, progress=progress, options=options, **given
     )
-    values = {f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult)
-              if f.init}  # fmt: skip
+    values = {
+        f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult) if f.init
+    }
     return EvaluationWithFaithfulness(**values, faithfulness=found, inner=evaluation)
 
 

@@ -137,8 +137,10 @@ def deletion_of(
     order = sorted(share, key=lambda w: (-share[w], w))
     k = min(options.curve_k, len(order))
     rng = rng_for(options.seed, query)
-    randoms = [[words.deletable[i] for i in p]
-               for p in permutations(len(words.deletable), options.draws, rng)]  # fmt: skip
+    randoms = [
+        [words.deletable[i] for i in p]
+        for p in permutations(len(words.deletable), options.draws, rng)
+    ]
     edited = [words.without(order[:j]) if j else query for j in range(k + 1)]
     random_texts = [[words.without(r[:j]) if j else query for j in range(k + 1)] for r in randoms]
     vectors.encode(edited + [t for ts in random_texts for t in ts])
@@ -147,12 +149,16 @@ def deletion_of(
     random_curves = [vectors.scores(ts, dense)[:, 0].tolist() for ts in random_texts]
     notes = []
     if unsourced:
-        notes.append(f"{unsourced:.4g} of the score comes from terms no deletable word produced "
-                     "(a frame token or punctuation won their max pool)")  # fmt: skip
+        notes.append(
+            f"{unsourced:.4g} of the score comes from terms no deletable word produced "
+            "(a frame token or punctuation won their max pool)"
+        )
     return ContribFaithfulness(
-        query=query, score=curve[0],
+        query=query,
+        score=curve[0],
         words=[{"word": words.words[w], "contribution": share[w]} for w in order],
         edited_queries=edited,
         curve=deletion_curve([words.words[w] for w in order[:k]], curve, random_curves),
-        settings=options.to_dict(), notes=notes,
-    )  # fmt: skip
+        settings=options.to_dict(),
+        notes=notes,
+    )

@@ -96,9 +96,12 @@ class DeletionCurve(Record):
 
 
 def deletion_curve(
-    parts: list[str], explained: list[float], random_curves: list[list[float]],
-    kind: str = "deletion", whole: float | None = None,
-) -> DeletionCurve:  # fmt: skip
+    parts: list[str],
+    explained: list[float],
+    random_curves: list[list[float]],
+    kind: str = "deletion",
+    whole: float | None = None,
+) -> DeletionCurve:
     """The :class:`DeletionCurve` of measured outputs (``explained`` and each random order's
     curve, all of the same length ``K + 1``); the normalized AOPCs divide by ``whole``
     (default: ``explained[0]`` for a deletion curve, the gain ``explained[-1] −
@@ -112,7 +115,14 @@ def deletion_curve(
         whole = float(values[0]) if kind == "deletion" else float(values[-1] - values[0])
     base = float(whole)
     return DeletionCurve(
-        parts=list(parts), explained=values.tolist(), random=mean.tolist(), aopc=a,
-        random_aopc=r, normalized_aopc=share(a, base), normalized_random_aopc=share(r, base),
-        kind=kind, draws=int(rand.shape[0]), random_curves=rand.tolist(),
-    )  # fmt: skip
+        parts=list(parts),
+        explained=values.tolist(),
+        random=mean.tolist(),
+        aopc=a,
+        random_aopc=r,
+        normalized_aopc=share(a, base),
+        normalized_random_aopc=share(r, base),
+        kind=kind,
+        draws=int(rand.shape[0]),
+        random_curves=rand.tolist(),
+    )

@@ -133,9 +133,14 @@ def _word_order(
 
 
 def _plan(
-    failure: Failure, enc, encoder: Encoder, vectors: QueryVectors, index, row_of,
+    failure: Failure,
+    enc,
+    encoder: Encoder,
+    vectors: QueryVectors,
+    index,
+    row_of,
     options: FaithfulnessOptions,
-) -> _Plan:  # fmt: skip
+) -> _Plan:
     """What to delete for one failure (its encoding kept per-unit rows)."""
     words = text_words(encoder, failure.query, enc.units)
     rows = (row_of[failure.nonrelevant.id], row_of[failure.relevant.id])
@@ -189,21 +194,35 @@ def _measure(plan: _Plan, vectors: QueryVectors, index) -> FailureFaithfulness:
     random_curves = [[gap_of(r[:k]) for k in range(plan.k + 1)] for r in plan.random_orders]
     f = plan.failure
     return FailureFaithfulness(
-        query_id=f.query_id, query=f.query, nonrelevant=f.nonrelevant.id,
-        relevant=f.relevant.id, gap=gap, words=[plan.words.words[w] for w in plan.explained],
-        sources=plan.sources, edited_query=plan.edit(plan.explained), gap_after=after,
-        comprehensiveness=share(gap - after, gap) or 0.0, flipped=_flipped(after, plan.rows),
+        query_id=f.query_id,
+        query=f.query,
+        nonrelevant=f.nonrelevant.id,
+        relevant=f.relevant.id,
+        gap=gap,
+        words=[plan.words.words[w] for w in plan.explained],
+        sources=plan.sources,
+        edited_query=plan.edit(plan.explained),
+        gap_after=after,
+        comprehensiveness=share(gap - after, gap) or 0.0,
+        flipped=_flipped(after, plan.rows),
         random_comprehensiveness=float(np.mean([(gap - g) / gap for g in rand])) if rand else None,
         random_flip_rate=float(np.mean([_flipped(g, plan.rows) for g in rand])) if rand else None,
-        curve=deletion_curve([plan.words.words[w] for w in plan.order[: plan.k]], curve,
-                             random_curves),
-    )  # fmt: skip
+        curve=deletion_curve(
+            [plan.words.words[w] for w in plan.order[: plan.k]], curve, random_curves
+        ),
+    )
 
 
 def measure_failures(
-    index, encoder: Encoder, failures: Sequence[Failure], *, query_mode: str, gate_k: int,
-    options: FaithfulnessOptions, progress: Progress | None = None,
-) -> tuple[list[FailureFaithfulness], dict[str, int], int]:  # fmt: skip
+    index,
+    encoder: Encoder,
+    failures: Sequence[Failure],
+    *,
+    query_mode: str,
+    gate_k: int,
+    options: FaithfulnessOptions,
+    progress: Progress | None = None,
+) -> tuple[list[FailureFaithfulness], dict[str, int], int]:
     """Every measurable failure's faithfulness, the others counted by reason, and the model
     calls (distinct edited queries encoded, in batches)."""
     row_of = index_rows(index)
@@ -222,8 +241,10 @@ def measure_failures(
     for start in range(0, len(todo), PROVENANCE_GROUP):
         group = todo[start : start + PROVENANCE_GROUP]
         encodings = encoder.encode_texts([f.query for f in group], side="query")
-        made = [_plan(f, e, encoder, vectors, index, row_of, options)
-                for f, e in zip(group, encodings, strict=True)]  # fmt: skip
+        made = [
+            _plan(f, e, encoder, vectors, index, row_of, options)
+            for f, e in zip(group, encodings, strict=True)
+        ]
         plans += [p for p in made if _keep(p, skipped)]
         if progress:
             progress(0.2 * (start + len(group)) / max(1, len(todo)), "provenance of the queries")

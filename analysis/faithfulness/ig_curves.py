@@ -122,8 +122,13 @@ def ig_curves(
             return tuple(base[t] if t in picked else ids[t] for t in range(len(ids)))
         return tuple(ids[t] if t in picked else base[t] for t in range(len(ids)))
 
-    wanted = {sequence(o, j, d) for os in orders.values() for o in os
-              for j in range(kk + 1) for d in (True, False)}  # fmt: skip
+    wanted = {
+        sequence(o, j, d)
+        for os in orders.values()
+        for o in os
+        for j in range(kk + 1)
+        for d in (True, False)
+    }
     listed = sorted(wanted)
     sub = _subvectors(encoder, [list(s) for s in listed])
     row_of = {s: n for n, s in enumerate(listed)}
@@ -153,16 +158,24 @@ def _curves(a, orders, sequence, objective, row_of, kk, seed, words) -> IgCurves
         i_aopc[name] = [insertion_aopc(c) for c in ins]
     notes = [] if "RandT" in orders else ["RandT needs the attributions of all M sub-vectors"]
     return IgCurves(
-        text=a.text, words=words, subvectors=list(a.subvectors), k=kk, deletion=deletion,
-        insertion=insertion, deletion_aopc=d_aopc, insertion_aopc=i_aopc,
+        text=a.text,
+        words=words,
+        subvectors=list(a.subvectors),
+        k=kk,
+        deletion=deletion,
+        insertion=insertion,
+        deletion_aopc=d_aopc,
+        insertion_aopc=i_aopc,
         mean_deletion_aopc={n: float(np.mean(v)) for n, v in d_aopc.items()},
         mean_insertion_aopc={n: float(np.mean(v)) for n, v in i_aopc.items()},
-        seed=seed, notes=notes,
-    )  # fmt: skip
+        seed=seed,
+        notes=notes,
+    )
 
 
-def ig_faithfulness(encoder, report_or_result: Any, text: int = 0, *, k: int = 10,
-                    seed: int = 0) -> IgCurves:  # fmt: skip
+def ig_faithfulness(
+    encoder, report_or_result: Any, text: int = 0, *, k: int = 10, seed: int = 0
+) -> IgCurves:
     """The curves of text number ``text`` of an attribution (an ``AttributionResult`` or an
     ``AttributionReport``), with the encoder refitted to its M when it differs (the same
     cached codebooks as the attribution, seeded by ``seed``)."""

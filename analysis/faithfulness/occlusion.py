@@ -133,16 +133,22 @@ def _picture(image: Any) -> Any:
 
 
 def occlusion_of(
-    model: Encoder, picture: Any, enc: LexicalEncoding, units: Sequence[int], rows: list[dict],
+    model: Encoder,
+    picture: Any,
+    enc: LexicalEncoding,
+    units: Sequence[int],
+    rows: list[dict],
     options: FaithfulnessOptions,
-) -> OcclusionFaithfulness:  # fmt: skip
+) -> OcclusionFaithfulness:
     """The occlusion check of the group ``units`` of ``enc`` (``picture`` encoded by
     ``model``) for its term rows ``rows``."""
     fill = preprocessing_mean(model)
     n_cells = len(enc.units)
     rng = rng_for(options.seed, *enc.units, *sorted(units))
-    draws = [sorted(rng.choice(n_cells, size=len(units), replace=False).tolist())
-             for _ in range(options.draws)]  # fmt: skip
+    draws = [
+        sorted(rng.choice(n_cells, size=len(units), replace=False).tolist())
+        for _ in range(options.draws)
+    ]
     pictures = [occluded(picture, enc, units, fill)]
     pictures += [occluded(picture, enc, d, fill) for d in draws]
     after = model.encode_images(pictures, keep_units=False)
@@ -152,21 +158,29 @@ def occlusion_of(
         before = float(np.max(enc.weights[cols]))
         random_after = [float(np.max(a.weights[cols])) for a in after[1:]]
         halved = [a <= 0.5 * before for a in random_after]
-        out.append({
-            "token": r["token"], "group_weight": r["weight"], "before": before,
-            "after": float(np.max(after[0].weights[cols])),
-            "random_after": float(np.mean(random_after)), "random_dropped": float(np.mean(halved)),
-        })  # fmt: skip
+        out.append(
+            {
+                "token": r["token"],
+                "group_weight": r["weight"],
+                "before": before,
+                "after": float(np.max(after[0].weights[cols])),
+                "random_after": float(np.mean(random_after)),
+                "random_dropped": float(np.mean(halved)),
+            }
+        )
     kept = [t for t in out if t["before"] > 0]
 
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values else None
 
     return OcclusionFaithfulness(
-        cells=[enc.units[i] for i in units], fill=list(fill), terms=out,
+        cells=[enc.units[i] for i in units],
+        fill=list(fill),
+        terms=out,
         drop=mean([(t["before"] - t["after"]) / t["before"] for t in kept]),
         random_drop=mean([(t["before"] - t["random_after"]) / t["before"] for t in kept]),
         dropped_share=mean([float(t["after"] <= 0.5 * t["before"]) for t in kept]),
         random_dropped_share=mean([t["random_dropped"] for t in kept]),
-        draws=options.draws, seed=options.seed,
-    )  # fmt: skip
+        draws=options.draws,
+        seed=options.seed,
+    )

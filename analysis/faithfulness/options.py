@@ -22,11 +22,19 @@ class FaithfulnessOptions(Options):
     what = "faithfulness"
 
     draws: int = option(
-        DEFAULT_DRAWS, "random draws the baseline averages over (seeded)", low=1, high=1000,
-        label="Random draws", widget="number",
-    )  # fmt: skip
+        DEFAULT_DRAWS,
+        "random draws the baseline averages over (seeded)",
+        low=1,
+        high=1000,
+        label="Random draws",
+        widget="number",
+    )
     curve_k: int = option(
-        DEFAULT_CURVE_K, "parts (words, cells) removed along a deletion curve, at most: AOPC "
-        "over k = 0…K", low=1, high=100, label="Curve length K", widget="number",
-    )  # fmt: skip
+        DEFAULT_CURVE_K,
+        "parts (words, cells) removed along a deletion curve, at most: AOPC over k = 0…K",
+        low=1,
+        high=100,
+        label="Curve length K",
+        widget="number",
+    )
     seed: int = shared(SEED)

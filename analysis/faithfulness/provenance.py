@@ -86,13 +86,20 @@ def provenance_faithfulness(
             cols = term_columns(r, model.vocab)
             weight_after = float(np.max(after[edits[w]][cols])) if cols else 0.0
             ratio = weight_after / r["weight"] if r["weight"] else None
-            entry |= {"edited_text": edits[w], "weight_after": weight_after, "ratio": ratio,
-                      "dropped": bool(weight_after <= DROP * r["weight"])}  # fmt: skip
+            entry |= {
+                "edited_text": edits[w],
+                "weight_after": weight_after,
+                "ratio": ratio,
+                "dropped": bool(weight_after <= DROP * r["weight"]),
+            }
         out.append(entry)
     tested = [e for e in out if "dropped" in e]
     return ProvenanceFaithfulness(
-        text=text, terms=out, merged=merged, tested=len(tested),
+        text=text,
+        terms=out,
+        merged=merged,
+        tested=len(tested),
         untested=len(out) - len(tested),
         dropped_share=float(np.mean([e["dropped"] for e in tested])) if tested else None,
         notes=list(shown.notes),
-    )  # fmt: skip
+    )

@@ -47,28 +47,44 @@ def chart(series: dict[str, list[float]], *, width: int = 420, height: int = 220
         return height - pad - (height - 2 * pad) * (v - low) / ((high - low) or 1.0)
 
     lines = [
-        {"name": name, "colour": COLOURS[n % len(COLOURS)],
-         "points": " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ys))}
+        {
+            "name": name,
+            "colour": COLOURS[n % len(COLOURS)],
+            "points": " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ys)),
+        }
         for n, (name, ys) in enumerate(series.items())
-    ]  # fmt: skip
+    ]
     return {
-        "series": lines, "width": width, "height": height, "left": pad, "right": width - pad,
-        "top": pad, "bottom": height - pad, "zero": f"{y(0):.1f}", "k": k,
-        "ticks": [{"y": f"{y(high):.1f}", "label": f"{high:.2g}"},
-                  {"y": f"{y(low):.1f}", "label": f"{low:.2g}"}],
-    }  # fmt: skip
+        "series": lines,
+        "width": width,
+        "height": height,
+        "left": pad,
+        "right": width - pad,
+        "top": pad,
+        "bottom": height - pad,
+        "zero": f"{y(0):.1f}",
+        "k": k,
+        "ticks": [
+            {"y": f"{y(high):.1f}", "label": f"{high:.2g}"},
+            {"y": f"{y(low):.1f}", "label": f"{low:.2g}"},
+        ],
+    }
 
 
 def faithfulness_html(result: FaithfulnessRecord) -> str:
     """faithfulness.html: the summary against random, the curves, the failures."""
     s = result.summary
     return render_report(
-        "faithfulness.html", title="Lexlens faithfulness of the explanations",
-        meta={"encoder": result.encoder, **result.settings}, s=s, settings=result.settings,
-        notes=result.notes, rows=result.failures[:LISTED],
+        "faithfulness.html",
+        title="Lexlens faithfulness of the explanations",
+        meta={"encoder": result.encoder, **result.settings},
+        s=s,
+        settings=result.settings,
+        notes=result.notes,
+        rows=result.failures[:LISTED],
         hidden=max(0, len(result.failures) - LISTED),
         chart=chart({"explanation's order": s.curve, "random order": s.random_curve}),
-    )  # fmt: skip
+    )
 
 
 def faithfulness_section(result: FaithfulnessRecord) -> str:

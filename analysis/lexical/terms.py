@@ -136,15 +136,20 @@ class TermsOptions(Options):
 
     what = "terms"
 
-    top: int = option(20, "how many terms", low=1, high=MAX_TOP_TERMS, label="Top terms",
-                      widget="slider")  # fmt: skip
-    side: str = option("query", "the text tower of a bi-encoder", choices=("query", "document"),
-                       label="Tower")  # fmt: skip
+    top: int = option(
+        20, "how many terms", low=1, high=MAX_TOP_TERMS, label="Top terms", widget="slider"
+    )
+    side: str = option(
+        "query", "the text tower of a bi-encoder", choices=("query", "document"), label="Tower"
+    )
     box: tuple[float, float, float, float] | None = option(
-        None, "a region of the image (a patch group)",
-        parse=parse_box, check=check_box, metavar="X0,Y0,X1,Y1",
+        None,
+        "a region of the image (a patch group)",
+        parse=parse_box,
+        check=check_box,
+        metavar="X0,Y0,X1,Y1",
         wanted="X0,Y0,X1,Y1: four fractions of the image in 0..1, X0 < X1 and Y0 < Y1",
-    )  # fmt: skip
+    )
     ids: str | Path | None = shared(FEATURE_IDS)
 
 

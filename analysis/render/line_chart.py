@@ -18,9 +18,13 @@ LEFT = 64  # room for a y tick such as −0.02689
 
 
 def line_chart(
-    series: Mapping[str, Sequence[float]], *, x_label: str, y_label: str, width: int = 420,
+    series: Mapping[str, Sequence[float]],
+    *,
+    x_label: str,
+    y_label: str,
+    width: int = 420,
     height: int = 220,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The coordinates of ``series`` (name → values at k = 0, 1, …) in a ``width`` ×
     ``height`` box: each series' polyline and points, the axes, two y ticks and the labels
     (``series`` is empty: no chart, ``{"series": []}``)."""
@@ -40,16 +44,32 @@ def line_chart(
 
     lines = []
     for n, (name, ys) in enumerate(series.items()):
-        points = [{"x": f"{x(i):.1f}", "y": f"{y(v):.1f}", "title": f"{name}, k = {i}: {v!r}"}
-                  for i, v in enumerate(float(v) for v in ys)]  # fmt: skip
-        lines.append({
-            "name": name, "colour": COLOURS[n % len(COLOURS)], "points": points,
-            "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
-        })  # fmt: skip
+        points = [
+            {"x": f"{x(i):.1f}", "y": f"{y(v):.1f}", "title": f"{name}, k = {i}: {v!r}"}
+            for i, v in enumerate(float(v) for v in ys)
+        ]
+        lines.append(
+            {
+                "name": name,
+                "colour": COLOURS[n % len(COLOURS)],
+                "points": points,
+                "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
+            }
+        )
     return {
-        "series": lines, "width": width, "height": height, "left": LEFT, "right": width - PAD,
-        "top": PAD, "bottom": height - PAD, "k": k, "x_label": x_label, "y_label": y_label,
-        "ticks": [{"y": f"{y(high):.1f}", "label": num(high)},
-                  {"y": f"{y(low):.1f}", "label": num(low)}],
+        "series": lines,
+        "width": width,
+        "height": height,
+        "left": LEFT,
+        "right": width - PAD,
+        "top": PAD,
+        "bottom": height - PAD,
+        "k": k,
+        "x_label": x_label,
+        "y_label": y_label,
+        "ticks": [
+            {"y": f"{y(high):.1f}", "label": num(high)},
+            {"y": f"{y(low):.1f}", "label": num(low)},
+        ],
         "x_ticks": [{"x": f"{x(i):.1f}", "label": str(i)} for i in range(k + 1)],
-    }  # fmt: skip
+    }

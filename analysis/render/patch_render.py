@@ -85,8 +85,9 @@ def draw_grid(
                 x0, y0, x1, y1 = _pixels(cells[i], base.size)
                 draw.rectangle(
                     (x0 + inset, y0 + inset, x1 - inset, y1 - inset),
-                    outline=(*color, 255), width=line + 1,
-                )  # fmt: skip
+                    outline=(*color, 255),
+                    width=line + 1,
+                )
     if crop_box != FULL_BOX:
         draw.rectangle(_pixels(crop_box, base.size), outline=(255, 215, 0, 255), width=line + 2)
     return Image.alpha_composite(base, overlay).convert("RGB")

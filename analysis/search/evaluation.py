@@ -276,20 +276,33 @@ def evaluate(
     settings = ExclusionSettings.of(target, options)
     spec = QuerySpec(encoder, options.query_mode, options.gate_k)
     run = _Run(target, spec, item_ids(target), settings, progress)
-    shown = {"query_mode": options.query_mode, "gate_k": options.gate_k,
-             "query_encoder": encoder.name, "cutoff": CUTOFF}  # fmt: skip
+    shown = {
+        "query_mode": options.query_mode,
+        "gate_k": options.gate_k,
+        "query_encoder": encoder.name,
+        "cutoff": CUTOFF,
+    }
     if kind == "queries":
         aggregate, table, skipped = _queries(run, rows)
     else:
         aggregate, table, skipped = _pairs(run, rows, options)
-        shown |= {"k_items": settings.k_items, "coverage": settings.coverage,
-                  "magnitude": settings.magnitude, "normalize": settings.normalize,
-                  "slq_template": settings.slq, "min_relevant": options.min_relevant}  # fmt: skip
+        shown |= {
+            "k_items": settings.k_items,
+            "coverage": settings.coverage,
+            "magnitude": settings.magnitude,
+            "normalize": settings.normalize,
+            "slq_template": settings.slq,
+            "min_relevant": options.min_relevant,
+        }
     return TableEvaluationResult(
-        index=target.describe(), encoder=encoder.name, settings=shown,
-        metrics={"aggregate": aggregate, "per_query": table}, notes=[], kind=kind,
+        index=target.describe(),
+        encoder=encoder.name,
+        settings=shown,
+        metrics={"aggregate": aggregate, "per_query": table},
+        notes=[],
+        kind=kind,
         skipped=skipped,
-    )  # fmt: skip
+    )
 
 
 def evaluate_index(

@@ -87,9 +87,12 @@ class ExclusionSettings:
         k_items = DEFAULT_K_ITEMS if options.k_items is None else options.k_items
         coverage = DEFAULT_COVERAGE if options.coverage is None else options.coverage
         return cls(
-            k_items, coverage, options.magnitude, options.normalize,
+            k_items,
+            coverage,
+            options.magnitude,
+            options.normalize,
             slq_for(target, options.slq_template),
-        )  # fmt: skip
+        )
 
 
 def covering_dimensions(mass: np.ndarray, coverage: float) -> np.ndarray:
@@ -129,9 +132,15 @@ Ranking = tuple[np.ndarray, np.ndarray, np.ndarray, dict | None, list[str]]
 
 
 def rank_method(
-    target: Collection, spec: QuerySpec, method: str, a: str, b: str | None, *, n: int,
+    target: Collection,
+    spec: QuerySpec,
+    method: str,
+    a: str,
+    b: str | None,
+    *,
+    n: int,
     settings: ExclusionSettings,
-) -> Ranking:  # fmt: skip
+) -> Ranking:
     """The top ``n`` items for ``a`` (plain search when ``b`` is empty) or for "``a`` but not
     ``b``" by ``method``, as ``settings`` say."""
     if not b:

@@ -62,9 +62,13 @@ class _Explained(NamedTuple):
 
 
 def _explain(
-    target: Collection, row: int, scoring: Scoring, denominator: float, explain: int,
+    target: Collection,
+    row: int,
+    scoring: Scoring,
+    denominator: float,
+    explain: int,
     words: set[str],
-) -> _Explained:  # fmt: skip
+) -> _Explained:
     """Score of ``row`` and its contributions: ``c_t = weights_t · f(w_t) / denominator``
     (for ``square``, ``c_t = w_t² / (denominator · s)`` so that they sum to ``s = √(...)``);
     the top ``explain`` as tokens and as ``words`` (pieces joined, contributions added)."""
@@ -99,15 +103,24 @@ def _explain(
         for r in merge_contributions(rows, vocab, words)
     ]
     return _Explained(
-        score, rows[:explain], max(0, len(rows) - explain), rest, merged[:explain],
+        score,
+        rows[:explain],
+        max(0, len(rows) - explain),
+        rest,
+        merged[:explain],
         max(0, len(merged) - explain),
-    )  # fmt: skip
+    )
 
 
 def explained_hits(
-    target: Collection, rows: np.ndarray, scoring: Scoring, *, explain: int = 5,
-    relevant: set[str] | None = None, query_words: set[str] = frozenset(),
-) -> list[Hit]:  # fmt: skip
+    target: Collection,
+    rows: np.ndarray,
+    scoring: Scoring,
+    *,
+    explain: int = 5,
+    relevant: set[str] | None = None,
+    query_words: set[str] = frozenset(),
+) -> list[Hit]:
     """The items at ``rows`` as hits, ranked in that order, each with its top ``explain``
     contributions; ``relevant`` (ids) marks each hit relevant or not."""
     out = []
@@ -122,13 +135,22 @@ def explained_hits(
         made = _explain(target, int(row), scoring, denominator, explain, words)
         out.append(
             Hit(
-                rank, int(row), str(meta["id"]), made.score, str(meta.get("kind", "text")),
-                str(meta.get("text") or ""), str(meta.get("image") or ""),
-                list(meta.get("labels") or []), made.tokens, made.other_terms,
-                made.other_contribution, None if relevant is None else str(meta["id"]) in relevant,
-                made.words, made.other_words,
+                rank,
+                int(row),
+                str(meta["id"]),
+                made.score,
+                str(meta.get("kind", "text")),
+                str(meta.get("text") or ""),
+                str(meta.get("image") or ""),
+                list(meta.get("labels") or []),
+                made.tokens,
+                made.other_terms,
+                made.other_contribution,
+                None if relevant is None else str(meta["id"]) in relevant,
+                made.words,
+                made.other_words,
             )
-        )  # fmt: skip
+        )
     return out
 
 

@@ -29,9 +29,12 @@ class SearchQuery:
 
 
 def checked_query(
-    options: SearchOptions, query: object, query_image: object, image_name: object,
+    options: SearchOptions,
+    query: object,
+    query_image: object,
+    image_name: object,
     exclude: object,
-) -> SearchQuery:  # fmt: skip
+) -> SearchQuery:
     """One text query or one query image (loaded), and an exclusion for a text query only;
     SR's settings only with an exclusion SR ranks (:func:`check_sr_only`)."""
     query = text_argument(query, "query", optional=True)

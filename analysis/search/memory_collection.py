@@ -82,9 +82,16 @@ class MemoryCollection:
             r = int(r)
             labels = sorted(self.labels[r]) if self.labels else []
             out.append(
-                {"id": self.ids[r], "kind": "text", "image": "", "text": self.texts[r],
-                 "captions": [], "labels": labels, "row": r}
-            )  # fmt: skip
+                {
+                    "id": self.ids[r],
+                    "kind": "text",
+                    "image": "",
+                    "text": self.texts[r],
+                    "captions": [],
+                    "labels": labels,
+                    "row": r,
+                }
+            )
         return out
 
     def column(self, name: str) -> list:
@@ -96,8 +103,13 @@ class MemoryCollection:
 
     def describe(self) -> dict:
         """How results name the collection they come from."""
-        return {"name": self.name, "items": len(self), "encoder": self.encoder_name,
-                "modality": "text", "stored": False}  # fmt: skip
+        return {
+            "name": self.name,
+            "items": len(self),
+            "encoder": self.encoder_name,
+            "modality": "text",
+            "stored": False,
+        }
 
 
 def encode_collection(
@@ -126,9 +138,14 @@ def encode_collection(
             done = min(len(texts), start + batch)
             progress(done / len(texts), f"{done}/{len(texts)} texts encoded")
     return MemoryCollection(
-        ids or [str(i) for i in range(len(texts))], texts, sp.vstack(blocks).tocsr(),
-        encoder.vocab, labels, name=name, encoder_name=encoder.name,
-    )  # fmt: skip
+        ids or [str(i) for i in range(len(texts))],
+        texts,
+        sp.vstack(blocks).tocsr(),
+        encoder.vocab,
+        labels,
+        name=name,
+        encoder_name=encoder.name,
+    )
 
 
 def collection_from_file(
@@ -143,6 +160,11 @@ def collection_from_file(
     table = read_texts(source, name, what="text")
     label = name or (Path(source).name if isinstance(source, (str, Path)) else "collection")
     return encode_collection(
-        encoder, table.texts, ids=table.ids, labels=table.labels or None, gate_k=gate_k,
-        progress=progress, name=label,
-    )  # fmt: skip
+        encoder,
+        table.texts,
+        ids=table.ids,
+        labels=table.labels or None,
+        gate_k=gate_k,
+        progress=progress,
+        name=label,
+    )

@@ -59,38 +59,73 @@ def _share(value: float) -> float:
 
 
 METHOD = shared_option(
-    "method", str, "sr", choices=METHODS, label="Exclusion method", widget="select",
+    "method",
+    str,
+    "sr",
+    choices=METHODS,
+    label="Exclusion method",
+    widget="select",
     help="how 'A but not B' is ranked — sr: D = D1 \\ D2, SR's dimension sets (ICTIR 2025); "
     "avg: E(A) − E(B); text: one query 'A without B'",
-)  # fmt: skip
+)
 K_ITEMS = shared_option(
-    "k_items", int, None, optional=True, low=1, high=MAX_ITEMS, widget="number",
-    label="Items per dimension set (K)", metavar="K",
+    "k_items",
+    int,
+    None,
+    optional=True,
+    low=1,
+    high=MAX_ITEMS,
+    widget="number",
+    label="Items per dimension set (K)",
+    metavar="K",
     help=f"sr: how many top items of A (and of B) each dimension set is taken from "
     f"(none: {DEFAULT_K_ITEMS})",
-)  # fmt: skip
+)
 COVERAGE = shared_option(
-    "coverage", float, None, optional=True, low=0, high=1, check=_share, widget="slider",
-    label="Magnitude coverage", metavar="SHARE", wanted="a share in (0, 1]",
+    "coverage",
+    float,
+    None,
+    optional=True,
+    low=0,
+    high=1,
+    check=_share,
+    widget="slider",
+    label="Magnitude coverage",
+    metavar="SHARE",
+    wanted="a share in (0, 1]",
     help=f"sr: each set is the smallest one holding this share of its items' magnitude "
     f"(none: {DEFAULT_COVERAGE})",
-)  # fmt: skip
+)
 MAGNITUDE = shared_option(
-    "magnitude", str, "sum", choices=("sum", "l2"), label="Magnitude", widget="radio",
+    "magnitude",
+    str,
+    "sum",
+    choices=("sum", "l2"),
+    label="Magnitude",
+    widget="radio",
     help="sr: a dimension's magnitude is its weight (sum) or its squared weight (l2: items "
     "rank by the L2 norm of their weights on D)",
-)  # fmt: skip
+)
 NORMALIZE = shared_option(
-    "normalize", bool, True, label="L2-normalise items (SR)",
+    "normalize",
+    bool,
+    True,
+    label="L2-normalise items (SR)",
     help="sr: each item's vector is divided by its L2 norm before extracting and ranking, so "
     "items whose mass lies on B's dimensions rank lower",
-)  # fmt: skip
+)
 SLQ_TEMPLATE = shared_option(
-    "slq_template", str, None, optional=True, check=check_template, metavar="TEMPLATE",
-    label="Single-line query", wanted="a text naming {a} and {b}",
+    "slq_template",
+    str,
+    None,
+    optional=True,
+    check=check_template,
+    metavar="TEMPLATE",
+    label="Single-line query",
+    wanted="a text naming {a} and {b}",
     help=f"text: the single-line query's wording (none: {SLQ_IMAGE!r} for image "
     f"collections, {SLQ_TEXT!r} for texts)",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +137,7 @@ class SearchOptions(Options):
 
     what = "search"
 
-    top: int = option(10, "items listed", low=1, high=MAX_ITEMS, label="Results",
-                      widget="slider")  # fmt: skip
+    top: int = option(10, "items listed", low=1, high=MAX_ITEMS, label="Results", widget="slider")
     gate_k: int = shared(GATE_K)
     query_mode: str = shared(QUERY_MODE)
     method: str = shared(METHOD)
@@ -112,10 +146,10 @@ class SearchOptions(Options):
     magnitude: str = shared(MAGNITUDE)
     normalize: bool = shared(NORMALIZE)
     slq_template: str | None = shared(SLQ_TEMPLATE)
-    explain: int = option(5, "contributions listed per hit (tokens, and words)", low=0,
-                          high=MAX_ITEMS, cli=False)  # fmt: skip
-    evaluate: bool = option(True, "metrics when the collection's labels name the query",
-                            cli=False)  # fmt: skip
+    explain: int = option(
+        5, "contributions listed per hit (tokens, and words)", low=0, high=MAX_ITEMS, cli=False
+    )
+    evaluate: bool = option(True, "metrics when the collection's labels name the query", cli=False)
 
 
 def check_sr_only(options: SearchOptions, exclude: str | None) -> None:
@@ -149,15 +183,23 @@ class TableEvaluationOptions(Options):
     gate_k: int = shared(GATE_K)
     query_mode: str = shared(QUERY_MODE)
     methods: tuple[str, ...] = option(
-        METHODS, "exclusion methods evaluated on pairs", check=_methods, cli=False,
-        label="Exclusion methods", wanted=f"one or more of {', '.join(METHODS)}",
-    )  # fmt: skip
+        METHODS,
+        "exclusion methods evaluated on pairs",
+        check=_methods,
+        cli=False,
+        label="Exclusion methods",
+        wanted=f"one or more of {', '.join(METHODS)}",
+    )
     k_items: int | None = shared(K_ITEMS)
     coverage: float | None = shared(COVERAGE)
     magnitude: str = shared(MAGNITUDE)
     normalize: bool = shared(NORMALIZE)
     slq_template: str | None = shared(SLQ_TEMPLATE)
     min_relevant: int = option(
-        1, "pairs: a pair with fewer items labelled A and not B is skipped", low=1,
-        high=MAX_ITEMS, label="Fewest relevant items", widget="number",
-    )  # fmt: skip
+        1,
+        "pairs: a pair with fewer items labelled A and not B is skipped",
+        low=1,
+        high=MAX_ITEMS,
+        label="Fewest relevant items",
+        widget="number",
+    )

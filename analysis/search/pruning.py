@@ -149,8 +149,9 @@ def maxscore_candidates(
     reach = np.flatnonzero(partial >= _least_reaching(floor - rest, rounding))
     rows, partial = _distinct(postings, size, rows[reach], partial[reach])
     if lookup.size and rows.size > n:
-        partial = partial + _looked_up(postings, size, rows, coefficient, starts, stops,
-                                       lookup, read)  # fmt: skip
+        partial = partial + _looked_up(
+            postings, size, rows, coefficient, starts, stops, lookup, read
+        )
         rest = 0.0
     if rows.size > n:
         err = rounding.rel * partial + rounding.absolute
@@ -162,8 +163,9 @@ def _in_float32(rounding: Rounding, terms: int) -> Rounding:
     """The bounds of partial scores summed in float32 (products and sums of ``terms``
     postings: 2·(T + 3) roundings of 2^-24, doubled), with the postings' own error."""
     rel = (1 + 4 * (terms + 3) * 2.0**-24) * (1 + rounding.r16) - 1
-    return Rounding(max(rel, rounding.rel), rounding.absolute * (1 + rel), rounding.r16,
-                    rounding.a16)  # fmt: skip
+    return Rounding(
+        max(rel, rounding.rel), rounding.absolute * (1 + rel), rounding.r16, rounding.a16
+    )
 
 
 def _held(read: Read, starts: np.ndarray, stops: np.ndarray) -> Read:
@@ -202,9 +204,14 @@ def _hold(
 
 
 def _seed_floor(
-    coefficient: np.ndarray, starts: np.ndarray, stops: np.ndarray, ceiling: np.ndarray,
-    n: int, rounding: Rounding, read: Read,
-) -> float:  # fmt: skip
+    coefficient: np.ndarray,
+    starts: np.ndarray,
+    stops: np.ndarray,
+    ceiling: np.ndarray,
+    n: int,
+    rounding: Rounding,
+    read: Read,
+) -> float:
     """A first floor of the threshold: the best, over the terms with the largest upper
     bounds, of a term's own ``n``-th best contribution among its first
     :data:`SEED_POSTINGS` postings (those ``n`` items score at least that); −inf when none
@@ -223,9 +230,14 @@ def _seed_floor(
 
 
 def _accumulated(
-    postings: Any, size: int, coefficient: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-    chosen: np.ndarray, read: Read,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    postings: Any,
+    size: int,
+    coefficient: np.ndarray,
+    starts: np.ndarray,
+    stops: np.ndarray,
+    chosen: np.ndarray,
+    read: Read,
+) -> tuple[np.ndarray, np.ndarray]:
     """The listings of the ``chosen`` terms' postings (an item once per term it holds) and
     each listing's item's partial score over those terms (summed in float32, in place in an
     item-indexed table lent for the query and left zeroed: half the memory traffic of
@@ -248,9 +260,15 @@ def _accumulated(
 
 
 def _looked_up(
-    postings: Any, size: int, rows: np.ndarray, coefficient: np.ndarray, starts: np.ndarray,
-    stops: np.ndarray, chosen: np.ndarray, read: Read,
-) -> np.ndarray:  # fmt: skip
+    postings: Any,
+    size: int,
+    rows: np.ndarray,
+    coefficient: np.ndarray,
+    starts: np.ndarray,
+    stops: np.ndarray,
+    chosen: np.ndarray,
+    read: Read,
+) -> np.ndarray:
     """The ``chosen`` terms' contributions ``c_t · w̃_it`` to each of the distinct ``rows``
     (0 where a term does not list the item): each term's items mapped to their slot among
     ``rows`` through an item-indexed table, one pass over its postings."""

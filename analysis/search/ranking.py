@@ -171,9 +171,13 @@ def _postings(target: Collection) -> Postings | None:
         csc.sort_indices()
         data = csc.data.astype(np.float32)
         cached = Postings(
-            csc.indptr.astype(np.int64), csc.indices.astype(np.int32), data, 1.0, True,
+            csc.indptr.astype(np.int64),
+            csc.indices.astype(np.int32),
+            data,
+            1.0,
+            True,
             bool(data.size == 0 or data.min() >= 0),
-        )  # fmt: skip
+        )
     _POSTINGS[target] = cached
     return cached
 
@@ -241,9 +245,15 @@ def ranked(
     prunable = postings is not None and postings.nonnegative and not (normalize or square)
     if prunable and bool(np.all(q[terms] > 0)):
         candidates = maxscore_candidates(
-            len(target), postings, q, terms, n, _rounding(postings, q, terms, square),
-            term_maxima(postings, _read(postings, False)), _read(postings, mapped),
-        )  # fmt: skip
+            len(target),
+            postings,
+            q,
+            terms,
+            n,
+            _rounding(postings, q, terms, square),
+            term_maxima(postings, _read(postings, False)),
+            _read(postings, mapped),
+        )
         if candidates is not None:
             if candidates.size == 0:
                 return _NOTHING
@@ -321,9 +331,13 @@ def _touched_csr(
 
 
 def _touched_postings(
-    size: int, q: np.ndarray, terms: np.ndarray, postings: Postings, square: bool,
+    size: int,
+    q: np.ndarray,
+    terms: np.ndarray,
+    postings: Postings,
+    square: bool,
     mapped: bool = False,
-) -> _Touched | None:  # fmt: skip
+) -> _Touched | None:
     """The items on the query terms' postings (one listing per posting), each with its
     float64 score accumulated over every query term, and its error bound."""
     indptr = postings.indptr
@@ -352,9 +366,12 @@ def _normalized(target: Collection, touched: _Touched, square: bool) -> _Touched
     norms = np.asarray(target.norms, dtype=np.float64)[touched.rows]
     denominators = np.where(norms > 0, norms**2 if square else norms, 1.0)
     return _Touched(
-        touched.rows, touched.approx / denominators, touched.slack / denominators,
-        touched.distinct, touched.terms,
-    )  # fmt: skip
+        touched.rows,
+        touched.approx / denominators,
+        touched.slack / denominators,
+        touched.distinct,
+        touched.terms,
+    )
 
 
 def _candidates(touched: _Touched, n: int) -> np.ndarray:
@@ -392,9 +409,14 @@ def _floor(rows: np.ndarray, low: np.ndarray, n: int, terms: int) -> float:
 
 
 def _rescored(
-    target: Collection, candidates: np.ndarray, q: np.ndarray, n: int, normalize: bool,
-    square: bool, mapped: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    target: Collection,
+    candidates: np.ndarray,
+    q: np.ndarray,
+    n: int,
+    normalize: bool,
+    square: bool,
+    mapped: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """The top ``n`` of ``candidates`` by their exact float64 scores (ties by row)."""
     exact_scores = exact_scores_of(target, candidates, q, square, mapped)
     if normalize:
@@ -405,9 +427,12 @@ def _rescored(
 
 
 def exact_scores_of(
-    target: Collection, rows: np.ndarray, q: np.ndarray, square: bool = False,
+    target: Collection,
+    rows: np.ndarray,
+    q: np.ndarray,
+    square: bool = False,
     mapped: bool = False,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """``Σ_t q_t f(w_it)`` of each item at ``rows``, in float64 over its stored row (a
     stored index's rows are read at once, their ids and weights checked)."""
     if isinstance(target, StoredIndex) and rows.size:

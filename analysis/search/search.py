@@ -80,10 +80,16 @@ class SearchResult(Result):
     def files(self) -> dict[str, bytes]:
         """search.json and search.csv (a row per hit, its words summing to its score)."""
         rows = [
-            {"rank": h.rank, "id": h.id, "score": h.score, "text": h.text, "image": h.image,
-             "contributions": hit_summary(h)}
+            {
+                "rank": h.rank,
+                "id": h.id,
+                "score": h.score,
+                "text": h.text,
+                "image": h.image,
+                "contributions": hit_summary(h),
+            }
             for h in self.results
-        ]  # fmt: skip
+        ]
         return {"search.json": json_bytes(self), "search.csv": records_csv_bytes(rows)}
 
 
@@ -152,21 +158,30 @@ def _settings(
 ) -> dict:
     """The settings a result records: those of its query, and of its exclusion method."""
     record: dict[str, Any] = {
-        "top": options.top, "query_mode": options.query_mode, "gate_k": options.gate_k,
+        "top": options.top,
+        "query_mode": options.query_mode,
+        "gate_k": options.gate_k,
         "query_encoder": encoder.name,
-    }  # fmt: skip
+    }
     if asked.exclude and options.method == "sr":
-        record |= {"k_items": settings.k_items, "coverage": settings.coverage,
-                   "magnitude": settings.magnitude, "normalize": settings.normalize}  # fmt: skip
+        record |= {
+            "k_items": settings.k_items,
+            "coverage": settings.coverage,
+            "magnitude": settings.magnitude,
+            "normalize": settings.normalize,
+        }
     if asked.exclude and options.method == "text":
         record["slq_template"] = settings.slq
     return record
 
 
 def _text_search(
-    target: Collection, spec: QuerySpec, asked: SearchQuery, options: SearchOptions,
+    target: Collection,
+    spec: QuerySpec,
+    asked: SearchQuery,
+    options: SearchOptions,
     settings: ExclusionSettings,
-) -> SearchResult:  # fmt: skip
+) -> SearchResult:
     """A text query A (but not B), its hits in words, and its metrics when labels name it."""
     query, exclude = asked.text or "", asked.exclude
     labels = labelled(target) if options.evaluate else None
@@ -191,9 +206,16 @@ def _text_search(
         metrics = _metrics(target, spec, asked, options, settings, hits, relevant, notes)
     query_info: dict = {"text": query} | ({"exclude": exclude} if exclude else {})
     return SearchResult(
-        target.describe(), query_info, used, _settings(options, spec.encoder, asked, settings),
-        hits, dims, metrics, None if relevant is None else len(relevant), notes,
-    )  # fmt: skip
+        target.describe(),
+        query_info,
+        used,
+        _settings(options, spec.encoder, asked, settings),
+        hits,
+        dims,
+        metrics,
+        None if relevant is None else len(relevant),
+        notes,
+    )
 
 
 def _relevant(
@@ -220,9 +242,15 @@ def _relevant(
 
 
 def _metrics(
-    target: Collection, spec: QuerySpec, asked: SearchQuery, options: SearchOptions,
-    settings: ExclusionSettings, hits: list[Hit], relevant: set[str], notes: list[str],
-) -> dict:  # fmt: skip
+    target: Collection,
+    spec: QuerySpec,
+    asked: SearchQuery,
+    options: SearchOptions,
+    settings: ExclusionSettings,
+    hits: list[Hit],
+    relevant: set[str],
+    notes: list[str],
+) -> dict:
     """RR@1, RR@10, nDCG@10 and AP@10 of this ranking and, for an exclusion, of every other
     method's top 10 (ir-measures, through the one metrics layer); adds notes on how to read
     them."""
@@ -300,7 +328,11 @@ def search_file(
     table = read_texts(path, what="text")  # a bad file fails before the model loads
     model = encoder_argument(encoder, device=device)
     target = encode_collection(
-        model, table.texts, ids=table.ids, labels=table.labels or None, gate_k=options.gate_k,
+        model,
+        table.texts,
+        ids=table.ids,
+        labels=table.labels or None,
+        gate_k=options.gate_k,
         name=Path(str(path)).name,
-    )  # fmt: skip
+    )
     return _search(target, model, asked, options)

@@ -71,19 +71,32 @@ def evaluate_systems(
     systems = systems_of(spec, evaluation.gate_k)
     if len(systems) == 1:
         if options != ComparisonOptions():
-            changed = [d.flag for d in ComparisonOptions.declared()
-                       if getattr(options, d.name) != d.default]  # fmt: skip
+            changed = [
+                d.flag
+                for d in ComparisonOptions.declared()
+                if getattr(options, d.name) != d.default
+            ]
             raise InputError(f"{', '.join(changed)}: a comparison needs two or more systems")
         one = systems[0]
         return evaluate_benchmark(
-            spec.indexes[0], queries=queries, qrels=qrels,
-            run=spec.runs[0] if spec.runs else None, query_encoder=one.query_encoder,
-            device=device, progress=progress, options=evaluation,
-        )  # fmt: skip
+            spec.indexes[0],
+            queries=queries,
+            qrels=qrels,
+            run=spec.runs[0] if spec.runs else None,
+            query_encoder=one.query_encoder,
+            device=device,
+            progress=progress,
+            options=evaluation,
+        )
     return compare_systems(
-        systems, queries=queries, qrels=qrels, device=device, progress=progress,
-        evaluation=evaluation, options=options,
-    )  # fmt: skip
+        systems,
+        queries=queries,
+        qrels=qrels,
+        device=device,
+        progress=progress,
+        evaluation=evaluation,
+        options=options,
+    )
 
 
 def _checked_options(evaluation: Any, options: Any) -> tuple[EvaluationOptions, ComparisonOptions]:
@@ -132,9 +145,13 @@ def compare_systems(
 
 
 def compare_evaluated(
-    evaluated: Sequence[Evaluated], benchmark: Benchmark, evaluation: EvaluationOptions,
-    options: ComparisonOptions, device: str | None = None, progress: Progress | None = None,
-) -> SystemsComparison:  # fmt: skip
+    evaluated: Sequence[Evaluated],
+    benchmark: Benchmark,
+    evaluation: EvaluationOptions,
+    options: ComparisonOptions,
+    device: str | None = None,
+    progress: Progress | None = None,
+) -> SystemsComparison:
     """The comparison of systems already evaluated on ``benchmark``: the statistics, where
     they differ, and the largest wins and losses explained."""
     names = [e.system.name for e in evaluated]
@@ -172,9 +189,12 @@ def _notes(evaluated: Sequence[Evaluated], first: list[str]) -> list[str]:
 
 
 def _extremes(
-    pairs: Sequence[tuple[str, str]], values: Mapping, order: Sequence[str],
-    texts: Mapping[str, str], count: int,
-) -> list[dict]:  # fmt: skip
+    pairs: Sequence[tuple[str, str]],
+    values: Mapping,
+    order: Sequence[str],
+    texts: Mapping[str, str],
+    count: int,
+) -> list[dict]:
     """Each pair's largest wins and losses on the first measure, with both values."""
     measure = MEASURES[0]
     index = {q: i for i, q in enumerate(order)}
@@ -184,17 +204,32 @@ def _extremes(
         rows = {}
         for q in wins + losses:
             x, y = values[a][measure][index[q]], values[b][measure][index[q]]
-            rows[q] = {"query_id": q, "query": texts[q], "a": float(x), "b": float(y),
-                       "delta": float(y - x)}  # fmt: skip
-        out.append({"system_a": a, "system_b": b, "measure": measure,
-                    "wins": [rows[q] for q in wins], "losses": [rows[q] for q in losses]})  # fmt: skip
+            rows[q] = {
+                "query_id": q,
+                "query": texts[q],
+                "a": float(x),
+                "b": float(y),
+                "delta": float(y - x),
+            }
+        out.append(
+            {
+                "system_a": a,
+                "system_b": b,
+                "measure": measure,
+                "wins": [rows[q] for q in wins],
+                "losses": [rows[q] for q in losses],
+            }
+        )
     return out
 
 
 def _compared(
-    evaluated: Sequence[Evaluated], baseline: str, benchmark: Benchmark,
-    evaluation: EvaluationOptions, options: ComparisonOptions,
-) -> SystemsComparison:  # fmt: skip
+    evaluated: Sequence[Evaluated],
+    baseline: str,
+    benchmark: Benchmark,
+    evaluation: EvaluationOptions,
+    options: ComparisonOptions,
+) -> SystemsComparison:
     """Everything but the explanations of the largest wins and losses."""
     systems = [e.system for e in evaluated]
     names = [s.name for s in systems]
@@ -203,8 +238,9 @@ def _compared(
     by_name = {e.system.name: e for e in evaluated}
     shifts = []
     for a, b in pairs:
-        a_not_b, b_not_a = blame_shift(by_name[a].evaluation.failures,
-                                       by_name[b].evaluation.failures)  # fmt: skip
+        a_not_b, b_not_a = blame_shift(
+            by_name[a].evaluation.failures, by_name[b].evaluation.failures
+        )
         shifts.append({"system_a": a, "system_b": b, "a_not_b": a_not_b, "b_not_a": b_not_a})
     engine = []
     for a, b in pairs:
@@ -218,38 +254,60 @@ def _compared(
                 engine.append({"exact": exact.name, "run": run.name, **found})
     qrels_of = {q: {d: r for d, r in benchmark.qrels[q].items() if is_relevant(r)} for q in order}
     return SystemsComparison(
-        systems=systems, baseline=baseline, measures=list(MEASURES),
-        settings={**evaluation.to_dict(), **options.to_dict(), "queries": len(order),
-                  "systems": len(systems)},
-        means={n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
-               for n in names},
+        systems=systems,
+        baseline=baseline,
+        measures=list(MEASURES),
+        settings={
+            **evaluation.to_dict(),
+            **options.to_dict(),
+            "queries": len(order),
+            "systems": len(systems),
+        },
+        means={
+            n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
+            for n in names
+        },
         table=significance_rows(values, pairs, MEASURES, options),
         georisk=georisk_table(values, names, MEASURES),
-        per_query=[{"id": q, "text": texts[q],
-                    "values": {n: {m: float(values[n][m][i]) for m in MEASURES} for n in names}}
-                   for i, q in enumerate(order)],
-        extremes=_extremes(pairs, values, order, texts, options.explain), why=[],
-        blame_shift=shifts, engine=engine,
-        missing={e.system.name: {"count": len(e.missing), "queries": e.missing[:100]}
-                 for e in evaluated},
+        per_query=[
+            {
+                "id": q,
+                "text": texts[q],
+                "values": {n: {m: float(values[n][m][i]) for m in MEASURES} for n in names},
+            }
+            for i, q in enumerate(order)
+        ],
+        extremes=_extremes(pairs, values, order, texts, options.explain),
+        why=[],
+        blame_shift=shifts,
+        engine=engine,
+        missing={
+            e.system.name: {"count": len(e.missing), "queries": e.missing[:100]} for e in evaluated
+        },
         notes=_notes(evaluated, benchmark.notes),
-        runs={e.system.name: e.evaluation.run for e in evaluated}, judged=qrels_of,
-    )  # fmt: skip
+        runs={e.system.name: e.evaluation.run for e in evaluated},
+        judged=qrels_of,
+    )
 
 
 def _explained(
     result: SystemsComparison, device: str | None, progress: Progress | None
 ) -> list[QueryWhy]:
     """The largest wins and losses of every pair explained."""
-    wanted = [(e["system_a"], e["system_b"], q["query_id"])
-              for e in result.extremes for q in e["wins"] + e["losses"]]  # fmt: skip
+    wanted = [
+        (e["system_a"], e["system_b"], q["query_id"])
+        for e in result.extremes
+        for q in e["wins"] + e["losses"]
+    ]
     return explain_many(result, wanted, device, progress)
 
 
 def explain_many(
-    result: SystemsComparison, wanted: Sequence[tuple[str, str, str]], device: str | None,
+    result: SystemsComparison,
+    wanted: Sequence[tuple[str, str, str]],
+    device: str | None,
     progress: Progress | None = None,
-) -> list[QueryWhy]:  # fmt: skip
+) -> list[QueryWhy]:
     """``(system A, system B, query id)`` explained, each query encoded once per system."""
     if not wanted:
         return []
@@ -260,14 +318,16 @@ def explain_many(
     vectors: dict[tuple[str, str], np.ndarray] = {}
     for name in dict.fromkeys(n for a, b, _ in wanted for n in (a, b)):
         queries = list(dict.fromkeys(q for a, b, q in wanted if name in (a, b)))
-        for q, v in zip(queries, explaining.vectors(systems[name], [texts[q] for q in queries]),
-                        strict=True):  # fmt: skip
+        for q, v in zip(
+            queries, explaining.vectors(systems[name], [texts[q] for q in queries]), strict=True
+        ):
             vectors[(name, q)] = v
     measure = result.measures[0]
     out = []
     for i, (a, b, q) in enumerate(wanted):
-        sides = [explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, []))
-                 for n in (a, b)]  # fmt: skip
+        sides = [
+            explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, [])) for n in (a, b)
+        ]
         values = (rows[q]["values"][a][measure], rows[q]["values"][b][measure])
         out.append(explain_query(*sides, q, texts[q], result.judged.get(q, {}), values, measure))
         if progress:

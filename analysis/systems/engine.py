@@ -47,8 +47,14 @@ def engine_comparison(
             change = max(changes) if changes else None
             if change is not None and (largest[0] is None or change > largest[0]):
                 largest = (change, q, None)
-        rows.append({"query_id": q, "overlap": overlap,
-                     "lost": [d for d in top_e if d not in top_r], "largest_change": change})  # fmt: skip
+        rows.append(
+            {
+                "query_id": q,
+                "overlap": overlap,
+                "lost": [d for d in top_e if d not in top_r],
+                "largest_change": change,
+            }
+        )
     overlaps = [r["overlap"] for r in rows]
     return {
         "queries": len(rows),

@@ -31,31 +31,54 @@ class ComparisonOptions(Options):
     what = "evaluate"
 
     baseline: str | None = option(
-        None, "the system every other is compared with, by name (default: the first)",
-        check=lambda v: _name(v), metavar="NAME", label="Baseline", wanted="a system's name",
-    )  # fmt: skip
+        None,
+        "the system every other is compared with, by name (default: the first)",
+        check=lambda v: _name(v),
+        metavar="NAME",
+        label="Baseline",
+        wanted="a system's name",
+    )
     all_pairs: bool = option(
-        False, "compare every pair of systems, not only each against the baseline",
+        False,
+        "compare every pair of systems, not only each against the baseline",
         label="All pairs",
-    )  # fmt: skip
+    )
     correction: str = option(
-        "holm", "p-values corrected over all comparisons × measures (bh: Benjamini–Hochberg)",
-        choices=CORRECTIONS, label="Correction", widget="select",
-    )  # fmt: skip
+        "holm",
+        "p-values corrected over all comparisons × measures (bh: Benjamini–Hochberg)",
+        choices=CORRECTIONS,
+        label="Correction",
+        widget="select",
+    )
     test: str = option(
-        "t-test", "the (corrected) test behind a table's significance mark †",
-        choices=TESTS, label="Significance test", widget="select",
-    )  # fmt: skip
+        "t-test",
+        "the (corrected) test behind a table's significance mark †",
+        choices=TESTS,
+        label="Significance test",
+        widget="select",
+    )
     significance: float = option(
-        0.05, "the corrected p-value below which a difference is marked †",
-        low=1e-6, high=0.5, label="Significance level", widget="number",
-    )  # fmt: skip
+        0.05,
+        "the corrected p-value below which a difference is marked †",
+        low=1e-6,
+        high=0.5,
+        label="Significance level",
+        widget="number",
+    )
     resamples: int = option(
-        DEFAULT_RESAMPLES, "bootstrap resamples and randomization-test sign assignments",
-        low=100, high=1_000_000, label="Resamples", widget="number",
-    )  # fmt: skip
+        DEFAULT_RESAMPLES,
+        "bootstrap resamples and randomization-test sign assignments",
+        low=100,
+        high=1_000_000,
+        label="Resamples",
+        widget="number",
+    )
     explain: int = option(
-        10, "the largest wins and the largest losses explained per comparison (each)",
-        low=0, high=1_000, label="Explained wins and losses", widget="number",
-    )  # fmt: skip
+        10,
+        "the largest wins and the largest losses explained per comparison (each)",
+        low=0,
+        high=1_000,
+        label="Explained wins and losses",
+        widget="number",
+    )
     seed: int = shared(SEED)

@@ -26,9 +26,18 @@ def marks(result: SystemsComparison) -> dict[tuple[str, str], bool]:
 
 
 def _latex_escape(text: str) -> str:
-    table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-             "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-             "^": r"\textasciicircum{}"}  # fmt: skip
+    table = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
     return "".join(table.get(c, c) for c in str(text))
 
 
@@ -91,9 +100,17 @@ def delta_bars(result: SystemsComparison, pair: tuple[str, str], measure: str) -
     bars = []
     for i, (d, q) in enumerate(deltas):
         height = abs(d) / scale * middle
-        bars.append({"x": i * width, "y": middle - height if d > 0 else middle, "w": width,
-                     "h": height, "fill": "#2166ac" if d > 0 else "#b2182b", "q": q,
-                     "d": d})  # fmt: skip
+        bars.append(
+            {
+                "x": i * width,
+                "y": middle - height if d > 0 else middle,
+                "w": width,
+                "h": height,
+                "fill": "#2166ac" if d > 0 else "#b2182b",
+                "q": q,
+                "d": d,
+            }
+        )
     return bars
 
 
@@ -106,10 +123,20 @@ def comparison_html(result: SystemsComparison) -> str:
     primary = result.measures[0]
     charts = {f"{a} → {b}": delta_bars(result, (a, b), primary) for a, b in result.pairs()}
     significant = {f"{s}|{m}": v for (s, m), v in marks(result).items()}
-    meta = {"baseline": result.baseline, "systems": [s.name for s in result.systems],
-            **result.settings}  # fmt: skip
+    meta = {
+        "baseline": result.baseline,
+        "systems": [s.name for s in result.systems],
+        **result.settings,
+    }
     return render_report(
-        "comparison.html", title=f"Lexlens comparison — {len(result.systems)} systems",
-        meta=meta, r=doc, measures=result.measures, significant=significant, charts=charts,
-        primary=primary, width=CHART_WIDTH, height=CHART_HEIGHT,
-    )  # fmt: skip
+        "comparison.html",
+        title=f"Lexlens comparison — {len(result.systems)} systems",
+        meta=meta,
+        r=doc,
+        measures=result.measures,
+        significant=significant,
+        charts=charts,
+        primary=primary,
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+    )

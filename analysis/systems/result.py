@@ -15,12 +15,29 @@ from lexlens.analysis.systems.why import QueryWhy
 
 #: comparison.csv's columns (one row per pair × measure).
 TABLE_COLUMNS = (
-    "system_a", "system_b", "measure", "mean_a", "mean_b", "delta", "ci_low", "ci_high",
-    "t", "p_t", "p_t_corrected", "wilcoxon", "p_wilcoxon", "p_wilcoxon_corrected",
-    "p_randomization", "p_randomization_corrected", "significant", "effect_size", "wins",
-    "ties", "losses",
+    "system_a",
+    "system_b",
+    "measure",
+    "mean_a",
+    "mean_b",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "t",
+    "p_t",
+    "p_t_corrected",
+    "wilcoxon",
+    "p_wilcoxon",
+    "p_wilcoxon_corrected",
+    "p_randomization",
+    "p_randomization_corrected",
+    "significant",
+    "effect_size",
+    "wins",
+    "ties",
+    "losses",
     *(f"{k}_{a}" for a in ALPHAS for k in ("urisk", "trisk", "p_trisk")),
-)  # fmt: skip
+)
 #: per_query_deltas.csv's columns (one row per pair × query × measure).
 DELTA_COLUMNS = ("system_a", "system_b", "query_id", "query", "measure", "a", "b", "delta")
 
@@ -67,9 +84,18 @@ class SystemsComparison(Result):
             for m in self.measures:
                 for q in self.per_query:
                     x, y = q["values"][a][m], q["values"][b][m]
-                    rows.append({"system_a": a, "system_b": b, "query_id": q["id"],
-                                 "query": q["text"], "measure": m, "a": x, "b": y,
-                                 "delta": y - x})  # fmt: skip
+                    rows.append(
+                        {
+                            "system_a": a,
+                            "system_b": b,
+                            "query_id": q["id"],
+                            "query": q["text"],
+                            "measure": m,
+                            "a": x,
+                            "b": y,
+                            "delta": y - x,
+                        }
+                    )
         return rows
 
     def files(self) -> dict[str, bytes]:

@@ -205,13 +205,24 @@ def paired_table(a: np.ndarray, b: np.ndarray, resamples: int, seed: int) -> lis
         x, y, delta = a[:, j], b[:, j], deltas[:, j]
         t, p_t = t_test(x, y)
         w, p_w = wilcoxon_test(x, y)
-        out.append(PairedTests(
-            mean_a=float(x.mean()), mean_b=float(y.mean()), delta=float(delta.mean()),
-            ci_low=intervals[j][0], ci_high=intervals[j][1], t=t, p_t=p_t, wilcoxon=w,
-            p_wilcoxon=p_w, p_randomization=float(randomization[j]),
-            effect_size=effect_size(delta), wins=int(np.sum(delta > 0)),
-            ties=int(np.sum(delta == 0)), losses=int(np.sum(delta < 0)),
-        ))  # fmt: skip
+        out.append(
+            PairedTests(
+                mean_a=float(x.mean()),
+                mean_b=float(y.mean()),
+                delta=float(delta.mean()),
+                ci_low=intervals[j][0],
+                ci_high=intervals[j][1],
+                t=t,
+                p_t=p_t,
+                wilcoxon=w,
+                p_wilcoxon=p_w,
+                p_randomization=float(randomization[j]),
+                effect_size=effect_size(delta),
+                wins=int(np.sum(delta > 0)),
+                ties=int(np.sum(delta == 0)),
+                losses=int(np.sum(delta < 0)),
+            )
+        )
     return out
 
 

@@ -104,8 +104,9 @@ def _check_spec(spec: Any) -> None:
     _sequence(spec.indexes, "indexes")
     for i, run in enumerate(_sequence(spec.runs, "runs")):
         if not isinstance(run, (str, Path, Mapping)):
-            raise InputError(f"runs[{i}] must be a TREC file's path or a mapping, not "
-                             f"{type(run).__name__}")  # fmt: skip
+            raise InputError(
+                f"runs[{i}] must be a TREC file's path or a mapping, not {type(run).__name__}"
+            )
     for field_name in ("names", "query_encoders"):
         for i, value in enumerate(_sequence(getattr(spec, field_name), field_name)):
             if not isinstance(value, str) or not value.strip():
@@ -126,8 +127,15 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
     indexes = [index_argument(ix, "index") for ix in spec.indexes]
     if not indexes:
         raise InputError("index: give at least one stored collection")
-    varying = [n for n, v in (("--index", indexes), ("--gate-k", spec.gate_ks),
-                              ("--query-encoder", spec.query_encoders)) if len(v) > 1]  # fmt: skip
+    varying = [
+        n
+        for n, v in (
+            ("--index", indexes),
+            ("--gate-k", spec.gate_ks),
+            ("--query-encoder", spec.query_encoders),
+        )
+        if len(v) > 1
+    ]
     if len(varying) > 1:
         raise InputError(
             f"{' and '.join(varying)} are each given more than once: vary one of them at a time"
@@ -152,16 +160,25 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
         mapping = run if isinstance(run, Mapping) else None
         path = None if mapping is not None else str(run)
         systems.append(
-            System(name or _run_name(run, i), RUN, str(indexes[0].path), gates[0], encoders[0],
-                   path, mapping)
-        )  # fmt: skip
+            System(
+                name or _run_name(run, i),
+                RUN,
+                str(indexes[0].path),
+                gates[0],
+                encoders[0],
+                path,
+                mapping,
+            )
+        )
     if len(systems) > MAX_SYSTEMS:
         raise InputError(f"{len(systems)} systems: at most {MAX_SYSTEMS} are compared at once")
     names = [s.name for s in systems]
     clash = {n for n in names if names.count(n) > 1}
     if clash:  # two collections in folders of one name: their paths tell them apart
-        systems = [replace(s, name=s.index) if s.kind == LEXLENS and s.name in clash else s
-                   for s in systems]  # fmt: skip
+        systems = [
+            replace(s, name=s.index) if s.kind == LEXLENS and s.name in clash else s
+            for s in systems
+        ]
         names = [s.name for s in systems]
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
@@ -237,9 +254,12 @@ class Evaluated:
 
 
 def evaluate_each(
-    systems: Sequence[System], benchmark: Benchmark, evaluation: EvaluationOptions,
-    device: str | None, progress: Progress | None,
-) -> list[Evaluated]:  # fmt: skip
+    systems: Sequence[System],
+    benchmark: Benchmark,
+    evaluation: EvaluationOptions,
+    device: str | None,
+    progress: Progress | None,
+) -> list[Evaluated]:
     """Every system evaluated on ``benchmark`` (each with its own gate and query encoder)."""
     out: list[Evaluated] = []
     for i, system in enumerate(systems):
@@ -249,10 +269,15 @@ def evaluate_each(
         if system.kind == RUN:
             run, notes = read_system_run(system)
         result = evaluate(
-            system.index, benchmark.queries, benchmark.qrels, run=run,
-            query_encoder=system.query_encoder, device=device, progress=part,
+            system.index,
+            benchmark.queries,
+            benchmark.qrels,
+            run=run,
+            query_encoder=system.query_encoder,
+            device=device,
+            progress=part,
             options=replace(evaluation, gate_k=system.gate_k),
-        )  # fmt: skip
+        )
         order = [q["id"] for q in result.metrics["per_query"]]
         missing = [q for q in order if run is not None and not run.get(q)]
         if notes:

@@ -35,9 +35,11 @@ def pairs_of(names: Sequence[str], baseline: str, all_pairs: bool) -> list[tuple
 
 
 def significance_rows(
-    values: Mapping[str, Mapping[str, np.ndarray]], pairs: Sequence[tuple[str, str]],
-    measures: Sequence[str], options: ComparisonOptions,
-) -> list[dict]:  # fmt: skip
+    values: Mapping[str, Mapping[str, np.ndarray]],
+    pairs: Sequence[tuple[str, str]],
+    measures: Sequence[str],
+    options: ComparisonOptions,
+) -> list[dict]:
     """One row per pair × measure: the paired statistics, risk, and corrected p-values;
     ``significant`` says whether the chosen test's corrected p is below the level."""
     rows = []
@@ -50,8 +52,11 @@ def significance_rows(
             risk = {}
             for alpha in ALPHAS:
                 t, p = trisk(delta, alpha)
-                risk |= {f"urisk_{alpha}": urisk(delta, alpha), f"trisk_{alpha}": t,
-                         f"p_trisk_{alpha}": p}  # fmt: skip
+                risk |= {
+                    f"urisk_{alpha}": urisk(delta, alpha),
+                    f"trisk_{alpha}": t,
+                    f"p_trisk_{alpha}": p,
+                }
             rows.append({"system_a": a, "system_b": b, "measure": m, **asdict(tests[j]), **risk})
     for name in P_FIELDS.values():
         adjusted = corrected([r[name] for r in rows], options.correction)
@@ -82,25 +87,40 @@ def georisk_table(
 
 
 def deltas_of(
-    values: Mapping[str, Mapping[str, np.ndarray]], order: Sequence[str], texts: Mapping[str, str],
-    pairs: Sequence[tuple[str, str]], measures: Sequence[str],
-) -> list[dict]:  # fmt: skip
+    values: Mapping[str, Mapping[str, np.ndarray]],
+    order: Sequence[str],
+    texts: Mapping[str, str],
+    pairs: Sequence[tuple[str, str]],
+    measures: Sequence[str],
+) -> list[dict]:
     """per_query_deltas: one row per pair × query × measure (A's value, B's, B − A)."""
     rows = []
     for a, b in pairs:
         for m in measures:
             x, y = values[a][m], values[b][m]
             for i, q in enumerate(order):
-                rows.append({"system_a": a, "system_b": b, "query_id": q, "query": texts[q],
-                             "measure": m, "a": float(x[i]), "b": float(y[i]),
-                             "delta": float(y[i] - x[i])})  # fmt: skip
+                rows.append(
+                    {
+                        "system_a": a,
+                        "system_b": b,
+                        "query_id": q,
+                        "query": texts[q],
+                        "measure": m,
+                        "a": float(x[i]),
+                        "b": float(y[i]),
+                        "delta": float(y[i] - x[i]),
+                    }
+                )
     return rows
 
 
 def extremes(
-    values: Mapping[str, Mapping[str, np.ndarray]], order: Sequence[str], pair: tuple[str, str],
-    measure: str, count: int,
-) -> tuple[list[str], list[str]]:  # fmt: skip
+    values: Mapping[str, Mapping[str, np.ndarray]],
+    order: Sequence[str],
+    pair: tuple[str, str],
+    measure: str,
+    count: int,
+) -> tuple[list[str], list[str]]:
     """The ``count`` largest wins of B over A and its ``count`` largest losses on
     ``measure`` (largest first; equal differences by query order)."""
     delta = values[pair[1]][measure] - values[pair[0]][measure]

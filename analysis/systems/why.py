@@ -181,10 +181,16 @@ def _item(a: Side, b: Side, item: str, relevant: bool, evidence: tuple[set, set]
     meta_side = a if item in a.row_of else b
     meta = meta_side.index.meta([meta_side.row_of[item]])[0] if item in meta_side.row_of else {}
     return ItemOnBoth(
-        id=item, text=str(meta.get("text") or ""), relevant=relevant,
-        rank_a=a.rank(item), rank_b=b.rank(item), score_a=a.score(item), score_b=b.score(item),
-        words_a=_words(a, a.raw(item), evidence[0]), words_b=_words(b, b.raw(item), evidence[1]),
-    )  # fmt: skip
+        id=item,
+        text=str(meta.get("text") or ""),
+        relevant=relevant,
+        rank_a=a.rank(item),
+        rank_b=b.rank(item),
+        score_a=a.score(item),
+        score_b=b.score(item),
+        words_a=_words(a, a.raw(item), evidence[0]),
+        words_b=_words(b, b.raw(item), evidence[1]),
+    )
 
 
 def _best_relevant(a: Side, b: Side, relevant: set[str], b_better: bool) -> str | None:
@@ -218,8 +224,15 @@ def _rival(a: Side, b: Side, item: str, relevant: set[str], b_better: bool) -> s
 def _changed(relevant: ItemOnBoth) -> list[dict]:
     a = {w["word"]: w["contribution"] for w in relevant.words_a}
     b = {w["word"]: w["contribution"] for w in relevant.words_b}
-    rows = [{"word": w, "contribution_a": a.get(w, 0.0), "contribution_b": b.get(w, 0.0),
-             "change": b.get(w, 0.0) - a.get(w, 0.0)} for w in set(a) | set(b)]  # fmt: skip
+    rows = [
+        {
+            "word": w,
+            "contribution_a": a.get(w, 0.0),
+            "contribution_b": b.get(w, 0.0),
+            "change": b.get(w, 0.0) - a.get(w, 0.0),
+        }
+        for w in set(a) | set(b)
+    ]
     return sorted(rows, key=lambda r: (-abs(r["change"]), r["word"]))[:CHANGED_WORDS]
 
 
@@ -243,9 +256,14 @@ def _moved(a: Side, b: Side, evidence: tuple[set, set], relevant: set[str]) -> l
 
 
 def explain_query(
-    a: Side, b: Side, query_id: str, text: str, judged: Mapping[str, int],
-    values: tuple[float, float], measure: str,
-) -> QueryWhy:  # fmt: skip
+    a: Side,
+    b: Side,
+    query_id: str,
+    text: str,
+    judged: Mapping[str, int],
+    values: tuple[float, float],
+    measure: str,
+) -> QueryWhy:
     """Why ``query_id``'s ``measure`` is ``values`` (A, B) under the two sides."""
     relevant = {d for d, r in judged.items() if is_relevant(r)}
     b_better = values[1] >= values[0]
@@ -259,18 +277,28 @@ def explain_query(
     riv = _item(a, b, rival, False, evidence) if rival else None
     note = ""
     if not both_exact:
-        note = ("an outside run's scoring is not Lexlens's to explain: its items' q ⊙ d is the "
-                "collection's own encoder's")  # fmt: skip
+        note = (
+            "an outside run's scoring is not Lexlens's to explain: its items' q ⊙ d is the "
+            "collection's own encoder's"
+        )
     if item is None:
         note = (note + "; " if note else "") + "no relevant item of this query is in the collection"
     return QueryWhy(
-        query_id=query_id, query=text, system_a=a.system.name, system_b=b.system.name,
-        measure=measure, value_a=values[0], value_b=values[1], relevant=rel,
-        changed=_changed(rel) if rel else [], rival=riv,
+        query_id=query_id,
+        query=text,
+        system_a=a.system.name,
+        system_b=b.system.name,
+        measure=measure,
+        value_a=values[0],
+        value_b=values[1],
+        relevant=rel,
+        changed=_changed(rel) if rel else [],
+        rival=riv,
         decisive_a=_decisive(a, item, rival, text, evidence[0]) if rival else [],
         decisive_b=_decisive(b, item, rival, text, evidence[1]) if rival else [],
-        moved=[] if both_exact else _moved(a, b, evidence, relevant), note=note,
-    )  # fmt: skip
+        moved=[] if both_exact else _moved(a, b, evidence, relevant),
+        note=note,
+    )
 
 
 def blame_shift(failures_a: Sequence, failures_b: Sequence) -> tuple[list[dict], list[dict]]:
@@ -293,8 +321,15 @@ def blame_shift(failures_a: Sequence, failures_b: Sequence) -> tuple[list[dict],
             for word, delta in deltas.items():
                 if word not in other.get(q, {}):
                     words[word].append((q, delta))
-        rows = [{"word": w, "queries": len(qs), "amount": float(sum(d for _, d in qs)),
-                 "query_ids": [q for q, _ in qs]} for w, qs in words.items()]  # fmt: skip
+        rows = [
+            {
+                "word": w,
+                "queries": len(qs),
+                "amount": float(sum(d for _, d in qs)),
+                "query_ids": [q for q, _ in qs],
+            }
+            for w, qs in words.items()
+        ]
         return sorted(rows, key=lambda r: (-r["queries"], -r["amount"], r["word"]))[:SHIFT_WORDS]
 
     return shifted(under_a, under_b), shifted(under_b, under_a)

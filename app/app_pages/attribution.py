@@ -78,9 +78,21 @@ with st.form("attr_form"):
     submitted = st.form_submit_button("Attribute", type="primary")
 
 files_in = state.remembered_uploads("attr_upload", [upload] if upload is not None else None)
-INPUT_KEYS = ("attr_encoder", "attr_encoder_dir", "attr_source", "attr_text", "attr_m",
-              "attr_steps", "attr_max", "attr_mot", "attr_keep", "attr_baseline", "attr_method",
-              "attr_tolerance", "attr_max_steps")  # fmt: skip
+INPUT_KEYS = (
+    "attr_encoder",
+    "attr_encoder_dir",
+    "attr_source",
+    "attr_text",
+    "attr_m",
+    "attr_steps",
+    "attr_max",
+    "attr_mot",
+    "attr_keep",
+    "attr_baseline",
+    "attr_method",
+    "attr_tolerance",
+    "attr_max_steps",
+)
 inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
 uploads = {"attr_upload": files_in[:1]} if source == "Corpus file" else {}
 
@@ -99,17 +111,26 @@ if submitted and encoder is not None:
     try:
         texts, label = _texts()
         options = ReportOptions.of(
-            m=m, steps=steps, mot=run_mot, keep=keep, baseline=baseline, method=method,
-            tolerance=tolerance, max_steps=max_steps,
-        )  # fmt: skip
+            m=m,
+            steps=steps,
+            mot=run_mot,
+            keep=keep,
+            baseline=baseline,
+            method=method,
+            tolerance=tolerance,
+            max_steps=max_steps,
+        )
         report_inputs(encoder, texts, options)  # before the job: errors at once
         what = texts[0][:50] if len(texts) == 1 else f"{len(texts)} texts of {label}"
         state.start_job(
-            "attribution", f"IG of {what}", inputs, uploads,
+            "attribution",
+            f"IG of {what}",
+            inputs,
+            uploads,
             lambda progress: attribution_report(
                 encoder, texts, options=options, source=label, progress=progress
             ),
-        )  # fmt: skip
+        )
     except LexlensError as exc:
         st.error(str(exc))
 
@@ -173,5 +194,8 @@ if made not in files:
     files[made] = with_ig_curves(report, measured[key]).files()
 show_downloads(files[made])
 if measured[key]:
-    st.caption("report.html carries the IG curves shown above of text(s) "
-               + ", ".join(str(i + 1) for i in sorted(measured[key])) + ".")  # fmt: skip
+    st.caption(
+        "report.html carries the IG curves shown above of text(s) "
+        + ", ".join(str(i + 1) for i in sorted(measured[key]))
+        + "."
+    )

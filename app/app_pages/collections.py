@@ -61,21 +61,35 @@ st.caption(
 )
 
 
-INPUT_KEYS = ("collections_encoder", "collections_encoder_dir", "collections_source",
-              "collections_path", "collections_name", "collections_k", "collections_batch",
-              "collections_split", "collections_images", "collections_image_column",
-              "collections_text_columns", "collections_ray")  # fmt: skip
+INPUT_KEYS = (
+    "collections_encoder",
+    "collections_encoder_dir",
+    "collections_source",
+    "collections_path",
+    "collections_name",
+    "collections_k",
+    "collections_batch",
+    "collections_split",
+    "collections_images",
+    "collections_image_column",
+    "collections_text_columns",
+    "collections_ray",
+)
 state.restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
 # --------------------------------------------------------------------------------- build
 with st.expander("Build a collection", expanded=not list_collections()):
     # Only the choice here: the encoder loads when the user builds.
     encoder_spec = state.encoder_choice(
-        "Collection encoder", INDEX_NEEDS, key="collections_encoder",
+        "Collection encoder",
+        INDEX_NEEDS,
+        key="collections_encoder",
         default="efficientnet-lite0-lexical",
-    )  # fmt: skip
-    propose = {"on_change": propose_from_path, "args": (data_roots(), "collections_encoder",
-               "collections_name", "collections_path")}  # fmt: skip
+    )
+    propose = {
+        "on_change": propose_from_path,
+        "args": (data_roots(), "collections_encoder", "collections_name", "collections_path"),
+    }
     source_kind = SOURCES[
         st.radio(
             "Source",
@@ -83,7 +97,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
             horizontal=True,
             key=state.kept("collections_source", LABELS[2]),
             **propose,
-        )  # fmt: skip
+        )
     ]
     files: list[tuple[str, bytes]] = []
     server_path = ""
@@ -103,8 +117,9 @@ with st.expander("Build a collection", expanded=not list_collections()):
             "Folder of images, a .txt/.csv/.jsonl file, or a benchmark (a BEIR folder, MS "
             "MARCO files, a Karpathy split JSON, a Hugging Face dataset on disk, irds:ID; "
             f"shipped with Lexlens: {samples})",
-            key=state.kept("collections_path", ""), **propose,
-        )  # fmt: skip
+            key=state.kept("collections_path", ""),
+            **propose,
+        )
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
     else:
@@ -116,9 +131,13 @@ with st.expander("Build a collection", expanded=not list_collections()):
     name = c1.text_input("Name", key=state.kept("collections_name", "photos"))
     numbers = build_numbers(c2, c3)
     ray = option_widget(
-        IndexOptions, "ray", "collections_ray", default="", label="Encode on Ray (empty: "
+        IndexOptions,
+        "ray",
+        "collections_ray",
+        default="",
+        label="Encode on Ray (empty: "
         "here; local: a private Ray on this machine; ray://HOST:PORT: a cluster's head)",
-    )  # fmt: skip
+    )
     build = st.button("Build", type="primary", disabled=encoder_spec is None)
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
@@ -137,9 +156,15 @@ with st.expander("Build a collection", expanded=not list_collections()):
                 encoder = load_encoder(spec, device=None if device == "auto" else device)
                 INDEX_NEEDS.check(encoder)
                 return build_collection(
-                    encoder, name, source_kind, files=files, path=server_path, roots=roots,
-                    options=options, progress=progress_part(progress, 0.05, 1.0, "building: "),
-                )  # fmt: skip
+                    encoder,
+                    name,
+                    source_kind,
+                    files=files,
+                    path=server_path,
+                    roots=roots,
+                    options=options,
+                    progress=progress_part(progress, 0.05, 1.0, "building: "),
+                )
 
             state.start_job("collections", f"build {name.strip()}", inputs, uploads, work)
         except LexlensError as exc:
@@ -165,8 +190,10 @@ if last is not None:
 # ---------------------------------------------------------------------------------- list
 cards = list_collections()
 if not cards:
-    st.info("No stored collection yet: build one above, or with `lexlens index … --out "
-            f"{collections_dir()}/NAME`.")  # fmt: skip
+    st.info(
+        "No stored collection yet: build one above, or with `lexlens index … --out "
+        f"{collections_dir()}/NAME`."
+    )
     st.stop()
 table = pd.DataFrame(
     [

@@ -111,13 +111,21 @@ if kind in ("Text", "Image"):
             c1, c2, c3 = st.columns([1, 2, 2])
             grouped = c1.toggle("Patch group", key=state.kept("compare_grouped", True))
             x0, x1 = c2.slider(
-                "Box X range", 0.0, 1.0, step=0.01, key=state.kept("compare_x", (0.5, 1.0)),
+                "Box X range",
+                0.0,
+                1.0,
+                step=0.01,
+                key=state.kept("compare_x", (0.5, 1.0)),
                 disabled=not grouped,
-            )  # fmt: skip
+            )
             y0, y1 = c3.slider(
-                "Box Y range", 0.0, 1.0, step=0.01, key=state.kept("compare_y", (0.0, 1.0)),
+                "Box Y range",
+                0.0,
+                1.0,
+                step=0.01,
+                key=state.kept("compare_y", (0.0, 1.0)),
                 disabled=not grouped,
-            )  # fmt: skip
+            )
             term = option_widget(CompareOptions, "term", "compare_term", default="")
         box = (x0, y0, x1, y1) if grouped else None
         if uploads:
@@ -165,7 +173,7 @@ if kind in ("Text", "Image"):
             remember(
                 compare_encodings(
                     encoder_a, enc_a, encoder_b, enc_b, input_info=info, options=options
-                )  # fmt: skip
+                )
             )
             if kind == "Image":
                 st.session_state["compare_picture"] = (label, data)
@@ -186,10 +194,19 @@ result = st.session_state.get(RESULT)
 if result is None:
     st.stop()
 # A new input or other encoders make a new run; gates, box and term update this one.
-state.keep_for_reload("compare", "compare_", f"compare A and B on {kind.lower()}",
-                      {"compare_upload": uploads} if uploads else {},
-                      subject=("compare_kind", "compare_text", "compare_sample",
-                               f"{prefix}_encoder_a", f"{prefix}_encoder_b"))  # fmt: skip
+state.keep_for_reload(
+    "compare",
+    "compare_",
+    f"compare A and B on {kind.lower()}",
+    {"compare_upload": uploads} if uploads else {},
+    subject=(
+        "compare_kind",
+        "compare_text",
+        "compare_sample",
+        f"{prefix}_encoder_a",
+        f"{prefix}_encoder_b",
+    ),
+)
 
 
 show_header(result)

@@ -116,26 +116,49 @@ if (
     st.stop()
 
 key = state.content_key(
-    q_kind, d_kind, q_text or "", d_text or "", q_image[1] if q_image else b"",
-    d_image[1] if d_image else b"", mode, str(k), q_encoder.name, d_encoder.name,
-)  # fmt: skip
+    q_kind,
+    d_kind,
+    q_text or "",
+    d_text or "",
+    q_image[1] if q_image else b"",
+    d_image[1] if d_image else b"",
+    mode,
+    str(k),
+    q_encoder.name,
+    d_encoder.name,
+)
 result: ContribResult | None = state.kept_result(
     "contrib_result",
     lambda: contrib(
-        q_encoder, d_encoder, query=q_text, doc=d_text, query_image=q_image, doc_image=d_image,
-        options=ContribOptions.of(
-            query_mode="parametric" if q_kind == "Image" else mode, gate_k=k
-        ),
+        q_encoder,
+        d_encoder,
+        query=q_text,
+        doc=d_text,
+        query_image=q_image,
+        doc_image=d_image,
+        options=ContribOptions.of(query_mode="parametric" if q_kind == "Image" else mode, gate_k=k),
     ),
     key=key,
-)  # fmt: skip
+)
 if result is None:
     st.stop()
 # New texts, images or encoders make a new run; gate k, mode and labels update this one.
-state.keep_for_reload("contrib", "contrib_", "query ⊙ document", {
-    f"contrib_{p}_upload": [image] for p, image in (("q", q_image), ("d", d_image)) if image
-}, subject=("contrib_q_kind", "contrib_d_kind", "contrib_q_text", "contrib_d_text",
-            "contrib_second", "contrib_d2_text", "contrib_encoder", "contrib_image_encoder"))  # fmt: skip
+state.keep_for_reload(
+    "contrib",
+    "contrib_",
+    "query ⊙ document",
+    {f"contrib_{p}_upload": [image] for p, image in (("q", q_image), ("d", d_image)) if image},
+    subject=(
+        "contrib_q_kind",
+        "contrib_d_kind",
+        "contrib_q_text",
+        "contrib_d_text",
+        "contrib_second",
+        "contrib_d2_text",
+        "contrib_encoder",
+        "contrib_image_encoder",
+    ),
+)
 
 for note in result.notes:
     st.caption(f"Note: {note}")
@@ -144,12 +167,17 @@ if second and d2_text.strip():
     other: ContribResult | None = state.kept_result(
         "contrib_result2",
         lambda: contrib(
-            q_encoder, d_encoder, query=q_text, doc=d2_text, query_image=q_image,
-            options=ContribOptions.of(query_mode="parametric" if q_kind == "Image" else mode,
-                                      gate_k=k),
+            q_encoder,
+            d_encoder,
+            query=q_text,
+            doc=d2_text,
+            query_image=q_image,
+            options=ContribOptions.of(
+                query_mode="parametric" if q_kind == "Image" else mode, gate_k=k
+            ),
         ),
         key=state.content_key(key, d2_text),
-    )  # fmt: skip
+    )
 else:
     other = None
 if other is not None:
@@ -158,6 +186,10 @@ else:
     show_single(result, d_text, q_text or "", vocab)
 show_deletion_curve(result, q_encoder, d_encoder, d_image)
 show_pair_counterfactual(
-    q_encoder, d_encoder, q_image[1] if q_image else q_text, (d_text or "", d2_text),
-    "parametric" if q_kind == "Image" else mode, k,
-)  # fmt: skip
+    q_encoder,
+    d_encoder,
+    q_image[1] if q_image else q_text,
+    (d_text or "", d2_text),
+    "parametric" if q_kind == "Image" else mode,
+    k,
+)

@@ -49,26 +49,40 @@ c1, c2, c3 = st.columns(3)
 k = option_widget(DeviationOptions, "k", "dev_k", c1)
 stored = st.session_state.get("dev_source") == SOURCES[2]
 gate_k = option_widget(
-    DeviationOptions, "gate_k", "dev_gate_k", c2, label="Gate k", default=DEFAULT_GATE_K, step=64,
+    DeviationOptions,
+    "gate_k",
+    "dev_gate_k",
+    c2,
+    label="Gate k",
+    default=DEFAULT_GATE_K,
+    step=64,
     disabled=stored,
-)  # fmt: skip
+)
 if stored:
     c2.caption("A stored collection keeps the gate it was built with.")
 denominator = option_widget(
-    DeviationOptions, "denominator", "dev_denominator", c3,
+    DeviationOptions,
+    "denominator",
+    "dev_denominator",
+    c3,
     format_func=lambda d: "k (the paper's)" if d == "k" else "min(k, positive terms)",
-)  # fmt: skip
+)
 glove = option_widget(
-    DeviationOptions, "glove", "dev_glove", default="",
+    DeviationOptions,
+    "glove",
+    "dev_glove",
+    default="",
     label="GloVe file on the server for Semantic@k (optional; default: the encoder's own "
     "embeddings)",
-).strip()  # fmt: skip
+).strip()
 source = st.radio("Input", SOURCES, horizontal=True, key=state.kept("dev_source", SOURCES[0]))
 try:  # a stored collection keeps its own gate
     options = DeviationOptions.of(
-        k=k, gate_k=None if source == SOURCES[2] else gate_k, denominator=denominator,
+        k=k,
+        gate_k=None if source == SOURCES[2] else gate_k,
+        denominator=denominator,
         glove=server_path(glove, "GloVe file") if glove else None,
-    )  # fmt: skip
+    )
 except LexlensError as exc:
     st.error(str(exc))
     st.stop()
@@ -81,9 +95,12 @@ def measured(spec: str, device: str, data: bytes, name: str, options: DeviationO
     """:func:`deviation` of a caption file, cached on its inputs (the encoder by name)."""
     bar = st.progress(0.0, "Encoding captions…")
     result = deviation(
-        state.get_encoder(spec, device), data, name=name, options=options,
+        state.get_encoder(spec, device),
+        data,
+        name=name,
+        options=options,
         progress=lambda f, msg: bar.progress(f, msg),
-    )  # fmt: skip
+    )
     bar.empty()
     return result
 
@@ -112,8 +129,9 @@ if source != SOURCES[2]:
     if result is None:
         st.stop()
     # New captions or another encoder make a new run; k, gate and GloVe update this one.
-    state.keep_for_reload("deviation", "dev_", f"deviation of {name}", uploads,
-                          subject=("dev_source", "dev_encoder"))  # fmt: skip
+    state.keep_for_reload(
+        "deviation", "dev_", f"deviation of {name}", uploads, subject=("dev_source", "dev_encoder")
+    )
     show_result(result)
     st.stop()
 
@@ -151,10 +169,19 @@ spec = state.encoder_choice(
 inputs.update(dev_collection=chosen, dev_encoder=spec, updated=str(collection.get("updated")))
 if spec is not None and st.button("Measure the collection", type="primary"):
     path = collection["path"]
-    state.start_job("deviation", f"deviation of {chosen}", inputs, {},
-                    lambda progress: deviation_of_index(
-                        path, spec, device=None if device == "auto" else device,
-                        progress=progress, options=options))  # fmt: skip
+    state.start_job(
+        "deviation",
+        f"deviation of {chosen}",
+        inputs,
+        {},
+        lambda progress: deviation_of_index(
+            path,
+            spec,
+            device=None if device == "auto" else device,
+            progress=progress,
+            options=options,
+        ),
+    )
 result, job, status = state.job_outcome("deviation", DeviationResult, inputs)
 if state.show_job_state(job, status, "Measuring", "measurement"):
     st.stop()

@@ -48,8 +48,10 @@ follow_section_run("evaluation")  # a link to a section's job opens its evaluati
 state.restore_inputs("evaluation")
 cards = [c for c in list_collections() if "error" not in c]
 if not cards:
-    st.info("No stored collection yet: build one on the **Collections** page or with "
-            "`lexlens index` (a BEIR folder or a Karpathy split keeps its queries).")  # fmt: skip
+    st.info(
+        "No stored collection yet: build one on the **Collections** page or with "
+        "`lexlens index` (a BEIR folder or a Karpathy split keeps its queries)."
+    )
     st.stop()
 show_systems(cards)
 names = [c["name"] for c in cards]
@@ -103,10 +105,14 @@ def _work(
                     paths[key] = Path(tmp) / f"{key}{Path(file_name).suffix or '.txt'}"
                     paths[key].write_bytes(data)
             return evaluate_benchmark(
-                path, queries=paths.get("eval_queries"), qrels=paths.get("eval_qrels"),
-                run=paths.get("eval_run"), options=options, progress=progress,
+                path,
+                queries=paths.get("eval_queries"),
+                qrels=paths.get("eval_qrels"),
+                run=paths.get("eval_run"),
+                options=options,
+                progress=progress,
                 device=None if device == "auto" else device,
-            )  # fmt: skip
+            )
 
     return work
 
@@ -134,11 +140,14 @@ if result is None:
 
 st.caption(
     f"Evaluated {result.settings['queries']:,} queries"
-    + (f" with {result.settings['judgements']:,} judgements" if "judgements" in result.settings
-       else "")
+    + (
+        f" with {result.settings['judgements']:,} judgements"
+        if "judgements" in result.settings
+        else ""
+    )
     + f" on {result.index.get('items', 0):,} items; {len(result.failures):,} fail (a relevant "
     "item is not first)."
-)  # fmt: skip
+)
 for note in result.notes:
     st.caption(f"Note: {note}")
 aggregate = result.metrics["aggregate"]

@@ -24,10 +24,13 @@ taken = runs.sizes()  # one walk of the store: each run's size and their sum
 used = sum(taken.values())
 try:
     budget = runs.budget_bytes()
-    st.progress(min(1.0, used / budget), text=f"{used / runs.MB:.1f} MB of the "
-                f"{budget / runs.MB:g} MB budget (LEXLENS_RUNS_BUDGET_MB): past it, the oldest "
-                "finished runs are removed (never a running one, one a page has open, or a "
-                "page's newest).")  # fmt: skip
+    st.progress(
+        min(1.0, used / budget),
+        text=f"{used / runs.MB:.1f} MB of the "
+        f"{budget / runs.MB:g} MB budget (LEXLENS_RUNS_BUDGET_MB): past it, the oldest "
+        "finished runs are removed (never a running one, one a page has open, or a "
+        "page's newest).",
+    )
 except LexlensError as exc:
     st.error(f"{exc}. Until it is fixed no run is removed ({used / runs.MB:.1f} MB stored).")
 if not stored:
@@ -61,8 +64,12 @@ st.caption(f"Inputs: {runs.describe_inputs(run.inputs) or 'none'}")
 if run.message and run.status != "done":
     st.caption(f"{run.status}: {run.message}")
 c1, c2, c3 = st.columns(3)
-c1.page_link(f"app_pages/{run.page}.py", label="Reopen", icon=":material/open_in_new:",
-             query_params={"run": run.id})  # fmt: skip
+c1.page_link(
+    f"app_pages/{run.page}.py",
+    label="Reopen",
+    icon=":material/open_in_new:",
+    query_params={"run": run.id},
+)
 if c2.button("Delete this run", disabled=run.status == "running" and jobs[run.id] is not None):
     runs.delete(run.id)
     st.rerun()

@@ -139,24 +139,35 @@ def show_image(label: str, name: str, data: bytes, picture) -> None:
     stem = Path(name).stem or "image"
     d = st.columns(5)
     d[0].download_button(
-        "Word cloud (PNG)", png_bytes(whole_cloud), f"{stem}_wordcloud.png", "image/png",
+        "Word cloud (PNG)",
+        png_bytes(whole_cloud),
+        f"{stem}_wordcloud.png",
+        "image/png",
         key=f"{key}_dl_png",
-    )  # fmt: skip
+    )
     d[1].download_button(
-        "Terms (CSV)", records_csv_bytes(records), f"{stem}_terms.csv", "text/csv",
+        "Terms (CSV)",
+        records_csv_bytes(records),
+        f"{stem}_terms.csv",
+        "text/csv",
         key=f"{key}_dl_csv",
-    )  # fmt: skip
+    )
     d[2].download_button(
-        "Terms (JSON)", json_text(whole), f"{stem}_terms.json", "application/json",
+        "Terms (JSON)",
+        json_text(whole),
+        f"{stem}_terms.json",
+        "application/json",
         key=f"{key}_dl_json",
-    )  # fmt: skip
+    )
     for g, group in enumerate(groups):
         if group is not None:
             d[3 + g].download_button(
-                f"Group {GROUP_NAMES[g]} (JSON)", json_text(group),
-                f"{stem}_group{GROUP_NAMES[g]}.json", "application/json",
+                f"Group {GROUP_NAMES[g]} (JSON)",
+                json_text(group),
+                f"{stem}_group{GROUP_NAMES[g]}.json",
+                "application/json",
                 key=f"{key}_dl_json{GROUP_NAMES[g]}",
-            )  # fmt: skip
+            )
 
 
 # Read and check every input before any model is loaded; errors name the user's file.
@@ -196,8 +207,13 @@ if card is not None:
     st.caption(f"**{card.name}**: {card.summary}.")
 
 # New images or another encoder make a new run; the display settings update this one.
-state.keep_for_reload("images", "image_", "terms of " + ", ".join(n for _, n, _, _ in images),
-                      {"image_uploads": uploaded}, subject=("image_encoder", "image_samples"))  # fmt: skip
+state.keep_for_reload(
+    "images",
+    "image_",
+    "terms of " + ", ".join(n for _, n, _, _ in images),
+    {"image_uploads": uploaded},
+    subject=("image_encoder", "image_samples"),
+)
 for label, name, data, picture in images:
     with st.container(border=True):
         show_image(label, name, data, picture)

@@ -165,24 +165,44 @@ if query_kind == "Text":
                 st.session_state[key] = new
     query = c1.text_input("Find (A)", key=state.kept("search_query", example_a))
     exclude = c2.text_input(
-        "But not (B) — optional", key=state.kept("search_exclude", example_b),
+        "But not (B) — optional",
+        key=state.kept("search_exclude", example_b),
         help=f"Examples from this collection's labels: {example_a!r} but not {example_b!r}"
-        if example_b else None,
-    )  # fmt: skip
+        if example_b
+        else None,
+    )
 else:
     exclude = ""
     c2.caption("Exclusion needs a text query A.")
 method = option_widget(
-    SearchOptions, "method", "search_method", c3, disabled=not exclude.strip(),
+    SearchOptions,
+    "method",
+    "search_method",
+    c3,
+    disabled=not exclude.strip(),
     format_func=METHOD_NAMES.get,
-)  # fmt: skip
+)
 uses_sets = bool(exclude.strip()) and method == "sr"
 c4, c5, c6, c7 = st.columns(4)
 top = option_widget(SearchOptions, "top", "search_top", c4, high=50)
-k_items = option_widget(SearchOptions, "k_items", "search_k_items", c5, disabled=not uses_sets,
-                        default=DEFAULT_K_ITEMS, high=1000)  # fmt: skip
-coverage = option_widget(SearchOptions, "coverage", "search_coverage", c6, disabled=not uses_sets,
-                         default=DEFAULT_COVERAGE, low=0.05)  # fmt: skip
+k_items = option_widget(
+    SearchOptions,
+    "k_items",
+    "search_k_items",
+    c5,
+    disabled=not uses_sets,
+    default=DEFAULT_K_ITEMS,
+    high=1000,
+)
+coverage = option_widget(
+    SearchOptions,
+    "coverage",
+    "search_coverage",
+    c6,
+    disabled=not uses_sets,
+    default=DEFAULT_COVERAGE,
+    low=0.05,
+)
 magnitude = option_widget(
     SearchOptions, "magnitude", "search_magnitude", c7, disabled=not uses_sets
 )
@@ -191,10 +211,14 @@ normalize = option_widget(SearchOptions, "normalize", "search_normalize", disabl
 # ---------------------------------------------------------------------------- searching
 try:
     options = SearchOptions.of(
-        top=top, query_mode="bow" if bow else "parametric", method=method,
-        k_items=k_items if uses_sets else None, coverage=coverage if uses_sets else None,
-        magnitude=magnitude, normalize=normalize,
-    )  # fmt: skip
+        top=top,
+        query_mode="bow" if bow else "parametric",
+        method=method,
+        k_items=k_items if uses_sets else None,
+        coverage=coverage if uses_sets else None,
+        magnitude=magnitude,
+        normalize=normalize,
+    )
 except LexlensError as exc:
     st.error(str(exc))
     st.stop()
@@ -202,20 +226,38 @@ inputs = {"query": query, "exclude": exclude}
 if image_upload is not None:
     inputs = {"query_image": image_upload[1], "image_name": image_upload[0]}
 key = state.content_key(
-    repr(sorted(options.to_dict().items())), query, exclude, encoder.name,
-    str(getattr(target, "path", "")), str(getattr(target, "manifest", {}).get("updated", "")),
-    image_upload[0] if image_upload else "", image_upload[1] if image_upload else b"",
-)  # fmt: skip
+    repr(sorted(options.to_dict().items())),
+    query,
+    exclude,
+    encoder.name,
+    str(getattr(target, "path", "")),
+    str(getattr(target, "manifest", {}).get("updated", "")),
+    image_upload[0] if image_upload else "",
+    image_upload[1] if image_upload else b"",
+)
 result: SearchResult | None = state.kept_result(
     "search_result", lambda: search(target, encoder, options=options, **inputs), key=key
 )
 if result is None:
     st.stop()
 # A new query, collection or encoder makes a new run; the search settings update this one.
-state.keep_for_reload("search", "search_", f"search “{query or 'an image'}”", {
-    key: files for key, files in (("search_upload", kept_files), ("search_image", kept_images))
-    if files
-}, subject=("search_source", "search_collection", "search_encoder", "search_query_kind",
-            "search_query", "search_exclude"))  # fmt: skip
+state.keep_for_reload(
+    "search",
+    "search_",
+    f"search “{query or 'an image'}”",
+    {
+        key: files
+        for key, files in (("search_upload", kept_files), ("search_image", kept_images))
+        if files
+    },
+    subject=(
+        "search_source",
+        "search_collection",
+        "search_encoder",
+        "search_query_kind",
+        "search_query",
+        "search_exclude",
+    ),
+)
 
 show_result(result, target)

@@ -149,7 +149,8 @@ for note in result.notes:  # truncation, special tokens only: what changes how t
     st.warning(f"Note: {note}")
 st.session_state[LAST] = result
 # A new text, tower or encoder makes a new run; the display settings update this one.
-state.keep_for_reload("text", "text_", f"terms of “{text[:60]}”",
-                      subject=("text_input", "text_side", "text_encoder"))  # fmt: skip
+state.keep_for_reload(
+    "text", "text_", f"terms of “{text[:60]}”", subject=("text_input", "text_side", "text_encoder")
+)
 show(result, merge)
 show_provenance_check(encoder, result, merge, k)

@@ -31,15 +31,19 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     """Where the server listens and which folders pages may read."""
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="default 8501")
     parser.add_argument(
-        "--host", default="127.0.0.1",
+        "--host",
+        default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only); any other "
         "address needs the printed token",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--data-root", action="append", default=None, metavar="DIR",
+        "--data-root",
+        action="append",
+        default=None,
+        metavar="DIR",
         help="a folder whose files pages may read (repeatable; default: LEXLENS_HOME/sources "
         "and the current folder)",
-    )  # fmt: skip
+    )
 
 
 def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], str]:
@@ -76,10 +80,18 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
     url = f"http://{shown}:{args.port}/" + (f"?{urlencode({'token': token})}" if token else "")
     main = Path(__file__).resolve().parents[1] / "main.py"
     command = [
-        sys.executable, "-m", "streamlit", "run", str(main),
-        "--server.address", host, "--server.port", str(args.port),
-        "--browser.serverAddress", "localhost" if access.is_local(host) else host,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(main),
+        "--server.address",
+        host,
+        "--server.port",
+        str(args.port),
+        "--browser.serverAddress",
+        "localhost" if access.is_local(host) else host,
+    ]
     return command, env, url
 
 

@@ -31,12 +31,17 @@ def run(args: argparse.Namespace) -> None:
     else:
         problems = any("error" in c for c in result.collections)
         rows = [
-            [c["name"], _kept(c["items"]), c["encoder"] or "—", _kept(c["queries"]),
-             _kept(c["judgements"]),
-             "—" if c["disk_bytes"] is None else f"{c['disk_bytes'] / 1e6:.2f}"]
+            [
+                c["name"],
+                _kept(c["items"]),
+                c["encoder"] or "—",
+                _kept(c["queries"]),
+                _kept(c["judgements"]),
+                "—" if c["disk_bytes"] is None else f"{c['disk_bytes'] / 1e6:.2f}",
+            ]
             + ([c.get("error", "")] if problems else [])
             for c in result.collections
-        ]  # fmt: skip
+        ]
         header = ["name", "items", "encoder", "queries", "judgements", "MB"]
         table = common.format_table(rows, header + (["problem"] if problems else []))
     common.emit(args, result, table)

@@ -172,14 +172,20 @@ def add_options(
         text = declared.help_line()
         if declared.kind is bool:
             parser.add_argument(
-                declared.flag, dest=declared.name, action=argparse.BooleanOptionalAction,
-                default=None, help=text,
-            )  # fmt: skip
+                declared.flag,
+                dest=declared.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=text,
+            )
         else:
             parser.add_argument(
-                declared.flag, dest=declared.name, default=None, help=text,
+                declared.flag,
+                dest=declared.name,
+                default=None,
+                help=text,
                 metavar=declared.spec.metavar or declared.name.upper(),
-            )  # fmt: skip
+            )
 
 
 def options_from_args(options_type: type[OptionsT], args: argparse.Namespace) -> OptionsT:

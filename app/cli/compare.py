@@ -52,14 +52,19 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     gate = CompareOptions.option("gate_k")
     parser.add_argument(
-        gate.flag, action="append", dest=gate.name, metavar=gate.spec.metavar,
+        gate.flag,
+        action="append",
+        dest=gate.name,
+        metavar=gate.spec.metavar,
         help=gate.spec.help,
-    )  # fmt: skip
+    )
     top, hits = CompareOptions.option("top"), CompareIndexOptions.option("top")
     parser.add_argument(
-        top.flag, dest=top.name, metavar="N",
+        top.flag,
+        dest=top.name,
+        metavar="N",
         help=f"{top.help_line()}; with --index: {hits.help_line()}",
-    )  # fmt: skip
+    )
     common.add_options(parser, CompareOptions, skip=("gate_k", "top"))
     common.add_options(parser, CompareIndexOptions, skip=tuple(names(CompareOptions)))
 
@@ -136,9 +141,13 @@ def _collection_blocks(col: dict) -> list[str]:
             rows.append([kind, label, _num(pa.get(key)), _num(pb.get(key))])
     if dev_a["flops_captions_images"] is not None:
         rows.append(
-            ["captions x images", "FLOPs (D2S)", _num(dev_a["flops_captions_images"]),
-             _num(dev_b["flops_captions_images"])]
-        )  # fmt: skip
+            [
+                "captions x images",
+                "FLOPs (D2S)",
+                _num(dev_a["flops_captions_images"]),
+                _num(dev_b["flops_captions_images"]),
+            ]
+        )
     blocks = [common.format_table(rows, ["set", "measure", "A", "B"])]
     vocab = col["vocabulary"]
     blocks.append(
@@ -152,7 +161,7 @@ def _collection_blocks(col: dict) -> list[str]:
                     _num(t["activation_rate_b"]),
                 ]
                 for t in vocab["top_terms"]
-            ],  # fmt: skip
+            ],
             ["term", "mean A", "mean B", "rate A", "rate B"],
         )
     )
@@ -179,13 +188,28 @@ def _search_blocks(search: dict) -> list[str]:
         )
     judged = any("relevance" in h for h in search["hits"])
     rows = [
-        [*([h["relevance"] or "-"] if judged else []), h["id"], h["status"], h["rank_a"] or "-",
-         h["rank_b"] or "-", h["score_a"], h["score_b"],
-         " ".join(f"{c['token']}:{c['change']:+.3f}" for c in h["changed_terms"][:5])]
+        [
+            *([h["relevance"] or "-"] if judged else []),
+            h["id"],
+            h["status"],
+            h["rank_a"] or "-",
+            h["rank_b"] or "-",
+            h["score_a"],
+            h["score_b"],
+            " ".join(f"{c['token']}:{c['change']:+.3f}" for c in h["changed_terms"][:5]),
+        ]
         for h in search["hits"]
-    ]  # fmt: skip
-    header = [*(["relevance"] if judged else []), "hit", "status", "rank A", "rank B",
-              "score A", "score B", "changed terms"]  # fmt: skip
+    ]
+    header = [
+        *(["relevance"] if judged else []),
+        "hit",
+        "status",
+        "rank A",
+        "rank B",
+        "score A",
+        "score B",
+        "changed terms",
+    ]
     return [*blocks, common.format_table(rows, header)]
 
 
@@ -220,13 +244,22 @@ def run(args: argparse.Namespace) -> None:
     a, b = (specs[0], specs[-1]) if specs else (None, None)
     if indexes:
         result = compare_indexes(
-            indexes[0], indexes[-1] if len(indexes) == 2 else None, encoder_a=a, encoder_b=b,
-            device=args.device, options=common.options_from_args(CompareIndexOptions, args),
-        )  # fmt: skip
+            indexes[0],
+            indexes[-1] if len(indexes) == 2 else None,
+            encoder_a=a,
+            encoder_b=b,
+            device=args.device,
+            options=common.options_from_args(CompareIndexOptions, args),
+        )
     else:
         result = compare(
-            a, b, text=args.text, image=args.image, name=args.image, device=args.device,
+            a,
+            b,
+            text=args.text,
+            image=args.image,
+            name=args.image,
+            device=args.device,
             options=common.options_from_args(CompareOptions, args),
-        )  # fmt: skip
+        )
     common.write_out(out, result)
     common.emit(args, result, render(result))

@@ -34,9 +34,15 @@ def run(args: argparse.Namespace) -> None:
         raise InputError("--show must be 0 or more")
     options = common.options_from_args(ContribOptions, args)
     result = contrib(
-        args.encoder, args.doc_encoder, query=args.query, query_image=args.query_image,
-        doc=args.doc, doc_image=args.doc_image, device=args.device, options=options,
-    )  # fmt: skip
+        args.encoder,
+        args.doc_encoder,
+        query=args.query,
+        query_image=args.query_image,
+        doc=args.doc,
+        doc_image=args.doc_image,
+        device=args.device,
+        options=options,
+    )
     rows = result.contributions
     shown = rows[: args.show]
     table = common.format_table(

@@ -40,11 +40,14 @@ def run(args: argparse.Namespace) -> None:
     options = common.options_from_args(CounterfactualOptions, args)
     out = common.out_folder(args)
     result = counterfactual(
-        args.index, args.query if args.query_image is None else Path(args.query_image),
+        args.index,
+        args.query if args.query_image is None else Path(args.query_image),
         args.target,
-        query_id=args.query_id, query_encoder=args.query_encoder, device=args.device,
+        query_id=args.query_id,
+        query_encoder=args.query_encoder,
+        device=args.device,
         options=options,
-    )  # fmt: skip
+    )
     common.write_out(out, result)
     common.emit(args, result, render(result))
 

@@ -52,46 +52,56 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     """The collections, their queries and judgements, runs, gates and query encoders, and
     the options of an evaluation and of a comparison."""
     parser.add_argument(
-        "--index", required=True, action="append",
+        "--index",
+        required=True,
+        action="append",
         help="a stored collection (lexlens index); twice or more: one system each",
-    )  # fmt: skip
+    )
     parser.add_argument("--queries", help="queries: BEIR queries.jsonl or a qid<TAB>text TSV")
     parser.add_argument("--qrels", help="judgements: TREC (qid 0 docid rel) or BEIR TSV")
     parser.add_argument(
-        "--run", action="append",
+        "--run",
+        action="append",
         help="another system's TREC run (explained instead of searching); several: one "
         "system each, compared",
-    )  # fmt: skip
+    )
     parser.add_argument("--name", action="append", help="a run's system name, in order")
     parser.add_argument(
-        "--query-encoder", action="append",
+        "--query-encoder",
+        action="append",
         help="default: the collection's own query encoder; twice: one system each",
-    )  # fmt: skip
+    )
     gate = EvaluationOptions.option("gate_k")
     parser.add_argument(
-        gate.flag, dest="gate_k", action="append", metavar="GATE_K",
+        gate.flag,
+        dest="gate_k",
+        action="append",
+        metavar="GATE_K",
         help=gate.help_line() + "; twice: one system each",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--with-exact", action="store_true",
+        "--with-exact",
+        action="store_true",
         help="with runs: the collection's own exact ranking is a system too",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--latex", action="store_true", help="several systems: print the LaTeX table"
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
     common.add_options(parser, ComparisonOptions)
     parser.add_argument(
-        "--faithfulness", action="store_true",
+        "--faithfulness",
+        action="store_true",
         help="test each failure's explanation by re-encoding: its words deleted, "
         "comprehensiveness and AOPC against random words (one system)",
-    )  # fmt: skip
+    )
     common.add_options(parser, FaithfulnessOptions, skip=("seed",))
     parser.add_argument(
-        "--counterfactuals", action="store_true",
+        "--counterfactuals",
+        action="store_true",
         help="for each failure, the shortest verified edit that ranks its relevant item "
         "first (FlipRate, mean edits, mean model calls; one system)",
-    )  # fmt: skip
+    )
     common.add_options(parser, CounterfactualOptions, skip=("level", "query_mode", "gate_k"))
 
 
@@ -118,27 +128,41 @@ def run(args: argparse.Namespace) -> None:
     evaluation = EvaluationOptions.from_texts({**texts, "gate_k": gates[0] if gates else None})
     gate_ks = [EvaluationOptions.from_texts({**texts, "gate_k": g}).gate_k for g in gates]
     spec = SystemsSpec(
-        indexes=args.index, runs=args.run or [], names=args.name or [], gate_ks=gate_ks,
-        query_encoders=args.query_encoder or [], with_exact=args.with_exact,
-    )  # fmt: skip
+        indexes=args.index,
+        runs=args.run or [],
+        names=args.name or [],
+        gate_ks=gate_ks,
+        query_encoders=args.query_encoder or [],
+        with_exact=args.with_exact,
+    )
     out = common.out_folder(args)
     result = evaluate_systems(
-        spec, queries=args.queries, qrels=args.qrels, device=args.device,
-        progress=common.progress_printer(args), evaluation=evaluation,
+        spec,
+        queries=args.queries,
+        qrels=args.qrels,
+        device=args.device,
+        progress=common.progress_printer(args),
+        evaluation=evaluation,
         options=common.options_from_args(ComparisonOptions, args),
-    )  # fmt: skip
+    )
     if args.faithfulness:
         result = with_faithfulness(
-            args.index[0], result, device=args.device, progress=common.progress_printer(args),
+            args.index[0],
+            result,
+            device=args.device,
+            progress=common.progress_printer(args),
             options=common.options_from_args(FaithfulnessOptions, args),
-        )  # fmt: skip
+        )
     if args.counterfactuals:
         result = with_counterfactuals(
-            args.index[0], result, device=args.device, progress=common.progress_printer(args),
+            args.index[0],
+            result,
+            device=args.device,
+            progress=common.progress_printer(args),
             options=CounterfactualOptions.from_texts(
                 {"side": args.side, "max_edits": args.max_edits, "max_calls": args.max_calls}
             ),
-        )  # fmt: skip
+        )
     common.write_out(out, result)
     if isinstance(result, SystemsComparison):
         text = result.files()["comparison.tex"].decode() if args.latex else compared(result)
@@ -169,17 +193,28 @@ def render(result: BenchmarkEvaluationResult) -> str:
         common.format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
     ]
     worst = [
-        [q["id"], q["nDCG@10"], _rank(q["first_relevant_rank"]), _rank(q["relevant_rank"]),
-         q["relevant_status"], q["text"][:50]]
+        [
+            q["id"],
+            q["nDCG@10"],
+            _rank(q["first_relevant_rank"]),
+            _rank(q["relevant_rank"]),
+            q["relevant_status"],
+            q["text"][:50],
+        ]
         for q in worst_first(result.metrics["per_query"])[:SHOWN]
-    ]  # fmt: skip
+    ]
     blocks.append(common.format_table(worst, [*WORST_COLUMNS, "query"]))
     failures = [
-        [f.query_id, f.nonrelevant.id if f.nonrelevant else "-",
-         f.relevant.id if f.relevant else "-", _rank(f.relevant.rank if f.relevant else None),
-         f.relevant_status, " ".join(d["word"] for d in f.decisive[:5])]
+        [
+            f.query_id,
+            f.nonrelevant.id if f.nonrelevant else "-",
+            f.relevant.id if f.relevant else "-",
+            _rank(f.relevant.rank if f.relevant else None),
+            f.relevant_status,
+            " ".join(d["word"] for d in f.decisive[:5]),
+        ]
         for f in result.failures[:SHOWN]
-    ]  # fmt: skip
+    ]
     blocks.append(common.format_table(failures, [*FAILURE_COLUMNS, "decisive_words"]))
     blocks.append(
         common.format_table(
@@ -202,11 +237,16 @@ def compared(result: SystemsComparison) -> str:
 
     significant = marks(result)
     means = [
-        [s.name + (" *" if s.name == result.baseline else ""), s.kind,
-         *(f"{result.means[s.name][m]:.4f}" + ("†" if significant.get((s.name, m)) else "")
-           for m in result.measures)]
+        [
+            s.name + (" *" if s.name == result.baseline else ""),
+            s.kind,
+            *(
+                f"{result.means[s.name][m]:.4f}" + ("†" if significant.get((s.name, m)) else "")
+                for m in result.measures
+            ),
+        ]
         for s in result.systems
-    ]  # fmt: skip
+    ]
     settings = result.settings
     blocks = [
         f"{settings['queries']} queries, {len(result.systems)} systems, baseline * "
@@ -215,21 +255,45 @@ def compared(result: SystemsComparison) -> str:
         common.format_table(means, ["system", "kind", *result.measures]),
     ]
     rows = [
-        [f"{t['system_b']} vs {t['system_a']}", t["measure"],
-         f"{t['delta']:+.4f}" + ("†" if t["significant"] else ""),
-         f"[{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]", _p(t["p_t_corrected"]),
-         _p(t["p_wilcoxon_corrected"]), _p(t["p_randomization_corrected"]),
-         "-" if t["effect_size"] is None else f"{t['effect_size']:.2f}",
-         f"{t['wins']}/{t['ties']}/{t['losses']}", f"{t['urisk_1']:+.4f}",
-         "-" if t["trisk_1"] is None else f"{t['trisk_1']:.2f}"]
+        [
+            f"{t['system_b']} vs {t['system_a']}",
+            t["measure"],
+            f"{t['delta']:+.4f}" + ("†" if t["significant"] else ""),
+            f"[{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]",
+            _p(t["p_t_corrected"]),
+            _p(t["p_wilcoxon_corrected"]),
+            _p(t["p_randomization_corrected"]),
+            "-" if t["effect_size"] is None else f"{t['effect_size']:.2f}",
+            f"{t['wins']}/{t['ties']}/{t['losses']}",
+            f"{t['urisk_1']:+.4f}",
+            "-" if t["trisk_1"] is None else f"{t['trisk_1']:.2f}",
+        ]
         for t in result.table
-    ]  # fmt: skip
-    blocks.append(common.format_table(rows, [
-        "comparison", "measure", "delta", "95% CI", "p_t", "p_wilcoxon", "p_rand", "d",
-        "W/T/L", "urisk_1", "trisk_1"]))  # fmt: skip
+    ]
+    blocks.append(
+        common.format_table(
+            rows,
+            [
+                "comparison",
+                "measure",
+                "delta",
+                "95% CI",
+                "p_t",
+                "p_wilcoxon",
+                "p_rand",
+                "d",
+                "W/T/L",
+                "urisk_1",
+                "trisk_1",
+            ],
+        )
+    )
     for e in result.extremes:
-        listed = [[kind, q["query_id"], f"{q['delta']:+.3f}", q["query"][:50]]
-                  for kind in ("wins", "losses") for q in e[kind][:SHOWN // 2]]  # fmt: skip
+        listed = [
+            [kind, q["query_id"], f"{q['delta']:+.3f}", q["query"][:50]]
+            for kind in ("wins", "losses")
+            for q in e[kind][: SHOWN // 2]
+        ]
         if listed:
             title = f"{e['system_b']} vs {e['system_a']}, {e['measure']}"
             blocks.append(

@@ -29,10 +29,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     result = export_index(
-        args.index, args.out, queries=args.queries, query_encoder=args.query_encoder,
-        device=args.device, progress=common.progress_printer(args),
+        args.index,
+        args.out,
+        queries=args.queries,
+        query_encoder=args.query_encoder,
+        device=args.device,
+        progress=common.progress_printer(args),
         options=common.options_from_args(ExportOptions, args),
-    )  # fmt: skip
+    )
     table = common.format_table([[n, c] for n, c in result.written.items()], ["file", "lines"])
     notes = "".join(f"\nnote: {n}" for n in result.notes)
     head = f"{result.format} export in {result.out} (the files listed in {MANIFEST})"

@@ -59,18 +59,27 @@ def _add_ray(parser: argparse.ArgumentParser) -> None:
     """``--ray [ADDRESS]``: alone, a local Ray."""
     declared = IndexOptions.option("ray")
     parser.add_argument(
-        declared.flag, dest=declared.name, nargs="?", const="local", default=None,
-        metavar=declared.spec.metavar, help=declared.help_line() + "; alone: local",
-    )  # fmt: skip
+        declared.flag,
+        dest=declared.name,
+        nargs="?",
+        const="local",
+        default=None,
+        metavar=declared.spec.metavar,
+        help=declared.help_line() + "; alone: local",
+    )
 
 
 def _add_columns(group) -> None:
     """``--text-columns A,B`` (repeatable: the columns add up)."""
     declared = IndexOptions.option("text_columns")
     group.add_argument(
-        declared.flag, dest=declared.name, action="append", default=None,
-        metavar=declared.spec.metavar, help=declared.help_line() + "; repeatable",
-    )  # fmt: skip
+        declared.flag,
+        dest=declared.name,
+        action="append",
+        default=None,
+        metavar=declared.spec.metavar,
+        help=declared.help_line() + "; repeatable",
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -79,9 +88,13 @@ def run(args: argparse.Namespace) -> None:
         args.text_columns = ",".join(args.text_columns)
     options = common.options_from_args(IndexOptions, args)
     result = index_collection(
-        args.encoder, args.source, args.out, options=options, device=args.device,
+        args.encoder,
+        args.source,
+        args.out,
+        options=options,
+        device=args.device,
         progress=common.progress_printer(args),
-    )  # fmt: skip
+    )
     counts = result.manifest["counts"]
     lines = [
         f"index {result.out}: {result.items} items ({counts['nnz']:,} non-zeros), "

@@ -56,13 +56,21 @@ def run(args: argparse.Namespace) -> None:
     options = common.options_from_args(SearchOptions, args)
     if args.eval:
         result = evaluate_index(
-            args.index, args.eval, args.query_encoder or args.encoder, device=args.device,
+            args.index,
+            args.eval,
+            args.query_encoder or args.encoder,
+            device=args.device,
             options=common.options_from_args(TableEvaluationOptions, args),
-        )  # fmt: skip
+        )
         common.emit(args, result, _eval_table(result))
         return
-    inputs = {"query": args.query, "query_image": args.query_image, "exclude": args.exclude,
-              "device": args.device, "options": options}  # fmt: skip
+    inputs = {
+        "query": args.query,
+        "query_image": args.query_image,
+        "exclude": args.exclude,
+        "device": args.device,
+        "options": options,
+    }
     if args.index:
         result = search_index(args.index, args.query_encoder or args.encoder, **inputs)
     else:

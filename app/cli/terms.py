@@ -29,9 +29,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     # terms() checks every input and reads it before the encoder loads.
     result = terms(
-        args.encoder, text=args.text, image=args.image, features=args.features,
-        item=args.item, device=args.device, options=common.options_from_args(TermsOptions, args),
-    )  # fmt: skip
+        args.encoder,
+        text=args.text,
+        image=args.image,
+        features=args.features,
+        item=args.item,
+        device=args.device,
+        options=common.options_from_args(TermsOptions, args),
+    )
     rows = result.terms if args.raw_pieces else result.merged_terms
     table = common.format_table(
         [[r["token"], r["weight"], r.get("from_unit", "")] for r in rows],

@@ -143,9 +143,10 @@ class TokenGate:
             return
         # Escapes decoded byte for byte (latin-1), so the query round-trips exactly.
         query = parse_qsl(
-            scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True,
+            scope.get("query_string", b"").decode("latin-1"),
+            keep_blank_values=True,
             encoding="latin-1",
-        )  # fmt: skip
+        )
         given = next((v for k, v in query if k == "token"), None)
         if given is not None:
             given = given.encode("latin-1").decode("utf-8", "replace")  # the URL's UTF-8
@@ -154,8 +155,15 @@ class TokenGate:
                 f"{cookie_name(port)}={cookie_value(self.token)}; Path=/; HttpOnly; SameSite=Strict"
             )
             location = _same_url_without_token(scope, query)
-            await _respond(send, 303, b"", [(b"location", location.encode("ascii")),
-                                            (b"set-cookie", cookie.encode("latin-1"))])  # fmt: skip
+            await _respond(
+                send,
+                303,
+                b"",
+                [
+                    (b"location", location.encode("ascii")),
+                    (b"set-cookie", cookie.encode("latin-1")),
+                ],
+            )
             return
         await _deny(scope, send, TOKEN_PAGE)
 
@@ -177,10 +185,18 @@ def _same_url_without_token(scope, query: list[tuple[str, str]]) -> str:
 
 
 async def _respond(send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store"),
-        (b"content-length", str(len(body)).encode()), *headers,
-    ]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"cache-control", b"no-store"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

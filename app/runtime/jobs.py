@@ -193,9 +193,11 @@ def jobs_sidebar() -> None:
                 job.status, job.status
             )
             box.page_link(
-                f"app_pages/{job.run.page}.py", label=f"{state} · {job.run.page}",
-                query_params={"run": job.id}, help=job.run.summary,
-            )  # fmt: skip
+                f"app_pages/{job.run.page}.py",
+                label=f"{state} · {job.run.page}",
+                query_params={"run": job.id},
+                help=job.run.summary,
+            )
             box.caption(job.run.summary)  # the whole name, wrapped
             if not job.finished:
                 box.progress(job.fraction, text=job.message[:60])

@@ -123,11 +123,20 @@ class Run:
 
     def _record(self) -> dict:
         return {
-            "id": self.id, "page": self.page, "summary": self.summary, "inputs": self.inputs,
-            "created": self.created, "updated": self.updated, "status": self.status,
-            "message": self.message, "uploads": self.uploads, "key": self.key,
-            "session": self.session, "server": self.server, "subject": self.subject,
-        }  # fmt: skip
+            "id": self.id,
+            "page": self.page,
+            "summary": self.summary,
+            "inputs": self.inputs,
+            "created": self.created,
+            "updated": self.updated,
+            "status": self.status,
+            "message": self.message,
+            "uploads": self.uploads,
+            "key": self.key,
+            "session": self.session,
+            "server": self.server,
+            "subject": self.subject,
+        }
 
     def save(self, touch: bool = True) -> None:
         """Write run.json (whole or not at all); ``touch``: dated now."""
@@ -137,16 +146,31 @@ class Run:
 
 
 def create(
-    page: str, summary: str, inputs: dict, uploads: list[tuple[str, bytes]], key: str,
-    session: str = "", status: str = "running", subject: str = "",
-) -> Run:  # fmt: skip
+    page: str,
+    summary: str,
+    inputs: dict,
+    uploads: list[tuple[str, bytes]],
+    key: str,
+    session: str = "",
+    status: str = "running",
+    subject: str = "",
+) -> Run:
     """A new run with its inputs and uploads written: ``running`` (a job's, until
     :func:`finish`) or ``done`` (a quick page's inputs, nothing more to store)."""
     now = time.time()
     run = Run(
-        secrets.token_hex(8), page, summary, inputs, now, now, status, key=key,
-        session=session, server=os.getpid(), subject=subject,
-    )  # fmt: skip
+        secrets.token_hex(8),
+        page,
+        summary,
+        inputs,
+        now,
+        now,
+        status,
+        key=key,
+        session=session,
+        server=os.getpid(),
+        subject=subject,
+    )
     if uploads:
         write_files(
             run.folder / "uploads", {f"{i}.bin": data for i, (_, data) in enumerate(uploads)}

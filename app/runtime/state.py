@@ -343,9 +343,15 @@ def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
 
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
-        page, summary, {k: state_of(v) for k, v in inputs.items()}, flat,
-        inputs_key(page, inputs, uploads), browser_session(), status, subject,
-    )  # fmt: skip
+        page,
+        summary,
+        {k: state_of(v) for k, v in inputs.items()},
+        flat,
+        inputs_key(page, inputs, uploads),
+        browser_session(),
+        status,
+        subject,
+    )
     st.session_state.setdefault(_RUNS, {})[run.id] = run
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
     st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
@@ -355,9 +361,12 @@ def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
 
 
 def record_inputs(
-    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]] | None = None,
+    page: str,
+    summary: str,
+    inputs: dict,
+    uploads: dict[str, list[tuple[str, bytes]]] | None = None,
     subject: tuple[str, ...] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Keep the inputs of a page whose result is quick to recompute, so its URL reopens it
     (nothing is written when the URL's run holds these inputs already). ``subject``: the
     keys of the inputs that make a new run (with the uploads); while only the others change
@@ -393,9 +402,12 @@ def _follows(run, subject: str) -> bool:
 
 
 def keep_for_reload(
-    page: str, prefix: str, summary: str, uploads: dict[str, list[tuple[str, bytes]]] | None = None,
+    page: str,
+    prefix: str,
+    summary: str,
+    uploads: dict[str, list[tuple[str, bytes]]] | None = None,
     subject: tuple[str, ...] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """:func:`record_inputs` of every kept widget whose key starts with ``prefix`` (a quick
     page: its result is recomputed from them after a reload); ``subject``: the keys whose
     change makes a new run (the rest update the run)."""
@@ -404,9 +416,12 @@ def keep_for_reload(
 
 
 def start_job(
-    page: str, summary: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]],
+    page: str,
+    summary: str,
+    inputs: dict,
+    uploads: dict[str, list[tuple[str, bytes]]],
     work: Callable,
-):  # fmt: skip
+):
     """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL.
     The page then runs again, so that the sidebar (drawn before the page) lists the job."""
     from lexlens.app.runtime.jobs import job_manager
@@ -445,8 +460,9 @@ def show_job_state(job, state: str, doing: str, what: str) -> bool:
         run_id = job.id if job is not None else url_run_id()
         left, right = st.columns([6, 1])
         (left.error if state == "failed" else left.info)(f"The last {what} {state}: {message}")
-        if run_id and right.button("Dismiss", key=f"dismiss_{run_id}",
-                                   help="forget this run: its inputs stay in the form"):  # fmt: skip
+        if run_id and right.button(
+            "Dismiss", key=f"dismiss_{run_id}", help="forget this run: its inputs stay in the form"
+        ):
             dismiss_run(run_id)
             st.rerun()
     return False

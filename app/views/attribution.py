@@ -21,9 +21,13 @@ MIME = {".html": "text/html", ".json": "application/json", ".csv": "text/csv"}
 
 
 def optional_choice(
-    options_type: type[Options], name: str, key: str, where: Any, choices: Sequence[int],
+    options_type: type[Options],
+    name: str,
+    key: str,
+    where: Any,
+    choices: Sequence[int],
     none: str,
-) -> int | None:  # fmt: skip
+) -> int | None:
     """A list widget of an option that may be none (IG's auto steps, the encoder's own M):
     the label and help are the declaration's, ``choices`` the page's numbers within its
     limits, and ``none`` names the empty choice (first, and the declared default)."""

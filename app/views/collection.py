@@ -16,10 +16,14 @@ from lexlens.app.views.thumbnails import item_thumbnail
 from lexlens.app.views.widgets import option_widget
 
 #: The widget key of each option the page draws.
-KEYS = {"gate_k": "collections_k", "batch_size": "collections_batch",
-        "split": "collections_split", "images": "collections_images",
-        "image_column": "collections_image_column",
-        "text_columns": "collections_text_columns"}  # fmt: skip
+KEYS = {
+    "gate_k": "collections_k",
+    "batch_size": "collections_batch",
+    "split": "collections_split",
+    "images": "collections_images",
+    "image_column": "collections_image_column",
+    "text_columns": "collections_text_columns",
+}
 
 
 def propose_from_path(roots, encoder_key: str, name_key: str, path_key: str) -> None:
@@ -85,8 +89,9 @@ def show_collection(index: StoredIndex, card: dict) -> None:
     )
     kept = kept_benchmark(card)
     if kept:
-        st.info(f"{kept}: the Evaluation page and `lexlens evaluate --index "
-                f"{card['name']}` use them.")  # fmt: skip
+        st.info(
+            f"{kept}: the Evaluation page and `lexlens evaluate --index {card['name']}` use them."
+        )
     terms = pd.DataFrame(
         [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
         columns=["word", "mean weight", "pieces"],
@@ -112,7 +117,7 @@ def show_collection(index: StoredIndex, card: dict) -> None:
                     [
                         {"id": x["id"], "text": x["text"], "labels": " | ".join(x["labels"])}
                         for x in preview
-                    ]  # fmt: skip
+                    ]
                 ),
                 hide_index=True,
                 width="stretch",

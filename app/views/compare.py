@@ -26,10 +26,11 @@ def show_terms(c: TermComparison, key: str) -> None:
     n = c.counts
     rc = c.rank_correlation
     raw = st.toggle(
-        "Raw vocabulary tokens (with ranks)", key=kept(f"compare_raw_{key}", False),
+        "Raw vocabulary tokens (with ranks)",
+        key=kept(f"compare_raw_{key}", False),
         help="Off: word pieces joined into words (gi ##raf ##fe → giraffe), as the Terms views "
         "show them. ρ is computed on the raw tokens.",
-    )  # fmt: skip
+    )
     view = {"shared": c.shared, "only_a": c.only_a, "only_b": c.only_b} if raw else c.merged
     counts = n if raw else c.merged["counts"]
     unit = "tokens" if raw else "words"
@@ -38,14 +39,16 @@ def show_terms(c: TermComparison, key: str) -> None:
     m[1].metric(f"Active in B ({unit})", counts["active_b"])
     m[2].metric(f"Shared ({unit})", counts["shared"])
     m[3].metric(
-        f"Only in A / only in B ({unit})", f"{counts['only_a']} / {counts['only_b']}",
+        f"Only in A / only in B ({unit})",
+        f"{counts['only_a']} / {counts['only_b']}",
         help=f"{n['only_a_no_counterpart']} of A's and {n['only_b_no_counterpart']} of B's raw "
         "tokens have no counterpart in the other's vocabulary",
-    )  # fmt: skip
+    )
     m[4].metric(
-        "Spearman's ρ (shared tokens)", "n/a" if rc["rho"] is None else f"{rc['rho']:.3f}",
+        "Spearman's ρ (shared tokens)",
+        "n/a" if rc["rho"] is None else f"{rc['rho']:.3f}",
         help=f"Computed over {rc['over']}.",
-    )  # fmt: skip
+    )
     if n["only_a_no_counterpart"] or n["only_b_no_counterpart"]:
         st.caption(
             f"{n['only_a_no_counterpart']} of the tokens only in A and "
@@ -56,11 +59,15 @@ def show_terms(c: TermComparison, key: str) -> None:
         st.caption(f"ρ: {rc['note']}")
     cols = st.columns(3)
     for col, status, title, fields in (
-        (cols[0], "shared", "Shared", ["token", "weight_a", "weight_b", "difference", "rank_a",
-                                       "rank_b"]),
+        (
+            cols[0],
+            "shared",
+            "Shared",
+            ["token", "weight_a", "weight_b", "difference", "rank_a", "rank_b"],
+        ),
         (cols[1], "only_a", "Only in A", ["token", "weight_a", "rank_a", "ungated_weight_b"]),
         (cols[2], "only_b", "Only in B", ["token", "weight_b", "rank_b", "ungated_weight_a"]),
-    ):  # fmt: skip
+    ):
         col.markdown(f"**{title}** ({counts[status]})")
         rows = view[status]
         if rows:
@@ -153,15 +160,21 @@ def show_collection(result: CompareResult) -> None:
     for kind_name, pa in dev["a"]["sets"].items():
         pb = dev["b"]["sets"].get(kind_name) or {}
         for key, label in (
-            ("exact_at_k", f"Exact@{col['k']}"), ("semantic_at_k", f"Semantic@{col['k']}"),
-            ("flops", "FLOPs (different items)"), ("mean_active_dims", "mean active dims"),
-        ):  # fmt: skip
+            ("exact_at_k", f"Exact@{col['k']}"),
+            ("semantic_at_k", f"Semantic@{col['k']}"),
+            ("flops", "FLOPs (different items)"),
+            ("mean_active_dims", "mean active dims"),
+        ):
             rows.append({"set": kind_name, "measure": label, "A": pa.get(key), "B": pb.get(key)})
     if dev["a"]["flops_captions_images"] is not None:
         rows.append(
-            {"set": "captions × images", "measure": "FLOPs (D2S)",
-             "A": dev["a"]["flops_captions_images"], "B": dev["b"]["flops_captions_images"]}
-        )  # fmt: skip
+            {
+                "set": "captions × images",
+                "measure": "FLOPs (D2S)",
+                "A": dev["a"]["flops_captions_images"],
+                "B": dev["b"]["flops_captions_images"],
+            }
+        )
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     st.subheader("Vocabulary statistics")
     st.dataframe(pd.DataFrame(col["vocabulary"]["top_terms"]), hide_index=True, width="stretch")
@@ -202,8 +215,12 @@ def show_collection(result: CompareResult) -> None:
                 [
                     {
                         **({"relevant": _mark(h["relevance"])} if "relevance" in h else {}),
-                        "id": h["id"], "status": h["status"], "rank A": h["rank_a"],
-                        "rank B": h["rank_b"], "score A": h["score_a"], "score B": h["score_b"],
+                        "id": h["id"],
+                        "status": h["status"],
+                        "rank A": h["rank_a"],
+                        "rank B": h["rank_b"],
+                        "score A": h["score_a"],
+                        "score B": h["score_b"],
                         "changed words": ", ".join(
                             f"{t['word']} {t['change']:+.3f}" for t in h["changed_words"]
                         ),
@@ -213,7 +230,7 @@ def show_collection(result: CompareResult) -> None:
             ),
             hide_index=True,
             width="stretch",
-        )  # fmt: skip
+        )
         st.caption(
             f"Ranks beyond {search['rank_depth']} are empty. Each side's contributions "
             "q_t · d_t sum to its score; the JSON holds all of them."
@@ -243,8 +260,11 @@ def show_downloads(result: CompareResult) -> None:
         "(`lexlens compare … --json` prints the same) and its tables as CSV."
     )
     d = st.columns(len(files))
-    KINDS_OF_FILE = {"html": ("Report", "text/html"), "json": ("JSON", "application/json"),
-                     "csv": ("CSV", "text/csv")}  # fmt: skip
+    KINDS_OF_FILE = {
+        "html": ("Report", "text/html"),
+        "json": ("JSON", "application/json"),
+        "csv": ("CSV", "text/csv"),
+    }
     for col_, (name, data) in zip(d, files.items(), strict=True):
         what, mime = KINDS_OF_FILE[name.rsplit(".", 1)[-1]]
         col_.download_button(f"{what}: {name}", data, name, mime, key=f"compare_dl_{name}")

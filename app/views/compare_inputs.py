@@ -34,16 +34,21 @@ def encoder_key(encoder) -> str:
     return f"{encoder.name}|{encoder.source}|{encoder.device}"
 
 
-def gate_input(where: Any, side: str, key: str, default: int | None, note: str = "",
-               **extra: Any) -> int | None:  # fmt: skip
+def gate_input(
+    where: Any, side: str, key: str, default: int | None, note: str = "", **extra: Any
+) -> int | None:
     """One side's gate k: a number input with the gate declaration's lower limit and help
     (``default`` ``None``: empty until the user types one)."""
     if default is None and key not in st.session_state:
         extra["value"] = None  # empty, not the lowest gate
     return where.number_input(
-        f"Gate k of {side}{note}", min_value=int(GATE_K.spec.low), step=8,
-        key=kept(key, default), help=extra.pop("help", GATE_K.spec.help), **extra,
-    )  # fmt: skip
+        f"Gate k of {side}{note}",
+        min_value=int(GATE_K.spec.low),
+        step=8,
+        key=kept(key, default),
+        help=extra.pop("help", GATE_K.spec.help),
+        **extra,
+    )
 
 
 def seed_picker(key: str, spec: str) -> None:
@@ -82,9 +87,11 @@ def _pick_collections() -> tuple[dict, dict]:
     c1, c2 = st.columns(2)
     name_a = c1.selectbox("Collection A", names, key=kept("compare_index_a"), format_func=describe)
     name_b = c2.selectbox(
-        "Collection B", [SAME, *names], key=kept("compare_index_b"),
+        "Collection B",
+        [SAME, *names],
+        key=kept("compare_index_b"),
         format_func=lambda n: n if n == SAME else describe(n),
-    )  # fmt: skip
+    )
     card_a = by_name[name_a]
     return card_a, card_a if name_b in (SAME, name_a) else by_name[name_b]
 
@@ -94,16 +101,22 @@ def _gates(card_a: dict, card_b: dict) -> tuple[int | None, int | None]:
     same = card_b is card_a
     c1, c2 = st.columns(2)
     ka = gate_input(
-        c1, "A", f"compare_index_gate_a_{card_a['name']}", int(card_a["gate_k"]),
+        c1,
+        "A",
+        f"compare_index_gate_a_{card_a['name']}",
+        int(card_a["gate_k"]),
         f" (stored: {card_a['gate_k']})",
-    )  # fmt: skip
+    )
     kb = gate_input(
-        c2, "B", f"compare_index_gate_b_{card_b['name']}_{'same' if same else 'other'}",
-        None if same else int(card_b["gate_k"]), f" (stored: {card_b['gate_k']})",
+        c2,
+        "B",
+        f"compare_index_gate_b_{card_b['name']}_{'same' if same else 'other'}",
+        None if same else int(card_b["gate_k"]),
+        f" (stored: {card_b['gate_k']})",
         placeholder="a smaller k than A's, e.g. 64" if same else None,
         help="A stored collection re-gates exactly at any k up to the one it was built "
         "with (its k largest stored weights and each text's own tokens).",
-    )  # fmt: skip
+    )
     return ka, kb
 
 
@@ -113,8 +126,9 @@ def _query(card_a: dict, card_b: dict) -> dict[str, Any]:
     sources = [NO_QUERY, KEPT_QUERY, OWN_QUERY] if kept_a else [NO_QUERY, OWN_QUERY]
     if st.session_state.get("compare_query_source") not in sources:
         st.session_state["compare_query_source"] = KEPT_QUERY if kept_a else NO_QUERY
-    source = st.radio("Query searched on both", sources, horizontal=True,
-                      key=kept("compare_query_source"))  # fmt: skip
+    source = st.radio(
+        "Query searched on both", sources, horizontal=True, key=kept("compare_query_source")
+    )
     q1, q2 = st.columns([3, 2])
     chosen: dict[str, Any] = {"query": None, "query_id": None}
     if source == KEPT_QUERY and kept_a:
@@ -128,10 +142,13 @@ def _query(card_a: dict, card_b: dict) -> dict[str, Any]:
         if st.session_state.get("compare_query_id") not in listed:
             st.session_state["compare_query_id"] = ids[0]
         chosen["query_id"] = q1.selectbox(
-            "Kept query", ids, key=kept("compare_query_id"),
-            format_func=lambda q: f"{q} — {listed[q]['text'][:80]} ({listed[q]['relevant']} "
-            "relevant)",
-        )  # fmt: skip
+            "Kept query",
+            ids,
+            key=kept("compare_query_id"),
+            format_func=lambda q: (
+                f"{q} — {listed[q]['text'][:80]} ({listed[q]['relevant']} relevant)"
+            ),
+        )
     elif source == OWN_QUERY:
         chosen["query"] = (
             option_widget(CompareIndexOptions, "query", "compare_query", q1, default="").strip()
@@ -151,10 +168,12 @@ def _encoder_specs(card_a: dict, card_b: dict) -> tuple[str | None, str | None]:
     keys = [f"compare_index_encoder_{s}_{c['name']}" for s, c in (("a", card_a), ("b", card_b))]
     for key, spec in zip(keys, defaults, strict=True):
         seed_picker(key, spec)
-    spec_a = state.encoder_choice("Text encoder A (queries, caption tokens)", needs, keys[0],
-                                  defaults[0])  # fmt: skip
-    spec_b = state.encoder_choice("Text encoder B (queries, caption tokens)", needs, keys[1],
-                                  defaults[1])  # fmt: skip
+    spec_a = state.encoder_choice(
+        "Text encoder A (queries, caption tokens)", needs, keys[0], defaults[0]
+    )
+    spec_b = state.encoder_choice(
+        "Text encoder B (queries, caption tokens)", needs, keys[1], defaults[1]
+    )
     return spec_a, spec_b
 
 
@@ -191,10 +210,17 @@ def collection_result(top_key: str) -> CompareResult | None:
     ready = None not in (ka, kb, spec_a, spec_b)
     if ready and st.button("Compare", type="primary", key="compare_collections_go"):
         _start(
-            card_a, card_b, inputs,
-            {"gate_k": (int(ka), int(kb)), "k": int(k), "top": int(st.session_state[top_key]),
-             **settings}, (spec_a, spec_b),
-        )  # fmt: skip
+            card_a,
+            card_b,
+            inputs,
+            {
+                "gate_k": (int(ka), int(kb)),
+                "k": int(k),
+                "top": int(st.session_state[top_key]),
+                **settings,
+            },
+            (spec_a, spec_b),
+        )
     result, job, status = state.job_outcome("compare", CompareResult, inputs)
     if state.show_job_state(job, status, "Comparing", "comparison"):
         return None
@@ -215,9 +241,11 @@ def _side_keys(card_a: dict, card_b: dict) -> list[str]:
     same = "same" if card_b is card_a else "other"
     encoders = [f"compare_index_encoder_{s}_{c['name']}" for s, c in (("a", card_a), ("b", card_b))]
     return [
-        f"compare_index_gate_a_{card_a['name']}", f"compare_index_gate_b_{card_b['name']}_{same}",
-        *encoders, *(f"{key}_dir" for key in encoders),
-    ]  # fmt: skip
+        f"compare_index_gate_a_{card_a['name']}",
+        f"compare_index_gate_b_{card_b['name']}_{same}",
+        *encoders,
+        *(f"{key}_dir" for key in encoders),
+    ]
 
 
 def _start(
@@ -239,7 +267,17 @@ def _start(
         f"compare {card_a['name']} k={options.gate_k[0]} / {card_b['name']} k={options.gate_k[1]}"
         + (f": {what}" if what else "")
     )
-    state.start_job("compare", summary, inputs, {}, lambda progress: compare_indexes(
-        path_a, None if path_b == path_a else path_b, encoder_a=encoder_a, encoder_b=encoder_b,
-        options=options, progress=progress,
-    ))  # fmt: skip
+    state.start_job(
+        "compare",
+        summary,
+        inputs,
+        {},
+        lambda progress: compare_indexes(
+            path_a,
+            None if path_b == path_a else path_b,
+            encoder_a=encoder_a,
+            encoder_b=encoder_b,
+            options=options,
+            progress=progress,
+        ),
+    )

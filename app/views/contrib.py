@@ -101,6 +101,8 @@ def show_single(result: ContribResult, text: str | None, query: str, vocab) -> N
         "Contributions (JSON)", json_text(result), "contributions.json", "application/json"
     )
     d2.download_button(
-        "Contributions (CSV)", records_csv_bytes([r.to_dict() for r in result.contributions]),
-        "contributions.csv", "text/csv",
-    )  # fmt: skip
+        "Contributions (CSV)",
+        records_csv_bytes([r.to_dict() for r in result.contributions]),
+        "contributions.csv",
+        "text/csv",
+    )

@@ -81,15 +81,28 @@ def show_answer(result: CounterfactualResult, key: str) -> None:
             if answer.edited_document is not None and any(
                 e["side"] == "document" for e in answer.edits
             ):
-                st.markdown(f"**{answer.target}:** {_marked_document(answer)}",
-                            unsafe_allow_html=True)  # fmt: skip
+                st.markdown(
+                    f"**{answer.target}:** {_marked_document(answer)}", unsafe_allow_html=True
+                )
         c1, c2, c3 = st.columns(3)
-        c1.metric("Rank after", _rank(answer.rank_after), f"before {_rank(answer.rank_before)}",
-                  delta_color="off")  # fmt: skip
-        c2.metric("Score after", f"{answer.score_after:.3f}", f"before {answer.score_before:.3f}",
-                  delta_color="off")  # fmt: skip
-        c3.metric("First rival after", answer.rival_after or "–",
-                  f"score {answer.rival_score_after:.3f}", delta_color="off")  # fmt: skip
+        c1.metric(
+            "Rank after",
+            _rank(answer.rank_after),
+            f"before {_rank(answer.rank_before)}",
+            delta_color="off",
+        )
+        c2.metric(
+            "Score after",
+            f"{answer.score_after:.3f}",
+            f"before {answer.score_before:.3f}",
+            delta_color="off",
+        )
+        c3.metric(
+            "First rival after",
+            answer.rival_after or "–",
+            f"score {answer.rival_score_after:.3f}",
+            delta_color="off",
+        )
         for note in answer.notes:
             st.caption(f"Note: {note}")
     _show_terms(result.terms, key)
@@ -108,8 +121,10 @@ def _show_terms(terms: Counterfactual, key: str) -> None:
         )
         st.dataframe(pd.DataFrame(terms.steps), hide_index=True, width="stretch", key=key)
     elif not terms.found:
-        st.caption("Term level: no set of query terms removed from the query vector ranks it "
-                   "first (" + "; ".join(terms.notes) + ").")  # fmt: skip
+        st.caption(
+            "Term level: no set of query terms removed from the query vector ranks it "
+            "first (" + "; ".join(terms.notes) + ")."
+        )
 
 
 def _budget(prefix: str) -> dict[str, Any]:
@@ -117,12 +132,10 @@ def _budget(prefix: str) -> dict[str, Any]:
     c1, c2, c3 = st.columns([2, 1, 1])
     return {
         "side": option_widget(CounterfactualOptions, "side", f"{prefix}_side", where=c1),
-        "max_edits": option_widget(
-            CounterfactualOptions, "max_edits", f"{prefix}_edits", where=c2
-        ),  # fmt: skip
+        "max_edits": option_widget(CounterfactualOptions, "max_edits", f"{prefix}_edits", where=c2),
         "max_calls": option_widget(
             CounterfactualOptions, "max_calls", f"{prefix}_calls", where=c3, high=1000
-        ),  # fmt: skip
+        ),
     }
 
 
@@ -134,8 +147,10 @@ def show_counterfactuals(result: Any, index_path: str) -> None:
     if not failures or result.settings.get("run"):
         st.caption("No failure with a relevant item in the collection (or another system's run).")
         return
-    labels = {f"{f.query_id}: {f.query[:60]} → {f.relevant.id} (rank {_rank(f.relevant.rank)})": f
-              for f in failures}  # fmt: skip
+    labels = {
+        f"{f.query_id}: {f.query[:60]} → {f.relevant.id} (rank {_rank(f.relevant.rank)})": f
+        for f in failures
+    }
     chosen = labels[st.selectbox("Failure", list(labels), key="cf_failure")]
     values = _budget("cf")
     store = st.session_state.setdefault("_cf_one", {})
@@ -144,13 +159,16 @@ def show_counterfactuals(result: Any, index_path: str) -> None:
         try:
             with st.spinner("Editing, re-encoding and ranking against every item…"):
                 store[key] = counterfactual(
-                    index_path, chosen.query, chosen.relevant.id,
+                    index_path,
+                    chosen.query,
+                    chosen.relevant.id,
                     query_encoder=result.settings.get("query_encoder"),
                     options=CounterfactualOptions.of(
-                        **values, query_mode=result.settings["query_mode"],
+                        **values,
+                        query_mode=result.settings["query_mode"],
                         gate_k=result.settings["gate_k"],
                     ),
-                )  # fmt: skip
+                )
         except LexlensError as exc:
             st.error(str(exc))
     if key in store:
@@ -171,38 +189,58 @@ def _show_all(result: Any, index_path: str, values: dict) -> None:
             options = CounterfactualOptions.of(**values)
             device = st.session_state.get("device", "auto")
             start_section_job(
-                "evaluation", "counterfactuals",
-                f"counterfactuals of {len(result.failures)} failures", values,
+                "evaluation",
+                "counterfactuals",
+                f"counterfactuals of {len(result.failures)} failures",
+                values,
                 lambda progress: failures_counterfactuals(
-                    index_path, result, progress=progress, options=options,
+                    index_path,
+                    result,
+                    progress=progress,
+                    options=options,
                     device=None if device == "auto" else device,
                 ),
-            )  # fmt: skip
+            )
         except LexlensError as exc:
             st.error(str(exc))
-    found, job, status, asked = section_outcome("evaluation", "counterfactuals",
-                                                EvaluationCounterfactuals)  # fmt: skip
+    found, job, status, asked = section_outcome(
+        "evaluation", "counterfactuals", EvaluationCounterfactuals
+    )
     if show_section_job("counterfactuals", job, status, "counterfactuals"):
         return
     if found is None:
         return
     if asked and asked != values:
-        st.caption("Computed with " + ", ".join(f"{k} = {v}" for k, v in asked.items())
-                   + ": press the button for the budget above.")  # fmt: skip
+        st.caption(
+            "Computed with "
+            + ", ".join(f"{k} = {v}" for k, v in asked.items())
+            + ": press the button for the budget above."
+        )
     s = found.summary
     cols = st.columns(4)
-    cols[0].metric("FlipRate", f"{s.flip_rate or 0:.0%}", f"{s.found} of {s.tried}",
-                   delta_color="off")  # fmt: skip
+    cols[0].metric(
+        "FlipRate", f"{s.flip_rate or 0:.0%}", f"{s.found} of {s.tried}", delta_color="off"
+    )
     cols[1].metric("Mean edits (fixed)", f"{s.mean_edits or 0:.2f}")
     cols[2].metric("Mean model calls", f"{s.mean_model_calls or 0:.1f}")
-    cols[3].metric("Term level flips", f"{s.term_flip_rate or 0:.0%}",
-                   f"mean {s.mean_terms or 0:.2f} terms", delta_color="off")  # fmt: skip
+    cols[3].metric(
+        "Term level flips",
+        f"{s.term_flip_rate or 0:.0%}",
+        f"mean {s.mean_terms or 0:.2f} terms",
+        delta_color="off",
+    )
     st.dataframe(pd.read_csv(io.BytesIO(found.csv())), hide_index=True, width="stretch")
     d1, d2 = st.columns(2)
-    d1.download_button("Counterfactuals (JSON)", found.files()["counterfactuals.json"],
-                       "counterfactuals.json", "application/json", key="cf_all_json")  # fmt: skip
-    d2.download_button("Counterfactuals (CSV)", found.csv(), "counterfactuals.csv", "text/csv",
-                       key="cf_all_csv")  # fmt: skip
+    d1.download_button(
+        "Counterfactuals (JSON)",
+        found.files()["counterfactuals.json"],
+        "counterfactuals.json",
+        "application/json",
+        key="cf_all_json",
+    )
+    d2.download_button(
+        "Counterfactuals (CSV)", found.csv(), "counterfactuals.csv", "text/csv", key="cf_all_csv"
+    )
 
 
 def show_pair_counterfactual(
@@ -221,16 +259,27 @@ def show_pair_counterfactual(
         return
     try:
         with st.spinner("Editing, re-encoding and ranking…"):
-            pair = encode_collection(d_encoder, [first, second], ids=["document", "second"],
-                                     gate_k=k, name="the two documents")  # fmt: skip
+            pair = encode_collection(
+                d_encoder,
+                [first, second],
+                ids=["document", "second"],
+                gate_k=k,
+                name="the two documents",
+            )
             options = CounterfactualOptions.of(**values, query_mode=mode, gate_k=k)
-            probe = counterfactual(pair, query, "document", query_encoder=q_encoder,
-                                   options=CounterfactualOptions.of(options, level="terms"))  # fmt: skip
+            probe = counterfactual(
+                pair,
+                query,
+                "document",
+                query_encoder=q_encoder,
+                options=CounterfactualOptions.of(options, level="terms"),
+            )
             target = "second" if probe.terms.rank_before == 1 else "document"
             found = counterfactual(pair, query, target, query_encoder=q_encoder, options=options)
     except LexlensError as exc:
         st.info(f"No counterfactual: {exc}")
         return
-    st.caption(f"Target: the {'second ' if target == 'second' else ''}document, now below the "
-               "other.")  # fmt: skip
+    st.caption(
+        f"Target: the {'second ' if target == 'second' else ''}document, now below the other."
+    )
     show_answer(found, "cf_pair_terms")

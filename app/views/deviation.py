@@ -230,9 +230,12 @@ def show_result(result: DeviationResult) -> None:
     for col, (fname, payload) in zip(columns, files.items(), strict=False):
         json_file = fname.endswith(".json")
         col.download_button(
-            fname, payload, fname, "application/json" if json_file else "text/csv",
+            fname,
+            payload,
+            fname,
+            "application/json" if json_file else "text/csv",
             help="The same document as `lexlens deviation --json`" if json_file else None,
-        )  # fmt: skip
+        )
     for col, (kind, png) in zip(columns[len(files) :], clouds.items(), strict=False):
         fname = f"dataset_cloud_{kind}.png"
         col.download_button(fname, png, fname, "image/png")

@@ -42,8 +42,10 @@ def _item(col, item: ItemExplanation | None, title: str, absent: str, index, spa
     if not item.contributions and not item.other_terms:
         col.caption("no term of the query is in this item (q·d = 0)")
         return
-    rows = [{"word": c["token"], "q·d": c["contribution"],
-             "pieces": " ".join(c.get("pieces", []))} for c in item.contributions]  # fmt: skip
+    rows = [
+        {"word": c["token"], "q·d": c["contribution"], "pieces": " ".join(c.get("pieces", []))}
+        for c in item.contributions
+    ]
     frame = pd.DataFrame(rows)
     if not frame.empty and not frame["pieces"].any():
         frame = frame.drop(columns="pieces")
@@ -105,10 +107,10 @@ def _open_in_contrib(failure: Failure) -> None:
         "doc": failure.nonrelevant.text if failure.nonrelevant else "",
         "doc2": failure.relevant.text if failure.relevant else "",
         "labels": (
-            f"{failure.nonrelevant.id if failure.nonrelevant else ''} (ranked first, not "
-            "relevant)", f"{failure.relevant.id if failure.relevant else ''} (relevant)",
+            f"{failure.nonrelevant.id if failure.nonrelevant else ''} (ranked first, not relevant)",
+            f"{failure.relevant.id if failure.relevant else ''} (relevant)",
         ),
-    }  # fmt: skip
+    }
     st.switch_page("app_pages/contrib.py")
 
 
@@ -122,11 +124,22 @@ def show_failure(failure: Failure, index) -> None:
     spans = failure_spans(failure, getattr(index, "vocab", None))
     st.html(legend(["nonrelevant", "relevant"]))
     left, right = st.columns(2)
-    _item(left, failure.nonrelevant, "Ranked first, not relevant",
-          "no non-relevant item of the collection is ranked", index,
-          spans.get("nonrelevant", []))  # fmt: skip
-    _item(right, failure.relevant, "Best relevant", "none in the collection", index,
-          spans.get("relevant", []))  # fmt: skip
+    _item(
+        left,
+        failure.nonrelevant,
+        "Ranked first, not relevant",
+        "no non-relevant item of the collection is ranked",
+        index,
+        spans.get("nonrelevant", []),
+    )
+    _item(
+        right,
+        failure.relevant,
+        "Best relevant",
+        "none in the collection",
+        index,
+        spans.get("relevant", []),
+    )
     show_gap(failure)
     texts = [i.text for i in (failure.nonrelevant, failure.relevant) if i is not None]
     both = len(texts) == 2 and all(texts)
@@ -146,8 +159,11 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
         "on the query's own terms the relevant item scores at least as much; not retrieved — "
         "the ranking does not hold the relevant item; other — none of these."
     )
-    st.dataframe(pd.DataFrame({"cause": list(counts), "failures": list(counts.values())}),
-                 hide_index=True, key="eval_causes")  # fmt: skip
+    st.dataframe(
+        pd.DataFrame({"cause": list(counts), "failures": list(counts.values())}),
+        hide_index=True,
+        key="eval_causes",
+    )
     lengths = [f.query_length for f in result.failures]
     c1, c2 = st.columns([3, 2])
     present = [c for c, n in counts.items() if n]
@@ -163,8 +179,10 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
         st.session_state["eval_length"] = (max(low, min(was[0], high)), min(high, max(was[1], low)))
         span = c2.slider("Query length (words)", low, high, key=kept("eval_length"))
     rank = {q: n for n, q in enumerate(order)}
-    selected = sorted(select_failures(result.failures, chosen, span),
-                      key=lambda f: rank.get(f.query_id, len(rank)))  # fmt: skip
+    selected = sorted(
+        select_failures(result.failures, chosen, span),
+        key=lambda f: rank.get(f.query_id, len(rank)),
+    )
     if not selected:
         st.info("No failure has the causes and query length chosen.")
         return
@@ -177,9 +195,11 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
     opened = st.session_state.get("eval_open", ids[:2])
     st.session_state["eval_open"] = [q for q in opened if q in by_id]
     picks = st.multiselect(
-        f"Failing queries to open ({len(ids)} with these filters, in the table's order)", ids,
-        key=kept("eval_open"), format_func=lambda q: f"{q}: {by_id[q].query[:80]}",
-    )  # fmt: skip
+        f"Failing queries to open ({len(ids)} with these filters, in the table's order)",
+        ids,
+        key=kept("eval_open"),
+        format_func=lambda q: f"{q}: {by_id[q].query[:80]}",
+    )
     for q in picks:
         f = by_id[q]
         with st.expander(f"{q}: {f.query} — {'; '.join(f.causes)}", expanded=True):
@@ -215,8 +235,10 @@ def table_html(rows: list[dict], columns: list[str]) -> str:
 def show_worst(result: BenchmarkEvaluationResult) -> list[str]:
     """The queries worst first (or sorted by a chosen column: numbers by value, ids in
     natural order, no value last) under the CSV's column names; returns the ids shown."""
-    rows = [{**per_query_row(q), "top_terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
-            for q in worst_first(result.metrics["per_query"])]  # fmt: skip
+    rows = [
+        {**per_query_row(q), "top_terms": ", ".join(t["word"] for t in q["top_terms"][:6])}
+        for q in worst_first(result.metrics["per_query"])
+    ]
     columns = [*PER_QUERY_COLUMNS, "top_terms"]
     c1, c2 = st.columns([3, 1])
     choices = ["worst first", *[c for c in PER_QUERY_COLUMNS if c != "query"]]

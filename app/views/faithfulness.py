@@ -33,9 +33,13 @@ def _figure(series: dict[str, list[float]], y_title: str, x_title: str) -> go.Fi
     for name, ys in series.items():
         fig.add_trace(go.Scatter(x=list(range(len(ys))), y=ys, mode="lines+markers", name=name))
     fig.update_layout(
-        height=260, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=x_title,
-        yaxis_title=y_title, legend=dict(orientation="h", y=1.12), xaxis=dict(dtick=1),
-    )  # fmt: skip
+        height=260,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        legend=dict(orientation="h", y=1.12),
+        xaxis=dict(dtick=1),
+    )
     return fig
 
 
@@ -53,9 +57,13 @@ def _aopc_line(curve: DeletionCurve) -> str:
 @st.cache_data(show_spinner="Re-encoding the edited queries…", max_entries=32)
 def _contrib_curve(_q, _d, key: str, query: str, doc: Any, image: Any, mode: str, k: int, n: int):
     return contrib_faithfulness(
-        _q, _d, query=query, doc=doc, doc_image=image,
+        _q,
+        _d,
+        query=query,
+        doc=doc,
+        doc_image=image,
         options=ContribFaithfulnessOptions.of(query_mode=mode, gate_k=k, curve_k=n),
-    )  # fmt: skip
+    )
 
 
 def show_deletion_curve(result: Any, q_encoder: Any, d_encoder: Any, d_image: Any) -> None:
@@ -69,23 +77,32 @@ def show_deletion_curve(result: Any, q_encoder: Any, d_encoder: Any, d_image: An
     words = len(text.split())
     try:
         found = _contrib_curve(
-            q_encoder, d_encoder, f"{q_encoder.name}|{d_encoder.name}", text,
-            result.document.get("text"), d_image if "image" in result.document else None,
-            result.query_mode, result.gate_k, max(1, min(20, words)),
-        )  # fmt: skip
+            q_encoder,
+            d_encoder,
+            f"{q_encoder.name}|{d_encoder.name}",
+            text,
+            result.document.get("text"),
+            d_image if "image" in result.document else None,
+            result.query_mode,
+            result.gate_k,
+            max(1, min(20, words)),
+        )
     except LexlensError as exc:
         st.info(f"No deletion curve: {exc}")
         return
     curve = found.curve
     fig = _figure(
         {"explanation's order": curve.explained, "random order (mean)": curve.random},
-        "score", "query words deleted (k)",
-    )  # fmt: skip
+        "score",
+        "query words deleted (k)",
+    )
     st.plotly_chart(fig, width="stretch", key="faith_contrib_chart")
     st.caption(
-        f"{_aopc_line(curve)}. Order: " + ", ".join(curve.parts) + ". "
+        f"{_aopc_line(curve)}. Order: "
+        + ", ".join(curve.parts)
+        + ". "
         + CAPTION.format(draws=curve.draws)
-    )  # fmt: skip
+    )
     for note in found.notes:
         st.caption(f"Note: {note}")
 
@@ -97,8 +114,14 @@ def show_provenance_check(encoder: Any, result: Any, merged: bool, top: int) -> 
         return
     st.subheader("Is the provenance true? Each term without its source word")
     try:
-        found = _provenance(encoder, f"{encoder.name}|{encoder.source}", text,
-                            result.input.get("side", "query"), merged, top)  # fmt: skip
+        found = _provenance(
+            encoder,
+            f"{encoder.name}|{encoder.source}",
+            text,
+            result.input.get("side", "query"),
+            merged,
+            top,
+        )
     except LexlensError as exc:
         st.info(f"No provenance check: {exc}")
         return
@@ -108,7 +131,7 @@ def show_provenance_check(encoder: Any, result: Any, merged: bool, top: int) -> 
             f"{found.dropped_share:.0%}",
             help=f"{found.tested} terms with a source word; {found.untested} produced by "
             "[CLS], [SEP] or punctuation (not tested)",
-        )  # fmt: skip
+        )
     table = pd.DataFrame(found.terms).rename(columns={"token": "term", "from_word": "source word"})
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption("Measured by re-encoding the text without the source word.")
@@ -134,26 +157,40 @@ def show_occlusion_check(view: Any, picture: Any, groups: list) -> None:
     for g, group in shown:
         units = units_to_indices(view.encoding, group.input["cells"])
         try:
-            found = occlusion_of(view.encoder, picture, view.encoding, units,
-                                 view.rows(group)[:10], FaithfulnessOptions())  # fmt: skip
+            found = occlusion_of(
+                view.encoder,
+                picture,
+                view.encoding,
+                units,
+                view.rows(group)[:10],
+                FaithfulnessOptions(),
+            )
         except LexlensError as exc:
             st.info(f"No occlusion check: {exc}")
             return
         left, right = st.columns([1, 2])
         left.image(
-            occluded(picture, view.encoding, units, found.fill), width="stretch",
+            occluded(picture, view.encoding, units, found.fill),
+            width="stretch",
             caption=f"group {'AB'[g]} occluded ({len(units)} cells)",
-        )  # fmt: skip
+        )
         table = pd.DataFrame(found.terms)[["token", "before", "after", "random_after"]]
-        right.dataframe(table.rename(columns={
-            "before": "whole image", "after": "group occluded",
-            "random_after": f"{len(units)} random cells occluded (mean)",
-        }), hide_index=True, width="stretch")  # fmt: skip
+        right.dataframe(
+            table.rename(
+                columns={
+                    "before": "whole image",
+                    "after": "group occluded",
+                    "random_after": f"{len(units)} random cells occluded (mean)",
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
         right.caption(
             f"Mean drop {found.drop:.0%} (group) vs {found.random_drop:.0%} (random cells); "
             f"terms halved: {found.dropped_share:.0%} vs {found.random_dropped_share:.0%}. "
             + CAPTION.format(draws=found.draws)
-        )  # fmt: skip
+        )
 
 
 def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
@@ -168,10 +205,16 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
         return None
     left, right = st.columns(2)
     x = "words deleted (k)"
-    left.plotly_chart(_figure(found.deletion, "mean F_i = −‖d̂ᵢ − fᵢ‖²", x), width="stretch",
-                      key=f"faith_ig_del_{key}_{pick}")  # fmt: skip
-    right.plotly_chart(_figure(found.insertion, "mean F_i", "words inserted (k)"),
-                       width="stretch", key=f"faith_ig_ins_{key}_{pick}")  # fmt: skip
+    left.plotly_chart(
+        _figure(found.deletion, "mean F_i = −‖d̂ᵢ − fᵢ‖²", x),
+        width="stretch",
+        key=f"faith_ig_del_{key}_{pick}",
+    )
+    right.plotly_chart(
+        _figure(found.insertion, "mean F_i", "words inserted (k)"),
+        width="stretch",
+        key=f"faith_ig_ins_{key}_{pick}",
+    )
     names = list(found.mean_deletion_aopc)
     table = {
         "ranking": names,
@@ -183,11 +226,14 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
         f"Over {len(found.subvectors)} sub-vectors, k = 0…{found.k} of the words IG credits; "
         "every point is the model run on the edited tokens (measured by re-encoding). Higher "
         "AOPC: the ranking finds the words that move the code. " + " ".join(found.notes)
-    )  # fmt: skip
+    )
     st.download_button(
-        "Curves (JSON)", found.files()["ig_curves.json"], "ig_curves.json", "application/json",
+        "Curves (JSON)",
+        found.files()["ig_curves.json"],
+        "ig_curves.json",
+        "application/json",
         key=f"faith_ig_dl_{key}_{pick}",
-    )  # fmt: skip
+    )
     return found
 
 
@@ -209,41 +255,70 @@ def show_faithfulness(result: Any, index_path: str) -> None:
         device = st.session_state.get("device", "auto")
         try:
             start_section_job(
-                "evaluation", "faithfulness",
-                f"faithfulness of {len(result.failures)} failures", {},
+                "evaluation",
+                "faithfulness",
+                f"faithfulness of {len(result.failures)} failures",
+                {},
                 lambda progress: failures_faithfulness(
-                    index_path, result, progress=progress,
+                    index_path,
+                    result,
+                    progress=progress,
                     device=None if device == "auto" else device,
                 ),
-            )  # fmt: skip
+            )
         except LexlensError as exc:
             st.error(str(exc))
     found, job, status, _ = section_outcome("evaluation", "faithfulness", Found)
     if show_section_job("faithfulness", job, status, "measurement"):
         return
     if found is None:
-        st.caption("Each failure's decisive words are deleted from its query, the query "
-                   "re-encoded and both items rescored, against as many random words.")  # fmt: skip
+        st.caption(
+            "Each failure's decisive words are deleted from its query, the query "
+            "re-encoded and both items rescored, against as many random words."
+        )
         return
     s = found.summary
     cols = st.columns(4)
-    cols[0].metric("Comprehensiveness (median)", f"{s.comprehensiveness or 0:.3f}",
-                   f"random {s.random_comprehensiveness or 0:.3f}", delta_color="off")  # fmt: skip
-    cols[1].metric("Pairs flipped", f"{s.flip_rate or 0:.0%}",
-                   f"random {s.random_flip_rate or 0:.0%}", delta_color="off")  # fmt: skip
-    cols[2].metric("AOPC (median)", f"{s.aopc or 0:.3f}", f"random {s.random_aopc or 0:.3f}",
-                   delta_color="off")  # fmt: skip
+    cols[0].metric(
+        "Comprehensiveness (median)",
+        f"{s.comprehensiveness or 0:.3f}",
+        f"random {s.random_comprehensiveness or 0:.3f}",
+        delta_color="off",
+    )
+    cols[1].metric(
+        "Pairs flipped",
+        f"{s.flip_rate or 0:.0%}",
+        f"random {s.random_flip_rate or 0:.0%}",
+        delta_color="off",
+    )
+    cols[2].metric(
+        "AOPC (median)", f"{s.aopc or 0:.3f}", f"random {s.random_aopc or 0:.3f}", delta_color="off"
+    )
     test = f"Wilcoxon p {s.wilcoxon_p:.1e}" if s.wilcoxon_p else None
     cols[3].metric("Beats random", f"{s.beats_random or 0:.0%}", test, delta_color="off")
-    st.plotly_chart(_figure({"explanation's order": s.curve, "random order": s.random_curve},
-                            "median share of the gap closed", "query words deleted (k)"),
-                    width="stretch", key="faith_eval_chart")  # fmt: skip
-    st.caption(f"{s.failures} failures measured by {s.measured_by} ({s.model_calls} edited "
-               f"queries, {s.seconds:.1f} s). " + " ".join(found.notes))  # fmt: skip
+    st.plotly_chart(
+        _figure(
+            {"explanation's order": s.curve, "random order": s.random_curve},
+            "median share of the gap closed",
+            "query words deleted (k)",
+        ),
+        width="stretch",
+        key="faith_eval_chart",
+    )
+    st.caption(
+        f"{s.failures} failures measured by {s.measured_by} ({s.model_calls} edited "
+        f"queries, {s.seconds:.1f} s). " + " ".join(found.notes)
+    )
     rows = pd.read_csv(io.BytesIO(found.csv()))
     st.dataframe(rows, hide_index=True, width="stretch")
     d1, d2 = st.columns(2)
-    d1.download_button("Faithfulness (JSON)", found.files()["faithfulness.json"],
-                       "faithfulness.json", "application/json", key="faith_eval_json")  # fmt: skip
-    d2.download_button("Faithfulness (CSV)", found.csv(), "faithfulness.csv", "text/csv",
-                       key="faith_eval_csv")  # fmt: skip
+    d1.download_button(
+        "Faithfulness (JSON)",
+        found.files()["faithfulness.json"],
+        "faithfulness.json",
+        "application/json",
+        key="faith_eval_json",
+    )
+    d2.download_button(
+        "Faithfulness (CSV)", found.csv(), "faithfulness.csv", "text/csv", key="faith_eval_csv"
+    )

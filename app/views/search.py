@@ -23,11 +23,16 @@ def show_text_hits(result: SearchResult, target) -> None:
     """Text hits: a table of previews (cut at a word, "…"), and each hit's whole text with
     the query's words and the words adding to its score marked, and all its words."""
     rows = [
-        {"#": h.rank, "id": h.id, "score": h.score, "text": preview(h.text, 120)[0],
-         "words (sum = score)": preview(hit_summary(h), 120)[0]}
+        {
+            "#": h.rank,
+            "id": h.id,
+            "score": h.score,
+            "text": preview(h.text, 120)[0],
+            "words (sum = score)": preview(hit_summary(h), 120)[0],
+        }
         | ({"relevant": h.relevant} if h.relevant is not None else {})
         for h in result.results
-    ]  # fmt: skip
+    ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption("Each hit whole: its text with the words that add to its score marked.")
     st.html(legend(["match"]))

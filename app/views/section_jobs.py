@@ -45,9 +45,12 @@ def follow_section_run(page: str) -> None:
 
 
 def start_section_job(
-    page: str, part: str, summary: str, settings: dict[str, Any],
+    page: str,
+    part: str,
+    summary: str,
+    settings: dict[str, Any],
     work: Callable[[Any], Record],
-) -> None:  # fmt: skip
+) -> None:
     """Run ``work(progress)`` as the job of section ``part`` of the run the URL names
     (``settings``: what it was asked with, kept in its run), and run the page again."""
     parent = state.url_run_id()
@@ -67,8 +70,11 @@ def _section_run_id(page: str, parent: str, part: str) -> str:
     this session's memory, else looked up once among the stored runs (after a reload)."""
     known = st.session_state.setdefault(_SECTION_RUNS, {})
     if (parent, part) not in known:
-        found = [r for r in runs.list_runs() if r.page == page
-                 and r.inputs.get(PART_OF) == parent and r.inputs.get(PART) == part]  # fmt: skip
+        found = [
+            r
+            for r in runs.list_runs()
+            if r.page == page and r.inputs.get(PART_OF) == parent and r.inputs.get(PART) == part
+        ]
         known[(parent, part)] = found[0].id if found else ""  # newest first
     return known[(parent, part)]
 
@@ -97,8 +103,9 @@ def show_section_job(part: str, job: Job | None, status: str, what: str) -> bool
     while queued or running (True: nothing else to show yet), else how it ended when it did
     not finish, with Dismiss (``what``: "measurement")."""
     if status in ("queued", "running") and job is not None:
-        st.caption("Running as a job: switch pages or reload freely, it goes on; the result "
-                   "shows here.")  # fmt: skip
+        st.caption(
+            "Running as a job: switch pages or reload freely, it goes on; the result shows here."
+        )
         state.show_job(job)
         return True
     if status in ("failed", "cancelled", "lost"):
@@ -107,8 +114,9 @@ def show_section_job(part: str, job: Job | None, status: str, what: str) -> bool
         message = job.message if job is not None else _stored_message(run_id)
         left, right = st.columns([6, 1])
         (left.error if status == "failed" else left.info)(f"The last {what} {status}: {message}")
-        if run_id and right.button("Dismiss", key=f"dismiss_{run_id}",
-                                   help="forget this run of the section"):  # fmt: skip
+        if run_id and right.button(
+            "Dismiss", key=f"dismiss_{run_id}", help="forget this run of the section"
+        ):
             state.dismiss_run(run_id)
             st.session_state[_SECTION_RUNS][(parent, part)] = ""
             st.rerun()

@@ -31,12 +31,22 @@ MODES = ["One system", "Several systems"]
 MODE_KEY = "eval_systems_mode"
 #: The comparison's own widgets' keys (kept across pages and in its run).
 KEYS = {
-    "collections": "sys_collections", "gates": "sys_gates", "encoders": "sys_encoders",
-    "names": "sys_names", "with_exact": "sys_with_exact", "top": "sys_top",
-    "query_mode": "sys_query_mode", "baseline": "sys_baseline", "all_pairs": "sys_all_pairs",
-    "correction": "sys_correction", "test": "sys_test", "significance": "sys_significance",
-    "resamples": "sys_resamples", "explain": "sys_explain", "seed": "sys_seed",
-}  # fmt: skip
+    "collections": "sys_collections",
+    "gates": "sys_gates",
+    "encoders": "sys_encoders",
+    "names": "sys_names",
+    "with_exact": "sys_with_exact",
+    "top": "sys_top",
+    "query_mode": "sys_query_mode",
+    "baseline": "sys_baseline",
+    "all_pairs": "sys_all_pairs",
+    "correction": "sys_correction",
+    "test": "sys_test",
+    "significance": "sys_significance",
+    "resamples": "sys_resamples",
+    "explain": "sys_explain",
+    "seed": "sys_seed",
+}
 COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
 
 
@@ -48,10 +58,13 @@ def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
     """The systems the widgets describe (gates checked by their declaration)."""
     gate = EvaluationOptions.option("gate_k")
     return SystemsSpec(
-        indexes=paths, runs=runs, names=_split(values["names"]),
+        indexes=paths,
+        runs=runs,
+        names=_split(values["names"]),
         gate_ks=[gate.from_text(g) for g in _split(values["gates"])],
-        query_encoders=_split(values["encoders"]), with_exact=bool(values["with_exact"]),
-    )  # fmt: skip
+        query_encoders=_split(values["encoders"]),
+        with_exact=bool(values["with_exact"]),
+    )
 
 
 def _options(values: dict) -> tuple[EvaluationOptions, ComparisonOptions]:
@@ -85,10 +98,14 @@ def _work(paths, runs, benchmark, values, device):
             given = {k: _written(Path(tmp) / k, v, k)[0] for k, v in benchmark.items() if v}
             systems = systems_of(_spec(paths, files, values), evaluation.gate_k)
             return compare_systems(
-                systems, queries=given.get("queries"), qrels=given.get("qrels"),
-                device=None if device == "auto" else device, progress=progress,
-                evaluation=evaluation, options=options,
-            )  # fmt: skip
+                systems,
+                queries=given.get("queries"),
+                qrels=given.get("qrels"),
+                device=None if device == "auto" else device,
+                progress=progress,
+                evaluation=evaluation,
+                options=options,
+            )
 
     return work
 
@@ -98,9 +115,10 @@ def _benchmark_uploads() -> dict[str, list[tuple[str, bytes]]]:
     with st.expander("Other queries and judgements (default: the first collection's own)"):
         b1, b2 = st.columns(2)
         queries = b1.file_uploader(
-            "Queries (BEIR queries.jsonl or qid<TAB>text)", type=["jsonl", "tsv", "txt"],
+            "Queries (BEIR queries.jsonl or qid<TAB>text)",
+            type=["jsonl", "tsv", "txt"],
             key="sys_queries",
-        )  # fmt: skip
+        )
         qrels = b2.file_uploader(
             "Judgements (TREC or BEIR qrels)", type=["tsv", "txt", "qrels"], key="sys_qrels"
         )
@@ -115,28 +133,38 @@ def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
     names = [c["name"] for c in cards]
     c1, c2 = st.columns([3, 2])
     chosen = c1.multiselect(
-        "Collections (one system each; the first keeps the queries and judgements)", names,
+        "Collections (one system each; the first keeps the queries and judgements)",
+        names,
         key=state.kept(KEYS["collections"], names[:1]),
-    )  # fmt: skip
+    )
     values = {
-        "gates": c2.text_input("Query gates (comma-separated, e.g. 768, 16)",
-                               key=state.kept(KEYS["gates"], "")),
-        "encoders": c2.text_input("Query encoders (comma-separated; empty: the collection's)",
-                                  key=state.kept(KEYS["encoders"], "")),
-    }  # fmt: skip
+        "gates": c2.text_input(
+            "Query gates (comma-separated, e.g. 768, 16)", key=state.kept(KEYS["gates"], "")
+        ),
+        "encoders": c2.text_input(
+            "Query encoders (comma-separated; empty: the collection's)",
+            key=state.kept(KEYS["encoders"], ""),
+        ),
+    }
     r1, r2 = st.columns([3, 2])
-    upload = r1.file_uploader("Runs of other engines (TREC)", type=["trec", "txt", "run"],
-                              accept_multiple_files=True, key="sys_runs")  # fmt: skip
+    upload = r1.file_uploader(
+        "Runs of other engines (TREC)",
+        type=["trec", "txt", "run"],
+        accept_multiple_files=True,
+        key="sys_runs",
+    )
     runs = state.remembered_uploads("sys_runs", upload or None)
-    values["names"] = r2.text_input("Run names (comma-separated, in upload order)",
-                                    key=state.kept(KEYS["names"], ""))  # fmt: skip
+    values["names"] = r2.text_input(
+        "Run names (comma-separated, in upload order)", key=state.kept(KEYS["names"], "")
+    )
     values["with_exact"] = r2.toggle(
         "With runs: the collection's exact ranking too", key=state.kept(KEYS["with_exact"], False)
     )
     with st.expander("Tests, correction and how the queries are encoded"):
         cols = st.columns(4)
-        for i, name in enumerate(("correction", "test", "significance", "resamples",
-                                  "explain", "seed", "all_pairs")):  # fmt: skip
+        for i, name in enumerate(
+            ("correction", "test", "significance", "resamples", "explain", "seed", "all_pairs")
+        ):
             values[name] = option_widget(ComparisonOptions, name, KEYS[name], where=cols[i % 4])
         values["baseline"] = cols[3].text_input(
             "Baseline (a system's name; empty: the first)", key=state.kept(KEYS["baseline"], "")
@@ -180,8 +208,13 @@ def show_systems(cards: list[dict]) -> None:
                 )
             device = st.session_state.get("device", "auto")
             summary = "compare " + " / ".join(s.name for s in systems)
-            state.start_job("evaluation", summary, inputs, uploads,
-                            _work(paths, runs, benchmark, values, device))  # fmt: skip
+            state.start_job(
+                "evaluation",
+                summary,
+                inputs,
+                uploads,
+                _work(paths, runs, benchmark, values, device),
+            )
         except LexlensError as exc:
             st.error(str(exc))
     result, job, status = state.job_outcome("evaluation", SystemsComparison, inputs, uploads)

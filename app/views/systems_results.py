@@ -16,19 +16,43 @@ from lexlens.analysis.systems.why import ItemOnBoth, QueryWhy
 from lexlens.app.runtime import state
 from lexlens.models import LexlensError
 
-MIME = {"json": "application/json", "csv": "text/csv", "html": "text/html",
-        "tex": "application/x-tex"}  # fmt: skip
-TABLE = ["system_b", "system_a", "measure", "delta", "ci_low", "ci_high", "p_t_corrected",
-         "p_wilcoxon_corrected", "p_randomization_corrected", "significant", "effect_size",
-         "wins", "ties", "losses", "urisk_0", "urisk_1", "urisk_2", "trisk_1", "p_trisk_1"]  # fmt: skip
+MIME = {
+    "json": "application/json",
+    "csv": "text/csv",
+    "html": "text/html",
+    "tex": "application/x-tex",
+}
+TABLE = [
+    "system_b",
+    "system_a",
+    "measure",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_t_corrected",
+    "p_wilcoxon_corrected",
+    "p_randomization_corrected",
+    "significant",
+    "effect_size",
+    "wins",
+    "ties",
+    "losses",
+    "urisk_0",
+    "urisk_1",
+    "urisk_2",
+    "trisk_1",
+    "p_trisk_1",
+]
 
 
 def _means(result: SystemsComparison) -> pd.DataFrame:
     significant = marks(result)
     rows = []
     for s in result.systems:
-        row = {"system": s.name + (" (baseline)" if s.name == result.baseline else ""),
-               "kind": s.kind}  # fmt: skip
+        row = {
+            "system": s.name + (" (baseline)" if s.name == result.baseline else ""),
+            "kind": s.kind,
+        }
         for m in result.measures:
             row[m] = f"{result.means[s.name][m]:.4f}" + (
                 "†" if significant.get((s.name, m)) else ""
@@ -41,29 +65,63 @@ def _means(result: SystemsComparison) -> pd.DataFrame:
 def _charts(result: SystemsComparison, pair: tuple[str, str], measure: str) -> None:
     a, b = pair
     rows = sorted(
-        ({"id": q["id"], "text": q["text"], "a": q["values"][a][measure],
-          "b": q["values"][b][measure]} for q in result.per_query),
+        (
+            {
+                "id": q["id"],
+                "text": q["text"],
+                "a": q["values"][a][measure],
+                "b": q["values"][b][measure],
+            }
+            for q in result.per_query
+        ),
         key=lambda r: (-(r["b"] - r["a"]), r["id"]),
-    )  # fmt: skip
+    )
     deltas = [r["b"] - r["a"] for r in rows]
-    bars = go.Figure(go.Bar(
-        x=list(range(1, len(rows) + 1)), y=deltas,
-        marker_color=["#2166ac" if d > 0 else "#b2182b" for d in deltas],
-        customdata=[[r["id"], r["text"][:60]] for r in rows],
-        hovertemplate="%{customdata[0]}: %{customdata[1]}<br>Δ %{y:.4f}<extra></extra>",
-    ))  # fmt: skip
-    bars.update_layout(title=f"{measure}: B − A per query, sorted", height=360,
-                       xaxis_title="queries (sorted by Δ)", yaxis_title="Δ", bargap=0)  # fmt: skip
-    scatter = go.Figure([
-        go.Scatter(x=[r["a"] for r in rows], y=[r["b"] for r in rows], mode="markers",
-                   customdata=[[r["id"], r["text"][:60]] for r in rows], marker={"size": 6},
-                   hovertemplate="%{customdata[0]}: %{customdata[1]}<br>A %{x:.3f}, B %{y:.3f}"
-                   "<extra></extra>", name="queries"),
-        go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#999"},
-                   name="A = B", hoverinfo="skip"),
-    ])  # fmt: skip
-    scatter.update_layout(title=f"{measure}: {a} (x) vs {b} (y)", height=360,
-                          xaxis_title=a, yaxis_title=b, showlegend=False)  # fmt: skip
+    bars = go.Figure(
+        go.Bar(
+            x=list(range(1, len(rows) + 1)),
+            y=deltas,
+            marker_color=["#2166ac" if d > 0 else "#b2182b" for d in deltas],
+            customdata=[[r["id"], r["text"][:60]] for r in rows],
+            hovertemplate="%{customdata[0]}: %{customdata[1]}<br>Δ %{y:.4f}<extra></extra>",
+        )
+    )
+    bars.update_layout(
+        title=f"{measure}: B − A per query, sorted",
+        height=360,
+        xaxis_title="queries (sorted by Δ)",
+        yaxis_title="Δ",
+        bargap=0,
+    )
+    scatter = go.Figure(
+        [
+            go.Scatter(
+                x=[r["a"] for r in rows],
+                y=[r["b"] for r in rows],
+                mode="markers",
+                customdata=[[r["id"], r["text"][:60]] for r in rows],
+                marker={"size": 6},
+                hovertemplate="%{customdata[0]}: %{customdata[1]}<br>A %{x:.3f}, B %{y:.3f}"
+                "<extra></extra>",
+                name="queries",
+            ),
+            go.Scatter(
+                x=[0, 1],
+                y=[0, 1],
+                mode="lines",
+                line={"dash": "dot", "color": "#999"},
+                name="A = B",
+                hoverinfo="skip",
+            ),
+        ]
+    )
+    scatter.update_layout(
+        title=f"{measure}: {a} (x) vs {b} (y)",
+        height=360,
+        xaxis_title=a,
+        yaxis_title=b,
+        showlegend=False,
+    )
     left, right = st.columns(2)
     left.plotly_chart(bars, key="sys_delta_chart")
     right.plotly_chart(scatter, key="sys_scatter_chart")
@@ -75,9 +133,11 @@ def _item(where, it: ItemOnBoth | None, side: str, name: str, what: str) -> None
         return
     rank = getattr(it, f"rank_{side}")
     score = getattr(it, f"score_{side}")
-    where.markdown(f"**{what}** `{it.id}` under **{name}**: "
-                   f"{'not retrieved' if rank is None else f'rank {rank}'}, "
-                   f"score {'–' if score is None else f'{score:.4f}'}")  # fmt: skip
+    where.markdown(
+        f"**{what}** `{it.id}` under **{name}**: "
+        f"{'not retrieved' if rank is None else f'rank {rank}'}, "
+        f"score {'–' if score is None else f'{score:.4f}'}"
+    )
     if it.text:
         where.caption(it.text[:300])
     words = getattr(it, f"words_{side}")
@@ -86,8 +146,10 @@ def _item(where, it: ItemOnBoth | None, side: str, name: str, what: str) -> None
 
 
 def _why(why: QueryWhy) -> None:
-    st.markdown(f"**{why.query_id}**: {why.query} — {why.measure} {why.system_a} "
-                f"{why.value_a:.4f} → {why.system_b} {why.value_b:.4f}")  # fmt: skip
+    st.markdown(
+        f"**{why.query_id}**: {why.query} — {why.measure} {why.system_a} "
+        f"{why.value_a:.4f} → {why.system_b} {why.value_b:.4f}"
+    )
     if why.note:
         st.caption(f"Note: {why.note}")
     left, right = st.columns(2)
@@ -96,17 +158,33 @@ def _why(why: QueryWhy) -> None:
         _item(where, why.rival, side, name, "Non-relevant rival")
         decisive = why.decisive_a if side == "a" else why.decisive_b
         if decisive:
-            where.caption(f"Decisive under {name} (puts {decisive[0]['above']} above): "
-                          + ", ".join(f"{d['word']} ({d['delta']:+.3f})" for d in decisive))  # fmt: skip
+            where.caption(
+                f"Decisive under {name} (puts {decisive[0]['above']} above): "
+                + ", ".join(f"{d['word']} ({d['delta']:+.3f})" for d in decisive)
+            )
     if why.changed:
         st.caption("The relevant item's words whose contribution changed most (B − A)")
         st.dataframe(pd.DataFrame(why.changed), hide_index=True, width="stretch")
     if why.moved:
-        st.caption("Items that moved in or out of the top 10 (q ⊙ d under the collection's "
-                   "encoder)")  # fmt: skip
-        st.dataframe(pd.DataFrame([{"item": m.id, "relevant": m.relevant, "rank A": m.rank_a,
-                                    "rank B": m.rank_b, "text": m.text[:80]} for m in why.moved]),
-                     hide_index=True, width="stretch")  # fmt: skip
+        st.caption(
+            "Items that moved in or out of the top 10 (q ⊙ d under the collection's encoder)"
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "item": m.id,
+                        "relevant": m.relevant,
+                        "rank A": m.rank_a,
+                        "rank B": m.rank_b,
+                        "text": m.text[:80],
+                    }
+                    for m in why.moved
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
 
 
 def show_comparison(result: SystemsComparison) -> None:
@@ -116,26 +194,41 @@ def show_comparison(result: SystemsComparison) -> None:
     settings = result.settings
     st.subheader("Means")
     st.dataframe(_means(result), hide_index=True, width="stretch")
-    st.caption(f"†: differs from {result.baseline} ({settings['test']}, "
-               f"{settings['correction']}-corrected p < {settings['significance']}) over "
-               f"{settings['queries']:,} queries.")  # fmt: skip
+    st.caption(
+        f"†: differs from {result.baseline} ({settings['test']}, "
+        f"{settings['correction']}-corrected p < {settings['significance']}) over "
+        f"{settings['queries']:,} queries."
+    )
     st.subheader("Significance")
-    st.dataframe(pd.DataFrame([{k: r[k] for k in TABLE} for r in result.table]),
-                 hide_index=True, width="stretch", key="sys_table")  # fmt: skip
+    st.dataframe(
+        pd.DataFrame([{k: r[k] for k in TABLE} for r in result.table]),
+        hide_index=True,
+        width="stretch",
+        key="sys_table",
+    )
     pairs = result.pairs()
     c1, c2 = st.columns([3, 1])
-    pair = c1.selectbox("Comparison", pairs, format_func=lambda p: f"{p[1]} vs {p[0]}",
-                        key=state.kept("sys_pair", pairs[0]))  # fmt: skip
-    measure = c2.selectbox("Measure", result.measures,
-                           key=state.kept("sys_measure", result.measures[0]))  # fmt: skip
+    pair = c1.selectbox(
+        "Comparison",
+        pairs,
+        format_func=lambda p: f"{p[1]} vs {p[0]}",
+        key=state.kept("sys_pair", pairs[0]),
+    )
+    measure = c2.selectbox(
+        "Measure", result.measures, key=state.kept("sys_measure", result.measures[0])
+    )
     _charts(result, tuple(pair), measure)
     extreme = next(e for e in result.extremes if (e["system_a"], e["system_b"]) == tuple(pair))
     queries = [q["query_id"] for q in extreme["wins"] + extreme["losses"]]
     queries += [q["id"] for q in result.per_query if q["id"] not in queries]
     texts = {q["id"]: q["text"] for q in result.per_query}
     st.subheader("Why")
-    pick = st.selectbox("Query (the largest wins and losses first)", queries,
-                        format_func=lambda q: f"{q}: {texts[q][:70]}", key="sys_query")  # fmt: skip
+    pick = st.selectbox(
+        "Query (the largest wins and losses first)",
+        queries,
+        format_func=lambda q: f"{q}: {texts[q][:70]}",
+        key="sys_query",
+    )
     known = {(w.system_a, w.system_b, w.query_id): w for w in result.why}
     why = known.get((pair[0], pair[1], pick))
     if why is None:
@@ -148,8 +241,10 @@ def show_comparison(result: SystemsComparison) -> None:
     shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == tuple(pair))
     st.subheader("Blame shift")
     left, right = st.columns(2)
-    for where, key, label in ((left, "a_not_b", f"under {pair[0]}, not {pair[1]}"),
-                              (right, "b_not_a", f"under {pair[1]}, not {pair[0]}")):  # fmt: skip
+    for where, key, label in (
+        (left, "a_not_b", f"under {pair[0]}, not {pair[1]}"),
+        (right, "b_not_a", f"under {pair[1]}, not {pair[0]}"),
+    ):
         where.caption(f"Words that put non-relevant items first {label}")
         where.dataframe(pd.DataFrame(shift[key]), hide_index=True, width="stretch")
     files = result.files()

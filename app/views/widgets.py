@@ -13,8 +13,9 @@ from lexlens.analysis.lexical.terms import TermsOptions
 from lexlens.app.runtime.state import kept
 
 
-def option_widget(options_type: type[Options], name: str, key: str, where: Any = st,
-                  **display: Any) -> Any:  # fmt: skip
+def option_widget(
+    options_type: type[Options], name: str, key: str, where: Any = st, **display: Any
+) -> Any:
     """The page widget of one declared option: its label, limits, choices and help come from
     the declaration (``display`` may narrow a slider's range or rename its label for this
     page: ``high=100``, ``label=…``); kept across page switches under ``key``. Returns the

@@ -24,8 +24,7 @@ def test_silent_wrong_the_downloaded_report_holds_the_curves_the_page_shows(
     start = page.index('id="ig-curves-0"')
     section = page[start : page.index("</table>", start)]
     drawn = dict(re.findall(r"<tr><td>(\w+)</td><td class=\"num\" title=\"([^\"]+)\"", section))
-    shown = dict(zip(table["ranking"], table["deletion AOPC (mean over sub-vectors)"],
-                     strict=True))  # fmt: skip
+    shown = dict(zip(table["ranking"], table["deletion AOPC (mean over sub-vectors)"], strict=True))
     assert set(shown) == {"MoT", "RandT", "GlobalT"}
     assert {name: float(value) for name, value in drawn.items()} == shown
     assert section.count("<polyline") == 6  # deletion and insertion, three rankings each

@@ -39,8 +39,20 @@ def test_text_against_another_vocabulary_equals_the_cli(cli, downloads, models_d
     at.selectbox(key="compare_text_encoder_b").set_value(CUSTOM).run()
     at.text_input(key="compare_text_encoder_b_dir").input(str(vdr_dir)).run()
     assert not at.exception and not at.error
-    run = cli("compare", "--encoder", "splade-tiny", "--encoder", vdr_dir, "--gate-k", "768",
-              "--gate-k", "40", "--text", TEXT, "--json")  # fmt: skip
+    run = cli(
+        "compare",
+        "--encoder",
+        "splade-tiny",
+        "--encoder",
+        vdr_dir,
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "40",
+        "--text",
+        TEXT,
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert downloads["compare.json"].decode("utf-8") == run.stdout
     document = run.json()
@@ -78,8 +90,20 @@ def test_image_at_two_gate_k_equals_the_cli(cli, downloads, models_dir, monkeypa
     at.run()
     assert not at.exception and not at.error
     monkeypatch.chdir(photo.parent)
-    run = cli("compare", "--encoder", "efficientnet-lite0-lexical", "--image", photo.name,
-              "--box", "0.5,0,1,1", "--gate-k", "768", "--gate-k", "64", "--json")  # fmt: skip
+    run = cli(
+        "compare",
+        "--encoder",
+        "efficientnet-lite0-lexical",
+        "--image",
+        photo.name,
+        "--box",
+        "0.5,0,1,1",
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "64",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert downloads["compare.json"].decode("utf-8") == run.stdout
     heat = run.json()["heatmap"]
@@ -111,8 +135,9 @@ def test_stored_collection_regated_equals_the_cli(cli, downloads, tmp_path, monk
     assert not at.exception and not at.error and not at.dataframe
     click_and_wait(at, at.button(key="compare_collections_go").click)  # a job
     assert not at.exception and not at.error
-    run = cli("compare", "--index", index, "--gate-k", "768", "--gate-k", "2", "--query", "dog",
-              "--json")  # fmt: skip
+    run = cli(
+        "compare", "--index", index, "--gate-k", "768", "--gate-k", "2", "--query", "dog", "--json"
+    )
     assert run.returncode == 0, run.stderr
     assert downloads["compare.json"].decode("utf-8") == run.stdout
     hits = run.json()["collection"]["search"]["hits_a"]

@@ -33,9 +33,17 @@ def test_page_json_equals_cli_json_and_says_how_many_are_below_k(cli, downloads)
     at.run()
     assert not at.exception and at.metric[0].label == "Exact@7"
     proc = cli(
-        "deviation", "--encoder", "splade-tiny", "--captions", "data/captions.txt", "--json",
-        "--k", "7", "--denominator", "active",
-    )  # fmt: skip
+        "deviation",
+        "--encoder",
+        "splade-tiny",
+        "--captions",
+        "data/captions.txt",
+        "--json",
+        "--k",
+        "7",
+        "--denominator",
+        "active",
+    )
     assert downloads["deviation.json"].decode("utf-8") == proc.stdout
     # Readable plots: the scatter has a title and named axes, the boxes are not flat.
     charts = at.get("plotly_chart")

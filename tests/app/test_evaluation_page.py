@@ -22,8 +22,18 @@ def test_an_uploaded_benchmark_is_evaluated_explained_and_kept(
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     source = tmp_path / "items.csv"
     source.write_text("id,text\n" + "".join(f"{i},{t}\n" for i, t in TEXTS.items()))
-    assert cli("index", "--encoder", "splade-tiny", "--source", source,
-               "--out", home / "collections" / "bench").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            "index",
+            "--encoder",
+            "splade-tiny",
+            "--source",
+            source,
+            "--out",
+            home / "collections" / "bench",
+        ).returncode
+        == 0
+    )
     queries = "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
     qrels = "".join(f"{q} 0 {d} {r}\n" for q, docs in QRELS.items() for d, r in docs.items())
     (tmp_path / "q.jsonl").write_text(queries)
@@ -39,8 +49,18 @@ def test_an_uploaded_benchmark_is_evaluated_explained_and_kept(
     click_and_wait(at, next(b for b in at.button if b.label == "Evaluate").click)
     assert not at.exception and not at.error
     result = page_result(at)
-    run = cli("evaluate", "--index", home / "collections" / "bench", "--queries",
-              tmp_path / "q.jsonl", "--qrels", tmp_path / "r.qrels", "--top", "5", "--json")  # fmt: skip
+    run = cli(
+        "evaluate",
+        "--index",
+        home / "collections" / "bench",
+        "--queries",
+        tmp_path / "q.jsonl",
+        "--qrels",
+        tmp_path / "r.qrels",
+        "--top",
+        "5",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert downloads["evaluation.json"].decode("utf-8") == run.stdout
     assert json.loads(run.stdout)["metrics"] == result.to_dict()["metrics"]
@@ -66,8 +86,10 @@ def _worst_table(at) -> tuple[list[str], list[list[str]]]:
     drawn = next(h.proto.body for h in at.get("html") if "first_relevant_rank</th>" in h.proto.body)
     header = [html.unescape(c) for c in re.findall(r"<th\b[^>]*>(.*?)</th>", drawn)]
     body = drawn[drawn.index("<tbody>") :]
-    rows = [[html.unescape(c) for c in re.findall(r"<td\b[^>]*>(.*?)</td>", tr)]
-            for tr in re.findall(r"<tr>(.*?)</tr>", body)]  # fmt: skip
+    rows = [
+        [html.unescape(c) for c in re.findall(r"<td\b[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr>(.*?)</tr>", body)
+    ]
     return header, rows
 
 
@@ -86,8 +108,18 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     beir = tmp_path / "beir"
     beir_of_tables(beir, CORPUS, T_Q, T_QRELS)
-    assert cli("index", "--encoder", "splade-tiny", "--source", beir,
-               "--out", home / "collections" / "trust").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            "index",
+            "--encoder",
+            "splade-tiny",
+            "--source",
+            beir,
+            "--out",
+            home / "collections" / "trust",
+        ).returncode
+        == 0
+    )
     at = app_page(PAGE)
     kept = " ".join(c.value for c in at.caption)
     stored = home / "collections" / "trust"  # what the build kept, counted by its lines

@@ -55,8 +55,18 @@ def evaluated(tmp_path, monkeypatch, cli):
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     beir = beir_of_tables(tmp_path / "beir", TEXTS, QUERIES, QRELS)
-    assert cli("index", "--encoder", "splade-tiny", "--source", beir,
-               "--out", home / "collections" / "small").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            "index",
+            "--encoder",
+            "splade-tiny",
+            "--source",
+            beir,
+            "--out",
+            home / "collections" / "small",
+        ).returncode
+        == 0
+    )
     at = app_page(PAGE)
     click_and_wait(at, next(b for b in at.button if b.label == "Evaluate").click)
     assert not at.exception and not at.error
@@ -101,8 +111,9 @@ def test_data_lost_every_failure_counterfactual_is_a_job_that_survives_switch_an
     assert job.status == "cancelled"
     assert any("counterfactuals cancelled" in i.value for i in again.info)
     # Asked again, it runs to its end; the numbers are the analysis's own for this evaluation.
-    click_and_wait(again, next(b for b in again.button
-                               if b.label == "Counterfactuals of every failure").click)  # fmt: skip
+    click_and_wait(
+        again, next(b for b in again.button if b.label == "Counterfactuals of every failure").click
+    )
     assert not again.exception and not again.error
     direct = failures_counterfactuals(index, result)
     shown = {m.label: m.value for m in again.metric}
@@ -112,8 +123,11 @@ def test_data_lost_every_failure_counterfactual_is_a_job_that_survives_switch_an
     table = next(d.value for d in again.dataframe if "rank_after" in d.value.columns)
     assert list(table["query_id"]) == [r.query_id for r in direct.failures]
     # The server forgets the job (as after a restart): the result comes from its stored run.
-    (done,) = [j for j in job_manager().jobs.values()
-               if j.run.inputs.get("part") == "counterfactuals" and j.status == "done"]  # fmt: skip
+    (done,) = [
+        j
+        for j in job_manager().jobs.values()
+        if j.run.inputs.get("part") == "counterfactuals" and j.status == "done"
+    ]
     job_manager().dismiss(done.id)
     stored = _reloaded(again)
     assert {m.label: m.value for m in stored.metric}["FlipRate"] == shown["FlipRate"]

@@ -59,9 +59,18 @@ def test_app_starts_healthy_without_a_network_and_asks_no_outside_address():
         pytest.skip("needs unshare (util-linux) and ip (iproute2)")
     paths = ["/", *page_urls()]
     cmd = [
-        "unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
-        sys.executable, "-c", PROBE, "8599", *paths,
-    ]  # fmt: skip
+        "unshare",
+        "-n",
+        "sh",
+        "-c",
+        'ip link set lo up && exec "$@"',
+        "sh",
+        sys.executable,
+        "-c",
+        PROBE,
+        "8599",
+        *paths,
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     log = done.stdout + done.stderr

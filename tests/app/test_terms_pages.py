@@ -46,9 +46,15 @@ def test_images_page_json_per_image_and_group_is_the_cli_document(cli, downloads
         "terms", "--encoder", "efficientnet-lite0-lexical", "--image", "coffee.png", "--json"
     )
     group_b = cli(
-        "terms", "--encoder", "efficientnet-lite0-lexical", "--image", "coffee.png",
-        "--box", "0.5,0,1,1", "--json",
-    )  # fmt: skip
+        "terms",
+        "--encoder",
+        "efficientnet-lite0-lexical",
+        "--image",
+        "coffee.png",
+        "--box",
+        "0.5,0,1,1",
+        "--json",
+    )
     assert whole.returncode == 0 and group_b.returncode == 0, whole.stderr + group_b.stderr
     assert downloads["coffee_terms.json"].decode() == whole.stdout.rstrip("\n")
     assert downloads["coffee_groupB.json"].decode() == group_b.stdout.rstrip("\n")

@@ -117,8 +117,17 @@ def test_security_app_listening_beyond_this_machine_without_token_serves_nothing
     port = free_port()
     env = dict(os.environ, LEXLENS_HOME=str(tmp_path))
     env.pop("LEXLENS_TOKEN", None)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(Path("app/main.py").resolve()),
-           "--server.address", "127.0.0.3", "--server.port", str(port)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(Path("app/main.py").resolve()),
+        "--server.address",
+        "127.0.0.3",
+        "--server.port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -137,7 +146,7 @@ async def _app(scope, receive, send):
 
 def gate_answer(
     path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None, gate=None
-):  # fmt: skip
+):
     """What the token gate (a new one unless ``gate`` is given) answers an HTTP GET:
     ``(status, headers)``, status 200 when it lets the request through to the app."""
     import asyncio
@@ -153,9 +162,12 @@ def gate_answer(
         return {"type": "http.request", "body": b""}
 
     scope = {
-        "type": "http", "path": path, "query_string": query, "server": ("127.0.0.2", 8501),
+        "type": "http",
+        "path": path,
+        "query_string": query,
+        "server": ("127.0.0.2", 8501),
         "headers": [(b"cookie", cookie.encode("latin-1"))] if cookie else [],
-    }  # fmt: skip
+    }
     if raw_path is not None:
         scope["raw_path"] = raw_path
     asyncio.run((gate or TokenGate(_app))(scope, receive, send))
@@ -290,8 +302,13 @@ def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkey
     secret.write_text("private\n")
     (root / "leak").symlink_to(secret.parent)
     assert inside_roots(root / "data" / "items.csv", [root]) == root / "data" / "items.csv"
-    for path in (secret, root / "leak" / "notes.txt", f"{root}/data/../../private/notes.txt",
-                 "/etc/passwd", "~/.ssh"):  # fmt: skip
+    for path in (
+        secret,
+        root / "leak" / "notes.txt",
+        f"{root}/data/../../private/notes.txt",
+        "/etc/passwd",
+        "~/.ssh",
+    ):
         with pytest.raises(LexlensError, match="outside the data roots") as info:
             inside_roots(path, [root], "Path on this server")
         assert str(root) in str(info.value) and "--data-root" in str(info.value)
@@ -417,10 +434,21 @@ def test_data_lost_clearing_streamlit_caches_keeps_this_servers_running_runs(tmp
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("server", "abc"), ("server", 2.5), ("server", True), ("updated", "yesterday"),
-     ("created", 1e300), ("page", "../main"), ("page", ["text"]), ("id", "0123456789abcdef"),
-     ("uploads", [1]), ("status", None), ("inputs", []), ("summary", 3)],
-)  # fmt: skip
+    [
+        ("server", "abc"),
+        ("server", 2.5),
+        ("server", True),
+        ("updated", "yesterday"),
+        ("created", 1e300),
+        ("page", "../main"),
+        ("page", ["text"]),
+        ("id", "0123456789abcdef"),
+        ("uploads", [1]),
+        ("status", None),
+        ("inputs", []),
+        ("summary", 3),
+    ],
+)
 def test_traceback_one_run_json_with_a_wrong_field_breaks_no_page(
     field, value, tmp_path, monkeypatch
 ):
@@ -517,5 +545,6 @@ def test_silent_wrong_budget_is_shown_in_the_unit_it_is_set(tmp_path, monkeypatc
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "lots")
     at = app_page("app_pages/history.py")
     assert not at.exception
-    assert any("LEXLENS_RUNS_BUDGET_MB" in e.value and "no run is removed" in e.value
-               for e in at.error)  # fmt: skip
+    assert any(
+        "LEXLENS_RUNS_BUDGET_MB" in e.value and "no run is removed" in e.value for e in at.error
+    )

@@ -90,9 +90,10 @@ WRONG_INPUTS = [
 
 
 @pytest.mark.parametrize(
-    ("what", "wrong", "message"), WRONG_IG + WRONG_ATTRIBUTE + WRONG_INPUTS,
+    ("what", "wrong", "message"),
+    WRONG_IG + WRONG_ATTRIBUTE + WRONG_INPUTS,
     ids=[w[0] for w in WRONG_IG + WRONG_ATTRIBUTE + WRONG_INPUTS],
-)  # fmt: skip
+)
 def test_traceback_attribute_refuses_each_wrong_argument_naming_it(untouched, what, wrong, message):
     arguments = {"encoder": untouched, "texts": TEXTS, **wrong}
     refused(lambda: lexlens.attribute(**arguments), message)
@@ -143,7 +144,7 @@ WRONG_MOT = [
 
 @pytest.mark.parametrize(
     ("what", "wrong", "message"), WRONG_IG + WRONG_MOT, ids=[w[0] for w in WRONG_IG + WRONG_MOT]
-)  # fmt: skip
+)
 def test_traceback_mot_evaluate_refuses_each_wrong_argument_naming_it(
     untouched, what, wrong, message
 ):
@@ -179,7 +180,7 @@ REPORT_CASES = WRONG_IG + WRONG_ATTRIBUTE[:-3] + WRONG_INPUTS + WRONG_REPORT
 @pytest.mark.parametrize("use_case", [attribution_report, build_report], ids=lambda f: f.__name__)
 @pytest.mark.parametrize(
     ("what", "wrong", "message"), REPORT_CASES, ids=[w[0] for w in REPORT_CASES]
-)  # fmt: skip
+)
 def test_traceback_the_report_refuses_each_wrong_argument_naming_it(
     untouched, use_case, what, wrong, message
 ):

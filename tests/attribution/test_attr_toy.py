@@ -306,8 +306,19 @@ def test_silent_wrong_ig_words_follow_the_one_word_piece_rule(toy):
     from lexlens.analysis.core.words import group_word_pieces, input_words
 
     text = "The giraffe's neck \N{GIRAFFE FACE} stands [MASK] tall, unbelievably"
-    by_hand = ["the", "giraffe", "'", "s", "neck", "[UNK]", "stands", "[MASK]", "tall", ",",
-               "unbelievably"]  # fmt: skip
+    by_hand = [
+        "the",
+        "giraffe",
+        "'",
+        "s",
+        "neck",
+        "[UNK]",
+        "stands",
+        "[MASK]",
+        "tall",
+        ",",
+        "unbelievably",
+    ]
     for baseline in ("unk", "pad"):
         (a,) = attribute_texts(toy, [text], steps=2, baseline=baseline)
         assert (a.tokens[0], a.tokens[-1]) == ("[CLS]", "[SEP]") and a.words == by_hand

@@ -42,8 +42,9 @@ def test_silent_wrong_the_report_draws_the_curves_and_aopcs_it_was_given(measure
     # Each ranking's AOPCs: the exact values of the curves, shown rounded with a tooltip.
     rows = re.findall(
         r"<tr><td>(\w+)</td><td class=\"num\" title=\"([^\"]+)\">[^<]*</td>"
-        r"<td class=\"num\" title=\"([^\"]+)\">", section,
-    )  # fmt: skip
+        r"<td class=\"num\" title=\"([^\"]+)\">",
+        section,
+    )
     assert [r[0] for r in rows] == ["MoT", "RandT", "GlobalT"]
     for name, deletion, insertion in rows:
         assert float(deletion) == curves.mean_deletion_aopc[name]
@@ -56,7 +57,9 @@ def test_silent_wrong_the_report_draws_the_curves_and_aopcs_it_was_given(measure
     # Two charts, one polyline per ranking, each point's tooltip its exact value.
     charts = re.findall(r"<svg class=\"chart\".*?</svg>", section, flags=re.S)
     assert [re.search(r'aria-label="([^"]+)"', c).group(1) for c in charts] == [
-        "deletion curves", "insertion curves"]  # fmt: skip
+        "deletion curves",
+        "insertion curves",
+    ]
     for chart, drawn in zip(charts, (curves.deletion, curves.insertion), strict=True):
         assert chart.count("<polyline") == len(drawn) == 3
         for name, ys in drawn.items():
@@ -111,17 +114,36 @@ def test_silent_wrong_the_command_adds_the_curves_the_api_measures(measured, cli
     encoder, _, _ = measured
     corpus = tmp_path / "texts.txt"
     corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
-    run = cli("report", "--encoder", "minilm-pq", "--corpus", corpus, "--steps", "16",
-              "--ig-curves", "--out", tmp_path / "r")  # fmt: skip
+    run = cli(
+        "report",
+        "--encoder",
+        "minilm-pq",
+        "--corpus",
+        corpus,
+        "--steps",
+        "16",
+        "--ig-curves",
+        "--out",
+        tmp_path / "r",
+    )
     assert run.returncode == 0, run.stderr
     page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     again = attribution_report(encoder, TEXTS, steps=16)
     for i in range(len(TEXTS)):
         expected = ig_faithfulness(encoder, again, i)
-        rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\" title=\"([^\"]+)\">",
-                          _section(page, i))  # fmt: skip
+        rows = re.findall(
+            r"<tr><td>(\w+)</td><td class=\"num\" title=\"([^\"]+)\">", _section(page, i)
+        )
         assert {name: float(v) for name, v in rows} == expected.mean_deletion_aopc
-    refused = cli("report", "--encoder", "splade-tiny", "--text", "a cat", "--ig-curves",
-                  "--out", tmp_path / "t")  # fmt: skip
+    refused = cli(
+        "report",
+        "--encoder",
+        "splade-tiny",
+        "--text",
+        "a cat",
+        "--ig-curves",
+        "--out",
+        tmp_path / "t",
+    )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "IG curves" in refused.stderr and not list(tmp_path.glob("t/*"))

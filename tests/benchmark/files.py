@@ -46,8 +46,11 @@ def beir_of_tables(
 
 def msmarco_files(folder: Path, collection: str | bytes, queries: str | bytes, qrels: str) -> Path:
     """MS MARCO's files of the dev split in ``folder``; returns collection.tsv's path."""
-    for name, content in (("collection.tsv", collection), ("queries.dev.tsv", queries),
-                          ("qrels.dev.tsv", qrels)):  # fmt: skip
+    for name, content in (
+        ("collection.tsv", collection),
+        ("queries.dev.tsv", queries),
+        ("qrels.dev.tsv", qrels),
+    ):
         path = folder / name
         path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
     return folder / "collection.tsv"

@@ -54,12 +54,12 @@ EVALUATE = [
         "query_encoder",
         lambda ix, out: _evaluate(ix, query_encoder=["splade-tiny"]),
         "query_encoder must be",
-    ),  # fmt: skip
+    ),
     (
         "query_encoder",
         lambda ix, out: _evaluate(ix, query_encoder="no-such-encoder"),
         "no-such-encoder",
-    ),  # fmt: skip
+    ),
     ("device", lambda ix, out: _evaluate(ix, device=5), "device must be"),
     ("device", lambda ix, out: _evaluate(ix, device="quantum"), "device 'quantum'"),
     ("progress", lambda ix, out: _evaluate(ix, progress="50%"), "progress must be a function"),
@@ -68,7 +68,7 @@ EVALUATE = [
         "options",
         lambda ix, out: _evaluate(ix, options=TermsOptions()),
         "options must be EvaluationOptions, not TermsOptions",
-    ),  # fmt: skip
+    ),
     ("top", lambda ix, out: _evaluate(ix, top=0), "top must be an integer from 1 to 16,777,216"),
     ("top", lambda ix, out: _evaluate(ix, top="10"), "top must be an integer"),
     ("top", lambda ix, out: _evaluate(ix, top=2.5), "top must be an integer"),
@@ -110,29 +110,29 @@ EXPORT_INDEX = [
         "index",
         lambda ix, out: lexlens.export_index(5, out, format="seismic"),
         "index must be a stored index",
-    ),  # fmt: skip
+    ),
     (
         "out",
         lambda ix, out: lexlens.export_index(ix, 5, format="seismic"),
         "out must be a folder path",
-    ),  # fmt: skip
+    ),
     (
         "out",
         lambda ix, out: lexlens.export_index(ix, "", format="seismic"),
         "out must be a folder path",
-    ),  # fmt: skip
+    ),
     (
         "out",
         lambda ix, out: lexlens.export_index(ix, ix / "inside", format="seismic"),
         "inside the index folder",
-    ),  # fmt: skip
+    ),
     ("queries", lambda ix, out: _export(ix, out, queries=5), "queries must be a file's path"),
     ("queries", lambda ix, out: _export(ix, out, queries={"q1": None}), "queries['q1']"),
     (
         "queries",
         lambda ix, out: _export(ix, out, queries={}, format="trec-run"),
         "a TREC run needs queries",
-    ),  # fmt: skip
+    ),
     ("query_encoder", lambda ix, out: _export(ix, out, query_encoder=5), "query_encoder must be"),
     ("device", lambda ix, out: _export(ix, out, device=["cpu"]), "device must be"),
     ("progress", lambda ix, out: _export(ix, out, progress=0.5), "progress must be a function"),
@@ -140,7 +140,7 @@ EXPORT_INDEX = [
         "options",
         lambda ix, out: _export(ix, out, options="anserini"),
         "options must be ExportOptions",
-    ),  # fmt: skip
+    ),
     ("format", lambda ix, out: lexlens.export_index(ix, out), "format must be given"),
     ("format", lambda ix, out: _export(ix, out, format="csv"), "format must be one of"),
     ("format", lambda ix, out: _export(ix, out, format=1), "format must be one of"),
@@ -167,33 +167,33 @@ OPEN_BENCHMARK = [
         "image_column",
         lambda ix, out: lexlens.open_benchmark(BEIR, image_column=["img"]),
         "image_column must be a column name",
-    ),  # fmt: skip
+    ),
     (
         "text_columns",
         lambda ix, out: lexlens.open_benchmark(BEIR, text_columns="body"),
         "text_columns must be one or more column names",
-    ),  # fmt: skip
+    ),
     (
         "text_columns",
         lambda ix, out: lexlens.open_benchmark(BEIR, text_columns=[]),
         "text_columns must be one or more column names",
-    ),  # fmt: skip
+    ),
     (
         "text_columns",
         lambda ix, out: lexlens.open_benchmark(BEIR, text_columns=["a", 2]),
         "text_columns must be one or more column names",
-    ),  # fmt: skip
+    ),
     ("kind", lambda ix, out: lexlens.open_benchmark(BEIR, kind="trec"), "kind must be one of"),
     (
         "options",
         lambda ix, out: lexlens.open_benchmark(BEIR, options=5),
         "options must be BenchmarkOptions",
-    ),  # fmt: skip
+    ),
     (
         "format",
         lambda ix, out: lexlens.open_benchmark(BEIR, format="beir"),
         "'format' is not an option of open_benchmark",
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -243,8 +243,12 @@ def test_traceback_every_argument_is_checked():
         "export_index": parameters(lexlens.export_index, ExportOptions),
         "open_benchmark": parameters(lexlens.open_benchmark, BenchmarkOptions),
     }
-    tables = {"evaluate": EVALUATE, "evaluate_benchmark": EVALUATE_BENCHMARK,
-              "export_index": EXPORT_INDEX, "open_benchmark": OPEN_BENCHMARK}  # fmt: skip
+    tables = {
+        "evaluate": EVALUATE,
+        "evaluate_benchmark": EVALUATE_BENCHMARK,
+        "export_index": EXPORT_INDEX,
+        "open_benchmark": OPEN_BENCHMARK,
+    }
     for name, table in tables.items():
         assert expected[name] <= {argument for argument, _, _ in table}, name
 

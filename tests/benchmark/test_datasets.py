@@ -58,9 +58,11 @@ def test_a_beir_folder_with_every_malformed_case_named(tmp_path):
 
 def test_ms_marco_files(tmp_path):
     collection = msmarco_files(
-        tmp_path, "0\tthe first passage\n1\tthe second\nno tab here\n",
-        "10\twhat is first\n11\t\n", "10 0 0 1\n11 0 1 1\n",
-    )  # fmt: skip
+        tmp_path,
+        "0\tthe first passage\n1\tthe second\nno tab here\n",
+        "10\twhat is first\n11\t\n",
+        "10 0 0 1\n11 0 1 1\n",
+    )
     bench = open_benchmark(collection)
     items, skipped = items_of(bench)
     assert [(i.id, i.text) for i in items] == [("0", "the first passage"), ("1", "the second")]
@@ -75,13 +77,18 @@ def test_a_karpathy_split_gives_image_items_and_caption_queries(tmp_path):
     (tmp_path / "img" / "cat.png").write_bytes(photo.read_bytes())
     os.symlink(photo, tmp_path / "img" / "escape.png")  # a link out of the image root
     entries = [
-        {"filename": "cat.png", "split": "test", "imgid": 0, "cocoid": 77,
-         "sentences": [{"raw": "a cat"}, {"raw": "a tabby"}]},
+        {
+            "filename": "cat.png",
+            "split": "test",
+            "imgid": 0,
+            "cocoid": 77,
+            "sentences": [{"raw": "a cat"}, {"raw": "a tabby"}],
+        },
         {"filename": "gone.png", "split": "test", "imgid": 1, "sentences": [{"raw": "missing"}]},
         {"filename": "escape.png", "split": "test", "imgid": 2, "sentences": [{"raw": "x"}]},
         {"filename": "../up.png", "split": "test", "imgid": 3, "sentences": [{"raw": "y"}]},
         {"filename": "other.png", "split": "train", "imgid": 4, "sentences": [{"raw": "z"}]},
-    ]  # fmt: skip
+    ]
     path = tmp_path / "dataset_coco.json"
     path.write_text(json.dumps({"images": entries}))
     bench = open_benchmark(path, images=tmp_path / "img")
@@ -107,11 +114,19 @@ def test_a_hugging_face_dataset_saved_to_disk_and_as_parquet(tmp_path):
     datasets = pytest.importorskip("datasets")
     photo = skimage_path("coffee.png").read_bytes()
     table = datasets.Dataset.from_dict(
-        {"image": [{"bytes": photo, "path": None}] * 2, "caption": [["an espresso", "coffee"], ["cup"]],
-         "id": ["a", "b"]},
-        features=datasets.Features({"image": datasets.Image(), "caption": datasets.Sequence(datasets.Value("string")),
-                                    "id": datasets.Value("string")}),
-    )  # fmt: skip
+        {
+            "image": [{"bytes": photo, "path": None}] * 2,
+            "caption": [["an espresso", "coffee"], ["cup"]],
+            "id": ["a", "b"],
+        },
+        features=datasets.Features(
+            {
+                "image": datasets.Image(),
+                "caption": datasets.Sequence(datasets.Value("string")),
+                "id": datasets.Value("string"),
+            }
+        ),
+    )
     saved = tmp_path / "saved"
     datasets.DatasetDict({"test": table, "train": table}).save_to_disk(str(saved))
     bench = open_benchmark(saved)
@@ -143,14 +158,21 @@ def test_an_ir_datasets_id_is_read_from_the_cache_and_never_downloaded(tmp_path,
     (tmp_path / "queries.tsv").write_text("q1\tdog\n")
     (tmp_path / "qrels").write_text("q1 0 d1 1\n")
     local = Dataset(
-        TsvDocs(LocalDownload(tmp_path / "docs.tsv")), TsvQueries(LocalDownload(tmp_path / "queries.tsv")),
+        TsvDocs(LocalDownload(tmp_path / "docs.tsv")),
+        TsvQueries(LocalDownload(tmp_path / "queries.tsv")),
         TrecQrels(LocalDownload(tmp_path / "qrels"), {1: "relevant"}),
-    )  # fmt: skip
+    )
     remote = Dataset(
-        TsvDocs(Download([RequestsDownload("https://example.invalid/docs.tsv")], tmp_path / "r.tsv")),
-        TsvQueries(Download([RequestsDownload("https://example.invalid/q.tsv")], tmp_path / "rq.tsv")),
-        TrecQrels(Download([RequestsDownload("https://example.invalid/qrels")], tmp_path / "rr"), {}),
-    )  # fmt: skip
+        TsvDocs(
+            Download([RequestsDownload("https://example.invalid/docs.tsv")], tmp_path / "r.tsv")
+        ),
+        TsvQueries(
+            Download([RequestsDownload("https://example.invalid/q.tsv")], tmp_path / "rq.tsv")
+        ),
+        TrecQrels(
+            Download([RequestsDownload("https://example.invalid/qrels")], tmp_path / "rr"), {}
+        ),
+    )
     for name, dataset in (("lexlens-test/local", local), ("lexlens-test/remote", remote)):
         if name not in ir_datasets.registry:
             ir_datasets.registry.register(name, dataset)
@@ -185,8 +207,9 @@ def test_the_samples_read_back_with_their_counts():
     items, skipped = items_of(beir)
     assert (len(items), len(skipped), len(beir.queries), len(beir.qrels)) == (223, 0, 60, 60)
     assert not beir.problem_lines()
-    photos = open_benchmark(DATA / "photos_karpathy" / "dataset_photos.json",
-                            images=skimage_path("chelsea.png").parent)  # fmt: skip
+    photos = open_benchmark(
+        DATA / "photos_karpathy" / "dataset_photos.json", images=skimage_path("chelsea.png").parent
+    )
     items, skipped = items_of(photos)
     assert (len(items), len(photos.queries), photos.split) == (12, 60, "test")
     assert all(len(i.captions) == 5 for i in items) and not skipped

@@ -49,6 +49,7 @@ def test_a_seismic_index_of_the_export_finds_the_same_top_10(index, tmp_path, sp
     export_index(index, tmp_path / "s", format="seismic", queries=QUERIES)
     export_index(index, tmp_path / "t", format="trec-run", queries=QUERIES, top=10)
     ours = read_run(tmp_path / "t" / "run.trec")
+    # no pruning: an exact search
     engine = seismic.SeismicIndex.build(
         str(tmp_path / "s" / "docs.jsonl"),
         n_postings=10_000,
@@ -57,15 +58,17 @@ def test_a_seismic_index_of_the_export_finds_the_same_top_10(index, tmp_path, sp
         summary_energy=1.0,
         max_fraction=100.0,
         doc_cut=10_000,
-    )  # fmt: skip  (no pruning: an exact search)
+    )
     kind = seismic.get_seismic_string()
     queries = _lines(tmp_path / "s" / "queries.jsonl")
     found = engine.batch_search(
         np.array([q["id"] for q in queries], dtype=kind),
         [np.array(list(q["vector"]), dtype=kind) for q in queries],
         [np.array(list(q["vector"].values()), dtype=np.float32) for q in queries],
-        k=10, query_cut=10_000, heap_factor=100.0,
-    )  # fmt: skip
+        k=10,
+        query_cut=10_000,
+        heap_factor=100.0,
+    )
     # Results come back per query (not necessarily in the order asked): keyed by query id.
     by_query = {hits[0][0]: [doc for _, _, doc in hits] for hits in found if hits}
     same = 0

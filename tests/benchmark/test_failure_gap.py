@@ -78,8 +78,11 @@ def by_hand(index, splade):
     encodings = splade.encode_texts(list(QUERIES.values()), side="query")  # one batch, as run
     for (q, _), enc in zip(QUERIES.items(), encodings, strict=True):
         vector = gate(enc, splade.vocab, DEFAULT_GATE_K).astype(np.float64)
-        out[q] = {"vector": vector, "scores": dict(zip(ids, dense @ vector, strict=True)),
-                  "dense": dict(zip(ids, dense, strict=True))}  # fmt: skip
+        out[q] = {
+            "vector": vector,
+            "scores": dict(zip(ids, dense @ vector, strict=True)),
+            "dense": dict(zip(ids, dense, strict=True)),
+        }
     return out
 
 
@@ -178,9 +181,14 @@ def test_silent_wrong_failure_causes_follow_their_definitions(result, by_hand, s
     assert "not retrieved" in expected["q2"] and "lexical mismatch" in expected["q2"]
     assert result.causes == {
         c: sum(c in v for v in expected.values())
-        for c in ("lexical mismatch", "won on expansion terms", "not retrieved",
-                  "not in the collection", "other")
-    }  # fmt: skip
+        for c in (
+            "lexical mismatch",
+            "won on expansion terms",
+            "not retrieved",
+            "not in the collection",
+            "other",
+        )
+    }
     rows = list(csv.DictReader(io.StringIO(result.files()["failures.csv"].decode())))
     assert {r["query_id"]: r["causes"].split("; ") for r in rows} == expected
     assert Counter(c for v in expected.values() for c in v)["not in the collection"] == 1

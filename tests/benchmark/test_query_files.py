@@ -31,7 +31,10 @@ def test_unbounded_query_ids_with_whitespace_are_located_in_one_pass(tmp_path):
     tsv = "q1\tapple\n" + "".join(f"q {i}\tquery {i}\n" for i in range(n))
     (tmp_path / "msmarco").mkdir()
     msmarco = msmarco_files(tmp_path / "msmarco", "d1\tapple\n", tsv, "q1 0 d1 1\n")
-    for source, queries_file in ((beir, beir / "queries.jsonl"), (msmarco, msmarco.parent / "queries.dev.tsv")):  # fmt: skip
+    for source, queries_file in (
+        (beir, beir / "queries.jsonl"),
+        (msmarco, msmarco.parent / "queries.dev.tsv"),
+    ):
         started = time.perf_counter()
         bench = open_benchmark(source)
         elapsed = time.perf_counter() - started
@@ -116,8 +119,18 @@ def test_traceback_export_reads_a_deep_queries_file_and_a_deep_previous_list(tmp
     deep = tmp_path / "queries.jsonl"
     deep.write_text('{"_id": "q1", "text": "apple"}\n' + DEEP + "\n")
     out = tmp_path / "run"
-    run = cli("export", "--index", tmp_path / "ix", "--format", "trec-run", "--queries", deep,
-              "--out", out, "--json")  # fmt: skip
+    run = cli(
+        "export",
+        "--index",
+        tmp_path / "ix",
+        "--format",
+        "trec-run",
+        "--queries",
+        deep,
+        "--out",
+        out,
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert (out / "run.trec").read_text().startswith("q1 Q0 ")
     # A previous export's list nested too deeply is not the list of an export: one line.

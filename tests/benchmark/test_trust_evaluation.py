@@ -140,8 +140,13 @@ def test_silent_wrong_queries_without_a_relevant_item_count_as_trec_eval_counts_
     assert all(table["q7"][m] == 0.0 for m in MEASURES)
     assert "q7" not in {f.query_id for f in result.failures}
     qrels = {q: QRELS[q] for q in ORDERED}
-    names = {"nDCG@10": "ndcg_cut_10", "R@1": "recall_1", "R@5": "recall_5",
-             "R@100": "recall_100", "AP@100": "map_cut_100"}  # fmt: skip
+    names = {
+        "nDCG@10": "ndcg_cut_10",
+        "R@1": "recall_1",
+        "R@5": "recall_5",
+        "R@100": "recall_100",
+        "AP@100": "map_cut_100",
+    }
     values = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()) | {"num_q"}).evaluate(
         _by_hand_run(exact, ORDERED)
     )
@@ -186,9 +191,10 @@ def test_silent_wrong_tied_items_have_one_order_for_every_measure_and_run_trec(
             assert written == pytest.approx(shown, rel=1e-6)
     (tmp_path / "run.trec").write_text(text)
     again = ir_measures.calc_aggregate(
-        _measures(), {q: QRELS[q] for q in ORDERED},
+        _measures(),
+        {q: QRELS[q] for q in ORDERED},
         list(ir_measures.read_trec_run(str(tmp_path / "run.trec"))),
-    )  # fmt: skip
+    )
     for name, measure in zip(MEASURES, _measures(), strict=True):
         assert result.metrics["aggregate"][name] == pytest.approx(again[measure], abs=1e-12)
     assert any("tied scores" in n and "q2" in n and "collection order" in n for n in result.notes)
@@ -211,9 +217,10 @@ def test_silent_wrong_a_runs_tied_items_keep_the_files_order(index, splade, tmp_
     assert raw[measure] == 0.0  # the file read raw: ties by docid, d-apple-z first
     (tmp_path / "run.trec").write_bytes(r.files()["run.trec"])
     ours = ir_measures.calc_aggregate(
-        [measure], {"q2": QRELS["q2"]},
+        [measure],
+        {"q2": QRELS["q2"]},
         list(ir_measures.read_trec_run(str(tmp_path / "run.trec"))),
-    )  # fmt: skip
+    )
     assert ours[measure] == 1.0
     assert any("tied scores" in n and "trec_eval would order them" in n for n in r.notes)
     assert any("the run lists no item for 3 queries (q10, q102, q7)" in n for n in r.notes)
@@ -246,9 +253,12 @@ def test_silent_wrong_a_relevant_item_scoring_0_is_not_retrieved(result, exact, 
 
 def test_silent_wrong_a_relevant_item_the_run_omits_is_not_retrieved(index, splade):
     r = evaluate(
-        index, {"q102": QUERIES["q102"]}, {"q102": QRELS["q102"]},
-        run={"q102": {"d-bread": 2.0, "d-xyl": 1.0}}, query_encoder=splade,
-    )  # fmt: skip
+        index,
+        {"q102": QUERIES["q102"]},
+        {"q102": QRELS["q102"]},
+        run={"q102": {"d-bread": 2.0, "d-xyl": 1.0}},
+        query_encoder=splade,
+    )
     (q,) = r.metrics["per_query"]
     assert q["relevant_rank"] is None and q["relevant_status"] == NOT_RETRIEVED
     (failure,) = r.failures
@@ -257,13 +267,18 @@ def test_silent_wrong_a_relevant_item_the_run_omits_is_not_retrieved(index, spla
     # A relevant item the collection does not hold is retrieved second; the one it holds
     # is not retrieved: the query's status and the explained item's each say theirs.
     r = evaluate(
-        index, {"q102": QUERIES["q102"]}, {"q102": {"d-rocket": 1, "ghost": 1}},
-        run={"q102": {"d-bread": 3.0, "ghost": 2.0}}, query_encoder=splade,
-    )  # fmt: skip
+        index,
+        {"q102": QUERIES["q102"]},
+        {"q102": {"d-rocket": 1, "ghost": 1}},
+        run={"q102": {"d-bread": 3.0, "ghost": 2.0}},
+        query_encoder=splade,
+    )
     (q,) = r.metrics["per_query"]
     assert (q["first_relevant_rank"], q["relevant_rank"], q["relevant_status"]) == (
-        2, 2, RETRIEVED,
-    )  # fmt: skip
+        2,
+        2,
+        RETRIEVED,
+    )
     (failure,) = r.failures
     assert failure.first_relevant_rank == 2 and failure.nonrelevant.id == "d-bread"
     assert failure.relevant.id == "d-rocket" and failure.relevant.rank is None
@@ -306,12 +321,13 @@ def test_silent_wrong_the_html_report_says_not_retrieved(result):
 
 
 def test_silent_wrong_worst_queries_in_natural_order_named_as_the_csv(result, bench, cli):
+    # nDCG 0, 0, 1, 1: q7 < q10 and q2 < q102 as numbers, not as text
     assert [q["id"] for q in worst_first(result.metrics["per_query"])] == [
         "q7",
         "q10",
         "q2",
         "q102",
-    ]  # fmt: skip  (nDCG 0, 0, 1, 1: q7 < q10 and q2 < q102 as numbers, not as text)
+    ]
     run = cli("evaluate", "--index", bench / "ix", "--top", "10")
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()

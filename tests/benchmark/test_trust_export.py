@@ -390,10 +390,13 @@ def test_silent_wrong_a_scale_that_rounds_every_weight_to_0_is_refused(tmp_path,
     """Kind: silent wrong (an export of empty vectors that Anserini indexes as nothing)."""
     rng = np.random.default_rng(3)
     rows = (
-        ({"id": f"d{i}", "text": "x"}, rng.choice(np.arange(2000, 3000), 30, replace=False),
-         rng.uniform(0.01, 0.3, 30))
+        (
+            {"id": f"d{i}", "text": "x"},
+            rng.choice(np.arange(2000, 3000), 30, replace=False),
+            rng.uniform(0.01, 0.3, 30),
+        )
         for i in range(500)
-    )  # fmt: skip
+    )
     faint = _store(tmp_path / "faint", splade.vocab, rows)
     largest = float(np.max(np.asarray(faint.data)))
     with pytest.raises(
@@ -411,10 +414,13 @@ def test_silent_wrong_an_item_too_long_for_anserini_is_refused_with_its_id(tmp_p
     """Kind: silent wrong (Anserini would fail on, or wrap, a pseudo-document of more than
     2^31 − 1 characters: each term written ``impact`` times)."""
     heavy = _store(
-        tmp_path / "heavy", splade.vocab,
-        [({"id": "light", "text": "x"}, np.array([2000, 2001]), np.array([0.5, 1.0])),
-         ({"id": "heavy", "text": "y"}, np.arange(2000, 4000), np.full(2000, 3.0))],
-    )  # fmt: skip
+        tmp_path / "heavy",
+        splade.vocab,
+        [
+            ({"id": "light", "text": "x"}, np.array([2000, 2001]), np.array([0.5, 1.0])),
+            ({"id": "heavy", "text": "y"}, np.arange(2000, 4000), np.full(2000, 3.0)),
+        ],
+    )
     # "heavy" at 1e6: 2,000 terms × 3,000,000 repeats × (length + 1) characters ≥ 2^31.
     with pytest.raises(InputError, match="item heavy: at scale 1e.06 Anserini would index"):
         _export(heavy, tmp_path / "out", splade, scale=1_000_000)
@@ -492,11 +498,19 @@ def test_traceback_bad_scale_and_top_name_the_argument_in_the_api(collection, tm
 
 @pytest.mark.parametrize(
     ("option", "value", "shown"),
-    [("--scale", "nan", "nan"), ("--scale", "inf", "inf"), ("--scale", "-1", "-1.0"),
-     ("--scale", "0", "0.0"), ("--scale", "abc", "'abc'"), ("--scale", "1e7", "10000000.0"),
-     ("--top", "0", "0"), ("--top", "1.5", "'1.5'"), ("--top", "x", "'x'"),
-     ("--format", "csv", "'csv'")],
-)  # fmt: skip
+    [
+        ("--scale", "nan", "nan"),
+        ("--scale", "inf", "inf"),
+        ("--scale", "-1", "-1.0"),
+        ("--scale", "0", "0.0"),
+        ("--scale", "abc", "'abc'"),
+        ("--scale", "1e7", "10000000.0"),
+        ("--top", "0", "0"),
+        ("--top", "1.5", "'1.5'"),
+        ("--top", "x", "'x'"),
+        ("--format", "csv", "'csv'"),
+    ],
+)
 def test_traceback_bad_scale_and_top_on_the_command_line_are_one_line(
     option, value, shown, collection, tmp_path, cli
 ):
@@ -504,8 +518,14 @@ def test_traceback_bad_scale_and_top_on_the_command_line_are_one_line(
     declaration's, named as the flag, with the value as read."""
     out = tmp_path / "out"
     args = {"--format": "anserini", option: value}
-    proc = cli("export", "--index", collection.path, "--out", out,
-               *(x for pair in args.items() for x in pair))  # fmt: skip
+    proc = cli(
+        "export",
+        "--index",
+        collection.path,
+        "--out",
+        out,
+        *(x for pair in args.items() for x in pair),
+    )
     line = one_line_error(proc, f"{option} must be ", f"not {shown}")
     assert line.endswith(f"not {shown}")
     assert not out.exists()
@@ -521,18 +541,24 @@ def test_traceback_a_closed_stdout_exits_2_quietly():
     """Kind: traceback (``>&-``: AttributeError on None; a reader that left: the status said
     all was well)."""
     closed = subprocess.run(
-        f"'{LEXLENS}' encoders --json >&-", shell=True, capture_output=True, text=True,
+        f"'{LEXLENS}' encoders --json >&-",
+        shell=True,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert closed.returncode == 2, closed.stderr
     assert closed.stderr.count("\n") == 1 and "standard output is closed" in closed.stderr
     read, write = os.pipe()
     os.close(read)  # the reader left before anything was written
     try:
         gone = subprocess.run(
-            [str(LEXLENS), "encoders", "--json"], stdout=write, stderr=subprocess.PIPE,
-            text=True, timeout=120,
-        )  # fmt: skip
+            [str(LEXLENS), "encoders", "--json"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     finally:
         os.close(write)
     assert gone.returncode == 2

@@ -59,9 +59,15 @@ def test_silent_wrong_whitespace_ids_in_a_beir_folder_are_skipped_and_named(tmp_
     label = f"{folder}/corpus.jsonl"
     assert [(s.file, s.reason) for s in skipped] == [
         (f"{label}:2", "id 'd 2' holds whitespace (TREC qrels and run files split on it): skipped"),
-        (f"{label}:3", "id 'd\\t3' holds whitespace (TREC qrels and run files split on it): skipped"),
-        (f"{label}:5", "id 'd\\n5' holds whitespace (TREC qrels and run files split on it): skipped"),
-    ]  # fmt: skip
+        (
+            f"{label}:3",
+            "id 'd\\t3' holds whitespace (TREC qrels and run files split on it): skipped",
+        ),
+        (
+            f"{label}:5",
+            "id 'd\\n5' holds whitespace (TREC qrels and run files split on it): skipped",
+        ),
+    ]
     assert bench.queries == {"q1": "apple", "q3": "fruit"}
     assert bench.qrels == {"q1": {"d1": 1}, "q3": {"d4": 1}}
     problems = "\n".join(bench.problem_lines())
@@ -85,9 +91,11 @@ def test_silent_wrong_whitespace_ids_in_a_beir_folder_are_skipped_and_named(tmp_
 
 def test_silent_wrong_whitespace_ids_in_ms_marco_csv_jsonl_and_folders(tmp_path):
     collection = msmarco_files(
-        tmp_path, "0\tfirst passage\n1 1\tsecond passage\n2\tthird\n", "10\twhat\n1 1\twho\n",
+        tmp_path,
+        "0\tfirst passage\n1 1\tsecond passage\n2\tthird\n",
+        "10\twhat\n1 1\twho\n",
         "10 0 0 1\n",
-    )  # fmt: skip
+    )
     bench = open_benchmark(collection)
     items, skipped = items_of(bench)
     assert [i.id for i in items] == ["0", "2"]
@@ -131,9 +139,19 @@ def test_silent_wrong_whitespace_ids_in_ms_marco_csv_jsonl_and_folders(tmp_path)
 def test_silent_wrong_whitespace_ids_in_karpathy_and_hugging_face_name_their_row(tmp_path):
     photo = skimage_path("chelsea.png")
     entries = [
-        {"filename": "chelsea.png", "split": "test", "cocoid": "7 7", "sentences": [{"raw": "a cat"}]},
-        {"filename": "chelsea.png", "split": "test", "cocoid": 8, "sentences": [{"raw": "a tabby"}]},
-    ]  # fmt: skip
+        {
+            "filename": "chelsea.png",
+            "split": "test",
+            "cocoid": "7 7",
+            "sentences": [{"raw": "a cat"}],
+        },
+        {
+            "filename": "chelsea.png",
+            "split": "test",
+            "cocoid": 8,
+            "sentences": [{"raw": "a tabby"}],
+        },
+    ]
     path = tmp_path / "dataset_coco.json"
     path.write_text(json.dumps({"images": entries}))
     bench = open_benchmark(path, images=photo.parent)
@@ -165,12 +183,20 @@ def test_silent_wrong_whitespace_ids_in_karpathy_and_hugging_face_name_their_row
 def test_silent_wrong_a_repeated_karpathy_image_id_is_named_and_the_later_skipped(tmp_path):
     photo = skimage_path("chelsea.png")
     entries = [
-        {"filename": "chelsea.png", "split": "test", "cocoid": 5,
-         "sentences": [{"raw": "a cat on a rug"}, {"raw": "a tabby cat"}]},
+        {
+            "filename": "chelsea.png",
+            "split": "test",
+            "cocoid": 5,
+            "sentences": [{"raw": "a cat on a rug"}, {"raw": "a tabby cat"}],
+        },
         {"filename": "coffee.png", "split": "test", "cocoid": 6, "sentences": [{"raw": "coffee"}]},
-        {"filename": "astronaut.png", "split": "test", "cocoid": 5,
-         "sentences": [{"raw": "an astronaut"}, {"raw": "a flag"}, {"raw": "a space suit"}]},
-    ]  # fmt: skip
+        {
+            "filename": "astronaut.png",
+            "split": "test",
+            "cocoid": 5,
+            "sentences": [{"raw": "an astronaut"}, {"raw": "a flag"}, {"raw": "a space suit"}],
+        },
+    ]
     path = tmp_path / "dataset_coco.json"
     path.write_text(json.dumps({"images": entries}))
     bench = open_benchmark(path, images=photo.parent)
@@ -197,14 +223,19 @@ def test_silent_wrong_a_repeated_hugging_face_id_is_named_and_the_later_skipped(
     photo = skimage_path("chelsea.png").read_bytes()
     saved = tmp_path / "hf"
     datasets.Dataset.from_dict(
-        {"image_id": ["x", "y", "x"], "captions": [["a cat", "a tabby"], ["a cup"], ["a dog"]],
-         "image": [{"bytes": photo, "path": None}] * 3},
-        features=datasets.Features({
-            "image_id": datasets.Value("string"),
-            "captions": datasets.Sequence(datasets.Value("string")),
-            "image": datasets.Image(),
-        }),
-    ).save_to_disk(str(saved))  # fmt: skip
+        {
+            "image_id": ["x", "y", "x"],
+            "captions": [["a cat", "a tabby"], ["a cup"], ["a dog"]],
+            "image": [{"bytes": photo, "path": None}] * 3,
+        },
+        features=datasets.Features(
+            {
+                "image_id": datasets.Value("string"),
+                "captions": datasets.Sequence(datasets.Value("string")),
+                "image": datasets.Image(),
+            }
+        ),
+    ).save_to_disk(str(saved))
     bench = open_benchmark(saved)
     assert bench.queries == {"x_0": "a cat", "x_1": "a tabby", "y_0": "a cup"}
     items, skipped = items_of(bench)
@@ -265,9 +296,12 @@ def test_security_a_mixed_image_column_is_read_per_row_and_the_dataset_never_wri
     # An Image feature's storage (struct of bytes and path) as a plain struct: datasets
     # would embed an Image feature's files on save, other writers (and older datasets) do not.
     features = datasets.Features(
-        {"id": datasets.Value("string"), "caption": datasets.Value("string"),
-         "image": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")}}
-    )  # fmt: skip
+        {
+            "id": datasets.Value("string"),
+            "caption": datasets.Value("string"),
+            "image": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
+        }
+    )
     datasets.Dataset.from_dict(rows, features=features).save_to_disk(str(saved))
     before = _snapshot(saved)
 
@@ -321,9 +355,11 @@ def test_unbounded_a_saved_dataset_and_parquet_files_are_read_in_place(tmp_path,
     monkeypatch.setenv("LEXLENS_CACHE", str(tmp_path / "cache"))
     n = 3000
     table = datasets.Dataset.from_dict(
-        {"id": [f"p{i}" for i in range(n)],
-         "text": [f"passage {i} " + "about retrieval and sparse terms " * 20 for i in range(n)]}
-    )  # fmt: skip
+        {
+            "id": [f"p{i}" for i in range(n)],
+            "text": [f"passage {i} " + "about retrieval and sparse terms " * 20 for i in range(n)],
+        }
+    )
     saved, parquet = tmp_path / "saved", tmp_path / "parquet"
     table.save_to_disk(str(saved))
     parquet.mkdir()
@@ -350,8 +386,9 @@ def test_unbounded_the_skipped_list_of_a_build_is_capped_with_its_count(tmp_path
     with open(source, "w") as handle:
         handle.write("id,text\nkept,a text to index\n")
         handle.writelines(f"e{i},\n" for i in range(rows))  # an id, no text: skipped
-    run = cli("index", "--encoder", "splade-tiny", "--source", source, "--out", tmp_path / "ix",
-              "--json")  # fmt: skip
+    run = cli(
+        "index", "--encoder", "splade-tiny", "--source", source, "--out", tmp_path / "ix", "--json"
+    )
     assert run.returncode == 0, run.stderr
     document = run.json()
     assert document["items"] == 1
@@ -455,8 +492,18 @@ def test_silent_wrong_parquet_sources_index_from_the_command_line(tmp_path, cli)
     datasets = pytest.importorskip("datasets")
     captions = ["a cat on a mat", "a dog in a park", "a cup of coffee"]
     datasets.Dataset.from_dict({"caption": captions}).to_parquet(str(tmp_path / "x.parquet"))
-    run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "x.parquet",
-              "--text-columns", "caption", "--out", tmp_path / "ix1", "--json")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        tmp_path / "x.parquet",
+        "--text-columns",
+        "caption",
+        "--out",
+        tmp_path / "ix1",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert run.json()["items"] == 3
 
@@ -464,14 +511,33 @@ def test_silent_wrong_parquet_sources_index_from_the_command_line(tmp_path, cli)
     folder.mkdir(parents=True)
     datasets.Dataset.from_dict({"text": captions[:2]}).to_parquet(str(folder / "train.parquet"))
     datasets.Dataset.from_dict({"text": captions[2:]}).to_parquet(str(folder / "test.parquet"))
-    run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "hub", "--split",
-              "test", "--out", tmp_path / "ix2", "--json")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        tmp_path / "hub",
+        "--split",
+        "test",
+        "--out",
+        tmp_path / "ix2",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     from lexlens.analysis.collections.store import open_index
 
     assert open_index(tmp_path / "ix2").column("text") == ["a cup of coffee"]
-    run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "hub", "--split",
-              "dev", "--out", tmp_path / "ix3")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        tmp_path / "hub",
+        "--split",
+        "dev",
+        "--out",
+        tmp_path / "ix3",
+    )
     one_line_error(run, "no split 'dev'", "test, train")
 
     import numpy as np
@@ -494,8 +560,15 @@ def test_security_an_irds_id_not_in_the_cache_leaves_no_folder_and_says_one_line
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # a connection would fail, not leave
     out = tmp_path / "new" / "deeper" / "ix"
-    run = lexlens_cli("index", "--encoder", "splade-tiny", "--source",
-                      "irds:beir/nfcorpus/test", "--out", str(out))  # fmt: skip
+    run = lexlens_cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        "irds:beir/nfcorpus/test",
+        "--out",
+        str(out),
+    )
     one_line_error(run, "irds:beir/nfcorpus/test: not in the local ir_datasets cache")
     assert not (tmp_path / "irds").exists() and not scratch.exists()
     assert not (tmp_path / "new").exists()
@@ -523,7 +596,14 @@ def test_security_an_irds_corpus_missing_from_the_cache_is_refused_before_any_fo
     if remote.parent.exists():
         remote.parent.rmdir()
     out = tmp_path / "made" / "ix"
-    run = cli("index", "--encoder", "splade-tiny", "--source", "irds:lexlens-test/docs-remote",
-              "--out", out)  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        "irds:lexlens-test/docs-remote",
+        "--out",
+        out,
+    )
     one_line_error(run, "irds:lexlens-test/docs-remote: not in the local ir_datasets cache")
     assert not (tmp_path / "made").exists() and not remote.parent.exists()

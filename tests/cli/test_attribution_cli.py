@@ -45,8 +45,17 @@ def test_attribute_json_is_the_use_case_result(cli, small, small_dir, tmp_path):
 
     corpus = tmp_path / "c.csv"
     corpus.write_text('text\n"=HYPERLINK(""x"") cat"\nrockets\n', encoding="utf-8")
-    res = cli("attribute", "--encoder", small_dir, "--corpus", corpus, "--steps", "2",
-              "--out", tmp_path / "out")  # fmt: skip
+    res = cli(
+        "attribute",
+        "--encoder",
+        small_dir,
+        "--corpus",
+        corpus,
+        "--steps",
+        "2",
+        "--out",
+        tmp_path / "out",
+    )
     assert res.returncode == 0, res.stderr
     written = {p.name for p in (tmp_path / "out").iterdir()}
     assert written == {"report.html", "report.json", "attributions.csv"}
@@ -129,8 +138,19 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     texts = ["a cat sleeps on a mat .", "rockets launch"]
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(texts) + "\n")
-    res = cli("mot-eval", "--encoder", small_dir, "--corpus", corpus, "--own-codebook",
-              "--steps", "2", "--json", "--out", tmp_path / "out")  # fmt: skip
+    res = cli(
+        "mot-eval",
+        "--encoder",
+        small_dir,
+        "--corpus",
+        corpus,
+        "--own-codebook",
+        "--steps",
+        "2",
+        "--json",
+        "--out",
+        tmp_path / "out",
+    )
     assert res.returncode == 0, res.stderr
     expected = mot_evaluate(small, texts, own_codebook=True, steps=2)
     assert res.stdout == json_text(expected) + "\n"
@@ -139,9 +159,15 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     assert out["settings"]["steps"] == 2 and len(out["per_m"]["4"]["delta"]) == 2
     names = {p.name for p in (tmp_path / "out").iterdir()}
     assert names == {
-        "mot.json", "mot.csv", "mot_tests.csv", "mot_pairs.csv", "mot_convergence.csv", "mot_docs_M4.csv",
-        "mot_deltas_M4.csv", "report.html",
-    }  # fmt: skip
+        "mot.json",
+        "mot.csv",
+        "mot_tests.csv",
+        "mot_pairs.csv",
+        "mot_convergence.csv",
+        "mot_docs_M4.csv",
+        "mot_deltas_M4.csv",
+        "report.html",
+    }
     assert json.loads((tmp_path / "out" / "mot.json").read_text()) == out
     html = (tmp_path / "out" / "report.html").read_text()
     assert "M=4" in html and "q (FDR)" in html

@@ -22,8 +22,12 @@ def test_unbounded_one_command_imports_no_other_command():
     assert "lexlens.app.cli.terms" in loaded
     others = {"lexlens.app.cli.index", "lexlens.app.cli.report", "lexlens.app.cli.evaluate"}
     assert not loaded & others
-    for heavy in ("pandas", "pyarrow", "lexlens.analysis.attribution.report",
-                  "lexlens.analysis.collections.indexing"):  # fmt: skip
+    for heavy in (
+        "pandas",
+        "pyarrow",
+        "lexlens.analysis.attribution.report",
+        "lexlens.analysis.collections.indexing",
+    ):
         assert heavy not in loaded, heavy
 
 

@@ -12,8 +12,14 @@ import pytest
 
 from tests.helpers import one_line_error
 
-DOCS = ["a red fox in the snow", "a violin on a chair", "granite cliffs by the sea",
-        "a comet over the harbour", "maple leaves in autumn", "an old steam engine"]  # fmt: skip
+DOCS = [
+    "a red fox in the snow",
+    "a violin on a chair",
+    "granite cliffs by the sea",
+    "a comet over the harbour",
+    "maple leaves in autumn",
+    "an old steam engine",
+]
 
 
 def _beir(folder, queries: int = 4):
@@ -24,7 +30,7 @@ def _beir(folder, queries: int = 4):
     (folder / "queries.jsonl").write_text(
         "".join(
             json.dumps({"_id": f"q{q}", "text": DOCS[q].split()[-1]}) + "\n" for q in range(queries)
-        )  # fmt: skip
+        )
     )
     judged = [(f"q{q}", f"d{d}") for q in range(queries) for d in (q, (q + 1) % len(DOCS))]
     (folder / "qrels" / "test.tsv").write_text(

@@ -75,9 +75,17 @@ def test_cli_denominator_active_and_text_output(cli):
     assert "denominator active" in out and "positive" in out and "cap" in out
     assert "FLOPs" in out and "with self-pairs" in out
     doc = cli(
-        "deviation", "--encoder", "splade-tiny", "--captions", CAPTIONS, "--json", "--k", "5",
-        "--denominator", "active",
-    ).json()  # fmt: skip
+        "deviation",
+        "--encoder",
+        "splade-tiny",
+        "--captions",
+        CAPTIONS,
+        "--json",
+        "--k",
+        "5",
+        "--denominator",
+        "active",
+    ).json()
     caps = doc["captions"]
     assert caps["exact_at_k"] == caps["by_denominator"]["active"]["exact_at_k"]
     assert all(r["denominator"] == min(5, r["positive_terms"]) for r in caps["rows"])
@@ -152,9 +160,17 @@ def test_glove_file_replaces_f_enc(cli, tmp_path):
     glove = tmp_path / "tiny_glove.txt"
     glove.write_text("cat 1 0 0\ncats 0.9 0.1 0\nbook 0 1 0\nsleeping 0 0 1\nsleep 0 0.1 0.9\n")
     doc = cli(
-        "deviation", "--encoder", "splade-tiny", "--captions", CAPTIONS, "--glove", glove,
-        "--json", "--k", "5",
-    ).json()  # fmt: skip
+        "deviation",
+        "--encoder",
+        "splade-tiny",
+        "--captions",
+        CAPTIONS,
+        "--glove",
+        glove,
+        "--json",
+        "--k",
+        "5",
+    ).json()
     assert doc["f_enc"] == "GloVe file tiny_glove.txt"
     first = doc["captions"]["rows"][0]
     # Top terms outside the 5 GloVe words have no vector (add 0 to Semantic@k).

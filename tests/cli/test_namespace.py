@@ -41,6 +41,14 @@ def test_every_public_name_resolves_and_terms_match_the_cli(cli):
         assert callable(getattr(lexlens, name)) or isinstance(getattr(lexlens, name), type)
     enc = lexlens.load_encoder("splade-tiny")
     result = lexlens.terms(enc, text="a cat sleeping on a book", top=5)
-    run = cli("terms", "--encoder", "splade-tiny", "--text", "a cat sleeping on a book",
-              "--top", "5", "--json")  # fmt: skip
+    run = cli(
+        "terms",
+        "--encoder",
+        "splade-tiny",
+        "--text",
+        "a cat sleeping on a book",
+        "--top",
+        "5",
+        "--json",
+    )
     assert run.json() == result.to_dict()

@@ -38,8 +38,10 @@ def index(tmp_path_factory) -> Path:
     source.write_text(
         "text,labels\na dog on a beach,dog\na cat on a sofa,cat\na red train on a bridge,train\n"
     )
-    assert main(["index", "--encoder", "splade-tiny", "--source", str(source),
-                 "--out", str(d / "ix")]) == 0  # fmt: skip
+    assert (
+        main(["index", "--encoder", "splade-tiny", "--source", str(source), "--out", str(d / "ix")])
+        == 0
+    )
     return d / "ix"
 
 
@@ -116,7 +118,7 @@ def test_files_a_user_keeps_in_an_index_survive_a_rebuild(index, tmp_path, cli):
             ["index", "--encoder", "splade-tiny", "--source", "{fifo}.txt", "--out", "{tmp}/o"],
             "regular",
         ),
-    ],  # fmt: skip
+    ],
 )
 def test_pipes_and_devices_are_refused_not_read(argv, needle, tmp_path, cli):
     """Kind: hang (a FIFO waits forever) and endless read (/dev/zero). Run in this process
@@ -144,26 +146,42 @@ def test_a_non_utf8_argument_is_one_line(cli):
     """Kind: traceback (36 lines before). Bytes that are not UTF-8 reach ``sys.argv`` as
     surrogates (Python's filesystem encoding); the same string goes in here."""
     text = b"\xff\xfe".decode("utf-8", "surrogateescape")
-    _one_line_error(cli("terms", "--encoder", "splade-tiny", "--text", text, "--json"),
-                    "--text is not UTF-8")  # fmt: skip
+    _one_line_error(
+        cli("terms", "--encoder", "splade-tiny", "--text", text, "--json"), "--text is not UTF-8"
+    )
 
 
 def test_traceback_a_reader_that_leaves_ends_lexlens_quietly():
     """Kind: traceback (``| head -c0``): lexlens itself exits 2 (its output was cut short)
     with nothing on stderr."""
     proc = subprocess.run(
-        ["bash", "-c", f"'{LEXLENS}' terms --encoder splade-tiny --text 'a dog' --json "
-         "| head -c0; exit ${PIPESTATUS[0]}"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            "bash",
+            "-c",
+            f"'{LEXLENS}' terms --encoder splade-tiny --text 'a dog' --json "
+            "| head -c0; exit ${PIPESTATUS[0]}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr == ""
 
 
 @pytest.mark.parametrize("template", ["images of {a} without {c}", "{} and {b}"])
 def test_an_exclusion_template_with_an_unknown_field(template, index, cli):
     """Kind: traceback."""
-    proc = cli("search", "--index", index, "--query", "dog", "--exclude", "beach",
-               "--slq-template", template)  # fmt: skip
+    proc = cli(
+        "search",
+        "--index",
+        index,
+        "--query",
+        "dog",
+        "--exclude",
+        "beach",
+        "--slq-template",
+        template,
+    )
     _one_line_error(proc, "may name {a} and {b} only")
 
 
@@ -213,8 +231,17 @@ def test_a_huge_batch_size_is_refused(tmp_path, cli):
     """Kind: unbounded option (memory grew with the corpus)."""
     source = tmp_path / "t.txt"
     source.write_text("a dog\n")
-    proc = cli("index", "--encoder", "splade-tiny", "--source", source, "--out",
-               tmp_path / "o", "--batch-size", "1000000000")  # fmt: skip
+    proc = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        source,
+        "--out",
+        tmp_path / "o",
+        "--batch-size",
+        "1000000000",
+    )
     _one_line_error(proc, "--batch-size must be an integer from 1 to 4,096")
 
 

@@ -125,20 +125,30 @@ def test_traceback_build_collection_names_each_wrong_argument(splade, tmp_path, 
         (lambda: build(splade, "pets", "path", path=source, progress=1), "progress must be"),
     ]
     cases += [
-        (lambda wrong=wrong: build(splade, "pets", "path", path=source, roots=roots, **wrong),
-         needle)
+        (
+            lambda wrong=wrong: build(splade, "pets", "path", path=source, roots=roots, **wrong),
+            needle,
+        )
         for wrong, needle in WRONG_OPTIONS
-    ]  # fmt: skip
+    ]
     for call, needle in cases:
         refused(call, needle)
     assert not home.exists()
 
 
 def test_traceback_open_index_names_its_argument(splade, tmp_path):
-    for wrong, shown in [(5, "int"), (None, "NoneType"), (3.5, "float"), ("", "''"),
-                         ("a\0b", "'a\\x00b'"), (["ix"], "list")]:  # fmt: skip
-        refused(lambda wrong=wrong: open_index(wrong),
-                 f"path must be a stored index or its folder, not {shown}")  # fmt: skip
+    for wrong, shown in [
+        (5, "int"),
+        (None, "NoneType"),
+        (3.5, "float"),
+        ("", "''"),
+        ("a\0b", "'a\\x00b'"),
+        (["ix"], "list"),
+    ]:
+        refused(
+            lambda wrong=wrong: open_index(wrong),
+            f"path must be a stored index or its folder, not {shown}",
+        )
     refused(lambda: open_index(tmp_path / "none"), "not found")
     index = open_index(build_index(splade, _texts(tmp_path), tmp_path / "ix").out)
     assert open_index(index) is index
@@ -153,8 +163,17 @@ def test_traceback_a_wrong_option_reads_the_same_on_the_command_line(cli, tmp_pa
         ("--ray", "anywhere", "--ray must be local, auto or ray://HOST:PORT"),
         ("--text-columns", ",", "--text-columns must be one or more column names"),
     ]:
-        run = cli("index", "--encoder", "splade-tiny", "--source", source, "--out",
-                  tmp_path / "ix", flag, value)  # fmt: skip
+        run = cli(
+            "index",
+            "--encoder",
+            "splade-tiny",
+            "--source",
+            source,
+            "--out",
+            tmp_path / "ix",
+            flag,
+            value,
+        )
         assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
         assert needle in run.stderr, run.stderr
     assert not (tmp_path / "ix").exists()

@@ -60,9 +60,12 @@ def test_silent_wrong_build_progress_never_runs_backwards(splade, tmp_path):
     folder = _beir(tmp_path / "bench")
     seen: list[tuple[float, str]] = []
     result = build_index(
-        splade, folder, tmp_path / "ix", batch_size=256,
+        splade,
+        folder,
+        tmp_path / "ix",
+        batch_size=256,
         progress=lambda fraction, message: seen.append((fraction, message)),
-    )  # fmt: skip
+    )
     fractions = [f for f, _ in seen]
     assert result.items == 2000
     assert fractions == sorted(fractions) and fractions[-1] == 1.0

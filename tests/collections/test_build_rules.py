@@ -71,8 +71,10 @@ def test_silent_wrong_a_dense_features_id_an_index_cannot_store_is_skipped(head,
     result = build_index(head, tmp_path / "f.npy", tmp_path / "ix", ids=tmp_path / "ids.txt")
     index = open_index(result.out)
     assert index.column("id") == ["a", "d"] and result.skipped_count == 2
-    assert [s.file for s in result.skipped] == [f"{tmp_path / 'ids.txt'}:2",
-                                                f"{tmp_path / 'ids.txt'}:4"]  # fmt: skip
+    assert [s.file for s in result.skipped] == [
+        f"{tmp_path / 'ids.txt'}:2",
+        f"{tmp_path / 'ids.txt'}:4",
+    ]
     assert all("holds whitespace" in s.reason for s in result.skipped)
     # The stored vectors are those of rows 0 and 2, as the head encodes them one by one (to
     # float32 rounding: a batch orders the network's sums differently).
@@ -94,14 +96,24 @@ def test_security_a_served_build_reads_only_inside_the_data_roots(splade, tmp_pa
     (root / "leak").symlink_to(private)
     (root / "pets.csv").write_text("id,text\na,a dog on the beach\n")
     roots = [root]
-    for path in (private / "notes.csv", root / "leak" / "notes.csv",
-                 f"{root}/../private/notes.csv", "/etc/passwd"):  # fmt: skip
+    for path in (
+        private / "notes.csv",
+        root / "leak" / "notes.csv",
+        f"{root}/../private/notes.csv",
+        "/etc/passwd",
+    ):
         with pytest.raises(LexlensError, match="path .* is outside the data roots"):
             build_collection(splade, "leak", "path", path=str(path), roots=roots)
     for option in ("images", "captions", "ids"):
         with pytest.raises(LexlensError, match=f"{option} .* is outside the data roots"):
-            build_collection(splade, "leak", "path", path=str(root / "pets.csv"), roots=roots,
-                             **{option: str(root / "leak")})  # fmt: skip
+            build_collection(
+                splade,
+                "leak",
+                "path",
+                path=str(root / "pets.csv"),
+                roots=roots,
+                **{option: str(root / "leak")},
+            )
     assert not home.exists()  # nothing read, nothing written
     result = build_collection(splade, "pets", "path", path=str(root / "pets.csv"), roots=roots)
     assert result.items == 1

@@ -85,8 +85,12 @@ def test_reindexing_encodes_only_what_changed(splade, tmp_path):
     build_index(splade, src, tmp_path / "ix")
     again = build_index(splade, src, tmp_path / "ix")
     assert again.up_to_date and again.encoded == 0
-    more = [*TEXTS, ("e", "a horse in a field", "horse"), ("f", "a red bus", "bus"),
-            ("g", "a bowl of soup", "food")]  # fmt: skip
+    more = [
+        *TEXTS,
+        ("e", "a horse in a field", "horse"),
+        ("f", "a red bus", "bus"),
+        ("g", "a bowl of soup", "food"),
+    ]
     _texts_csv(src, more)
     grown = build_index(splade, src, tmp_path / "ix")
     assert (grown.items, grown.encoded, grown.reused) == (7, 3, 4)
@@ -105,8 +109,14 @@ def test_image_folder_adds_three_files_encodes_three(effnet, tmp_path):
     second = build_index(effnet, folder, tmp_path / "ix")
     assert (second.items, second.encoded, second.reused) == (6, 3, 3)
     ids = open_index(tmp_path / "ix").column("id")
-    assert ids == ["chelsea.png", "coffee.png", "rocket.png", "sub/astronaut.png",
-                   "sub/camera.png", "sub/coins.png"]  # fmt: skip
+    assert ids == [
+        "chelsea.png",
+        "coffee.png",
+        "rocket.png",
+        "sub/astronaut.png",
+        "sub/camera.png",
+        "sub/coins.png",
+    ]
 
 
 def test_unreadable_images_are_listed_and_the_rest_indexed(effnet, tmp_path):
@@ -226,8 +236,14 @@ def test_postings_search_equals_exact_ranking(splade, tmp_path):
     from lexlens.analysis.search.ranking import top_items
 
     rng = np.random.default_rng(0)
-    texts = [" ".join(rng.choice(["dog", "cat", "beach", "park", "snow", "red", "car",
-                                  "tree", "blue", "house"], 4)) for _ in range(60)]  # fmt: skip
+    texts = [
+        " ".join(
+            rng.choice(
+                ["dog", "cat", "beach", "park", "snow", "red", "car", "tree", "blue", "house"], 4
+            )
+        )
+        for _ in range(60)
+    ]
     src = tmp_path / "t.txt"
     src.write_text("\n".join(texts))
     build_index(splade, src, tmp_path / "ix", postings=True)
@@ -268,13 +284,23 @@ def test_workspace_list_and_delete(splade, tmp_path, monkeypatch):
 
 def test_index_cli(cli, tmp_path):
     src = _texts_csv(tmp_path / "texts.csv", TEXTS)
-    proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "ix",
-               "--json")  # fmt: skip
+    proc = cli(
+        "index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "ix", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
     assert payload["items"] == 4 and payload["encoded"] == 4
-    assert list(payload) == ["out", "encoder", "items", "encoded", "reused", "skipped",
-                             "up_to_date", "manifest", "notes"]  # fmt: skip
+    assert list(payload) == [
+        "out",
+        "encoder",
+        "items",
+        "encoded",
+        "reused",
+        "skipped",
+        "up_to_date",
+        "manifest",
+        "notes",
+    ]
     assert json.loads((tmp_path / "ix" / MANIFEST).read_text()) == payload["manifest"]
     proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "ix")
     assert proc.returncode == 0 and "encoded 0, reused 4" in proc.stdout  # every item reused
@@ -283,19 +309,42 @@ def test_index_cli(cli, tmp_path):
     assert proc.returncode == 2 and "is a file" in proc.stderr
     proc = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "nope", "--out", "x")
     assert proc.returncode == 2 and "not found" in proc.stderr
-    proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "iy",
-               "--gate-k", "-2")  # fmt: skip
+    proc = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        src,
+        "--out",
+        tmp_path / "iy",
+        "--gate-k",
+        "-2",
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    proc = cli("index", "--encoder", "splade-tiny", "--source", src, "--out", tmp_path / "iy",
-               "--topk", "5")  # fmt: skip
+    proc = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        src,
+        "--out",
+        tmp_path / "iy",
+        "--topk",
+        "5",
+    )
     assert proc.returncode == 2 and "--topk is now --gate-k" in proc.stderr
     assert not (tmp_path / "iy").exists()
 
 
 def test_progress_is_a_fraction_of_the_whole_build(splade, tmp_path):
     seen: list[tuple[float, str]] = []
-    build_index(splade, _texts_csv(tmp_path / "texts.csv", TEXTS), tmp_path / "ix",
-                batch_size=2, progress=lambda f, message: seen.append((f, message)))  # fmt: skip
+    build_index(
+        splade,
+        _texts_csv(tmp_path / "texts.csv", TEXTS),
+        tmp_path / "ix",
+        batch_size=2,
+        progress=lambda f, message: seen.append((f, message)),
+    )
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] > 0
     assert seen[-1][1] == "4/4: 4 items indexed"

@@ -33,8 +33,12 @@ def test_an_interrupted_rebuild_leaves_the_old_index_whole(how, tmp_path, splade
     before = open_index(out)
     old = (len(before), before.manifest["updated"], (out / "data.npy").read_bytes())
     big = _texts(tmp_path / "big.txt", 20_000)
-    proc = subprocess.Popen([str(LEXLENS), *index, "--source", str(big), "--batch-size", "8"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [str(LEXLENS), *index, "--source", str(big), "--batch-size", "8"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob(".ix.building-*")):  # it is writing the new index
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr

@@ -31,12 +31,27 @@ pytestmark = pytest.mark.slow  # starting Ray and its actors takes ~20 s on 2 co
 #: Texts of varied length (1 to ~60 words): padding differs from batch to batch.
 TEXTS = [
     " ".join(
-        ["retrieval", "sparse", "vocabulary", "dog", "beach", "encoder", "token", "river",
-         "mountain", "the", "of", "a", "night", "market", "train"][(i * 7 + j) % 15]
+        [
+            "retrieval",
+            "sparse",
+            "vocabulary",
+            "dog",
+            "beach",
+            "encoder",
+            "token",
+            "river",
+            "mountain",
+            "the",
+            "of",
+            "a",
+            "night",
+            "market",
+            "train",
+        ][(i * 7 + j) % 15]
         for j in range(1 + (i * 13) % 60)
     )
     for i in range(70)
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +185,20 @@ def test_silent_wrong_collections_page_builds_on_ray(local_ray, tmp_path, monkey
     click_and_wait(at, at.button[0].click)
     assert not at.exception and not at.error
     assert any("notes: 20 items" in s.value for s in at.success)
-    assert main(["index", "--encoder", "splade-tiny", "--source", str(source),
-                 "--out", str(tmp_path / "here")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "index",
+                "--encoder",
+                "splade-tiny",
+                "--source",
+                str(source),
+                "--out",
+                str(tmp_path / "here"),
+            ]
+        )
+        == 0
+    )
     assert_same_index(tmp_path / "here", home / "collections" / "notes")
     assert local_ray.is_initialized()  # the page's build joined the running Ray
 

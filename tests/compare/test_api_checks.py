@@ -99,8 +99,13 @@ def test_traceback_compare_encodings_refuses_each_argument(splade, effnet, encod
     text, image = encodings
 
     def call(**changed):
-        arguments = {"encoder_a": splade, "encoding_a": text, "encoder_b": splade,
-                     "encoding_b": text, "gate_k": (768, 8)} | changed  # fmt: skip
+        arguments = {
+            "encoder_a": splade,
+            "encoding_a": text,
+            "encoder_b": splade,
+            "encoding_b": text,
+            "gate_k": (768, 8),
+        } | changed
         return lambda: compare_encodings(**arguments)
 
     call()()  # the unchanged call compares
@@ -122,8 +127,13 @@ def test_traceback_compare_encodings_refuses_each_argument(splade, effnet, encod
     shorter = dataclasses.replace(text, weights=text.weights[:100])
     refused(call(encoding_b=shorter), "encoding_b", "vocabulary")
     # cells with an image: they name patches of its grid
-    image_call = {"encoder_a": effnet, "encoding_a": image, "encoder_b": effnet,
-                  "encoding_b": image, "gate_k": (768, 64)}  # fmt: skip
+    image_call = {
+        "encoder_a": effnet,
+        "encoding_a": image,
+        "encoder_b": effnet,
+        "encoding_b": image,
+        "gate_k": (768, 64),
+    }
     refused(lambda: compare_encodings(**image_call, cells=["r99c99"]), "r99c99")
     refused(lambda: compare_encodings(**image_call, cells=["r0c0"], box=(0, 0, 1, 1)), "box")
 

@@ -76,8 +76,14 @@ def _synthetic(path, vocab, seed: int):
         weights = rng.random(cols.size).astype(np.float32) + 0.01
         text = " ".join(vocab[t] for t in own)
         rows.append(({"id": f"t{i}", "text": text}, cols, weights, np.r_[cls, own, sep]))
-    write_index(path, vocab, rows, encoder={"name": "splade-tiny"}, gate_k=40,
-                source={"path": "synthetic", "fingerprint": f"synthetic-{seed}"})  # fmt: skip
+    write_index(
+        path,
+        vocab,
+        rows,
+        encoder={"name": "splade-tiny"},
+        gate_k=40,
+        source={"path": "synthetic", "fingerprint": f"synthetic-{seed}"},
+    )
     return path
 
 
@@ -120,8 +126,14 @@ def test_silent_wrong_an_index_without_token_ids_is_tokenised_again(built, splad
     and the re-gated vectors are those of the index built at k = 3."""
     base = open_index(built[768])
     rows = [(m, *base.row(m["row"])) for m in base.meta(range(len(base)), ["id", "text", "labels"])]
-    old = write_index(tmp_path / "old", base.vocab, rows, encoder={"name": "splade-tiny"},
-                      gate_k=768, source=base.manifest["source"])  # fmt: skip
+    old = write_index(
+        tmp_path / "old",
+        base.vocab,
+        rows,
+        encoder={"name": "splade-tiny"},
+        gate_k=768,
+        source=base.manifest["source"],
+    )
     assert "token_ids.npy" not in old.manifest["files"]
     view, direct = RegatedIndex(old, 3, splade), open_index(built[3])
     for i in range(len(direct)):
@@ -213,9 +225,11 @@ def beir(tmp_path_factory, splade):
         "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items())
     )
     (root / "queries.jsonl").write_text(
-        json.dumps({"_id": "q1", "text": "dogs"}) + "\n"
-        + json.dumps({"_id": "q2", "text": "a cat"}) + "\n"
-    )  # fmt: skip
+        json.dumps({"_id": "q1", "text": "dogs"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "a cat"})
+        + "\n"
+    )
     (root / "qrels" / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td5\t1\nq1\td3\t0\nq2\td3\t1\nq2\td6\t2\n"
     )

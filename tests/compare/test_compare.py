@@ -77,11 +77,15 @@ def build_vdr(root: Path) -> Path:
         return out
     config = {
         "encoder_q": text_cfg("vdr_crossmodal_text", max_len=32),
-        "encoder_p": {"type": "vdr_crossmodal_image", "tokenizer_id": "bert-base-uncased",
-                      "topk": 768, **TINY_VIT},
+        "encoder_p": {
+            "type": "vdr_crossmodal_image",
+            "tokenizer_id": "bert-base-uncased",
+            "topk": 768,
+            **TINY_VIT,
+        },
         "shared_encoder": False,
         "max_len": 512,
-    }  # fmt: skip
+    }
     towers = {"encoder_q": bert_tower(11), "encoder_p": vit_tower(12)}
     return write_checkpoint(out, config, towers, "safetensors")
 
@@ -221,17 +225,31 @@ def test_text_two_encoders_match_an_independent_reference(splade, variant, cli, 
     assert terms.rank_correlation["rho"] == pytest.approx(rho, abs=1e-9)
     assert terms.rank_correlation["n"] == len(tokens) and rho < 0.999
     assert terms.counts == {
-        "active_a": len(wa), "active_b": len(wb), "shared": len(tokens),
-        "only_a": len(wa) - len(tokens), "only_b": len(wb) - len(tokens),
-        "only_a_no_counterpart": 0, "only_b_no_counterpart": 0,
-    }  # fmt: skip
+        "active_a": len(wa),
+        "active_b": len(wb),
+        "shared": len(tokens),
+        "only_a": len(wa) - len(tokens),
+        "only_b": len(wb) - len(tokens),
+        "only_a_no_counterpart": 0,
+        "only_b_no_counterpart": 0,
+    }
     assert result.vocabulary["same"] and result.notes == []
     # The merged view joins pieces into words; "beach" is shared and weighs what it weighs raw.
     merged = {r["token"]: r for r in terms.merged["shared"]}
     assert merged["beach"]["weight_a"] == pytest.approx(wa["beach"], abs=1e-6)
     # The CLI prints exactly this document.
-    run = cli("compare", "--encoder", "splade-tiny", "--encoder", variant_dir, "--text", TEXT,
-              "--top", "200", "--json")  # fmt: skip
+    run = cli(
+        "compare",
+        "--encoder",
+        "splade-tiny",
+        "--encoder",
+        variant_dir,
+        "--text",
+        TEXT,
+        "--top",
+        "200",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == json_text(result) + "\n"
 
@@ -267,8 +285,14 @@ def test_different_vocabularies_are_compared_on_shared_tokens(splade, vdr):
     result = compare(splade, vdr, text=text, gate_k=[768, 40], top=500)
     v = result.vocabulary
     sa, sb = set(splade.vocab), set(vdr.vocab)
-    assert v == {"same": False, "size_a": 30522, "size_b": len(vdr.vocab), "shared": len(sa & sb),
-                 "only_a": len(sa - sb), "only_b": len(sb - sa)}  # fmt: skip
+    assert v == {
+        "same": False,
+        "size_a": 30522,
+        "size_b": len(vdr.vocab),
+        "shared": len(sa & sb),
+        "only_a": len(sa - sb),
+        "only_b": len(sb - sa),
+    }
     assert len(vdr.vocab) == 27623 and v["only_a"] > 0
     assert any("different vocabularies" in n and f"{v['only_a']:,}" in n for n in result.notes)
     wa, wb = ref_text_sides([splade, vdr], [768, 40], text)
@@ -326,8 +350,9 @@ def test_image_two_gate_k_group_and_heatmap(effnet, photo, coffee):
 
 
 def test_image_two_encoders_with_different_grids(effnet, vdr, photo, coffee):
-    result = compare(effnet, vdr, image=photo, name="coffee_small.png", box=(0, 0, 0.5, 0.5),
-                     term="cup")  # fmt: skip
+    result = compare(
+        effnet, vdr, image=photo, name="coffee_small.png", box=(0, 0, 0.5, 0.5), term="cup"
+    )
     assert result.a["grid"] != result.b["grid"] and result.b["grid"] == [4, 4]
     assert not result.vocabulary["same"]
     g = result.group
@@ -343,22 +368,36 @@ def test_image_two_encoders_with_different_grids(effnet, vdr, photo, coffee):
 
 # ----------------------------------------------------------------------------- collections
 def _summary(part) -> dict:
-    return {"exact": part.exact, "semantic": part.semantic, "flops": part.flops,
-            "dims": part.mean_active_dims, "n": part.n}  # fmt: skip
+    return {
+        "exact": part.exact,
+        "semantic": part.semantic,
+        "flops": part.flops,
+        "dims": part.mean_active_dims,
+        "n": part.n,
+    }
 
 
 def _summary_of(d: dict) -> dict:
-    return {"exact": d["exact_at_k"], "semantic": d["semantic_at_k"], "flops": d["flops"],
-            "dims": d["mean_active_dims"], "n": d["n"]}  # fmt: skip
+    return {
+        "exact": d["exact_at_k"],
+        "semantic": d["semantic_at_k"],
+        "flops": d["flops"],
+        "dims": d["mean_active_dims"],
+        "n": d["n"],
+    }
 
 
 @pytest.fixture(scope="module")
 def two_indexes(splade, variant, text_indexes):
     """splade-tiny's index against the variant's, both of the same texts."""
     return compare_indexes(
-        text_indexes["a"], text_indexes["b"], encoder_a=splade, encoder_b=variant,
-        query=QUERY, top=3,
-    )  # fmt: skip
+        text_indexes["a"],
+        text_indexes["b"],
+        encoder_a=splade,
+        encoder_b=variant,
+        query=QUERY,
+        top=3,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -388,8 +427,9 @@ def test_two_indexes_side_by_side(two_indexes, splade, variant, text_indexes, cl
         assert changes == pytest.approx(hit["score_b"] - hit["score_a"], abs=1e-9)
         assert all(c["change"] != 0 for c in hit["changed_terms"])
         words = hit["changed_words"]  # the same changes read as words, largest first
-        assert [abs(w["change"]) for w in words] == sorted((abs(w["change"]) for w in words),
-                                                           reverse=True)  # fmt: skip
+        assert [abs(w["change"]) for w in words] == sorted(
+            (abs(w["change"]) for w in words), reverse=True
+        )
         assert len(words) <= len(hit["changed_terms"]) or hit["other_change"] != 0
         in_a = hit["rank_a"] is not None and hit["rank_a"] <= 3
         in_b = hit["rank_b"] is not None and hit["rank_b"] <= 3
@@ -417,8 +457,18 @@ def test_two_indexes_side_by_side(two_indexes, splade, variant, text_indexes, cl
     top_a = {t["token"] for t in col["vocabulary"]["top_terms"] if t["top_a"]}
     assert "dog" in top_a
     # The CLI prints the same document (default text encoders: each index's own).
-    run = cli("compare", "--index", text_indexes["a"], "--index", text_indexes["b"],
-              "--query", QUERY, "--top", "3", "--json")  # fmt: skip
+    run = cli(
+        "compare",
+        "--index",
+        text_indexes["a"],
+        "--index",
+        text_indexes["b"],
+        "--query",
+        QUERY,
+        "--top",
+        "3",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == json_text(two_indexes) + "\n"
 
@@ -481,8 +531,15 @@ def test_an_encoder_that_cannot_take_the_input_is_one_line_before_any_encoding(
     assert run.stderr.count("\n") == 1
     assert run.stderr.startswith("lexlens compare: error: comparing encoders on a text needs")
     assert "'minilm-pq'" in run.stderr and calls == []
-    run = cli("compare", "--encoder", "efficientnet-lite0-lexical", "--encoder", "splade-tiny",
-              "--image", photo)  # fmt: skip
+    run = cli(
+        "compare",
+        "--encoder",
+        "efficientnet-lite0-lexical",
+        "--encoder",
+        "splade-tiny",
+        "--image",
+        photo,
+    )
     assert run.returncode == 2 and run.stderr.count("\n") == 1
     assert "comparing encoders on an image needs an encoder with image" in run.stderr
     assert "'splade-tiny'" in run.stderr
@@ -523,14 +580,16 @@ def test_bad_options_are_one_line(cli, args, message):
     [
         (["--top", "0"], "--top must be an integer from 1 to 10,000, not 0"),
         (["--gate-k", "x"], "--gate-k must be -1 (every dimension)"),
-        (["--gate-k", "768", "--gate-k", "8", "--gate-k", "3"],
-         "--gate-k must be one gate k for both sides or two (A's, B's), not 3 values"),
+        (
+            ["--gate-k", "768", "--gate-k", "8", "--gate-k", "3"],
+            "--gate-k must be one gate k for both sides or two (A's, B's), not 3 values",
+        ),
         (["--topk", "8"], "--topk is now --gate-k"),
         (["--k", "5"], "--k applies to --index only"),
         (["--query-mode", "bow"], "--query-mode applies to --index only"),
         (["--term", "dog"], "--term applies to --image only"),
     ],
-)  # fmt: skip
+)
 def test_traceback_flags_are_checked_by_their_declarations(cli, args, message):
     run = cli("compare", "--encoder", "splade-tiny", "--text", TEXT, *args)
     assert run.returncode == 2 and run.stdout == ""
@@ -544,8 +603,9 @@ def test_traceback_index_flags_are_checked_by_their_declarations(cli, text_index
         (["--query", " "], "--query is empty"),
         (["--box", "0,0,1,1"], "--box applies to --image only"),
     ):
-        run = cli("compare", "--index", text_indexes["a"], "--gate-k", "768", "--gate-k", "3",
-                  *args)  # fmt: skip
+        run = cli(
+            "compare", "--index", text_indexes["a"], "--gate-k", "768", "--gate-k", "3", *args
+        )
         assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
         assert message in run.stderr, run.stderr
 
@@ -553,8 +613,9 @@ def test_traceback_index_flags_are_checked_by_their_declarations(cli, text_index
 def test_silent_wrong_bow_queries_are_the_bag_of_their_tokens_on_both_sides(splade, text_indexes):
     """Query mode bow: each side searches VDR's binary bag of the query's own tokens (not
     gated), against its own documents (B's re-gated at 3, as an index built at 3)."""
-    result = compare_indexes(text_indexes["a"], encoder_a=splade, gate_k=[768, 3], query=QUERY,
-                             query_mode="bow", top=3)  # fmt: skip
+    result = compare_indexes(
+        text_indexes["a"], encoder_a=splade, gate_k=[768, 3], query=QUERY, query_mode="bow", top=3
+    )
     encoding = splade.encode_texts([QUERY])[0]
     bag = np.zeros(len(splade.vocab), dtype=np.float32)
     bag[sorted(own_ids(encoding, splade.vocab))] = 1.0
@@ -567,8 +628,9 @@ def test_silent_wrong_bow_queries_are_the_bag_of_their_tokens_on_both_sides(spla
         assert [h["score"] for h in search[f"hits_{s}"]] == pytest.approx(
             [x for _, x in expected], rel=1e-6
         )
-    parametric = compare_indexes(text_indexes["a"], encoder_a=splade, gate_k=[768, 3],
-                                 query=QUERY, top=3).collection["search"]  # fmt: skip
+    parametric = compare_indexes(
+        text_indexes["a"], encoder_a=splade, gate_k=[768, 3], query=QUERY, top=3
+    ).collection["search"]
     assert [h["score"] for h in parametric["hits_a"]] != [h["score"] for h in search["hits_a"]]
     assert any("query mode bow" in n for n in result.notes)
 
@@ -579,12 +641,24 @@ def test_bad_indexes_are_one_line(cli, text_indexes, models_dir, splade):
     build_index(splade, other, models_dir / "other-index", gate_k=768)
     cases = [
         (["--index", text_indexes["a"], "--index", models_dir / "other-index"], "same source"),
-        (["--index", text_indexes["a3"], "--gate-k", "3", "--gate-k", "10"], "re-gate exactly only"),
+        (
+            ["--index", text_indexes["a3"], "--gate-k", "3", "--gate-k", "10"],
+            "re-gate exactly only",
+        ),
         (["--index", text_indexes["a"], "--gate-k", "768"], "same index"),
-        (["--index", text_indexes["a"], "--gate-k", "3", "--encoder", "efficientnet-lite0-lexical"],
-         "comparing encoders on a stored collection needs"),
+        (
+            [
+                "--index",
+                text_indexes["a"],
+                "--gate-k",
+                "3",
+                "--encoder",
+                "efficientnet-lite0-lexical",
+            ],
+            "comparing encoders on a stored collection needs",
+        ),
         (["--index", models_dir / "missing", "--gate-k", "3"], "not found"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         run = cli("compare", *args)
         assert run.returncode == 2, args
@@ -594,8 +668,20 @@ def test_bad_indexes_are_one_line(cli, text_indexes, models_dir, splade):
 # ----------------------------------------------------------------------------- report
 def test_report_files_hold_the_same_numbers(cli, tmp_path, splade):
     text = "=SUM(A1) a giraffe on the beach"
-    run = cli("compare", "--encoder", "splade-tiny", "--text", text, "--gate-k", "768",
-              "--gate-k", "4", "--out", tmp_path, "--json")  # fmt: skip
+    run = cli(
+        "compare",
+        "--encoder",
+        "splade-tiny",
+        "--text",
+        text,
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "4",
+        "--out",
+        tmp_path,
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "compare.json").read_text(encoding="utf-8") == run.stdout
     document = run.json()
@@ -618,8 +704,13 @@ def test_report_files_hold_the_same_numbers(cli, tmp_path, splade):
 
 def test_index_report_renders(regated):
     files = regated.files()
-    assert set(files) == {"compare.html", "compare.json", "compare_deviation.csv",
-                          "compare_vocabulary.csv", "compare_hits.csv"}  # fmt: skip
+    assert set(files) == {
+        "compare.html",
+        "compare.json",
+        "compare_deviation.csv",
+        "compare_vocabulary.csv",
+        "compare_hits.csv",
+    }
     html = files["compare.html"].decode()
     from lexlens.analysis.render.html import num
 

@@ -23,13 +23,24 @@ def test_silent_wrong_an_update_keeps_the_other_modules_figures(tmp_path, monkey
     }
     out.write_text(json.dumps(before))
     monkeypatch.setattr(bench_run, "BENCHES", ["bench.text", "bench.images"])
-    module = type("M", (), {"run": staticmethod(lambda: [bench_run.figure(
-        "a_fig", 0.25, "s", goal=("<=", 1.0), measured_with="test")]) })  # fmt: skip
+    module = type(
+        "M",
+        (),
+        {
+            "run": staticmethod(
+                lambda: [
+                    bench_run.figure("a_fig", 0.25, "s", goal=("<=", 1.0), measured_with="test")
+                ]
+            )
+        },
+    )
     monkeypatch.setattr(bench_run.importlib, "import_module", lambda name: module)
     assert bench_run.main(["--out", str(out), "--only", "text", "--update"]) == 0
     doc = json.loads(out.read_text())
     assert [(r["name"], r["module"], r["value"]) for r in doc["results"]] == [
-        ("a_fig", "bench.text", 0.25), ("b_fig", "bench.images", 0.5)]  # fmt: skip
+        ("a_fig", "bench.text", 0.25),
+        ("b_fig", "bench.images", 0.5),
+    ]
     assert [r["modules"] for r in doc["runs"]] == [["bench.images"], ["bench.text"]]
     assert doc["runs"][0]["load_average"] == [9.0, 9.0, 9.0]
     assert doc["summary"]["met"] == 2 and doc["summary"]["missed"] == []

@@ -22,13 +22,27 @@ class Toy(Options):
 
 #: Values no option of that name takes, of a kind that used to slip past or break the check.
 WRONG = [
-    ("count", np.array([1, 2])), ("count", np.array(3)), ("count", 10**400),
-    ("count", np.True_), ("count", True), ("count", "3"), ("count", 3.0),
-    ("scale", np.array([1.0, 2.0])), ("scale", np.array([1.5])), ("scale", 10**400),
-    ("scale", -(10**400)), ("scale", np.True_), ("scale", True), ("scale", "0.5"),
-    ("scale", b"0.5"), ("scale", float("nan")), ("scale", None), ("flag", 1),
-    ("flag", "yes"), ("flag", np.array([True])),
-]  # fmt: skip
+    ("count", np.array([1, 2])),
+    ("count", np.array(3)),
+    ("count", 10**400),
+    ("count", np.True_),
+    ("count", True),
+    ("count", "3"),
+    ("count", 3.0),
+    ("scale", np.array([1.0, 2.0])),
+    ("scale", np.array([1.5])),
+    ("scale", 10**400),
+    ("scale", -(10**400)),
+    ("scale", np.True_),
+    ("scale", True),
+    ("scale", "0.5"),
+    ("scale", b"0.5"),
+    ("scale", float("nan")),
+    ("scale", None),
+    ("flag", 1),
+    ("flag", "yes"),
+    ("flag", np.array([True])),
+]
 
 
 @pytest.mark.parametrize(("name", "value"), WRONG, ids=[f"{n}={v!r:.24}" for n, v in WRONG])

@@ -56,8 +56,18 @@ def test_traceback_command_refuses_an_unknown_target_in_one_line(index, cli):
 
 
 def test_silent_wrong_command_json_is_the_api_document(index, cli, splade):
-    run = cli("counterfactual", "--index", index, "--query", "espresso cup", "--target", "d1",
-              "--json", "--max-calls", "20")  # fmt: skip
+    run = cli(
+        "counterfactual",
+        "--index",
+        index,
+        "--query",
+        "espresso cup",
+        "--target",
+        "d1",
+        "--json",
+        "--max-calls",
+        "20",
+    )
     assert run.returncode == 0, run.stderr
     document = run.json()
     api = lexlens.counterfactual(index, "espresso cup", "d1", max_calls=20).to_dict()

@@ -185,9 +185,11 @@ def test_silent_wrong_term_level_verified_agrees_with_numpy(seed, items, terms, 
     q = np.zeros(width)
     q[:terms] = rng.random(terms) * (rng.random(terms) < 0.8)
     collection = MemoryCollection(
-        [f"d{i}" for i in range(items)], [""] * items, sp.csr_matrix(matrix),
+        [f"d{i}" for i in range(items)],
+        [""] * items,
+        sp.csr_matrix(matrix),
         [f"t{i}" for i in range(width)],
-    )  # fmt: skip
+    )
     reference = np.asarray(sp.csr_matrix(matrix, dtype=np.float32).toarray(), np.float64)
     row = int(rng.integers(items))
     answer = term_counterfactual(WholeIndexScorer(collection), q, row)

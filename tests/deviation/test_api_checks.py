@@ -52,9 +52,10 @@ WRONG_CAPTIONS = [
 
 
 @pytest.mark.parametrize(
-    ("what", "wrong", "message"), WRONG_OPTIONS + WRONG_CAPTIONS,
+    ("what", "wrong", "message"),
+    WRONG_OPTIONS + WRONG_CAPTIONS,
     ids=[w[0] for w in WRONG_OPTIONS + WRONG_CAPTIONS],
-)  # fmt: skip
+)
 def test_traceback_deviation_refuses_each_wrong_argument_naming_it(what, wrong, message):
     arguments = {"encoder": "splade-tiny", "captions": CAPTIONS, **wrong}
     refused(lambda: lexlens.deviation(**arguments), message)

@@ -115,7 +115,10 @@ def test_a_collection_held_in_memory_measures_as_its_stored_index(splade, text_i
     held = deviation_of_index(memory, splade, gate_k=768, batch_size=4).to_dict()
     stored = deviation_of_index(text_index, splade).to_dict()
     assert held.pop("input") == {
-        "index": "captions.txt", "index_encoder": "splade-tiny", "modality": "text", "items": 10
-    }  # fmt: skip
+        "index": "captions.txt",
+        "index_encoder": "splade-tiny",
+        "modality": "text",
+        "items": 10,
+    }
     assert stored.pop("input")["index"] == "captions_ix"
     assert held == stored  # every number, row and vocabulary statistic

@@ -88,8 +88,12 @@ def test_silent_wrong_a_cloud_never_glues_pieces_side_by_side_in_a_token_list():
     acc = SetAccumulator("captions", Scorer.build(vocab, static, 5, "k"))
     text = "a pcx and a ps"
     units = ["[CLS]", "a", "p", "##cx", "and", "a", "p", "##s"]
-    acc.add(["0"], [text], sp.csr_matrix(np.array([[0, 0.2, 0.9, 0.7, 0.5, 0.4]], np.float32)),
-            [caption_terms(units)])  # fmt: skip
+    acc.add(
+        ["0"],
+        [text],
+        sp.csr_matrix(np.array([[0, 0.2, 0.9, 0.7, 0.5, 0.4]], np.float32)),
+        [caption_terms(units)],
+    )
     out = acc.result()
     spelled = _spelled_somewhere([text])
     cloud = [t.token for t in out.cloud_terms]

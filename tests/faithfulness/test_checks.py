@@ -21,9 +21,12 @@ TOL = 1e-6
 
 def test_silent_wrong_deletion_curve_points_are_the_encoders_scores(splade):
     found = contrib_faithfulness(
-        splade, query="cat sleeping on a book", doc="a kitten sleeping on an old novel",
-        draws=3, curve_k=4,
-    )  # fmt: skip
+        splade,
+        query="cat sleeping on a book",
+        doc="a kitten sleeping on an old novel",
+        draws=3,
+        curve_k=4,
+    )
     d = gate(splade.encode_texts(["a kitten sleeping on an old novel"])[0], splade.vocab, 768)
     d = d.astype(np.float64)
     for text, score in zip(found.edited_queries, found.curve.explained, strict=True):

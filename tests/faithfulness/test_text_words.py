@@ -57,8 +57,14 @@ def test_silent_wrong_counterfactual_deletes_the_same_words(splade):
     the other typed words, punctuation kept with its word)."""
     texts = ["a huge colourful beak of a toucan", "a huge owl-like bird, sleeping", "a red cup"]
     collection = encode_collection(splade, texts, ids=["a", "b", "c"])
-    result = counterfactual(collection, "huge owl-like bird, beak", "a", query_encoder=splade,
-                            side="query", max_calls=30)  # fmt: skip
+    result = counterfactual(
+        collection,
+        "huge owl-like bird, beak",
+        "a",
+        query_encoder=splade,
+        side="query",
+        max_calls=30,
+    )
     answer = result.counterfactual
     kept = ["huge", "owl-like", "bird,", "beak"]
     for edit in answer.edits:

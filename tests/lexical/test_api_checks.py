@@ -41,7 +41,7 @@ WRONG = [
     ("old topk", {"topk": 5}, "'topk' is now 'gate_k'"),
     ("old mode", {"mode": "bow"}, "'mode' is now 'query_mode'"),
     ("unknown keyword", {"doc_name": "d.png"}, "'doc_name' is not an option of contrib"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("what", "wrong", "message"), WRONG, ids=[w[0] for w in WRONG])

@@ -76,8 +76,9 @@ def test_mismatched_vocabularies_are_a_clear_error():
 
 
 def test_text_query_against_an_image_document(splade, effnet):
-    result = contrib(splade, effnet, query="a tabby cat",
-                     doc_image=("chelsea.png", small("chelsea.png")))  # fmt: skip
+    result = contrib(
+        splade, effnet, query="a tabby cat", doc_image=("chelsea.png", small("chelsea.png"))
+    )
     assert result.document == {"image": "chelsea.png", "encoder": effnet.name}
     assert sum(c.contribution for c in result.contributions) == pytest.approx(result.score)
     assert result.score > 0 and "cat" in {c.token for c in result.contributions[:5]}
@@ -101,9 +102,15 @@ def test_contrib_cli(cli, tmp_path):
     coffee = tmp_path / "coffee.png"
     small("coffee.png").save(coffee)
     proc = cli(
-        "contrib", "--encoder", "splade-tiny", "--query", "cat on a book",
-        "--doc", "a kitten sleeping on an old novel", "--json",
-    )  # fmt: skip
+        "contrib",
+        "--encoder",
+        "splade-tiny",
+        "--query",
+        "cat on a book",
+        "--doc",
+        "a kitten sleeping on an old novel",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
     total = sum(c["contribution"] for c in payload["contributions"])
@@ -111,12 +118,29 @@ def test_contrib_cli(cli, tmp_path):
     for c in payload["contributions"]:
         assert c["contribution"] == pytest.approx(c["query_weight"] * c["doc_weight"], rel=1e-5)
     # A text encoder with an image document: the partner in its vocabulary encodes the image.
-    proc = cli("contrib", "--encoder", "splade-tiny", "--query", "espresso",
-               "--doc-image", coffee, "--json")  # fmt: skip
+    proc = cli(
+        "contrib",
+        "--encoder",
+        "splade-tiny",
+        "--query",
+        "espresso",
+        "--doc-image",
+        coffee,
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.json()["document"]["encoder"] == "efficientnet-lite0-lexical"
-    proc = cli("contrib", "--encoder", "splade-tiny", "--query-image", coffee,
-               "--doc", "x", "--query-mode", "bow")  # fmt: skip
+    proc = cli(
+        "contrib",
+        "--encoder",
+        "splade-tiny",
+        "--query-image",
+        coffee,
+        "--doc",
+        "x",
+        "--query-mode",
+        "bow",
+    )
     assert proc.returncode == 2 and "bag-of-words" in proc.stderr
 
 
@@ -125,8 +149,16 @@ def test_page_json_equals_cli_json(cli, downloads):
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert abs(table["contribution"].sum() - float(at.metric[0].value)) < 1e-3
-    proc = cli("contrib", "--encoder", "splade-tiny", "--query", "cat on a book",
-               "--doc", "a kitten sleeping on an old novel", "--json")  # fmt: skip
+    proc = cli(
+        "contrib",
+        "--encoder",
+        "splade-tiny",
+        "--query",
+        "cat on a book",
+        "--doc",
+        "a kitten sleeping on an old novel",
+        "--json",
+    )
     assert proc.stdout.endswith("}\n")
     assert downloads["contributions.json"].decode("utf-8") == proc.stdout[:-1]
     at.radio(key="contrib_d_kind").set_value("Image")

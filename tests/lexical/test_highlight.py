@@ -44,11 +44,16 @@ def test_silent_wrong_every_occurrence_of_a_marked_word_is_marked():
     words = {"bird": "nonrelevant", "large": "relevant", "dog": "nonrelevant"}
     query = ["small", "with"]
     for text in texts[:200]:
-        spans = highlight_spans(text, query, {s: [w for w, x in words.items() if x == s]
-                                              for s in ("nonrelevant", "relevant")})  # fmt: skip
+        spans = highlight_spans(
+            text,
+            query,
+            {s: [w for w, x in words.items() if x == s] for s in ("nonrelevant", "relevant")},
+        )
         for word in [*words, *query]:
-            expected = [m.start() for m in re.finditer(rf"(?<![^\W_]){word}(?![^\W_])", text,
-                                                        flags=re.IGNORECASE)]  # fmt: skip
+            expected = [
+                m.start()
+                for m in re.finditer(rf"(?<![^\W_]){word}(?![^\W_])", text, flags=re.IGNORECASE)
+            ]
             marked = [s.start for s in spans if text[s.start : s.end].lower() == word]
             assert marked == expected, (word, text)
         for s in spans:

@@ -33,8 +33,10 @@ def test_unbounded_a_long_text_lists_many_terms_with_their_words_quickly():
     size, units_count, top = 4_000, 4_096, 4_000
     vocab = [f"w{i}" for i in range(size // 2)] + [f"##p{i}" for i in range(size - size // 2)]
     # A word then one or two pieces, over and over, between [CLS] and [SEP].
-    body = [vocab[i % (size // 2)] if i % 3 == 0 else vocab[size // 2 + i % (size // 2)]
-            for i in range(units_count - 2)]  # fmt: skip
+    body = [
+        vocab[i % (size // 2)] if i % 3 == 0 else vocab[size // 2 + i % (size // 2)]
+        for i in range(units_count - 2)
+    ]
     units = ["[CLS]", *body, "[SEP]"]
     rows = rng.random((len(units), size), dtype=np.float32)
     encoding = LexicalEncoding(

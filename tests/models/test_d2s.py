@@ -186,8 +186,9 @@ def test_terms_use_case_same_as_cli(cli, head_dir, head, feature_files):
     from lexlens.analysis.core.outputs import json_text
     from lexlens.analysis.lexical.terms import terms
 
-    run = cli("terms", "--encoder", head_dir, "--features", feature_files["npy"], "--item", "x",
-              "--json")  # fmt: skip
+    run = cli(
+        "terms", "--encoder", head_dir, "--features", feature_files["npy"], "--item", "x", "--json"
+    )
     result = terms(head, features=str(feature_files["npy"]), item="x")
     assert json_text(result) + "\n" == run.stdout
     # Without an ids file (none beside it, none given) the row numbers stand in.
@@ -218,8 +219,18 @@ def feature_index(tmp_path_factory, head_dir, head, features, feature_files):
     lines = ["id,caption"] + [f"{i},{c}" for i, c in zip(IDS, captions, strict=True) if c]
     (root / "captions.csv").write_text("\n".join(lines) + "\n")
     out = root / "feature-index"
-    args = ["index", "--encoder", head_dir, "--source", feature_files["npy"], "--out", out,
-            "--captions", root / "captions.csv", "--json"]  # fmt: skip
+    args = [
+        "index",
+        "--encoder",
+        head_dir,
+        "--source",
+        feature_files["npy"],
+        "--out",
+        out,
+        "--captions",
+        root / "captions.csv",
+        "--json",
+    ]
     assert main([str(a) for a in args]) == 0
     return out, captions, root / "captions.csv"
 
@@ -344,8 +355,18 @@ def test_search_page_offers_the_head_for_bag_of_words_queries(
     at.radio(key="search_mode").set_value("bow").run()
     _pick_directory(at, "search_query_encoder_text_bow", head_dir)
     assert not at.exception and not at.error
-    run = cli("search", "--index", feature_index[0], "--query", captions_query, "--query-mode",
-              "bow", "--encoder", head_dir, "--json")  # fmt: skip
+    run = cli(
+        "search",
+        "--index",
+        feature_index[0],
+        "--query",
+        captions_query,
+        "--query-mode",
+        "bow",
+        "--encoder",
+        head_dir,
+        "--json",
+    )
     want = [(h["id"], h["score"]) for h in run.json()["results"]]
     assert [(h.id, h.score) for h in at.session_state["search_result"].results] == want
     # Parametric queries need a text tower: the same head is refused there.
@@ -499,17 +520,42 @@ def test_captions_pair_with_ids(tmp_path, feature_files):
 
 def test_index_options_for_features(cli, head_dir, tmp_path, feature_files):
     np.save(tmp_path / "f8.npy", np.ones((3, 8), np.float32))
-    run = cli("index", "--encoder", head_dir, "--source", tmp_path / "f8.npy", "--out",
-              tmp_path / "ix")  # fmt: skip
+    run = cli(
+        "index", "--encoder", head_dir, "--source", tmp_path / "f8.npy", "--out", tmp_path / "ix"
+    )
     one_line_error(run, "f8.npy holds 8-d vectors", "expects 16-d")
     assert not (tmp_path / "ix").exists()
     (tmp_path / "texts.txt").write_text("a dog\na cat\n")
-    run = cli("index", "--encoder", "splade-tiny", "--source", tmp_path / "texts.txt", "--out",
-              tmp_path / "ix", "--captions", tmp_path / "texts.txt")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        tmp_path / "texts.txt",
+        "--out",
+        tmp_path / "ix",
+        "--captions",
+        tmp_path / "texts.txt",
+    )
     one_line_error(run, "--captions and --ids apply to a dense features source")
-    run = cli("index", "--encoder", head_dir, "--source", feature_files["npy"], "--out",
-              tmp_path / "ix", "--ray")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        head_dir,
+        "--source",
+        feature_files["npy"],
+        "--out",
+        tmp_path / "ix",
+        "--ray",
+    )
     one_line_error(run, "--ray encodes images and texts")
-    run = cli("index", "--encoder", "splade-tiny", "--source", feature_files["npy"], "--out",
-              tmp_path / "ix")  # fmt: skip
+    run = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        feature_files["npy"],
+        "--out",
+        tmp_path / "ix",
+    )
     one_line_error(run, "a stored collection of dense features needs")

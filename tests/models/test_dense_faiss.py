@@ -103,11 +103,29 @@ def test_commands_take_the_spec(cli, st_dir, faiss_index, tmp_path):
     out = run.json()
     assert out["encoder"] == "tiny-cls+faiss:opq4.index" and out["m"] == 4
     (tmp_path / "corpus.txt").write_text("\n".join(TEXTS[:2]))
-    run = cli("mot-eval", "--encoder", spec, "--corpus", tmp_path / "corpus.txt",
-              "--own-codebook", "--steps", "8", "--json")  # fmt: skip
+    run = cli(
+        "mot-eval",
+        "--encoder",
+        spec,
+        "--corpus",
+        tmp_path / "corpus.txt",
+        "--own-codebook",
+        "--steps",
+        "8",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
-    run = cli("report", "--encoder", spec, "--text", TEXTS[2], "--steps", "8",
-              "--out", tmp_path / "report")  # fmt: skip
+    run = cli(
+        "report",
+        "--encoder",
+        spec,
+        "--text",
+        TEXTS[2],
+        "--steps",
+        "8",
+        "--out",
+        tmp_path / "report",
+    )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "report").is_dir() and any((tmp_path / "report").iterdir())
 
@@ -137,6 +155,7 @@ def test_bad_specs(cli, st_dir, tmp_path):
     (tmp_path / "junk.index").write_bytes(b"not an index")
     run = cli("attribute", "--encoder", f"{st_dir}+faiss:{tmp_path / 'junk.index'}", "--text", "x")
     one_line_error(run, "junk.index", "not a readable faiss index")
-    run = cli("attribute", "--encoder", f"splade-tiny+faiss:{tmp_path / 'pq64.index'}",
-              "--text", "x")  # fmt: skip
+    run = cli(
+        "attribute", "--encoder", f"splade-tiny+faiss:{tmp_path / 'pq64.index'}", "--text", "x"
+    )
     one_line_error(run, "+faiss: applies to a dense text encoder", "splade-tiny")

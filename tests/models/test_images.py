@@ -243,9 +243,17 @@ def test_cli_terms_image_and_box(cli, tmp_path):
 
     photo = str(skimage_path("chelsea.png"))
     done = cli(
-        "terms", "--encoder", "efficientnet-lite0-lexical", "--image", photo,
-        "--box", "0.1,0.1,0.9,0.9", "--json", "--top", "5",
-    )  # fmt: skip
+        "terms",
+        "--encoder",
+        "efficientnet-lite0-lexical",
+        "--image",
+        photo,
+        "--box",
+        "0.1,0.1,0.9,0.9",
+        "--json",
+        "--top",
+        "5",
+    )
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["encoder"] == "efficientnet-lite0-lexical"

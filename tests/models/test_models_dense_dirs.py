@@ -123,8 +123,12 @@ def _faiss_index(faiss, path, train):
 def _spec(folder: Path, base_model: Path, codebook: object, **extra: object) -> Path:
     """A folder holding ``lexlens_dense_pq.json``: ``base_model`` with ``codebook``."""
     folder.mkdir()
-    spec = {"format": "lexlens-dense-pq", **extra, "base_model": str(base_model),
-            "codebook": codebook}  # fmt: skip
+    spec = {
+        "format": "lexlens-dense-pq",
+        **extra,
+        "base_model": str(base_model),
+        "codebook": codebook,
+    }
     (folder / "lexlens_dense_pq.json").write_text(json.dumps(spec))
     return folder
 

@@ -23,8 +23,9 @@ def _count(pixels: np.ndarray, color: tuple[int, int, int]) -> int:
 def test_silent_wrong_overlapping_groups_keep_both_outlines():
     grid = (4, 4)
     a, b = [0, 1, 4, 5], [1, 2, 5, 6]  # cells 1 and 5 in both
-    picture = np.asarray(draw_grid(Image.new("RGB", (480, 480), (128, 128, 128)), grid, None,
-                                   [a, b]))  # fmt: skip
+    picture = np.asarray(
+        draw_grid(Image.new("RGB", (480, 480), (128, 128, 128)), grid, None, [a, b])
+    )
     blue, orange = GROUP_COLORS[0], GROUP_COLORS[1]
     for cell in a:
         assert _count(_cell_pixels(picture, grid, cell), blue) > 100, cell

@@ -124,8 +124,11 @@ def test_security_render_report_escapes_the_title_and_settings() -> None:
     assert "<script" not in doc.lower() and not [t for t, _ in p.tags if t == "script"]
     assert doc.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 4  # <title>, <h1>, key, value
     rows = re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", doc)
-    assert [k for k, _ in rows] == [f"key{EVIL}".replace("<", "&lt;").replace(">", "&gt;"),
-                                    "count", "generated"]  # fmt: skip
+    assert [k for k, _ in rows] == [
+        f"key{EVIL}".replace("<", "&lt;").replace(">", "&gt;"),
+        "count",
+        "generated",
+    ]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", rows[-1][1])
 
 
@@ -253,13 +256,25 @@ def test_terms_report_with_real_encoder(splade) -> None:
 def test_cli_report_lexical(cli, tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(f"a cat sleeping on a book\n\n{EVIL} dogs\n", encoding="utf-8")
-    res = cli("report", "--encoder", "splade-tiny", "--corpus", corpus,
-              "--out", tmp_path / "out", "--top", "10", "--json")  # fmt: skip
+    res = cli(
+        "report",
+        "--encoder",
+        "splade-tiny",
+        "--corpus",
+        corpus,
+        "--out",
+        tmp_path / "out",
+        "--top",
+        "10",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     payload = res.json()
     assert {p.name for p in (tmp_path / "out").iterdir()} == {
-        "report.html", "report.json", "terms.csv",
-    }  # fmt: skip
+        "report.html",
+        "report.json",
+        "terms.csv",
+    }
     assert json.loads((tmp_path / "out" / "report.json").read_text()) == payload
     assert [it["label"] for it in payload["items"]] == ["a cat sleeping on a book", f"{EVIL} dogs"]
     assert "&lt;script&gt;" in (tmp_path / "out" / "report.html").read_text()
@@ -369,8 +384,19 @@ def test_attribution_page_runs_keeps_and_matches_the_cli(cli, tmp_path: Path) ->
     # report.json on the page is the document `lexlens report --json` prints for this input.
     path = tmp_path / "c.csv"
     path.write_bytes(corpus)
-    res = cli("report", "--encoder", "minilm-pq", "--corpus", path, "--steps", "8", "--mot",
-              "--out", tmp_path / "out", "--json")  # fmt: skip
+    res = cli(
+        "report",
+        "--encoder",
+        "minilm-pq",
+        "--corpus",
+        path,
+        "--steps",
+        "8",
+        "--mot",
+        "--out",
+        tmp_path / "out",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     assert download_matches(at, "report.json", res.stdout.encode(), "application/json")
     assert report.files()["report.json"] == res.stdout.encode()

@@ -55,8 +55,7 @@ def toy_index(tmp_path_factory):
 
 @pytest.mark.parametrize(("given", "needle"), WRONG_OPTIONS)
 def test_traceback_search_refuses_each_wrong_option(given, needle):
-    refused(lambda: search(toy_collection(), ToyEncoder(), "dog", exclude="beach", **given),
-             needle)  # fmt: skip
+    refused(lambda: search(toy_collection(), ToyEncoder(), "dog", exclude="beach", **given), needle)
 
 
 @pytest.mark.parametrize(("given", "needle"), WRONG_OPTIONS)
@@ -78,12 +77,14 @@ def test_traceback_search_names_each_wrong_argument():
         (lambda: search(col, enc), "give a text query or a query image"),
         (lambda: search(col, enc, "  "), "the query is empty"),
         (lambda: search(col, enc, "dog", coverage=0.3), "coverage applies to the sr exclusion"),
-        (lambda: search(col, enc, "dog", exclude="beach", method="avg", k_items=3),
-         "k_items applies to the sr exclusion"),
+        (
+            lambda: search(col, enc, "dog", exclude="beach", method="avg", k_items=3),
+            "k_items applies to the sr exclusion",
+        ),
         (lambda: search(col, enc, query_image=b"x", exclude="beach"), "needs a text query A"),
         (lambda: search(col, enc, query_image=b"x", query_mode="bow"), "needs a text query"),
         (lambda: search(col, enc, query_image=b"not an image"), "not an image"),
-    ]:  # fmt: skip
+    ]:
         refused(call, needle)
 
 
@@ -99,9 +100,11 @@ def test_traceback_search_index_names_each_wrong_argument(toy_index, tmp_path):
         (lambda: search_index(toy_index, enc, query="dog", exclude=["cat"]), "exclude must be"),
         (lambda: search_index(toy_index, enc, query="dog", device=0), "device must be"),
         (lambda: search_index(toy_index, enc, query="dog", device="tpu"), "unknown device"),
-        (lambda: search_index(toy_index, enc, query="dog", options=SearchOptions, top=3),
-         "options must be SearchOptions"),
-    ]:  # fmt: skip
+        (
+            lambda: search_index(toy_index, enc, query="dog", options=SearchOptions, top=3),
+            "options must be SearchOptions",
+        ),
+    ]:
         refused(call, needle)
 
 
@@ -113,11 +116,15 @@ def test_traceback_search_file_names_each_wrong_argument(tmp_path):
         (lambda: search_file(tmp_path / "no.csv", enc, query="dog"), "not found"),
         (lambda: search_file("data/collection.csv", 42, query="dog"), "encoder must be"),
         (lambda: search_file("data/collection.csv", enc, query=1), "query must be text"),
-        (lambda: search_file("data/collection.csv", enc, query="dog", exclude=1),
-         "exclude must be text"),
-        (lambda: search_file("data/collection.csv", enc, query="dog", device=1.0),
-         "device must be"),
-    ]:  # fmt: skip
+        (
+            lambda: search_file("data/collection.csv", enc, query="dog", exclude=1),
+            "exclude must be text",
+        ),
+        (
+            lambda: search_file("data/collection.csv", enc, query="dog", device=1.0),
+            "device must be",
+        ),
+    ]:
         refused(call, needle)
 
 

@@ -44,12 +44,12 @@ EVALUATE_INDEX = [
         "index",
         lambda ix, s: lexlens.evaluate_index(5, ix.parent / "pairs.csv"),
         "index must be a stored index",
-    ),  # fmt: skip
+    ),
     (
         "index",
         lambda ix, s: lexlens.evaluate_index(ix.parent / "none", ix.parent / "pairs.csv"),
         "not found",
-    ),  # fmt: skip
+    ),
     ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, 5), "eval_file must be"),
     ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, ix.parent / "none.csv"), "not found"),
     ("eval_file", lambda ix, s: lexlens.evaluate_index(ix, ix / "manifest.json"), "manifest"),
@@ -62,7 +62,7 @@ EVALUATE_INDEX = [
         "options",
         lambda ix, s: _index(ix, options=SearchOptions()),
         "options must be TableEvaluationOptions, not SearchOptions",
-    ),  # fmt: skip
+    ),
     ("gate_k", lambda ix, s: _index(ix, gate_k=-3), "gate_k must be -1"),
     ("query_mode", lambda ix, s: _index(ix, query_mode="sparse"), "query_mode must be one of"),
     ("methods", lambda ix, s: _index(ix, methods="sr"), "methods must be one or more of"),
@@ -86,7 +86,7 @@ EVALUATE = [
         "encoder",
         lambda ix, s: evaluate(open_index(ix), "splade-tiny", PAIRS),
         "encoder must be a loaded encoder",
-    ),  # fmt: skip
+    ),
     ("rows", lambda ix, s: _evaluate(ix, s, rows="a,b"), "rows: expected rows of a table"),
     ("rows", lambda ix, s: _evaluate(ix, s, rows=[]), "rows: holds no rows"),
     ("rows", lambda ix, s: _evaluate(ix, s, rows=[{"a": "dog"}]), "needs columns 'a' and 'b'"),
@@ -104,7 +104,7 @@ EVALUATE = [
         "slq_template",
         lambda ix, s: _evaluate(ix, s, slq_template="{a} {c} {b}"),
         "slq_template may name {a} and {b} only",
-    ),  # fmt: skip
+    ),
     ("min_relevant", lambda ix, s: _evaluate(ix, s, min_relevant=-1), "min_relevant must be"),
     ("top", lambda ix, s: _evaluate(ix, s, top=5), "'top' is not an option of search --eval"),
 ]

@@ -70,8 +70,9 @@ def stored(tmp_path_factory):
     dense = _vectors(3)
     rows = (({"id": f"d{i}"}, np.flatnonzero(v), v[np.flatnonzero(v)]) for i, v in enumerate(dense))
     folder = tmp_path_factory.mktemp("pruning") / "ix"
-    index = write_index(folder, [f"t{i}" for i in range(VOCAB)], rows,
-                        encoder={"name": "test"}, postings=True)  # fmt: skip
+    index = write_index(
+        folder, [f"t{i}" for i in range(VOCAB)], rows, encoder={"name": "test"}, postings=True
+    )
     assert index.postings is not None
     return index, dense
 
@@ -112,8 +113,9 @@ def test_silent_wrong_pruned_top_n_equals_a_dense_ranking_single_and_batched(sto
 def test_silent_wrong_small_collection_exact_postings_pruned_exactly(tmp_path):
     dense = _vectors(5)[:1500]
     rows = (({"id": f"d{i}"}, np.flatnonzero(v), v[np.flatnonzero(v)]) for i, v in enumerate(dense))
-    index = write_index(tmp_path / "small", [f"t{i}" for i in range(VOCAB)], rows,
-                        encoder={"name": "test"})  # fmt: skip
+    index = write_index(
+        tmp_path / "small", [f"t{i}" for i in range(VOCAB)], rows, encoder={"name": "test"}
+    )
     assert index.postings is None  # an exact float32 transpose is searched
     for q in _queries(13, 12):
         for n in DEPTHS:
@@ -142,8 +144,9 @@ def test_silent_wrong_rebuilt_index_at_the_same_path_uses_its_own_maxima(tmp_pat
     vocab = [f"t{i}" for i in range(VOCAB)]
     for seed in (21, 22):
         dense = _vectors(seed) * (1.0 if seed == 21 else 3.0)
-        rows = (({"id": f"d{i}"}, np.flatnonzero(v), v[np.flatnonzero(v)])
-                for i, v in enumerate(dense))  # fmt: skip
+        rows = (
+            ({"id": f"d{i}"}, np.flatnonzero(v), v[np.flatnonzero(v)]) for i, v in enumerate(dense)
+        )
         write_index(folder, vocab, rows, encoder={"name": "test"}, postings=True)
         index = open_index(folder)
         for q in _queries(seed, 8):

@@ -99,13 +99,15 @@ def test_sr_sets_and_magnitudes_by_hand():
     for h in result.results:
         assert h.score == pytest.approx(expected[h.id], rel=1e-6) and sums_to_score(h)
     # Without normalisation the magnitude is the raw weight on D: a and b tie, then d.
-    raw = search(col, ToyEncoder(), query="dog", exclude="beach", k_items=1,
-                 coverage=0.5, normalize=False)  # fmt: skip
+    raw = search(
+        col, ToyEncoder(), query="dog", exclude="beach", k_items=1, coverage=0.5, normalize=False
+    )
     assert [(h.id, h.score) for h in raw.results] == [("a", 3), ("b", 3), ("d", 2)]
     # l2: the top-1 for "snow" is d, so D1 = {dog, snow} at coverage 1.0; D2 = {beach, cat}
     # from c. An item scores s = ‖w_D‖ / ‖w‖.
-    l2 = search(col, ToyEncoder(), query="snow", exclude="beach", k_items=1,
-                coverage=1.0, magnitude="l2")  # fmt: skip
+    l2 = search(
+        col, ToyEncoder(), query="snow", exclude="beach", k_items=1, coverage=1.0, magnitude="l2"
+    )
     assert l2.dimensions["kept_terms"] == ["dog", "snow"]
     dense = col.matrix.toarray()
     for h in l2.results:
@@ -124,11 +126,16 @@ def test_a_equals_b_returns_nothing_with_a_message():
 
 def test_b_holding_a_own_terms_is_said(splade):
     col = MemoryCollection(
-        ["x", "y", "z"], ["a dog on the beach", "dogs at the beach", "a dog in a park"],
-        np.stack([splade.encode_texts([t], side="document")[0].weights for t in
-                  ["a dog on the beach", "dogs at the beach", "a dog in a park"]]),
+        ["x", "y", "z"],
+        ["a dog on the beach", "dogs at the beach", "a dog in a park"],
+        np.stack(
+            [
+                splade.encode_texts([t], side="document")[0].weights
+                for t in ["a dog on the beach", "dogs at the beach", "a dog in a park"]
+            ]
+        ),
         splade.vocab,
-    )  # fmt: skip
+    )
     result = search(col, splade, query="dog", exclude="beach", k_items=2)
     removed = result.dimensions["removed_query_terms"]
     assert "dog" in removed
@@ -148,8 +155,9 @@ def test_baselines_avg_and_single_line():
 
 
 def test_metrics_for_every_method_when_a_and_b_are_labels():
-    result = search(toy_collection(), ToyEncoder(), query="dog", exclude="beach",
-                    k_items=1, coverage=0.5)  # fmt: skip
+    result = search(
+        toy_collection(), ToyEncoder(), query="dog", exclude="beach", k_items=1, coverage=0.5
+    )
     assert result.relevant_count == 2  # b, d: dog and not beach
     assert set(result.metrics) == {"sr", "avg", "text"}
     # SR ranks d, a, b (a and b tie): relevant at ranks 1 and 3.
@@ -229,10 +237,12 @@ def photo_index(tmp_path_factory):
     from lexlens.models import load_encoder
 
     root = tmp_path_factory.mktemp("photos")
-    rows = [("chelsea", "chelsea.png", "a tabby cat", "animal|cat"),
-            ("coffee", "coffee.png", "a cup of espresso", "drink|food"),
-            ("rocket", "rocket.jpg", "a rocket at night", "space|vehicle"),
-            ("astronaut", "astronaut.png", "an astronaut", "space|person")]  # fmt: skip
+    rows = [
+        ("chelsea", "chelsea.png", "a tabby cat", "animal|cat"),
+        ("coffee", "coffee.png", "a cup of espresso", "drink|food"),
+        ("rocket", "rocket.jpg", "a rocket at night", "space|vehicle"),
+        ("astronaut", "astronaut.png", "an astronaut", "space|person"),
+    ]
     for _, name, _, _ in rows:
         image = Image.open(skimage_path(name)).convert("RGB")
         image.thumbnail((224, 224))
@@ -255,8 +265,9 @@ def test_text_to_image_with_the_default_pair(cli, photo_index):
     for hit in payload["results"]:
         total = sum(c["contribution"] for c in hit["top_contributions"]) + hit["other_contribution"]
         assert total == pytest.approx(hit["score"], rel=1e-9)
-    proc = cli("search", "--index", photo_index, "--query", "space", "--exclude", "vehicle",
-               "--json")  # fmt: skip
+    proc = cli(
+        "search", "--index", photo_index, "--query", "space", "--exclude", "vehicle", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
     assert payload["relevant_count"] == 1 and set(payload["metrics"]) == {"sr", "avg", "text"}
@@ -276,16 +287,24 @@ def test_search_errors_are_one_line(cli, photo_index, tmp_path):
     toy = tmp_path / "toy.txt"
     toy.write_text("dog beach\ncat park\n")
     build_index(ToyEncoder(), toy, tmp_path / "toy-ix")
-    proc = cli("search", "--index", tmp_path / "toy-ix", "--query", "dog",
-               "--query-encoder", "splade-tiny")  # fmt: skip
+    proc = cli(
+        "search", "--index", tmp_path / "toy-ix", "--query", "dog", "--query-encoder", "splade-tiny"
+    )
     assert proc.returncode == 2 and "does not share the vocabulary" in proc.stderr
     proc = cli("search", "--index", photo_index, "--query-image", tmp_path / "nope.png")
     assert proc.returncode == 2 and "not found" in proc.stderr
 
 
 def test_image_query_over_a_text_index(cli, tmp_path):
-    build_index_cli = cli("index", "--encoder", "splade-tiny", "--source", "data/collection.csv",
-                          "--out", tmp_path / "texts")  # fmt: skip
+    build_index_cli = cli(
+        "index",
+        "--encoder",
+        "splade-tiny",
+        "--source",
+        "data/collection.csv",
+        "--out",
+        tmp_path / "texts",
+    )
     assert build_index_cli.returncode == 0, build_index_cli.stderr
     photo = skimage_path("chelsea.png")
     proc = cli("search", "--index", tmp_path / "texts", "--query-image", photo, "--json")
@@ -299,8 +318,20 @@ def test_image_query_over_a_text_index(cli, tmp_path):
 
 
 def test_search_collection_file_still_works(cli):
-    proc = cli("search", "--encoder", "splade-tiny", "--collection", "data/collection.csv",
-               "--query", "dog", "--exclude", "beach", "--k-items", "5", "--json")  # fmt: skip
+    proc = cli(
+        "search",
+        "--encoder",
+        "splade-tiny",
+        "--collection",
+        "data/collection.csv",
+        "--query",
+        "dog",
+        "--exclude",
+        "beach",
+        "--k-items",
+        "5",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     payload = proc.json()
     d = payload["dimensions"]
@@ -311,8 +342,18 @@ def test_search_collection_file_still_works(cli):
 
 
 def test_eval_pairs_cli_on_a_labelled_text_index(cli, tmp_path):
-    assert cli("index", "--encoder", "splade-tiny", "--source", "data/collection.csv",
-               "--out", tmp_path / "ix").returncode == 0  # fmt: skip
+    assert (
+        cli(
+            "index",
+            "--encoder",
+            "splade-tiny",
+            "--source",
+            "data/collection.csv",
+            "--out",
+            tmp_path / "ix",
+        ).returncode
+        == 0
+    )
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("a,b\ndog,beach\ncat,snow\nhorse,park\n")
     proc = cli("search", "--index", tmp_path / "ix", "--eval", pairs, "--json")
@@ -355,8 +396,18 @@ def test_search_page_on_a_stored_collection_equals_the_cli(
     result = at.session_state["search_result"]
     assert result.method == "sr" and set(result.metrics) == {"sr", "avg", "text"}
     assert len(at.get("image")) == len(result.results) >= 1  # image hits as thumbnails
-    proc = cli("search", "--index", stored, "--query", "space", "--exclude", "vehicle",
-               "--k-items", "1", "--json")  # fmt: skip
+    proc = cli(
+        "search",
+        "--index",
+        stored,
+        "--query",
+        "space",
+        "--exclude",
+        "vehicle",
+        "--k-items",
+        "1",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert downloads["photos-search.json"].decode("utf-8") == proc.stdout  # byte for byte
     # K and coverage are disabled for a method that does not use them.

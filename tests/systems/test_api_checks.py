@@ -25,8 +25,9 @@ def index(three_texts_index):
 @pytest.fixture(scope="module")
 def compared(index):
     spec = SystemsSpec([index], gate_ks=[768, 1])
-    return evaluate_systems(spec, queries=QUERIES, qrels=QRELS,
-                            options=ComparisonOptions(resamples=200))  # fmt: skip
+    return evaluate_systems(
+        spec, queries=QUERIES, qrels=QRELS, options=ComparisonOptions(resamples=200)
+    )
 
 
 def _spec(ix, **given):
@@ -52,12 +53,18 @@ CASES = [
     ("names", lambda ix: systems_of(_spec(ix, runs=["a"], names=["a", "b"]), 768), "--name"),
     ("gate_ks", lambda ix: systems_of(_spec(ix, gate_ks=["x"]), 768), "gate_k"),
     ("gate_ks", lambda ix: systems_of(_spec(ix, gate_ks=[-5]), 768), "gate_k"),
-    ("query_encoders", lambda ix: systems_of(_spec(ix, query_encoders=[""]), 768),
-     "query_encoders[0]"),
+    (
+        "query_encoders",
+        lambda ix: systems_of(_spec(ix, query_encoders=[""]), 768),
+        "query_encoders[0]",
+    ),
     ("with_exact", lambda ix: systems_of(_spec(ix, with_exact="yes"), 768), "with_exact"),
     ("default_gate", lambda ix: systems_of(_spec(ix), "768"), "default_gate"),
-    ("varying", lambda ix: systems_of(SystemsSpec([ix, ix], gate_ks=[1, 2]), 768),
-     "vary one of them"),
+    (
+        "varying",
+        lambda ix: systems_of(SystemsSpec([ix, ix], gate_ks=[1, 2]), 768),
+        "vary one of them",
+    ),
     ("names", lambda ix: systems_of(SystemsSpec([ix, ix]), 768), "two systems are named"),
     ("systems", lambda ix: systems_of(_spec(ix, gate_ks=list(range(1, 10))), 768), "at most 8"),
     ("queries", lambda ix: _evaluate(ix, queries=5), "queries must be"),
@@ -68,20 +75,31 @@ CASES = [
     ("progress", lambda ix: _evaluate(ix, progress=5), "progress"),
     ("evaluation", lambda ix: _evaluate(ix, evaluation=ComparisonOptions()), "evaluation must"),
     ("options", lambda ix: _evaluate(ix, options=EvaluationOptions()), "options must be"),
-    ("options", lambda ix: _evaluate(ix, options=ComparisonOptions(baseline="nobody")),
-     "baseline 'nobody' is not a system"),
-    ("options", lambda ix: _evaluate(ix, spec=SystemsSpec([ix]),
-                                     options=ComparisonOptions(all_pairs=True)),
-     "--all-pairs: a comparison needs two or more systems"),
+    (
+        "options",
+        lambda ix: _evaluate(ix, options=ComparisonOptions(baseline="nobody")),
+        "baseline 'nobody' is not a system",
+    ),
+    (
+        "options",
+        lambda ix: _evaluate(ix, spec=SystemsSpec([ix]), options=ComparisonOptions(all_pairs=True)),
+        "--all-pairs: a comparison needs two or more systems",
+    ),
     ("systems", lambda ix: compare_systems("ix"), "systems must be a list of System"),
     ("systems", lambda ix: compare_systems(systems_of(_spec(ix), 768)), "needs two or more"),
-    ("resamples", lambda ix: compare_systems(systems_of(_spec(ix, gate_ks=[1, 2]), 768),
-                                             resamples=5), "resamples must be"),
-    ("correction", lambda ix: compare_systems(systems_of(_spec(ix, gate_ks=[1, 2]), 768),
-                                              correction="sidak"), "correction must be"),
+    (
+        "resamples",
+        lambda ix: compare_systems(systems_of(_spec(ix, gate_ks=[1, 2]), 768), resamples=5),
+        "resamples must be",
+    ),
+    (
+        "correction",
+        lambda ix: compare_systems(systems_of(_spec(ix, gate_ks=[1, 2]), 768), correction="sidak"),
+        "correction must be",
+    ),
     ("api", lambda ix: lexlens.compare_systems(systems=[], spec=1), "'spec' is not an option"),
     ("api", lambda ix: lexlens.why_of(), "why_of(): missing"),
-]  # fmt: skip
+]
 
 
 @argument_cases(CASES)

@@ -85,10 +85,15 @@ def test_silent_wrong_per_query_values_equal_ir_measures_iter_calc(compared):
     for system in compared.systems:
         ranking = compared.runs[system.name]
         # each ranking handed over with strictly decreasing scores (its order as shown)
-        run = {q: {d: float(len(p) - i) for i, (d, _) in enumerate(p)}
-               for q, p in ranking.items() if p}  # fmt: skip
-        want = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(
-            [ir_measures.parse_measure(x) for x in compared.measures], qrels, run)}  # fmt: skip
+        run = {
+            q: {d: float(len(p) - i) for i, (d, _) in enumerate(p)} for q, p in ranking.items() if p
+        }
+        want = {
+            (m.query_id, str(m.measure)): m.value
+            for m in ir_measures.iter_calc(
+                [ir_measures.parse_measure(x) for x in compared.measures], qrels, run
+            )
+        }
         for row in compared.per_query:
             for name in compared.measures:
                 key = (row["id"], str(ir_measures.parse_measure(name)))
@@ -106,8 +111,9 @@ def test_silent_wrong_a_runs_missing_queries_are_named_counted_and_scored_zero(c
 def test_silent_wrong_table_equals_scipy_on_the_per_query_values_with_holm_by_hand(compared):
     table = compared.table
     assert {(r["system_a"], r["system_b"]) for r in table} == {
-        ("ix gate_k=768", "ix gate_k=2"), ("ix gate_k=768", "outside")
-    }  # fmt: skip
+        ("ix gate_k=768", "ix gate_k=2"),
+        ("ix gate_k=768", "outside"),
+    }
     assert len(table) == 2 * len(compared.measures)
     for row in table:
         a = np.array([q["values"][row["system_a"]][row["measure"]] for q in compared.per_query])
@@ -158,9 +164,12 @@ def test_silent_wrong_why_decompositions_sum_to_the_exact_scores(compared):
 def test_silent_wrong_files_hold_the_table_deltas_and_marks(compared):
     files = compared.files()
     assert set(files) == {
-        "comparison.json", "comparison.csv", "per_query_deltas.csv", "comparison.html",
+        "comparison.json",
+        "comparison.csv",
+        "per_query_deltas.csv",
+        "comparison.html",
         "comparison.tex",
-    }  # fmt: skip
+    }
     assert json.loads(files["comparison.json"]) == json.loads(json_text(compared))
     rows = list(csv.DictReader(io.StringIO(files["per_query_deltas.csv"].decode())))
     assert len(rows) == 2 * len(compared.measures) * len(QUERIES)
@@ -182,15 +191,41 @@ def test_silent_wrong_one_system_is_todays_evaluation_byte_for_byte(cli, index, 
         "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
     )
     qrels = tmp_path / "qrels.tsv"
-    qrels.write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))  # fmt: skip
-    run = cli("evaluate", "--index", index, "--queries", queries, "--qrels", qrels,
-              "--gate-k", "16", "--json")  # fmt: skip
+    qrels.write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items())
+    )
+    run = cli(
+        "evaluate",
+        "--index",
+        index,
+        "--queries",
+        queries,
+        "--qrels",
+        qrels,
+        "--gate-k",
+        "16",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     direct = evaluate_benchmark(index, queries=queries, qrels=qrels, gate_k=16)
     assert run.stdout == json_text(direct) + "\n"
-    two = cli("evaluate", "--index", index, "--queries", queries, "--qrels", qrels,
-              "--gate-k", "16", "--gate-k", "768", "--resamples", "200", "--latex")  # fmt: skip
+    two = cli(
+        "evaluate",
+        "--index",
+        index,
+        "--queries",
+        queries,
+        "--qrels",
+        qrels,
+        "--gate-k",
+        "16",
+        "--gate-k",
+        "768",
+        "--resamples",
+        "200",
+        "--latex",
+    )
     assert two.returncode == 0, two.stderr
     assert two.stdout.startswith("% Lexlens comparison") and r"\toprule" in two.stdout
 
@@ -200,8 +235,15 @@ def test_silent_wrong_systems_and_baseline_are_chosen_as_stated(index, tmp_path)
     assert [(s.name, s.kind) for s in one] == [("run1", "run")]  # a run alone: today's
     exact = systems_of(SystemsSpec([index], runs=[RUN], with_exact=True), 768)
     assert [s.kind for s in exact] == ["lexlens", "run"]
-    result = compare_systems(exact, queries=QUERIES, qrels=QRELS, baseline="run1",
-                             all_pairs=True, resamples=200, explain=1)  # fmt: skip
+    result = compare_systems(
+        exact,
+        queries=QUERIES,
+        qrels=QRELS,
+        baseline="run1",
+        all_pairs=True,
+        resamples=200,
+        explain=1,
+    )
     assert result.baseline == "run1"
     assert {(r["system_a"], r["system_b"]) for r in result.table} == {("run1", "ix")}
     assert result.engine and result.engine[0]["run"] == "run1"

@@ -45,8 +45,10 @@ def test_silent_wrong_t_and_wilcoxon_equal_scipy_on_the_per_query_values(pair):
     assert found.p_wilcoxon == pytest.approx(w.pvalue, rel=1e-12)
     delta = b - a
     assert (found.wins, found.ties, found.losses) == (
-        int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
-    )  # fmt: skip
+        int((delta > 0).sum()),
+        int((delta == 0).sum()),
+        int((delta < 0).sum()),
+    )
     assert found.ties == 40
     assert found.effect_size == pytest.approx(delta.mean() / delta.std(ddof=1))
 

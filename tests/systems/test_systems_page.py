@@ -26,13 +26,17 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
         "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
     )
     (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))  # fmt: skip
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items())
+    )
     ix = home / "collections" / "bench"
-    assert cli("index", "--encoder", "splade-tiny", "--source", folder,
-               "--out", ix).returncode == 0  # fmt: skip
-    run_text = "".join(f"{q} Q0 {d} {i + 1} {s} outside\n"
-                       for q, pairs in RUN.items() for i, (d, s) in enumerate(pairs))  # fmt: skip
+    assert cli("index", "--encoder", "splade-tiny", "--source", folder, "--out", ix).returncode == 0
+    run_text = "".join(
+        f"{q} Q0 {d} {i + 1} {s} outside\n"
+        for q, pairs in RUN.items()
+        for i, (d, s) in enumerate(pairs)
+    )
     (tmp_path / "outside.trec").write_text(run_text)
 
     at = app_page(PAGE)
@@ -46,8 +50,20 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
     assert not at.exception and not at.error
     result = page_result(at)
     assert [s.name for s in result.systems] == ["bench gate_k=768", "bench gate_k=2", "outside"]
-    run = cli("evaluate", "--index", ix, "--gate-k", "768", "--gate-k", "2", "--run",
-              tmp_path / "outside.trec", "--resamples", "500", "--json")  # fmt: skip
+    run = cli(
+        "evaluate",
+        "--index",
+        ix,
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "2",
+        "--run",
+        tmp_path / "outside.trec",
+        "--resamples",
+        "500",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     page = json.loads(downloads["comparison.json"])
     command = json.loads(run.stdout)
@@ -72,8 +88,7 @@ def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in TEXTS.items()))
     ix = home / "collections" / "plain"
-    assert cli("index", "--encoder", "splade-tiny", "--source", corpus,
-               "--out", ix).returncode == 0  # fmt: skip
+    assert cli("index", "--encoder", "splade-tiny", "--source", corpus, "--out", ix).returncode == 0
     chosen = ["q-dog", "q-coffee", "q-cat", "q-mug"]
     queries = "".join(f"{q}\t{QUERIES[q]}\n" for q in chosen)
     qrels = "".join(f"{q} 0 {d} {r}\n" for q in chosen for d, r in QRELS[q].items())
@@ -94,9 +109,22 @@ def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
     assert not at.exception and not at.error
     result = page_result(at)
     assert [s.name for s in result.systems] == ["plain gate_k=768", "plain gate_k=4"]
-    run = cli("evaluate", "--index", ix, "--gate-k", "768", "--gate-k", "4", "--queries",
-              tmp_path / "queries.tsv", "--qrels", tmp_path / "qrels.txt",
-              "--resamples", "500", "--json")  # fmt: skip
+    run = cli(
+        "evaluate",
+        "--index",
+        ix,
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "4",
+        "--queries",
+        tmp_path / "queries.tsv",
+        "--qrels",
+        tmp_path / "qrels.txt",
+        "--resamples",
+        "500",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     page, command = json.loads(downloads["comparison.json"]), json.loads(run.stdout)
     assert page["settings"]["queries"] == command["settings"]["queries"] == len(chosen)
