@@ -16,7 +16,7 @@ from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.search.examples import example_queries
 from lexlens.analysis.search.memory_collection import collection_from_file
-from lexlens.analysis.search.options import DEFAULT_COVERAGE, DEFAULT_K_ITEMS, SearchOptions
+from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.queries import (
     BOW_QUERY_NEEDS,
     IMAGE_QUERY_NEEDS,
@@ -25,7 +25,7 @@ from lexlens.analysis.search.queries import (
 )
 from lexlens.analysis.search.search import SearchResult, search
 from lexlens.app.runtime import state
-from lexlens.app.views.search import show_result
+from lexlens.app.views.search import settings_widgets, show_result
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -183,30 +183,7 @@ method = option_widget(
     format_func=METHOD_NAMES.get,
 )
 uses_sets = bool(exclude.strip()) and method == "sr"
-c4, c5, c6, c7 = st.columns(4)
-top = option_widget(SearchOptions, "top", "search_top", c4, high=50)
-k_items = option_widget(
-    SearchOptions,
-    "k_items",
-    "search_k_items",
-    c5,
-    disabled=not uses_sets,
-    default=DEFAULT_K_ITEMS,
-    high=1000,
-)
-coverage = option_widget(
-    SearchOptions,
-    "coverage",
-    "search_coverage",
-    c6,
-    disabled=not uses_sets,
-    default=DEFAULT_COVERAGE,
-    low=0.05,
-)
-magnitude = option_widget(
-    SearchOptions, "magnitude", "search_magnitude", c7, disabled=not uses_sets
-)
-normalize = option_widget(SearchOptions, "normalize", "search_normalize", disabled=not uses_sets)
+top, k_items, coverage, magnitude, normalize = settings_widgets(uses_sets)
 
 # ---------------------------------------------------------------------------- searching
 try:

@@ -12,9 +12,11 @@ import streamlit as st
 from lexlens.analysis.lexical.highlight import preview, score_spans
 from lexlens.analysis.search.evaluation import MEASURES
 from lexlens.analysis.search.hits import hit_summary
+from lexlens.analysis.search.options import DEFAULT_COVERAGE, DEFAULT_K_ITEMS, SearchOptions
 from lexlens.analysis.search.search import SearchResult
 from lexlens.app.views.highlight import highlighted_html, legend
 from lexlens.app.views.thumbnails import item_thumbnail
+from lexlens.app.views.widgets import option_widget
 
 MIME = {"json": "application/json", "csv": "text/csv"}
 
@@ -96,3 +98,35 @@ def show_result(result: SearchResult, target) -> None:
     for col, (name, data) in zip(cols, files.items(), strict=True):
         kind = name.rsplit(".", 1)[-1]
         col.download_button(f"Results ({kind.upper()})", data, f"{stem}-{name}", MIME[kind])
+
+
+def settings_widgets(uses_sets: bool) -> tuple:
+    """The number of hits and SR's dimension-set settings (disabled without an exclusion
+    searched by SR): top, k_items, coverage, magnitude, normalize."""
+    c4, c5, c6, c7 = st.columns(4)
+    top = option_widget(SearchOptions, "top", "search_top", c4, high=50)
+    k_items = option_widget(
+        SearchOptions,
+        "k_items",
+        "search_k_items",
+        c5,
+        disabled=not uses_sets,
+        default=DEFAULT_K_ITEMS,
+        high=1000,
+    )
+    coverage = option_widget(
+        SearchOptions,
+        "coverage",
+        "search_coverage",
+        c6,
+        disabled=not uses_sets,
+        default=DEFAULT_COVERAGE,
+        low=0.05,
+    )
+    magnitude = option_widget(
+        SearchOptions, "magnitude", "search_magnitude", c7, disabled=not uses_sets
+    )
+    normalize = option_widget(
+        SearchOptions, "normalize", "search_normalize", disabled=not uses_sets
+    )
+    return top, k_items, coverage, magnitude, normalize

@@ -1,0 +1,145 @@
+"""The text views of ``lexlens evaluate``: one system's metrics, worst queries, failures and
+blame; several systems' means, tests and largest wins and losses."""
+
+from __future__ import annotations
+
+from lexlens.analysis.benchmark.evaluation_result import (
+    BLAME_COLUMNS,
+    MEASURES,
+    BenchmarkEvaluationResult,
+    worst_first,
+)
+from lexlens.analysis.systems.result import SystemsComparison
+from lexlens.app.cli import common
+
+#: Rows of each table in the text view (the JSON and --out files hold all).
+SHOWN = 10
+
+
+#: The text view's columns (named as in per_query.csv and failures.csv).
+WORST_COLUMNS = ["query_id", "nDCG@10", "first_relevant_rank", "relevant_rank", "relevant_status"]
+FAILURE_COLUMNS = ["query_id", "nonrelevant", "relevant", "relevant_rank", "relevant_status"]
+
+
+def _rank(rank: int | None) -> int | str:
+    return "-" if rank is None else rank
+
+
+def render(result: BenchmarkEvaluationResult) -> str:
+    """The text view: metrics, the worst queries, failures and blame (columns named as in
+    the CSV files; an absent rank is "-", relevant_status says why)."""
+    aggregate = result.metrics["aggregate"]
+    blocks = [
+        f"{result.settings['queries']} queries, {result.index.get('items', '?')} items, "
+        f"query encoder {result.encoder}",
+        common.format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
+    ]
+    worst = [
+        [
+            q["id"],
+            q["nDCG@10"],
+            _rank(q["first_relevant_rank"]),
+            _rank(q["relevant_rank"]),
+            q["relevant_status"],
+            q["text"][:50],
+        ]
+        for q in worst_first(result.metrics["per_query"])[:SHOWN]
+    ]
+    blocks.append(common.format_table(worst, [*WORST_COLUMNS, "query"]))
+    failures = [
+        [
+            f.query_id,
+            f.nonrelevant.id if f.nonrelevant else "-",
+            f.relevant.id if f.relevant else "-",
+            _rank(f.relevant.rank if f.relevant else None),
+            f.relevant_status,
+            " ".join(d["word"] for d in f.decisive[:5]),
+        ]
+        for f in result.failures[:SHOWN]
+    ]
+    blocks.append(common.format_table(failures, [*FAILURE_COLUMNS, "decisive_words"]))
+    blocks.append(
+        common.format_table(
+            [[b["word"], b["pushed"], b["amount"], b["mismatch"]] for b in result.blame[:SHOWN]],
+            [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
+        )
+    )
+    blocks += [f"note: {n}" for n in result.notes]
+    return "\n\n".join(blocks)
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def compared(result: SystemsComparison) -> str:
+    """The text view of several systems: means (†: significant against the baseline), the
+    significance table, the largest wins and losses, notes."""
+    from lexlens.analysis.systems.report import marks
+
+    significant = marks(result)
+    means = [
+        [
+            s.name + (" *" if s.name == result.baseline else ""),
+            s.kind,
+            *(
+                f"{result.means[s.name][m]:.4f}" + ("†" if significant.get((s.name, m)) else "")
+                for m in result.measures
+            ),
+        ]
+        for s in result.systems
+    ]
+    settings = result.settings
+    blocks = [
+        f"{settings['queries']} queries, {len(result.systems)} systems, baseline * "
+        f"{result.baseline}; † {settings['test']} {settings['correction']}-corrected p < "
+        f"{settings['significance']}",
+        common.format_table(means, ["system", "kind", *result.measures]),
+    ]
+    rows = [
+        [
+            f"{t['system_b']} vs {t['system_a']}",
+            t["measure"],
+            f"{t['delta']:+.4f}" + ("†" if t["significant"] else ""),
+            f"[{t['ci_low']:+.3f}, {t['ci_high']:+.3f}]",
+            _p(t["p_t_corrected"]),
+            _p(t["p_wilcoxon_corrected"]),
+            _p(t["p_randomization_corrected"]),
+            "-" if t["effect_size"] is None else f"{t['effect_size']:.2f}",
+            f"{t['wins']}/{t['ties']}/{t['losses']}",
+            f"{t['urisk_1']:+.4f}",
+            "-" if t["trisk_1"] is None else f"{t['trisk_1']:.2f}",
+        ]
+        for t in result.table
+    ]
+    blocks.append(
+        common.format_table(
+            rows,
+            [
+                "comparison",
+                "measure",
+                "delta",
+                "95% CI",
+                "p_t",
+                "p_wilcoxon",
+                "p_rand",
+                "d",
+                "W/T/L",
+                "urisk_1",
+                "trisk_1",
+            ],
+        )
+    )
+    for e in result.extremes:
+        listed = [
+            [kind, q["query_id"], f"{q['delta']:+.3f}", q["query"][:50]]
+            for kind in ("wins", "losses")
+            for q in e[kind][: SHOWN // 2]
+        ]
+        if listed:
+            title = f"{e['system_b']} vs {e['system_a']}, {e['measure']}"
+            blocks.append(
+                title + "\n" + common.format_table(listed, ["", "query_id", "delta", "query"])
+            )
+    blocks += [f"note: {n}" for n in result.notes]
+    return "\n\n".join(blocks)
