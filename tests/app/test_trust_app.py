@@ -393,6 +393,7 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     alive = _stored_run("collections", "running", 10, 101)
     record = json.loads((runs.runs_dir() / alive / "run.json").read_text())
     record["server"] = os.getppid()  # another server on this workspace that still runs
+    record["server_start"] = runs.process_start(os.getppid())
     (runs.runs_dir() / alive / "run.json").write_text(json.dumps(record))
     monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
     assert runs.mark_interrupted() == [crashed]
@@ -403,6 +404,51 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.000001")
     _stored_run("collections", "done", 10, 200)
     assert crashed in runs.enforce_budget()
+
+
+#: A server that makes one run and then stops (or, given "wait", keeps running until its
+#: input closes); prints the run's id.
+_SERVER = (
+    "import sys; from lexlens.app.runtime import runs; "
+    "print(runs.create('collections', 'a build', {}, [], key='k').id, flush=True); "
+    "sys.argv[1:] == ['wait'] and sys.stdin.read()"
+)
+
+
+def test_silent_wrong_a_run_whose_server_id_another_process_took_is_marked_failed(
+    tmp_path, monkeypatch
+):
+    """A stopped server's process id given to another live process later (ids are reused)
+    is not that server: its run is marked failed, never left "running" for good. A second
+    server on the workspace that still runs keeps its run."""
+    from lexlens.app.runtime import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    env = dict(os.environ)
+    stopped = subprocess.run(
+        [sys.executable, "-c", _SERVER], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    other = subprocess.Popen(["sleep", "120"])  # the process that now has the server's id
+    live = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, "wait"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        still = live.stdout.readline().strip()
+        record = json.loads((runs.runs_dir() / stopped / "run.json").read_text())
+        record["server"] = other.pid  # as if the system had given the id to `other`
+        (runs.runs_dir() / stopped / "run.json").write_text(json.dumps(record))
+        monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
+        assert runs.mark_interrupted() == [stopped]
+        assert runs.load(stopped).status == "failed"
+        assert runs.load(still).status == "running"
+    finally:
+        other.kill()
+        live.communicate(timeout=30)
+        other.wait(timeout=30)
 
 
 def test_data_lost_clearing_streamlit_caches_keeps_this_servers_running_runs(tmp_path, monkeypatch):
