@@ -10,8 +10,8 @@
   refused. Only the health check answers without a token. An app listening beyond this
   machine with no token set (``streamlit run … --server.address 0.0.0.0``) serves nothing.
 - **Files within the data roots.** Paths typed into a page are read only inside the data
-  roots (``--data-root DIR``, repeatable; default ``LEXLENS_HOME/sources`` and the folder
-  the app was started from): :func:`data_roots`, checked by
+  roots (``LEXLENS_HOME/sources``, the folder the app was started from, and each
+  ``--data-root DIR`` given to ``lexlens app``): :func:`data_roots`, checked by
   :func:`lexlens.analysis.core.roots.inside_roots`.
 """
 

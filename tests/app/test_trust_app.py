@@ -286,8 +286,61 @@ def test_security_a_data_root_holding_the_path_separator_is_refused(tmp_path, mo
     monkeypatch.chdir(odd)  # the default roots: LEXLENS_HOME/sources and this folder
     with pytest.raises(LexlensError, match=f"cannot hold '{os.pathsep}'"):
         _plan(monkeypatch, tmp_path)
-    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(tmp_path)])
-    assert env["LEXLENS_DATA_ROOTS"] == str(tmp_path.resolve())
+    monkeypatch.chdir(tmp_path)
+    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(odd.parent)])
+    assert env["LEXLENS_DATA_ROOTS"].split(os.pathsep)[-1] == str(tmp_path.resolve())
+
+
+def test_silent_wrong_a_data_root_adds_to_the_default_roots(cli, tmp_path, monkeypatch):
+    """``--data-root DIR`` adds DIR to the roots pages always read (LEXLENS_HOME/sources and
+    the folder the app starts from), as its help says; the start message names them all."""
+    from lexlens.app.cli import app as app_command
+
+    monkeypatch.delenv("LEXLENS_TOKEN", raising=False)
+    monkeypatch.delenv("LEXLENS_DATA_ROOTS", raising=False)
+    home, here, extra = tmp_path / "home", tmp_path / "here", tmp_path / "extra"
+    here.mkdir()
+    extra.mkdir()
+    monkeypatch.chdir(here)
+    expected = [str((home / "sources").resolve()), str(here.resolve()), str(extra.resolve())]
+    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(extra), str(here)])
+    assert env["LEXLENS_DATA_ROOTS"].split(os.pathsep) == expected
+    started = []
+    monkeypatch.setattr(app_command.os, "execve", lambda *call: started.append(call))
+    from tests.browser import free_port
+
+    done = cli("app", "--port", free_port(), "--data-root", extra)
+    assert done.returncode == 0 and len(started) == 1, done.stderr
+    assert started[0][2]["LEXLENS_DATA_ROOTS"].split(os.pathsep) == expected
+    roots_line = done.stdout.splitlines()[1]
+    assert all(root in roots_line for root in expected), roots_line
+    assert "(LEXLENS_HOME/sources and this folder)" in roots_line
+    assert f"and {extra.resolve()} (--data-root)" in roots_line
+    shown = subprocess.run(
+        [sys.executable, "-m", "lexlens.app.cli", "app", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "besides LEXLENS_HOME/sources and the current folder" in " ".join(shown.split())
+
+
+def test_traceback_a_port_in_use_is_one_line_before_anything_says_open(tmp_path):
+    """Another server already listens on the port: exit 2 with one line on stderr, and no
+    URL printed as if the app had started."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "lexlens.app.cli", "app", "--port", str(port)],
+            env=dict(os.environ, LEXLENS_HOME=str(tmp_path)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.stdout == ""
+    one_line_error(done, f"--port {port}", "already in use")
 
 
 def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkeypatch):
