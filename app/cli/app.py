@@ -3,7 +3,7 @@
 It listens on 127.0.0.1 unless ``--host`` says otherwise; then it needs a token (generated
 here, or ``LEXLENS_TOKEN``), printed as the URL to open. Paths typed into pages are read only
 inside the data roots: ``LEXLENS_HOME/sources`` and the current folder, and each
-``--data-root``. Every option is checked, and the address and port bound once, before
+``--data-root``. It answers only to its own host names and those given with ``--allow-host``. Every option is checked, and the address and port bound once, before
 anything is printed. See :mod:`lexlens.app.runtime.access` for the rules.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import os
+import re
 import secrets
 import socket
 import sys
@@ -39,6 +41,15 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only); any other "
         "address needs the printed token",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="another host name the app answers to (repeatable), for a browser that opens it "
+        "by that name; it answers only to localhost, 127.0.0.1, ::1 and the --host address "
+        "otherwise (a web page under another name cannot drive it: DNS rebinding)",
     )
     parser.add_argument(
         "--data-root",
@@ -70,9 +81,11 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
                 f"--data-root {root}: a data root cannot hold {os.pathsep!r} (it separates "
                 "the roots the server is given): rename the folder or give another"
             )
+    names = [host_name_argument(raw) for raw in args.allow_host or []]
     runs.budget_bytes()  # LEXLENS_RUNS_BUDGET_MB is checked before the server starts
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env[access.ROOTS_ENV] = os.pathsep.join(roots)
+    env[access.ALLOWED_HOSTS_ENV] = ",".join(names)
     token = access.app_token()
     if not access.is_local(host) and token is None:
         token = secrets.token_urlsafe(24)
@@ -96,6 +109,27 @@ def launch_plan(args: argparse.Namespace) -> tuple[list[str], dict[str, str], st
         "localhost" if access.is_local(host) else host,
     ]
     return command, env, url
+
+
+#: A host name as DNS spells one (RFC 1123 labels, dot-separated).
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+)
+
+
+def host_name_argument(raw: str) -> str:
+    """An ``--allow-host`` value: a host name or an address, no port or scheme."""
+    name = raw.strip().lower()
+    try:
+        return str(ipaddress.ip_address(name.strip("[]")))
+    except ValueError:
+        pass
+    if not _HOST_NAME.match(name):
+        raise InputError(
+            f"--allow-host {raw[:60]!r}: give a host name or an address (no port, no scheme, "
+            "no wildcard), e.g. --allow-host mybox.lan"
+        )
+    return name
 
 
 def check_can_listen(host: str, port: int) -> None:

@@ -145,9 +145,17 @@ async def _app(scope, receive, send):
 
 
 def gate_answer(
-    path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None, gate=None
+    path: str,
+    query: bytes = b"",
+    cookie: str = "",
+    raw_path: bytes | None = None,
+    gate=None,
+    host: str | None = "127.0.0.2:8501",
+    origin: str | None = None,
+    kind: str = "http",
 ):
-    """What the token gate (a new one unless ``gate`` is given) answers an HTTP GET:
+    """What the token gate (a new one unless ``gate`` is given) answers a GET (``kind``
+    "websocket": a websocket handshake) reaching 127.0.0.2:8501 with these headers:
     ``(status, headers)``, status 200 when it lets the request through to the app."""
     import asyncio
 
@@ -161,17 +169,22 @@ def gate_answer(
     async def receive():
         return {"type": "http.request", "body": b""}
 
+    headers = [(b"cookie", cookie.encode("latin-1"))] if cookie else []
+    headers += [(b"host", host.encode("latin-1"))] if host is not None else []
+    headers += [(b"origin", origin.encode("latin-1"))] if origin is not None else []
     scope = {
-        "type": "http",
+        "type": kind,
         "path": path,
         "query_string": query,
         "server": ("127.0.0.2", 8501),
-        "headers": [(b"cookie", cookie.encode("latin-1"))] if cookie else [],
+        "headers": headers,
     }
     if raw_path is not None:
         scope["raw_path"] = raw_path
     asyncio.run((gate or TokenGate(_app))(scope, receive, send))
     start = sent[0]
+    if start["type"] == "websocket.close":
+        return 403, {}
     return start["status"], {k.decode(): v.decode("latin-1") for k, v in start["headers"]}
 
 
@@ -253,7 +266,7 @@ def _plan(monkeypatch, tmp_path, **given):
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LEXLENS_RUNS_BUDGET_MB", raising=False)
-    flags = {"port": 8501, "host": "127.0.0.2", "data_root": None} | given
+    flags = {"port": 8501, "host": "127.0.0.2", "data_root": None, "allow_host": None} | given
     return launch_plan(argparse.Namespace(**flags))
 
 
