@@ -3,7 +3,8 @@
 It listens on 127.0.0.1 unless ``--host`` says otherwise; then it needs a token (generated
 here, or ``LEXLENS_TOKEN``), printed as the URL to open. Paths typed into pages are read only
 inside the data roots: ``LEXLENS_HOME/sources`` and the current folder, and each
-``--data-root``. It answers only to its own host names and those given with ``--allow-host``. Every option is checked, and the address and port bound once, before
+``--data-root``. It answers only to its own host names and those given with
+``--allow-host``. Every option is checked, and the address and port bound once, before
 anything is printed. See :mod:`lexlens.app.runtime.access` for the rules.
 """
 
