@@ -11,7 +11,8 @@ Every page has its own URL (``/text``, ``/images``, …). Streamlit serves its *
 at the root URL only (``/text`` would answer "Page not found" if Text were the default), so
 the default page is a hidden one at ``/`` that forwards to Text. Nothing here reaches beyond
 this machine: the favicon is drawn locally (a Material-icon favicon is fetched from a font
-CDN) and ``app/.streamlit/config.toml`` turns usage statistics off.
+CDN), ``app/.streamlit/config.toml`` turns usage statistics off, and Streamlit's lookups of
+this machine's addresses answer without asking (``serving.no_address_lookups``).
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ else:  # `streamlit run app/main.py` imports this file to serve it
     from starlette.middleware import Middleware
 
     from lexlens.app.runtime.access import TokenGate
-    from lexlens.app.runtime.serving import page_routes
+    from lexlens.app.runtime.serving import no_address_lookups, page_routes
 
+    no_address_lookups()  # the server asks no outside service about this machine
     app = st.App(
         __file__,
         routes=page_routes([HOME_URL, *(url for *_, url in PAGES)]),

@@ -24,6 +24,7 @@ from lexlens.models.base import EncoderLoadError
 from lexlens.models.checkpoint import check_finite, check_header, tensor_shapes
 from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
 from lexlens.models.dense_config import HEAD_MODULES, META_FILE, MODULES_FILE
+from lexlens.models.imports import HEAVY_IMPORTS
 from lexlens.models.pq import ProductQuantizer
 
 
@@ -48,7 +49,8 @@ def load_base(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
 
 def _check_weights_header(base_dir: Path, weights: Path) -> None:
     """The weight file's shapes against a meta-device build of config.json (no allocation)."""
-    from transformers import AutoConfig, AutoModel
+    with HEAVY_IMPORTS:
+        from transformers import AutoConfig, AutoModel
 
     try:
         config = AutoConfig.from_pretrained(str(base_dir), local_files_only=True)
@@ -67,14 +69,16 @@ def _check_weights_header(base_dir: Path, weights: Path) -> None:
 
 def _load_sentence_transformer(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
     """``SentenceTransformer(base_dir)`` from local files, quietly; checks its modules."""
-    import transformers
+    with HEAVY_IMPORTS:
+        import transformers
 
     transformers.utils.logging.disable_progress_bar()
     st_log = logging.getLogger("sentence_transformers")
     level = st_log.level
     st_log.setLevel(logging.ERROR)  # e.g. "creating a new one with mean pooling": noted below
     try:
-        from sentence_transformers import SentenceTransformer
+        with HEAVY_IMPORTS:
+            from sentence_transformers import SentenceTransformer
 
         st = SentenceTransformer(str(base_dir), device=device, local_files_only=True)
     except Exception as exc:

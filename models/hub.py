@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lexlens.models.base import EncoderCard, LexlensError
 from lexlens.models.detect import detect_directory
+from lexlens.models.imports import HEAVY_IMPORTS
 
 #: ``owner/name`` with hub-legal characters, optionally ``@revision``.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[\w./-]+)?$")
@@ -57,8 +58,9 @@ def resolve(spec: str) -> Path:
 
     Raises :class:`HubCacheError` in one line naming the id and the cache searched.
     """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+    with HEAVY_IMPORTS:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     repo_id, revision = split_revision(spec)
     cache = hub_cache_dir()
@@ -118,7 +120,8 @@ def _state(root: Path) -> tuple:
 
 
 def _scan(root: Path) -> list[EncoderCard]:
-    from huggingface_hub import scan_cache_dir
+    with HEAVY_IMPORTS:
+        from huggingface_hub import scan_cache_dir
 
     try:
         info = scan_cache_dir(root)

@@ -40,6 +40,7 @@ from lexlens.models.checkpoint import (
     tensor_shapes,
 )
 from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
+from lexlens.models.imports import HEAVY_IMPORTS
 from lexlens.models.projection import pack, project_rows, segment_max, segment_max_projection
 from lexlens.models.text_io import (
     TokenBatch,
@@ -212,7 +213,8 @@ class SpladeEncoder(Encoder):
 
 def _transformers_mlm(config_file: Path, weights: Path) -> nn.Module:
     """Any other masked LM, built by transformers' ``AutoModelForMaskedLM`` and loaded checked."""
-    from transformers import AutoConfig, AutoModelForMaskedLM
+    with HEAVY_IMPORTS:
+        from transformers import AutoConfig, AutoModelForMaskedLM
 
     try:
         config = AutoConfig.from_pretrained(str(config_file.parent), local_files_only=True)

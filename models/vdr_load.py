@@ -18,6 +18,7 @@ from torch import nn
 from lexlens.models.base import EncoderLoadError
 from lexlens.models.checkpoint import no_init, read_state_dict, tensor_shapes
 from lexlens.models.config_files import find_weights
+from lexlens.models.imports import HEAVY_IMPORTS
 from lexlens.models.vdr_config import (
     BERT_FIELDS,
     DEFAULT_SHIFT,
@@ -142,7 +143,8 @@ def _build(spec: TowerSpec, config_file: Path, *, real: bool = False) -> nn.Modu
 
 
 def _build_text_tower(spec: TowerSpec, config_file: Path, *, real: bool) -> TextTower:
-    from transformers import BertConfig
+    with HEAVY_IMPORTS:
+        from transformers import BertConfig
 
     fields = {k: spec.fields[k] for k in BERT_FIELDS if k in spec.fields}
     try:

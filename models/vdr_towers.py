@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lexlens.models.imports import HEAVY_IMPORTS
 from lexlens.models.projection import pack, segment_max_projection
 from lexlens.models.vdr_config import VALID_TOKEN_IDS
 
@@ -51,7 +52,8 @@ class TextTower(nn.Module):
     """``ln`` + ``bert_model``: the published ``VDREncoder`` / ``VDRTextEncoder``."""
 
     def __init__(self, kind: str, bert_config: Any, *, shift: int, normalize: bool) -> None:
-        from transformers import BertModel
+        with HEAVY_IMPORTS:
+            from transformers import BertModel
 
         super().__init__()
         self.kind = kind

@@ -1,5 +1,17 @@
 """Who may use a served app, and which server files it may read (Jupyter's model).
 
+- **Only at its own names.** A web page the user visits can make the browser send requests
+  to the app under the page's own host name, once that name resolves to this machine (DNS
+  rebinding). So :class:`TokenGate` first answers 403 to any request, the health check
+  included, whose ``Host`` is not one of the app's names (Jupyter's ``local_hostnames``):
+  ``localhost``, ``127.0.0.1``, ``::1``, the address it listens on, the address the request
+  reached (an address, which no page can rebind: an app listening on every address answers
+  at each of this machine's), and each name given with ``lexlens app --allow-host NAME``;
+  the port is not compared (a port forward changes it). A request that carries an
+  ``Origin`` — the websocket that draws pages always does — must come from a page at one of
+  those names and the request's own port, else it is refused before Streamlit's handler
+  runs; Streamlit's own check of an Origin it does not know asks nothing outside either
+  (:func:`lexlens.app.runtime.serving.no_address_lookups`).
 - **This machine unless asked.** ``lexlens app`` (and ``make run``) listen on 127.0.0.1.
   Started with ``--host ADDRESS`` the app needs a token: generated at start or taken from
   ``LEXLENS_TOKEN``, printed as the URL to open (``…/?token=…``). :class:`TokenGate`, an
@@ -10,8 +22,8 @@
   refused. Only the health check answers without a token. An app listening beyond this
   machine with no token set (``streamlit run … --server.address 0.0.0.0``) serves nothing.
 - **Files within the data roots.** Paths typed into a page are read only inside the data
-  roots (``--data-root DIR``, repeatable; default ``LEXLENS_HOME/sources`` and the folder
-  the app was started from): :func:`data_roots`, checked by
+  roots (``LEXLENS_HOME/sources``, the folder the app was started from, and each
+  ``--data-root DIR`` given to ``lexlens app``): :func:`data_roots`, checked by
   :func:`lexlens.analysis.core.roots.inside_roots`.
 """
 
@@ -20,9 +32,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import ipaddress
 import os
 from pathlib import Path
-from urllib.parse import parse_qsl, quote_from_bytes, urlencode
+from urllib.parse import parse_qsl, quote_from_bytes, urlencode, urlsplit
 
 from lexlens.analysis.collections.workspace import sources_dir
 
@@ -30,7 +43,9 @@ from lexlens.analysis.collections.workspace import sources_dir
 TOKEN_ENV = "LEXLENS_TOKEN"
 #: The data roots, joined with ``os.pathsep`` (set by ``lexlens app``).
 ROOTS_ENV = "LEXLENS_DATA_ROOTS"
-#: Addresses that keep the app on this machine.
+#: More host names the app answers to (``lexlens app --allow-host``), joined by commas.
+ALLOWED_HOSTS_ENV = "LEXLENS_ALLOWED_HOSTS"
+#: Addresses that keep the app on this machine, and the names it always answers to.
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: What answers without a token: the health check (process managers and tests poll it).
 OPEN_PATHS = ("/_stcore/health",)
@@ -76,6 +91,53 @@ def server_path(raw: str, label: str) -> str:
     return str(inside_roots(raw, data_roots(), label))
 
 
+def host_name(name: str) -> str:
+    """A host name or address as compared: lower case, an IPv6 address in its short form and
+    an IPv4 address mapped into IPv6 (``::ffff:127.0.0.1``) as the IPv4 one."""
+    name = name.strip().lower()
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return name
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
+
+
+def allowed_hosts() -> list[str]:
+    """The names given with ``--allow-host`` (from the environment ``lexlens app`` sets)."""
+    given = os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")
+    return [host_name(n) for n in given if n.strip()]
+
+
+def _netloc(value: str, default_port: int) -> tuple[str, int] | None:
+    """``(host name, port)`` of a Host header's value (``name[:port]``, ``[v6][:port]``);
+    ``None`` unless it is exactly that."""
+    try:
+        parts = urlsplit(f"//{value}")
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname or parts.username is not None or parts.password is not None:
+        return None
+    if parts.path or parts.query or parts.fragment or any(c.isspace() for c in value):
+        return None
+    return host_name(parts.hostname), default_port if port is None else port
+
+
+def _origin(value: str) -> tuple[str, int] | None:
+    """``(host name, port)`` of an Origin header (``http[s]://host[:port]``); ``None`` for
+    anything else (``null``, another scheme, a path)."""
+    scheme, sep, rest = value.partition("://")
+    defaults = {"http": 80, "https": 443}
+    if not sep or scheme.lower() not in defaults or "/" in rest:
+        return None
+    return _netloc(rest, defaults[scheme.lower()])
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    return [v.decode("latin-1") for k, v in headers if k.lower() == name]
+
+
 def _cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
     """The request's cookies, as browsers send them: a cookie that does not parse (a space
     in a value another site set) is taken as it is, never drops the ones after it."""
@@ -102,6 +164,17 @@ TOKEN_PAGE = _page(
     "started: open the URL it printed (…/?token=…). The token is kept for this browser "
     "session (a cookie), so cookies must be allowed.",
 )
+FOREIGN_HOST_PAGE = _page(
+    "Not this app's address",
+    "This Lexlens app answers only at its own names: localhost, 127.0.0.1, ::1, the address "
+    "it listens on, and names given with `lexlens app --allow-host NAME`. A page of another "
+    "site may not reach it under that site's name.",
+)
+FOREIGN_ORIGIN_PAGE = _page(
+    "Not from this app's page",
+    "This Lexlens app is driven only by its own pages: the request came from a page of "
+    "another site (its Origin), or of another port.",
+)
 EXPOSED_PAGE = _page(
     "Not served without a token",
     "This Lexlens app listens beyond its machine but no token is set: start it with "
@@ -110,24 +183,57 @@ EXPOSED_PAGE = _page(
 
 
 class TokenGate:
-    """ASGI middleware: every request but the health check needs the token (see the module
-    docstring). Reads the token once, at start, and the address the server listens on once,
-    at the first request without a token set."""
+    """ASGI middleware: a request must name the app and come from its own page; then every
+    request but the health check needs the token (see the module docstring). Reads the token
+    once, at start, and the address the server listens on once, at the first request."""
 
     def __init__(self, app) -> None:
         self.app = app
         self.token = app_token()
-        self._local: bool | None = None  # whether the server listens on this machine only
+        self._address: str | None = None  # the address the server listens on
+        self._names: frozenset[str] = frozenset()  # the names it answers to
 
-    def _listens_locally(self) -> bool:
-        if self._local is None:
+    def _listening(self) -> str:
+        if self._address is None:
             from streamlit import config
 
-            self._local = is_local(config.get_option("server.address"))
-        return self._local
+            self._address = str(config.get_option("server.address") or "")
+            names = [*LOCAL_HOSTS, self._address, *allowed_hosts()]
+            self._names = frozenset(host_name(n) for n in names if n.strip())
+        return self._address
+
+    def _listens_locally(self) -> bool:
+        return is_local(self._listening())
+
+    def foreign(self, scope) -> bytes | None:
+        """The page refusing a request that does not name this app (its Host) or comes from
+        another site's page (its Origin); ``None`` for one that does neither."""
+        self._listening()
+        reached = scope.get("server") or ()
+        names = self._names | ({host_name(str(reached[0]))} if reached else set())
+        headers = scope.get("headers", [])
+        secure = scope.get("scheme") in ("https", "wss")
+        hosts = _header(headers, b"host")
+        host = _netloc(hosts[0], 443 if secure else 80) if len(hosts) == 1 else None
+        if host is None or host[0] not in names:
+            return FOREIGN_HOST_PAGE
+        origins = _header(headers, b"origin")
+        if not origins:
+            return None  # not sent by a page (a browser's websocket always sends one)
+        origin = _origin(origins[0]) if len(origins) == 1 else None
+        if origin is None or origin[0] not in names or origin[1] != host[1]:
+            return FOREIGN_ORIGIN_PAGE
+        return None
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        refused = self.foreign(scope)
+        if refused is not None:
+            await _deny(scope, send, refused)
+            return
+        if scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         if self.token is None:
@@ -201,7 +307,9 @@ async def _respond(send, status: int, body: bytes, headers: list[tuple[bytes, by
 
 
 async def _deny(scope, send, page: bytes) -> None:
-    if scope["type"] == "websocket":  # refused before the handshake completes (HTTP 403)
+    """403 with ``page``; a websocket is refused before its handshake completes, with a bare
+    403 (no browser shows a websocket's page, and uvicorn logs an error when one is sent)."""
+    if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
     else:
         await _respond(send, 403, page, [])

@@ -9,7 +9,9 @@ checked before any path is built from them. Stored runs have a size budget
 (``LEXLENS_RUNS_BUDGET_MB``, default 500 MB): when it is exceeded, the oldest finished runs
 are removed and the page says so — never one that runs, one a page has open, or a page's
 newest run. A run a stopped server left ``running`` is marked failed at the first page view
-after a server starts (:func:`mark_interrupted`, once per process).
+after a server starts (:func:`mark_interrupted`, once per process). A server is known by its
+process id and the process's start (:func:`process_start`: this boot and the start time the
+kernel gives), so a later process that got the same id is not taken for it.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Run:
     key: str = ""  # hash of page + inputs + uploads: which result fits which inputs
     session: str = ""  # the browser session that made it (its id travels in the URL)
     server: int = 0  # the process id of the server that made it
+    #: which process that id was: :func:`process_start` of it ("" when the system does not say)
+    server_start: str = ""
     #: hash of the inputs that make a new run (a quick page's text, image, encoder); its
     #: display inputs (sliders, toggles) change in place: :func:`update`
     subject: str = ""
@@ -135,6 +139,7 @@ class Run:
             "key": self.key,
             "session": self.session,
             "server": self.server,
+            "server_start": self.server_start,
             "subject": self.subject,
         }
 
@@ -169,6 +174,7 @@ def create(
         key=key,
         session=session,
         server=os.getpid(),
+        server_start=process_start(os.getpid()),
         subject=subject,
     )
     if uploads:
@@ -341,7 +347,7 @@ def mark_interrupted() -> list[str]:
         _interrupted_marked = True
     marked = []
     for run in list_runs():
-        if run.status != "running" or _own(run) or _other_server(run.server):
+        if run.status != "running" or _own(run) or _other_server(run):
             continue
         run.status, run.message = "failed", "the server stopped while it ran"
         try:
@@ -357,9 +363,28 @@ def _own(run: Run) -> bool:
     return run.server == os.getpid() and run.created >= _STARTED
 
 
-def _other_server(pid: int) -> bool:
-    """Whether ``pid`` is another live process (a second server on the same workspace)."""
-    return pid != os.getpid() and process_alive(pid)
+def _other_server(run: Run) -> bool:
+    """Whether the server that made ``run`` is another live process (a second server on the
+    same workspace): its process id alive and, where the run recorded it, started when that
+    server did (a process that got the id later is another one)."""
+    pid = run.server
+    if pid == os.getpid() or not process_alive(pid):
+        return False
+    now = process_start(pid)
+    return not (run.server_start and now) or now == run.server_start
+
+
+def process_start(pid: int) -> str:
+    """What tells process ``pid`` from a later one with the same id: this boot's id and the
+    process's start time in clock ticks after boot (``/proc/sys/kernel/random/boot_id`` and
+    field 22 of ``/proc/PID/stat``, proc(5)); "" where the system does not say."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+        # The command name (field 2) is in parentheses and may hold spaces and ")".
+        return f"{boot}:{stat.rsplit(')', 1)[1].split()[19]}"
+    except (OSError, ValueError, IndexError, OverflowError):
+        return ""
 
 
 # Runs that browser sessions have open: session id → {page: run id}. Eviction spares them

@@ -1,4 +1,5 @@
-"""How the app is served: every page URL answers with Streamlit's page, told where the server is.
+"""How the app is served: every page URL answers with Streamlit's page, told where the server is,
+and the server asks no outside service about this machine.
 
 Streamlit's frontend, opened at a page's own URL (``/images``), cannot tell whether
 ``/images`` is the server's base path, so it first asks ``/images/_stcore/health`` and
@@ -6,6 +7,14 @@ Streamlit's frontend, opened at a page's own URL (``/images``), cannot tell whet
 Serving each page URL ourselves, with the backend's address set in the page
 (``window.__streamlit.BACKEND_BASE_URL``, which the frontend reads before it guesses), makes
 it ask the root at once: every page URL opens and reloads with no error.
+
+Streamlit allows a websocket whose Origin it does not know when the Origin's host is this
+machine's internal address (found by a UDP ``connect`` to 8.8.8.8) or external one (asked of
+``checkip.amazonaws.com``), and prints those addresses when it does not know where the app is
+opened. :func:`no_address_lookups` makes both "unknown": whatever a client sends, the server
+makes no request beyond this machine (:class:`~lexlens.app.runtime.access.TokenGate` refuses
+a foreign Origin before Streamlit sees it; an Origin of one of the app's other names is then
+refused by Streamlit, never looked up).
 """
 
 from __future__ import annotations
@@ -30,6 +39,19 @@ def page_html() -> bytes:
     if "<head>" not in html:
         raise RuntimeError(f"{index} has no <head>: this Streamlit version is not supported")
     return html.replace("<head>", "<head>" + BACKEND_HINT, 1).encode("utf-8")
+
+
+def no_address_lookups() -> None:
+    """Streamlit's lookups of this machine's internal and external address answer "unknown"
+    without asking anything (see the module docstring)."""
+    from streamlit import net_util
+
+    net_util.get_internal_ip = _unknown
+    net_util.get_external_ip = _unknown
+
+
+def _unknown() -> None:
+    return None
 
 
 def page_routes(url_paths: Iterable[str]) -> list:

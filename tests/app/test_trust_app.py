@@ -145,9 +145,17 @@ async def _app(scope, receive, send):
 
 
 def gate_answer(
-    path: str, query: bytes = b"", cookie: str = "", raw_path: bytes | None = None, gate=None
+    path: str,
+    query: bytes = b"",
+    cookie: str = "",
+    raw_path: bytes | None = None,
+    gate=None,
+    host: str | None = "127.0.0.2:8501",
+    origin: str | None = None,
+    kind: str = "http",
 ):
-    """What the token gate (a new one unless ``gate`` is given) answers an HTTP GET:
+    """What the token gate (a new one unless ``gate`` is given) answers a GET (``kind``
+    "websocket": a websocket handshake) reaching 127.0.0.2:8501 with these headers:
     ``(status, headers)``, status 200 when it lets the request through to the app."""
     import asyncio
 
@@ -161,17 +169,22 @@ def gate_answer(
     async def receive():
         return {"type": "http.request", "body": b""}
 
+    headers = [(b"cookie", cookie.encode("latin-1"))] if cookie else []
+    headers += [(b"host", host.encode("latin-1"))] if host is not None else []
+    headers += [(b"origin", origin.encode("latin-1"))] if origin is not None else []
     scope = {
-        "type": "http",
+        "type": kind,
         "path": path,
         "query_string": query,
         "server": ("127.0.0.2", 8501),
-        "headers": [(b"cookie", cookie.encode("latin-1"))] if cookie else [],
+        "headers": headers,
     }
     if raw_path is not None:
         scope["raw_path"] = raw_path
     asyncio.run((gate or TokenGate(_app))(scope, receive, send))
     start = sent[0]
+    if start["type"] == "websocket.close":
+        return 403, {}
     return start["status"], {k.decode(): v.decode("latin-1") for k, v in start["headers"]}
 
 
@@ -253,7 +266,7 @@ def _plan(monkeypatch, tmp_path, **given):
 
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LEXLENS_RUNS_BUDGET_MB", raising=False)
-    flags = {"port": 8501, "host": "127.0.0.2", "data_root": None} | given
+    flags = {"port": 8501, "host": "127.0.0.2", "data_root": None, "allow_host": None} | given
     return launch_plan(argparse.Namespace(**flags))
 
 
@@ -286,8 +299,61 @@ def test_security_a_data_root_holding_the_path_separator_is_refused(tmp_path, mo
     monkeypatch.chdir(odd)  # the default roots: LEXLENS_HOME/sources and this folder
     with pytest.raises(LexlensError, match=f"cannot hold '{os.pathsep}'"):
         _plan(monkeypatch, tmp_path)
-    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(tmp_path)])
-    assert env["LEXLENS_DATA_ROOTS"] == str(tmp_path.resolve())
+    monkeypatch.chdir(tmp_path)
+    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(odd.parent)])
+    assert env["LEXLENS_DATA_ROOTS"].split(os.pathsep)[-1] == str(tmp_path.resolve())
+
+
+def test_silent_wrong_a_data_root_adds_to_the_default_roots(cli, tmp_path, monkeypatch):
+    """``--data-root DIR`` adds DIR to the roots pages always read (LEXLENS_HOME/sources and
+    the folder the app starts from), as its help says; the start message names them all."""
+    from lexlens.app.cli import app as app_command
+
+    monkeypatch.delenv("LEXLENS_TOKEN", raising=False)
+    monkeypatch.delenv("LEXLENS_DATA_ROOTS", raising=False)
+    home, here, extra = tmp_path / "home", tmp_path / "here", tmp_path / "extra"
+    here.mkdir()
+    extra.mkdir()
+    monkeypatch.chdir(here)
+    expected = [str((home / "sources").resolve()), str(here.resolve()), str(extra.resolve())]
+    _, env, _ = _plan(monkeypatch, tmp_path, data_root=[str(extra), str(here)])
+    assert env["LEXLENS_DATA_ROOTS"].split(os.pathsep) == expected
+    started = []
+    monkeypatch.setattr(app_command.os, "execve", lambda *call: started.append(call))
+    from tests.browser import free_port
+
+    done = cli("app", "--port", free_port(), "--data-root", extra)
+    assert done.returncode == 0 and len(started) == 1, done.stderr
+    assert started[0][2]["LEXLENS_DATA_ROOTS"].split(os.pathsep) == expected
+    roots_line = done.stdout.splitlines()[1]
+    assert all(root in roots_line for root in expected), roots_line
+    assert "(LEXLENS_HOME/sources and this folder)" in roots_line
+    assert f"and {extra.resolve()} (--data-root)" in roots_line
+    shown = subprocess.run(
+        [sys.executable, "-m", "lexlens.app.cli", "app", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "besides LEXLENS_HOME/sources and the current folder" in " ".join(shown.split())
+
+
+def test_traceback_a_port_in_use_is_one_line_before_anything_says_open(tmp_path):
+    """Another server already listens on the port: exit 2 with one line on stderr, and no
+    URL printed as if the app had started."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "lexlens.app.cli", "app", "--port", str(port)],
+            env=dict(os.environ, LEXLENS_HOME=str(tmp_path)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.stdout == ""
+    one_line_error(done, f"--port {port}", "already in use")
 
 
 def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkeypatch):
@@ -393,6 +459,7 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     alive = _stored_run("collections", "running", 10, 101)
     record = json.loads((runs.runs_dir() / alive / "run.json").read_text())
     record["server"] = os.getppid()  # another server on this workspace that still runs
+    record["server_start"] = runs.process_start(os.getppid())
     (runs.runs_dir() / alive / "run.json").write_text(json.dumps(record))
     monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
     assert runs.mark_interrupted() == [crashed]
@@ -403,6 +470,51 @@ def test_data_lost_run_left_running_by_a_stopped_server_is_marked_failed(tmp_pat
     monkeypatch.setenv("LEXLENS_RUNS_BUDGET_MB", "0.000001")
     _stored_run("collections", "done", 10, 200)
     assert crashed in runs.enforce_budget()
+
+
+#: A server that makes one run and then stops (or, given "wait", keeps running until its
+#: input closes); prints the run's id.
+_SERVER = (
+    "import sys; from lexlens.app.runtime import runs; "
+    "print(runs.create('collections', 'a build', {}, [], key='k').id, flush=True); "
+    "sys.argv[1:] == ['wait'] and sys.stdin.read()"
+)
+
+
+def test_silent_wrong_a_run_whose_server_id_another_process_took_is_marked_failed(
+    tmp_path, monkeypatch
+):
+    """A stopped server's process id given to another live process later (ids are reused)
+    is not that server: its run is marked failed, never left "running" for good. A second
+    server on the workspace that still runs keeps its run."""
+    from lexlens.app.runtime import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    env = dict(os.environ)
+    stopped = subprocess.run(
+        [sys.executable, "-c", _SERVER], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    other = subprocess.Popen(["sleep", "120"])  # the process that now has the server's id
+    live = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, "wait"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        still = live.stdout.readline().strip()
+        record = json.loads((runs.runs_dir() / stopped / "run.json").read_text())
+        record["server"] = other.pid  # as if the system had given the id to `other`
+        (runs.runs_dir() / stopped / "run.json").write_text(json.dumps(record))
+        monkeypatch.setattr(runs, "_interrupted_marked", False)  # as in a server just started
+        assert runs.mark_interrupted() == [stopped]
+        assert runs.load(stopped).status == "failed"
+        assert runs.load(still).status == "running"
+    finally:
+        other.kill()
+        live.communicate(timeout=30)
+        other.wait(timeout=30)
 
 
 def test_data_lost_clearing_streamlit_caches_keeps_this_servers_running_runs(tmp_path, monkeypatch):
