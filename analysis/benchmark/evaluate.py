@@ -32,7 +32,7 @@ Each part in its module: which queries count and the notes naming the others
 (:mod:`.failures`), the result and its files (:mod:`.evaluation_result`); the settings are
 :class:`~lexlens.analysis.benchmark.options.EvaluationOptions`.
 
-Relevance is a whole number in trec_eval's int range; 0 and below are not relevant, and a
+Relevance is a whole number from −1,000 to 1,000; 0 and below are not relevant, and a
 negative relevance is clamped to a gain of 0 for the measures
 (:mod:`lexlens.analysis.core.metrics`).
 
