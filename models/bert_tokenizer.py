@@ -107,6 +107,7 @@ class WordPieceTokenizer:
         self.pad_token_id = int(backend.token_to_id(config["pad_token"]))
         self._pad_token = config["pad_token"]
         self._transformers_tokenizer: Any = None
+        self._counter: Any = None  # the pipeline without truncation, to count tokens
 
     def __len__(self) -> int:
         return int(self.backend.get_vocab_size(with_added_tokens=True))
@@ -137,6 +138,18 @@ class WordPieceTokenizer:
         ]
         return TokenBatch(ids, mask, truncated)
 
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` is, special tokens left out, without a limit (a copy of
+        the pipeline with truncation off: :meth:`encode_padded` turns it on meanwhile)."""
+        if self._counter is None:
+            from tokenizers import Tokenizer
+
+            counter = Tokenizer.from_str(self.backend.to_str())
+            counter.no_truncation()
+            counter.no_padding()
+            self._counter = counter
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
+
     def transformers_tokenizer(self) -> Any:
         """transformers' tokenizer of the same folder (loaded once, on first use)."""
         if self._transformers_tokenizer is None:
@@ -149,6 +162,11 @@ class WordPieceTokenizer:
         return self.transformers_tokenizer()(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("backend", "path", "_transformers_tokenizer"):
+        if name.startswith("__") or name in (
+            "backend",
+            "path",
+            "_transformers_tokenizer",
+            "_counter",
+        ):
             raise AttributeError(name)
         return getattr(self.transformers_tokenizer(), name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from lexlens.models.imports import HEAVY_IMPORTS
 #: Texts longer than this many characters are cut before tokenisation (a 512-token
 #: window never needs more); the encoding is then marked ``truncated``.
 MAX_CHARS = 20_000
+#: Whitespace, where a text is cut into pieces to count its tokens.
+_SPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True)
@@ -80,3 +84,37 @@ def tokenize_batch(tokenizer: Any, texts: list[str], max_length: int) -> TokenBa
             )
         truncated.append(cut)
     return TokenBatch(enc["input_ids"], enc["attention_mask"], truncated)
+
+
+def whitespace_pieces(text: str, size: int = MAX_CHARS) -> Iterator[str]:
+    """``text`` in consecutive pieces of about ``size`` characters, each cut after a
+    whitespace character (a word longer than ``size`` is one piece): joined, the text."""
+    start, n = 0, len(text)
+    while start < n:
+        end = min(n, start + size)
+        if end < n:
+            cut = max(text.rfind(c, start, end) for c in " \n\t\r\f\v")
+            if cut >= start:
+                end = cut + 1
+            else:
+                found = _SPACE.search(text, end)
+                end = found.end() if found else n
+        yield text[start:end]
+        start = end
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    """How many tokens ``text`` is, special tokens left out, as ``tokenizer`` cuts it without
+    a limit: counted piece by piece (:func:`whitespace_pieces`), which gives the whole text's
+    count for a tokenizer that splits words at whitespace first (BERT's WordPiece), in the
+    memory of one piece. A tokenizer with its own ``count_tokens`` (the WordPiece one on
+    ``tokenizers``) counts with it."""
+    own = getattr(tokenizer, "count_tokens", None)
+    total = 0
+    for piece in whitespace_pieces(text):
+        if own is not None:
+            total += own(piece)
+        else:
+            ids = tokenizer(piece, add_special_tokens=False, truncation=False)["input_ids"]
+            total += len(ids)
+    return total

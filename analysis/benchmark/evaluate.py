@@ -32,7 +32,7 @@ Each part in its module: which queries count and the notes naming the others
 (:mod:`.failures`), the result and its files (:mod:`.evaluation_result`); the settings are
 :class:`~lexlens.analysis.benchmark.options.EvaluationOptions`.
 
-Relevance is a whole number in trec_eval's int range; 0 and below are not relevant, and a
+Relevance is a whole number from −1,000 to 1,000; 0 and below are not relevant, and a
 negative relevance is clamped to a gain of 0 for the measures
 (:mod:`lexlens.analysis.core.metrics`).
 
@@ -80,6 +80,7 @@ from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
 from lexlens.analysis.core.results import Progress, progress_part
+from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
 from lexlens.analysis.search.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
@@ -181,12 +182,15 @@ def evaluate(
     order = judged_order(queries, qrels)
     ix = index_argument(index)
     encoder = query_encoder_for(ix, query_encoder, device)
+    cuts: list[Truncation] = []
     vectors = encode_queries(
         encoder,
         [queries[q] for q in order],
         options.query_mode,
         options.gate_k,
         progress_part(progress, 0.0, 0.3),
+        names=order,
+        cuts=cuts,
     )
     ids = [str(i) for i in ix.column("id")]
     row_of = {item: r for r, item in enumerate(ids)}
@@ -198,6 +202,7 @@ def evaluate(
         *selection_notes(queries, qrels, order),
         *ranking_notes(found.run, order, run, options.top),
         *missing_note(found.missing),
+        *truncation_notes(cuts, what="queries"),
     ]
     aggregate, values = measure(found.run, {q: qrels[q] for q in order}, MEASURES)
     per_query = [

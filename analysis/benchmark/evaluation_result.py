@@ -12,9 +12,12 @@ from typing import Any
 
 from lexlens.analysis.benchmark.explain import Failure
 from lexlens.analysis.benchmark.failures import CAUSES
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import internal
+from lexlens.models.base import InputError
 
 #: The measures every benchmark evaluation reports (ir-measures names).
 MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
@@ -111,6 +114,38 @@ class BenchmarkEvaluationResult(EvaluationResult):
             failures=doc["failures"][:max_failures],
             hidden=max(0, len(doc["failures"]) - max_failures),
         )
+
+
+def _named(index: Mapping) -> str:
+    """A collection as an evaluation names it: its folder's name, items and fingerprint."""
+    fingerprint = index.get("fingerprint")
+    return f"{index.get('name')}, {index.get('items')} items" + (
+        f", fingerprint {fingerprint}" if fingerprint else ""
+    )
+
+
+def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredIndex:
+    """``index`` opened, when it is the collection ``evaluation`` (one system's
+    :class:`BenchmarkEvaluationResult`) evaluated: what adds to an evaluation (``what``:
+    faithfulness, counterfactuals) re-scores its failures on the collection, so another
+    collection's scores would be paired with these failures. The collection is the one its
+    fingerprint says (what it holds: a copy is the same one); an evaluation recorded before
+    fingerprints is matched on name, items and encoder. Refused in one line naming both."""
+    if not isinstance(evaluation, BenchmarkEvaluationResult):
+        raise InputError(
+            f"{what}: evaluation must be the result of evaluate_benchmark (one system), not "
+            f"{type(evaluation).__name__}"
+        )
+    ix = index_argument(index)
+    recorded = evaluation.index if isinstance(evaluation.index, Mapping) else {}
+    given = ix.describe()
+    keys = ("fingerprint",) if recorded.get("fingerprint") else ("name", "items", "encoder")
+    if any(recorded.get(k) != given.get(k) for k in keys):
+        raise InputError(
+            f"{what}: the index {ix.label} ({_named(given)}) is not the collection the "
+            f"evaluation evaluated ({_named(recorded)}): give that collection"
+        )
+    return ix
 
 
 def natural_key(text: str) -> tuple:

@@ -20,6 +20,7 @@ from pathlib import Path
 from lexlens.analysis.benchmark.dataset import Benchmark, pick_split
 from lexlens.analysis.benchmark.trec import Problems
 from lexlens.analysis.collections.items import Skipped, SourceItem, id_problem
+from lexlens.analysis.core.metrics import relevance_value
 from lexlens.models.base import InputError
 
 
@@ -153,13 +154,16 @@ def _open(ir_datasets, dataset_id: str, split: str | None) -> Benchmark:
                 if id_problem(str(q.query_id)):
                     query_where[str(q.query_id)] = f"irds:{dataset_id} queries[{n}]"
             qrels: dict[str, dict[str, int]] = {}
-            for q in dataset.qrels_iter():
-                qrels.setdefault(str(q.query_id), {})[str(q.doc_id)] = int(q.relevance)
+            for n, q in enumerate(dataset.qrels_iter()):
+                grade = relevance_value(q.relevance, f"irds:{dataset_id} qrels[{n}]")
+                qrels.setdefault(str(q.query_id), {})[str(q.doc_id)] = grade
             docs = dataset.docs_iter()
             next(iter(docs), None)  # the corpus is on this machine too
             close = getattr(docs, "close", None)
             if close is not None:
                 close()
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001  (ir_datasets raises many kinds)
         raise _refused(dataset_id, exc) from None
 

@@ -23,6 +23,7 @@ import numpy as np
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.gating import bow_query, gate
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.core.truncation import Truncation, opening, truncation
 from lexlens.analysis.search.ranking import exact_scores_of, ranked, touched_items
 from lexlens.models.base import Capability, Encoder
 
@@ -109,10 +110,18 @@ class BatchScorer:
 
 
 def encode_queries(
-    encoder: Encoder, texts: list[str], mode: str, gate_k: int, progress: Progress | None
+    encoder: Encoder,
+    texts: list[str],
+    mode: str,
+    gate_k: int,
+    progress: Progress | None,
+    *,
+    names: list[str] | None = None,
+    cuts: list[Truncation] | None = None,
 ) -> list[np.ndarray]:
     """Every query's vector: the gated ``E_q = V ⊙ G`` or the bag of its own tokens, encoded
-    in batches."""
+    in batches. ``cuts``, when given, receives each query cut to the encoder's token limit
+    (named ``query`` and its id from ``names``)."""
     vectors: list[np.ndarray] = []
     bow_only = mode == "bow" and not encoder.can(Capability.TEXT_LEXICAL)
     for start in range(0, len(texts), ENCODE_BATCH):
@@ -121,7 +130,10 @@ def encode_queries(
             encodings = encoder.tokenize_texts(batch)
         else:
             encodings = encoder.encode_texts(batch, side="query", keep_units=False)
-        for enc in encodings:
+        for i, enc in enumerate(encodings, start):
+            if cuts is not None and enc.truncated:
+                name = f"query {names[i]}" if names else f"query {opening(texts[i])}"
+                cuts.append(truncation(encoder, texts[i], enc, name))
             if mode == "bow":
                 vectors.append(bow_query(enc, encoder.vocab, encoder.bow_normalize))
             else:

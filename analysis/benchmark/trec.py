@@ -67,10 +67,12 @@ def read_qrels(
 ) -> dict[str, dict[str, int]]:
     """Query id → {item id: relevance} from TREC or BEIR qrels (told apart by line 1).
 
-    A relevance is a whole number that fits trec_eval's 32-bit int
-    (:mod:`lexlens.analysis.core.metrics`); any other (``0.5``, ``inf``, ``nan``,
-    ``1e400``, a 23-digit number) is a problem naming the file and line. 0 and negatives
-    are kept as written: they mean not relevant."""
+    A relevance is a whole number from −1,000 to 1,000
+    (:mod:`lexlens.analysis.core.metrics`: pytrec_eval's memory grows with the largest
+    grade). One that is not a whole number (``0.5``, ``inf``, ``nan``, ``1e400``) is a
+    problem naming the file and line; a whole number beyond ±1,000 refuses the file naming
+    its line (the item's grade cannot be dropped without changing every measure of its
+    query). 0 and negatives are kept as written: they mean not relevant."""
     from lexlens.analysis.core.metrics import relevance_from_text
 
     problems = problems if problems is not None else Problems()
@@ -98,6 +100,8 @@ def read_qrels(
         except ValueError as exc:
             problems.add(label, number, str(exc))
             continue
+        except InputError as exc:
+            raise InputError(f"{label}:{number}: {exc}") from None
         qid, doc = qid.strip(), doc.strip()
         if doc in out.setdefault(qid, {}):
             problems.add(label, number, f"({qid}, {doc}) judged twice: the first judgement kept")

@@ -324,14 +324,31 @@ class StoredIndex:
         """Whether any item has labels (what an evaluation needs)."""
         return bool(self.manifest["counts"].get("labelled", 0))
 
+    @property
+    def fingerprint(self) -> str:
+        """What the collection holds, as a digest: every stored file's checksum, the
+        encoder's weights, the vocabulary, the gate and the item count. A copy or an
+        unchanged rebuild has the same; any other build, or an update, another."""
+        m = self.manifest
+        held = {
+            "files": m.get("checksums") or m.get("files"),
+            "encoder": m["encoder"].get("fingerprint") or m["encoder"].get("name"),
+            "vocab": m["vocab"].get("hash"),
+            "gate_k": m.get("gate_k"),
+            "items": len(self),
+        }
+        text = json.dumps(held, sort_keys=True, default=str).encode("utf-8")
+        return hashlib.sha256(text).hexdigest()[:16]
+
     def describe(self) -> dict:
-        """How results name the collection they come from."""
+        """How results name the collection they come from (``fingerprint``: which one)."""
         return {
             "name": self.path.name,
             "items": len(self),
             "encoder": self.encoder_name,
             "modality": self.manifest.get("modality"),
             "stored": True,
+            "fingerprint": self.fingerprint,
         }
 
     def card(self) -> dict:

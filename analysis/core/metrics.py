@@ -7,13 +7,18 @@ Representation. A run is ``{query id: [(item id, score), …]}`` best first (pyt
 ``{query id: {item id: relevance}}`` (:func:`checked_qrels`); :func:`measure` gives the mean
 and per-query values of any ir-measures measures over exactly the judged queries.
 
-Relevance. A relevance is a whole number that fits a 32-bit signed int (−2,147,483,648 to
-2,147,483,647), as trec_eval and pytrec_eval store it: a larger value wraps silently there
-(pytrec_eval turns a gain of 2**32 into an nDCG of 0). A file may write it as ``2`` or
-``2.0``; ``0.5``, ``inf``, ``nan``, ``1e400`` and ``99999999999999999999999`` are refused.
+Relevance. A relevance is a whole number from −1,000 to 1,000 (:data:`MAX_RELEVANCE`).
+trec_eval (pytrec_eval) takes any 32-bit int but sizes each query's gain arrays by its
+largest grade, 8 bytes a level: a grade of 2,147,483,647 takes 16 GB and a minute for one
+query, and where that memory is refused it returns 0 for nDCG, R@k and AP of every query,
+without a word. Graded benchmarks use a few levels (TREC 0–4, MS MARCO 0–3); 1,000 levels
+cost 8 KB a query. A file may write it as ``2`` or ``2.0``; ``0.5``, ``inf``, ``nan`` and
+``1e400`` are not relevances, and a whole number beyond ±1,000 is refused.
 A relevance of 0 or below means *not relevant*, everywhere: in the measures (a negative
 relevance is clamped to a gain of 0 before ir-measures sees it, so it can never lower an
-nDCG; the item stays judged) and in failures and blame.
+nDCG; the item stays judged) and in failures and blame. A measure ir-measures does not
+return for a ranked query, or returns as 0 although a relevant item is ranked within its
+cutoff, is a provider's failure: refused, never reported as 0 (:func:`measure`).
 
 Order. trec_eval ignores a run's rank column and sorts each query's items by score, ties by
 docid (descending), whatever order the run lists them in; it reads scores as C floats, so two
@@ -44,11 +49,12 @@ from operator import itemgetter
 import numpy as np
 
 from lexlens.analysis.core.results import Result
-from lexlens.models.base import InputError
+from lexlens.models.base import InputError, LexlensError
 
-#: The smallest and largest relevance accepted (a 32-bit signed int, trec_eval's).
-MIN_RELEVANCE = -(2**31)
-MAX_RELEVANCE = 2**31 - 1
+#: The smallest and largest relevance accepted: pytrec_eval allocates 8 bytes per grade
+#: level up to a query's largest grade (1,000: 8 KB a query; 2**31 - 1: 16 GB).
+MIN_RELEVANCE = -1_000
+MAX_RELEVANCE = 1_000
 #: The largest float32: trec_eval reads a run's scores as C floats.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: The longest ranking whose ranks are all distinct as float32 scores (2**24).
@@ -62,18 +68,25 @@ def _in_range(value: int) -> bool:
 
 
 def _range() -> str:
-    return f"outside trec_eval's range ({MIN_RELEVANCE:,} to {MAX_RELEVANCE:,})"
+    return (
+        f"beyond the grades Lexlens evaluates ({MIN_RELEVANCE:,} to {MAX_RELEVANCE:,}: "
+        "pytrec_eval's memory grows with the largest grade)"
+    )
 
 
 def relevance_from_text(text: str) -> int:
-    """The relevance a qrels field writes; ``ValueError`` (its message says why) otherwise."""
+    """The relevance a qrels field writes; ``ValueError`` when it is not a whole number,
+    :class:`InputError` when it is one beyond ±:data:`MAX_RELEVANCE` (the caller adds
+    where)."""
     field = text.strip()
     if not _WHOLE.fullmatch(field):
         raise ValueError(f"relevance {text!r} is not a whole number")
-    value = int(field.split(".", 1)[0])
-    if not _in_range(value):
-        raise ValueError(f"relevance {text!r} is {_range()}")
-    return value
+    whole = field.split(".", 1)[0]
+    digits = whole.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(MAX_RELEVANCE)) or not _in_range(int(whole)):
+        shown = field if len(field) <= 24 else field[:24] + "…"
+        raise InputError(f"relevance {shown!r} is {_range()}")
+    return int(whole)
 
 
 def relevance_value(value: object, name: str) -> int:
@@ -157,7 +170,7 @@ def has_ties(scores: Sequence[float]) -> bool:
 
 def checked_qrels(qrels: Mapping) -> dict[str, dict[str, int]]:
     """Query id → {item id: relevance}, ids as strings; a relevance that is not a whole
-    number in trec_eval's range is refused naming it (``qrels['q1']['d3']``)."""
+    number from −1,000 to 1,000 is refused naming it (``qrels['q1']['d3']``)."""
     if not isinstance(qrels, Mapping):
         raise InputError("qrels: expected a mapping of query id to {item id: relevance}")
     out: dict[str, dict[str, int]] = {}
@@ -222,7 +235,8 @@ def measure(
     ``RR@10``, ``AP@100``…) over exactly the queries of ``qrels``: each query's ranking
     ``run[q]`` best first, handed over with strictly decreasing scores (:func:`rank_scores`);
     a query without a ranking counts 0; relevance clamped to a gain of 0 or more. The mean is
-    the per-query values' mean: the aggregate and the per-query table always agree."""
+    the per-query values' mean: the aggregate and the per-query table always agree. A value
+    the provider failed to compute is refused (:func:`_check_provided`), never a 0."""
     import ir_measures
 
     measures = list(dict.fromkeys(measures))
@@ -231,16 +245,63 @@ def measure(
     for name, found in parsed.items():
         spellings.setdefault(str(found), []).append(name)
     distinct = list({str(found): found for found in parsed.values()}.values())
-    judged = {q: {d: gain(r) for d, r in rel.items()} for q, rel in qrels.items()}
+    judged = {
+        q: {d: gain(relevance_value(r, f"qrels[{q!r}][{d!r}]")) for d, r in rel.items()}
+        for q, rel in qrels.items()
+    }
     ranked = {q: rank_scores([d for d, _ in run[q]]) for q in judged if run.get(q)}
     per_query = {q: dict.fromkeys(measures, 0.0) for q in judged}
+    given: set[tuple[str, str]] = set()
     for value in ir_measures.iter_calc(distinct, judged, ranked):
         if value.query_id in per_query:
+            given.add((value.query_id, str(value.measure)))
             for name in spellings[str(value.measure)]:
                 per_query[value.query_id][name] = float(value.value)
+    for q, scores in ranked.items():
+        _check_provided(q, list(scores), judged[q], distinct, per_query[q], given, spellings)
     n = max(1, len(per_query))
     aggregate = {m: float(sum(v[m] for v in per_query.values()) / n) for m in measures}
     return aggregate, per_query
+
+
+#: Measures that are above 0 whenever a relevant item is ranked within their cutoff.
+_POSITIVE_WHEN_FOUND = frozenset({"nDCG", "RR", "R", "AP", "P", "Success"})
+
+
+def _check_provided(
+    q: str,
+    items: list[str],
+    gains: Mapping[str, int],
+    distinct: Sequence,
+    values: Mapping[str, float],
+    given: set[tuple[str, str]],
+    spellings: Mapping[str, list[str]],
+) -> None:
+    """Refuse a ranked query's measure that ir-measures did not return, or returned as 0
+    although a relevant item is ranked within its cutoff: a provider that failed (pytrec_eval
+    refused memory returns 0 for every query) must not read as a query that failed."""
+    first = next((i for i, d in enumerate(items, 1) if gains.get(d, 0) > 0), None)
+    for found in distinct:
+        name = spellings[str(found)][0]
+        if (q, str(found)) not in given:
+            raise LexlensError(
+                f"ir-measures gave no {name} for query {q!r}: its provider failed, and no "
+                "value is reported rather than a 0 it did not compute"
+            )
+        params = dict(found.params)
+        cutoff = params.pop("cutoff", None)
+        if (
+            first is not None
+            and found.NAME in _POSITIVE_WHEN_FOUND
+            and not params
+            and (cutoff is None or first <= cutoff)
+            and values[name] <= 0
+        ):
+            raise LexlensError(
+                f"ir-measures gave {name} = 0 for query {q!r} although its relevant item "
+                f"{items[first - 1]!r} is ranked {first}: its provider failed (out of "
+                "memory?), and no value is reported rather than a wrong 0"
+            )
 
 
 def measure_rankings(

@@ -32,6 +32,7 @@ from lexlens.analysis.core.arguments import device_argument, image_argument, tex
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.threads import analysis_threads, thread_count
+from lexlens.analysis.core.truncation import opening, truncation
 from lexlens.analysis.counterfactual.edits import (
     Edit,
     ImageQuery,
@@ -217,6 +218,10 @@ def _answer(
     found = term_counterfactual(scorer, q0, p.row)
     terms = _terms_record(found, p, time.perf_counter() - started)
     notes: list[str] = []
+    if isinstance(p.query, TextQuery) and p.query.encoding is not None:
+        name = f"query {p.query_id}" if p.query_id else f"query {opening(p.query.text)}"
+        cut = truncation(p.encoder, p.query.text, p.query.encoding, name)
+        notes.extend([cut.note()] if cut is not None else [])
     text_answer = None
     if options.level == "text":
         search = _text_search(

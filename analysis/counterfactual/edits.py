@@ -64,12 +64,16 @@ class TextQuery:
     def __init__(self, encoder: Encoder, text: str, mode: str, gate_k: int) -> None:
         self.encoder, self.text, self.mode, self.gate_k = encoder, text, mode, gate_k
         self.words = text.split()
+        #: the query as encoded whole (by :meth:`encode_one_with_units`)
+        self.encoding: LexicalEncoding | None = None
 
     def encode_one_with_units(self) -> tuple[np.ndarray, LexicalEncoding | None]:
         """The query's vector and (parametric mode) its encoding with per-unit rows."""
         if self.mode == "bow":
-            return self.encode([self.text])[0], None
+            self.encoding = self._encodings([self.text])[0]
+            return bow_query(self.encoding, self.encoder.vocab, self.encoder.bow_normalize), None
         enc = self.encoder.encode_texts([self.text], side="query", keep_units=True)[0]
+        self.encoding = enc
         return gate(enc, self.encoder.vocab, self.gate_k), enc
 
     def edits(self) -> list[Edit]:
@@ -80,15 +84,16 @@ class TextQuery:
         """The query without the deleted words."""
         return " ".join(w for j, w in enumerate(self.words) if j not in deleted)
 
+    def _encodings(self, inputs: list[Any]) -> list[LexicalEncoding]:
+        """The bag-of-words mode's encodings: a feature head's own tokens, or the text's."""
+        if not self.encoder.can(Capability.TEXT_LEXICAL):
+            return self.encoder.tokenize_texts(inputs)
+        return self.encoder.encode_texts(inputs, side="query", keep_units=False)
+
     def encode(self, inputs: list[Any]) -> list[np.ndarray]:
         """Edited queries' gated vectors, encoded in one batch."""
         if self.mode == "bow":
-            bow_only = not self.encoder.can(Capability.TEXT_LEXICAL)
-            encs = (
-                self.encoder.tokenize_texts(inputs)
-                if bow_only
-                else self.encoder.encode_texts(inputs, side="query", keep_units=False)
-            )
+            encs = self._encodings(list(inputs))
             return [bow_query(e, self.encoder.vocab, self.encoder.bow_normalize) for e in encs]
         encs = self.encoder.encode_texts(list(inputs), side="query", keep_units=False)
         return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]

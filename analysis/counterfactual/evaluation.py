@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
-from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.benchmark.evaluation_result import (
+    BenchmarkEvaluationResult,
+    evaluated_index,
+)
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
@@ -171,20 +173,17 @@ def failures_counterfactuals(
     **given: Any,
 ) -> EvaluationCounterfactuals:
     """The counterfactual of every failure in ``evaluation`` (the result of
-    ``evaluate_benchmark`` on ``index``) whose relevant item the collection holds: its
-    queries encoded as the evaluation encoded them (its query encoder, mode and gate)."""
-    if not isinstance(evaluation, BenchmarkEvaluationResult):
-        raise InputError(
-            "evaluation must be the result of evaluate_benchmark (one system), not "
-            f"{type(evaluation).__name__}"
-        )
+    ``evaluate_benchmark`` on ``index``, which must be the collection evaluated:
+    :func:`evaluated_index`) whose relevant
+    item the collection holds: its queries encoded as the evaluation encoded them (its query
+    encoder, mode and gate)."""
+    ix = evaluated_index(index, evaluation, "counterfactuals")
     settings = evaluation.settings
     options = CounterfactualOptions.of(
         options, **{"query_mode": settings["query_mode"], "gate_k": settings["gate_k"], **given}
     )
     device_argument(device)
     progress = progress_argument(progress)
-    ix = index_argument(index)
     if settings.get("run"):
         raise InputError(
             "counterfactuals re-encode Lexlens's own queries: not another system's run"

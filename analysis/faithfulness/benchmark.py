@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
-from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.benchmark.evaluation_result import (
+    BenchmarkEvaluationResult,
+    evaluated_index,
+)
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
@@ -215,15 +217,12 @@ def failures_faithfulness(
     """The faithfulness of every failure's explanation in ``evaluation`` (the result of
     ``evaluate_benchmark`` on ``index``): its words deleted, the query re-encoded (by the
     evaluation's query encoder unless another is given), both items rescored, against random
-    words. Options: :class:`FaithfulnessOptions` (or its fields as keywords)."""
+    words. Options: :class:`FaithfulnessOptions` (or its fields as keywords). ``index`` must
+    be the collection evaluated (:func:`evaluated_index`)."""
     options = FaithfulnessOptions.of(options, **given)
-    if not isinstance(evaluation, BenchmarkEvaluationResult):
-        raise InputError(
-            f"evaluation must be the result of evaluate_benchmark, not {type(evaluation).__name__}"
-        )
+    ix = evaluated_index(index, evaluation, "faithfulness")
     device_argument(device)
     progress = progress_argument(progress)
-    ix = index_argument(index)
     settings = evaluation.settings
     if evaluation.settings.get("run"):
         raise InputError("faithfulness re-encodes Lexlens's own queries: not another system's run")

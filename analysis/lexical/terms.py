@@ -21,6 +21,7 @@ from lexlens.analysis.core.arguments import (
 from lexlens.analysis.core.grid import FULL_BOX
 from lexlens.analysis.core.options import Options, option, shared
 from lexlens.analysis.core.results import Record, Result
+from lexlens.analysis.core.truncation import truncation
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, unit_words
 from lexlens.analysis.lexical.patches import check_box, parse_box, patch_group
@@ -282,7 +283,10 @@ def terms_of_encoding(
         encoding, encoder.vocab, top, units=units, merge_pieces=True, words=encoder.known_words
     )
     notes = list(encoding.notes)
-    if encoding.truncated:
+    text = info.get("text")
+    if encoding.truncated and isinstance(text, str):
+        notes.append(truncation(encoder, text, encoding, "input").note())
+    elif encoding.truncated:
         notes.append(f"input truncated to the encoder's limit of {encoder.max_length} tokens")
     if "text" in info and encoding.units and all(is_special_token(u) for u in encoding.units):
         notes.append(

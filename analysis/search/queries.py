@@ -17,6 +17,7 @@ from lexlens.analysis.collections.store import StoredIndex, vocab_hash
 from lexlens.analysis.core.arguments import encoder_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, gate
+from lexlens.analysis.core.truncation import Truncation, opening, truncation
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -44,6 +45,8 @@ class QuerySpec:
     gate_k: int = DEFAULT_GATE_K
     #: query vectors already made (A and B are used by every method of an evaluation)
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    #: the texts cut to the encoder's token limit, as they were encoded
+    _cut: dict = field(default_factory=dict, compare=False, repr=False)
 
     def text(self, text: str) -> np.ndarray:
         if not isinstance(text, str) or not text.strip():
@@ -53,6 +56,9 @@ class QuerySpec:
                 enc = self.encoder.tokenize_texts([text])[0]  # a feature head: own tokens
             else:
                 enc = self.encoder.encode_texts([text], side="query")[0]
+            cut = truncation(self.encoder, text, enc, f"query {opening(text)}")
+            if cut is not None:
+                self._cut[text] = cut
             if self.mode == "bow":
                 vector = bow_query(enc, self.encoder.vocab, self.encoder.bow_normalize)
             else:
@@ -60,6 +66,10 @@ class QuerySpec:
             vector.setflags(write=False)
             self._memo[text] = vector
         return self._memo[text]
+
+    def truncations(self) -> list[Truncation]:
+        """The query texts encoded so far that were cut to the encoder's token limit."""
+        return list(self._cut.values())
 
     def image(self, image: Any) -> np.ndarray:
         enc = self.encoder.encode_images([image])[0]

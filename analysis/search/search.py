@@ -204,6 +204,7 @@ def _text_search(
     metrics = None
     if relevant is not None:
         metrics = _metrics(target, spec, asked, options, settings, hits, relevant, notes)
+    notes.extend(cut.note() for cut in spec.truncations())
     query_info: dict = {"text": query} | ({"exclude": exclude} if exclude else {})
     return SearchResult(
         target.describe(),

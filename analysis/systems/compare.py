@@ -34,6 +34,10 @@ from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Progress, progress_part
+from lexlens.analysis.counterfactual.evaluation import with_counterfactuals
+from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.faithfulness.benchmark import with_faithfulness
+from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.engine import engine_comparison
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -62,13 +66,29 @@ def evaluate_systems(
     progress: Progress | None = None,
     evaluation: EvaluationOptions | None = None,
     options: ComparisonOptions | None = None,
+    faithfulness: FaithfulnessOptions | None = None,
+    counterfactuals: CounterfactualOptions | None = None,
 ) -> BenchmarkEvaluationResult | SystemsComparison:
     """The systems ``spec`` describes evaluated on one benchmark: one system's evaluation
-    as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`)."""
+    as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`). With
+    ``faithfulness`` or ``counterfactuals`` (their options; ``None``: not asked), the one
+    system's evaluation gets them (:func:`~lexlens.analysis.faithfulness.benchmark.
+    with_faithfulness`, :func:`~lexlens.analysis.counterfactual.evaluation.
+    with_counterfactuals`). Every argument is checked before anything is evaluated: the
+    additions' options, and that they have one system of Lexlens's own ranking to test."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
+    additions = _checked_additions(faithfulness, counterfactuals)
     systems = systems_of(spec, evaluation.gate_k)
+    if additions and (len(systems) > 1 or systems[0].kind == RUN):
+        asked = " and ".join(additions)
+        if len(systems) > 1:
+            raise InputError(
+                f"{asked} test one system's failures: {len(systems)} systems are given "
+                f"({', '.join(s.name for s in systems)})"
+            )
+        raise InputError(f"{asked} re-encode Lexlens's own queries: not another system's run")
     if len(systems) == 1:
         if options != ComparisonOptions():
             changed = [
@@ -78,15 +98,20 @@ def evaluate_systems(
             ]
             raise InputError(f"{', '.join(changed)}: a comparison needs two or more systems")
         one = systems[0]
-        return evaluate_benchmark(
+        progress = progress_argument(progress)
+        steps = 1 + len(additions)
+        result = evaluate_benchmark(
             spec.indexes[0],
             queries=queries,
             qrels=qrels,
             run=spec.runs[0] if spec.runs else None,
             query_encoder=one.query_encoder,
             device=device,
-            progress=progress,
+            progress=progress_part(progress, 0.0, 1 / steps),
             options=evaluation,
+        )
+        return _with_additions(
+            result, spec.indexes[0], faithfulness, counterfactuals, device, progress, steps
         )
     return compare_systems(
         systems,
@@ -97,6 +122,47 @@ def evaluate_systems(
         evaluation=evaluation,
         options=options,
     )
+
+
+def _checked_additions(faithfulness: Any, counterfactuals: Any) -> list[str]:
+    """The additions asked for (``faithfulness``, ``counterfactuals``), each refused naming
+    itself when its options are of another type."""
+    if faithfulness is not None and not isinstance(faithfulness, FaithfulnessOptions):
+        raise InputError(
+            f"faithfulness must be FaithfulnessOptions (or None), not {type(faithfulness).__name__}"
+        )
+    if counterfactuals is not None and not isinstance(counterfactuals, CounterfactualOptions):
+        raise InputError(
+            "counterfactuals must be CounterfactualOptions (or None), not "
+            f"{type(counterfactuals).__name__}"
+        )
+    asked = (("faithfulness", faithfulness), ("counterfactuals", counterfactuals))
+    return [name for name, value in asked if value is not None]
+
+
+def _with_additions(
+    result: BenchmarkEvaluationResult,
+    index: Any,
+    faithfulness: FaithfulnessOptions | None,
+    counterfactuals: CounterfactualOptions | None,
+    device: str | None,
+    progress: Progress | None,
+    steps: int,
+) -> BenchmarkEvaluationResult:
+    """One system's evaluation with the faithfulness and counterfactuals asked for."""
+    done = 1
+    if faithfulness is not None:
+        part = progress_part(progress, done / steps, (done + 1) / steps)
+        result = with_faithfulness(
+            index, result, device=device, progress=part, options=faithfulness
+        )
+        done += 1
+    if counterfactuals is not None:
+        part = progress_part(progress, done / steps, 1.0)
+        result = with_counterfactuals(
+            index, result, device=device, progress=part, options=counterfactuals
+        )
+    return result
 
 
 def _checked_options(evaluation: Any, options: Any) -> tuple[EvaluationOptions, ComparisonOptions]:

@@ -8,13 +8,9 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.benchmark.options import EvaluationOptions
-from lexlens.analysis.counterfactual.evaluation import counterfactuals_text, with_counterfactuals
+from lexlens.analysis.counterfactual.evaluation import counterfactuals_text
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
-from lexlens.analysis.faithfulness.benchmark import (
-    FaithfulnessOptions,
-    faithfulness_text,
-    with_faithfulness,
-)
+from lexlens.analysis.faithfulness.benchmark import FaithfulnessOptions, faithfulness_text
 from lexlens.analysis.systems.compare import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -118,6 +114,16 @@ def run(args: argparse.Namespace) -> None:
     texts = {d.name: getattr(args, d.name, None) for d in EvaluationOptions.declared()}
     evaluation = EvaluationOptions.from_texts({**texts, "gate_k": gates[0] if gates else None})
     gate_ks = [EvaluationOptions.from_texts({**texts, "gate_k": g}).gate_k for g in gates]
+    faithfulness = (
+        common.options_from_args(FaithfulnessOptions, args) if args.faithfulness else None
+    )
+    counterfactuals = (
+        CounterfactualOptions.from_texts(
+            {"side": args.side, "max_edits": args.max_edits, "max_calls": args.max_calls}
+        )
+        if args.counterfactuals
+        else None
+    )
     spec = SystemsSpec(
         indexes=args.index,
         runs=args.run or [],
@@ -135,25 +141,9 @@ def run(args: argparse.Namespace) -> None:
         progress=common.progress_printer(args),
         evaluation=evaluation,
         options=common.options_from_args(ComparisonOptions, args),
+        faithfulness=faithfulness,
+        counterfactuals=counterfactuals,
     )
-    if args.faithfulness:
-        result = with_faithfulness(
-            args.index[0],
-            result,
-            device=args.device,
-            progress=common.progress_printer(args),
-            options=common.options_from_args(FaithfulnessOptions, args),
-        )
-    if args.counterfactuals:
-        result = with_counterfactuals(
-            args.index[0],
-            result,
-            device=args.device,
-            progress=common.progress_printer(args),
-            options=CounterfactualOptions.from_texts(
-                {"side": args.side, "max_edits": args.max_edits, "max_calls": args.max_calls}
-            ),
-        )
     common.write_out(out, result)
     if isinstance(result, SystemsComparison):
         text = result.files()["comparison.tex"].decode() if args.latex else compared(result)

@@ -355,8 +355,6 @@ def test_silent_wrong_worst_queries_in_natural_order_named_as_the_csv(result, be
         ("inf", "not a whole number"),
         ("nan", "not a whole number"),
         ("1e400", "not a whole number"),
-        ("99999999999999999999999", "outside trec_eval's range"),
-        ("2147483648", "outside trec_eval's range"),
     ],
 )
 def test_silent_wrong_relevance_must_be_a_whole_number(tmp_path, relevance, why):
@@ -372,7 +370,7 @@ def test_silent_wrong_relevance_must_be_a_whole_number(tmp_path, relevance, why)
         read_qrels(only)
 
 
-@pytest.mark.parametrize("value", [0.5, math.inf, math.nan, 2**31, "1", True])
+@pytest.mark.parametrize("value", [0.5, math.inf, math.nan, 2**31, 1001, "1", True])
 def test_traceback_api_relevance_must_be_a_whole_number(index, value):
     with pytest.raises(InputError, match=r"qrels\['q102'\]\['d-rocket'\]"):
         evaluate(index, {"q102": "rocket"}, {"q102": {"d-rocket": value}})
