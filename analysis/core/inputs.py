@@ -346,3 +346,18 @@ def inside_folder(root: Path, relative: str) -> str | None:
     except ValueError:
         return None
     return inside
+
+
+def folder_file(folder: Path, name: str | Path) -> Path:
+    """``folder / name``, a file a reader opens inside a folder it was given, refused in one
+    line when it leaves the folder as written or once links are followed
+    (:func:`inside_folder`: the rule an image folder's files and a table's image paths
+    follow, so a link never carries a reader out of the folder a user named)."""
+    inside = inside_folder(Path(folder), str(name))
+    if inside is None:
+        shown = name if Path(name).is_absolute() else Path(folder) / name
+        raise InputError(
+            f"{shown}: a link to a file outside the folder {folder}: refused (copy the file "
+            "into the folder)"
+        )
+    return Path(folder) / inside
