@@ -423,12 +423,13 @@ def _image_file(value: Any, folder: Path, images: _EmbeddedImages, n: int) -> tu
         if where is None:
             return "", "an embedded image, and the cache (LEXLENS_CACHE) cannot be written"
         target = where / f"{n}.img"
+        part = where / f".{n}.img.{os.getpid()}.part"
         try:
             if not (target.is_file() and target.stat().st_size == len(data)):
-                part = where / f".{n}.img.{os.getpid()}.part"
                 part.write_bytes(data)
                 part.replace(target)
         except OSError as exc:
+            part.unlink(missing_ok=True)  # a full disk leaves no partial file behind
             return "", f"cannot write its embedded image to the cache ({exc.strerror or exc})"
         return str(target), ""
     name = value.get("path") if isinstance(value, dict) else value
