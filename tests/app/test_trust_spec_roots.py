@@ -33,6 +33,7 @@ def places(tmp_path_factory):
     (outside / "secret.txt").write_text(SECRET)
     (root / "corpus-link.txt").symlink_to(outside / "corpus.txt")
     (root / "zero").symlink_to("/dev/zero")
+    (root / "model-link").symlink_to(outside / "model")
     leaky = root / "leaky-model"
     write_st_dir(leaky, pooling="cls", normalize=False, seed=7)
     (leaky / "vocab.txt").unlink()
@@ -79,6 +80,7 @@ def test_security_a_typed_spec_reads_no_path_outside_the_data_roots(places, monk
         f"{root}/mymodel+pq:4:{root}/corpus.txt+faiss:{outside}/secret.txt",
         f"{root}/mymodel+pq:4:{outside}/corpus.txt+faiss:{root}/corpus.txt",
         f"{root}/leaky-model",
+        f"{root}/model-link+pq:4",
         f"{root}/pq-corpus-outside",
         f"{root}/pq-faiss-outside",
         f"{root}/pq-base-outside",
