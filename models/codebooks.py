@@ -3,8 +3,9 @@
 ``LEXLENS_CACHE/dense_pq/<digest>/`` holds ``codebook.safetensors`` and ``meta.json``.
 A cache that cannot be used never stops the work:
 
-- ``LEXLENS_CACHE`` is a file, read-only or otherwise unusable → fit without caching
-  (a logged warning);
+- ``LEXLENS_CACHE`` is a file, read-only or otherwise unusable, or the disk fills while
+  an entry is written → fit without caching (a logged warning, once; a partial entry is
+  removed);
 - a corrupt entry (truncated safetensors, ``meta.json`` that is not an object, NaN
   centroids) → a miss: fitted again and overwritten;
 - two processes fitting the same codebook → the second waits on a lock file and reads
@@ -13,10 +14,12 @@ A cache that cannot be used never stops the work:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -81,7 +84,10 @@ def cached_fit(
             cached = _read(entry)  # another process may have fitted it while we waited
             if cached is None:
                 pq = fit()
-                _write(entry, pq)
+                failed = _write(entry, pq)
+                if failed:  # said in the result too: the command line keeps logs quiet
+                    note = f"codebooks not cached ({failed}): fitted again on the next load"
+                    pq = dataclasses.replace(pq, notes=(*pq.notes, note))
                 return pq
         finally:
             lock.release()
@@ -106,8 +112,13 @@ def _read(entry: Path) -> ProductQuantizer | None:
         return None
 
 
-def _write(entry: Path, pq: ProductQuantizer) -> None:
-    """Write both files atomically (temp file + rename); a failure only logs."""
+def _write(entry: Path, pq: ProductQuantizer) -> str:
+    """Write both files atomically (temp file + rename); ``""``, or why not. Any failure of
+    the write — a full disk is an ``OSError`` from one writer and a ``SafetensorError`` from
+    safetensors — removes what it left and is logged once (:func:`~.packaged.warn_uncached`):
+    the codebook just fitted is used, uncached."""
+    from lexlens.models.packaged import warn_uncached
+
     try:
         entry.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=entry) as tmp:
@@ -116,8 +127,15 @@ def _write(entry: Path, pq: ProductQuantizer) -> None:
             meta_tmp = Path(tmp) / META_JSON
             meta_tmp.write_text(json.dumps(pq.meta, indent=2), encoding="utf-8")
             os.replace(meta_tmp, entry / META_JSON)
-    except OSError as exc:
-        log.warning("could not cache codebooks in %s: %s", entry, exc)
+    except Exception as exc:  # noqa: BLE001  (whatever the writer raises, the work goes on)
+        _remove_entry(entry)
+        return warn_uncached(f"could not write codebooks to {entry.parent}", exc)
+    return ""
+
+
+def _remove_entry(entry: Path) -> None:
+    """A cache entry's folder removed with what a failed write left in it."""
+    shutil.rmtree(entry, ignore_errors=True)
 
 
 def _lock(path: Path) -> Any:

@@ -24,6 +24,7 @@ from lexlens.models.base import EncoderLoadError
 from lexlens.models.checkpoint import check_finite, check_header, tensor_shapes
 from lexlens.models.config_files import check_sizes, find_weights, first_line, read_config
 from lexlens.models.dense_config import HEAD_MODULES, META_FILE, MODULES_FILE
+from lexlens.models.files import read_bytes
 from lexlens.models.imports import HEAVY_IMPORTS
 from lexlens.models.pq import ProductQuantizer
 
@@ -117,11 +118,12 @@ def load_saved_codebook(path: Path, spec: dict[str, Any]) -> ProductQuantizer:
 
 
 def read_corpus(path: Path) -> list[str]:
-    """One text per non-empty line of a UTF-8 file."""
+    """One text per non-empty line of a UTF-8 file: a regular file of at most
+    :data:`~lexlens.models.files.MAX_TEXT_FILE_BYTES` (a device or a FIFO is refused before
+    it is opened, so ``/dev/zero`` never fills memory)."""
+    data, _ = read_bytes(path, f"corpus {path}", advice="fit the codebooks on fewer texts")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise EncoderLoadError(f"{path}: cannot read the corpus ({exc.strerror or exc})") from None
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise EncoderLoadError(f"{path}: the corpus is not UTF-8 text") from None
     texts = [line.strip() for line in lines if line.strip()]

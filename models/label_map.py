@@ -343,8 +343,8 @@ def cached_class_vocab_map(
 ) -> ClassVocabMap:
     """:func:`build_class_vocab_map`, stored in ``cache`` keyed by a hash of its inputs.
 
-    A damaged cache file counts as a miss (rebuilt); an unwritable cache only costs the
-    rebuild next time.
+    A damaged cache file counts as a miss (rebuilt); an unwritable cache (a full disk) only
+    costs the rebuild next time: what the failed write left is removed.
     """
     if cache is None:
         return build_class_vocab_map(text_encoder, classes, terms_per_class)
@@ -367,6 +367,9 @@ def cached_class_vocab_map(
     try:
         np.savez(tmp, columns=built.columns, dense=built.dense)
         tmp.replace(path)
-    except OSError:
-        pass
+    except Exception as exc:  # noqa: BLE001  (a full disk, whatever the writer raises)
+        from lexlens.models.packaged import warn_uncached
+
+        tmp.unlink(missing_ok=True)
+        warn_uncached(f"could not write the class map to {cache}", exc)
     return built

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
 from lexlens.models.base import EncoderLoadError
@@ -112,6 +113,23 @@ def usable_cache_dir(*parts: str) -> Path | None:
         if not os.access(path, os.W_OK | os.X_OK):
             raise PermissionError(f"{path} is not writable")
     except OSError as exc:
-        log.warning("running without the disk cache (LEXLENS_CACHE unusable: %s)", exc)
+        warn_uncached("LEXLENS_CACHE unusable", exc)
         return None
     return path
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_uncached(why: str, exc: BaseException) -> str:
+    """Log that the disk cache is not used, ``why`` and the error's first line — once per
+    process for the same words; returns them (the work goes on uncached)."""
+    lines = str(exc).strip().splitlines()
+    said = f"{why}: {lines[0] if lines else type(exc).__name__}"
+    with _warned_lock:
+        first = said not in _warned
+        _warned.add(said)
+    if first:
+        log.warning("running without the disk cache (%s)", said)
+    return said

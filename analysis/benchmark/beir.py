@@ -12,7 +12,7 @@ from pathlib import Path
 from lexlens.analysis.benchmark.dataset import Benchmark, corpus_items, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import Skipped, SourceItem
-from lexlens.analysis.core.inputs import json_line
+from lexlens.analysis.core.inputs import folder_file, json_line
 from lexlens.models.base import InputError
 
 
@@ -35,20 +35,23 @@ def _document(text: str, label: str, number: int) -> SourceItem | Skipped | str:
 
 
 def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
-    """A BEIR folder's split (default ``test``, else the only one)."""
+    """A BEIR folder's split (default ``test``, else the only one); each file it reads
+    stays inside the folder once links are followed (:func:`folder_file`)."""
     qrels_dir = folder / "qrels"
     splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
     if not splits:
         raise InputError(f"{folder}: no qrels/*.tsv (a BEIR folder has qrels/test.tsv, …)")
     chosen = pick_split(splits, split, str(folder))
-    problems = Problems()
+    corpus = folder_file(folder, "corpus.jsonl")
     queries_path = folder / "queries.jsonl"
     if not queries_path.is_file():
         raise InputError(f"{folder}: no queries.jsonl")
+    queries_path = folder_file(folder, "queries.jsonl")
+    qrels_path = folder_file(folder, f"qrels/{chosen}.tsv")
+    problems = Problems()
     where: dict[str, str] = {}
     queries = read_queries(queries_path, problems, where=where)
-    qrels = read_qrels(qrels_dir / f"{chosen}.tsv", problems)
-    corpus = folder / "corpus.jsonl"
+    qrels = read_qrels(qrels_path, problems)
     label = str(corpus)
     bench = Benchmark(
         kind="beir",
@@ -62,7 +65,7 @@ def open_beir(folder: Path, *, split: str | None = None) -> Benchmark:
         fingerprint_parts=lambda: [
             file_stamp(corpus),
             file_stamp(queries_path),
-            file_stamp(qrels_dir / f"{chosen}.tsv"),
+            file_stamp(qrels_path),
         ],
         problems=problems,
         query_where=lambda qid: where.get(qid, str(queries_path)),

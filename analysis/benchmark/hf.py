@@ -34,7 +34,7 @@ from typing import Any
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems
 from lexlens.analysis.collections.items import Skipped, SourceItem, id_problem
-from lexlens.analysis.core.inputs import inside_folder, regular_file
+from lexlens.analysis.core.inputs import folder_file, inside_folder, regular_file
 from lexlens.models.base import InputError
 
 IMAGE_NAMES = ("image", "img", "picture", "photo")
@@ -103,7 +103,10 @@ class _Rows:
 
 
 def _saved(path: Path, split: str | None, label: str) -> tuple[_Rows, str, list[str]]:
-    """A ``save_to_disk`` folder through ``datasets.load_from_disk`` (memory-mapped)."""
+    """A ``save_to_disk`` folder through ``datasets.load_from_disk`` (memory-mapped), once
+    every file in it is inside it with links followed (``load_from_disk`` opens what its
+    ``state.json`` lists)."""
+    _files_inside(path)
     datasets = _datasets()
     try:
         loaded = datasets.load_from_disk(str(path), keep_in_memory=False)
@@ -144,13 +147,23 @@ def _split_files(path: Path, label: str) -> dict[str, list[Path]]:
         raise InputError(f"{label}: no Parquet or Arrow file found ({exc})") from None
     out: dict[str, list[Path]] = {}
     for name, found in resolved.items():
-        files = sorted(Path(f) for f in found if Path(f).suffix.lower() in TABLE_SUFFIXES)
+        files = sorted(
+            folder_file(path, f) for f in found if Path(f).suffix.lower() in TABLE_SUFFIXES
+        )
         parquet = [f for f in files if f.suffix.lower() == ".parquet"]
         if parquet or files:
             out[str(name)] = parquet or files
     if not out:
         raise InputError(f"{label}: no Parquet or Arrow file found")
     return out
+
+
+def _files_inside(folder: Path) -> None:
+    """Every file and folder under ``folder`` stays inside it once links are followed
+    (:func:`folder_file`); a saved dataset holds a handful."""
+    for top, folders, files in os.walk(folder, followlinks=False):
+        for name in [*folders, *files]:
+            folder_file(folder, os.path.join(top, name))
 
 
 def _arrow_batches(path: Path) -> Iterator[Any]:
@@ -410,12 +423,13 @@ def _image_file(value: Any, folder: Path, images: _EmbeddedImages, n: int) -> tu
         if where is None:
             return "", "an embedded image, and the cache (LEXLENS_CACHE) cannot be written"
         target = where / f"{n}.img"
+        part = where / f".{n}.img.{os.getpid()}.part"
         try:
             if not (target.is_file() and target.stat().st_size == len(data)):
-                part = where / f".{n}.img.{os.getpid()}.part"
                 part.write_bytes(data)
                 part.replace(target)
         except OSError as exc:
+            part.unlink(missing_ok=True)  # a full disk leaves no partial file behind
             return "", f"cannot write its embedded image to the cache ({exc.strerror or exc})"
         return str(target), ""
     name = value.get("path") if isinstance(value, dict) else value

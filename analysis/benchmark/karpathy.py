@@ -22,7 +22,7 @@ from pathlib import Path
 from lexlens.analysis.benchmark.dataset import Benchmark, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems
 from lexlens.analysis.collections.items import Skipped, SourceItem, derived_id
-from lexlens.analysis.core.inputs import inside_folder, load_json, read_bytes
+from lexlens.analysis.core.inputs import folder_file, inside_folder, load_json, read_bytes
 from lexlens.models.base import InputError
 
 #: Karpathy's JSON is read whole; a larger file is refused.
@@ -49,12 +49,13 @@ def _captions(entry: dict) -> list[str]:
 
 
 def _entries(path: Path) -> tuple[Path, list]:
-    """The JSON file (the one ``dataset_*.json`` of a folder) and its ``images`` list."""
+    """The JSON file (the one ``dataset_*.json`` of a folder, inside it once links are
+    followed) and its ``images`` list."""
     if path.is_dir():
         found = sorted(path.glob("dataset_*.json"))
         if len(found) != 1:
             raise InputError(f"{path}: expected one dataset_*.json, found {len(found)}")
-        path = found[0]
+        path = folder_file(path, found[0].name)
     label = str(path)
     data, _ = read_bytes(path, label, limit=MAX_JSON_BYTES)
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from lexlens.analysis.benchmark.dataset import Benchmark, corpus_items, file_stamp, pick_split
 from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 from lexlens.analysis.collections.items import SourceItem
+from lexlens.analysis.core.inputs import folder_file
 from lexlens.models.base import InputError
 
 
@@ -28,11 +29,12 @@ def _split_of(name: str, prefix: str) -> str | None:
 
 
 def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
-    """The collection and one split's queries and qrels (default ``dev``, else the only one)."""
+    """The collection and one split's queries and qrels (default ``dev``, else the only one);
+    each file read stays inside the folder once links are followed (:func:`folder_file`)."""
     folder = path if path.is_dir() else path.parent
-    collection = folder / "collection.tsv"
-    if not collection.is_file():
+    if not (folder / "collection.tsv").is_file():
         raise InputError(f"{folder}: no collection.tsv")
+    collection = path if path.is_file() else folder_file(folder, "collection.tsv")
     query_files = {_split_of(p.name, "queries."): p for p in sorted(folder.glob("queries.*.tsv"))}
     qrels_files = {_split_of(p.name, "qrels."): p for p in sorted(folder.glob("qrels.*.tsv"))}
     qrels_files.update({p.stem: p for p in sorted(folder.glob("*.qrels"))})
@@ -42,6 +44,8 @@ def open_msmarco(path: Path, *, split: str | None = None) -> Benchmark:
             f"{folder}: no split with both queries.SPLIT.tsv and qrels.SPLIT.tsv (or SPLIT.qrels)"
         )
     chosen = pick_split(splits, split, str(folder), default="dev")
+    query_files[chosen] = folder_file(folder, query_files[chosen].name)
+    qrels_files[chosen] = folder_file(folder, qrels_files[chosen].name)
     problems = Problems()
     where: dict[str, str] = {}
     queries = read_queries(query_files[chosen], problems, where=where)

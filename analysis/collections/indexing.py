@@ -20,6 +20,7 @@ source is refused. The index format: :mod:`.store`; writing it: :mod:`.store_wri
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from lexlens.analysis.collections.options import (
     IndexOptions,
 )
 from lexlens.analysis.collections.ray_encode import check_ray
-from lexlens.analysis.collections.source_index import build_source_index
+from lexlens.analysis.collections.source_index import INDEX_NEEDS, build_source_index
 from lexlens.analysis.collections.sources import is_features_source, open_source
 from lexlens.analysis.collections.store_writer import check_out
 from lexlens.analysis.collections.workspace import sample_photos_folder
@@ -49,7 +50,8 @@ from lexlens.analysis.core.arguments import (
 )
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
-from lexlens.models.base import Encoder, InputError
+from lexlens.models.base import Capability, Encoder, InputError
+from lexlens.models.registry import available_encoders
 
 #: A source: a path, ``sample:NAME``, ``irds:ID``, or a benchmark opened already.
 SourceArg = str | Path | Benchmark
@@ -171,8 +173,31 @@ def _build(
     )
 
 
+def default_encoder(reads: str) -> str | None:
+    """The registry encoder a build uses when none is named, by what its source's items are
+    read as (``"text"`` or ``"image"``): the first registry encoder that stores them — the
+    default text encoder (splade-tiny), the default image encoder (efficientnet-lite0-lexical)."""
+    wanted = Capability.IMAGE_LEXICAL if reads == "image" else Capability.TEXT_LEXICAL
+    cards = [c for c in available_encoders() if INDEX_NEEDS.is_compatible(c.capabilities)]
+    return next((c.name for c in cards if wanted in c.capabilities), None)
+
+
+def _default_for(opened: str | Path | Benchmark) -> tuple[str, str]:
+    """The default encoder of an opened source, and the note that says it was chosen."""
+    if is_features_source(opened):
+        raise InputError(
+            "a dense features source needs --encoder: the folder of a D2S head that maps "
+            "the features onto a vocabulary"
+        )
+    reads = "image" if open_source(opened).has_images else "text"
+    name = default_encoder(reads)
+    if name is None:
+        raise InputError(f"no registry encoder stores {reads}s: pass --encoder")
+    return name, f"encoder: {name} (the default {reads} encoder; --encoder names another)"
+
+
 def index_collection(
-    encoder: str | Encoder,
+    encoder: str | Encoder | None,
     source: SourceArg,
     out: str | Path,
     *,
@@ -184,15 +209,20 @@ def index_collection(
     """``lexlens index``: the source, ``--out`` and options are checked before the encoder
     loads (a dense features source: every file is read and checked), then it is built (see
     :func:`build_index`). A benchmark keeps its ``split``'s queries and judgements with the
-    collection."""
+    collection. ``encoder`` ``None``: the default encoder of what the source holds
+    (:func:`default_encoder`), said in the result's notes; a dense features source names its
+    head."""
     options = IndexOptions.of(options, **given)
-    encoder = encoder_or_spec(encoder)
+    encoder = None if encoder is None else encoder_or_spec(encoder)
     source = checked_source(source)
     out = Path(path_argument(out, "out", "a folder path")).expanduser()
     device = device_argument(device)
     progress = progress_argument(progress)
     opened = opened_source(source, options)
     open_source(opened)
+    chosen = None
+    if encoder is None:
+        encoder, chosen = _default_for(opened)
     table = None
     if is_features_source(opened):
         table = read_source(opened, captions=options.captions, ids=options.ids)
@@ -203,10 +233,11 @@ def index_collection(
         check_out(out)
         spec = encoder.name if isinstance(encoder, Encoder) else encoder
         loaded = encoder_argument(encoder, device=device)
-        return _build(loaded, opened, out, options, progress, None, spec, table)
+        result = _build(loaded, opened, out, options, progress, None, spec, table)
     except BaseException:
         _remove_empty(made)  # a failed build leaves no folder it made behind
         raise
+    return result if chosen is None else dataclasses.replace(result, notes=[chosen, *result.notes])
 
 
 def _missing_folders(folder: Path) -> list[Path]:

@@ -36,6 +36,7 @@ import numpy as np
 
 from lexlens.analysis.collections.home import collections_dir, stored_names
 from lexlens.analysis.core.arguments import path_argument
+from lexlens.analysis.core.inputs import read_bytes
 from lexlens.models.base import InputError, texts_digest
 
 FORMAT = "lexlens-index"
@@ -493,6 +494,23 @@ def open_index(path: str | Path | StoredIndex) -> StoredIndex:
     """Open an index folder (memory-mapped); one-line :class:`InputError` when invalid (an
     index opened already is returned as it is)."""
     return path if isinstance(path, StoredIndex) else StoredIndex(path)
+
+
+#: Largest manifest read to tell whether a folder is a Lexlens index (one lists its files
+#: and at most a few hundred skipped items: kilobytes).
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+
+def is_lexlens_index(folder: Path) -> bool:
+    """Whether ``folder`` holds a Lexlens index: its ``manifest.json`` a regular file, a JSON
+    object whose ``format`` is :data:`FORMAT`. Only such a folder may be replaced by a
+    build; another tool's ``manifest.json`` (any JSON, or none) makes it the user's."""
+    try:
+        data, _ = read_bytes(folder / MANIFEST, limit=MAX_MANIFEST_BYTES)
+        manifest = json.loads(data.decode("utf-8"))
+    except (InputError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 
 
 def existing_index(out: Path) -> StoredIndex | None:

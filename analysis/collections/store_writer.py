@@ -38,6 +38,7 @@ from lexlens.analysis.collections.store import (
     ROW_GROUP,
     StoredIndex,
     file_checksum,
+    is_lexlens_index,
     vocab_hash,
 )
 from lexlens.analysis.collections.token_ids import TOKEN_IDS, TOKEN_INDPTR, token_dtype
@@ -214,13 +215,17 @@ class IndexWriter:
 
 
 def check_out(out: Path) -> None:
-    """``--out`` can hold a new index: a new or empty folder, or an index to replace."""
+    """``--out`` can hold a new index: a new or empty folder, or a Lexlens index to replace
+    (:func:`~.store.is_lexlens_index`: its manifest's format says so); any other folder
+    holds a user's files and is refused, whatever its names (``manifest.json``, ``data.npy``)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: is a file, not a folder")
-    if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+    if out.is_dir() and any(out.iterdir()) and not is_lexlens_index(out):
+        named = (out / MANIFEST).exists()
+        found = f"its {MANIFEST} is not a Lexlens index's" if named else "it holds other files"
         raise InputError(
-            f"--out {out}: exists and is not a Lexlens index: choose a new or empty folder "
-            "(nothing there is overwritten)"
+            f"--out {out}: exists and is not a Lexlens index ({found}): choose a new or empty "
+            "folder (nothing there is overwritten)"
         )
     parent = out.parent if str(out.parent) else Path(".")
     try:

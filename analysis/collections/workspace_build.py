@@ -21,9 +21,8 @@ from typing import Any
 from lexlens.analysis.benchmark.readers import detect, open_benchmark
 from lexlens.analysis.collections.arguments import data_roots, one_of, uploaded_files
 from lexlens.analysis.collections.build_parts import IndexResult
-from lexlens.analysis.collections.indexing import index_collection
+from lexlens.analysis.collections.indexing import default_encoder, index_collection
 from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
-from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.sources import open_source
 from lexlens.analysis.collections.workspace import (
     check_name,
@@ -36,8 +35,7 @@ from lexlens.analysis.core.arguments import loaded_encoder, progress_argument, t
 from lexlens.analysis.core.results import Progress, Record
 from lexlens.analysis.core.roots import inside_roots
 from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
-from lexlens.models.base import Capability, Encoder, InputError, LexlensError
-from lexlens.models.registry import available_encoders
+from lexlens.models.base import Encoder, InputError, LexlensError
 
 #: Where the Collections page takes a collection's source from.
 SOURCE_KINDS = ("upload", "path", "sample")
@@ -81,10 +79,7 @@ def propose_build(path: Any, roots: Sequence[str | Path] | None = None) -> Build
         reads = _reads(resolve_sample(source))
     except LexlensError:
         return None
-    cards = [c for c in available_encoders() if INDEX_NEEDS.is_compatible(c.capabilities)]
-    wanted = Capability.IMAGE_LEXICAL if reads == "image" else Capability.TEXT_LEXICAL
-    encoder = next((c.name for c in cards if wanted in c.capabilities), None)
-    return BuildProposal(_proposed_name(str(source)), reads, encoder)
+    return BuildProposal(_proposed_name(str(source)), reads, default_encoder(reads))
 
 
 def _reads(source: str | Path) -> str:

@@ -2,7 +2,10 @@
 
 Every failure a user can cause (missing or unreadable file, wrong encoding, malformed CSV or
 JSON lines, no texts) raises :class:`~lexlens.models.base.InputError` with one line that
-names the file as the user knows it (the upload's name, never a temporary file).
+names the file as the user knows it (the upload's name, never a temporary file). The
+bounded reading of one file (:func:`read_bytes`, :func:`regular_file`) lives in
+:mod:`lexlens.models.files`, which the encoders' loading shares (a codebook's corpus, a
+faiss index), and is used here through this module.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import io
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,9 +23,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lexlens.models.base import InputError
+from lexlens.models.files import Source, read_bytes, read_error, regular_file, user_path
+from lexlens.models.files import source_label as source_label
 
-#: Largest text file read whole (bytes); collections stream larger sources.
-MAX_TEXT_FILE_BYTES = 512 * 1024 * 1024
 TEXT_SUFFIXES = (".txt", ".csv", ".jsonl")
 #: Separator of several labels in one cell.
 LABEL_SEPARATOR = "|"
@@ -34,9 +36,6 @@ LINE_CHUNK = 1024 * 1024
 #: A JSON value nested deeper than this is refused before Python's parser would overflow
 #: its recursion limit (a RecursionError).
 MAX_JSON_DEPTH = 400
-
-
-Source = str | Path | bytes | bytearray
 
 
 @dataclass(frozen=True)
@@ -50,78 +49,6 @@ class TextTable:
 
     def __len__(self) -> int:
         return len(self.texts)
-
-
-def read_error(label: str, exc: OSError) -> InputError:
-    """The one-line message for a user's file that cannot be read."""
-    if isinstance(exc, FileNotFoundError):
-        return InputError(f"{label}: file not found")
-    if isinstance(exc, PermissionError):
-        return InputError(f"{label}: permission denied (cannot read the file)")
-    if isinstance(exc, IsADirectoryError):
-        return InputError(f"{label}: is a folder, not a file")
-    return InputError(f"{label}: cannot read the file ({exc.strerror or exc})")
-
-
-def user_path(raw: str | Path, label: str) -> Path:
-    """A path a user gave, ``~`` and ``~user`` expanded as the shell does; a home folder
-    that cannot be found (``~nosuchuser/x``, or ``~`` without one) is refused in one line
-    that starts with ``label``, never a RuntimeError."""
-    try:
-        return Path(raw).expanduser()
-    except RuntimeError:
-        raise InputError(
-            f"{label}: no home folder found for {Path(raw).parts[0]} (a path that starts "
-            "with ~ names one)"
-        ) from None
-
-
-def source_label(source: Source, name: str | None = None) -> str:
-    """The name messages show for a path or an upload (``name`` when given)."""
-    if name:
-        return str(name)
-    return "uploaded file" if isinstance(source, (bytes, bytearray)) else str(source)
-
-
-def regular_file(path: Path, label: str) -> os.stat_result:
-    """The status of a user's file, refused in one line unless it is a regular file (a
-    folder, a FIFO, a device or a socket would block a reader or never end)."""
-    try:
-        status = path.stat()
-    except OSError as exc:
-        raise read_error(label, exc) from None
-    if stat.S_ISDIR(status.st_mode):
-        raise InputError(f"{label}: is a folder, not a file")
-    if not stat.S_ISREG(status.st_mode):
-        raise InputError(f"{label}: not a regular file (a FIFO, a device or a socket): refused")
-    return status
-
-
-def read_bytes(
-    source: Source, name: str | None = None, *, limit: int = MAX_TEXT_FILE_BYTES
-) -> tuple[bytes, str]:
-    """The bytes of a path or an upload (at most ``limit``), and the name to show in messages."""
-    label = source_label(source, name)
-    if isinstance(source, (bytes, bytearray)):
-        if len(source) > limit:
-            raise InputError(f"{label}: too large ({len(source):,} bytes; limit {limit:,})")
-        return bytes(source), label
-    path = user_path(source, label)
-    size = regular_file(path, label).st_size
-    too_large = InputError(
-        f"{label}: file too large to read whole ({size:,} bytes; limit {limit:,}): build a "
-        "stored collection with `lexlens index`"
-    )
-    if size > limit:
-        raise too_large
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)  # never more, whatever the size said
-    except OSError as exc:
-        raise read_error(label, exc) from None
-    if len(data) > limit:
-        raise too_large
-    return data, label
 
 
 def open_text(path: Path, label: str) -> TextIO:
@@ -419,3 +346,18 @@ def inside_folder(root: Path, relative: str) -> str | None:
     except ValueError:
         return None
     return inside
+
+
+def folder_file(folder: Path, name: str | Path) -> Path:
+    """``folder / name``, a file a reader opens inside a folder it was given, refused in one
+    line when it leaves the folder as written or once links are followed
+    (:func:`inside_folder`: the rule an image folder's files and a table's image paths
+    follow, so a link never carries a reader out of the folder a user named)."""
+    inside = inside_folder(Path(folder), str(name))
+    if inside is None:
+        shown = name if Path(name).is_absolute() else Path(folder) / name
+        raise InputError(
+            f"{shown}: a link to a file outside the folder {folder}: refused (copy the file "
+            "into the folder)"
+        )
+    return Path(folder) / inside

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.collections.indexing import SAMPLE_IMAGES, index_collection
+from lexlens.analysis.collections.indexing import (
+    SAMPLE_IMAGES,
+    default_encoder,
+    index_collection,
+)
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
 from lexlens.analysis.core.options import names
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
@@ -34,7 +38,13 @@ COMMAND = common.Command(
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The encoder, the source, the index folder; the options, benchmark ones in a group."""
-    common.add_encoder(parser, "registry name or checkpoint folder")
+    common.add_encoder(
+        parser,
+        "registry name or checkpoint folder (default: the default encoder of what the source "
+        f"holds, {default_encoder('text')} for texts, {default_encoder('image')} for images; "
+        "dense features need their D2S head)",
+        required=False,
+    )
     parser.add_argument(
         "--source",
         required=True,

@@ -138,6 +138,15 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
     return [v.decode("latin-1") for k, v in headers if k.lower() == name]
 
 
+def server_spec(raw: str, label: str) -> str:
+    """An encoder spec typed into a page (a checkpoint folder, with a ``+faiss:FILE`` or
+    ``+pq:M:CORPUS`` suffix), split as the loader splits it and every path it names checked
+    against :func:`data_roots` (:func:`lexlens.analysis.core.roots.spec_inside_roots`)."""
+    from lexlens.analysis.core.roots import spec_inside_roots
+
+    return spec_inside_roots(raw, data_roots(), label)
+
+
 def _cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
     """The request's cookies, as browsers send them: a cookie that does not parse (a space
     in a value another site set) is taken as it is, never drops the ones after it."""

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
-from lexlens.app.runtime.access import server_path
+from lexlens.app.runtime.access import server_spec
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
 from lexlens.models.hub import cached_models
 
@@ -53,7 +53,7 @@ def encoder_choice(label: str, needs: Needs, key: str, default: str | None = Non
             st.info("Type the path of a local checkpoint directory in the sidebar.")
             return None
         try:
-            choice = server_path(choice, "Checkpoint directory")
+            choice = server_spec(choice, "Checkpoint directory")
         except LexlensError as exc:
             st.error(str(exc))
             return None

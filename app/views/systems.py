@@ -23,6 +23,7 @@ from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of
 from lexlens.app.runtime import state
+from lexlens.app.runtime.access import server_spec
 from lexlens.app.views.systems_results import show_comparison
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
@@ -55,14 +56,15 @@ def _split(text: str) -> list[str]:
 
 
 def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
-    """The systems the widgets describe (gates checked by their declaration)."""
+    """The systems the widgets describe (gates checked by their declaration; a typed query
+    encoder held to the data roots as every spec a page is given)."""
     gate = EvaluationOptions.option("gate_k")
     return SystemsSpec(
         indexes=paths,
         runs=runs,
         names=_split(values["names"]),
         gate_ks=[gate.from_text(g) for g in _split(values["gates"])],
-        query_encoders=_split(values["encoders"]),
+        query_encoders=[server_spec(e, "Query encoder") for e in _split(values["encoders"])],
         with_exact=bool(values["with_exact"]),
     )
 
