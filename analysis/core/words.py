@@ -332,6 +332,7 @@ class WordReader:
         self.words = frozenset(w for w in words if w and not is_special_token(w))
         self._vocab = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
         self._read: dict[str, Reading] = {}
+        self._spelled: dict[str, list[str]] = {}
 
     def read(self, entry: str) -> Reading:
         """How ``entry`` reads: a whole word, or a piece (of which word, when one)."""
@@ -352,7 +353,9 @@ class WordReader:
                 core not in word if continuation else not word.startswith(core)
             ):
                 continue
-            pieces = wordpiece_split(word, self._vocab) or []
+            if word not in self._spelled:
+                self._spelled[word] = wordpiece_split(word, self._vocab) or []
+            pieces = self._spelled[word]
             if entry in (pieces[1:] if continuation else pieces[:1]) and len(pieces) > 1:
                 owners.append(word)
         if not owners and not continuation:

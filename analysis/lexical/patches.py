@@ -26,7 +26,7 @@ import numpy as np
 from lexlens.analysis.core.grid import FULL_BOX, Box
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import special_mask
-from lexlens.analysis.core.words import Term, merge_word_pieces, top_terms
+from lexlens.analysis.core.words import Term, WordReader, merge_word_pieces, top_terms
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 from lexlens.models.wordpiece import wordpiece_split
 
@@ -286,13 +286,17 @@ def term_heat(encoding: LexicalEncoding, vocab: Sequence[str], term: str | Mappi
 
 @dataclass(frozen=True)
 class ContrastTerm(Record):
-    """A term's pooled weight in two patch groups and their difference (a − b)."""
+    """A term's pooled weight in two patch groups and their difference (a − b); ``piece``
+    when it is no whole word the encoder expresses (``##n``; ``piece_of``: its word, when
+    one is)."""
 
     token: str
     index: int
     weight_a: float
     weight_b: float
     difference: float
+    piece: bool = False
+    piece_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -370,6 +374,7 @@ def _word_contrast(
         }
         for g in (a, b)
     ]
+    reader = WordReader(words, vocab)
     out = []
     for token in dict.fromkeys([*merged[0], *merged[1]]):
         either = merged[0].get(token) or merged[1][token]
@@ -377,7 +382,18 @@ def _word_contrast(
             m[token].weight if token in m else float(g[either.index])
             for m, g in zip(merged, (a, b), strict=True)
         )
-        out.append(ContrastTerm(token, either.index, weight_a, weight_b, weight_a - weight_b))
+        reading = reader.read(token)
+        out.append(
+            ContrastTerm(
+                token,
+                either.index,
+                weight_a,
+                weight_b,
+                weight_a - weight_b,
+                reading.piece,
+                reading.of,
+            )
+        )
     return out
 
 
