@@ -24,16 +24,21 @@ def render_metrics(result: DeviationResult, part: SetDeviation, kk: int) -> None
     m2.metric(f"Semantic@{kk}", "n/a" if part.semantic is None else f"{part.semantic:.1%}")
     with_self = part.flops_with_self_pairs
     m3.metric(
-        "FLOPs Σⱼ p̄ⱼ² (self-pairs included)",
+        "FLOPs Σⱼ p̄ⱼ²",
         "n/a" if with_self is None else f"{with_self:.3f}",
         help=f"{FLOPS_LABEL}: p̄ⱼ is the share of the {noun} that activate dimension j.",
     )
     m4.metric(
-        "Co-activation, different items",
+        "FLOPs, no self-pairs",
         "n/a" if part.flops is None else f"{part.flops:.3f}",
         help=f"The mean number of dimensions two different {noun} both activate: {PAIRS_LABEL}.",
     )
     m5.metric("Mean active dims", f"{part.mean_active_dims:.1f}")
+    pairs = "n/a" if part.flops is None else f"{part.flops:.3f}"
+    st.caption(
+        f"{FLOPS_LABEL}: {'n/a' if with_self is None else f'{with_self:.3f}'}; {PAIRS_LABEL}: "
+        f"{pairs}."
+    )
     if part.exact is None:
         st.caption(f"No {noun[:-1]} has caption tokens to compare with: Exact@k is not defined.")
         return

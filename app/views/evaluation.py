@@ -168,7 +168,7 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
     st.subheader("Failures by cause")
     counts = result.causes or cause_counts(result.failures)
     st.caption(
-        f"{len(result.failures)} failing queries of {result.settings.get('queries')}. A "
+        f"{counted(len(result.failures), 'failing query')} of {result.settings.get('queries')}. A "
         "failure may have several causes (the counts may sum to more): lexical mismatch — "
         "a content word of the query is not in the relevant item; won on expansion terms — "
         "on the query's own terms the relevant item scores at least as much; not retrieved — "
