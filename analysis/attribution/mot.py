@@ -25,6 +25,7 @@ Choices the paper leaves open (also listed in the result's ``settings``):
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -40,6 +41,7 @@ from lexlens.analysis.attribution.mot_rankings import (
     REFERENCE_ROWS,
     candidates,
     idf_table,
+    keep_count,
     masked_ids,
     ranking_sets,
 )
@@ -48,6 +50,7 @@ from lexlens.analysis.attribution.mot_stats import significance
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, MotOptions
 from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import Encoder, InputError
@@ -135,9 +138,10 @@ def _check_attributions(
 
 def _documents(
     encoder, corpus: list[str], limit: int | None, seed: int
-) -> tuple[list[int], list[int], dict[str, float]]:
+) -> tuple[list[int], list[int], dict[str, float], list[int]]:
     """The documents evaluated (a seeded sample of ``limit``, those with a word to keep), the
-    sampled ones left out for having none, and the IDF of every word over the corpus."""
+    sampled ones left out for having none, the IDF of every word over the corpus, and each
+    evaluated document's number of candidate words."""
     rng = np.random.default_rng(seed)
     docs = list(range(len(corpus)))
     if limit is not None and limit < len(docs):
@@ -147,7 +151,38 @@ def _documents(
     docs = [i for i in docs if i not in set(skipped)]
     if len(docs) < 2:
         raise InputError("fewer than two documents have a word (letter or digit) to keep")
-    return docs, skipped, idf_table(words_of)
+    return docs, skipped, idf_table(words_of), [len(candidates(words_of[i])) for i in docs]
+
+
+def single_word_notes(
+    per_doc: dict[int, pd.DataFrame], sizes: list[int], keep: float
+) -> tuple[int, list[str]]:
+    """How many evaluated texts keep a single word at ``keep`` (``keep_count`` is 1 below
+    ``1.5 / keep`` candidate words), and notes saying so and naming, per M, the rankings whose
+    errors are equal in every document: they kept the same words, which a single kept word
+    makes likely (IDF and TF-IDF agree on it whenever every word occurs once)."""
+    single = sum(1 for n in sizes if keep_count(n, keep) == 1)
+    notes = []
+    if single:
+        notes.append(
+            f"keep {keep:.0%}: {counted(single, 'text')} of {len(sizes)} keep a single word "
+            f"(max(1, floor(keep · words + 0.5)) is 1 below {math.ceil(1.5 / keep)} words)"
+        )
+    for m, frame in per_doc.items():
+        names = [r for r in RANKINGS if r in frame.columns]
+        same = [
+            (a, b)
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+            if frame[a].to_numpy().tobytes() == frame[b].to_numpy().tobytes()
+        ]
+        for a, b in same:
+            why = f", {single} of {len(sizes)} keeping one word" if single else ""
+            notes.append(
+                f"M={m}: {a} and {b} keep the same words in every document (their errors are "
+                f"equal{why}): their rows coincide"
+            )
+    return single, notes
 
 
 def _evaluate_m(
@@ -285,7 +320,7 @@ def mot_evaluate(
     progress = progress_argument(progress)
     encoder, corpus, m_values, attributions = mot_inputs(encoder, corpus, options, attributions)
     own_codebook = options.own_codebook or attributions is not None
-    docs, skipped, idf = _documents(encoder, corpus, options.limit, options.seed)
+    docs, skipped, idf, sizes = _documents(encoder, corpus, options.limit, options.seed)
     tok = encoder.tokenizer
     fill_id = {"unk": tok.unk_token_id, "mask": tok.mask_token_id, "delete": None}[options.mask]
     plan = _Plan(corpus, docs, idf, fill_id, options, attributions, _reporter(progress))
@@ -294,10 +329,20 @@ def mot_evaluate(
     table.index.name = "ranking"
     table.columns.name = "M"
     if skipped:
-        notes.append(f"{len(skipped)} document(s) without a word to keep were left out")
+        notes.append(
+            counted(
+                len(skipped),
+                "document without a word to keep was",
+                "documents without a word to keep were",
+            )
+            + " left out"
+        )
+    single, coincide = single_word_notes(frames["per_doc"], sizes, options.keep)
+    notes.extend(coincide)
     settings = _settings(
         plan, ks=ks, n_skipped=len(skipped), m_values=m_values, own_codebook=own_codebook
     )
+    settings["single_word_docs"] = single
     result = MotResult(
         encoder=encoder.name,
         table=table,

@@ -17,6 +17,7 @@ from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import internal
+from lexlens.analysis.core.words import entry_label
 from lexlens.models.base import InputError
 
 #: The measures every benchmark evaluation reports (ir-measures names).
@@ -188,9 +189,10 @@ def per_query_row(q: Mapping) -> dict[str, Any]:
 
 
 def blame_row(b: Mapping) -> dict[str, Any]:
-    """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces)."""
+    """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces; a piece
+    marked: ``##ome (piece)``)."""
     return {
-        "word": b["word"],
+        "word": entry_label(b),
         "pushed": b["pushed"],
         "amount": b["amount"],
         "mismatch": b["mismatch"],
@@ -212,7 +214,7 @@ def failure_row(f: Failure) -> dict[str, Any]:
         "relevant_rank": f.relevant.rank if f.relevant else None,
         "relevant_status": f.relevant_status,
         "gap": f.gap,
-        "decisive_words": " ".join(d["word"] for d in f.decisive),
+        "decisive_words": ", ".join(entry_label(d) for d in f.decisive),
         "favour_nonrelevant": sides[0].total if sides[0] else None,
         "favour_relevant": sides[1].total if sides[1] else None,
         "query_delta": f.query_delta,

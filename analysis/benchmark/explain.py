@@ -10,7 +10,8 @@ with ``δ < 0`` the relevant one, and the two sides' sums add up to the gap exac
 are the fewest, largest ``δ > 0`` whose sum reaches the gap: without them ``r`` would not be
 below ``n`` (they usually outweigh the gap, since the other side pulls back). Words, not word
 pieces: pieces of a word that the query or either item spells are joined (their
-contributions add up, so the rows still sum to the scores).
+contributions add up, so the rows still sum to the scores); a row that is still no whole word
+of those texts is marked ``piece`` (``piece_of``: its word, when one is), never shown as a word.
 
 A term is the *query's own* when it is a word piece of a word the query spells (its
 WordPiece split); every other term is an *expansion* term. ``query_delta`` and
@@ -32,7 +33,7 @@ import numpy as np
 
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import token_positions
-from lexlens.analysis.core.words import item_words, merge_contributions, text_words
+from lexlens.analysis.core.words import WordReader, item_words, merge_contributions, text_words
 from lexlens.analysis.lexical.highlight import Span, content_words, highlight_spans
 from lexlens.models.wordpiece import wordpiece_split
 
@@ -41,7 +42,7 @@ SHOWN_CONTRIBUTIONS = 30
 #: Words listed on each side of a failure's gap (the JSON says how many more and their sum).
 SHOWN_GAP_WORDS = 20
 #: A decisive word's fields, in order.
-DECISIVE_KEYS = ("word", "pieces", "nonrelevant", "relevant", "delta")
+DECISIVE_KEYS = ("word", "pieces", "piece", "piece_of", "nonrelevant", "relevant", "delta")
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,10 @@ def explain_item(
     contribution rows."""
     cols, vals = index.row(row)
     raw = contribution_rows(q, cols, vals, index.vocab)
-    rows = merge_contributions(raw, index.vocab, words | item_words(meta))
+    evidence = words | item_words(meta)
+    rows = WordReader(evidence, index.vocab).mark(
+        merge_contributions(raw, index.vocab, evidence), "token"
+    )
     score = float(sum(r["contribution"] for r in raw))
     shown, rest = rows[:SHOWN_CONTRIBUTIONS], rows[SHOWN_CONTRIBUTIONS:]
     return (
@@ -207,6 +211,7 @@ def gap_words(
         for t, e in by_token.items()
     ]
     pieces_of = {d["token"]: d for d in deltas}
+    reader = WordReader(words, vocab)
     rows = []
     for row in merge_contributions(deltas, vocab, words):  # pieces joined: sums per side
         members = row.get("pieces") or [row["token"]]
@@ -220,6 +225,7 @@ def gap_words(
                 **({"pieces": row["pieces"]} if row.get("pieces") else {}),
             }
         )
+    rows = reader.mark(rows, "word")
     gap = math.fsum(d["contribution"] for d in deltas)
     decisive, total = [], 0.0
     for row in sorted(rows, key=lambda r: -r["delta"]):
@@ -272,18 +278,24 @@ class BlamedTerm(Record):
     pushed_queries: list[str]
     mismatch: int
     mismatch_queries: list[str]
+    piece: bool = False  # a piece ("##ome") wherever it was decisive or missing, never a word
 
 
 def blame(failures: Iterable[Failure], mismatches: Mapping[str, list[str]]) -> list[BlamedTerm]:
     """Per word, over every failure and every query's mismatched top terms; worst first."""
     pushed: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    as_word: set[str] = set()
     for f in failures:
         for d in f.decisive:
             pushed[d["word"]].append((f.query_id, d["delta"]))
+            if not d.get("piece"):
+                as_word.add(d["word"])
     missed: dict[str, list[str]] = defaultdict(list)
     for query_id, words in mismatches.items():
         for w in words:
             missed[w].append(query_id)
+            if not w.startswith("##"):  # a query's top word; a continuation stays a piece
+                as_word.add(w)
     out = [
         BlamedTerm(
             w,
@@ -292,6 +304,7 @@ def blame(failures: Iterable[Failure], mismatches: Mapping[str, list[str]]) -> l
             [q for q, _ in pushed.get(w, [])],
             len(missed.get(w, [])),
             list(missed.get(w, [])),
+            w not in as_word,
         )
         for w in set(pushed) | set(missed)
     ]

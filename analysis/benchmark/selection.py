@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Sized
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.metrics import has_ties, is_relevant
 from lexlens.models.base import InputError
 
@@ -16,8 +17,9 @@ NAMED = 10
 
 
 def count(items: Sized, one: str, many: str) -> str:
-    """``"1 query has"`` or ``"3 queries have"``."""
-    return f"{len(items)} {one if len(items) == 1 else many}"
+    """``"1 query has"`` or ``"3 queries have"`` (:func:`~lexlens.analysis.core.counts.counted`
+    of how many ``items``)."""
+    return counted(len(items), one, many)
 
 
 def named(ids: Sequence[str]) -> str:

@@ -47,6 +47,7 @@ from lexlens.analysis.collections.store_writer import (
     write_atomically,
 )
 from lexlens.analysis.collections.token_ids import stored_token_ids
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
@@ -194,8 +195,9 @@ def _build_notes(src: Source, skipped: SkippedItems) -> list[str]:
     if src.benchmark is not None:
         bench = src.benchmark
         notes.append(
-            f"{bench.kind} split {bench.split!r}: {len(bench.queries)} queries and "
-            f"{sum(len(v) for v in bench.qrels.values())} judgements kept with the collection"
+            f"{bench.kind} split {bench.split!r}: {counted(len(bench.queries), 'query')} and "
+            f"{counted(sum(len(v) for v in bench.qrels.values()), 'judgement')} kept with the "
+            "collection"
         )
         count = bench.describe()["problems"]
         if count:

@@ -399,7 +399,13 @@ class StoredIndex:
         read from the first ``evidence_items``) or the encoder knows are joined into it when
         all its pieces are among the strongest, weighing as its strongest piece; any other
         piece is shown as it is. Terms that no item uses are left out."""
-        from lexlens.analysis.core.words import item_words, top_terms
+        return [term for term, _ in self.strongest_readings(n, evidence_items)]
+
+    def strongest_readings(self, n: int = 30, evidence_items: int = 20_000) -> list[Any]:
+        """:meth:`strongest_terms`, each with how it reads against the items' words (a
+        :class:`~lexlens.analysis.core.words.Reading`): a whole word, or a piece ("##r"),
+        which a display marks and never shows as a word."""
+        from lexlens.analysis.core.words import WordReader, item_words, top_terms
 
         words = set(self.known_words)
         columns = [c for c in ("text", "captions", "labels") if c in self._parquet.schema.names]
@@ -409,9 +415,11 @@ class StoredIndex:
                     words |= item_words(meta)
                 if batch.stop >= evidence_items:
                     break
-        return top_terms(
+        terms = top_terms(
             self.mean_weights(), self.vocab, n, merge_pieces=True, words=words, lone_pieces=False
         )
+        reader = WordReader(words, self.vocab)
+        return [(t, reader.read(t.token)) for t in terms]
 
 
 #: Names an unknown collection's message lists at most.

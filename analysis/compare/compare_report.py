@@ -85,6 +85,7 @@ def compare_files(result: Any) -> dict[str, bytes]:
                         "exact_at_k": part["exact_at_k"],
                         "semantic_at_k": part["semantic_at_k"],
                         "flops": part["flops"],
+                        "flops_with_self_pairs": part["flops_with_self_pairs"],
                         "mean_active_dims": part["mean_active_dims"],
                         "flops_captions_images": d["flops_captions_images"],
                     }

@@ -165,7 +165,9 @@ def merge_word_pieces(
       words of a whole collection, where a piece's weight comes from many items.
     - A merged word's weight is the largest weight among the pieces that lend it weight
       and belong to no other merged word ("##er" of both "blower" and "loudspeaker" lends
-      to neither); when every piece is shared, the smallest of its pieces' weights.
+      to neither); when every piece is shared, the smallest of its pieces' weights (that
+      piece alone is its column: a word never takes the weight of a piece another word
+      shares, "##o" of "espresso" never weighs for "cro").
     """
     vocab_set = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
     by_token = {t.token: t for t in terms}
@@ -189,9 +191,9 @@ def merge_word_pieces(
         if exclusive:
             weight = max(p.weight for p in exclusive)
             columns = tuple(p.index for p in exclusive)
-        else:
-            weight = min(p.weight for p in parts)
-            columns = tuple(p.index for p in parts)
+        else:  # the weakest piece alone: no piece shared with another word lends it more
+            weakest = min(parts, key=lambda p: p.weight)
+            weight, columns = weakest.weight, (weakest.index,)
         head = parts[0]
         if head not in lenders and head.weight <= weight:
             absorbed.add(head.index)  # nothing but this word explains the head's weight
@@ -289,3 +291,99 @@ def item_words(meta: Mapping) -> set[str]:
     parts += [str(c) for c in meta.get("captions") or []]
     parts += [str(lab) for lab in meta.get("labels") or []]
     return text_words(" ".join(parts))
+
+
+@dataclass(frozen=True)
+class Reading(Record):
+    """How one entry of a display (a vocabulary token, or a word merged from pieces) reads
+    against the words of the text(s) it explains.
+
+    A *piece* is not a whole word of the text: a WordPiece continuation (``##ome``), or the
+    start of a longer word of the text that is not a word itself (``dr`` of "dromedary",
+    ``terri`` of "terrier"). A piece is shown marked (:attr:`label`), never as a word;
+    ``of`` is the one word of the text it belongs to, when exactly one is.
+    """
+
+    text: str
+    piece: bool = False
+    of: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The entry as a display shows it: ``dromedary``, ``##ome (piece of dromedary)``,
+        ``##r (piece)``."""
+        if not self.piece:
+            return self.text
+        return f"{self.text} (piece of {self.of})" if self.of else f"{self.text} (piece)"
+
+
+class WordReader:
+    """The one rule for "whole word of this text" against "piece", for a set of evidence
+    words (a text's own words, an item's, or a collection's, with the words an encoder
+    knows it expresses).
+
+    An entry that is one of the evidence words is a whole word; a ``##`` continuation is
+    always a piece; any other vocabulary token is a piece when it is the first of the
+    pieces of a longer evidence word (``h`` of ``h ##yen ##a``) and a whole token otherwise
+    (an expansion term such as "dogs" for a text that says "dog").
+    """
+
+    def __init__(self, words: set[str] | frozenset[str], vocab: Sequence[str] | set[str]):
+        self.words = frozenset(w for w in words if w and not is_special_token(w))
+        self._vocab = token_positions(vocab) if isinstance(vocab, list) else set(vocab)
+        self._read: dict[str, Reading] = {}
+        self._spelled: dict[str, list[str]] = {}
+
+    def read(self, entry: str) -> Reading:
+        """How ``entry`` reads: a whole word, or a piece (of which word, when one)."""
+        if entry not in self._read:
+            self._read[entry] = self._reading(entry)
+        return self._read[entry]
+
+    def _reading(self, entry: str) -> Reading:
+        if entry in self.words or is_special_token(entry):
+            return Reading(entry)
+        continuation = entry.startswith("##")
+        core = entry[2:] if continuation else entry
+        if not core:
+            return Reading(entry)
+        owners = []
+        for word in self.words:
+            if len(word) <= len(core) or (
+                core not in word if continuation else not word.startswith(core)
+            ):
+                continue
+            if word not in self._spelled:
+                self._spelled[word] = wordpiece_split(word, self._vocab) or []
+            pieces = self._spelled[word]
+            if entry in (pieces[1:] if continuation else pieces[:1]) and len(pieces) > 1:
+                owners.append(word)
+        if not owners and not continuation:
+            return Reading(entry)
+        return Reading(entry, True, owners[0] if len(owners) == 1 else None)
+
+    def label(self, entry: str) -> str:
+        """``entry`` as a display shows it (:attr:`Reading.label`)."""
+        return self.read(entry).label
+
+    def mark(self, rows: Sequence[Mapping[str, Any]], key: str) -> list[dict]:
+        """Rows (each names its entry under ``key``) with the marker: ``piece`` (true for a
+        piece) and, for a piece of one known word, ``piece_of``."""
+        out = []
+        for row in rows:
+            reading = self.read(str(row[key]))
+            marked = dict(row) | {"piece": reading.piece}
+            if reading.of:
+                marked["piece_of"] = reading.of
+            out.append(marked)
+        return out
+
+    def pieces(self, entries: Sequence[str]) -> dict[str, str | None]:
+        """The entries that are pieces, each with the word it belongs to (``None``: none
+        known, or several)."""
+        return {e: r.of for e in entries if (r := self.read(e)).piece}
+
+
+def entry_label(row: Mapping[str, Any], key: str = "word") -> str:
+    """A marked row's entry as a display shows it (:attr:`Reading.label`)."""
+    return Reading(str(row[key]), bool(row.get("piece")), row.get("piece_of")).label

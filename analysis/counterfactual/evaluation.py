@@ -18,6 +18,7 @@ from lexlens.analysis.benchmark.evaluation_result import (
 )
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result, plain
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
@@ -223,7 +224,7 @@ def failures_counterfactuals(
         summary=summary,
         failures=rows,
         settings={"query_encoder": encoder.name, **options.to_dict()},
-        notes=[f"{n} failures not tried: {why}" for why, n in skipped.items()],
+        notes=[f"{counted(n, 'failure')} not tried: {why}" for why, n in skipped.items()],
     )
 
 
@@ -289,7 +290,7 @@ def counterfactuals_text(result: Any) -> str:
     lines = [
         "",
         "",
-        f"counterfactuals: FlipRate {n(s.flip_rate)} ({s.found} of {s.tried} failures fixed by "
+        f"counterfactuals: FlipRate {n(s.flip_rate)} ({s.found} of {counted(s.tried, 'failure')} fixed by "
         f"a verified edit), mean edits {n(s.mean_edits)}, mean model calls "
         f"{n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean {n(s.mean_terms)} "
         f"terms); {s.seconds:.1f} s",

@@ -1,9 +1,21 @@
-"""FLOPs, the co-activation of sparse vectors, from per-dimension activation counts (D2S)."""
+"""FLOPs, the co-activation of sparse vectors, from per-dimension activation counts.
+
+Two numbers of one set, both reported and each labelled (:data:`FLOPS_LABEL`,
+:data:`PAIRS_LABEL`): *FLOPs* as SPLADE (after Paria et al.) and D2S define it, ``Σ_j p̄_j²``
+with ``p̄_j`` the share of items activating dimension j — every ordered pair of items, a
+self-pair included (D2S's ``(1/(|C||I|)) Σ_c Σ_i s_c⁰·s_i⁰`` with C = I) —; and the mean
+number of dimensions two *different* items share, the self-pairs left out (``n(n−1)``
+pairs), which a small set's self-pairs do not inflate. Between two sets (captions × images)
+there is no self-pair: D2S's FLOPs."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+#: How a display names ``flops_with_self_pairs`` and ``flops`` of a set.
+FLOPS_LABEL = "FLOPs Σⱼ p̄ⱼ² (SPLADE's and D2S's: every pair, self-pairs included)"
+PAIRS_LABEL = "co-activation of two different items (self-pairs left out)"
 
 
 def activation_counts(batch: object, vocab_size: int | None = None) -> np.ndarray:

@@ -46,8 +46,8 @@ class SetDeviation(Record):
     semantic: float | None
     by_denominator: dict[str, dict[str, float | None]]
     positive_terms: dict[str, float]
-    flops: float | None
-    flops_with_self_pairs: float | None
+    flops: float | None  # mean shared active dims of two different items (no self-pair)
+    flops_with_self_pairs: float | None  # FLOPs as SPLADE and D2S define it: Σ_j p̄_j²
     mean_active_dims: float
     rows: list[ItemDeviation]
     skipped: list[dict]

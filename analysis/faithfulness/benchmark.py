@@ -21,6 +21,7 @@ from lexlens.analysis.benchmark.evaluation_result import (
 )
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result, internal, plain
 from lexlens.analysis.faithfulness.curves import MEASURED_BY
@@ -249,7 +250,7 @@ def failures_faithfulness(
         },
         summary=summary,
         failures=rows,
-        notes=[f"{n} failures not measured: {why}" for why, n in skipped.items()],
+        notes=[f"{counted(n, 'failure')} not measured: {why}" for why, n in skipped.items()],
     )
 
 
@@ -322,7 +323,7 @@ def faithfulness_text(result: Any) -> str:
     lines = [
         "",
         "",
-        f"faithfulness (measured by {s.measured_by}): {s.failures} failures, "
+        f"faithfulness (measured by {s.measured_by}): {counted(s.failures, 'failure')}, "
         f"{s.model_calls} edited queries re-encoded in {s.seconds:.1f} s",
         "                     explanation  random",
         f"comprehensiveness    {n(s.comprehensiveness):>11}  {n(s.random_comprehensiveness)}"

@@ -26,7 +26,7 @@ import numpy as np
 from lexlens.analysis.core.grid import FULL_BOX, Box
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.vocabulary import special_mask
-from lexlens.analysis.core.words import top_terms
+from lexlens.analysis.core.words import Term, WordReader, merge_word_pieces, top_terms
 from lexlens.models.base import Capability, InputError, LexicalEncoding, Needs, pool_units
 from lexlens.models.wordpiece import wordpiece_split
 
@@ -286,13 +286,17 @@ def term_heat(encoding: LexicalEncoding, vocab: Sequence[str], term: str | Mappi
 
 @dataclass(frozen=True)
 class ContrastTerm(Record):
-    """A term's pooled weight in two patch groups and their difference (a − b)."""
+    """A term's pooled weight in two patch groups and their difference (a − b); ``piece``
+    when it is no whole word the encoder expresses (``##n``; ``piece_of``: its word, when
+    one is)."""
 
     token: str
     index: int
     weight_a: float
     weight_b: float
     difference: float
+    piece: bool = False
+    piece_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -316,8 +320,7 @@ def compare_groups(
 
     Special tokens are left out; only strictly positive differences are listed. With
     ``words`` (evidence for merging word pieces, as in :func:`analysis.terms.top_terms`),
-    the contrast is between *words*: the merged top terms of either group, each weighing
-    the max over its pieces' columns in each group (so "##amo" never shows on its own).
+    the contrast is between *words*: see :func:`_word_contrast`.
     """
     a = pool_patches(encoding, group_a)
     b = pool_patches(encoding, group_b)
@@ -325,22 +328,9 @@ def compare_groups(
         raise InputError(f"the encoding has {a.shape[0]} dims but the vocabulary {len(vocab)}")
     n = max(int(k), 0)
     if words is not None:
-        pool = max(4 * n, 40)
-        found: dict[str, tuple[int, ...]] = {}
-        for pooled in (a, b):
-            for term in top_terms(pooled, list(vocab), pool, merge_pieces=True, words=set(words)):
-                found.setdefault(term.token, term.columns)
-        terms = [
-            ContrastTerm(
-                token,
-                columns[0],
-                float(a[list(columns)].max()),
-                float(b[list(columns)].max()),
-                float(a[list(columns)].max() - b[list(columns)].max()),
-            )
-            for token, columns in found.items()
-        ]
-        ranked = sorted(terms, key=lambda t: -t.difference)
+        ranked = sorted(
+            _word_contrast(a, b, list(vocab), set(words), n), key=lambda t: -t.difference
+        )
         return GroupComparison(
             a_not_b=[t for t in ranked if t.difference > 0][:n],
             b_not_a=[t for t in reversed(ranked) if t.difference < 0][:n],
@@ -362,6 +352,49 @@ def compare_groups(
         ]
 
     return GroupComparison(a_not_b=side(1.0), b_not_a=side(-1.0))
+
+
+def _word_contrast(
+    a: np.ndarray, b: np.ndarray, vocab: list[str], words: set[str], n: int
+) -> list[ContrastTerm]:
+    """Every word or token of either group's strongest terms, weighed in each group by the
+    one merging rule of the clouds (:func:`merge_word_pieces`), read on the same tokens in
+    both groups: the strongest tokens of either, so a word is merged, and weighs by its own
+    pieces, alike in both ("cro" never takes the weight of "##o", a piece "espresso"
+    shares)."""
+    pool = max(4 * n, 40)
+    want = max(4 * pool, pool + 64)  # the candidates top_terms merges its top ``pool`` from
+    tokens = sorted({t.index for pooled in (a, b) for t in top_terms(pooled, vocab, want)})
+    merged = [
+        {
+            t.token: t
+            for t in merge_word_pieces(
+                [Term(vocab[i], float(g[i]), i) for i in tokens], vocab, words
+            )
+        }
+        for g in (a, b)
+    ]
+    reader = WordReader(words, vocab)
+    out = []
+    for token in dict.fromkeys([*merged[0], *merged[1]]):
+        either = merged[0].get(token) or merged[1][token]
+        weight_a, weight_b = (
+            m[token].weight if token in m else float(g[either.index])
+            for m, g in zip(merged, (a, b), strict=True)
+        )
+        reading = reader.read(token)
+        out.append(
+            ContrastTerm(
+                token,
+                either.index,
+                weight_a,
+                weight_b,
+                weight_a - weight_b,
+                reading.piece,
+                reading.of,
+            )
+        )
+    return out
 
 
 def _fmt(box: Box) -> str:

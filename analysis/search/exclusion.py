@@ -45,6 +45,7 @@ import numpy as np
 
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.vocabulary import is_special_token
+from lexlens.analysis.core.words import Reading, WordReader, item_words, words_of_tokens
 from lexlens.analysis.search.options import (
     COVERAGE,
     DEFAULT_COVERAGE,
@@ -185,6 +186,44 @@ def _rank_sr(
     if square:
         scores = np.sqrt(np.maximum(scores, 0))
     return rows, scores, mask, dims, notes
+
+
+#: The dimension sets of SR, by the prefix of their keys (``include_terms``…).
+DIMENSION_SETS = ("include", "exclude", "kept")
+
+
+def with_set_words(
+    target: Collection,
+    spec: QuerySpec,
+    dims: dict,
+    a: str,
+    b: str,
+    settings: ExclusionSettings,
+    words: set[str],
+    rows: np.ndarray,
+) -> dict:
+    """SR's dimension sets read as words: ``{kind}_words`` (the pieces of a word that an item
+    behind the sets, a hit or the query spells joined) and ``{kind}_pieces``, the entries of
+    ``{kind}_words`` that are no whole word of those texts (each with the word it belongs to,
+    or ``None``): :class:`~lexlens.analysis.core.words.WordReader`. ``words``: the query's
+    words (and the words the encoder knows); ``rows``: the hits."""
+    behind = [dimension_set(target, spec.text(q), settings)[1] for q in (a, b)]
+    items = np.concatenate([*behind, np.asarray(rows, dtype=np.int64)])
+    evidence = set(words).union(*(item_words(m) for m in target.meta(np.unique(items))))
+    reader = WordReader(evidence, target.vocab)
+    out = dict(dims)
+    for kind in DIMENSION_SETS:
+        out[f"{kind}_words"] = words_of_tokens(dims[f"{kind}_terms"], target.vocab, evidence)
+    for kind in DIMENSION_SETS:
+        out[f"{kind}_pieces"] = reader.pieces(out[f"{kind}_words"])
+    return out
+
+
+def set_labels(dims: dict, kind: str) -> list[str]:
+    """One dimension set's words as a display shows them: a piece marked (``terri (piece of
+    terrier)``), never as a word."""
+    pieces = dims.get(f"{kind}_pieces") or {}
+    return [Reading(w, w in pieces, pieces.get(w)).label for w in dims[f"{kind}_words"]]
 
 
 def _sr_notes(a: str, b: str, found: int, kept: int, overlap: list[str]) -> list[str]:

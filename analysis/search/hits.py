@@ -11,8 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from lexlens.analysis.core.collection import Collection
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Record, internal
-from lexlens.analysis.core.words import item_words, merge_contributions
+from lexlens.analysis.core.words import WordReader, entry_label, item_words, merge_contributions
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,9 @@ class Hit(Record):
 
     ``top_contributions`` are vocabulary tokens; ``top_words`` the same contributions read
     as words (the pieces of a word the item or the query spells joined, their contributions
-    added), so both lists, with the rest, sum to the score.
+    added), so both lists, with the rest, sum to the score. A row of ``top_words`` that is
+    no whole word of the item's or the query's text is marked ``piece`` (with ``piece_of``,
+    the word it belongs to, when one is).
     """
 
     rank: int
@@ -42,11 +45,13 @@ class Hit(Record):
 
 class Scoring(NamedTuple):
     """How hits are scored: the query's weights per dimension, and for SR's magnitudes
-    whether weights are squared (``l2``) and divided by the item's norm."""
+    (``on_dimensions``: ``weights`` are 1 on D, no query's weights) whether weights are
+    squared (``l2``) and divided by the item's norm."""
 
     weights: np.ndarray
     square: bool = False
     normalize: bool = False
+    on_dimensions: bool = False
 
 
 class _Explained(NamedTuple):
@@ -71,7 +76,13 @@ def _explain(
 ) -> _Explained:
     """Score of ``row`` and its contributions: ``c_t = weights_t · f(w_t) / denominator``
     (for ``square``, ``c_t = w_t² / (denominator · s)`` so that they sum to ``s = √(...)``);
-    the top ``explain`` as tokens and as ``words`` (pieces joined, contributions added)."""
+    the top ``explain`` as tokens and as ``words`` (pieces joined, contributions added).
+
+    A token row holds ``doc_weight`` (``w_t``) and the ``contribution``; for a query's
+    weights also ``query_weight`` (``q_t``, ``c_t = q_t · w_t``); for SR's magnitude on D,
+    which has no query weights, ``doc_norm_inverse`` (``1/‖d‖₂`` when items are normalised,
+    else 1): ``c_t = w_t · doc_norm_inverse`` (``sum``), ``(w_t · doc_norm_inverse)² / s``
+    (``l2``)."""
     vocab = target.vocab
     cols, vals = target.row(row)
     w = vals.astype(np.float64)
@@ -86,22 +97,28 @@ def _explain(
     nonzero = np.flatnonzero(parts)
     order = nonzero[np.argsort(-parts[nonzero], kind="stable")]
     score = float(np.sum(parts[order]))
+    if scoring.on_dimensions:
+        inverse = 1.0 / math.sqrt(denominator) if scoring.square else 1.0 / denominator
+        factor = {"doc_norm_inverse": float(inverse)}
     rows = [
         {
             "token": vocab[int(cols[i])],
             "index": int(cols[i]),
-            "query_weight": float(parts[i] / w[i]) if w[i] else 0.0,
+            **(factor if scoring.on_dimensions else {"query_weight": float(q[i])}),
             "doc_weight": float(vals[i]),
             "contribution": float(parts[i]),
         }
         for i in order
     ]
     rest = float(np.sum(parts[order[explain:]])) if order.size > explain else 0.0
-    merged = [
-        {"word": r["token"], "contribution": r["contribution"]}
-        | ({"pieces": r["pieces"]} if "pieces" in r else {})
-        for r in merge_contributions(rows, vocab, words)
-    ]
+    merged = WordReader(words, vocab).mark(
+        [
+            {"word": r["token"], "contribution": r["contribution"]}
+            | ({"pieces": r["pieces"]} if "pieces" in r else {})
+            for r in merge_contributions(rows, vocab, words)
+        ],
+        "word",
+    )
     return _Explained(
         score,
         rows[:explain],
@@ -157,8 +174,8 @@ def explained_hits(
 def hit_summary(hit: Hit) -> str:
     """A hit's score as the words that make it: ``cat 0.512 + kitten 0.301 + 12 more terms
     0.044`` (the parts sum to the score)."""
-    parts = [f"{w['word']} {w['contribution']:.3f}" for w in hit.top_words]
+    parts = [f"{entry_label(w)} {w['contribution']:.3f}" for w in hit.top_words]
     rest = hit.score - sum(w["contribution"] for w in hit.top_words)
     if hit.other_words:
-        parts.append(f"{hit.other_words} more terms {rest:.3f}")
+        parts.append(f"{counted(hit.other_words, 'more term')} {rest:.3f}")
     return " + ".join(parts)

@@ -28,7 +28,7 @@ from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.core.results import Result
-from lexlens.analysis.core.words import item_words, text_words, words_of_tokens
+from lexlens.analysis.core.words import text_words
 from lexlens.analysis.lexical.contrib import partner_for
 from lexlens.analysis.search.evaluation import (
     CUTOFF,
@@ -38,7 +38,7 @@ from lexlens.analysis.search.evaluation import (
     match_label,
     relevant_ids,
 )
-from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method
+from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, with_set_words
 from lexlens.analysis.search.hits import Hit, Scoring, explained_hits, hit_summary
 from lexlens.analysis.search.inputs import (
     SearchQuery,
@@ -192,15 +192,13 @@ def _text_search(
     )
     notes.extend(method_notes)
     sr = exclude is not None and options.method == "sr"
-    scoring = Scoring(weights, sr and settings.magnitude == "l2", sr and settings.normalize)
+    scoring = Scoring(weights, sr and settings.magnitude == "l2", sr and settings.normalize, sr)
     query_words = text_words(f"{query} {exclude or ''}") | getattr(target, "known_words", set())
     hits = explained_hits(
         target, rows, scoring, explain=options.explain, relevant=relevant, query_words=query_words
     )
     if dims is not None:  # the dimension sets read as words, too
-        evidence = query_words.union(*(item_words(m) for m in target.meta(rows)))
-        for kind in ("include", "exclude", "kept"):
-            dims[f"{kind}_words"] = words_of_tokens(dims[f"{kind}_terms"], target.vocab, evidence)
+        dims = with_set_words(target, spec, dims, query, exclude, settings, query_words, rows)
     metrics = None
     if relevant is not None:
         metrics = _metrics(target, spec, asked, options, settings, hits, relevant, notes)

@@ -35,8 +35,10 @@ st.caption(
     "How far do an input's top terms stray from its own words (D2S)? **Exact@k**: share of "
     "the k top terms that are tokens of the caption. **Semantic@k**: their mean best cosine "
     "to a caption token in a static word-embedding space (the encoder's input embeddings, "
-    "or a GloVe file). **FLOPs**: mean number of dimensions two different items both "
-    "activate (long posting lists when high). Every metric reads the gated vector "
+    "or a GloVe file). **FLOPs** Σⱼ p̄ⱼ² (SPLADE's and D2S's, p̄ⱼ the share of items that "
+    "activate dimension j; every pair, self-pairs included) and the mean number of dimensions "
+    "two *different* items both activate (long posting lists when high). Every metric reads "
+    "the gated vector "
     "E = V ⊙ G (top gate-k dimensions plus the input's own tokens). An image is measured "
     "against the tokens of its paired captions."
 )

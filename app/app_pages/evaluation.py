@@ -23,6 +23,7 @@ from lexlens.analysis.benchmark.evaluation_result import (
 from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
+from lexlens.analysis.core.counts import counted
 from lexlens.app.runtime import state
 from lexlens.app.views.counterfactual import show_counterfactuals
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures, show_worst
@@ -70,8 +71,9 @@ except LexlensError as exc:
 if kept is not None:
     split = f" ({kept['kind']} split {kept['split']!r})" if kept.get("split") else ""
     c1.caption(
-        f"{name} keeps {kept['queries']:,} queries and {kept['judgements']:,} judgements"
-        f"{split} with its {card['items']:,} items."
+        f"{name} keeps {counted(kept['queries'], 'query', grouped=True)} and "
+        f"{counted(kept['judgements'], 'judgement', grouped=True)}{split} with its "
+        f"{counted(card['items'], 'item', grouped=True)}."
     )
 elif source == SOURCES[0]:
     c1.caption(f"{name} keeps no queries: upload queries and judgements.")
@@ -139,14 +141,14 @@ if result is None:
     st.stop()
 
 st.caption(
-    f"Evaluated {result.settings['queries']:,} queries"
+    f"Evaluated {counted(result.settings['queries'], 'query', grouped=True)}"
     + (
-        f" with {result.settings['judgements']:,} judgements"
+        f" with {counted(result.settings['judgements'], 'judgement', grouped=True)}"
         if "judgements" in result.settings
         else ""
     )
-    + f" on {result.index.get('items', 0):,} items; {len(result.failures):,} fail (a relevant "
-    "item is not first)."
+    + f" on {counted(result.index.get('items', 0), 'item', grouped=True)}; "
+    f"{len(result.failures):,} fail (a relevant item is not first)."
 )
 for note in result.notes:
     st.caption(f"Note: {note}")

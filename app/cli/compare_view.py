@@ -4,6 +4,7 @@ heatmap, and two stored collections side by side."""
 from __future__ import annotations
 
 from lexlens.analysis.compare.result import CompareResult, TermComparison
+from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.app.cli import common
 
 
@@ -73,7 +74,8 @@ def _collection_blocks(col: dict) -> list[str]:
         for key, label in (
             ("exact_at_k", f"Exact@{col['k']}"),
             ("semantic_at_k", f"Semantic@{col['k']}"),
-            ("flops", "FLOPs"),
+            ("flops_with_self_pairs", FLOPS_LABEL),
+            ("flops", PAIRS_LABEL),
             ("mean_active_dims", "mean active dims"),
         ):
             rows.append([kind, label, _num(pa.get(key)), _num(pb.get(key))])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.deviation.deviation import deviation, deviation_of_index
+from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.analysis.deviation.options import DeviationOptions
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
@@ -39,8 +41,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def _set_lines(part: SetDeviation, k: int) -> list[str]:
     pos = part.positive_terms
-    flops = "n/a (one item)" if part.flops is None else f"{part.flops:.3f}"
-    lines = [f"[{part.kind}] {part.n} items, {part.n_measured} measured"]
+    pairs = "n/a (one item)" if part.flops is None else f"{part.flops:.3f}"
+    lines = [f"[{part.kind}] {counted(part.n, 'item')}, {part.n_measured} measured"]
     if part.exact is not None:
         den = part.by_denominator
         lines += [
@@ -54,9 +56,8 @@ def _set_lines(part: SetDeviation, k: int) -> list[str]:
         ]
     self_pairs = part.flops_with_self_pairs
     lines.append(
-        f"  FLOPs {flops} (pairs of different items; with self-pairs "
-        f"{0.0 if self_pairs is None else self_pairs:.3f})  mean active dims "
-        f"{part.mean_active_dims:.1f}"
+        f"  {FLOPS_LABEL}: {'n/a' if self_pairs is None else f'{self_pairs:.3f}'}; "
+        f"{PAIRS_LABEL}: {pairs}; mean active dims {part.mean_active_dims:.1f}"
     )
     if part.vocabulary is not None:
         lazy = part.vocabulary.lazy_terms

@@ -9,6 +9,8 @@ from lexlens.analysis.benchmark.evaluation_result import (
     BenchmarkEvaluationResult,
     worst_first,
 )
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.app.cli import common
 
@@ -30,7 +32,7 @@ def render(result: BenchmarkEvaluationResult) -> str:
     the CSV files; an absent rank is "-", relevant_status says why)."""
     aggregate = result.metrics["aggregate"]
     blocks = [
-        f"{result.settings['queries']} queries, {result.index.get('items', '?')} items, "
+        f"{counted(result.settings['queries'], 'query')}, {result.index.get('items', '?')} items, "
         f"query encoder {result.encoder}",
         common.format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
     ]
@@ -53,7 +55,7 @@ def render(result: BenchmarkEvaluationResult) -> str:
             f.relevant.id if f.relevant else "-",
             _rank(f.relevant.rank if f.relevant else None),
             f.relevant_status,
-            " ".join(d["word"] for d in f.decisive[:5]),
+            ", ".join(entry_label(d) for d in f.decisive[:5]),
         ]
         for f in result.failures[:SHOWN]
     ]
@@ -91,7 +93,7 @@ def compared(result: SystemsComparison) -> str:
     ]
     settings = result.settings
     blocks = [
-        f"{settings['queries']} queries, {len(result.systems)} systems, baseline * "
+        f"{counted(settings['queries'], 'query')}, {len(result.systems)} systems, baseline * "
         f"{result.baseline}; † {settings['test']} {settings['correction']}-corrected p < "
         f"{settings['significance']}",
         common.format_table(means, ["system", "kind", *result.measures]),

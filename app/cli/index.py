@@ -10,6 +10,7 @@ from lexlens.analysis.collections.indexing import (
     index_collection,
 )
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.options import names
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
 from lexlens.app.cli import common
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> None:
     )
     counts = result.manifest["counts"]
     lines = [
-        f"index {result.out}: {result.items} items ({counts['nnz']:,} non-zeros), "
+        f"index {result.out}: {counted(result.items, 'item')} ({counts['nnz']:,} non-zeros), "
         f"encoder {result.encoder}",
         f"encoded {result.encoded}, reused {result.reused}, skipped {result.skipped_count}"
         + (f" in {result.seconds:.1f} s" if result.encoded else ""),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.search.evaluation import (
     MEASURES,
     TableEvaluationOptions,
     TableEvaluationResult,
     evaluate_index,
 )
+from lexlens.analysis.search.exclusion import set_labels
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.search import SearchResult, search_file, search_index
@@ -79,12 +81,12 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _table(result: SearchResult) -> str:
-    lines = [f"{result.collection['items']} items searched ({result.method})"]
+    lines = [f"{counted(result.collection['items'], 'item')} searched ({result.method})"]
     if result.dimensions:
         d = result.dimensions
-        lines.append(f"D1: {' '.join(d['include_words'][:15])}")
-        lines.append(f"D2: {' '.join(d['exclude_words'][:15])}")
-        lines.append(f"D = D1 \\ D2: {' '.join(d['kept_words'][:15]) or '(empty)'}")
+        lines.append(f"D1: {', '.join(set_labels(d, 'include')[:15])}")
+        lines.append(f"D2: {', '.join(set_labels(d, 'exclude')[:15])}")
+        lines.append(f"D = D1 \\ D2: {', '.join(set_labels(d, 'kept')[:15]) or '(empty)'}")
     lines.extend(f"note: {m}" for m in result.notes)
     rows = [
         [h.rank, h.id, h.score, (h.text or h.image)[:50], hit_summary(h)] for h in result.results

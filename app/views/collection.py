@@ -93,8 +93,11 @@ def show_collection(index: StoredIndex, card: dict) -> None:
             f"{kept}: the Evaluation page and `lexlens evaluate --index {card['name']}` use them."
         )
     terms = pd.DataFrame(
-        [(t.token, t.weight, " ".join(spelling(t, index.vocab))) for t in index.strongest_terms()],
-        columns=["word", "mean weight", "pieces"],
+        [
+            (reading.label, t.weight, " ".join(spelling(t, index.vocab)))
+            for t, reading in index.strongest_readings()
+        ],
+        columns=["word (or piece)", "mean weight", "pieces"],
     )
     left, right = st.columns([1, 2])
     left.markdown("**Strongest terms over the collection** (mean gated weight)")

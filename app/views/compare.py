@@ -8,6 +8,7 @@ import streamlit as st
 
 from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.compare.vocabularies import vocabulary_note
+from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.analysis.lexical.patches import cell_indices
 from lexlens.app.runtime.state import kept
 from lexlens.models import LexlensError
@@ -162,7 +163,8 @@ def show_collection(result: CompareResult) -> None:
         for key, label in (
             ("exact_at_k", f"Exact@{col['k']}"),
             ("semantic_at_k", f"Semantic@{col['k']}"),
-            ("flops", "FLOPs (different items)"),
+            ("flops_with_self_pairs", FLOPS_LABEL),
+            ("flops", PAIRS_LABEL),
             ("mean_active_dims", "mean active dims"),
         ):
             rows.append({"set": kind_name, "measure": label, "A": pa.get(key), "B": pb.get(key)})

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
@@ -191,7 +192,7 @@ def _show_all(result: Any, index_path: str, values: dict) -> None:
             start_section_job(
                 "evaluation",
                 "counterfactuals",
-                f"counterfactuals of {len(result.failures)} failures",
+                f"counterfactuals of {counted(len(result.failures), 'failure')}",
                 values,
                 lambda progress: failures_counterfactuals(
                     index_path,

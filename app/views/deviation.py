@@ -8,6 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
@@ -18,18 +19,26 @@ NOUN = {"captions": "captions", "texts": "texts", "images": "images"}
 def render_metrics(result: DeviationResult, part: SetDeviation, kk: int) -> None:
     """A set's metrics, the other denominator's values and what caps Exact@k."""
     noun = NOUN.get(part.kind, part.kind)
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2, m3, m4, m5 = st.columns(5)
     m1.metric(f"Exact@{kk}", "n/a" if part.exact is None else f"{part.exact:.1%}")
     m2.metric(f"Semantic@{kk}", "n/a" if part.semantic is None else f"{part.semantic:.1%}")
+    with_self = part.flops_with_self_pairs
     m3.metric(
-        "FLOPs",
-        "n/a" if part.flops is None else f"{part.flops:.3f}",
-        help=(
-            f"Mean number of dimensions two different {noun} both activate (self-pairs left "
-            f"out; with them: {part.flops_with_self_pairs or 0:.3f})."
-        ),
+        "FLOPs Σⱼ p̄ⱼ²",
+        "n/a" if with_self is None else f"{with_self:.3f}",
+        help=f"{FLOPS_LABEL}: p̄ⱼ is the share of the {noun} that activate dimension j.",
     )
-    m4.metric("Mean active dims", f"{part.mean_active_dims:.1f}")
+    m4.metric(
+        "FLOPs, no self-pairs",
+        "n/a" if part.flops is None else f"{part.flops:.3f}",
+        help=f"The mean number of dimensions two different {noun} both activate: {PAIRS_LABEL}.",
+    )
+    m5.metric("Mean active dims", f"{part.mean_active_dims:.1f}")
+    pairs = "n/a" if part.flops is None else f"{part.flops:.3f}"
+    st.caption(
+        f"{FLOPS_LABEL}: {'n/a' if with_self is None else f'{with_self:.3f}'}; {PAIRS_LABEL}: "
+        f"{pairs}."
+    )
     if part.exact is None:
         st.caption(f"No {noun[:-1]} has caption tokens to compare with: Exact@k is not defined.")
         return

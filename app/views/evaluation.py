@@ -20,6 +20,8 @@ from lexlens.analysis.benchmark.evaluation_result import (
     worst_first,
 )
 from lexlens.analysis.benchmark.explain import Failure, GapSide, ItemExplanation, failure_spans
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.words import entry_label
 from lexlens.app.runtime.state import kept
 from lexlens.app.views.highlight import legend, show_text
 from lexlens.app.views.thumbnails import item_thumbnail
@@ -43,7 +45,11 @@ def _item(col, item: ItemExplanation | None, title: str, absent: str, index, spa
         col.caption("no term of the query is in this item (q·d = 0)")
         return
     rows = [
-        {"word": c["token"], "q·d": c["contribution"], "pieces": " ".join(c.get("pieces", []))}
+        {
+            "word (or piece)": entry_label(c, "token"),
+            "q·d": c["contribution"],
+            "pieces": " ".join(c.get("pieces", [])),
+        }
         for c in item.contributions
     ]
     frame = pd.DataFrame(rows)
@@ -51,7 +57,9 @@ def _item(col, item: ItemExplanation | None, title: str, absent: str, index, spa
         frame = frame.drop(columns="pieces")
     col.dataframe(frame, hide_index=True, width="stretch")
     if item.other_terms:
-        col.caption(f"{item.other_terms} more terms, {item.other_contribution:+.4f} in all")
+        col.caption(
+            f"{counted(item.other_terms, 'more term')}, {item.other_contribution:+.4f} in all"
+        )
 
 
 def _side(col, side: GapSide | None, title: str) -> None:
@@ -61,14 +69,21 @@ def _side(col, side: GapSide | None, title: str) -> None:
     if side is None or not side.words:
         col.caption("no word")
         return
-    frame = pd.DataFrame(side.words).rename(
-        columns={"nonrelevant": "q·d wrong item", "relevant": "q·d relevant", "delta": "δ"}
+    frame = pd.DataFrame(side.words).drop(columns=["piece", "piece_of"], errors="ignore")
+    frame["word"] = [entry_label(w) for w in side.words]
+    frame = frame.rename(
+        columns={
+            "word": "word (or piece)",
+            "nonrelevant": "q·d wrong item",
+            "relevant": "q·d relevant",
+            "delta": "δ",
+        }
     )
     if "pieces" in frame:
         frame["pieces"] = [" ".join(p) if isinstance(p, list) else "" for p in frame["pieces"]]
     col.dataframe(frame, hide_index=True, width="stretch")
     if side.other_words:
-        col.caption(f"and {side.other_words} more words, {side.other_delta:+.4f} in all")
+        col.caption(f"and {counted(side.other_words, 'more word')}, {side.other_delta:+.4f} in all")
 
 
 def show_gap(failure: Failure) -> None:
@@ -92,7 +107,7 @@ def show_gap(failure: Failure) -> None:
     _side(left, n, "Favour the wrong item")
     _side(right, r, "Favour the relevant item")
     if failure.decisive:
-        words = ", ".join(d["word"] for d in failure.decisive)
+        words = ", ".join(entry_label(d) for d in failure.decisive)
         total = sum(d["delta"] for d in failure.decisive)
         st.caption(
             f"Decisive words (the fewest favouring the wrong item whose δ reaches the gap; the "
@@ -153,7 +168,7 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
     st.subheader("Failures by cause")
     counts = result.causes or cause_counts(result.failures)
     st.caption(
-        f"{len(result.failures)} failing queries of {result.settings.get('queries')}. A "
+        f"{counted(len(result.failures), 'failing query')} of {result.settings.get('queries')}. A "
         "failure may have several causes (the counts may sum to more): lexical mismatch — "
         "a content word of the query is not in the relevant item; won on expansion terms — "
         "on the query's own terms the relevant item scores at least as much; not retrieved — "

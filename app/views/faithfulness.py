@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.faithfulness.contrib import ContribFaithfulnessOptions, contrib_faithfulness
 from lexlens.analysis.faithfulness.curves import DeletionCurve
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
@@ -129,7 +130,7 @@ def show_provenance_check(encoder: Any, result: Any, merged: bool, top: int) -> 
         st.metric(
             "Top terms whose weight drops by at least half",
             f"{found.dropped_share:.0%}",
-            help=f"{found.tested} terms with a source word; {found.untested} produced by "
+            help=f"{counted(found.tested, 'term')} with a source word; {found.untested} produced by "
             "[CLS], [SEP] or punctuation (not tested)",
         )
     table = pd.DataFrame(found.terms).rename(columns={"token": "term", "from_word": "source word"})
@@ -257,7 +258,7 @@ def show_faithfulness(result: Any, index_path: str) -> None:
             start_section_job(
                 "evaluation",
                 "faithfulness",
-                f"faithfulness of {len(result.failures)} failures",
+                f"faithfulness of {counted(len(result.failures), 'failure')}",
                 {},
                 lambda progress: failures_faithfulness(
                     index_path,
@@ -306,7 +307,7 @@ def show_faithfulness(result: Any, index_path: str) -> None:
         key="faith_eval_chart",
     )
     st.caption(
-        f"{s.failures} failures measured by {s.measured_by} ({s.model_calls} edited "
+        f"{counted(s.failures, 'failure')} measured by {s.measured_by} ({s.model_calls} edited "
         f"queries, {s.seconds:.1f} s). " + " ".join(found.notes)
     )
     rows = pd.read_csv(io.BytesIO(found.csv()))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.lexical.patches import compare_groups, term_heat, units_to_indices
 from lexlens.analysis.lexical.terms import TermsResult, selection_text, terms_of_encoding
 from lexlens.analysis.render.patch_render import colorbar, draw_grid, heatmap_overlay
@@ -122,8 +123,13 @@ def patch_groups(v: ImageView) -> list[TermsResult | None]:
             (cmp_cols[1], "B, not A", comparison.b_not_a),
         ):
             col.caption(title)
+            frame = pd.DataFrame(
+                [t.to_dict() | {"token": entry_label(t.to_dict(), "token")} for t in items]
+            )
             col.dataframe(
-                pd.DataFrame([t.to_dict() for t in items]).drop(columns="index", errors="ignore"),
+                frame.drop(columns=["index", "piece", "piece_of"], errors="ignore").rename(
+                    columns={"token": "word (or piece)" if v.merge else "token"}
+                ),
                 hide_index=True,
                 width="stretch",
             )

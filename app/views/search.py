@@ -9,8 +9,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.lexical.highlight import preview, score_spans
 from lexlens.analysis.search.evaluation import MEASURES
+from lexlens.analysis.search.exclusion import set_labels
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.options import DEFAULT_COVERAGE, DEFAULT_K_ITEMS, SearchOptions
 from lexlens.analysis.search.search import SearchResult
@@ -45,6 +48,10 @@ def show_text_hits(result: SearchResult, target) -> None:
         with st.expander(f"{h.rank}. {h.id}{mark} — score {h.score:.4f}"):
             st.html(highlighted_html(h.text, score_spans(h.text, query, _rows(h), vocab)))
             words = pd.DataFrame(h.top_words)
+            if not words.empty:  # a piece is shown marked, never as a word
+                words["word"] = [entry_label(w) for w in h.top_words]
+                words = words.rename(columns={"word": "word (or piece)"})
+                words = words.drop(columns=["piece", "piece_of"], errors="ignore")
             if "pieces" in words:
                 words["pieces"] = [
                     " ".join(p) if isinstance(p, list) else "" for p in words["pieces"]
@@ -52,7 +59,7 @@ def show_text_hits(result: SearchResult, target) -> None:
             st.dataframe(words, hide_index=True, width="stretch")
             if h.other_words:
                 rest = h.score - sum(w["contribution"] for w in h.top_words)
-                st.caption(f"and {h.other_words} more words, {rest:+.4f} in all")
+                st.caption(f"and {counted(h.other_words, 'more word')}, {rest:+.4f} in all")
 
 
 def _rows(hit) -> list[dict]:
@@ -67,11 +74,11 @@ def show_result(result: SearchResult, target) -> None:
     if result.dimensions:
         d = result.dimensions
         st.markdown(
-            f"**D1** ({result.query.get('text')}, from {d['include_items']} items): "
-            f"{', '.join(d['include_words'][:20])}  \n"
-            f"**D2** ({result.query.get('exclude')}, from {d['exclude_items']} items): "
-            f"{', '.join(d['exclude_words'][:20])}  \n"
-            f"**D = D1 \\ D2**: {', '.join(d['kept_words'][:20]) or '(empty)'}"
+            f"**D1** ({result.query.get('text')}, from {counted(d['include_items'], 'item')}): "
+            f"{', '.join(set_labels(d, 'include')[:20])}  \n"
+            f"**D2** ({result.query.get('exclude')}, from {counted(d['exclude_items'], 'item')}): "
+            f"{', '.join(set_labels(d, 'exclude')[:20])}  \n"
+            f"**D = D1 \\ D2**: {', '.join(set_labels(d, 'kept')[:20]) or '(empty)'}"
         )
     if not result.results:
         st.info("No results.")
@@ -89,7 +96,8 @@ def show_result(result: SearchResult, target) -> None:
     else:
         show_text_hits(result, target)
     if result.metrics:
-        st.markdown(f"**Metrics** ({result.relevant_count} relevant items: labelled A and not B)")
+        relevant = counted(result.relevant_count, "relevant item")
+        st.markdown(f"**Metrics** ({relevant}: labelled A and not B)")
         table = pd.DataFrame([{"method": m, **v} for m, v in result.metrics.items()])
         st.dataframe(table[["method", *MEASURES]], hide_index=True)
     stem = Path(str(result.collection.get("name", "search"))).stem

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.compare import why_of
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
@@ -160,7 +161,7 @@ def _why(why: QueryWhy) -> None:
         if decisive:
             where.caption(
                 f"Decisive under {name} (puts {decisive[0]['above']} above): "
-                + ", ".join(f"{d['word']} ({d['delta']:+.3f})" for d in decisive)
+                + ", ".join(f"{entry_label(d)} ({d['delta']:+.3f})" for d in decisive)
             )
     if why.changed:
         st.caption("The relevant item's words whose contribution changed most (B − A)")

@@ -201,3 +201,36 @@ def test_silent_wrong_mot_batch_size_reaches_the_corpus_embedding():
     default = mot_evaluate(spy, CORPUS[:4], m_values=(4,), k=2, steps=3)
     assert spy.batch_sizes == [None]  # None: the encoder's own batch
     np.testing.assert_allclose(given.table.to_numpy(), default.table.to_numpy(), rtol=1e-6)
+
+
+def test_silent_wrong_mot_says_when_short_texts_keep_a_single_word(toy):
+    """At keep 5 % every text of fewer than 30 words keeps one word: the result says how many,
+    and names the rankings whose rows coincide (equal errors in every document)."""
+    import re
+
+    from lexlens.analysis.attribution.mot import mot_evaluate
+    from lexlens.analysis.attribution.mot_rankings import RANKINGS
+
+    # every word once in its text (TF = 1), so TF-IDF ranks as IDF does
+    corpus = [CORPUS[0], "one fox and a hound meet at dawn ; it barks .", *CORPUS[2:]]
+    result = mot_evaluate(toy, corpus, m_values=(4,), k=4, steps=3, seed=1, keep=0.05)
+    words = [[w for w in t.split() if re.search(r"[^\W_]", w)] for t in corpus]
+    assert all(len(w) < 30 for w in words)  # so floor(0.05 · n + 0.5) ≤ 1: one word kept
+    n = result.settings["n_docs"]
+    assert result.settings["single_word_docs"] == n == len(corpus)
+    assert any(f"{n} texts of {n} keep a single word" in note for note in result.notes)
+    errors = result.per_doc[4]
+    equal = [
+        (a, b)
+        for i, a in enumerate(RANKINGS)
+        for b in RANKINGS[i + 1 :]
+        if np.array_equal(errors[a].to_numpy(), errors[b].to_numpy())
+    ]
+    assert ("IDF", "TF-IDF") in equal, equal  # the walk's case: one kept word, TF = 1
+    for a, b in equal:
+        assert any(f"M=4: {a} and {b} keep the same words" in note for note in result.notes)
+    named = [note for note in result.notes if "keep the same words" in note]
+    assert len(named) == len(equal)
+    longer = mot_evaluate(toy, corpus, m_values=(4,), k=4, steps=3, seed=1, keep=0.5)
+    assert longer.settings["single_word_docs"] == 0
+    assert not any("single word" in note for note in longer.notes)

@@ -19,6 +19,7 @@ from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, kept_benchma
 from lexlens.analysis.collections.indexing import index_collection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
+from lexlens.analysis.core.words import entry_label
 from tests.benchmark.files import beir_of_tables
 
 CORPUS = {
@@ -149,7 +150,9 @@ def test_silent_wrong_the_failure_view_shows_both_sides_and_the_net_gap(result, 
     assert f"net of both sides {gap:+.6f}" in " ".join(c.value for c in at.caption)
     tables = [t.value for t in at.dataframe]
     relevant_side = next(t for t in tables if "δ" in t.columns and (t["δ"] < 0).all())
-    assert list(relevant_side["word"]) == [w["word"] for w in f.favour_relevant.words]
+    assert list(relevant_side["word (or piece)"]) == [
+        entry_label(w) for w in f.favour_relevant.words
+    ]
 
 
 def test_silent_wrong_failure_causes_follow_their_definitions(result, by_hand, splade):

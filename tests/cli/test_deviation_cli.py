@@ -73,7 +73,9 @@ def test_cli_denominator_active_and_text_output(cli):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "denominator active" in out and "positive" in out and "cap" in out
-    assert "FLOPs" in out and "with self-pairs" in out
+    from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
+
+    assert FLOPS_LABEL in out and PAIRS_LABEL in out  # both numbers, each named
     doc = cli(
         "deviation",
         "--encoder",

@@ -273,3 +273,84 @@ def test_silent_wrong_a_patch_group_of_an_encoding_without_patch_rows_is_refused
     assert result.input["cells"] == [toy.units[i] for i in cells]
     expected = [VOCAB[i] for i in np.argsort(-pooled) if VOCAB[i] != "[CLS]"]
     assert [r["token"] for r in result.terms] == expected
+
+
+# --- one word, one weight: a merged word weighs by its own pieces ---------------------------
+
+COFFEE_A, COFFEE_B = (0.75, 0.0, 1.0, 0.25), (0.0, 0.0, 0.75, 0.5)
+
+
+@pytest.fixture(scope="module")
+def coffee(effnet):
+    """coffee.png encoded by the label-space image encoder (a 7×10 grid)."""
+    return effnet.encode_images([load_image(skimage_path("coffee.png"))])[0]
+
+
+def test_silent_wrong_a_merged_word_never_takes_the_weight_of_a_piece_another_word_shares(
+    effnet, coffee
+):
+    """ "cro" (cr ##o) must not weigh as "##o", the last piece of "espresso": the walk's "B,
+    not A" listed cro at espresso's 0.9864 while its own piece cr weighs 0.0099 in B."""
+    from lexlens.models.wordpiece import wordpiece_split
+
+    vocab = effnet.vocab
+    assert "cro" in effnet.known_words and "espresso" in effnet.known_words
+    assert wordpiece_split("cro", set(vocab)) == ["cr", "##o"]
+    assert wordpiece_split("espresso", set(vocab))[-1] == "##o"
+    group_a = box_to_patches(coffee.grid, COFFEE_A, crop_box=coffee.crop_box)
+    group_b = box_to_patches(coffee.grid, COFFEE_B, crop_box=coffee.crop_box)
+    pooled_a, pooled_b = pool_patches(coffee, group_a), pool_patches(coffee, group_b)
+    cr, o = vocab.index("cr"), vocab.index("##o")
+    assert pooled_b[o] > 0.9 > 0.05 > pooled_b[cr]  # espresso's piece is strong in B, cr not
+
+    shown = compare_groups(coffee, group_a, group_b, vocab, k=10, words=effnet.known_words)
+    assert "cro" not in [t.token for t in shown.a_not_b + shown.b_not_a]
+    every = compare_groups(coffee, group_a, group_b, vocab, k=3000, words=effnet.known_words)
+    by_token = {t.token: t for t in every.a_not_b + every.b_not_a}
+    # float32 pooled weights compared as floats: exact up to their own rounding
+    assert by_token["cro"].weight_a == pytest.approx(float(pooled_a[cr]), rel=1e-6)
+    assert by_token["cro"].weight_b == pytest.approx(float(pooled_b[cr]), rel=1e-6)
+
+
+def test_the_contrast_weighs_each_word_as_the_groups_own_clouds(effnet, coffee):
+    """A word listed by the contrast weighs in each group what that group's word cloud gives it
+    (terms_of_encoding, the cloud the page shows beside the contrast)."""
+    from lexlens.analysis.lexical.terms import terms_of_encoding
+
+    vocab = effnet.vocab
+    groups = [
+        box_to_patches(coffee.grid, b, crop_box=coffee.crop_box) for b in (COFFEE_A, COFFEE_B)
+    ]
+    contrast = compare_groups(coffee, *groups, vocab, k=10, words=effnet.known_words)
+    listed = contrast.a_not_b + contrast.b_not_a
+    compared = 0
+    for side, box in enumerate((COFFEE_A, COFFEE_B)):
+        cloud = {
+            r["token"]: r["weight"]
+            for r in terms_of_encoding(effnet, coffee, top=20, box=box).merged_terms
+        }
+        for t in listed:
+            if t.token in cloud:
+                compared += 1
+                assert (t.weight_a, t.weight_b)[side] == pytest.approx(cloud[t.token], rel=1e-6)
+    assert compared >= 10
+
+
+def test_silent_wrong_a_word_whose_pieces_are_all_shared_peaks_at_its_own_weight():
+    """When every piece of a word is shared with other words, the word weighs as its weakest
+    piece, and its heatmap (the max over its columns) peaks at that same weight."""
+    from lexlens.analysis.core.words import Term, merge_word_pieces
+    from lexlens.analysis.lexical.patches import term_heat
+
+    vocab = ["[CLS]", "cr", "##o", "##ock", "es", "##press"]
+    words = {"cro", "crock", "espresso"}  # cr: cro + crock; ##o: cro + espresso
+    rows = np.zeros((2, len(vocab)), dtype=np.float32)
+    rows[0, [1, 2, 3, 4, 5]] = [0.2, 0.9, 0.3, 0.8, 0.7]
+    rows[1, [1, 2, 3, 4, 5]] = [0.1, 0.1, 0.1, 0.1, 0.1]
+    enc = _encoding(rows, (1, 2))
+    pooled = rows.max(axis=0)
+    terms = [Term(vocab[i], float(pooled[i]), i) for i in range(1, 6)]
+    cro = next(t for t in merge_word_pieces(terms, vocab, words) if t.token == "cro")
+    assert cro.weight == pytest.approx(0.2)  # cr, its weakest piece — never ##o's 0.9
+    heat = term_heat(enc, vocab, {"token": "cro", "pieces": [vocab[i] for i in cro.columns]})
+    assert heat.peak == pytest.approx(cro.weight)
