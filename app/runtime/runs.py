@@ -23,6 +23,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,9 +249,14 @@ def _wrong_field(run: Run, run_id: str) -> str:
     return ""
 
 
-def latest_run(page: str, session: str) -> Run | None:
-    """The newest run of ``page`` made in the browser session ``session``, if any."""
-    mine = [r for r in list_runs() if r.session == session and r.page == page]
+def latest_run(page: str, session: str, fits: Callable[[Run], bool] | None = None) -> Run | None:
+    """The newest run of ``page`` made in the browser session ``session`` (and that ``fits``,
+    when given: a page mode's), if any."""
+    mine = [
+        r
+        for r in list_runs()
+        if r.session == session and r.page == page and (fits is None or fits(r))
+    ]
     return mine[0] if mine else None
 
 
