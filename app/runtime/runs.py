@@ -91,6 +91,9 @@ class Run:
     #: hash of the inputs that make a new run (a quick page's text, image, encoder); its
     #: display inputs (sliders, toggles) change in place: :func:`update`
     subject: str = ""
+    #: where a job's analysis ran: the devices of the encoders it loaded or was given
+    #: ("cpu", "cuda"; several joined by ", "), "" when none or not a job
+    device: str = ""
 
     @property
     def folder(self) -> Path:
@@ -137,6 +140,7 @@ class Run:
             "session": self.session,
             "server": self.server,
             "subject": self.subject,
+            "device": self.device,
         }
 
     def save(self, touch: bool = True) -> None:

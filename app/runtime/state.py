@@ -25,14 +25,24 @@ def get_encoder(spec: str, device: str) -> Encoder:
     return load_encoder(spec, device=None if device == "auto" else device)
 
 
+_AUTO_DEVICE = "_lexlens_auto_device"  # where the last encoder loaded under auto went
+
+
 def device_picker() -> str:
-    """Sidebar choice of device; ``auto`` = CUDA when available, else CPU."""
+    """Sidebar choice of device; ``auto`` = CUDA when available, else CPU, shown with the
+    device it chose ("auto → cpu"): the one the last encoder of this session was loaded on
+    under ``auto``, before any the one the loader's rule picks."""
     import torch
 
+    from lexlens.models.base import pick_device
+
     options = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    return st.sidebar.selectbox(
+    choice = st.sidebar.selectbox(
         "Device", options, key="device", help="auto picks the GPU if there is one"
     )
+    if choice == "auto":
+        st.sidebar.caption(f"auto → {st.session_state.get(_AUTO_DEVICE) or pick_device()}")
+    return choice
 
 
 def encoder_choice(label: str, needs: Needs, key: str, default: str | None = None) -> str | None:
@@ -63,12 +73,15 @@ def encoder_choice(label: str, needs: Needs, key: str, default: str | None = Non
 def load_checked(spec: str, needs: Needs) -> Encoder | None:
     """Load ``spec`` (cached) and check it against ``needs`` (a local directory is known only
     once loaded); shows a clear error and returns ``None`` when either fails."""
+    device = st.session_state.get("device", "auto")
     try:
-        encoder = get_encoder(spec, st.session_state.get("device", "auto"))
+        encoder = get_encoder(spec, device)
         needs.check(encoder)
     except LexlensError as exc:
         st.error(str(exc))
         return None
+    if device == "auto":
+        st.session_state[_AUTO_DEVICE] = encoder.device
     return encoder
 
 
