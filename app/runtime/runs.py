@@ -400,9 +400,32 @@ def open_ids() -> set[str]:
 
 
 def describe_inputs(inputs: dict[str, Any]) -> str:
-    """A short line of a run's inputs, for lists."""
+    """A short line of a run's inputs, for lists: each value as the page had it (a stored
+    tuple reads ``(0.5, 1.0)``, not its stored form)."""
+    from lexlens.analysis.core.results import value_of
+
     parts = []
-    for key, value in inputs.items():
-        text = str(value)
+    for key, stored in inputs.items():
+        try:
+            value = value_of(stored)
+        except (StateError, TypeError, ValueError):  # a hand-edited run.json: as stored
+            value = stored
+        text = value if isinstance(value, str) else _readable(value)
         parts.append(f"{key.split('_', 1)[-1]}={text[:40]}{'…' if len(text) > 40 else ''}")
     return ", ".join(parts)
+
+
+def _readable(value: Any) -> str:
+    """A value as Python writes it, but a path as its text and a number's float as given."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(_readable(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_readable(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(_readable(v) for v in sorted(value, key=repr)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_readable(k)}: {_readable(v)}" for k, v in value.items()) + "}"
+    return repr(value)

@@ -107,3 +107,19 @@ def test_silent_wrong_the_device_auto_chose_and_each_jobs_device_are_shown(monke
     at.run()
     table = at.dataframe[0].value
     assert table.loc[table["run"] == run.id, "device"].item() == built_on
+
+
+def test_silent_wrong_history_shows_a_runs_inputs_as_the_page_had_them(monkeypatch, tmp_path):
+    """A run's inputs are stored typed (a patch group's X range is a tuple): History shows
+    ``xA=(0.5, 1.0)``, as the page had it, never the stored form ``{'__tuple__': …}``."""
+    from lexlens.analysis.core.results import state_of
+    from lexlens.app.runtime import runs
+
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    given = {"image_xA": (0.5, 1.0), "image_samples": ["chelsea (scikit-image)"], "image_k": 20}
+    run = runs.create("images", "a patch group", {k: state_of(v) for k, v in given.items()}, [], "")
+    assert isinstance(runs.load(run.id).inputs["image_xA"], dict)  # stored typed
+    at = app_page("app_pages/history.py")
+    assert not at.exception and not at.error
+    (line,) = [c.value for c in at.caption if c.value.startswith("Inputs: ")]
+    assert line == "Inputs: xA=(0.5, 1.0), samples=['chelsea (scikit-image)'], k=20"
