@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
+from lexlens.analysis.benchmark.evaluation_result import LISTED_FAILURES, BenchmarkEvaluationResult
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
@@ -248,7 +248,7 @@ class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
             out["counterfactuals.csv"] = self.counterfactuals.csv()
         return out
 
-    def html(self, max_failures: int = 200) -> str:
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """evaluation.html with the counterfactuals' section before its end."""
         page = super().html(max_failures)
         if self.counterfactuals is None:

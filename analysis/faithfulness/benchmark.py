@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
+from lexlens.analysis.benchmark.evaluation_result import LISTED_FAILURES, BenchmarkEvaluationResult
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
@@ -279,7 +279,7 @@ class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
             out["faithfulness.csv"] = self.faithfulness.csv()
         return out
 
-    def html(self, max_failures: int = 200) -> str:
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """evaluation.html with the faithfulness section before its end."""
         page = (self.inner or super()).html(max_failures)
         if self.faithfulness is None:
