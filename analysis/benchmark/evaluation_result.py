@@ -51,6 +51,10 @@ FAILURE_COLUMNS = (
     "query_length",
     "missing_words",
 )
+#: The queries evaluation.html lists, worst first (per_query.csv and the JSON hold all).
+LISTED_QUERIES = 100
+#: The failures evaluation.html explains, worst first (failures.csv and the JSON hold all).
+LISTED_FAILURES = 50
 #: The blame table's columns, as blame.csv, the page and the command name them.
 BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
 
@@ -92,14 +96,19 @@ class BenchmarkEvaluationResult(EvaluationResult):
             "evaluation.html": self.html().encode("utf-8"),
         }
 
-    def html(self, max_failures: int = 200) -> str:
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
-        first, the failures per cause, each failure side by side with its causes, the words
-        favouring either item with their sums (net: the gap) and its decisive words, the blame
-        table."""
+        first, the failures per cause, each failure (the worst first, collapsed to a line)
+        side by side with its causes, the words favouring either item with their sums (net:
+        the gap) and its decisive words, the blame table. The sections fold; the report lists
+        the :data:`LISTED_QUERIES` worst queries and the ``max_failures`` worst failures, and
+        says how many more its CSV and JSON files hold."""
         from lexlens.analysis.render.html import render_report
 
         doc = self.to_dict()
+        worst = worst_first(doc["metrics"]["per_query"])
+        place = {q["id"]: i for i, q in enumerate(worst)}
+        failures = sorted(doc["failures"], key=lambda f: place.get(f["query_id"], len(place)))
         meta = {
             "index": self.index.get("name") or self.index.get("path"),
             "encoder": self.encoder,
@@ -111,9 +120,11 @@ class BenchmarkEvaluationResult(EvaluationResult):
             meta=meta,
             r=doc,
             measures=MEASURES,
-            worst=worst_first(doc["metrics"]["per_query"]),
-            failures=doc["failures"][:max_failures],
-            hidden=max(0, len(doc["failures"]) - max_failures),
+            worst=worst[:LISTED_QUERIES],
+            more_queries=max(0, len(worst) - LISTED_QUERIES),
+            failures=failures[:max_failures],
+            hidden=max(0, len(failures) - max_failures),
+            ndcg={q["id"]: q["nDCG@10"] for q in worst},
         )
 
 

@@ -55,6 +55,19 @@ def _server_path(path: Any, roots: Sequence[str | Path] | None) -> str | Path:
     return inside_roots(path, roots, "path")
 
 
+def server_path_refusal(path: Any, roots: Sequence[str | Path] | None) -> str:
+    """Why a build could not read the typed server ``path`` — the build's own check of it
+    against ``roots`` (``None``: any), in its one line — or "" when it passes or nothing is
+    typed yet: the page says so under the field, before Build."""
+    if not str(path or "").strip():
+        return ""
+    try:
+        _server_path(path, data_roots(roots))
+    except LexlensError as exc:
+        return str(exc)
+    return ""
+
+
 #: What each kind of benchmark holds, as a collection reads it ("hf": it depends).
 BENCHMARK_READS = {"beir": "text", "msmarco": "text", "irds": "text", "karpathy": "image"}
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lexlens.analysis.core.devices import note_device
 from lexlens.analysis.core.results import Progress
 from lexlens.models.base import Encoder, InputError, Needs
 
@@ -41,7 +42,7 @@ def loaded_encoder(encoder: Any, argument: str = "encoder", needs: Needs | None 
         )
     if needs is not None:
         needs.check(encoder)
-    return encoder
+    return note_device(encoder)
 
 
 def encoder_or_spec(encoder: Any, argument: str = "encoder", needs: Needs | None = None) -> Any:
@@ -77,7 +78,7 @@ def encoder_argument(
         encoder = load_encoder(encoder, device=device)
     if needs is not None:
         needs.check(encoder)
-    return encoder
+    return note_device(encoder)
 
 
 def device_argument(device: Any) -> str | None:

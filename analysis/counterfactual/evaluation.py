@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.benchmark.evaluation_result import (
+    LISTED_FAILURES,
     BenchmarkEvaluationResult,
     evaluated_index,
 )
@@ -248,7 +249,7 @@ class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
             out["counterfactuals.csv"] = self.counterfactuals.csv()
         return out
 
-    def html(self, max_failures: int = 200) -> str:
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """evaluation.html with the counterfactuals' section before its end."""
         page = super().html(max_failures)
         if self.counterfactuals is None:

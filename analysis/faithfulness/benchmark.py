@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.benchmark.evaluation_result import (
+    LISTED_FAILURES,
     BenchmarkEvaluationResult,
     evaluated_index,
 )
@@ -279,7 +280,7 @@ class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
             out["faithfulness.csv"] = self.faithfulness.csv()
         return out
 
-    def html(self, max_failures: int = 200) -> str:
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """evaluation.html with the faithfulness section before its end."""
         page = (self.inner or super()).html(max_failures)
         if self.faithfulness is None:

@@ -71,8 +71,9 @@ def chart(series: dict[str, list[float]], *, width: int = 420, height: int = 220
     }
 
 
-def faithfulness_html(result: FaithfulnessRecord) -> str:
-    """faithfulness.html: the summary against random, the curves, the failures."""
+def faithfulness_html(result: FaithfulnessRecord, *, collapsed: bool = False) -> str:
+    """faithfulness.html: the summary against random, the curves, the failures (its section
+    folded when ``collapsed``, as evaluation.html holds it)."""
     s = result.summary
     return render_report(
         "faithfulness.html",
@@ -84,11 +85,12 @@ def faithfulness_html(result: FaithfulnessRecord) -> str:
         rows=result.failures[:LISTED],
         hidden=max(0, len(result.failures) - LISTED),
         chart=chart({"explanation's order": s.curve, "random order": s.random_curve}),
+        collapsed=collapsed,
     )
 
 
 def faithfulness_section(result: FaithfulnessRecord) -> str:
-    """The same section, to place inside another report (evaluation.html)."""
-    page = faithfulness_html(result)
+    """The same section, folded, to place inside another report (evaluation.html)."""
+    page = faithfulness_html(result, collapsed=True)
     start, end = page.find(SECTION_START), page.find(SECTION_END)
     return page[start : end + len(SECTION_END)]

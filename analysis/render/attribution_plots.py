@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from lexlens.analysis.render.colours import series_colours
+
 
 def attribution_heatmap(values: np.ndarray, words: Sequence[str], rows: Sequence[str]):
     """``values [rows, words]`` with words on x and ``rows`` (the sub-vectors with their codes)
@@ -45,10 +47,12 @@ def series_bars(words: list[str], series: Mapping[str, np.ndarray]):
         peak = float(np.abs(vals).max())
         return vals / peak if peak > 0 else vals
 
+    colours = series_colours(list(series))  # one colour per ranking, as in the curves
     bars = go.Figure(
         [
             go.Bar(
                 name=name,
+                marker_color=colours[name],
                 x=list(range(len(words))),
                 y=scaled(np.asarray(vals, dtype=float)),
                 customdata=np.stack([np.array(words, dtype=object), np.asarray(vals)], axis=1),
@@ -62,3 +66,31 @@ def series_bars(words: list[str], series: Mapping[str, np.ndarray]):
         barmode="group", height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="scaled"
     )
     return bars
+
+
+def curves_figure(series: Mapping[str, Sequence[float]], y_title: str, x_title: str):
+    """A small line chart of curves over k = 0…K (plotly), each ranking in its colour."""
+    import plotly.graph_objects as go
+
+    colours = series_colours(list(series))
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(len(ys))),
+                y=list(ys),
+                mode="lines+markers",
+                name=name,
+                line={"color": colours[name]},
+                marker={"color": colours[name]},
+            )
+        )
+    fig.update_layout(
+        height=260,
+        margin=dict(l=10, r=10, t=10, b=10),
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        legend=dict(orientation="h", y=1.12),
+        xaxis=dict(dtick=1),
+    )
+    return fig

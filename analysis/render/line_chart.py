@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lexlens.analysis.render.colours import series_colours
 from lexlens.analysis.render.html import num
 
-#: Line colours, one per series in order (colour-blind safe: ColorBrewer's Dark2).
-COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")
 PAD = 40
 LEFT = 64  # room for a y tick such as −0.02689
 
@@ -42,8 +41,9 @@ def line_chart(
     def y(v: float) -> float:
         return height - PAD - (height - 2 * PAD) * (float(v) - low) / (high - low)
 
+    colours = series_colours(list(series))  # a ranking's own colour, as on the page
     lines = []
-    for n, (name, ys) in enumerate(series.items()):
+    for name, ys in series.items():
         points = [
             {"x": f"{x(i):.1f}", "y": f"{y(v):.1f}", "title": f"{name}, k = {i}: {v!r}"}
             for i, v in enumerate(float(v) for v in ys)
@@ -51,7 +51,7 @@ def line_chart(
         lines.append(
             {
                 "name": name,
-                "colour": COLOURS[n % len(COLOURS)],
+                "colour": colours[name],
                 "points": points,
                 "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
             }

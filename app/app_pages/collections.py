@@ -29,6 +29,7 @@ from lexlens.analysis.collections.workspace import (
 from lexlens.analysis.collections.workspace_build import (
     build_collection,
     check_collection_request,
+    server_path_refusal,
 )
 from lexlens.analysis.core.results import progress_part
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
@@ -100,7 +101,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
         )
     ]
     files: list[tuple[str, bytes]] = []
-    server_path = ""
+    server_path, refusal = "", ""
     bench: dict[str, str | None] = {}
     if source_kind == "upload":
         uploads = st.file_uploader(
@@ -120,6 +121,9 @@ with st.expander("Build a collection", expanded=not list_collections()):
             key=state.kept("collections_path", ""),
             **propose,
         )
+        refusal = server_path_refusal(server_path, data_roots())  # as typed, before Build
+        if refusal:
+            st.error(refusal)
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
     else:
@@ -138,7 +142,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
         label="Encode on Ray (empty: "
         "here; local: a private Ray on this machine; ray://HOST:PORT: a cluster's head)",
     )
-    build = st.button("Build", type="primary", disabled=encoder_spec is None)
+    build = st.button("Build", type="primary", disabled=encoder_spec is None or bool(refusal))
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
     if build and encoder_spec:

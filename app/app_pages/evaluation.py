@@ -29,7 +29,7 @@ from lexlens.app.views.counterfactual import show_counterfactuals
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures, show_worst
 from lexlens.app.views.faithfulness import show_faithfulness
 from lexlens.app.views.section_jobs import follow_section_run
-from lexlens.app.views.systems import show_systems
+from lexlens.app.views.systems import MODE_KEY, MODES, show_systems
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
@@ -46,6 +46,7 @@ st.caption(
     "side: each term's q·d, summing to each score, and the words that decide between them."
 )
 follow_section_run("evaluation")  # a link to a section's job opens its evaluation
+state.page_modes("evaluation", MODE_KEY, MODES[0])  # each mode keeps its inputs and result
 state.restore_inputs("evaluation")
 cards = [c for c in list_collections() if "error" not in c]
 if not cards:

@@ -47,6 +47,7 @@ table = pd.DataFrame(
             "what": r.summary,
             "when": dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M"),
             "status": jobs[r.id].status if jobs[r.id] else r.status,
+            "device": (jobs[r.id].device if jobs[r.id] else "") or r.device,
             "holds": r.holds(),
             "size (MB)": round(taken.get(r.id, 0) / runs.MB, 3),
         }

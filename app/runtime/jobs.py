@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from lexlens.analysis.core.devices import devices_used
 from lexlens.analysis.core.results import Cancelled, Progress, Record
 from lexlens.app.runtime import runs
 from lexlens.models.base import LexlensError
@@ -44,10 +45,17 @@ class Job:
     result: Record | None = None
     removed: list[str] = field(default_factory=list)  # runs evicted to stay in budget
     cancel: threading.Event = field(default_factory=threading.Event)
+    #: the devices of the encoders the work loaded or was given, filled as it runs
+    devices: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
         return self.run.id
+
+    @property
+    def device(self) -> str:
+        """Where the job runs or ran ("cpu", "cuda"; "" until an encoder is loaded)."""
+        return ", ".join(self.devices)
 
     @property
     def finished(self) -> bool:
@@ -117,7 +125,8 @@ class JobManager:
             return
         job.status, job.started, job.message = "running", time.time(), "starting…"
         try:
-            result = job.work(job.progress)
+            with devices_used() as job.devices:  # the encoders' own devices, as they load
+                result = job.work(job.progress)
         except Cancelled:
             self._end(job, None, "cancelled", "cancelled by the user")
         except LexlensError as exc:
@@ -134,6 +143,7 @@ class JobManager:
         job.message = message
         if status == "failed":
             job.error = message
+        job.run.device = job.device
         try:
             job.removed = runs.finish(job.run, result, status, message)
         except LexlensError as exc:  # a full disk: the result stays in memory for this server
@@ -198,7 +208,9 @@ def jobs_sidebar() -> None:
                 query_params={"run": job.id},
                 help=job.run.summary,
             )
-            box.caption(job.run.summary)  # the whole name, wrapped
+            box.caption(
+                job.run.summary + (f" · on {job.device}" if job.device else "")
+            )  # the whole name, wrapped, and where it runs
             if not job.finished:
                 box.progress(job.fraction, text=job.message[:60])
                 if box.button("Cancel", key=f"sidebar_cancel_{job.id}"):

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ class Run:
     #: hash of the inputs that make a new run (a quick page's text, image, encoder); its
     #: display inputs (sliders, toggles) change in place: :func:`update`
     subject: str = ""
+    #: where a job's analysis ran: the devices of the encoders it loaded or was given
+    #: ("cpu", "cuda"; several joined by ", "), "" when none or not a job
+    device: str = ""
 
     @property
     def folder(self) -> Path:
@@ -141,6 +145,7 @@ class Run:
             "server": self.server,
             "server_start": self.server_start,
             "subject": self.subject,
+            "device": self.device,
         }
 
     def save(self, touch: bool = True) -> None:
@@ -254,9 +259,14 @@ def _wrong_field(run: Run, run_id: str) -> str:
     return ""
 
 
-def latest_run(page: str, session: str) -> Run | None:
-    """The newest run of ``page`` made in the browser session ``session``, if any."""
-    mine = [r for r in list_runs() if r.session == session and r.page == page]
+def latest_run(page: str, session: str, fits: Callable[[Run], bool] | None = None) -> Run | None:
+    """The newest run of ``page`` made in the browser session ``session`` (and that ``fits``,
+    when given: a page mode's), if any."""
+    mine = [
+        r
+        for r in list_runs()
+        if r.session == session and r.page == page and (fits is None or fits(r))
+    ]
     return mine[0] if mine else None
 
 
@@ -415,9 +425,32 @@ def open_ids() -> set[str]:
 
 
 def describe_inputs(inputs: dict[str, Any]) -> str:
-    """A short line of a run's inputs, for lists."""
+    """A short line of a run's inputs, for lists: each value as the page had it (a stored
+    tuple reads ``(0.5, 1.0)``, not its stored form)."""
+    from lexlens.analysis.core.results import value_of
+
     parts = []
-    for key, value in inputs.items():
-        text = str(value)
+    for key, stored in inputs.items():
+        try:
+            value = value_of(stored)
+        except (StateError, TypeError, ValueError):  # a hand-edited run.json: as stored
+            value = stored
+        text = value if isinstance(value, str) else _readable(value)
         parts.append(f"{key.split('_', 1)[-1]}={text[:40]}{'…' if len(text) > 40 else ''}")
     return ", ".join(parts)
+
+
+def _readable(value: Any) -> str:
+    """A value as Python writes it, but a path as its text and a number's float as given."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(_readable(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_readable(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(_readable(v) for v in sorted(value, key=repr)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_readable(k)}: {_readable(v)}" for k, v in value.items()) + "}"
+    return repr(value)

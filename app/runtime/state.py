@@ -25,14 +25,24 @@ def get_encoder(spec: str, device: str) -> Encoder:
     return load_encoder(spec, device=None if device == "auto" else device)
 
 
+_AUTO_DEVICE = "_lexlens_auto_device"  # where the last encoder loaded under auto went
+
+
 def device_picker() -> str:
-    """Sidebar choice of device; ``auto`` = CUDA when available, else CPU."""
+    """Sidebar choice of device; ``auto`` = CUDA when available, else CPU, shown with the
+    device it chose ("auto → cpu"): the one the last encoder of this session was loaded on
+    under ``auto``, before any the one the loader's rule picks."""
     import torch
 
+    from lexlens.models.base import pick_device
+
     options = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    return st.sidebar.selectbox(
+    choice = st.sidebar.selectbox(
         "Device", options, key="device", help="auto picks the GPU if there is one"
     )
+    if choice == "auto":
+        st.sidebar.caption(f"auto → {st.session_state.get(_AUTO_DEVICE) or pick_device()}")
+    return choice
 
 
 def encoder_choice(label: str, needs: Needs, key: str, default: str | None = None) -> str | None:
@@ -63,12 +73,15 @@ def encoder_choice(label: str, needs: Needs, key: str, default: str | None = Non
 def load_checked(spec: str, needs: Needs) -> Encoder | None:
     """Load ``spec`` (cached) and check it against ``needs`` (a local directory is known only
     once loaded); shows a clear error and returns ``None`` when either fails."""
+    device = st.session_state.get("device", "auto")
     try:
-        encoder = get_encoder(spec, st.session_state.get("device", "auto"))
+        encoder = get_encoder(spec, device)
         needs.check(encoder)
     except LexlensError as exc:
         st.error(str(exc))
         return None
+    if device == "auto":
+        st.session_state[_AUTO_DEVICE] = encoder.device
     return encoder
 
 
@@ -262,34 +275,91 @@ def _run(run_id: str):
     return cache[run_id]
 
 
-_PAGE_RUNS = "_lexlens_page_runs"  # page → its last run in this session
+_PAGE_RUNS = "_lexlens_page_runs"  # page (or page:mode) → its last run in this session
+_MODES = "_lexlens_page_modes"  # page → (its mode widget's key, the mode of a run without it)
+_LAST_MODE = "_lexlens_last_mode"  # page → the mode its previous run showed
+
+
+def page_modes(page: str, key: str, default: str) -> None:
+    """Declare that ``page`` has modes, chosen by the kept widget ``key`` (a run whose inputs
+    do not name it is of mode ``default``): each mode keeps its own run — inputs and result —
+    so a switch to another mode and back shows the mode's result again, while a link to a run
+    shows the run in its own mode (call before :func:`restore_inputs`)."""
+    st.session_state.setdefault(_MODES, {})[page] = (key, default)
+
+
+def _mode(page: str) -> str | None:
+    """The mode ``page`` shows now (``None``: the page has no modes)."""
+    declared = st.session_state.get(_MODES, {}).get(page)
+    if declared is None:
+        return None
+    key, default = declared
+    return str(st.session_state.get(key, default))
+
+
+def _mode_of(page: str, run) -> str | None:
+    """The mode of ``page`` that ``run`` was made in (``None``: the page has no modes)."""
+    declared = st.session_state.get(_MODES, {}).get(page)
+    return None if declared is None else str(run.inputs.get(declared[0], declared[1]))
+
+
+def _slot(page: str, mode: str | None) -> str:
+    return page if mode is None else f"{page}:{mode}"
+
+
+def _shown_mode(page: str, run) -> str | None:
+    """The mode ``page`` shows with the URL's ``run`` (one of its own): the mode the user
+    just switched to, else the run's own (a link or a reload chooses the mode)."""
+    mode = _mode(page)
+    if mode is None:
+        return None
+    last = st.session_state.setdefault(_LAST_MODE, {})
+    switched = page in last and last[page] != mode
+    theirs = _mode_of(page, run) if run is not None else mode
+    if theirs != mode and not switched:
+        st.session_state[st.session_state[_MODES][page][0]] = mode = theirs
+    last[page] = mode
+    return mode
+
+
+def fresh_mode(page: str, mode: str) -> None:
+    """Open ``mode`` of ``page`` without a run, for inputs set from elsewhere (a link from
+    another page): its last run is not brought back over them."""
+    st.session_state.get(_PAGE_RUNS, {}).pop(_slot(page, mode), None)
+    st.session_state.setdefault("_lexlens_looked_up", set()).add(_slot(page, mode))
 
 
 def url_run(page: str):
     """The run the URL names, when it is one of ``page``'s (a bad id: an error, dropped).
     Back on a page whose URL names no run of its own, the page's last run of this session
-    returns to the URL."""
+    returns to the URL; on a page with modes (:func:`page_modes`), the last run of the mode
+    it shows."""
     run_id = url_run_id()
+    named = None
     if run_id is not None:
         try:
-            run = _run(run_id)
+            named = _run(run_id)
         except LexlensError as exc:
             st.error(str(exc))
             del st.query_params["run"]
-            return None
-        if run.page == page:
-            st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
-            note_open(page, run.id)
-            return run
-    # No run in the URL, or another page's: this page's last run in this browser session
-    # (remembered, or found by the session id the URL carries after a reload).
-    own = st.session_state.get(_PAGE_RUNS, {}).get(page)
+            run_id = None
+    mine = named if named is not None and named.page == page else None
+    mode = _shown_mode(page, mine)
+    slot = _slot(page, mode)
+    if mine is not None and _mode_of(page, mine) == mode:
+        st.session_state.setdefault(_PAGE_RUNS, {})[slot] = mine.id
+        note_open(slot, mine.id)
+        return mine
+    # No run in the URL, another page's, or another mode's: this page's (mode's) last run in
+    # this browser session (remembered, or found by the session id the URL carries after a
+    # reload).
+    own = st.session_state.get(_PAGE_RUNS, {}).get(slot)
     looked = st.session_state.setdefault("_lexlens_looked_up", set())
-    if own is None and page not in looked:  # once a session: the stored runs are read
+    if own is None and slot not in looked:  # once a session: the stored runs are read
         from lexlens.app.runtime import runs
 
-        looked.add(page)
-        latest = runs.latest_run(page, browser_session())
+        looked.add(slot)
+        latest = runs.latest_run(page, browser_session(), lambda r: _mode_of(page, r) == mode)
         own = latest.id if latest is not None else None
     try:
         run = None if own is None else _run(own)
@@ -299,9 +369,9 @@ def url_run(page: str):
         if run_id is not None:
             del st.query_params["run"]
         return None
-    st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+    st.session_state.setdefault(_PAGE_RUNS, {})[slot] = run.id
     st.query_params["run"] = run.id
-    note_open(page, run.id)
+    note_open(slot, run.id)
     return run
 
 
@@ -354,9 +424,10 @@ def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
     )
     st.session_state.setdefault(_RUNS, {})[run.id] = run
     st.session_state[_RESTORED] = run.id  # its inputs are the widgets' already
-    st.session_state.setdefault(_PAGE_RUNS, {})[page] = run.id
+    slot = _slot(page, _mode(page))
+    st.session_state.setdefault(_PAGE_RUNS, {})[slot] = run.id
     st.query_params["run"] = run.id
-    note_open(page, run.id)
+    note_open(slot, run.id)
     return run
 
 

@@ -8,13 +8,13 @@ import io
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.faithfulness.contrib import ContribFaithfulnessOptions, contrib_faithfulness
 from lexlens.analysis.faithfulness.curves import DeletionCurve
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.render.attribution_plots import curves_figure
 from lexlens.app.views.section_jobs import (
     section_outcome,
     show_section_job,
@@ -26,22 +26,6 @@ CAPTION = (
     "Measured by re-encoding: the model is run again on the edited input; random = the same "
     "number of parts drawn at random ({draws} seeded draws)."
 )
-
-
-def _figure(series: dict[str, list[float]], y_title: str, x_title: str) -> go.Figure:
-    """A small line chart of curves over k = 0…K."""
-    fig = go.Figure()
-    for name, ys in series.items():
-        fig.add_trace(go.Scatter(x=list(range(len(ys))), y=ys, mode="lines+markers", name=name))
-    fig.update_layout(
-        height=260,
-        margin=dict(l=10, r=10, t=10, b=10),
-        xaxis_title=x_title,
-        yaxis_title=y_title,
-        legend=dict(orientation="h", y=1.12),
-        xaxis=dict(dtick=1),
-    )
-    return fig
 
 
 def _aopc_line(curve: DeletionCurve) -> str:
@@ -92,7 +76,7 @@ def show_deletion_curve(result: Any, q_encoder: Any, d_encoder: Any, d_image: An
         st.info(f"No deletion curve: {exc}")
         return
     curve = found.curve
-    fig = _figure(
+    fig = curves_figure(
         {"explanation's order": curve.explained, "random order (mean)": curve.random},
         "score",
         "query words deleted (k)",
@@ -207,12 +191,12 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
     left, right = st.columns(2)
     x = "words deleted (k)"
     left.plotly_chart(
-        _figure(found.deletion, "mean F_i = −‖d̂ᵢ − fᵢ‖²", x),
+        curves_figure(found.deletion, "mean F_i = −‖d̂ᵢ − fᵢ‖²", x),
         width="stretch",
         key=f"faith_ig_del_{key}_{pick}",
     )
     right.plotly_chart(
-        _figure(found.insertion, "mean F_i", "words inserted (k)"),
+        curves_figure(found.insertion, "mean F_i", "words inserted (k)"),
         width="stretch",
         key=f"faith_ig_ins_{key}_{pick}",
     )
@@ -298,7 +282,7 @@ def show_faithfulness(result: Any, index_path: str) -> None:
     test = f"Wilcoxon p {s.wilcoxon_p:.1e}" if s.wilcoxon_p else None
     cols[3].metric("Beats random", f"{s.beats_random or 0:.0%}", test, delta_color="off")
     st.plotly_chart(
-        _figure(
+        curves_figure(
             {"explanation's order": s.curve, "random order": s.random_curve},
             "median share of the gap closed",
             "query words deleted (k)",

@@ -253,4 +253,5 @@ def systems_link() -> None:
     if st.button("Compare them as systems on the Evaluation page", key="compare_systems_link"):
         st.session_state[MODE_KEY] = MODES[1]
         st.session_state[KEYS["collections"]] = list(names)
+        state.fresh_mode("evaluation", MODES[1])  # no earlier comparison over these two
         st.switch_page("app_pages/evaluation.py")

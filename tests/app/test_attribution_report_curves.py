@@ -46,3 +46,52 @@ def test_data_lost_optional_choices_keep_their_none_after_a_run_and_a_reload(tmp
             assert shown.HasField("default") and shown.default == 0, key
             assert not shown.set_value, key
     assert not any("inputs changed" in i.value for i in again.info)
+
+
+def _plotly_colours(at) -> list[dict[str, str]]:
+    """Each plotly chart of the page: its traces' colours by name (markers' or lines')."""
+    import json
+
+    charts = []
+    for element in at.get("plotly_chart"):
+        figure = json.loads(element.proto.spec)
+        colours = {}
+        for trace in figure["data"]:
+            if "name" in trace:
+                colours[trace["name"]] = (trace.get("line") or trace.get("marker") or {}).get(
+                    "color"
+                )
+        charts.append(colours)
+    return charts
+
+
+def test_silent_wrong_each_ranking_has_one_colour_in_the_bars_the_curves_and_the_report(
+    tmp_path, monkeypatch, downloads
+):
+    """MoT, RandT and GlobalT each keep one colour: in the page's bars of one sub-vector, in
+    its deletion and insertion curves and in report.html's curves (their SVG lines)."""
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path))
+    at = app_page(PAGE)
+    at.selectbox(key="attr_steps").set_value(16)
+    click_and_wait(at, next(b for b in at.button if b.label == "Attribute").click)
+    assert not at.exception and not at.error
+    rankings = ("MoT", "RandT", "GlobalT")
+    seen: dict[str, set[str]] = {}
+    charts = [
+        {n: c for n, c in colours.items() if n.split(" ", 1)[0] in rankings}
+        for colours in _plotly_colours(at)
+    ]
+    assert sum(1 for c in charts if c) == 3  # the bars, the deletion and the insertion curves
+    for colours in charts:
+        for name, colour in colours.items():
+            seen.setdefault(name.split(" ", 1)[0], set()).add(colour)
+    page = downloads["report.html"].decode("utf-8")
+    section = page[page.index('id="ig-curves-0"') :]
+    section = section[: section.index("</table>")]
+    for colour, name in re.findall(
+        r'<text [^>]*font-size="11" fill="([^"]+)">(\w+)</text>', section
+    ):
+        seen.setdefault(name, set()).add(colour)
+    assert set(seen) == set(rankings)
+    assert all(len(colours) == 1 and None not in colours for colours in seen.values()), seen
+    assert len({next(iter(seen[n])) for n in rankings}) == 3

@@ -97,3 +97,41 @@ def test_a_benchmark_from_a_server_path_keeps_its_queries(tmp_path, monkeypatch)
     queries, qrels = stored_benchmark(index)
     assert len(index) == 12 and index.modality == "image"
     assert queries.is_file() and qrels.is_file()
+
+
+def test_silent_wrong_a_path_outside_the_data_roots_is_refused_as_it_is_typed(
+    tmp_path, monkeypatch
+):
+    """A server path outside the data roots (here through a link inside a root) is refused
+    under the field as soon as it is typed — the build's own one line — and Build is
+    disabled, before any press; a path inside the roots takes the refusal away."""
+    from lexlens.analysis.core.roots import inside_roots
+    from lexlens.models import LexlensError
+
+    root, outside = tmp_path / "root", tmp_path / "private"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "notes.csv").write_text("id,text\na,private\n")
+    (root / "leak").symlink_to(outside)
+    (root / "pets.csv").write_text("id,text\na,a dog on the beach\n")
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(root))
+    typed = str(root / "leak" / "notes.csv")
+    try:
+        inside_roots(typed, [root], "path")
+    except LexlensError as exc:
+        expected = str(exc)
+    assert "outside the data roots" in expected
+    at = app_page("app_pages/collections.py")
+    at.radio(key="collections_source").set_value("Path on this server").run()
+    at.selectbox(key="collections_encoder").set_value("splade-tiny").run()
+    build = next(b for b in at.button if b.label == "Build")
+    assert not build.disabled
+    at.text_input(key="collections_path").set_value(typed).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [expected]
+    assert next(b for b in at.button if b.label == "Build").disabled
+    assert not (tmp_path / "home" / "collections").exists()
+    at.text_input(key="collections_path").set_value(str(root / "pets.csv")).run()
+    assert not at.error
+    assert not next(b for b in at.button if b.label == "Build").disabled

@@ -148,3 +148,65 @@ def test_data_lost_every_failure_faithfulness_is_a_job_whose_result_is_the_analy
     assert shown["AOPC (median)"] == f"{s.aopc or 0:.3f}"
     again = _reloaded(at)
     assert {m.label: m.value for m in again.metric}["AOPC (median)"] == shown["AOPC (median)"]
+
+
+def _browser_reload(at):
+    """A new session on the very URL ``at`` shows, its browser session id and all (a reload
+    of the browser's tab)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.helpers import MAIN
+
+    again = AppTest.from_file(MAIN, default_timeout=240)
+    for name in ("session", "run"):
+        again.query_params[name] = _param(at, name)
+    again.switch_page(PAGE)
+    again.run()
+    assert not again.exception and not again.error
+    return again
+
+
+def _mode(at, mode: str) -> None:
+    at.radio(key="eval_systems_mode").set_value(mode).run()
+    assert not at.exception and not at.error
+
+
+def test_data_lost_a_mode_switch_keeps_each_modes_inputs_and_result(evaluated):
+    """One system (with its counterfactuals and faithfulness) → Several systems (compared) →
+    One system: the evaluation and its sections are shown again, and back in Several systems
+    the comparison; nothing asks to press Evaluate or Compare. After a reload on either
+    mode's URL, the other mode finds its run among the stored ones."""
+    at, _, _ = evaluated
+    evaluation_run = _param(at, "run")
+    for label in ("Counterfactuals of every failure", "Measure faithfulness"):
+        click_and_wait(at, next(b for b in at.button if b.label == label).click)
+    one = {m.label: m.value for m in at.metric}
+    assert {"nDCG@10", "FlipRate", "AOPC (median)"} <= set(one)
+    top = at.number_input(key="eval_top").value
+    _mode(at, "Several systems")
+    at.text_input(key="sys_gates").set_value("768, 16").run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    comparison_run = _param(at, "run")
+    assert comparison_run != evaluation_run
+    marks = [c.value for c in at.caption if c.value.startswith("†: differs from")]
+    assert marks
+    _mode(at, "One system")
+    assert _param(at, "run") == evaluation_run
+    assert not [i.value for i in at.info if "inputs changed" in i.value]
+    assert {m.label: m.value for m in at.metric} == one
+    assert at.number_input(key="eval_top").value == top
+    _mode(at, "Several systems")
+    assert _param(at, "run") == comparison_run
+    assert [c.value for c in at.caption if c.value.startswith("†: differs from")] == marks
+    assert at.text_input(key="sys_gates").value == "768, 16"
+    # A reload on the comparison's URL opens Several systems; One system finds its run.
+    again = _browser_reload(at)
+    assert again.radio(key="eval_systems_mode").value == "Several systems"
+    _mode(again, "One system")
+    assert _param(again, "run") == evaluation_run
+    assert {m.label: m.value for m in again.metric} == one
+    # A link to the comparison, opened while One system shows, shows the comparison.
+    again.query_params["run"] = comparison_run
+    again.run()
+    assert again.radio(key="eval_systems_mode").value == "Several systems"
+    assert [c.value for c in again.caption if c.value.startswith("†: differs from")] == marks

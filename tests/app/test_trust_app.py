@@ -378,7 +378,8 @@ def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkey
         with pytest.raises(LexlensError, match="outside the data roots") as info:
             inside_roots(path, [root], "Path on this server")
         assert str(root) in str(info.value) and "--data-root" in str(info.value)
-    # The Collections page refuses to build from a path outside the roots, in one line.
+    # The Collections page refuses to build from a path outside the roots, in one line, as
+    # soon as it is typed: Build cannot be pressed.
     monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(root))
     at = app_page("app_pages/collections.py")
@@ -388,8 +389,7 @@ def test_security_typed_server_paths_stay_inside_the_data_roots(tmp_path, monkey
     at.text_input(key="collections_name").set_value("leak")
     at.selectbox(key="collections_encoder").set_value("splade-tiny")
     at.run()
-    at.button[0].click()
-    at.run()
+    assert next(b for b in at.button if b.label == "Build").disabled
     assert not at.exception
     assert any("outside the data roots" in e.value for e in at.error)
     assert not (tmp_path / "home" / "collections" / "leak").exists()
