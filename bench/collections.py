@@ -271,7 +271,7 @@ def latency(
                 import numpy as np
                 from bench.collections import synthetic_query
                 from lexlens.analysis.collections.store import open_index
-                from lexlens.analysis.search.ranking import top_items
+                from lexlens.analysis.retrieval.ranking import top_items
                 t = time.perf_counter()
                 ix = open_index({str(folder / f"s{n}")!r})
                 open_s = time.perf_counter() - t

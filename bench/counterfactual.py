@@ -56,7 +56,7 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
             f"""
             import itertools, json
             from bench.collections import synthetic_rows
-            from lexlens.analysis.benchmark.beir import open_beir
+            from lexlens.analysis.datasets.beir import open_beir
             from lexlens.analysis.collections.build_parts import encoder_entry
             from lexlens.analysis.collections.encoding import gated_sparse
             from lexlens.analysis.collections.store_writer import write_index
@@ -133,13 +133,13 @@ def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:
         import torch
         if {one_thread}:
             torch.set_num_threads(1)
-        from lexlens.analysis.benchmark.trec import read_qrels, read_queries
+        from lexlens.analysis.datasets.trec import read_qrels, read_queries
         from lexlens.analysis.collections.store import open_index
         from lexlens.analysis.core.samples import sample_benchmark
         from lexlens.analysis.counterfactual.counterfactual import answer, prepare
         from lexlens.analysis.counterfactual.options import CounterfactualOptions
-        from lexlens.analysis.counterfactual.scoring import WholeIndexScorer, place
-        from lexlens.analysis.benchmark.retrieval import encode_queries
+        from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer, place
+        from lexlens.analysis.retrieval.batch import encode_queries
         from lexlens.models import load_encoder
         splade = load_encoder("splade-tiny")
         ix = open_index({str(folder / "ix")!r})

@@ -11,7 +11,7 @@ own ``VmHWM``), side by side:
   would otherwise run, ``lexlens search`` one query at a time (``search_index``: encode,
   rank, explain the hits), per query;
 - the retrieval alone: the batched exact top-100
-  (:class:`~lexlens.analysis.benchmark.retrieval.BatchScorer`) against one query's search
+  (:class:`~lexlens.analysis.retrieval.batch.BatchScorer`) against one query's search
   (``search.ranking.top_items``) and against scipy's plain CSR product (chunks of queries ×
   the transpose, each row's top 100 by ``argpartition``, no exactness check).
 """
@@ -41,10 +41,10 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             f"""
             import numpy as np, scipy.sparse as sp
             from bench.collections import corpus
-            from lexlens.analysis.benchmark.evaluate import evaluate
-            from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
+            from lexlens.analysis.evaluation.evaluate import evaluate
+            from lexlens.analysis.retrieval.batch import BatchScorer, encode_queries
             from lexlens.analysis.collections.store import open_index
-            from lexlens.analysis.search.ranking import top_items
+            from lexlens.analysis.retrieval.ranking import top_items
             from lexlens.analysis.search.search import search_index
             from lexlens.models import load_encoder
             splade = load_encoder("splade-tiny")

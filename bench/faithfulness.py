@@ -35,10 +35,10 @@ def run(items: int = ITEMS, failures: int = FAILURES) -> list[dict]:
             f"""
             import csv, os, random, time
             from bench.collections import corpus
-            from lexlens.analysis.benchmark.evaluate import evaluate
+            from lexlens.analysis.evaluation.evaluate import evaluate
             from lexlens.analysis.collections.indexing import build_index
             from lexlens.analysis.collections.store import open_index
-            from lexlens.analysis.faithfulness import reencode
+            from lexlens.analysis.retrieval import reencode
             from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
             from lexlens.models import load_encoder
             splade = load_encoder("splade-tiny")

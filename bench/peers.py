@@ -155,7 +155,7 @@ def _peer_inputs(folder: Path) -> tuple[Path, Path]:
         import numpy as np
         from bench.collections import corpus
         from lexlens.models import load_encoder
-        from lexlens.analysis.benchmark.retrieval import encode_queries
+        from lexlens.analysis.retrieval.batch import encode_queries
         texts = [" ".join(t.split()[:8]) for t in corpus(3000 + {PEER_QUERIES})[3000:]]
         enc = load_encoder("splade-tiny", device="cpu")
         import scipy.sparse as sp
@@ -205,7 +205,7 @@ def retrieval_beside_peers() -> list[dict]:
         single = child_run(
             setup
             + f"""
-            from lexlens.analysis.search.ranking import top_items
+            from lexlens.analysis.retrieval.ranking import top_items
             vectors = dense(range({SINGLE_QUERIES} + 3))
             ms, wall = median_ms(lambda q: top_items(ix, q, 10), vectors)
             tops = [top_items(ix, q, 10)[0].tolist() for q in vectors[:{SINGLE_QUERIES}]]
@@ -221,7 +221,7 @@ def retrieval_beside_peers() -> list[dict]:
         batched = child_run(
             setup
             + """
-            from lexlens.analysis.benchmark.retrieval import BatchScorer
+            from lexlens.analysis.retrieval.batch import BatchScorer
             vectors = dense(range(Q.shape[0]))
             scorer = BatchScorer(ix)
             list(scorer.rank(vectors[:64], 100))

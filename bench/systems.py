@@ -10,10 +10,10 @@ same index re-gated to 16, and an outside run (the gate-768 ranking with every q
 In one fresh child, side by side: evaluating the three systems
 (:func:`~lexlens.analysis.systems.systems.evaluate_each`: encode, rank, measure, explain
 failures, per system), and the comparison of what they returned
-(:func:`~lexlens.analysis.systems.compare.compare_evaluated`: the significance table with
+(:func:`~lexlens.analysis.systems.comparison.compare_evaluated`: the significance table with
 10,000 bootstrap resamples and 10,000 sign assignments per comparison × measure, GeoRisk,
 the largest wins and losses), then 20 queries explained
-(:func:`~lexlens.analysis.systems.compare.explain_many`: each pair's 10 largest differences
+(:func:`~lexlens.analysis.systems.comparison.explain_many`: each pair's 10 largest differences
 in nDCG@10). Goal: the comparison adds at most 20 % to the evaluation's time.
 """
 
@@ -41,11 +41,11 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             f"""
             import numpy as np
             from bench.collections import corpus
-            from lexlens.analysis.benchmark.evaluate import evaluate
-            from lexlens.analysis.benchmark.options import EvaluationOptions
-            from lexlens.analysis.benchmark.trec import run_text
+            from lexlens.analysis.evaluation.evaluate import evaluate
+            from lexlens.analysis.evaluation.options import EvaluationOptions
+            from lexlens.analysis.datasets.trec import run_text
             from lexlens.analysis.collections.store import open_index
-            from lexlens.analysis.systems.compare import compare_evaluated, explain_many
+            from lexlens.analysis.systems.comparison import compare_evaluated, explain_many
             from lexlens.analysis.systems.options import ComparisonOptions
             from lexlens.analysis.systems.systems import (
                 Benchmark, SystemsSpec, evaluate_each, systems_of)

@@ -99,6 +99,21 @@ _cache: dict[tuple[str, str], Encoder] = {}
 _lock = threading.RLock()
 
 
+#: The default pair, both ways: the encoder that puts the *other* modality into the same
+#: vocabulary (``efficientnet-lite0-lexical`` is a label-space projection onto
+#: ``splade-tiny``'s vocabulary). Other encoders (VDR cross-modal checkpoints) hold both
+#: towers themselves.
+PARTNERS = {
+    ("splade-tiny", "image"): "efficientnet-lite0-lexical",
+    ("efficientnet-lite0-lexical", "text"): "splade-tiny",
+}
+
+
+def partner_for(name: str, modality: str) -> str | None:
+    """The registry encoder that encodes ``modality`` in ``name``'s vocabulary, if known."""
+    return PARTNERS.get((name, modality))
+
+
 def available_encoders() -> list[EncoderCard]:
     """The registry's encoder cards (capabilities, vocabulary, origin and licence of weights)."""
     return [e.card for e in REGISTRY.values()]

@@ -26,6 +26,7 @@ from lexlens.analysis.attribution.attribution import (
     attribution_inputs,
     with_subvectors,
 )
+from lexlens.analysis.attribution.ig_curves import IgCurves, ig_faithfulness
 from lexlens.analysis.attribution.mot import mot_evaluate
 from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, ReportOptions
@@ -37,7 +38,6 @@ from lexlens.analysis.attribution.report_html import (
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
-from lexlens.analysis.faithfulness.ig_curves import IgCurves, ig_faithfulness
 from lexlens.analysis.lexical.report import TermsReport, terms_report
 from lexlens.models.base import Encoder, InputError
 
@@ -96,7 +96,7 @@ class AttributionReport(Result):
 
 def with_ig_curves(report: AttributionReport, curves: Mapping[int, IgCurves]) -> AttributionReport:
     """``report`` carrying ``curves`` too (text number → the :class:`IgCurves` measured for that
-    text by :func:`~lexlens.analysis.faithfulness.ig_curves.ig_faithfulness`, as a page shows
+    text by :func:`~lexlens.analysis.attribution.ig_curves.ig_faithfulness`, as a page shows
     them): its report.html draws them below the text's heatmap. Each is checked to be of
     the text it is filed under."""
     if not isinstance(report, AttributionReport):

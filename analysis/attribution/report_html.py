@@ -130,7 +130,7 @@ def _mot_view(mot: Any) -> dict[str, Any]:
 
 def _curves_view(curves: Any, fill: str) -> dict[str, Any]:
     """Template data of one text's IG deletion and insertion curves (an ``IgCurves`` of
-    :mod:`lexlens.analysis.faithfulness.ig_curves`): both charts and each ranking's AOPCs,
+    :mod:`lexlens.analysis.attribution.ig_curves`): both charts and each ranking's AOPCs,
     the exact values kept for the tooltips."""
     names = list(curves.mean_deletion_aopc)
     return {

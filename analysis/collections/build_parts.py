@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
 from lexlens.analysis.core.results import Result, internal
+from lexlens.analysis.datasets.items import Skipped
 from lexlens.models.base import Encoder
 
 #: Skipped items a build's result lists (the first ones; ``skipped_count`` counts them all),

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.items import Skipped
 from lexlens.analysis.collections.token_ids import units_to_ids
 from lexlens.analysis.core.gating import gate
+from lexlens.analysis.datasets.items import Skipped
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 
 #: What a row is: sorted vocabulary ids (int32) and their gated weights (float32).

@@ -32,13 +32,6 @@ from lexlens.analysis.collections.build_parts import (
     unchanged,
 )
 from lexlens.analysis.collections.encoding import gated_sparse
-from lexlens.analysis.collections.feature_files import FeatureTable, read_features
-from lexlens.analysis.collections.items import (
-    Skipped,
-    SkippedItems,
-    SourceItem,
-    checked_items,
-)
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
 from lexlens.analysis.collections.store_writer import (
@@ -48,6 +41,13 @@ from lexlens.analysis.collections.store_writer import (
     write_atomically,
 )
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.datasets.feature_files import FeatureTable, read_features
+from lexlens.analysis.datasets.items import (
+    Skipped,
+    SkippedItems,
+    SourceItem,
+    checked_items,
+)
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What indexing dense features needs of an encoder: a head over feature vectors.

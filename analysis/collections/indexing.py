@@ -24,10 +24,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.dataset import Benchmark
-from lexlens.analysis.benchmark.readers import is_benchmark_source, open_benchmark
 from lexlens.analysis.collections.build_parts import IndexResult
-from lexlens.analysis.collections.feature_files import FeatureTable
 from lexlens.analysis.collections.features_index import build_features_index, read_source
 from lexlens.analysis.collections.options import (
     BENCHMARK_OPTIONS,
@@ -36,7 +33,6 @@ from lexlens.analysis.collections.options import (
 )
 from lexlens.analysis.collections.ray_encode import check_ray
 from lexlens.analysis.collections.source_index import INDEX_NEEDS, build_source_index
-from lexlens.analysis.collections.sources import is_features_source, open_source
 from lexlens.analysis.collections.store_writer import check_out
 from lexlens.analysis.collections.workspace import sample_photos_folder
 from lexlens.analysis.core.arguments import (
@@ -50,6 +46,10 @@ from lexlens.analysis.core.arguments import (
 )
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
+from lexlens.analysis.datasets.dataset import Benchmark
+from lexlens.analysis.datasets.feature_files import FeatureTable
+from lexlens.analysis.datasets.readers import is_benchmark_source, open_benchmark
+from lexlens.analysis.datasets.sources import is_features_source, open_source
 from lexlens.models.base import Capability, Encoder, InputError
 from lexlens.models.registry import available_encoders
 
@@ -123,7 +123,7 @@ def build_index(
 
     ``source``: a folder of images, a .txt/.csv/.jsonl file, dense features (.npy,
     .safetensors, .parquet, through a feature head: D2S), a benchmark (its path, ``irds:ID``,
-    or one opened with :func:`~lexlens.analysis.benchmark.readers.open_benchmark`), or a
+    or one opened with :func:`~lexlens.analysis.datasets.readers.open_benchmark`), or a
     benchmark shipped with Lexlens (``sample:imagenet_beir``, ``sample:photos_karpathy``).
     ``ray``: ``None`` encodes in this process; ``"local"`` starts a local Ray, ``"auto"`` or
     ``"ray://HOST:PORT"`` uses a cluster (Ray Data ``map_batches``, one encoder per actor).

@@ -7,8 +7,8 @@ The settings: the gate k (VDR's ``E = V ⊙ G``, :data:`~lexlens.analysis.core.g
 the batch size (:data:`~lexlens.analysis.core.options.BATCH_SIZE`), a Ray address, whether to
 store the inverted postings, a dense features source's ``captions`` and ``ids`` files, and a
 benchmark's ``split``, ``images`` root, ``image_column`` and ``text_columns``: declared with
-its reader (:mod:`lexlens.analysis.benchmark.options`), passed on to
-:func:`lexlens.analysis.benchmark.readers.open_benchmark`.
+its reader (:mod:`lexlens.analysis.evaluation.options`), passed on to
+:func:`lexlens.analysis.datasets.readers.open_benchmark`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.options import (
-    IMAGE_COLUMN,
-    IMAGES,
-    SPLIT,
-    TEXT_COLUMNS,
-    path_option,
-)
 from lexlens.analysis.collections.store import POSTINGS_MIN_NNZ
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.options import (
@@ -33,6 +26,13 @@ from lexlens.analysis.core.options import (
     option,
     shared,
     shared_option,
+)
+from lexlens.analysis.datasets.options import (
+    IMAGE_COLUMN,
+    IMAGES,
+    SPLIT,
+    TEXT_COLUMNS,
+    path_option,
 )
 
 #: Items encoded per batch when the caller does not say.

@@ -1,7 +1,7 @@
 """The inverted postings of a large stored index, built from its CSR files in chunks.
 
 For each vocabulary term: the items that use it and their weights as scaled float16, so a
-search touches only its query terms' items (:mod:`lexlens.analysis.search.ranking`).
+search touches only its query terms' items (:mod:`lexlens.analysis.retrieval.ranking`).
 Written from :data:`~.store.POSTINGS_MIN_NNZ` non-zeros on (or when asked), in memory
 O(chunk) whatever the index's size.
 """
@@ -34,7 +34,7 @@ def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str
     of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
     non-zero weight never rounds to 0). Search scores from them approximately, then
     rescores its candidates exactly from the CSR rows (see
-    :func:`lexlens.analysis.search.ranking.top_items`). The CSR is read with plain reads
+    :func:`lexlens.analysis.retrieval.ranking.top_items`). The CSR is read with plain reads
     and the output's pages are written back and dropped after every chunk, so the
     process's resident memory stays near one chunk whatever the index's size.
     """

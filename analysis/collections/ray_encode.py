@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.encoding import encode_payloads
-from lexlens.analysis.collections.items import Skipped
+from lexlens.analysis.datasets.items import Skipped
 from lexlens.models.base import Encoder, InputError
 
 

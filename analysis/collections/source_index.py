@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lexlens.analysis.benchmark.dataset import Benchmark
 from lexlens.analysis.collections.build_parts import (
     MAX_SKIPPED_LISTED,
     IndexResult,
@@ -25,19 +24,8 @@ from lexlens.analysis.collections.build_parts import (
     unchanged,
 )
 from lexlens.analysis.collections.encoding import EncodedRow, content_key, encode_payloads
-from lexlens.analysis.collections.items import SkippedItems
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.ray_encode import RayEncoder
-from lexlens.analysis.collections.sources import (
-    IMAGE_SUFFIXES,
-    Skipped,
-    Source,
-    SourceItem,
-    count_items,
-    iter_items,
-    open_source,
-    source_fingerprint,
-)
 from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
 from lexlens.analysis.collections.store_writer import (
     IndexHeader,
@@ -49,6 +37,18 @@ from lexlens.analysis.collections.store_writer import (
 from lexlens.analysis.collections.token_ids import stored_token_ids
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Progress
+from lexlens.analysis.datasets.dataset import Benchmark
+from lexlens.analysis.datasets.items import SkippedItems
+from lexlens.analysis.datasets.sources import (
+    IMAGE_SUFFIXES,
+    Skipped,
+    Source,
+    SourceItem,
+    count_items,
+    iter_items,
+    open_source,
+    source_fingerprint,
+)
 from lexlens.models.base import Capability, Encoder, InputError, Needs
 
 #: What indexing needs of an encoder: texts or images into a vocabulary.

@@ -341,6 +341,34 @@ class StoredIndex:
         text = json.dumps(held, sort_keys=True, default=str).encode("utf-8")
         return hashlib.sha256(text).hexdigest()[:16]
 
+    @property
+    def benchmark_files(self) -> tuple[Path, Path] | None:
+        """The queries and judgements the collection keeps beside its items (built from a
+        benchmark source: ``queries.jsonl``, ``qrels.tsv``), or ``None``."""
+        queries, qrels = self.path / "queries.jsonl", self.path / "qrels.tsv"
+        return (queries, qrels) if queries.is_file() and qrels.is_file() else None
+
+    def kept_benchmark(self) -> dict | None:
+        """How many queries and judgements the collection keeps (``queries``,
+        ``judged_queries``, ``judgements``; ``kind`` and ``split`` when its build recorded
+        them), or ``None``."""
+        stored = self.benchmark_files
+        if stored is None:
+            return None
+        recorded = (self.manifest.get("source") or {}).get("benchmark") or {}
+        if all(isinstance(recorded.get(k), int) for k in ("queries", "judgements")):
+            keys = ("kind", "split", "queries", "judged_queries", "judgements")
+            return {k: recorded[k] for k in keys if k in recorded}
+        from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
+
+        problems = Problems()
+        qrels = read_qrels(stored[1], problems)
+        return {
+            "queries": len(read_queries(stored[0], problems)),
+            "judged_queries": len(qrels),
+            "judgements": sum(len(v) for v in qrels.values()),
+        }
+
     def describe(self) -> dict:
         """How results name the collection they come from (``fingerprint``: which one)."""
         return {

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.items import SkippedItems
 from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
 from lexlens.analysis.collections.postings import write_postings
 from lexlens.analysis.collections.store import (
@@ -43,6 +42,7 @@ from lexlens.analysis.collections.store import (
 )
 from lexlens.analysis.collections.token_ids import TOKEN_IDS, TOKEN_INDPTR, token_dtype
 from lexlens.analysis.core.outputs import fsync_dir
+from lexlens.analysis.datasets.items import SkippedItems
 from lexlens.models.base import InputError
 
 
@@ -335,7 +335,7 @@ def write_atomically(
 
     ``fill(writer)`` adds the items and returns ``(encoded, reused, skipped)`` (skipped:
     the count of items left out and the first of them, which the manifest lists: up to
-    :data:`~lexlens.analysis.collections.items.MAX_SKIPPED_IN_MANIFEST`). The files are
+    :data:`~lexlens.analysis.datasets.items.MAX_SKIPPED_IN_MANIFEST`). The files are
     written into a temporary folder beside ``out``, fsynced, the manifest last, then
     swapped into place. Any failure removes the temporary folder; a full disk or another
     write error is one line saying that the previous index is unchanged (or that nothing

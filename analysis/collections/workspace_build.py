@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.readers import detect, open_benchmark
 from lexlens.analysis.collections.arguments import data_roots, one_of, uploaded_files
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.indexing import default_encoder, index_collection
 from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
-from lexlens.analysis.collections.sources import open_source
 from lexlens.analysis.collections.workspace import (
     check_name,
     collections_dir,
@@ -35,6 +33,8 @@ from lexlens.analysis.core.arguments import loaded_encoder, progress_argument, t
 from lexlens.analysis.core.results import Progress, Record
 from lexlens.analysis.core.roots import inside_roots
 from lexlens.analysis.core.samples import SAMPLE_PREFIX, resolve_sample
+from lexlens.analysis.datasets.readers import detect, open_benchmark
+from lexlens.analysis.datasets.sources import open_source
 from lexlens.models.base import Encoder, InputError, LexlensError
 
 #: Where the Collections page takes a collection's source from.

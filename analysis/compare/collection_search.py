@@ -17,7 +17,8 @@ from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.metrics import is_relevant, measure, measure_rankings
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
-from lexlens.analysis.search.evaluation import (
+from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.search.table_evaluation import (
     CUTOFF,
     MEASURES,
     item_ids,
@@ -25,7 +26,6 @@ from lexlens.analysis.search.evaluation import (
     match_label,
     relevant_ids,
 )
-from lexlens.analysis.search.ranking import top_items
 
 #: A hit's rank is looked up this deep in each ranking (deeper: ``null``, "beyond").
 RANK_DEPTH = 100
@@ -229,7 +229,7 @@ def search_side_by_side(
 
 def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | None:
     """RR@1, RR@10, nDCG@10 and AP@10 (ir-measures names, the one metrics layer) of each
-    side's top :data:`~lexlens.analysis.search.evaluation.CUTOFF` when the query names one
+    side's top :data:`~lexlens.analysis.search.table_evaluation.CUTOFF` when the query names one
     of the collection's labels as search reads it (:func:`match_label`: "An animal" is the
     label animal); its items carrying that label are the relevant ones."""
     labels = labelled(target)
@@ -245,7 +245,7 @@ def _metrics(target: Collection, ranked: list[Ranking], query: str) -> dict | No
 
 def _judged_metrics(ranked: list[Ranking], judged: dict[str, int]) -> dict:
     """RR@1, RR@10, nDCG@10 (graded) and AP@10 of each side's top
-    :data:`~lexlens.analysis.search.evaluation.CUTOFF` against a kept query's judgements."""
+    :data:`~lexlens.analysis.search.table_evaluation.CUTOFF` against a kept query's judgements."""
     relevant = sum(1 for r in judged.values() if is_relevant(r))
     return {
         s: measure({"q": [(i, 0.0) for i in ids_s[:CUTOFF]]}, {"q": judged}, MEASURES)[0]

@@ -29,7 +29,7 @@ from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.deviation.sets import SetDeviation
-from lexlens.analysis.search.queries import QuerySpec, query_encoder_for
+from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Each side's index, its gate k and its text encoder.

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lexlens.analysis.benchmark.evaluate import stored_benchmark
-from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.compare.side_cache import SIDE_CACHE
 from lexlens.analysis.core.metrics import is_relevant
+from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 from lexlens.models.base import InputError
 
 
@@ -36,7 +35,7 @@ class KeptQueries:
 
 
 def _read(ix: StoredIndex) -> KeptQueries | None:
-    stored = stored_benchmark(ix)
+    stored = ix.benchmark_files
     if stored is None:
         return None
     problems = Problems()  # a malformed line was reported when the collection was built

@@ -2,7 +2,7 @@
 
 A collection is items encoded once into one vocabulary and gated (``E = V ⊙ G``): a stored
 index on disk (:class:`lexlens.analysis.collections.store.StoredIndex`) or a small collection
-held in memory (:class:`lexlens.analysis.search.memory_collection.MemoryCollection`). Search,
+held in memory (:class:`lexlens.analysis.collections.memory.MemoryCollection`). Search,
 evaluation, deviation and compare read them only through this protocol, so each works on
 both, and a new kind of collection plugs in by answering these calls.
 """

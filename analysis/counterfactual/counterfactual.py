@@ -33,6 +33,7 @@ from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.core.truncation import opening, truncation
+from lexlens.analysis.counterfactual.edit_search import Outcome, TextSearch, prior_of
 from lexlens.analysis.counterfactual.edits import (
     Edit,
     ImageQuery,
@@ -43,12 +44,15 @@ from lexlens.analysis.counterfactual.edits import (
 )
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
-from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer
 from lexlens.analysis.counterfactual.screen import EditScreen
-from lexlens.analysis.counterfactual.search import Outcome, TextSearch, prior_of
 from lexlens.analysis.counterfactual.term_level import TermAnswer, term_counterfactual
-from lexlens.analysis.faithfulness.text_edits import TextWords, text_words, word_terms
-from lexlens.analysis.search.queries import IMAGE_QUERY_NEEDS, query_encoder_for, text_query_needs
+from lexlens.analysis.lexical.word_units import TextWords, text_words, word_terms
+from lexlens.analysis.retrieval.queries import (
+    IMAGE_QUERY_NEEDS,
+    query_encoder_for,
+    text_query_needs,
+)
+from lexlens.analysis.retrieval.whole_collection import Placement, WholeIndexScorer
 from lexlens.models.base import Encoder, InputError
 
 IMAGE_TARGET_NOTE = "the target is an image: it takes no document edits"
@@ -57,12 +61,11 @@ IMAGE_TARGET_NOTE = "the target is an image: it takes no document edits"
 def stored_query(collection: Collection, query_id: Any) -> str:
     """The text of query ``query_id`` among the queries a collection keeps (built from a
     benchmark)."""
-    from lexlens.analysis.benchmark.evaluate import stored_benchmark
-    from lexlens.analysis.benchmark.trec import read_queries
+    from lexlens.analysis.datasets.trec import read_queries
 
     text_argument(query_id, "query_id")
     path = getattr(collection, "path", None)
-    found = stored_benchmark(collection) if path is not None else None
+    found = collection.benchmark_files if path is not None else None
     if found is None:
         raise InputError("query_id: this collection keeps no queries: give the query's text")
     queries = read_queries(found[0])

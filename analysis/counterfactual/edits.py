@@ -4,7 +4,7 @@ A text query's edits delete one of its words (split on whitespace, as typed); an
 query's edits occlude one cell of the encoder's patch grid (filled with the
 preprocessing mean, ImageNet's, so the cell reads as "nothing" to the network). A text
 target's edits insert one of the query's words into its text (appended). Provenance — the
-input word (:mod:`lexlens.analysis.faithfulness.text_edits`, the faithfulness checks' own)
+input word (:mod:`lexlens.analysis.lexical.word_units`, the faithfulness checks' own)
 or cell whose unit won the max pool of each query term — guides the search: deleting a
 word is first predicted to remove the terms it produced.
 """

@@ -12,11 +12,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.evaluation_result import (
-    LISTED_FAILURES,
-    BenchmarkEvaluationResult,
-    evaluated_index,
-)
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted
@@ -25,8 +20,13 @@ from lexlens.analysis.core.results import Progress, Record, Result, plain
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual
+from lexlens.analysis.evaluation.result import (
+    LISTED_FAILURES,
+    BenchmarkEvaluationResult,
+    evaluated_index,
+)
 from lexlens.analysis.faithfulness.benchmark import EvaluationWithFaithfulness
-from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: counterfactuals.csv's columns.

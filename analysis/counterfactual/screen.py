@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lexlens.analysis.counterfactual.scoring import WholeIndexScorer
+from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer
 
 #: A candidate is encoded when its predicted margin to the first rival is at most this
 #: share of the target's score before the edit: for a deletion only, and with an insertion.

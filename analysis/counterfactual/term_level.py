@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.counterfactual.scoring import Placement, WholeIndexScorer, place
+from lexlens.analysis.retrieval.whole_collection import Placement, WholeIndexScorer, place
 
 #: Sets up to this size are searched exhaustively (the answer is then the smallest).
 EXACT_SIZE = 4

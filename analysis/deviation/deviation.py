@@ -73,7 +73,7 @@ from lexlens.analysis.deviation.result import DeviationResult, set_notes
 from lexlens.analysis.deviation.scoring import Scorer, caption_terms
 from lexlens.analysis.deviation.sets import SetAccumulator, SetDeviation
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings, static_embeddings_for
-from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Metadata columns a stored item is measured with.

@@ -15,21 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.benchmark.evaluation_result import (
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.curves import MEASURED_BY
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import Progress, Record, Result, internal, plain
+from lexlens.analysis.evaluation.result import (
     LISTED_FAILURES,
     BenchmarkEvaluationResult,
     evaluated_index,
 )
-from lexlens.analysis.collections.store import StoredIndex
-from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.counts import counted
-from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Record, Result, internal, plain
-from lexlens.analysis.faithfulness.curves import MEASURED_BY
 from lexlens.analysis.faithfulness.failures import FailureFaithfulness, measure_failures
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.faithfulness.report import faithfulness_html, faithfulness_section
-from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: faithfulness.csv's columns, one row per failure measured.

@@ -17,25 +17,25 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.arguments import device_argument, encoder_or_spec, text_argument
-from lexlens.analysis.core.gating import GATE_K, gate
-from lexlens.analysis.core.options import QUERY_MODE, shared
-from lexlens.analysis.core.results import Result
-from lexlens.analysis.faithfulness.curves import (
+from lexlens.analysis.core.curves import (
     MEASURED_BY,
     DeletionCurve,
     deletion_curve,
     permutations,
     rng_for,
 )
+from lexlens.analysis.core.gating import GATE_K, gate
+from lexlens.analysis.core.options import QUERY_MODE, shared
+from lexlens.analysis.core.results import Result
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
-from lexlens.analysis.faithfulness.reencode import QueryVectors
-from lexlens.analysis.faithfulness.text_edits import source_words, text_words
 from lexlens.analysis.lexical.contrib import (
     IMAGE_SIDE,
     TEXT_SIDE,
     encode_side,
     side_encoder,
 )
+from lexlens.analysis.lexical.word_units import source_words, text_words
+from lexlens.analysis.retrieval.reencode import QueryVectors
 from lexlens.models.base import Encoder, InputError
 
 

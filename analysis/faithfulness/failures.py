@@ -2,7 +2,7 @@
 decisive terms, run the model on the edited query, and measure how much of the score gap
 closes — against deleting as many random query words.
 
-A failure (:mod:`lexlens.analysis.benchmark.explain`) says: the non-relevant item ``n``
+A failure (:mod:`lexlens.analysis.evaluation.explain`) says: the non-relevant item ``n``
 beats the relevant ``r`` because of its *decisive* terms, the fewest largest
 ``δ_t = q_t·n_t − q_t·r_t`` that make up the gap ``g = s(n) − s(r)``. That is exact in
 vocabulary space, but a person edits words, and a learned sparse encoder expands: deleting
@@ -19,7 +19,7 @@ edited query, never from the decomposition):
 - the **deletion curve**: the query's words deleted one more at a time in the explanation's
   order — the decisive terms' words first, then the others by the summed ``δ`` of the terms
   each produced — for ``k = 0…K``, against random orders; AOPC of the gap
-  (:func:`~lexlens.analysis.faithfulness.curves.aopc`), normalised by ``g``.
+  (:func:`~lexlens.analysis.core.curves.aopc`), normalised by ``g``.
 
 Only text queries of two or more words with both items in the collection and a positive gap
 are measured (a gap of 0 is a tie the collection order breaks: there is no share of it to
@@ -35,9 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.benchmark.explain import Failure
-from lexlens.analysis.core.results import Progress, Record
-from lexlens.analysis.faithfulness.curves import (
+from lexlens.analysis.core.curves import (
     MEASURED_BY,
     DeletionCurve,
     deletion_curve,
@@ -45,14 +43,16 @@ from lexlens.analysis.faithfulness.curves import (
     rng_for,
     share,
 )
+from lexlens.analysis.core.results import Progress, Record
+from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
-from lexlens.analysis.faithfulness.reencode import QueryVectors, dense_rows
-from lexlens.analysis.faithfulness.text_edits import (
+from lexlens.analysis.lexical.word_units import (
     TextWords,
     source_words,
     term_columns,
     text_words,
 )
+from lexlens.analysis.retrieval.reencode import QueryVectors, dense_rows
 from lexlens.models.base import Encoder
 
 #: Queries whose per-unit rows are kept at once (for provenance).

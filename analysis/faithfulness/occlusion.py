@@ -24,13 +24,13 @@ from lexlens.analysis.core.arguments import (
     encoder_or_spec,
     image_argument,
 )
+from lexlens.analysis.core.curves import MEASURED_BY, rng_for
 from lexlens.analysis.core.grid import FULL_BOX, patch_boxes
 from lexlens.analysis.core.results import Result
-from lexlens.analysis.faithfulness.curves import MEASURED_BY, rng_for
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
-from lexlens.analysis.faithfulness.text_edits import term_columns
 from lexlens.analysis.lexical.patches import IMAGE_NEEDS, parse_box, patch_group
 from lexlens.analysis.lexical.terms import terms_of_encoding
+from lexlens.analysis.lexical.word_units import term_columns
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
 from lexlens.models.images import IMAGENET_MEAN
 

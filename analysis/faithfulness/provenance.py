@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.arguments import device_argument, encoder_argument, text_argument
+from lexlens.analysis.core.curves import MEASURED_BY
 from lexlens.analysis.core.results import Result
-from lexlens.analysis.faithfulness.curves import MEASURED_BY
-from lexlens.analysis.faithfulness.text_edits import term_columns, text_words
 from lexlens.analysis.lexical.terms import TEXT_NEEDS, TermsOptions, terms_of_encoding
+from lexlens.analysis.lexical.word_units import term_columns, text_words
 from lexlens.models.base import Encoder, InputError
 
 #: A term "drops" when its weight after the deletion is at most this share of its weight.

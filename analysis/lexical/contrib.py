@@ -39,25 +39,11 @@ from lexlens.models.base import (
     Needs,
     check_texts,
 )
-from lexlens.models.registry import load_encoder
+from lexlens.models.registry import load_encoder, partner_for
 
 #: What each side needs of its encoder: texts, or images, into a vocabulary.
 TEXT_SIDE = Needs("a text side", all_of=frozenset({Capability.TEXT_LEXICAL}))
 IMAGE_SIDE = Needs("an image side", all_of=frozenset({Capability.IMAGE_LEXICAL}))
-
-#: The default pair, both ways: the encoder that puts the *other* modality into the same
-#: vocabulary (``efficientnet-lite0-lexical`` is a label-space projection onto
-#: ``splade-tiny``'s vocabulary). Other encoders (VDR cross-modal checkpoints) hold both
-#: towers themselves.
-PARTNERS = {
-    ("splade-tiny", "image"): "efficientnet-lite0-lexical",
-    ("efficientnet-lite0-lexical", "text"): "splade-tiny",
-}
-
-
-def partner_for(name: str, modality: str) -> str | None:
-    """The registry encoder that encodes ``modality`` in ``name``'s vocabulary, if known."""
-    return PARTNERS.get((name, modality))
 
 
 @dataclass(frozen=True)

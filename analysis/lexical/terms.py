@@ -35,7 +35,7 @@ from lexlens.models.base import (
 )
 
 if TYPE_CHECKING:
-    from lexlens.analysis.collections.feature_files import FeatureTable
+    from lexlens.analysis.datasets.feature_files import FeatureTable
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def feature_row(
     """A dense features file read (or a read :class:`FeatureTable` as given) and the row of
     ``item``, its id (optional when the file holds one vector): checked before any head
     loads."""
-    from lexlens.analysis.collections.feature_files import FeatureTable, read_features
+    from lexlens.analysis.datasets.feature_files import FeatureTable, read_features
 
     table = (
         features

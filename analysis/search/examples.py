@@ -9,7 +9,7 @@ from collections import Counter
 
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.words import text_words
-from lexlens.analysis.search.evaluation import item_ids, labelled
+from lexlens.analysis.search.table_evaluation import item_ids, labelled
 
 #: Words never offered as an example query on their own.
 FILLER = frozenset({"a", "an", "the", "of", "on", "in", "and", "with", "to", "at", "by", "for"})

@@ -46,6 +46,8 @@ import numpy as np
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.core.words import Reading, WordReader, item_words, words_of_tokens
+from lexlens.analysis.retrieval.queries import QuerySpec
+from lexlens.analysis.retrieval.ranking import top_items
 from lexlens.analysis.search.options import (
     COVERAGE,
     DEFAULT_COVERAGE,
@@ -56,8 +58,6 @@ from lexlens.analysis.search.options import (
     SearchOptions,
     TableEvaluationOptions,
 )
-from lexlens.analysis.search.queries import QuerySpec
-from lexlens.analysis.search.ranking import top_items
 
 
 def slq_for(target: Collection, template: str | None) -> str:

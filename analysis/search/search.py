@@ -4,12 +4,12 @@ Representations", ICTIR 2025).
 
 A *collection* is anything that answers :class:`~lexlens.analysis.core.collection.Collection`:
 a stored index (:class:`lexlens.analysis.collections.store.StoredIndex`) or a small
-:class:`~lexlens.analysis.search.memory_collection.MemoryCollection`. Plain search ranks items
-by the inner product ``E_q · E_d`` (:func:`lexlens.analysis.search.ranking.top_items`);
+:class:`~lexlens.analysis.collections.memory.MemoryCollection`. Plain search ranks items
+by the inner product ``E_q · E_d`` (:func:`lexlens.analysis.retrieval.ranking.top_items`);
 exclusion ranks by SR's dimension sets or a baseline (:mod:`lexlens.analysis.search.exclusion`).
 Each hit lists the terms that make its score, and all of a hit's contributions sum exactly to
 the score it shows (:mod:`lexlens.analysis.search.hits`). With labels, the metrics of every
-method come from :mod:`lexlens.analysis.search.evaluation`. The settings are one
+method come from :mod:`lexlens.analysis.search.table_evaluation`. The settings are one
 :class:`~lexlens.analysis.search.options.SearchOptions`; the inputs are checked before any
 model loads (:mod:`lexlens.analysis.search.inputs`).
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.memory import encode_collection
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.arguments import device_argument, encoder_argument
 from lexlens.analysis.core.collection import Collection
@@ -29,15 +30,14 @@ from lexlens.analysis.core.metrics import measure_rankings
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.core.results import Result
 from lexlens.analysis.core.words import text_words
-from lexlens.analysis.lexical.contrib import partner_for
-from lexlens.analysis.search.evaluation import (
-    CUTOFF,
-    MEASURES,
-    item_ids,
-    labelled,
-    match_label,
-    relevant_ids,
+from lexlens.analysis.retrieval.queries import (
+    IMAGE_QUERY_NEEDS,
+    QuerySpec,
+    check_vocabulary,
+    query_encoder_for,
+    text_query_needs,
 )
+from lexlens.analysis.retrieval.ranking import top_items
 from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, with_set_words
 from lexlens.analysis.search.hits import Hit, Scoring, explained_hits, hit_summary
 from lexlens.analysis.search.inputs import (
@@ -46,17 +46,17 @@ from lexlens.analysis.search.inputs import (
     checked_file,
     checked_query,
 )
-from lexlens.analysis.search.memory_collection import encode_collection
 from lexlens.analysis.search.options import METHODS, SearchOptions
-from lexlens.analysis.search.queries import (
-    IMAGE_QUERY_NEEDS,
-    QuerySpec,
-    check_vocabulary,
-    query_encoder_for,
-    text_query_needs,
+from lexlens.analysis.search.table_evaluation import (
+    CUTOFF,
+    MEASURES,
+    item_ids,
+    labelled,
+    match_label,
+    relevant_ids,
 )
-from lexlens.analysis.search.ranking import top_items
 from lexlens.models.base import Capability, Encoder, ModalityError
+from lexlens.models.registry import partner_for
 
 
 @dataclass(frozen=True)

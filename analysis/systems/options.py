@@ -1,6 +1,6 @@
 """The settings of a comparison of systems, declared once (:mod:`lexlens.analysis.core.options`):
 ``lexlens evaluate`` with several systems derives its flags from :class:`ComparisonOptions`,
-the Evaluation page its widgets, :func:`~lexlens.analysis.systems.compare.compare_systems`
+the Evaluation page its widgets, :func:`~lexlens.analysis.systems.comparison.compare_systems`
 checks its keywords through it."""
 
 from __future__ import annotations

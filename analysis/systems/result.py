@@ -44,7 +44,7 @@ DELTA_COLUMNS = ("system_a", "system_b", "query_id", "query", "measure", "a", "b
 
 @dataclass(frozen=True)
 class SystemsComparison(Result):
-    """Several systems on one benchmark (see :mod:`lexlens.analysis.systems.compare`):
+    """Several systems on one benchmark (see :mod:`lexlens.analysis.systems.comparison`):
     ``means`` per system and measure; ``table`` one row per compared pair × measure;
     ``georisk`` per measure and system (three or more systems); ``per_query`` every
     query's values; ``extremes`` the largest wins and losses of each pair; ``why`` those

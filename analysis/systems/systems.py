@@ -16,7 +16,7 @@ collection, gate or query encoder varies or ``with_exact`` asks for it. A run is
 ``names`` in order (default: its file's stem); a Lexlens system by its collection, plus the
 gate or query encoder that varies.
 
-Every system is evaluated with :func:`~lexlens.analysis.benchmark.evaluate.evaluate` on the
+Every system is evaluated with :func:`~lexlens.analysis.evaluation.evaluate.evaluate` on the
 same queries and judgements (given, or the first collection's own): the same judged queries
 in the same order, so their per-query values pair up. A judged query a run does not list is
 *missing* from it: named and counted, and scored 0 in every measure, as trec_eval ``-c``
@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.benchmark.evaluate import evaluate, stored_benchmark
-from lexlens.analysis.benchmark.evaluation_result import BenchmarkEvaluationResult
-from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.store import StoredIndex
 from lexlens.analysis.core.metrics import checked_qrels, ranked_run
 from lexlens.analysis.core.results import Progress, Record, progress_part
+from lexlens.analysis.evaluation.evaluate import evaluate
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.result import BenchmarkEvaluationResult
 from lexlens.analysis.systems.options import MAX_SYSTEMS
 from lexlens.models.base import InputError
 
@@ -201,7 +201,7 @@ class Benchmark:
 
 def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
     """The queries and judgements given (files or mappings), else those ``first`` keeps."""
-    from lexlens.analysis.benchmark.trec import Problems, read_qrels, read_queries
+    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 
     for value, name in ((queries, "queries"), (qrels, "qrels")):
         if value is not None and not isinstance(value, (str, Path, Mapping)):
@@ -209,7 +209,7 @@ def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
                 f"{name} must be a file's path or a mapping (or None), not {type(value).__name__}"
             )
 
-    stored = stored_benchmark(first)
+    stored = first.benchmark_files
     if (queries is None or qrels is None) and stored is None:
         raise InputError(
             f"{first.label} keeps no queries and judgements: give --queries and --qrels"
@@ -222,14 +222,14 @@ def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
     notes = []
     if problems.count:
         notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
-    from lexlens.analysis.benchmark.selection import checked_queries
+    from lexlens.analysis.evaluation.selection import checked_queries
 
     return Benchmark(checked_queries(queries), checked_qrels(qrels), notes)
 
 
 def read_system_run(system: System) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
     """A run system's ranking ({query: [(item, score), …]}) and the notes of reading it."""
-    from lexlens.analysis.benchmark.trec import Problems, read_run
+    from lexlens.analysis.datasets.trec import Problems, read_run
 
     if system.run_mapping is not None:
         return ranked_run(system.run_mapping), []

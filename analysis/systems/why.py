@@ -1,5 +1,5 @@
 """Why system B ranks a query's relevant item above (or below) system A: the exact ``q ⊙ d``
-decompositions of both sides (:mod:`lexlens.analysis.benchmark.explain`).
+decompositions of both sides (:mod:`lexlens.analysis.evaluation.explain`).
 
 For one query and a pair (A, B):
 
@@ -12,7 +12,7 @@ For one query and a pair (A, B):
   that B ranks below it (it was overtaken); on a loss, the one B ranks above it that A ranked
   below (it overtook); with the *decisive* words on each side — the fewest, largest
   contribution differences that make up the score gap
-  (:func:`~lexlens.analysis.benchmark.explain.decisive_terms`);
+  (:func:`~lexlens.analysis.evaluation.explain.decisive_terms`);
 - when a system is another engine's run, its scoring is not Lexlens's to explain: the items
   that moved into or out of the top 10 are listed with their ``q ⊙ d`` under the
   collection's own encoder (the Lexlens side's, else the collection's query encoder at the
@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.benchmark.explain import contribution_rows, gap_words, query_terms
-from lexlens.analysis.benchmark.retrieval import BatchScorer, encode_queries
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
-from lexlens.analysis.search.queries import query_encoder_for
+from lexlens.analysis.evaluation.explain import contribution_rows, gap_words, query_terms
+from lexlens.analysis.retrieval.batch import BatchScorer, encode_queries
+from lexlens.analysis.retrieval.queries import query_encoder_for
 from lexlens.analysis.systems.systems import LEXLENS, System
 
 #: Words listed as changed most, items listed as moved, blame-shift words kept.
@@ -239,7 +239,7 @@ def _changed(relevant: ItemOnBoth) -> list[dict]:
 def _decisive(side: Side, item: str, rival: str, text: str, evidence: set[str]) -> list[dict]:
     """The words that put the higher of the two items above the other under ``side``: the
     fewest largest contribution differences that make up the gap
-    (:func:`~lexlens.analysis.benchmark.explain.gap_words`)."""
+    (:func:`~lexlens.analysis.evaluation.explain.gap_words`)."""
     first, second = (item, rival)
     if (side.score(rival) or 0.0) > (side.score(item) or 0.0):
         first, second = rival, item

@@ -2,10 +2,10 @@
 sorted worst first, why a chosen query fails (side by side), the words to blame.
 
 Thin: the numbers are a
-:class:`~lexlens.analysis.benchmark.evaluation_result.BenchmarkEvaluationResult` from
-:func:`~lexlens.analysis.benchmark.evaluate.evaluate_benchmark` (what ``lexlens evaluate
+:class:`~lexlens.analysis.evaluation.result.BenchmarkEvaluationResult` from
+:func:`~lexlens.analysis.evaluation.evaluate.evaluate_benchmark` (what ``lexlens evaluate
 --json`` prints for the same inputs), computed as a job; the widgets are drawn from
-:class:`~lexlens.analysis.benchmark.options.EvaluationOptions`; the downloads are its files.
+:class:`~lexlens.analysis.evaluation.options.EvaluationOptions`; the downloads are its files.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluate import evaluate_benchmark, kept_benchmark, stored_benchmark
-from lexlens.analysis.benchmark.evaluation_result import (
-    MEASURES,
-    BenchmarkEvaluationResult,
-)
-from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.core.counts import counted
+from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.result import (
+    MEASURES,
+    BenchmarkEvaluationResult,
+)
 from lexlens.app.runtime import state
 from lexlens.app.views.counterfactual import show_counterfactuals
 from lexlens.app.views.evaluation import show_blame, show_downloads, show_failures, show_worst
@@ -65,7 +65,7 @@ card = next(c for c in cards if c["name"] == name)
 source = c2.radio("Queries", SOURCES, key=state.kept("eval_source", SOURCES[0]), horizontal=True)
 values = {"top": option_widget(EvaluationOptions, "top", OPTIONS["top"], where=c3)}
 try:
-    kept = kept_benchmark(open_index(card["path"]))
+    kept = open_index(card["path"]).kept_benchmark()
 except LexlensError as exc:
     st.error(str(exc))
     st.stop()
@@ -123,7 +123,7 @@ def _work(
 if st.button("Evaluate", type="primary"):
     try:
         options = EvaluationOptions.of(**values)
-        if source == SOURCES[0] and stored_benchmark(open_index(card["path"])) is None:
+        if source == SOURCES[0] and open_index(card["path"]).benchmark_files is None:
             raise LexlensError(f"{name} keeps no queries: upload queries and judgements")
         if source == SOURCES[1] and not (uploads.get("eval_queries") and uploads.get("eval_qrels")):
             raise LexlensError("upload both the queries and the judgements")

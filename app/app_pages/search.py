@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lexlens.analysis.collections.memory import collection_from_file
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.core.samples import sample_path
-from lexlens.analysis.search.examples import example_queries
-from lexlens.analysis.search.memory_collection import collection_from_file
-from lexlens.analysis.search.options import SearchOptions
-from lexlens.analysis.search.queries import (
+from lexlens.analysis.retrieval.queries import (
     BOW_QUERY_NEEDS,
     IMAGE_QUERY_NEEDS,
     TEXT_QUERY_NEEDS,
     default_query_encoder,
 )
+from lexlens.analysis.search.examples import example_queries
+from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.search import SearchResult, search
 from lexlens.app.runtime import state
 from lexlens.app.views.search import settings_widgets, show_result

@@ -1,17 +1,17 @@
 """``lexlens evaluate``: a stored collection on its queries and judgements — metrics, why
 each query fails, which words are to blame; with several systems (``--index`` repeated,
 ``--gate-k`` or ``--query-encoder`` twice, ``--run`` files), is B better than A, on which
-queries, and why (:func:`~lexlens.analysis.systems.compare.evaluate_systems`)."""
+queries, and why (:func:`~lexlens.analysis.systems.comparison.evaluate_systems`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.benchmark.options import EvaluationOptions
 from lexlens.analysis.counterfactual.evaluation import counterfactuals_text
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.faithfulness.benchmark import FaithfulnessOptions, faithfulness_text
-from lexlens.analysis.systems.compare import evaluate_systems
+from lexlens.analysis.systems.comparison import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec

@@ -3,14 +3,14 @@ blame; several systems' means, tests and largest wins and losses."""
 
 from __future__ import annotations
 
-from lexlens.analysis.benchmark.evaluation_result import (
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
     MEASURES,
     BenchmarkEvaluationResult,
     worst_first,
 )
-from lexlens.analysis.core.counts import counted
-from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.app.cli import common
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.benchmark.export import MANIFEST, export_index
-from lexlens.analysis.benchmark.options import ExportOptions
+from lexlens.analysis.export.export import MANIFEST, export_index
+from lexlens.analysis.export.options import ExportOptions
 from lexlens.app.cli import common
 
 COMMAND = common.Command(

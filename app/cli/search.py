@@ -6,16 +6,16 @@ from __future__ import annotations
 import argparse
 
 from lexlens.analysis.core.counts import counted
-from lexlens.analysis.search.evaluation import (
+from lexlens.analysis.search.exclusion import set_labels
+from lexlens.analysis.search.hits import hit_summary
+from lexlens.analysis.search.options import SearchOptions
+from lexlens.analysis.search.search import SearchResult, search_file, search_index
+from lexlens.analysis.search.table_evaluation import (
     MEASURES,
     TableEvaluationOptions,
     TableEvaluationResult,
     evaluate_index,
 )
-from lexlens.analysis.search.exclusion import set_labels
-from lexlens.analysis.search.hits import hit_summary
-from lexlens.analysis.search.options import SearchOptions
-from lexlens.analysis.search.search import SearchResult, search_file, search_index
 from lexlens.app.cli import common
 from lexlens.models.base import InputError
 

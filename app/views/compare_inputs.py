@@ -19,7 +19,7 @@ from lexlens.analysis.compare.options import CompareIndexOptions
 from lexlens.analysis.compare.result import CompareResult
 from lexlens.analysis.compare.sides import COMPARE_NEEDS
 from lexlens.analysis.core.gating import GATE_K
-from lexlens.analysis.search.queries import default_query_encoder
+from lexlens.analysis.retrieval.queries import default_query_encoder
 from lexlens.app.runtime import state
 from lexlens.app.runtime.state import kept
 from lexlens.app.views.widgets import option_widget

@@ -249,7 +249,7 @@ def show_pair_counterfactual(
 ) -> None:
     """Query ⊙ Document with a second document: what it would take for the lower-scoring of
     the two to rank above the other (the two documents are the whole collection)."""
-    from lexlens.analysis.search.memory_collection import encode_collection
+    from lexlens.analysis.collections.memory import encode_collection
 
     first, second = documents
     if not (first or "").strip() or not (second or "").strip() or not query:

@@ -8,7 +8,10 @@ import html
 import pandas as pd
 import streamlit as st
 
-from lexlens.analysis.benchmark.evaluation_result import (
+from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.evaluation.explain import Failure, GapSide, ItemExplanation, failure_spans
+from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
     PER_QUERY_COLUMNS,
     BenchmarkEvaluationResult,
@@ -19,9 +22,6 @@ from lexlens.analysis.benchmark.evaluation_result import (
     sort_rows,
     worst_first,
 )
-from lexlens.analysis.benchmark.explain import Failure, GapSide, ItemExplanation, failure_spans
-from lexlens.analysis.core.counts import counted
-from lexlens.analysis.core.words import entry_label
 from lexlens.app.runtime.state import kept
 from lexlens.app.views.highlight import legend, show_text
 from lexlens.app.views.thumbnails import item_thumbnail

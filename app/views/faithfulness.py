@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.curves import DeletionCurve
 from lexlens.analysis.faithfulness.contrib import ContribFaithfulnessOptions, contrib_faithfulness
-from lexlens.analysis.faithfulness.curves import DeletionCurve
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.render.attribution_plots import curves_figure
 from lexlens.app.views.section_jobs import (
@@ -224,7 +224,7 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
 
 @st.cache_data(show_spinner="Running the edited texts…", max_entries=16)
 def _ig(_encoder, key: str, _attribution, pick: int):
-    from lexlens.analysis.faithfulness.ig_curves import ig_faithfulness
+    from lexlens.analysis.attribution.ig_curves import ig_faithfulness
 
     return ig_faithfulness(_encoder, _attribution, pick)
 

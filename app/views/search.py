@@ -12,11 +12,11 @@ import streamlit as st
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.lexical.highlight import preview, score_spans
-from lexlens.analysis.search.evaluation import MEASURES
 from lexlens.analysis.search.exclusion import set_labels
 from lexlens.analysis.search.hits import hit_summary
 from lexlens.analysis.search.options import DEFAULT_COVERAGE, DEFAULT_K_ITEMS, SearchOptions
 from lexlens.analysis.search.search import SearchResult
+from lexlens.analysis.search.table_evaluation import MEASURES
 from lexlens.app.views.highlight import highlighted_html, legend
 from lexlens.app.views.thumbnails import item_thumbnail
 from lexlens.app.views.widgets import option_widget

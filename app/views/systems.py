@@ -4,10 +4,10 @@ per-query delta chart, the largest wins and losses, and the why of a chosen quer
 side.
 
 Thin: the numbers are a :class:`~lexlens.analysis.systems.result.SystemsComparison` from
-:func:`~lexlens.analysis.systems.compare.compare_systems` (what ``lexlens evaluate`` with
+:func:`~lexlens.analysis.systems.comparison.compare_systems` (what ``lexlens evaluate`` with
 several systems prints with ``--json``), computed as a job; the widgets are drawn from
 :class:`~lexlens.analysis.systems.options.ComparisonOptions` and
-:class:`~lexlens.analysis.benchmark.options.EvaluationOptions`; the downloads are its files.
+:class:`~lexlens.analysis.evaluation.options.EvaluationOptions`; the downloads are its files.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from lexlens.analysis.benchmark.options import EvaluationOptions
-from lexlens.analysis.systems.compare import compare_systems
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.systems.comparison import compare_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of

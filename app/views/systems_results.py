@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lexlens.analysis.core.words import entry_label
-from lexlens.analysis.systems.compare import why_of
+from lexlens.analysis.systems.comparison import why_of
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.why import ItemOnBoth, QueryWhy

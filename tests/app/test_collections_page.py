@@ -76,7 +76,6 @@ def test_build_open_switch_pages_and_delete(tmp_path, monkeypatch):
 
 def test_a_benchmark_from_a_server_path_keeps_its_queries(tmp_path, monkeypatch):
     """A Karpathy split JSON with its image folder and split, as ``lexlens index`` takes it."""
-    from lexlens.analysis.benchmark.evaluate import stored_benchmark
     from lexlens.analysis.collections.store import open_index
     from tests.helpers import ROOT, skimage_path
 
@@ -94,7 +93,7 @@ def test_a_benchmark_from_a_server_path_keeps_its_queries(tmp_path, monkeypatch)
     click_and_wait(at, at.button[0].click)
     assert not at.exception and not at.error, [e.value for e in at.error]
     index = open_index(home / "collections" / "karpathy")
-    queries, qrels = stored_benchmark(index)
+    queries, qrels = index.benchmark_files
     assert len(index) == 12 and index.modality == "image"
     assert queries.is_file() and qrels.is_file()
 

@@ -7,9 +7,9 @@ import html
 import json
 import re
 
-from lexlens.analysis.benchmark.evaluation_result import BLAME_COLUMNS, MEASURES, PER_QUERY_COLUMNS
-from tests.benchmark.files import beir_of_tables
-from tests.benchmark.test_evaluate import QRELS, QUERIES, TEXTS
+from lexlens.analysis.evaluation.result import BLAME_COLUMNS, MEASURES, PER_QUERY_COLUMNS
+from tests.datasets.files import beir_of_tables
+from tests.evaluation.test_evaluate import QRELS, QUERIES, TEXTS
 from tests.helpers import app_page, click_and_wait, page_result
 
 PAGE = "app_pages/evaluation.py"
@@ -100,9 +100,9 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     floats, tied queries in natural id order (q7 < q10, q2 < q102, as numbers), columns named
     as per_query.csv and blame.csv; the relevant item scoring 0 reads "not retrieved" and
     the failure is filed under that cause."""
-    from tests.benchmark.test_trust_evaluation import CORPUS
-    from tests.benchmark.test_trust_evaluation import QRELS as T_QRELS
-    from tests.benchmark.test_trust_evaluation import QUERIES as T_Q
+    from tests.evaluation.test_trust_evaluation import CORPUS
+    from tests.evaluation.test_trust_evaluation import QRELS as T_QRELS
+    from tests.evaluation.test_trust_evaluation import QUERIES as T_Q
 
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))

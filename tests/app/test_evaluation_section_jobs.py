@@ -15,8 +15,8 @@ from lexlens.analysis.counterfactual.evaluation import failures_counterfactuals
 from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
 from lexlens.app.runtime import runs
 from lexlens.app.runtime.jobs import job_manager
-from tests.benchmark.files import beir_of_tables
-from tests.benchmark.test_evaluate import QRELS, QUERIES, TEXTS
+from tests.datasets.files import beir_of_tables
+from tests.evaluation.test_evaluate import QRELS, QUERIES, TEXTS
 from tests.helpers import app_page, click_and_wait, page_result
 
 PAGE = "app_pages/evaluation.py"

@@ -27,7 +27,7 @@ ATTEMPT = textwrap.dedent(
     """
     import json, sys, threading, time
     from lexlens.analysis.faithfulness.contrib import contrib_faithfulness
-    from lexlens.analysis.faithfulness.text_edits import text_words
+    from lexlens.analysis.lexical.word_units import text_words
     from lexlens.app.runtime import jobs, runs
     from lexlens.models import load_encoder
 

@@ -10,12 +10,12 @@ import re
 
 import pytest
 
+from lexlens.analysis.attribution.ig_curves import ig_faithfulness
 from lexlens.analysis.attribution.report import (
     attribution_report,
     report_ig_curves,
     with_ig_curves,
 )
-from lexlens.analysis.faithfulness.ig_curves import ig_faithfulness
 from lexlens.models import LexlensError, load_encoder
 
 TEXTS = ["a cat sleeping on a book", "rockets launch at dawn"]

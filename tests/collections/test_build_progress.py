@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import re
 
-from lexlens.analysis.benchmark.readers import open_benchmark
 from lexlens.analysis.collections.indexing import build_index
-from lexlens.analysis.collections.sources import count_items, count_lines, open_source
 from lexlens.analysis.core.samples import sample_path
+from lexlens.analysis.datasets.readers import open_benchmark
+from lexlens.analysis.datasets.sources import count_items, count_lines, open_source
 
 WORDS = ["red", "fox", "quiet", "harbour", "engine", "maple", "violin", "granite", "comet"]
 

@@ -12,9 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexlens.analysis.benchmark.dataset import Benchmark
 from lexlens.analysis.collections.indexing import build_index, index_collection, opened_source
-from lexlens.analysis.collections.items import MAX_SKIPPED_IN_MANIFEST
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.workspace_build import (
@@ -22,6 +20,8 @@ from lexlens.analysis.collections.workspace_build import (
     check_collection_request,
 )
 from lexlens.analysis.core.samples import sample_benchmark
+from lexlens.analysis.datasets.dataset import Benchmark
+from lexlens.analysis.datasets.items import MAX_SKIPPED_IN_MANIFEST
 from lexlens.models import LexlensError, load_encoder
 
 

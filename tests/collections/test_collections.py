@@ -233,7 +233,7 @@ def test_a_real_full_tmpfs(splade, tmp_path):
 
 def test_postings_search_equals_exact_ranking(splade, tmp_path):
     """The float16 inverted index + exact rescoring gives the exact top items."""
-    from lexlens.analysis.search.ranking import top_items
+    from lexlens.analysis.retrieval.ranking import top_items
 
     rng = np.random.default_rng(0)
     texts = [

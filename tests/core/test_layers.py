@@ -63,6 +63,55 @@ def test_each_layer_imports_only_the_ones_below():
             assert dep_layer == layer or dep_layer in below[layer], f"{name} imports {dep}"
 
 
+#: The library's folders in the order data flows: each imports only the folders before it
+#: (and itself). Readers know nothing of indexes; collections store what readers yield;
+#: retrieval holds the one query rule and the one exact scorer; the analyses of one input or
+#: one collection come next; an evaluation uses them; what adds a section to an evaluation
+#: comes after it; export writes what all of them hold.
+FOLDER_ORDER = (
+    "core",
+    "render",
+    "datasets",
+    "collections",
+    "retrieval",
+    "lexical",
+    "deviation",
+    "attribution",
+    "search",
+    "compare",
+    "evaluation",
+    "faithfulness",
+    "counterfactual",
+    "systems",
+    "export",
+)
+
+
+def _folder(module: str) -> str | None:
+    """The library folder of ``lexlens.analysis.<folder>.…`` (``None`` outside analysis)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "analysis" else None
+
+
+def test_the_library_folders_are_the_ones_in_the_order():
+    folders = {p.name for p in (ROOT / "analysis").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(FOLDER_ORDER)
+
+
+def test_each_folder_imports_only_the_folders_before_it():
+    rank = {name: i for i, name in enumerate(FOLDER_ORDER)}
+    wrong = []
+    for name, deps in _graph().items():
+        here = _folder(name)
+        if here is None:
+            continue
+        for dep in deps:
+            there = _folder(dep)
+            if there is not None and rank[there] > rank[here]:
+                wrong.append(f"{name} imports {dep}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_render_imports_nothing_above_core():
     """render draws what it is given: of Lexlens it imports only core (and itself), and of
     models only the contract's data types; the use cases that render live above it."""

@@ -17,14 +17,14 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lexlens.analysis.benchmark.trec import read_queries
 from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.memory import MemoryCollection, encode_collection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.gating import gate
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
-from lexlens.analysis.counterfactual.scoring import WholeIndexScorer
 from lexlens.analysis.counterfactual.term_level import term_counterfactual
-from lexlens.analysis.search.memory_collection import MemoryCollection, encode_collection
+from lexlens.analysis.datasets.trec import read_queries
+from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer
 from lexlens.models.base import InputError
 from tests.helpers import ROOT
 

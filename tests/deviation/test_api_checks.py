@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import lexlens
+from lexlens.analysis.collections.memory import MemoryCollection
 from lexlens.analysis.deviation.options import DeviationOptions
-from lexlens.analysis.search.memory_collection import MemoryCollection
 from tests.helpers import refused
 
 CAPTIONS = ["a cat sleeping on a book", "two dogs on a beach"]

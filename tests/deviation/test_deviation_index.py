@@ -109,7 +109,7 @@ def test_cli_on_an_index(cli, text_index, image_index, tmp_path):
 
 
 def test_a_collection_held_in_memory_measures_as_its_stored_index(splade, text_index):
-    from lexlens.analysis.search.memory_collection import collection_from_file
+    from lexlens.analysis.collections.memory import collection_from_file
 
     memory = collection_from_file(splade, CAPTIONS, gate_k=768)
     held = deviation_of_index(memory, splade, gate_k=768, batch_size=4).to_dict()

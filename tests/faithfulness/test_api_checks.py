@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import lexlens
-from lexlens.analysis.benchmark.evaluate import evaluate
+from lexlens.analysis.evaluation.evaluate import evaluate
 from tests.helpers import argument_cases, refused
 
 QUERIES = {"q1": "a dog on the beach", "q2": "a cup of espresso"}

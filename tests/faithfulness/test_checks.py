@@ -112,7 +112,7 @@ def test_silent_wrong_ig_deletion_curve_is_the_models_objective(minilm):
     import torch
 
     from lexlens.analysis.attribution.attribution import attribute
-    from lexlens.analysis.faithfulness.ig_curves import ig_faithfulness
+    from lexlens.analysis.attribution.ig_curves import ig_faithfulness
 
     result = attribute(minilm, ["a cat sleeping on a book"], steps=16)
     curves = ig_faithfulness(minilm, result, 0, k=2)

@@ -41,7 +41,7 @@ CORPUS = {
 def benchmark(tmp_path_factory, splade):
     """A BEIR benchmark indexed twice (gate 768 and 16), and a run file over it."""
     from lexlens.analysis.collections.indexing import index_collection
-    from tests.benchmark.files import beir_of_tables
+    from tests.datasets.files import beir_of_tables
 
     folder = tmp_path_factory.mktemp("early")
     beir_of_tables(folder / "beir", CORPUS, QUERIES, QRELS)
@@ -55,7 +55,7 @@ def benchmark(tmp_path_factory, splade):
 def work(monkeypatch) -> list[str]:
     """A spy on what evaluates (one system's evaluation, a comparison): the calls it saw,
     each passed through unchanged."""
-    from lexlens.analysis.systems import compare
+    from lexlens.analysis.systems import comparison as compare
 
     seen: list[str] = []
     for name in ("evaluate_benchmark", "compare_systems"):
@@ -96,7 +96,7 @@ def test_unbounded_an_addition_that_cannot_run_is_refused_before_any_evaluation(
 
 def test_unbounded_the_api_refuses_an_addition_before_any_evaluation(benchmark, work):
     from lexlens.analysis.counterfactual.options import CounterfactualOptions
-    from lexlens.analysis.systems.compare import evaluate_systems
+    from lexlens.analysis.systems.comparison import evaluate_systems
     from lexlens.analysis.systems.systems import SystemsSpec
     from lexlens.models.base import InputError
 
@@ -109,8 +109,8 @@ def test_unbounded_the_api_refuses_an_addition_before_any_evaluation(benchmark, 
 
 
 def test_silent_wrong_the_command_adds_what_the_api_adds(cli, benchmark, splade):
-    from lexlens.analysis.benchmark.evaluate import evaluate_benchmark
     from lexlens.analysis.counterfactual.evaluation import with_counterfactuals
+    from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
     from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 
     ix = benchmark / "ix"

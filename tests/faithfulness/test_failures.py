@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lexlens.analysis.benchmark.evaluate import evaluate
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.core.curves import aopc, deletion_curve, insertion_aopc
 from lexlens.analysis.core.gating import gate
+from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.faithfulness.benchmark import failures_faithfulness, with_faithfulness
-from lexlens.analysis.faithfulness.curves import aopc, deletion_curve, insertion_aopc
 
 from .corpus import QRELS, QUERIES, TEXTS
 

@@ -9,13 +9,13 @@ import shutil
 
 import pytest
 
-from lexlens.analysis.benchmark.evaluate import evaluate
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.counterfactual.evaluation import (
     failures_counterfactuals,
     with_counterfactuals,
 )
+from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.faithfulness.benchmark import failures_faithfulness, with_faithfulness
 from lexlens.models.base import InputError
 

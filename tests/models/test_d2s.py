@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from lexlens.analysis.collections.feature_files import read_features
+from lexlens.analysis.datasets.feature_files import read_features
 from lexlens.models import Capability, EncoderLoadError, InputError, load_encoder
 from lexlens.models.text_io import load_bert_tokenizer
 from tests.helpers import app_page, click_and_wait, one_line_error, page_result

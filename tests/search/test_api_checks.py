@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.memory import MemoryCollection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.collection import Collection
-from lexlens.analysis.search import ranking
-from lexlens.analysis.search.memory_collection import MemoryCollection
+from lexlens.analysis.retrieval import ranking
 from lexlens.analysis.search.options import SearchOptions
 from lexlens.analysis.search.search import search, search_file, search_index
 from tests.helpers import refused
@@ -184,7 +184,7 @@ def test_silent_wrong_an_empty_query_encoder_is_refused_not_read_as_the_default(
     it naming the argument, as they refuse any other wrong spec (it was read as "the index's
     own encoder" by search_index alone)."""
     from lexlens.analysis.deviation.deviation import deviation_of_index
-    from lexlens.analysis.search.evaluation import evaluate_index
+    from lexlens.analysis.search.table_evaluation import evaluate_index
 
     table = toy_index.parent / "queries.csv"
     table.write_text("query,relevant\ndog,0\n")

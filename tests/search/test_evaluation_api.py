@@ -12,8 +12,8 @@ import pytest
 import lexlens
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
-from lexlens.analysis.search.evaluation import TableEvaluationOptions, evaluate
 from lexlens.analysis.search.options import SearchOptions
+from lexlens.analysis.search.table_evaluation import TableEvaluationOptions, evaluate
 from lexlens.models.base import InputError
 from tests.helpers import ROOT, argument_cases, one_line_error, refused
 
@@ -158,7 +158,7 @@ def test_unbounded_the_ids_and_labels_cache_leaves_with_its_collection(index, sp
     WeakKeyDictionary), never written into it, and dropped with it."""
     import gc
 
-    from lexlens.analysis.search import evaluation
+    from lexlens.analysis.search import table_evaluation as evaluation
 
     collection = open_index(index)
     before = dict(vars(collection))

@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
+from lexlens.analysis.collections.memory import encode_collection
 from lexlens.analysis.search.hits import hit_summary
-from lexlens.analysis.search.memory_collection import encode_collection
 from lexlens.analysis.search.search import search
 
 TEXTS = {

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.memory import MemoryCollection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.metrics import measure_rankings
-from lexlens.analysis.search.evaluation import MEASURES, evaluate
 from lexlens.analysis.search.exclusion import covering_dimensions
-from lexlens.analysis.search.memory_collection import MemoryCollection
 from lexlens.analysis.search.search import search
+from lexlens.analysis.search.table_evaluation import MEASURES, evaluate
 from lexlens.models import InputError
 from lexlens.models.base import Capability, Encoder, LexicalEncoding
 from lexlens.models.wordpiece import wordpiece_split

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import lexlens
-from lexlens.analysis.benchmark.options import EvaluationOptions
-from lexlens.analysis.systems.compare import compare_systems, evaluate_systems, why_of
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.systems.comparison import compare_systems, evaluate_systems, why_of
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of
 from tests.helpers import argument_cases, refused

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.helpers import app_page, click_and_wait, page_result
-from tests.systems.test_compare import QRELS, QUERIES, RUN, TEXTS
+from tests.systems.test_comparison import QRELS, QUERIES, RUN, TEXTS
 
 PAGE = "app_pages/evaluation.py"
 

@@ -1,0 +1,303 @@
+"""Evaluate a stored collection on its queries and relevance judgements, and explain it.
+
+``lexlens evaluate``: without a run, every query is encoded (the collection's own query
+encoder by default) and the collection searched, exact top ``n`` for all queries in batches
+(:mod:`lexlens.analysis.retrieval.batch`); with a run (another system's ranking, TREC
+format or a mapping), that ranking is read instead, and the items it names that the
+collection does not hold are counted and named. Either way the result holds:
+
+- ``metrics``: nDCG@10, RR@10, R@1, R@5, R@10, R@100 and AP@100 through ir-measures (the
+  trec_eval definitions), per query and as their mean over the same queries (the aggregate
+  is always the mean of the per-query table), with each query's first relevant rank, its
+  best relevant item's rank and status, and its own top terms;
+- ``failures``: for every query whose first relevant item is not first, the highest-ranked
+  non-relevant item and the best relevant one (its exact rank at any depth when it scores
+  above 0, else *not retrieved*), both ``q ⊙ d`` decompositions and the decisive terms
+  (:mod:`lexlens.analysis.evaluation.explain`);
+- ``blame``: per word, how often and how much it put a non-relevant item first, and how
+  often a query's top terms are missing from its relevant item.
+
+Which queries count (each rule's queries are named in the notes):
+
+- a query given without any judgement is left out (trec_eval evaluates judged queries only);
+- a judged query that is not among the queries given is left out;
+- a judged query whose judgements are all 0 or below (no relevant item) is *counted*, with 0
+  in every measure: trec_eval (pytrec_eval) and ir-measures count such a query so, and
+  Lexlens follows them; it has no failure to explain;
+- a query whose ranking is empty (nothing retrieved, or not in the run) counts 0, as
+  ir-measures (and trec_eval ``-c``) count it.
+
+Each part in its module: which queries count and the notes naming the others
+(:mod:`.selection`), where a query's relevant items are and its failure explained
+(:mod:`.failures`), the result and its files (:mod:`.evaluation_result`); the settings are
+:class:`~lexlens.analysis.evaluation.options.EvaluationOptions`.
+
+Relevance is a whole number from −1,000 to 1,000; 0 and below are not relevant, and a
+negative relevance is clamped to a gain of 0 for the measures
+(:mod:`lexlens.analysis.core.metrics`).
+
+Order: Lexlens's rankings break ties by collection row, as search does; a run's tied items
+keep the order given (the file's lines, the list, the mapping). The measures get each ranking
+as shown with strictly decreasing scores and ``run.trec`` gets strictly decreasing scores,
+so RR, nDCG, AP, R@k, the first relevant rank and the run file all agree on that one order
+(trec_eval alone would order tied items by item id). A relevant item is *retrieved* when the
+ranking holds it: for Lexlens's own ranking that means a score above 0 (an item sharing no
+term with the query scores 0 and has no rank).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
+from lexlens.analysis.core.results import Progress, progress_part
+from lexlens.analysis.core.truncation import Truncation, truncation_notes
+from lexlens.analysis.core.words import Term, text_words, top_terms
+from lexlens.analysis.evaluation.explain import Failure, blame
+from lexlens.analysis.evaluation.failures import (
+    NONE_RELEVANT,
+    Explainer,
+    first_relevant,
+    status,
+)
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.result import (
+    MEASURES,
+    BenchmarkEvaluationResult,
+    cause_counts,
+)
+from lexlens.analysis.evaluation.selection import (
+    checked_queries,
+    judged_order,
+    missing_note,
+    ranking_notes,
+    selection_notes,
+)
+from lexlens.analysis.retrieval.batch import BatchScorer, QueryRanking, encode_queries
+from lexlens.analysis.retrieval.queries import query_encoder_for
+from lexlens.models.base import Encoder, InputError
+
+#: A query's own top terms shown and checked against its relevant item.
+QUERY_TERMS = 10
+
+
+@dataclass
+class _Found:
+    """What ranking and explaining every query finds."""
+
+    run: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # as evaluated
+    failures: list[Failure] = field(default_factory=list)
+    mismatches: dict[str, list[str]] = field(default_factory=dict)  # top words the item lacks
+    missing: dict[str, int] = field(default_factory=dict)  # a run's items not in the collection
+    #: (first relevant rank, best relevant rank, status) per query
+    ranks: dict[str, tuple[int | None, int | None, str]] = field(default_factory=dict)
+    terms: dict[str, list[Term]] = field(default_factory=dict)  # each query's own top words
+
+
+def _ranked(
+    explainer: Explainer,
+    q: str,
+    ranking: QueryRanking | None,
+    run: Mapping | None,
+    found: _Found,
+) -> list[tuple[str, float]]:
+    """Query ``q``'s ranking as evaluated: Lexlens's top n, or the run's (its items the
+    collection lacks counted)."""
+    if ranking is not None:
+        pairs = zip(ranking.rows, ranking.scores, strict=True)
+        return [(explainer.ids[int(r)], float(s)) for r, s in pairs]
+    listed = list(run.get(q, []))[: explainer.top]
+    for item, _ in listed:
+        if item not in explainer.row_of:
+            found.missing[item] = found.missing.get(item, 0) + 1
+    return listed
+
+
+def _explain_all(
+    explainer: Explainer,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    order: list[str],
+    vectors: list[np.ndarray],
+    run: Mapping | None,
+    progress: Progress | None,
+) -> _Found:
+    """Every query ranked (or its run read), placed and, when it fails, explained."""
+    ix, found = explainer.index, _Found()
+    if run is None:
+        rankings = explainer.scorer.rank(vectors, explainer.top, progress)
+    else:
+        rankings = iter([None] * len(order))
+    for q, vector, ranking in zip(order, vectors, rankings, strict=True):
+        relevant = {d for d, r in qrels[q].items() if is_relevant(r)}
+        pairs = found.run[q] = _ranked(explainer, q, ranking, run, found)
+        terms = found.terms[q] = top_terms(
+            vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(queries[q])
+        )
+        if not relevant:
+            found.ranks[q] = (None, None, NONE_RELEVANT)
+            continue
+        first = first_relevant(pairs, relevant)
+        best = explainer.best_relevant(pairs, relevant, ranking, vector)
+        rank = first if first is not None else (best[0] if best else None)
+        found.ranks[q] = (first, rank, status(first, best, len(pairs)))
+        if first != 1:
+            found.failures.append(explainer.failure(q, queries[q], vector, pairs, relevant, best))
+        if best is not None and (words := explainer.mismatch(terms, best[1])):
+            found.mismatches[q] = words
+    return found
+
+
+def evaluate(
+    index: str | Path | StoredIndex,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    run: Mapping[str, Any] | None = None,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: EvaluationOptions | None = None,
+    **given: Any,
+) -> BenchmarkEvaluationResult:
+    """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
+    relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
+    by score, ties as given), explain that ranking instead of searching. The settings are
+    ``options`` (:class:`EvaluationOptions`) or its fields as keywords. See the module
+    docstring for which queries count, the tie rule and what the result holds."""
+    options = EvaluationOptions.of(options, **given)
+    queries = checked_queries(queries)
+    qrels = checked_qrels(qrels)
+    run = ranked_run(run) if run is not None else None
+    device_argument(device)
+    progress = progress_argument(progress)
+    order = judged_order(queries, qrels)
+    ix = index_argument(index)
+    encoder = query_encoder_for(ix, query_encoder, device)
+    cuts: list[Truncation] = []
+    vectors = encode_queries(
+        encoder,
+        [queries[q] for q in order],
+        options.query_mode,
+        options.gate_k,
+        progress_part(progress, 0.0, 0.3),
+        names=order,
+        cuts=cuts,
+    )
+    ids = [str(i) for i in ix.column("id")]
+    row_of = {item: r for r, item in enumerate(ids)}
+    explainer = Explainer(ix, ids, row_of, BatchScorer(ix), options.top, run is not None)
+    found = _explain_all(
+        explainer, queries, qrels, order, vectors, run, progress_part(progress, 0.3, 1.0)
+    )
+    notes = [
+        *selection_notes(queries, qrels, order),
+        *ranking_notes(found.run, order, run, options.top),
+        *missing_note(found.missing),
+        *truncation_notes(cuts, what="queries"),
+    ]
+    aggregate, values = measure(found.run, {q: qrels[q] for q in order}, MEASURES)
+    per_query = [
+        {
+            "id": q,
+            "text": queries[q],
+            **values[q],
+            "first_relevant_rank": found.ranks[q][0],
+            "relevant_rank": found.ranks[q][1],
+            "relevant_status": found.ranks[q][2],
+            "relevant": sum(1 for r in qrels[q].values() if is_relevant(r)),
+            "top_terms": [{"word": t.token, "weight": t.weight} for t in found.terms[q]],
+        }
+        for q in order
+    ]
+    settings = {
+        "top": options.top,
+        "query_mode": options.query_mode,
+        "gate_k": options.gate_k,
+        "query_encoder": encoder.name,
+        "queries": len(order),
+        "run": run is not None,
+        "judgements": sum(len(qrels[q]) for q in order),
+    }
+    missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
+    return BenchmarkEvaluationResult(
+        index=ix.describe(),
+        encoder=encoder.name,
+        settings=settings,
+        metrics={"aggregate": aggregate, "per_query": per_query},
+        failures=found.failures,
+        blame=[b.to_dict() for b in blame(found.failures, found.mismatches)],
+        causes=cause_counts(found.failures),
+        missing=None if run is None else missing,
+        notes=notes,
+        run=found.run,
+    )
+
+
+def _source(value: object, name: str) -> None:
+    """Refuse an argument that is neither a file's path, a mapping nor ``None``."""
+    if value is not None and not isinstance(value, (str, Path, Mapping)):
+        raise InputError(
+            f"{name} must be a file's path or a mapping (or None), not {type(value).__name__}"
+        )
+
+
+def evaluate_benchmark(
+    index: str | Path | StoredIndex,
+    *,
+    queries: str | Path | Mapping[str, str] | None = None,
+    qrels: str | Path | Mapping[str, Mapping[str, int]] | None = None,
+    run: str | Path | Mapping[str, Any] | None = None,
+    query_encoder: Encoder | str | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    options: EvaluationOptions | None = None,
+    **given: Any,
+) -> BenchmarkEvaluationResult:
+    """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
+    or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
+    malformed line is listed in the notes; the readable ones are used."""
+    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries, read_run
+
+    options = EvaluationOptions.of(options, **given)
+    for value, name in ((queries, "queries"), (qrels, "qrels"), (run, "run")):
+        _source(value, name)
+    ix = index_argument(index)
+    stored = ix.benchmark_files
+    if (queries is None or qrels is None) and stored is None:
+        raise InputError(
+            f"{ix.label} keeps no queries and judgements: give --queries and --qrels "
+            "(or index a benchmark: a BEIR folder, MS MARCO files, a Karpathy split)"
+        )
+    problems = Problems()
+    if not isinstance(queries, Mapping):
+        queries = read_queries(queries if queries is not None else stored[0], problems)
+    if not isinstance(qrels, Mapping):
+        qrels = read_qrels(qrels if qrels is not None else stored[1], problems)
+    if run is not None and not isinstance(run, Mapping):
+        run = read_run(run, problems)
+    result = evaluate(
+        ix,
+        queries,
+        qrels,
+        run=run,
+        query_encoder=query_encoder,
+        device=device,
+        progress=progress,
+        options=options,
+    )
+    if not problems.count:
+        return result
+    notes = [
+        *result.notes,
+        f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]),
+    ]
+    return replace(result, notes=notes)

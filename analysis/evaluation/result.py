@@ -1,0 +1,262 @@
+"""What ``lexlens evaluate`` returns and writes: :class:`BenchmarkEvaluationResult` — the
+measures per query and their means, the failures explained, the words to blame — and its
+files (evaluation.json, per_query.csv, failures.csv, blame.csv, run.trec, evaluation.html),
+with the tables' columns as the CSV files, the command and the page name them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.core.metrics import EvaluationResult
+from lexlens.analysis.core.outputs import csv_bytes, json_bytes
+from lexlens.analysis.core.results import internal
+from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.evaluation.explain import Failure
+from lexlens.analysis.evaluation.failures import CAUSES
+from lexlens.models.base import InputError
+
+#: The measures every benchmark evaluation reports (ir-measures names).
+MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
+
+#: The per-query table's columns, as per_query.csv, the page and the command name them.
+PER_QUERY_COLUMNS = (
+    "query_id",
+    "query",
+    "first_relevant_rank",
+    *MEASURES,
+    "relevant_rank",
+    "relevant_status",
+)
+#: failures.csv's columns.
+FAILURE_COLUMNS = (
+    "query_id",
+    "query",
+    "first_relevant_rank",
+    "nonrelevant",
+    "relevant",
+    "relevant_rank",
+    "relevant_status",
+    "gap",
+    "decisive_words",
+    "favour_nonrelevant",
+    "favour_relevant",
+    "query_delta",
+    "expansion_delta",
+    "causes",
+    "query_length",
+    "missing_words",
+)
+#: The queries evaluation.html lists, worst first (per_query.csv and the JSON hold all).
+LISTED_QUERIES = 100
+#: The failures evaluation.html explains, worst first (failures.csv and the JSON hold all).
+LISTED_FAILURES = 50
+#: The blame table's columns, as blame.csv, the page and the command name them.
+BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
+
+
+@dataclass(frozen=True)
+class BenchmarkEvaluationResult(EvaluationResult):
+    """A collection evaluated on a benchmark's queries and judgements (see
+    :mod:`lexlens.analysis.evaluation.evaluate`): ``metrics`` holds the means
+    (``aggregate``) and one row per query (``per_query``) with its first relevant rank, its
+    best relevant item's rank and status and its own top terms; ``failures`` each failing
+    query explained, ``blame`` the words behind the failures."""
+
+    failures: list[Failure]
+    blame: list[dict]
+    #: How many failures each cause holds for (not exclusive: see ``failures.CAUSES``)
+    causes: dict = field(default_factory=dict)
+    missing: dict | None = None  # items a run names that the collection does not hold
+    #: {query id: [(item id, score), …]} in the order evaluated: not in the JSON document
+    #: (it is the run.trec file)
+    run: dict = internal(default_factory=dict)
+
+    def files(self) -> dict[str, bytes]:
+        """evaluation.json, per_query.csv, failures.csv, blame.csv, the run (run.trec) and
+        evaluation.html."""
+        from lexlens.analysis.datasets.trec import run_text
+
+        failures = [list(failure_row(f).values()) for f in self.failures]
+        return {
+            "evaluation.json": json_bytes(self),
+            "per_query.csv": csv_bytes(
+                PER_QUERY_COLUMNS,
+                [list(per_query_row(q).values()) for q in self.metrics["per_query"]],
+            ),
+            "failures.csv": csv_bytes(FAILURE_COLUMNS, failures),
+            "blame.csv": csv_bytes(
+                BLAME_COLUMNS, [list(blame_row(b).values()) for b in self.blame]
+            ),
+            "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
+            "evaluation.html": self.html().encode("utf-8"),
+        }
+
+    def html(self, max_failures: int = LISTED_FAILURES) -> str:
+        """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
+        first, the failures per cause, each failure (the worst first, collapsed to a line)
+        side by side with its causes, the words favouring either item with their sums (net:
+        the gap) and its decisive words, the blame table. The sections fold; the report lists
+        the :data:`LISTED_QUERIES` worst queries and the ``max_failures`` worst failures, and
+        says how many more its CSV and JSON files hold."""
+        from lexlens.analysis.render.html import render_report
+
+        doc = self.to_dict()
+        worst = worst_first(doc["metrics"]["per_query"])
+        place = {q["id"]: i for i, q in enumerate(worst)}
+        failures = sorted(doc["failures"], key=lambda f: place.get(f["query_id"], len(place)))
+        meta = {
+            "index": self.index.get("name") or self.index.get("path"),
+            "encoder": self.encoder,
+            **self.settings,
+        }
+        return render_report(
+            "evaluation.html",
+            title=f"Lexlens evaluation — {meta['index']}",
+            meta=meta,
+            r=doc,
+            measures=MEASURES,
+            worst=worst[:LISTED_QUERIES],
+            more_queries=max(0, len(worst) - LISTED_QUERIES),
+            failures=failures[:max_failures],
+            hidden=max(0, len(failures) - max_failures),
+            ndcg={q["id"]: q["nDCG@10"] for q in worst},
+        )
+
+
+def _named(index: Mapping) -> str:
+    """A collection as an evaluation names it: its folder's name, items and fingerprint."""
+    fingerprint = index.get("fingerprint")
+    return f"{index.get('name')}, {index.get('items')} items" + (
+        f", fingerprint {fingerprint}" if fingerprint else ""
+    )
+
+
+def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredIndex:
+    """``index`` opened, when it is the collection ``evaluation`` (one system's
+    :class:`BenchmarkEvaluationResult`) evaluated: what adds to an evaluation (``what``:
+    faithfulness, counterfactuals) re-scores its failures on the collection, so another
+    collection's scores would be paired with these failures. The collection is the one its
+    fingerprint says (what it holds: a copy is the same one); an evaluation recorded before
+    fingerprints is matched on name, items and encoder. Refused in one line naming both."""
+    if not isinstance(evaluation, BenchmarkEvaluationResult):
+        raise InputError(
+            f"{what}: evaluation must be the result of evaluate_benchmark (one system), not "
+            f"{type(evaluation).__name__}"
+        )
+    ix = index_argument(index)
+    recorded = evaluation.index if isinstance(evaluation.index, Mapping) else {}
+    given = ix.describe()
+    keys = ("fingerprint",) if recorded.get("fingerprint") else ("name", "items", "encoder")
+    if any(recorded.get(k) != given.get(k) for k in keys):
+        raise InputError(
+            f"{what}: the index {ix.label} ({_named(given)}) is not the collection the "
+            f"evaluation evaluated ({_named(recorded)}): give that collection"
+        )
+    return ix
+
+
+def natural_key(text: str) -> tuple:
+    """A sort key that orders the numbers inside ids by value: q2, q10, q102."""
+    parts = re.split(r"([0-9]+)", text)
+    return (
+        tuple((0, int(p), "") if i % 2 else (1, 0, p.casefold()) for i, p in enumerate(parts)),
+        text,
+    )
+
+
+def worst_first(per_query: Iterable[Mapping]) -> list[Mapping]:
+    """The per-query rows by nDCG@10, lowest first; equal values by id in natural order."""
+    return sorted(per_query, key=lambda q: (q["nDCG@10"], natural_key(q["id"])))
+
+
+def sort_rows(rows: Iterable[Mapping], by: str, descending: bool = False) -> list[Mapping]:
+    """Table rows sorted by column ``by``: numbers by value, texts (ids, queries) in natural
+    order (q13 before q102), a missing value (``None``) last either way; ties keep the
+    order given."""
+    rows = list(rows)
+    present = [r for r in rows if r.get(by) is not None]
+    missing = [r for r in rows if r.get(by) is None]
+    numeric = all(isinstance(r[by], (int, float)) for r in present)
+    key = (lambda r: r[by]) if numeric else (lambda r: natural_key(str(r[by])))
+    return sorted(present, key=key, reverse=descending) + missing
+
+
+def per_query_row(q: Mapping) -> dict[str, Any]:
+    """One per-query row under :data:`PER_QUERY_COLUMNS` (a rank is ``None`` when there is
+    none; ``relevant_status`` says why, empty in a result kept from before it was recorded)."""
+    return {
+        "query_id": q["id"],
+        "query": q["text"],
+        "first_relevant_rank": q["first_relevant_rank"],
+        **{m: q[m] for m in MEASURES},
+        "relevant_rank": q["relevant_rank"],
+        "relevant_status": q.get("relevant_status", ""),
+    }
+
+
+def blame_row(b: Mapping) -> dict[str, Any]:
+    """One blame row under :data:`BLAME_COLUMNS` (the queries joined by spaces; a piece
+    marked: ``##ome (piece)``)."""
+    return {
+        "word": entry_label(b),
+        "pushed": b["pushed"],
+        "amount": b["amount"],
+        "mismatch": b["mismatch"],
+        "pushed_queries": " ".join(b["pushed_queries"]),
+        "mismatch_queries": " ".join(b["mismatch_queries"]),
+    }
+
+
+def failure_row(f: Failure) -> dict[str, Any]:
+    """One failure under :data:`FAILURE_COLUMNS` (words and causes joined; a missing number
+    is ``None``)."""
+    sides = (f.favour_nonrelevant, f.favour_relevant)
+    return {
+        "query_id": f.query_id,
+        "query": f.query,
+        "first_relevant_rank": f.first_relevant_rank,
+        "nonrelevant": f.nonrelevant.id if f.nonrelevant else "",
+        "relevant": f.relevant.id if f.relevant else "",
+        "relevant_rank": f.relevant.rank if f.relevant else None,
+        "relevant_status": f.relevant_status,
+        "gap": f.gap,
+        "decisive_words": ", ".join(entry_label(d) for d in f.decisive),
+        "favour_nonrelevant": sides[0].total if sides[0] else None,
+        "favour_relevant": sides[1].total if sides[1] else None,
+        "query_delta": f.query_delta,
+        "expansion_delta": f.expansion_delta,
+        "causes": "; ".join(f.causes),
+        "query_length": f.query_length,
+        "missing_words": " ".join(f.missing_words),
+    }
+
+
+def cause_counts(failures: Iterable[Failure]) -> dict[str, int]:
+    """How many failures each cause holds for, in the order of ``failures.CAUSES`` (every
+    cause listed, 0 included; a failure counts under each of its causes)."""
+    counts = dict.fromkeys(CAUSES, 0)
+    for f in failures:
+        for cause in f.causes:
+            counts[cause] = counts.get(cause, 0) + 1
+    return counts
+
+
+def select_failures(
+    failures: Iterable[Failure],
+    causes: Iterable[str] | None = None,
+    lengths: tuple[int, int] | None = None,
+) -> list[Failure]:
+    """The failures with any of ``causes`` (``None``: every one) whose query spells from
+    ``lengths[0]`` to ``lengths[1]`` words (``None``: any length), in the order given."""
+    wanted = None if causes is None else set(causes)
+    return [
+        f
+        for f in failures
+        if (wanted is None or wanted & set(f.causes))
+        and (lengths is None or lengths[0] <= f.query_length <= lengths[1])
+    ]

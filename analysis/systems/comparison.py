@@ -1,0 +1,425 @@
+"""Is B better than A, on which queries, and why: two or more systems on one benchmark.
+
+:func:`evaluate_systems` is what ``lexlens evaluate`` calls: one system is today's
+evaluation (:func:`~lexlens.analysis.evaluation.evaluate.evaluate_benchmark`, unchanged);
+several are compared by :func:`compare_systems`:
+
+- each system evaluated on the same queries and judgements
+  (:mod:`lexlens.analysis.systems.systems`: which systems, queries a run misses scored 0);
+- per measure, each system's mean and, for every pair compared (each against the baseline,
+  or every pair), the difference with its bootstrap interval, the paired t-test, Wilcoxon
+  signed-rank and randomization tests with p-values corrected over every comparison ×
+  measure, the effect size, wins/ties/losses, URisk and TRisk; GeoRisk with three or more
+  systems (:mod:`lexlens.analysis.systems.table`);
+- where: every query's values, the largest wins and losses of each pair on the first
+  measure (nDCG@10);
+- why: each of those explained (:mod:`lexlens.analysis.systems.why`), and the blame shift
+  across the benchmark; an outside run paired with its collection's exact ranking also gets
+  what the engine changed (:mod:`lexlens.analysis.systems.engine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.core.arguments import device_argument, progress_argument
+from lexlens.analysis.core.metrics import is_relevant
+from lexlens.analysis.core.results import Progress, progress_part
+from lexlens.analysis.counterfactual.evaluation import with_counterfactuals
+from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.result import MEASURES, BenchmarkEvaluationResult
+from lexlens.analysis.faithfulness.benchmark import with_faithfulness
+from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.systems.engine import engine_comparison
+from lexlens.analysis.systems.options import ComparisonOptions
+from lexlens.analysis.systems.result import SystemsComparison
+from lexlens.analysis.systems.systems import (
+    LEXLENS,
+    RUN,
+    Benchmark,
+    Evaluated,
+    System,
+    SystemsSpec,
+    evaluate_each,
+    read_benchmark,
+    systems_of,
+)
+from lexlens.analysis.systems.table import extremes, georisk_table, pairs_of, significance_rows
+from lexlens.analysis.systems.why import Explaining, QueryWhy, blame_shift, explain_query
+from lexlens.models.base import InputError
+
+
+def evaluate_systems(
+    spec: SystemsSpec,
+    *,
+    queries: str | Path | Mapping | None = None,
+    qrels: str | Path | Mapping | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    evaluation: EvaluationOptions | None = None,
+    options: ComparisonOptions | None = None,
+    faithfulness: FaithfulnessOptions | None = None,
+    counterfactuals: CounterfactualOptions | None = None,
+) -> BenchmarkEvaluationResult | SystemsComparison:
+    """The systems ``spec`` describes evaluated on one benchmark: one system's evaluation
+    as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`). With
+    ``faithfulness`` or ``counterfactuals`` (their options; ``None``: not asked), the one
+    system's evaluation gets them (:func:`~lexlens.analysis.faithfulness.benchmark.
+    with_faithfulness`, :func:`~lexlens.analysis.counterfactual.evaluation.
+    with_counterfactuals`). Every argument is checked before anything is evaluated: the
+    additions' options, and that they have one system of Lexlens's own ranking to test."""
+    if not isinstance(spec, SystemsSpec):
+        raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
+    evaluation, options = _checked_options(evaluation, options)
+    additions = _checked_additions(faithfulness, counterfactuals)
+    systems = systems_of(spec, evaluation.gate_k)
+    if additions and (len(systems) > 1 or systems[0].kind == RUN):
+        asked = " and ".join(additions)
+        if len(systems) > 1:
+            raise InputError(
+                f"{asked} test one system's failures: {len(systems)} systems are given "
+                f"({', '.join(s.name for s in systems)})"
+            )
+        raise InputError(f"{asked} re-encode Lexlens's own queries: not another system's run")
+    if len(systems) == 1:
+        if options != ComparisonOptions():
+            changed = [
+                d.flag
+                for d in ComparisonOptions.declared()
+                if getattr(options, d.name) != d.default
+            ]
+            raise InputError(f"{', '.join(changed)}: a comparison needs two or more systems")
+        one = systems[0]
+        progress = progress_argument(progress)
+        steps = 1 + len(additions)
+        result = evaluate_benchmark(
+            spec.indexes[0],
+            queries=queries,
+            qrels=qrels,
+            run=spec.runs[0] if spec.runs else None,
+            query_encoder=one.query_encoder,
+            device=device,
+            progress=progress_part(progress, 0.0, 1 / steps),
+            options=evaluation,
+        )
+        return _with_additions(
+            result, spec.indexes[0], faithfulness, counterfactuals, device, progress, steps
+        )
+    return compare_systems(
+        systems,
+        queries=queries,
+        qrels=qrels,
+        device=device,
+        progress=progress,
+        evaluation=evaluation,
+        options=options,
+    )
+
+
+def _checked_additions(faithfulness: Any, counterfactuals: Any) -> list[str]:
+    """The additions asked for (``faithfulness``, ``counterfactuals``), each refused naming
+    itself when its options are of another type."""
+    if faithfulness is not None and not isinstance(faithfulness, FaithfulnessOptions):
+        raise InputError(
+            f"faithfulness must be FaithfulnessOptions (or None), not {type(faithfulness).__name__}"
+        )
+    if counterfactuals is not None and not isinstance(counterfactuals, CounterfactualOptions):
+        raise InputError(
+            "counterfactuals must be CounterfactualOptions (or None), not "
+            f"{type(counterfactuals).__name__}"
+        )
+    asked = (("faithfulness", faithfulness), ("counterfactuals", counterfactuals))
+    return [name for name, value in asked if value is not None]
+
+
+def _with_additions(
+    result: BenchmarkEvaluationResult,
+    index: Any,
+    faithfulness: FaithfulnessOptions | None,
+    counterfactuals: CounterfactualOptions | None,
+    device: str | None,
+    progress: Progress | None,
+    steps: int,
+) -> BenchmarkEvaluationResult:
+    """One system's evaluation with the faithfulness and counterfactuals asked for."""
+    done = 1
+    if faithfulness is not None:
+        part = progress_part(progress, done / steps, (done + 1) / steps)
+        result = with_faithfulness(
+            index, result, device=device, progress=part, options=faithfulness
+        )
+        done += 1
+    if counterfactuals is not None:
+        part = progress_part(progress, done / steps, 1.0)
+        result = with_counterfactuals(
+            index, result, device=device, progress=part, options=counterfactuals
+        )
+    return result
+
+
+def _checked_options(evaluation: Any, options: Any) -> tuple[EvaluationOptions, ComparisonOptions]:
+    """The evaluation's and the comparison's options (their defaults for ``None``), each
+    refused naming itself when of another type."""
+    if evaluation is not None and not isinstance(evaluation, EvaluationOptions):
+        raise InputError(f"evaluation must be EvaluationOptions, not {type(evaluation).__name__}")
+    if options is not None and not isinstance(options, ComparisonOptions):
+        raise InputError(f"options must be ComparisonOptions, not {type(options).__name__}")
+    return evaluation or EvaluationOptions(), options or ComparisonOptions()
+
+
+def compare_systems(
+    systems: Sequence[System],
+    *,
+    queries: str | Path | Mapping | None = None,
+    qrels: str | Path | Mapping | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    evaluation: EvaluationOptions | None = None,
+    options: ComparisonOptions | None = None,
+    **given: Any,
+) -> SystemsComparison:
+    """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
+    compared on the queries and judgements given, else the first system's collection's:
+    see the module docstring."""
+    evaluation, options = _checked_options(evaluation, options)
+    options = ComparisonOptions.of(options, **given)
+    device_argument(device)
+    progress = progress_argument(progress)
+    if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
+        raise InputError("systems must be a list of System (systems_of makes them)")
+    if len(systems) < 2:
+        raise InputError(f"systems: {len(systems)} given, a comparison needs two or more")
+    names = [s.name for s in systems]
+    baseline = options.baseline or names[0]
+    if baseline not in names:
+        raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
+    benchmark = read_benchmark(index_argument(systems[0].index), queries, qrels)
+    evaluated = evaluate_each(
+        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9)
+    )
+    return compare_evaluated(
+        evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
+    )
+
+
+def compare_evaluated(
+    evaluated: Sequence[Evaluated],
+    benchmark: Benchmark,
+    evaluation: EvaluationOptions,
+    options: ComparisonOptions,
+    device: str | None = None,
+    progress: Progress | None = None,
+) -> SystemsComparison:
+    """The comparison of systems already evaluated on ``benchmark``: the statistics, where
+    they differ, and the largest wins and losses explained."""
+    names = [e.system.name for e in evaluated]
+    baseline = options.baseline or names[0]
+    if baseline not in names:
+        raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
+    result = _compared(evaluated, baseline, benchmark, evaluation, options)
+    return replace(result, why=_explained(result, device, progress))
+
+
+def _values(evaluated: Sequence[Evaluated]) -> tuple[list[str], dict, dict]:
+    """The judged queries in order, their texts, and {system: {measure: per-query array}}."""
+    first = evaluated[0].evaluation.metrics["per_query"]
+    order = [q["id"] for q in first]
+    texts = {q["id"]: q["text"] for q in first}
+    values = {}
+    for e in evaluated:
+        rows = {q["id"]: q for q in e.evaluation.metrics["per_query"]}
+        values[e.system.name] = {
+            m: np.array([rows[q][m] for q in order], np.float64) for m in MEASURES
+        }
+    return order, texts, values
+
+
+def _notes(evaluated: Sequence[Evaluated], first: list[str]) -> list[str]:
+    """The notes: reading, those every system shares once, each system's own prefixed (a
+    run's names the judged queries it misses, scored 0)."""
+    notes = list(first)
+    every = [e.evaluation.notes for e in evaluated]
+    shared = [n for n in every[0] if all(n in other for other in every[1:])]
+    notes += shared
+    for e in evaluated:
+        notes += [f"{e.system.name}: {n}" for n in e.evaluation.notes if n not in shared]
+    return notes
+
+
+def _extremes(
+    pairs: Sequence[tuple[str, str]],
+    values: Mapping,
+    order: Sequence[str],
+    texts: Mapping[str, str],
+    count: int,
+) -> list[dict]:
+    """Each pair's largest wins and losses on the first measure, with both values."""
+    measure = MEASURES[0]
+    index = {q: i for i, q in enumerate(order)}
+    out = []
+    for a, b in pairs:
+        wins, losses = extremes(values, order, (a, b), measure, count)
+        rows = {}
+        for q in wins + losses:
+            x, y = values[a][measure][index[q]], values[b][measure][index[q]]
+            rows[q] = {
+                "query_id": q,
+                "query": texts[q],
+                "a": float(x),
+                "b": float(y),
+                "delta": float(y - x),
+            }
+        out.append(
+            {
+                "system_a": a,
+                "system_b": b,
+                "measure": measure,
+                "wins": [rows[q] for q in wins],
+                "losses": [rows[q] for q in losses],
+            }
+        )
+    return out
+
+
+def _compared(
+    evaluated: Sequence[Evaluated],
+    baseline: str,
+    benchmark: Benchmark,
+    evaluation: EvaluationOptions,
+    options: ComparisonOptions,
+) -> SystemsComparison:
+    """Everything but the explanations of the largest wins and losses."""
+    systems = [e.system for e in evaluated]
+    names = [s.name for s in systems]
+    order, texts, values = _values(evaluated)
+    pairs = pairs_of(names, baseline, options.all_pairs)
+    by_name = {e.system.name: e for e in evaluated}
+    shifts = []
+    for a, b in pairs:
+        a_not_b, b_not_a = blame_shift(
+            by_name[a].evaluation.failures, by_name[b].evaluation.failures
+        )
+        shifts.append({"system_a": a, "system_b": b, "a_not_b": a_not_b, "b_not_a": b_not_a})
+    engine = []
+    for a, b in pairs:
+        sa, sb = by_name[a].system, by_name[b].system
+        if {sa.kind, sb.kind} == {LEXLENS, RUN} and sa.index == sb.index:
+            exact, run = (sa, sb) if sa.kind == LEXLENS else (sb, sa)
+            if exact.gate_k == run.gate_k and exact.query_encoder == run.query_encoder:
+                found = engine_comparison(
+                    by_name[exact.name].evaluation.run, by_name[run.name].evaluation.run, order
+                )
+                engine.append({"exact": exact.name, "run": run.name, **found})
+    qrels_of = {q: {d: r for d, r in benchmark.qrels[q].items() if is_relevant(r)} for q in order}
+    return SystemsComparison(
+        systems=systems,
+        baseline=baseline,
+        measures=list(MEASURES),
+        settings={
+            **evaluation.to_dict(),
+            **options.to_dict(),
+            "queries": len(order),
+            "systems": len(systems),
+        },
+        means={
+            n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
+            for n in names
+        },
+        table=significance_rows(values, pairs, MEASURES, options),
+        georisk=georisk_table(values, names, MEASURES),
+        per_query=[
+            {
+                "id": q,
+                "text": texts[q],
+                "values": {n: {m: float(values[n][m][i]) for m in MEASURES} for n in names},
+            }
+            for i, q in enumerate(order)
+        ],
+        extremes=_extremes(pairs, values, order, texts, options.explain),
+        why=[],
+        blame_shift=shifts,
+        engine=engine,
+        missing={
+            e.system.name: {"count": len(e.missing), "queries": e.missing[:100]} for e in evaluated
+        },
+        notes=_notes(evaluated, benchmark.notes),
+        runs={e.system.name: e.evaluation.run for e in evaluated},
+        judged=qrels_of,
+    )
+
+
+def _explained(
+    result: SystemsComparison, device: str | None, progress: Progress | None
+) -> list[QueryWhy]:
+    """The largest wins and losses of every pair explained."""
+    wanted = [
+        (e["system_a"], e["system_b"], q["query_id"])
+        for e in result.extremes
+        for q in e["wins"] + e["losses"]
+    ]
+    return explain_many(result, wanted, device, progress)
+
+
+def explain_many(
+    result: SystemsComparison,
+    wanted: Sequence[tuple[str, str, str]],
+    device: str | None,
+    progress: Progress | None = None,
+) -> list[QueryWhy]:
+    """``(system A, system B, query id)`` explained, each query encoded once per system."""
+    if not wanted:
+        return []
+    explaining = Explaining(device, result.settings["query_mode"])
+    systems = {s.name: s for s in result.systems}
+    texts = {q["id"]: q["text"] for q in result.per_query}
+    rows = {q["id"]: q for q in result.per_query}
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+    for name in dict.fromkeys(n for a, b, _ in wanted for n in (a, b)):
+        queries = list(dict.fromkeys(q for a, b, q in wanted if name in (a, b)))
+        for q, v in zip(
+            queries, explaining.vectors(systems[name], [texts[q] for q in queries]), strict=True
+        ):
+            vectors[(name, q)] = v
+    measure = result.measures[0]
+    out = []
+    for i, (a, b, q) in enumerate(wanted):
+        sides = [
+            explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, [])) for n in (a, b)
+        ]
+        values = (rows[q]["values"][a][measure], rows[q]["values"][b][measure])
+        out.append(explain_query(*sides, q, texts[q], result.judged.get(q, {}), values, measure))
+        if progress:
+            progress((i + 1) / len(wanted), f"{i + 1}/{len(wanted)} queries explained")
+    return out
+
+
+def why_of(
+    result: SystemsComparison, query_id: str, pair: tuple[str, str], device: str | None = None
+) -> QueryWhy:
+    """Why ``query_id``'s value differs between the pair's systems (A, B) of ``result``."""
+    if not isinstance(result, SystemsComparison):
+        raise InputError(f"result must be a SystemsComparison, not {type(result).__name__}")
+    if not isinstance(query_id, str):
+        raise InputError(f"query_id must be a query's id (text), not {type(query_id).__name__}")
+    if (
+        not isinstance(pair, (tuple, list))
+        or len(pair) != 2
+        or not all(isinstance(n, str) for n in pair)
+    ):
+        raise InputError(f"pair must be two systems' names (A, B), not {pair!r}")
+    device_argument(device)
+    names = [s.name for s in result.systems]
+    for name in pair:
+        if name not in names:
+            raise InputError(f"system {name!r} is not in this comparison: {', '.join(names)}")
+    if query_id not in {q["id"] for q in result.per_query}:
+        raise InputError(f"query {query_id!r} is not one of this comparison's judged queries")
+    return explain_many(result, [(pair[0], pair[1], query_id)], device)[0]
