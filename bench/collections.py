@@ -209,7 +209,7 @@ def twenty_thousand_texts(n: int = 20000) -> list[dict]:
             ix = open_index(folder / "ix")
             _done({{"items": r.items, "seconds": r.seconds, "nnz": ix.nnz,
                     "disk_bytes": ix.disk_bytes, "csr_bytes": ix.csr_bytes,
-                    "files": ix.manifest["files"]}})
+                    "files": dict(ix.manifest.files)}})
             """
         )
         details = {

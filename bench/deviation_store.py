@@ -70,7 +70,12 @@ def _write_million(source: Path, out: Path, n: int = MILLION) -> float:
 
     started = time.perf_counter()
     write_index(
-        out, src.vocab, items(), encoder=src.manifest["encoder"], gate_k=src.gate_k, postings=False
+        out,
+        src.vocab,
+        items(),
+        encoder=src.manifest.encoder.to_dict(),
+        gate_k=src.gate_k,
+        postings=False,
     )
     return time.perf_counter() - started
 

@@ -13,7 +13,9 @@ and kept on disk for search, deviation and comparison.
 - :mod:`.build_parts` and :mod:`.encoding`: what every build shares;
 - :mod:`.sources`: what a source is and its items; :mod:`.feature_files`: dense feature
   files with their ids and captions;
-- :mod:`.store` (the format and its reader), :mod:`.store_writer` (atomic writes),
+- :mod:`.store` (the format and its reader; its manifest typed in :mod:`.manifest`),
+  :mod:`.stored` (what an analysis may ask of a stored collection: ``StoredCollection``),
+  :mod:`.memory` (a small collection held in memory), :mod:`.store_writer` (atomic writes),
   :mod:`.postings` (the inverted index of large ones), :mod:`.npy_files` (streamed arrays);
 - :mod:`.workspace`: where the app keeps its collections.
 """

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.collections.store import StoredIndex, vocab_hash
 from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.datasets.items import Skipped
@@ -26,10 +27,10 @@ from lexlens.models.base import Encoder
 MAX_SKIPPED_LISTED = 100
 
 
-def listed_skipped(manifest: dict) -> list[Skipped]:
+def listed_skipped(manifest: Manifest) -> list[Skipped]:
     """The skipped items a build's result lists: the first :data:`MAX_SKIPPED_LISTED` of
     those its manifest names."""
-    return [Skipped(**s) for s in manifest.get("skipped", [])[:MAX_SKIPPED_LISTED]]
+    return list(manifest.skipped[:MAX_SKIPPED_LISTED])
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,18 @@ class IndexResult(Result):
         """Every skipped item, listed or not: the manifest's ``counts.skipped``."""
         return int(self.manifest.get("counts", {}).get("skipped", len(self.skipped)))
 
+    @property
+    def nnz(self) -> int:
+        """Non-zero weights the index holds: the manifest's ``counts.nnz``."""
+        return Manifest.read(self.manifest).counts.nnz
+
+    @property
+    def kept_benchmark(self) -> dict | None:
+        """The counts of the benchmark the index was built from (``queries``,
+        ``judged_queries``, ``judgements``, …) as its manifest records them, else ``None``."""
+        benchmark = Manifest.read(self.manifest).kept_benchmark
+        return None if benchmark is None else benchmark.to_dict()
+
 
 def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> IndexResult:
     """The result of a build that found its index up to date: nothing encoded, every stored
@@ -69,7 +82,7 @@ def unchanged(out: str, encoder: Encoder, old: StoredIndex, seconds: float) -> I
         skipped=listed_skipped(old.manifest),
         up_to_date=True,
         seconds=seconds,
-        manifest=old.manifest,
+        manifest=old.manifest.to_dict(),
         notes=["source and encoder unchanged: nothing to encode"],
     )
 

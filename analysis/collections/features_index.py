@@ -32,6 +32,7 @@ from lexlens.analysis.collections.build_parts import (
     unchanged,
 )
 from lexlens.analysis.collections.encoding import gated_sparse
+from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.store import StoredIndex, existing_index, vocab_hash
 from lexlens.analysis.collections.store_writer import (
@@ -167,11 +168,11 @@ def _up_to_date(
     files)."""
     return (
         old is not None
-        and old.manifest.get("modality") == "features"
-        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
-        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
+        and old.manifest.modality == "features"
+        and old.manifest.encoder.fingerprint == entry["fingerprint"]
+        and old.manifest.vocab.hash == vocab_hash(encoder.vocab)
         and old.gate_k == gate_k
-        and old.manifest["source"].get("fingerprint") == fingerprint
+        and old.manifest.source.fingerprint == fingerprint
     )
 
 
@@ -242,30 +243,30 @@ def build_features_index(
 def _features_result(
     out: Path,
     encoder: Encoder,
-    manifest: dict,
+    manifest: Manifest,
     table: FeatureTable,
     old: StoredIndex | None,
     seconds: float,
 ) -> IndexResult:
     """The result of a features build that wrote its index."""
-    counts = manifest["counts"]
+    counts = manifest.counts
     notes = list(table.notes)
     if old is not None:
         notes.append("the stored index was replaced: every vector was encoded again")
-    if counts["skipped"]:
+    if counts.skipped:
         notes.append(
-            f"{counts['skipped']} vector(s) skipped (the first "
-            f"{min(counts['skipped'], MAX_SKIPPED_LISTED)} listed)"
+            f"{counts.skipped} vector(s) skipped (the first "
+            f"{min(counts.skipped, MAX_SKIPPED_LISTED)} listed)"
         )
     return IndexResult(
         out=str(out),
         encoder=encoder.name,
-        items=counts["items"],
-        encoded=counts["encoded"],
+        items=counts.items,
+        encoded=counts.encoded,
         reused=0,
         skipped=listed_skipped(manifest),
         up_to_date=False,
         seconds=seconds,
-        manifest=manifest,
+        manifest=manifest.to_dict(),
         notes=notes,
     )

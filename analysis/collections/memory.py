@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.store import vocab_hash
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, check_gate_k, gate
 from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.results import Progress
@@ -23,9 +26,14 @@ TEXT_COLLECTION_NEEDS = Needs("a text collection", all_of=frozenset({Capability.
 
 class MemoryCollection:
     """A small collection held in memory (the ``--collection FILE`` path): texts encoded
-    as documents, gated, kept as a scipy CSR matrix."""
+    as documents, gated (at ``gate_k``), kept as a scipy CSR matrix."""
 
     modality = "text"
+    #: Held in memory: no folder, and no queries or judgements kept beside its items.
+    path = None
+    benchmark_files = None
+    #: Its encoder's own word list is not kept.
+    known_words: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -36,6 +44,7 @@ class MemoryCollection:
         labels: list[frozenset[str]] | None = None,
         name: str = "collection",
         encoder_name: str = "",
+        gate_k: int = DEFAULT_GATE_K,
     ) -> None:
         import scipy.sparse as sp
 
@@ -45,33 +54,77 @@ class MemoryCollection:
         if matrix.shape[0] != len(ids):
             raise ValueError("one vector per item")
         matrix.sort_indices()
-        self.ids, self.texts, self.matrix = list(ids), list(texts), matrix
+        self.ids, self.texts, self._matrix = list(ids), list(texts), matrix
         self.vocab = list(vocab)
         self.labels = [frozenset(x) for x in labels] if labels else []
         self.name = name
         self.encoder_name = encoder_name
+        self.gate_k = int(gate_k)
         self.norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel()).astype(
             np.float32
         )
-        self.postings = None
+        self._vocab_hash: str | None = None
+        self._fingerprint: str | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def label(self) -> str:
+        """How messages name it: its name."""
+        return self.name
+
+    @property
+    def encoder_spec(self) -> str:
+        """The encoder that made the vectors: the name it was given under."""
+        return self.encoder_name
 
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
 
     @property
+    def vocab_hash(self) -> str:
+        """The hash of the vocabulary, as a stored index records it."""
+        if self._vocab_hash is None:
+            self._vocab_hash = vocab_hash(self.vocab)
+        return self._vocab_hash
+
+    @property
+    def fingerprint(self) -> str:
+        """What the collection holds, as a digest: its ids and vectors, the vocabulary, the
+        encoder's name and the gate (made once)."""
+        if self._fingerprint is None:
+            vectors = hashlib.blake2b(digest_size=16)
+            for array in (self._matrix.indptr, self._matrix.indices, self._matrix.data):
+                vectors.update(np.ascontiguousarray(array).tobytes())
+            held = {
+                "ids": hashlib.sha256("\n".join(self.ids).encode("utf-8")).hexdigest(),
+                "vectors": vectors.hexdigest(),
+                "encoder": self.encoder_name,
+                "vocab": self.vocab_hash,
+                "gate_k": self.gate_k,
+                "items": len(self),
+            }
+            text = json.dumps(held, sort_keys=True).encode("utf-8")
+            self._fingerprint = hashlib.sha256(text).hexdigest()[:16]
+        return self._fingerprint
+
+    @property
     def has_labels(self) -> bool:
         return bool(self.labels) and any(self.labels)
 
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        a, b = self.matrix.indptr[i], self.matrix.indptr[i + 1]
-        return self.matrix.indices[a:b], self.matrix.data[a:b]
+        a, b = self._matrix.indptr[i], self._matrix.indptr[i + 1]
+        return self._matrix.indices[a:b], self._matrix.data[a:b]
 
-    def csr(self):
-        return self.matrix
+    def matrix(self) -> Any:
+        """Every item's vector: the CSR matrix it holds (float32, indices sorted)."""
+        return self._matrix
+
+    def kept_benchmark(self) -> dict | None:
+        """None: a collection held in memory keeps no queries or judgements."""
+        return None
 
     def meta(
         self, rows: Sequence[int] | np.ndarray, columns: list[str] | None = None
@@ -145,6 +198,7 @@ def encode_collection(
         labels,
         name=name,
         encoder_name=encoder.name,
+        gate_k=gate_k,
     )
 
 

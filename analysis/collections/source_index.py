@@ -80,10 +80,10 @@ def _reusable(
     identically (the same encoder weights, vocabulary, gate k and modality)."""
     return (
         old is not None
-        and old.manifest["encoder"].get("fingerprint") == entry["fingerprint"]
-        and old.manifest["vocab"].get("hash") == vocab_hash(encoder.vocab)
+        and old.manifest.encoder.fingerprint == entry["fingerprint"]
+        and old.manifest.vocab.hash == vocab_hash(encoder.vocab)
         and old.gate_k == gate_k
-        and old.manifest.get("modality") == modality
+        and old.manifest.modality == modality
     )
 
 
@@ -119,8 +119,8 @@ def build_source_index(
         )
     if (
         compatible
-        and old.manifest["source"].get("fingerprint") == s_fingerprint
-        and old.manifest["source"].get("root") == str(src.root.resolve())
+        and old.manifest.source.fingerprint == s_fingerprint
+        and old.manifest.source.root == str(src.root.resolve())
         and (options.postings is None or options.postings == (old.postings is not None))
     ):
         return unchanged(str(out), encoder, old, time.perf_counter() - started)
@@ -135,7 +135,7 @@ def build_source_index(
             "kind": src.kind,
             "fingerprint": s_fingerprint,
         },
-        created=old.manifest.get("created") if old is not None else None,
+        created=old.manifest.created if old is not None else None,
     )
 
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
@@ -155,17 +155,17 @@ def build_source_index(
         postings=options.postings,
         extra=extra_files(encoder, src),
     )
-    counts = manifest["counts"]
+    counts = manifest.counts
     return IndexResult(
         out=str(out),
         encoder=encoder.name,
-        items=counts["items"],
-        encoded=counts["encoded"],
-        reused=counts["reused"],
+        items=counts.items,
+        encoded=counts.encoded,
+        reused=counts.reused,
         skipped=listed_skipped(manifest),
         up_to_date=False,
         seconds=time.perf_counter() - started,
-        manifest=manifest,
+        manifest=manifest.to_dict(),
         notes=notes + _build_notes(src, build.skipped),
     )
 

@@ -25,6 +25,7 @@ opens in milliseconds and memory stays O(what a query touches). Writing one is
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.home import collections_dir, stored_names
+from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.analysis.core.inputs import read_bytes
 from lexlens.models.base import InputError, texts_digest
@@ -87,7 +89,9 @@ class IndexBatch:
 
 
 class StoredIndex:
-    """An opened index: memory-mapped CSR arrays, metadata on demand, the manifest.
+    """An opened index: memory-mapped CSR arrays, metadata on demand, the typed manifest.
+    It answers the calls of a stored collection
+    (:class:`~lexlens.analysis.collections.stored.StoredCollection`).
 
     Opening checks the manifest and the arrays' shapes against it (a truncated or
     corrupted index is refused with one line, never a traceback).
@@ -118,8 +122,8 @@ class StoredIndex:
 
     def _open_arrays(self) -> None:
         m = self.manifest
-        n, nnz, v = int(m["counts"]["items"]), int(m["counts"]["nnz"]), int(m["vocab"]["size"])
-        files = m.get("files", {})
+        n, nnz, v = m.counts.items, m.counts.nnz, m.vocab.size
+        files = m.files
         for name, size in files.items():
             path = self.path / name
             if not path.is_file():
@@ -128,7 +132,7 @@ class StoredIndex:
                 raise self.corrupt(
                     f"{name} has {path.stat().st_size:,} bytes, expected {int(size):,}"
                 )
-            expected = m.get("checksums", {}).get(name)
+            expected = m.checksums.get(name)
             if expected and int(size) <= VERIFY_BYTES and file_checksum(path) != expected:
                 raise self.corrupt(f"{name} was changed after the index was built")
 
@@ -167,22 +171,28 @@ class StoredIndex:
 
     # -- basics ---------------------------------------------------------------------------
     def __len__(self) -> int:
-        return int(self.manifest["counts"]["items"])
+        return self.manifest.counts.items
 
     @property
     def nnz(self) -> int:
         """Stored non-zero weights over every item."""
-        return int(self.manifest["counts"]["nnz"])
+        return self.manifest.counts.nnz
 
     @property
     def gate_k(self) -> int:
         """The gate k its vectors were stored with (-1: ungated)."""
-        return int(self.manifest["gate_k"])
+        return self.manifest.gate_k
 
     @property
     def vocab_size(self) -> int:
         """Dimensions of the output vocabulary."""
-        return int(self.manifest["vocab"]["size"])
+        return self.manifest.vocab.size
+
+    @property
+    def vocab_hash(self) -> str:
+        """The hash of the vocabulary (:func:`vocab_hash`), as the build recorded it."""
+        recorded = self.manifest.vocab.hash
+        return recorded if recorded is not None else vocab_hash(self.vocab)
 
     @property
     def vocab(self) -> list[str]:
@@ -191,7 +201,7 @@ class StoredIndex:
             lines = (self.path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
             if len(lines) != self.vocab_size:
                 raise self.corrupt(f"vocab.txt has {len(lines)} tokens, expected {self.vocab_size}")
-            expected = self.manifest["vocab"].get("hash")
+            expected = self.manifest.vocab.hash
             if expected is not None and vocab_hash(lines) != expected:
                 raise self.corrupt("vocab.txt was changed after the index was built")
             self._vocab = lines
@@ -209,12 +219,19 @@ class StoredIndex:
     @property
     def encoder_name(self) -> str:
         """The name of the encoder the vectors come from."""
-        return str(self.manifest["encoder"]["name"])
+        return self.manifest.encoder.name
+
+    @property
+    def encoder_spec(self) -> str:
+        """The spec that loads the encoder the vectors come from (its name when the build
+        recorded none)."""
+        return self.manifest.encoder.loads_as
 
     @property
     def modality(self) -> str:
         """What the items are: "text", "image" or "features"."""
-        return str(self.manifest.get("modality", "text"))
+        recorded = self.manifest.modality
+        return "text" if recorded is None else recorded
 
     @property
     def csr_bytes(self) -> int:
@@ -224,9 +241,7 @@ class StoredIndex:
     @property
     def disk_bytes(self) -> int:
         """Bytes of every file of the index, the manifest included."""
-        return sum(int(s) for s in self.manifest.get("files", {}).values()) + (
-            (self.path / MANIFEST).stat().st_size
-        )
+        return sum(self.manifest.files.values()) + ((self.path / MANIFEST).stat().st_size)
 
     # -- vectors --------------------------------------------------------------------------
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -256,6 +271,42 @@ class StoredIndex:
             (weights, cols, np.asarray(self.indptr[start : stop + 1]) - a),
             shape=(stop - start, self.vocab_size),
         )
+
+    def matrix(self) -> Any:
+        """Every item as one scipy CSR matrix (float32, read from the arrays)."""
+        return self.rows(0, len(self))
+
+    def with_vectors(self, vectors: Any, gate_k: int, label: str) -> StoredIndex:
+        """This index's items, metadata and vocabulary with other vectors held in memory
+        (``vectors``: one row per item, e.g. re-gated at ``gate_k``): the same folder opened
+        again, its arrays, norms and manifest (gate k, non-zeros, ``regated_from``) those of
+        the new vectors, ``label`` how messages name it; no postings."""
+        import scipy.sparse as sp
+
+        matrix = sp.csr_matrix(vectors)
+        if matrix.shape != (len(self), self.vocab_size):
+            raise ValueError(f"{matrix.shape} vectors for {len(self)} items of {self.vocab_size}")
+        view = StoredIndex(self.path)  # its own handles (memory maps, metadata) on the folder
+        stored, n = view.gate_k, len(view)
+        view.indptr = matrix.indptr.astype(np.int64)
+        view.indices = matrix.indices.astype(np.int32)
+        view.data = matrix.data.astype(np.float32)
+        squares = np.bincount(
+            np.repeat(np.arange(n), np.diff(view.indptr)),
+            weights=view.data.astype(np.float64) ** 2,
+            minlength=n,
+        )
+        view.norms = np.sqrt(squares).astype(np.float32)
+        view.postings = None
+        m = view.manifest
+        view.manifest = dataclasses.replace(
+            m,
+            gate_k=gate_k,
+            counts=dataclasses.replace(m.counts, nnz=int(view.indices.size)),
+            extra={**m.extra, "regated_from": stored},
+        )
+        view.label = label
+        return view
 
     def vector(self, i: int) -> np.ndarray:
         """Item ``i``'s dense gated vector ``[|V|]`` (float32)."""
@@ -318,12 +369,12 @@ class StoredIndex:
         """Absolute path of an item's image (``None`` for a text item)."""
         if not meta.get("image"):
             return None
-        return Path(self.manifest["source"]["root"]) / meta["image"]
+        return Path(self.manifest.source.root) / meta["image"]
 
     @property
     def has_labels(self) -> bool:
         """Whether any item has labels (what an evaluation needs)."""
-        return bool(self.manifest["counts"].get("labelled", 0))
+        return bool(self.manifest.counts.labelled)
 
     @property
     def fingerprint(self) -> str:
@@ -332,10 +383,10 @@ class StoredIndex:
         unchanged rebuild has the same; any other build, or an update, another."""
         m = self.manifest
         held = {
-            "files": m.get("checksums") or m.get("files"),
-            "encoder": m["encoder"].get("fingerprint") or m["encoder"].get("name"),
-            "vocab": m["vocab"].get("hash"),
-            "gate_k": m.get("gate_k"),
+            "files": dict(m.checksums) or dict(m.files),
+            "encoder": m.encoder.fingerprint or m.encoder.name,
+            "vocab": m.vocab.hash,
+            "gate_k": m.gate_k,
             "items": len(self),
         }
         text = json.dumps(held, sort_keys=True, default=str).encode("utf-8")
@@ -345,8 +396,7 @@ class StoredIndex:
     def benchmark_files(self) -> tuple[Path, Path] | None:
         """The queries and judgements the collection keeps beside its items (built from a
         benchmark source: ``queries.jsonl``, ``qrels.tsv``), or ``None``."""
-        queries, qrels = self.path / "queries.jsonl", self.path / "qrels.tsv"
-        return (queries, qrels) if queries.is_file() and qrels.is_file() else None
+        return benchmark_files(self.path)
 
     def kept_benchmark(self) -> dict | None:
         """How many queries and judgements the collection keeps (``queries``,
@@ -355,7 +405,8 @@ class StoredIndex:
         stored = self.benchmark_files
         if stored is None:
             return None
-        recorded = (self.manifest.get("source") or {}).get("benchmark") or {}
+        benchmark = self.manifest.source.benchmark
+        recorded = benchmark.to_dict() if benchmark is not None else {}
         if all(isinstance(recorded.get(k), int) for k in ("queries", "judgements")):
             keys = ("kind", "split", "queries", "judged_queries", "judgements")
             return {k: recorded[k] for k in keys if k in recorded}
@@ -375,7 +426,7 @@ class StoredIndex:
             "name": self.path.name,
             "items": len(self),
             "encoder": self.encoder_name,
-            "modality": self.manifest.get("modality"),
+            "modality": self.manifest.modality,
             "stored": True,
             "fingerprint": self.fingerprint,
         }
@@ -384,23 +435,22 @@ class StoredIndex:
         """What a collection holds, for lists and the Collections page: built from a
         benchmark, the queries and judgements it keeps (else ``None``)."""
         m = self.manifest
-        kept = m["source"].get("benchmark") if isinstance(m["source"], dict) else None
-        kept = kept if isinstance(kept, dict) else {}
+        kept = m.source.benchmark.to_dict() if m.source.benchmark is not None else {}
         return {
             "name": self.path.name,
             "path": str(self.path),
-            "encoder": m["encoder"]["name"],
-            "modality": m.get("modality"),
+            "encoder": m.encoder.name,
+            "modality": m.modality,
             "items": len(self),
             "nnz": self.nnz,
             "mean_nnz": self.nnz / max(1, len(self)),
-            "gate_k": m["gate_k"],
-            "labelled": m["counts"].get("labelled", 0),
-            "captioned": m["counts"].get("captioned", 0),
-            "skipped": m["counts"].get("skipped", 0),
-            "source": m["source"]["path"],
-            "created": m.get("created"),
-            "updated": m.get("updated"),
+            "gate_k": m.gate_k,
+            "labelled": m.counts.labelled,
+            "captioned": m.counts.captioned,
+            "skipped": m.counts.skipped,
+            "source": m.source.path,
+            "created": m.created,
+            "updated": m.updated,
             "disk_bytes": self.disk_bytes,
             "csr_bytes": self.csr_bytes,
             "postings": self.postings is not None,
@@ -450,6 +500,13 @@ class StoredIndex:
         return [(t, reader.read(t.token)) for t in terms]
 
 
+def benchmark_files(folder: Path) -> tuple[Path, Path] | None:
+    """The queries and judgements an index folder keeps beside its items (``queries.jsonl``,
+    ``qrels.tsv``), or ``None``: what a list of collections asks without opening each."""
+    queries, qrels = folder / "queries.jsonl", folder / "qrels.tsv"
+    return (queries, qrels) if queries.is_file() and qrels.is_file() else None
+
+
 #: Names an unknown collection's message lists at most.
 NAMES_LISTED = 20
 
@@ -479,8 +536,8 @@ def index_folder(path: str | Path) -> Path:
     )
 
 
-def read_manifest(path: Path) -> dict:
-    """The manifest of an index folder, checked; one-line errors for anything else."""
+def read_manifest(path: Path) -> Manifest:
+    """The typed manifest of an index folder, checked; one-line errors for anything else."""
     label = str(path)
     if not path.exists():
         raise InputError(f"--index {label}: not found")
@@ -519,11 +576,11 @@ def read_manifest(path: Path) -> dict:
         ):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{where} is {value!r}, not a whole number")
+        return Manifest.read(manifest)
     except (AttributeError, TypeError, KeyError, ValueError) as exc:
         raise InputError(
             f"{label}: {MANIFEST} is not a valid manifest ({exc}): rebuild the index"
         ) from None
-    return manifest
 
 
 def open_index(path: str | Path | StoredIndex) -> StoredIndex:

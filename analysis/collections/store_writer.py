@@ -27,6 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.manifest import (
+    Counts,
+    EncoderEntry,
+    Manifest,
+    SourceEntry,
+    VocabEntry,
+)
 from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
 from lexlens.analysis.collections.postings import write_postings
 from lexlens.analysis.collections.store import (
@@ -309,9 +316,9 @@ def _keep_user_files(out: Path, tmp: Path, new_files: set[str]) -> None:
             os.link(entry, tmp / entry.name, follow_symlinks=False)
 
 
-def _seal(tmp: Path, out: Path, manifest: dict) -> None:
+def _seal(tmp: Path, out: Path, manifest: Manifest) -> None:
     """Write the manifest last (fsynced), then swap the finished folder into place."""
-    data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    data = manifest.to_json()
     with open(tmp / MANIFEST, "wb") as handle:
         handle.write(data)
         handle.flush()
@@ -328,7 +335,7 @@ def write_atomically(
     *,
     postings: bool | None = None,
     extra: dict[str, bytes] | None = None,
-) -> dict:
+) -> Manifest:
     """Write an index at ``out`` and return its manifest; ``out`` changes only when the new
     index is complete. ``extra`` files (a benchmark's queries and judgements) are written
     with it and listed, with their sizes, among its files.
@@ -341,6 +348,7 @@ def write_atomically(
     write error is one line saying that the previous index is unchanged (or that nothing
     was written).
     """
+    encoder = EncoderEntry.from_dict(header.encoder, "encoder")  # checked before any work
     tmp = out.parent / f".{out.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     had_index = (out / MANIFEST).is_file()
     tmp.mkdir()
@@ -348,15 +356,15 @@ def write_atomically(
     try:
         writer = IndexWriter(tmp, len(vocab))
         encoded, reused, skipped = fill(writer)
-        counts = {
-            "items": writer.count,
-            "nnz": writer.nnz,
-            "encoded": encoded,
-            "reused": reused,
-            "skipped": skipped.count,
-            "labelled": writer.labelled,
-            "captioned": writer.captioned,
-        }
+        counts = Counts(
+            items=writer.count,
+            nnz=writer.nnz,
+            encoded=encoded,
+            reused=reused,
+            skipped=skipped.count,
+            labelled=writer.labelled,
+            captioned=writer.captioned,
+        )
         nonnegative = writer.nonnegative
         files = writer.close(vocab, postings)
         writer = None
@@ -367,23 +375,23 @@ def write_atomically(
                 os.fsync(handle.fileno())
             files[name] = len(data)
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "encoder": header.encoder,
-            "vocab": {"size": len(vocab), "hash": vocab_hash(vocab)},
-            "gate_k": header.gate_k,
-            "modality": header.modality,
-            "source": header.source,
-            "counts": counts,
-            "skipped": [s.to_dict() for s in skipped.first],
-            "created": header.created or now,
-            "updated": now,
-            "files": files,
-            "checksums": {name: file_checksum(tmp / name) for name in files},
-            "nonnegative": nonnegative,
-            "lexlens": _version(),
-        }
+        manifest = Manifest(
+            format=FORMAT,
+            format_version=FORMAT_VERSION,
+            encoder=encoder,
+            vocab=VocabEntry(size=len(vocab), hash=vocab_hash(vocab)),
+            gate_k=header.gate_k,
+            modality=header.modality,
+            source=SourceEntry.from_dict(header.source, "source"),
+            counts=counts,
+            skipped=tuple(skipped.first),
+            created=header.created or now,
+            updated=now,
+            files=files,
+            checksums={name: file_checksum(tmp / name) for name in files},
+            nonnegative=nonnegative,
+            lexlens=_version(),
+        )
         _keep_user_files(out, tmp, set(files))
         _seal(tmp, out, manifest)
     except BaseException as exc:

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.collections.manifest import Manifest
+
 TOKEN_IDS = "token_ids.npy"
 TOKEN_INDPTR = "token_indptr.npy"
 
@@ -72,14 +74,14 @@ def token_dtype(vocab_size: int) -> np.dtype:
 class StoredTokenIds:
     """The token ids of an opened index (memory-mapped), or ``None`` rows when it has none."""
 
-    def __init__(self, path: Path, manifest: dict, corrupt: Any) -> None:
-        files = manifest.get("files", {})
+    def __init__(self, path: Path, manifest: Manifest, corrupt: Any) -> None:
+        files = manifest.files
         self.present = TOKEN_IDS in files and TOKEN_INDPTR in files
         self.indptr: np.ndarray | None = None
         self.ids: np.ndarray | None = None
         if not self.present:
             return
-        n, v = int(manifest["counts"]["items"]), int(manifest["vocab"]["size"])
+        n, v = manifest.counts.items, manifest.vocab.size
         indptr = np.load(path / TOKEN_INDPTR, mmap_mode="r", allow_pickle=False)
         ids = np.load(path / TOKEN_IDS, mmap_mode="r", allow_pickle=False)
         if indptr.dtype != np.int64 or indptr.shape != (n + 1,):

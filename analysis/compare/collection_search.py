@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.metrics import is_relevant, measure, measure_rankings
@@ -50,7 +50,9 @@ def contributions(target: Collection, row: int, q: np.ndarray) -> tuple[float, d
 
 
 def _rankings(
-    targets: tuple[StoredIndex, StoredIndex], queries: tuple[np.ndarray, np.ndarray], depth: int
+    targets: tuple[StoredCollection, StoredCollection],
+    queries: tuple[np.ndarray, np.ndarray],
+    depth: int,
 ) -> list[Ranking]:
     """Each side's ranking, ``depth`` deep."""
     ranked = []
@@ -62,7 +64,7 @@ def _rankings(
 
 
 def _hits(
-    target: StoredIndex,
+    target: StoredCollection,
     rows_of: dict[str, int],
     ranking: Ranking,
     top: int,
@@ -128,7 +130,7 @@ class _Sides:
     """Both sides of a search: the collections, the query vectors, the row of each item id,
     and what joins word pieces into words (both vocabularies' tokens, their known words)."""
 
-    targets: tuple[StoredIndex, StoredIndex]
+    targets: tuple[StoredCollection, StoredCollection]
     queries: tuple[np.ndarray, np.ndarray]
     rows_of: tuple[dict[str, int], dict[str, int]]
     tokens: list[str] | set[str]
@@ -182,7 +184,7 @@ def _moved_hit(
 
 
 def search_side_by_side(
-    targets: tuple[StoredIndex, StoredIndex],
+    targets: tuple[StoredCollection, StoredCollection],
     queries: tuple[np.ndarray, np.ndarray],
     rows_of: tuple[dict[str, int], dict[str, int]],
     *,

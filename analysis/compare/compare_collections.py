@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.compare.collection_search import search_side_by_side
 from lexlens.analysis.compare.kept_queries import kept_query
 from lexlens.analysis.compare.options import CompareIndexOptions, default_gates
@@ -33,16 +33,16 @@ from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
 #: Each side's index, its gate k and its text encoder.
-IndexSide = tuple[StoredIndex, int, Encoder]
+IndexSide = tuple[StoredCollection, int, Encoder]
 
 
 def check_same_items(
-    a: StoredIndex, b: StoredIndex, rows_a: dict[str, int], rows_b: dict[str, int]
+    a: StoredCollection, b: StoredCollection, rows_a: dict[str, int], rows_b: dict[str, int]
 ) -> None:
     """Refuse two indexes that do not hold the same items of the same source (``rows_a``,
     ``rows_b``: the row of each item id in each)."""
-    fa = a.manifest["source"].get("fingerprint")
-    fb = b.manifest["source"].get("fingerprint")
+    fa = a.manifest.source.fingerprint
+    fb = b.manifest.source.fingerprint
     if not fa or fa != fb:
         raise InputError(
             f"{a.path.name} and {b.path.name} were not built from the same source (source "
@@ -136,7 +136,7 @@ def _vocab_side_by_side(
 
 
 def _encoders(
-    indexes: tuple[StoredIndex, StoredIndex],
+    indexes: tuple[StoredCollection, StoredCollection],
     encoder_a: Encoder | str | None,
     encoder_b: Encoder | str | None,
     device: str | None,
@@ -185,7 +185,7 @@ def _sides(
 
 
 def _collection(
-    statistics: list[SideStatistics], targets: list[StoredIndex], k: int, top: int
+    statistics: list[SideStatistics], targets: list[StoredCollection], k: int, top: int
 ) -> dict[str, Any]:
     """Deviation and vocabulary statistics of both sides (the search is added after)."""
     deviations = [s.deviation for s in statistics]
@@ -227,7 +227,7 @@ def _query_vectors(
     return tuple(gate(encoding, encoder.vocab, kk) for _, kk, _ in sides)  # type: ignore[return-value]
 
 
-def _describe(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
+def _describe(ix: StoredCollection, kk: int, encoder: Encoder) -> dict:
     """One side as the result describes it: its index, its gate k, its text encoder."""
     return {
         "index": ix.path.name,
@@ -243,8 +243,8 @@ def _describe(ix: StoredIndex, kk: int, encoder: Encoder) -> dict:
 
 
 def _checked_sides(
-    ix_a: StoredIndex,
-    ix_b: StoredIndex,
+    ix_a: StoredCollection,
+    ix_b: StoredCollection,
     encoders: tuple[Encoder, Encoder],
     options: CompareIndexOptions,
 ) -> tuple[IndexSide, IndexSide]:
@@ -266,8 +266,8 @@ def _checked_sides(
 
 
 def compare_indexes(
-    index_a: str | Path | StoredIndex,
-    index_b: str | Path | StoredIndex | None = None,
+    index_a: str | Path | StoredCollection,
+    index_b: str | Path | StoredCollection | None = None,
     *,
     encoder_a: Encoder | str | None = None,
     encoder_b: Encoder | str | None = None,

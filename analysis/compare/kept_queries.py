@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.compare.side_cache import SIDE_CACHE
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
@@ -34,7 +34,7 @@ class KeptQueries:
         ]
 
 
-def _read(ix: StoredIndex) -> KeptQueries | None:
+def _read(ix: StoredCollection) -> KeptQueries | None:
     stored = ix.benchmark_files
     if stored is None:
         return None
@@ -42,12 +42,14 @@ def _read(ix: StoredIndex) -> KeptQueries | None:
     return KeptQueries(read_queries(stored[0], problems), read_qrels(stored[1], problems))
 
 
-def kept_queries(ix: StoredIndex) -> KeptQueries | None:
+def kept_queries(ix: StoredCollection) -> KeptQueries | None:
     """The queries and judgements ``ix`` keeps, or ``None`` (read once per index state)."""
     return SIDE_CACHE.per_index(ix, "kept queries", _read)
 
 
-def kept_query(indexes: tuple[StoredIndex, StoredIndex], query_id: str) -> tuple[str, dict]:
+def kept_query(
+    indexes: tuple[StoredCollection, StoredCollection], query_id: str
+) -> tuple[str, dict]:
     """The text and judgements of the kept query ``query_id`` (A's, else B's: both hold the
     same source's items)."""
     for ix in indexes:

@@ -9,7 +9,9 @@ pass. A text's own tokens are the input token ids the index kept at build time
 them, its stored text split again by the encoder's tokenizer (no model). Images have no own
 tokens. A larger k than the stored one cannot be recovered: refused. Ties at the k-th
 weight keep the lower vocabulary id. The re-gated rows are held in memory (O(non-zeros at
-the new k)), computed a block of rows at a time.
+the new k)), computed a block of rows at a time, and given back as the stored collection's
+view with these vectors (``with_vectors``): everything that reads a stored collection
+(search, deviation) reads it unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.collections.token_ids import stored_token_ids
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.vocabulary import special_mask
@@ -28,7 +30,7 @@ from lexlens.models.base import Encoder, InputError
 REGATE_BLOCK = 65_536
 
 
-def check_regate(ix: StoredIndex, k: int) -> None:
+def check_regate(ix: StoredCollection, k: int) -> None:
     """Refuse a gate k the index's stored vectors cannot be re-gated to exactly."""
     stored = ix.gate_k
     if k == stored or stored == -1:
@@ -42,7 +44,7 @@ def check_regate(ix: StoredIndex, k: int) -> None:
 
 
 def own_token_rows(
-    ix: StoredIndex, encoder: Encoder | None, start: int, stop: int
+    ix: StoredCollection, encoder: Encoder | None, start: int, stop: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Items ``[start, stop)``'s own tokens as (row pointers, vocabulary ids), special tokens
     left out: the ids the index kept, the rest (older indexes, items kept without them)
@@ -110,49 +112,29 @@ def regate_block(
     )
 
 
-class RegatedIndex(StoredIndex):
-    """A stored index seen at a smaller gate k: the same items, metadata and vocabulary,
-    its vectors re-gated in memory from the stored ones. Everything that reads a
-    :class:`StoredIndex` (search, deviation) reads it unchanged."""
-
-    def __init__(
-        self,
-        base: StoredIndex,
-        k: int,
-        encoder: Encoder | None = None,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(base.path)  # its own handles (memory maps, metadata) on the folder
-        check_regate(self, k)
-        stored, n = self.gate_k, len(self)
-        parts = []
-        for start in range(0, n, REGATE_BLOCK):
-            stop = min(n, start + REGATE_BLOCK)
-            parts.append(
-                regate_block(self.rows(start, stop), k, own_token_rows(self, encoder, start, stop))
-            )
-            if progress:
-                progress(stop / max(n, 1), f"Re-gated {stop:,} of {n:,} items at k = {k}")
-        matrix = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, self.vocab_size))
-        self.indptr = matrix.indptr.astype(np.int64)
-        self.indices = matrix.indices.astype(np.int32)
-        self.data = matrix.data.astype(np.float32)
-        squares = np.bincount(
-            np.repeat(np.arange(n), np.diff(self.indptr)),
-            weights=self.data.astype(np.float64) ** 2,
-            minlength=n,
+def regated_index(
+    base: StoredCollection,
+    k: int,
+    encoder: Encoder | None = None,
+    progress: Progress | None = None,
+) -> StoredCollection:
+    """``base`` seen at a smaller gate ``k``: the same items, metadata and vocabulary, its
+    vectors re-gated in memory from the stored ones (``encoder``: the text encoder that
+    tokenises texts whose token ids the index did not keep)."""
+    check_regate(base, k)
+    n = len(base)
+    parts = []
+    for start in range(0, n, REGATE_BLOCK):
+        stop = min(n, start + REGATE_BLOCK)
+        parts.append(
+            regate_block(base.rows(start, stop), k, own_token_rows(base, encoder, start, stop))
         )
-        self.norms = np.sqrt(squares).astype(np.float32)
-        self.postings = None
-        self.manifest = {
-            **self.manifest,
-            "gate_k": k,
-            "regated_from": stored,
-            "counts": {**self.manifest["counts"], "nnz": int(self.indices.size)},
-        }
-        self.label = f"{base.label} (re-gated at k = {k})"
+        if progress:
+            progress(stop / max(n, 1), f"Re-gated {stop:,} of {n:,} items at k = {k}")
+    matrix = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, base.vocab_size))
+    return base.with_vectors(matrix, k, f"{base.label} (re-gated at k = {k})")
 
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of the re-gated vectors held in memory."""
-        return int(self.indptr.nbytes + self.indices.nbytes + self.data.nbytes + self.norms.nbytes)
+
+def held_bytes(view: StoredCollection) -> int:
+    """Bytes of a re-gated view's vectors held in memory."""
+    return int(view.indptr.nbytes + view.indices.nbytes + view.data.nbytes + view.norms.nbytes)

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.collections.token_ids import stored_token_ids
-from lexlens.analysis.compare.regate import RegatedIndex
+from lexlens.analysis.compare.regate import held_bytes, regated_index
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.deviation import deviation_of_index
 from lexlens.analysis.deviation.result import DeviationResult
@@ -38,9 +38,9 @@ MAX_SIDES = 6
 MAX_BYTES = 1 << 30
 
 
-def index_identity(ix: StoredIndex) -> str:
+def index_identity(ix: StoredCollection) -> str:
     """What names an index's current state: its resolved folder and its manifest's digest."""
-    manifest = json.dumps(ix.manifest, sort_keys=True, default=str).encode("utf-8")
+    manifest = json.dumps(ix.manifest.to_dict(), sort_keys=True, default=str).encode("utf-8")
     return f"{Path(ix.path).resolve()}#{hashlib.sha256(manifest).hexdigest()[:16]}"
 
 
@@ -60,16 +60,13 @@ class SideStatistics:
 
 @dataclass
 class GatedSide:
-    """One index at one gate k: its vectors (a :class:`StoredIndex`, re-gated or not) and
-    its statistics per (text encoder, k of Exact@k)."""
+    """One index at one gate k: its vectors (the stored collection, or its view re-gated)
+    and its statistics per (text encoder, k of Exact@k); ``memory_bytes``: those of
+    re-gated vectors held in memory (0 for memory-mapped stored ones)."""
 
-    target: StoredIndex
+    target: StoredCollection
+    memory_bytes: int = 0
     statistics: dict[tuple[str, int], SideStatistics] = field(default_factory=dict)
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes of re-gated vectors held in memory (0 for memory-mapped stored ones)."""
-        return int(getattr(self.target, "memory_bytes", 0))
 
 
 @dataclass
@@ -84,7 +81,11 @@ class SideCache:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def side(
-        self, ix: StoredIndex, k: int, encoder: Encoder | None, progress: Progress | None = None
+        self,
+        ix: StoredCollection,
+        k: int,
+        encoder: Encoder | None,
+        progress: Progress | None = None,
     ) -> GatedSide:
         """``ix`` at gate ``k`` (re-gated from its stored vectors when smaller), made once."""
         identity = index_identity(ix)
@@ -97,8 +98,11 @@ class SideCache:
         found = self._get(key)
         if found is not None:
             return found
-        target = ix if k == ix.gate_k else RegatedIndex(ix, k, encoder, progress)
-        made = GatedSide(target)
+        if k == ix.gate_k:
+            made = GatedSide(ix)
+        else:
+            view = regated_index(ix, k, encoder, progress)
+            made = GatedSide(view, held_bytes(view))
         self._put(key, made)
         return made
 
@@ -121,7 +125,9 @@ class SideCache:
             side.statistics[key] = made
         return made
 
-    def per_index(self, ix: StoredIndex, what: str, read: Callable[[StoredIndex], Any]) -> Any:
+    def per_index(
+        self, ix: StoredCollection, what: str, read: Callable[[StoredCollection], Any]
+    ) -> Any:
         """``read(ix)``, read once per index state and ``what`` (e.g. its item ids, the
         queries and judgements it keeps)."""
         key = (index_identity(ix), what)
@@ -135,7 +141,7 @@ class SideCache:
             self.kept[key] = found
         return found
 
-    def item_rows(self, ix: StoredIndex) -> dict[str, int]:
+    def item_rows(self, ix: StoredCollection) -> dict[str, int]:
         """The row of each item id of ``ix`` (read once per index state)."""
         return self.per_index(
             ix, "rows", lambda i: {str(d): r for r, d in enumerate(i.column("id"))}

@@ -1,15 +1,21 @@
 """What an analysis may ask of a collection: one declared protocol for every kind of them.
 
 A collection is items encoded once into one vocabulary and gated (``E = V ⊙ G``): a stored
-index on disk (:class:`lexlens.analysis.collections.store.StoredIndex`) or a small collection
-held in memory (:class:`lexlens.analysis.collections.memory.MemoryCollection`). Search,
-evaluation, deviation and compare read them only through this protocol, so each works on
-both, and a new kind of collection plugs in by answering these calls.
+index on disk (:mod:`lexlens.analysis.collections.store`) or a small collection held in
+memory (:mod:`lexlens.analysis.collections.memory`). Every module outside
+``analysis/collections/`` reads them only through this protocol — and, for what only a
+collection in the stored format has (its folder, its typed manifest, its memory-mapped
+arrays), through :class:`lexlens.analysis.collections.stored.StoredCollection`, which a
+collection whose ``path`` is not ``None`` answers. None of them names the classes, reads a
+manifest's keys or opens an index's files by path (``tests/core/test_collection_contract.py``
+reads the code for it), so each analysis works on every kind, and a new kind plugs in by
+answering these calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -59,4 +65,48 @@ class Collection(Protocol):
 
     def describe(self) -> dict:
         """A short description for results (name or path, items, encoder)."""
+        ...
+
+    #: How messages name it (the folder as given, or the collection's name).
+    @property
+    def label(self) -> str: ...
+
+    #: The folder it is stored in (a :class:`StoredCollection`), or ``None``: held in memory.
+    @property
+    def path(self) -> Path | None: ...
+
+    #: The gate k its vectors were made with (-1: ungated).
+    @property
+    def gate_k(self) -> int: ...
+
+    #: The spec that loads the encoder that made the vectors (its name when none was kept).
+    @property
+    def encoder_spec(self) -> str: ...
+
+    #: The sha256 of the vocabulary, one token a line: two collections (or a collection and
+    #: an encoder) share a space iff equal.
+    @property
+    def vocab_hash(self) -> str: ...
+
+    #: What the collection holds, as a short digest: the same for a copy, another for any
+    #: other vectors, vocabulary, encoder or gate.
+    @property
+    def fingerprint(self) -> str: ...
+
+    #: The words its encoder knows it expresses (empty when it kept none).
+    @property
+    def known_words(self) -> frozenset[str]: ...
+
+    #: The queries and judgements it keeps beside its items (``queries.jsonl``,
+    #: ``qrels.tsv``: built from a benchmark), or ``None``.
+    @property
+    def benchmark_files(self) -> tuple[Path, Path] | None: ...
+
+    def matrix(self) -> Any:
+        """Every item's vector as one scipy CSR matrix ``[items × |V|]`` (float32)."""
+        ...
+
+    def kept_benchmark(self) -> dict | None:
+        """How many queries and judgements it keeps (``queries``, ``judged_queries``,
+        ``judgements``; ``kind`` and ``split`` when recorded), or ``None``."""
         ...

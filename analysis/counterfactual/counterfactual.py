@@ -30,7 +30,6 @@ import numpy as np
 from lexlens.analysis.collections.arguments import collection_argument
 from lexlens.analysis.core.arguments import device_argument, image_argument, text_argument
 from lexlens.analysis.core.collection import Collection
-from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.core.truncation import opening, truncation
 from lexlens.analysis.counterfactual.edit_search import Outcome, TextSearch, prior_of
@@ -64,8 +63,7 @@ def stored_query(collection: Collection, query_id: Any) -> str:
     from lexlens.analysis.datasets.trec import read_queries
 
     text_argument(query_id, "query_id")
-    path = getattr(collection, "path", None)
-    found = collection.benchmark_files if path is not None else None
+    found = collection.benchmark_files
     if found is None:
         raise InputError("query_id: this collection keeps no queries: give the query's text")
     queries = read_queries(found[0])
@@ -90,12 +88,7 @@ def _document_encoder(
     """The encoder the collection's items were encoded with (the query's when the same)."""
     from lexlens.analysis.core.arguments import encoder_argument
 
-    manifest = getattr(collection, "manifest", None)
-    spec = (
-        (manifest["encoder"].get("spec") or manifest["encoder"]["name"])
-        if manifest
-        else (collection.encoder_name)
-    )
+    spec = collection.encoder_spec
     if spec in (query_encoder.name, getattr(query_encoder, "source", None)):
         return query_encoder
     return encoder_argument(spec, "the collection's encoder", device=device)
@@ -266,7 +259,7 @@ def _text_search(
         if bool(p.meta.get("image")) or p.collection.modality != "text":
             notes.append(IMAGE_TARGET_NOTE)
         elif isinstance(query, TextQuery):
-            gate_k = int(getattr(p.collection, "gate_k", DEFAULT_GATE_K))
+            gate_k = p.collection.gate_k
             text = str(p.meta.get("text") or "")
             encoder = _document_encoder(p.collection, p.encoder, p.device)
             target = TextTarget(encoder, text, gate_k)

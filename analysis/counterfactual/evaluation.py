@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
@@ -165,7 +165,7 @@ class EvaluationCounterfactuals(Result):
 
 
 def failures_counterfactuals(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     evaluation: BenchmarkEvaluationResult,
     *,
     query_encoder: Encoder | str | None = None,
@@ -260,7 +260,7 @@ class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
 
 
 def with_counterfactuals(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     evaluation: BenchmarkEvaluationResult,
     *,
     device: str | None = None,

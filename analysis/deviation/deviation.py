@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from lexlens.analysis.collections.arguments import collection_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import is_stored
 from lexlens.analysis.core.arguments import (
     device_argument,
     encoder_argument,
@@ -239,10 +239,10 @@ def deviation_of_index(
 
 def _gate_of(ix: Collection, given: int | None) -> int:
     """The gate k of a collection's vectors: a stored index's own (a ``given`` one must
-    equal it: stored vectors cannot be re-gated); for a collection held in memory, which
-    does not record it, the one ``given``."""
+    equal it: stored vectors cannot be re-gated); for a collection held in memory, whose
+    vectors may have been made elsewhere, the one ``given``."""
     name = ix.describe()["name"]
-    if not isinstance(ix, StoredIndex):
+    if not is_stored(ix):
         if given is None:
             raise InputError(
                 f"the collection {name} does not record the gate k of its vectors: give the "
@@ -269,7 +269,7 @@ def _batches(
 ) -> Iterator[tuple[int, Any, list[dict]]]:
     """(the end row, the rows as CSR, their metadata ``columns``) of every ``size`` items in
     order: a stored index's memory-mapped rows, any other collection's rows one by one."""
-    if isinstance(ix, StoredIndex):
+    if is_stored(ix):
         for batch in ix.iter_batches(batch_size=size, columns=columns):
             yield batch.stop, batch.vectors, batch.meta
         return

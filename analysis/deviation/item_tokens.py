@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import is_stored
 from lexlens.analysis.collections.token_ids import ragged, stored_token_ids, units_to_ids
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.deviation.options import CAPTION_BATCH
@@ -27,7 +27,7 @@ def text_token_rows(
     """The tokens that count of items ``span = (start, stop)`` of a text collection, whose
     texts are ``texts``: stored ids where the index keeps them, the rest tokenised again."""
     start, stop = span
-    stored = stored_token_ids(ix).rows(start, stop) if isinstance(ix, StoredIndex) else None
+    stored = stored_token_ids(ix).rows(start, stop) if is_stored(ix) else None
     if stored is not None:
         indptr, ids = stored
         missing = [i for i, t in enumerate(texts) if indptr[i] == indptr[i + 1] and t.strip()]

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
 from lexlens.analysis.core.results import Progress, progress_part
@@ -157,7 +157,7 @@ def _explain_all(
 
 
 def evaluate(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
     *,
@@ -251,7 +251,7 @@ def _source(value: object, name: str) -> None:
 
 
 def evaluate_benchmark(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     *,
     queries: str | Path | Mapping[str, str] | None = None,
     qrels: str | Path | Mapping[str, Mapping[str, int]] | None = None,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.words import Term, item_words, text_words
 from lexlens.analysis.evaluation.explain import Failure, Gap, explain_item, gap_words, query_terms
 from lexlens.analysis.lexical.highlight import content_words
@@ -109,7 +109,7 @@ class Explainer:
     each one's row, the exact scorer, the depth evaluated and whether the ranking is another
     system's run."""
 
-    index: StoredIndex
+    index: StoredCollection
     ids: Sequence[str]
     row_of: Mapping[str, int]
     scorer: BatchScorer

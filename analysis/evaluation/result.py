@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import internal
@@ -136,7 +136,7 @@ def _named(index: Mapping) -> str:
     )
 
 
-def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredIndex:
+def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredCollection:
     """``index`` opened, when it is the collection ``evaluation`` (one system's
     :class:`BenchmarkEvaluationResult`) evaluated: what adds to an evaluation (``what``:
     faithfulness, counterfactuals) re-scores its failures on the collection, so another

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import (
     device_argument,
     encoder_or_spec,
@@ -115,7 +115,7 @@ def _java_lengths(vocab: list[str]) -> np.ndarray:
     return np.array([len(t.encode("utf-16-le")) // 2 + 1 for t in vocab], dtype=np.float64)
 
 
-def _check_impacts(ix: StoredIndex, scale: float, progress: Progress | None) -> _Impacts:
+def _check_impacts(ix: StoredCollection, scale: float, progress: Progress | None) -> _Impacts:
     """Count what rounding at ``scale`` drops; refuse a scale that drops every weight or
     makes an item too long for Anserini (a pass over the stored weights, chunk by chunk)."""
     found = _Impacts()
@@ -184,7 +184,7 @@ def _impact_notes(found: _Impacts, scale: float) -> list[str]:
 
 
 def _item_lines(
-    ix: StoredIndex, fmt: str, scale: float | None, progress: Progress | None
+    ix: StoredCollection, fmt: str, scale: float | None, progress: Progress | None
 ) -> Iterator[str]:
     text_key = "contents" if fmt == "anserini" else "content"
     vocab = ix.vocab
@@ -210,7 +210,7 @@ def _item_lines(
 
 
 def query_vectors(
-    ix: StoredIndex,
+    ix: StoredCollection,
     queries: Mapping[str, str],
     query_encoder: Encoder | str | None,
     device: str | None,
@@ -266,7 +266,7 @@ def _anserini_queries(
     return out
 
 
-def _check_out(out: object, ix: StoredIndex) -> Path:
+def _check_out(out: object, ix: StoredCollection) -> Path:
     """``out`` as a folder path that is neither the index folder nor inside it, links
     resolved (nothing is created)."""
     folder = Path(path_argument(out, "out", "a folder path")).expanduser()
@@ -330,7 +330,7 @@ def _check_ids(ids: list[str], fmt: str, what: str) -> None:
 
 
 def _export_queries(
-    ix: StoredIndex, queries: str | Path | Mapping[str, str] | None, fmt: str
+    ix: StoredCollection, queries: str | Path | Mapping[str, str] | None, fmt: str
 ) -> tuple[dict[str, str], list[str]]:
     """The queries to export (a file, a mapping, or the ones the collection keeps; none:
     ``{}``) and a note on the malformed lines of a file."""
@@ -358,7 +358,7 @@ def _export_queries(
 
 
 def _query_lines(
-    ix: StoredIndex,
+    ix: StoredCollection,
     queries: dict[str, str],
     vectors: list[np.ndarray],
     tag: str,
@@ -408,7 +408,7 @@ def _query_lines(
 
 
 def export_index(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     out: str | Path,
     *,
     queries: str | Path | Mapping[str, str] | None = None,

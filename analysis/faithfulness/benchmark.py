@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.curves import MEASURED_BY
@@ -207,7 +207,7 @@ class FailuresFaithfulness(Result):
 
 
 def failures_faithfulness(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     evaluation: BenchmarkEvaluationResult,
     *,
     query_encoder: Encoder | str | None = None,
@@ -291,7 +291,7 @@ class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
 
 
 def with_faithfulness(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     evaluation: BenchmarkEvaluationResult,
     *,
     device: str | None = None,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.gating import bow_query, gate
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.truncation import Truncation, opening, truncation
@@ -52,7 +52,7 @@ class QueryRanking:
 class BatchScorer:
     """Scores many queries against one stored index with search's exact scorer."""
 
-    def __init__(self, index: StoredIndex) -> None:
+    def __init__(self, index: StoredCollection) -> None:
         self.index = index
         self.size = len(index)
         self._warmed = False

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex, vocab_hash
+from lexlens.analysis.collections.store import vocab_hash
+from lexlens.analysis.collections.stored import is_stored
 from lexlens.analysis.core.arguments import encoder_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.gating import DEFAULT_GATE_K, bow_query, gate
@@ -79,8 +80,8 @@ class QuerySpec:
 def check_vocabulary(target: Collection, encoder: Encoder, argument: str = "query_encoder") -> None:
     """Refuse an encoder (the ``argument`` a message names) whose vocabulary differs from
     the collection's."""
-    if isinstance(target, StoredIndex):
-        if vocab_hash(encoder.vocab) != target.manifest["vocab"]["hash"]:
+    if is_stored(target):
+        if vocab_hash(encoder.vocab) != target.vocab_hash:
             partner = partner_for(target.encoder_name, "text")
             hint = f" (e.g. {partner!r})" if partner else ""
             raise InputError(
@@ -97,21 +98,21 @@ def default_query_encoder(
 ) -> str:
     """The encoder name that puts ``modality`` queries into ``target``'s vocabulary (refused
     naming ``argument``'s flag when there is none)."""
-    if isinstance(target, StoredIndex):
-        enc = target.manifest["encoder"]
-        caps = set(enc.get("capabilities", []))
+    if is_stored(target):
+        caps = set(target.manifest.encoder.capabilities)
         wanted = str(Capability.TEXT_LEXICAL if modality == "text" else Capability.IMAGE_LEXICAL)
-        spec = enc.get("spec") or enc["name"]
+        spec = target.encoder_spec
         if wanted in caps:
             return spec
         if modality == "text" and str(Capability.FEATURE_LEXICAL) in caps:
             return spec  # a D2S head: bag-of-words text queries (--query-mode bow)
-        partner = partner_for(enc["name"], modality)
+        partner = partner_for(target.encoder_name, modality)
         if partner:
             return partner
         raise InputError(
-            f"the index was built with {enc['name']!r}, which does not encode {modality}s: "
-            f"pass --{argument.replace('_', '-')} with an encoder in the same vocabulary"
+            f"the index was built with {target.encoder_name!r}, which does not encode "
+            f"{modality}s: pass --{argument.replace('_', '-')} with an encoder in the same "
+            "vocabulary"
         )
     return target.encoder_name
 

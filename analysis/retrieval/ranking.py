@@ -23,14 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.collections.memory import MemoryCollection
 from lexlens.analysis.collections.store import (
     FP16_ABS,
     FP16_REL,
     POSTINGS_MIN_NNZ,
     POSTINGS_TOP,
-    StoredIndex,
 )
+from lexlens.analysis.collections.stored import is_stored
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.retrieval.pruning import Read, Rounding, maxscore_candidates, term_maxima
 
@@ -124,27 +123,12 @@ SAMPLE_LISTINGS = 4096
 
 
 def _csr(target: Collection) -> Any:
-    """The whole collection as one scipy CSR matrix (made once per collection)."""
-    if isinstance(target, MemoryCollection):
-        return target.matrix
+    """The whole collection as one scipy CSR matrix (read once per collection)."""
     matrix = _CSR.get(target)
     if matrix is None:
-        matrix = _stacked(target)
+        matrix = target.matrix()
         _CSR[target] = matrix
     return matrix
-
-
-def _stacked(target: Collection) -> Any:
-    """Every row of ``target`` in one scipy CSR matrix (a stored index reads its arrays)."""
-    import scipy.sparse as sp
-
-    if isinstance(target, StoredIndex):
-        return target.rows(0, len(target))
-    rows = [target.row(i) for i in range(len(target))]
-    indptr = np.r_[0, np.cumsum([cols.size for cols, _ in rows])]
-    cols = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int32)
-    vals = np.concatenate([v for _, v in rows]) if rows else np.zeros(0, np.float32)
-    return sp.csr_matrix((vals, cols, indptr), shape=(len(target), target.vocab_size))
 
 
 def _postings(target: Collection) -> Postings | None:
@@ -157,15 +141,15 @@ def _postings(target: Collection) -> Postings | None:
     cached = _POSTINGS.get(target)
     if cached is not None:
         return cached
-    stored = getattr(target, "postings", None)
+    stored = target.postings if is_stored(target) else None
     if stored is not None:
         indptr, items, weights, scale = stored
-        nonnegative = bool(getattr(target, "manifest", {}).get("nonnegative", False))
+        nonnegative = target.manifest.nonnegative
         cached = Postings(
             np.asarray(indptr), items, weights, float(scale), False, nonnegative
         )  # the memory-mapped items and weights, read by range (_Reader)
     else:
-        if len(target) and getattr(target, "nnz", 0) > POSTINGS_MIN_NNZ:
+        if len(target) and is_stored(target) and target.nnz > POSTINGS_MIN_NNZ:
             return None
         csc = _csr(target).tocsc()
         csc.sort_indices()
@@ -435,7 +419,7 @@ def exact_scores_of(
 ) -> np.ndarray:
     """``Σ_t q_t f(w_it)`` of each item at ``rows``, in float64 over its stored row (a
     stored index's rows are read at once, their ids and weights checked)."""
-    if isinstance(target, StoredIndex) and rows.size:
+    if is_stored(target) and rows.size:
         indptr = np.asarray(target.indptr)
         starts = indptr[rows]
         lengths = indptr[rows + 1] - starts

@@ -30,17 +30,7 @@ def collection_matrix(collection: Collection) -> Any:
     """The whole collection as one scipy CSR matrix ``[items × |V|]`` (float32)."""
     import scipy.sparse as sp
 
-    matrix = getattr(collection, "matrix", None)
-    if matrix is not None:
-        return sp.csr_matrix(matrix)
-    rows = getattr(collection, "rows", None)
-    if callable(rows):
-        return rows(0, len(collection))
-    parts = [collection.row(i) for i in range(len(collection))]
-    indptr = np.r_[0, np.cumsum([c.size for c, _ in parts])]
-    cols = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int32)
-    vals = np.concatenate([v for _, v in parts]) if parts else np.zeros(0, np.float32)
-    return sp.csr_matrix((vals, cols, indptr), shape=(len(collection), collection.vocab_size))
+    return sp.csr_matrix(collection.matrix())
 
 
 @dataclass(frozen=True)

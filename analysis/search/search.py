@@ -3,7 +3,7 @@ Bedathur, "Answering Multimodal Exclusion Queries with Lightweight Sparse Disent
 Representations", ICTIR 2025).
 
 A *collection* is anything that answers :class:`~lexlens.analysis.core.collection.Collection`:
-a stored index (:class:`lexlens.analysis.collections.store.StoredIndex`) or a small
+a stored index (:mod:`lexlens.analysis.collections.store`) or a small
 :class:`~lexlens.analysis.collections.memory.MemoryCollection`. Plain search ranks items
 by the inner product ``E_q · E_d`` (:func:`lexlens.analysis.retrieval.ranking.top_items`);
 exclusion ranks by SR's dimension sets or a baseline (:mod:`lexlens.analysis.search.exclusion`).
@@ -22,7 +22,7 @@ from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.memory import encode_collection
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, encoder_argument
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.inputs import read_texts
@@ -193,7 +193,7 @@ def _text_search(
     notes.extend(method_notes)
     sr = exclude is not None and options.method == "sr"
     scoring = Scoring(weights, sr and settings.magnitude == "l2", sr and settings.normalize, sr)
-    query_words = text_words(f"{query} {exclude or ''}") | getattr(target, "known_words", set())
+    query_words = text_words(f"{query} {exclude or ''}") | target.known_words
     hits = explained_hits(
         target, rows, scoring, explain=options.explain, relevant=relevant, query_words=query_words
     )
@@ -282,7 +282,7 @@ def _metrics(
 
 
 def search_index(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     query_encoder: str | Path | Encoder | None = None,
     *,
     query: str | None = None,

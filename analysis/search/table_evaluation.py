@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import (
     device_argument,
     loaded_encoder,
@@ -62,7 +62,7 @@ def _cached(target: Collection, name: str, make: Callable[[], Any]) -> Any:
 
 def labelled(target: Collection) -> list[frozenset[str]] | None:
     """Each item's labels, casefolded (``None`` for a collection without labels)."""
-    if not getattr(target, "has_labels", False):
+    if not target.has_labels:
         return None
     return _cached(
         target,
@@ -306,7 +306,7 @@ def evaluate(
 
 
 def evaluate_index(
-    index: str | Path | StoredIndex,
+    index: str | Path | StoredCollection,
     eval_file: str | Path,
     query_encoder: str | Encoder | None = None,
     *,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import checked_qrels, ranked_run
 from lexlens.analysis.core.results import Progress, Record, progress_part
 from lexlens.analysis.evaluation.evaluate import evaluate
@@ -80,7 +80,7 @@ class SystemsSpec(Record):
     with_exact: bool = False
 
 
-def _label(ix: StoredIndex) -> str:
+def _label(ix: StoredCollection) -> str:
     return ix.path.name or str(ix.path)
 
 
@@ -199,7 +199,7 @@ class Benchmark:
     notes: list[str] = field(default_factory=list)
 
 
-def read_benchmark(first: StoredIndex, queries: Any, qrels: Any) -> Benchmark:
+def read_benchmark(first: StoredCollection, queries: Any, qrels: Any) -> Benchmark:
     """The queries and judgements given (files or mappings), else those ``first`` keeps."""
     from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.collections.store import StoredIndex, open_index
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
@@ -93,7 +94,7 @@ class Side:
     ranking as evaluated, and (a Lexlens system) the exact ranking at any depth."""
 
     system: System
-    index: StoredIndex
+    index: StoredCollection
     vector: np.ndarray
     ranking: list[tuple[str, float]]
     scorer: BatchScorer
@@ -139,10 +140,10 @@ class Explaining:
 
     def __init__(self, device: str | None, query_mode: str) -> None:
         self.device, self.query_mode = device, query_mode
-        self._indexes: dict[str, tuple[StoredIndex, BatchScorer, list[str], dict]] = {}
+        self._indexes: dict[str, tuple[StoredCollection, BatchScorer, list[str], dict]] = {}
         self._encoders: dict[tuple[str, str | None], object] = {}
 
-    def collection(self, path: str) -> tuple[StoredIndex, BatchScorer, list[str], dict]:
+    def collection(self, path: str) -> tuple[StoredCollection, BatchScorer, list[str], dict]:
         if path not in self._indexes:
             ix = open_index(path)
             ids = [str(i) for i in ix.column("id")]

@@ -3,7 +3,7 @@ list, open and delete the stored ones, each with its card.
 
 Thin: building is ``lexlens.analysis.collections.workspace_build.build_collection`` (the
 same build as ``lexlens index``, its settings drawn from ``IndexOptions``; a typed path is
-held to the data roots there), the card is ``StoredIndex.card()``. Collections live in the
+held to the data roots there), the card is the stored collection's ``card()``. Collections live in the
 workspace (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the
 index, ``sources/<name>`` an uploaded source; both survive page switches, reruns and
 restarts.
@@ -179,7 +179,7 @@ last, job, status = state.job_outcome("collections", IndexResult, inputs, upload
 state.show_job_state(job, status, "Building", "build")
 if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
-    kept = kept_benchmark(last.manifest)
+    kept = kept_benchmark(last.kept_benchmark)
     st.success(
         f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
         f"reused {last.reused}, skipped {last.skipped_count}"

@@ -13,6 +13,7 @@ import streamlit as st
 
 from lexlens.analysis.collections.memory import collection_from_file
 from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.stored import is_stored
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.core.samples import sample_path
 from lexlens.analysis.retrieval.queries import (
@@ -155,7 +156,9 @@ if query_kind == "Image":
     st.image(image_upload[1], width=160)
 c1, c2, c3 = st.columns(3)
 if query_kind == "Text":
-    example_a, example_b = examples(target, str(getattr(target, "path", "")) or target.name)
+    example_a, example_b = examples(
+        target, str(target.path) if target.path is not None else target.label
+    )
     previous = st.session_state.get("search_examples_for")
     if previous != (example_a, example_b):
         # Another collection: its own examples replace the last one's (not what was typed).
@@ -207,8 +210,8 @@ key = state.content_key(
     query,
     exclude,
     encoder.name,
-    str(getattr(target, "path", "")),
-    str(getattr(target, "manifest", {}).get("updated", "")),
+    str(target.path) if target.path is not None else "",
+    str(target.manifest.updated) if is_stored(target) else "",
     image_upload[0] if image_upload else "",
     image_upload[1] if image_upload else b"",
 )

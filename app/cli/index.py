@@ -106,9 +106,8 @@ def run(args: argparse.Namespace) -> None:
         device=args.device,
         progress=common.progress_printer(args),
     )
-    counts = result.manifest["counts"]
     lines = [
-        f"index {result.out}: {counted(result.items, 'item')} ({counts['nnz']:,} non-zeros), "
+        f"index {result.out}: {counted(result.items, 'item')} ({result.nnz:,} non-zeros), "
         f"encoder {result.encoder}",
         f"encoded {result.encoded}, reused {result.reused}, skipped {result.skipped_count}"
         + (f" in {result.seconds:.1f} s" if result.encoded else ""),

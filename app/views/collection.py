@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
-from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.collections.workspace_build import propose_build
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.words import spelling
@@ -38,11 +38,9 @@ def propose_from_path(roots, encoder_key: str, name_key: str, path_key: str) -> 
         st.session_state[encoder_key] = proposal.encoder
 
 
-def kept_benchmark(card_or_manifest: dict) -> str:
+def kept_benchmark(counts: dict | None) -> str:
     """ "300 queries (300 judged) and 4,666 judgements kept" for a collection built from a
-    benchmark (its card, or a build's manifest), else ""."""
-    source = card_or_manifest.get("source")
-    counts = source.get("benchmark") if isinstance(source, dict) else card_or_manifest
+    benchmark (``counts``: its card, or a build's ``kept_benchmark``), else ""."""
     if not isinstance(counts, dict) or counts.get("queries") is None:
         return ""
     return (
@@ -71,7 +69,7 @@ def benchmark_texts() -> dict[str, str | None]:
     return values
 
 
-def show_collection(index: StoredIndex, card: dict) -> None:
+def show_collection(index: StoredCollection, card: dict) -> None:
     """One opened collection (``card``: its line of the workspace list)."""
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Items", f"{card['items']:,}")
@@ -125,14 +123,14 @@ def show_collection(index: StoredIndex, card: dict) -> None:
                 hide_index=True,
                 width="stretch",
             )
-    skipped = index.manifest.get("skipped", [])
+    skipped = [s.to_dict() for s in index.manifest.skipped]
     if skipped:
         listed = "" if card["skipped"] <= len(skipped) else f", the first {len(skipped)} listed"
         with st.expander(f"{card['skipped']} skipped item(s){listed}"):
             st.dataframe(pd.DataFrame(skipped), hide_index=True, width="stretch")
     st.download_button(
         "Manifest (JSON)",
-        json_text(index.manifest),
+        json_text(index.manifest.to_dict()),
         f"{card['name']}-manifest.json",
         "application/json",
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from lexlens.analysis.collections.store import benchmark_files
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.systems.comparison import compare_systems
 from lexlens.analysis.systems.options import ComparisonOptions
@@ -229,9 +230,8 @@ def show_systems(cards: list[dict]) -> None:
 
 def _benchmark_bytes(card: dict) -> bytes | None:
     """The queries and judgements a collection keeps, as bytes (None: it keeps none)."""
-    folder = Path(card["path"])
-    parts = [folder / "queries.jsonl", folder / "qrels.tsv"]
-    if not all(p.is_file() for p in parts):
+    parts = benchmark_files(Path(card["path"]))
+    if parts is None:
         return None
     return b"\0".join(p.read_bytes() for p in parts)
 

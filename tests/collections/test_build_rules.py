@@ -83,7 +83,7 @@ def test_silent_wrong_a_dense_features_id_an_index_cannot_store_is_skipped(head,
         cols, weights = index.row(stored)
         assert np.array_equal(cols, np.flatnonzero(dense))
         assert np.allclose(weights, dense[cols], rtol=1e-4, atol=1e-6)
-    assert index.manifest["counts"]["skipped"] == 2
+    assert index.manifest.counts.skipped == 2
 
 
 def test_security_a_served_build_reads_only_inside_the_data_roots(splade, tmp_path, monkeypatch):

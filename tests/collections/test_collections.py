@@ -62,10 +62,10 @@ def test_text_index_stores_the_gated_vectors_and_metadata(splade, tmp_path):
     assert (result.items, result.encoded, result.reused, result.skipped) == (4, 4, 0, [])
     index = open_index(tmp_path / "ix")
     m = index.manifest
-    assert m["format"] == "lexlens-index" and m["format_version"] == 1
-    assert m["encoder"]["name"] == "splade-tiny" and len(m["encoder"]["fingerprint"]) == 32
-    assert m["vocab"] == {"size": 30522, "hash": vocab_hash(splade.vocab)}
-    assert m["gate_k"] == 768 and m["counts"]["labelled"] == 4 and m["modality"] == "text"
+    assert m.format == "lexlens-index" and m.format_version == 1
+    assert m.encoder.name == "splade-tiny" and len(m.encoder.fingerprint) == 32
+    assert m.vocab.to_dict() == {"size": 30522, "hash": vocab_hash(splade.vocab)}
+    assert m.gate_k == 768 and m.counts.labelled == 4 and m.modality == "text"
     # The stored rows are the gated document vectors, computed here independently.
     encodings = splade.encode_texts([t for _, t, _ in TEXTS], side="document")
     for i, enc in enumerate(encodings):
@@ -129,7 +129,7 @@ def test_unreadable_images_are_listed_and_the_rest_indexed(effnet, tmp_path):
     reasons = {Path(s.file).name: s.reason for s in result.skipped}
     assert set(reasons) == {"broken.png", "half.png"}
     assert "not an image" in reasons["broken.png"] and "truncated" in reasons["half.png"].lower()
-    assert open_index(tmp_path / "ix").manifest["counts"]["skipped"] == 2
+    assert open_index(tmp_path / "ix").manifest.counts.skipped == 2
 
 
 def test_empty_folder_and_csv_without_columns(effnet, splade, tmp_path):

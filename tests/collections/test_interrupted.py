@@ -31,7 +31,7 @@ def test_an_interrupted_rebuild_leaves_the_old_index_whole(how, tmp_path, splade
     index = ["index", "--encoder", "splade-tiny", "--out", str(out)]
     build_index(splade, small, out)
     before = open_index(out)
-    old = (len(before), before.manifest["updated"], (out / "data.npy").read_bytes())
+    old = (len(before), before.manifest.updated, (out / "data.npy").read_bytes())
     big = _texts(tmp_path / "big.txt", 20_000)
     proc = subprocess.Popen(
         [str(LEXLENS), *index, "--source", str(big), "--batch-size", "8"],
@@ -53,7 +53,7 @@ def test_an_interrupted_rebuild_leaves_the_old_index_whole(how, tmp_path, splade
     else:
         assert proc.returncode == -signal.SIGKILL
     after = open_index(out)
-    assert (len(after), after.manifest["updated"], (out / "data.npy").read_bytes()) == old
+    assert (len(after), after.manifest.updated, (out / "data.npy").read_bytes()) == old
     # The next build clears a dead build's leftovers beside the index.
     build_index(splade, _texts(tmp_path / "other.txt", 5), out)
     assert not list(tmp_path.glob(".ix.building-*")) and len(open_index(out)) == 5

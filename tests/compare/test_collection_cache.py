@@ -17,7 +17,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import StoredIndex, open_index
 from lexlens.analysis.collections.store_writer import write_index
 from lexlens.analysis.compare.compare_collections import compare_indexes
-from lexlens.analysis.compare.regate import RegatedIndex
+from lexlens.analysis.compare.regate import regated_index
 from lexlens.analysis.compare.side_cache import SIDE_CACHE
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.models import InputError
@@ -91,7 +91,7 @@ def test_silent_wrong_regated_rows_are_the_k_largest_stored_weights_and_own_toke
     synthetic, splade
 ):
     base = open_index(synthetic)
-    view = RegatedIndex(base, 5, splade)
+    view = regated_index(base, 5, splade)
     vocab = base.vocab
     for i in range(0, N_ITEMS, 97):
         cols, vals = base.row(i)
@@ -132,10 +132,10 @@ def test_silent_wrong_an_index_without_token_ids_is_tokenised_again(built, splad
         rows,
         encoder={"name": "splade-tiny"},
         gate_k=768,
-        source=base.manifest["source"],
+        source=base.manifest.source.to_dict(),
     )
-    assert "token_ids.npy" not in old.manifest["files"]
-    view, direct = RegatedIndex(old, 3, splade), open_index(built[3])
+    assert "token_ids.npy" not in old.manifest.files
+    view, direct = regated_index(old, 3, splade), open_index(built[3])
     for i in range(len(direct)):
         assert np.array_equal(view.vector(i), direct.vector(i))
 

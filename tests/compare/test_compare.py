@@ -23,7 +23,7 @@ from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.compare.compare import compare, compare_encodings
 from lexlens.analysis.compare.compare_collections import compare_indexes
-from lexlens.analysis.compare.regate import RegatedIndex
+from lexlens.analysis.compare.regate import regated_index
 from lexlens.analysis.core.outputs import json_text
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.deviation.deviation import deviation_of_index
@@ -475,7 +475,7 @@ def test_two_indexes_side_by_side(two_indexes, splade, variant, text_indexes, cl
 
 def test_regated_index_equals_one_built_at_that_k(regated, splade, text_indexes):
     base, direct = open_index(text_indexes["a"]), open_index(text_indexes["a3"])
-    view = RegatedIndex(base, 3, splade)
+    view = regated_index(base, 3, splade)
     for i in range(len(base)):
         assert np.array_equal(view.vector(i), direct.vector(i))
     assert np.allclose(view.norms, direct.norms)
@@ -502,7 +502,7 @@ def test_regated_image_index(effnet, splade, models_dir, photo, coffee):
     )
     build_index(effnet, source, models_dir / "photos-768", gate_k=768)
     base = open_index(models_dir / "photos-768")
-    view = RegatedIndex(base, 32)
+    view = regated_index(base, 32)
     _, vals = view.row(0)
     assert np.allclose(np.sort(vals)[::-1], np.sort(coffee.weights)[::-1][:32], atol=1e-6)
     result = compare_indexes(base, encoder_a=splade, gate_k=[768, 32], query="coffee", top=2)

@@ -87,7 +87,7 @@ def test_silent_wrong_stored_deviation_equals_the_formulas_and_in_memory(splade,
 def test_data_lost_token_ids_kept_with_each_text(splade, stored):
     folder, texts = stored
     ix = open_index(folder)
-    assert {TOKEN_IDS, TOKEN_INDPTR} <= set(ix.manifest["files"])
+    assert {TOKEN_IDS, TOKEN_INDPTR} <= set(ix.manifest.files)
     kept = stored_token_ids(ix)
     assert kept.ids.dtype == np.uint16  # 30,522 ids fit in 16 bits
     for i in (0, 7, len(texts) - 1):

@@ -242,8 +242,8 @@ def test_stored_features_index(head, feature_index, features, feature_files, tmp
     index, captions, captions_file = feature_index
     ix = open_index(index)
     assert ix.modality == "features" and len(ix) == 5 and ix.vocab == head.vocab
-    assert ix.manifest["source"]["kind"] == "features" and ix.manifest["gate_k"] == 768
-    assert ix.manifest["encoder"]["capabilities"] == ["feature-lexical"]
+    assert ix.manifest.source.kind == "features" and ix.manifest.gate_k == 768
+    assert ix.manifest.encoder.capabilities == ("feature-lexical",)
     meta = ix.meta(range(5))
     assert [m["id"] for m in meta] == IDS and {m["kind"] for m in meta} == {"features"}
     assert [m["captions"] for m in meta] == [[c] if c else [] for c in captions]

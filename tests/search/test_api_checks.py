@@ -166,6 +166,23 @@ class _Rows:
     def describe(self) -> dict:
         return self._inner.describe()
 
+    label, path, gate_k, encoder_spec = "rows", None, 10, "toy"
+    known_words, benchmark_files = frozenset(), None
+
+    @property
+    def vocab_hash(self) -> str:
+        return self._inner.vocab_hash
+
+    @property
+    def fingerprint(self) -> str:
+        return self._inner.fingerprint
+
+    def matrix(self):
+        return self._inner.matrix()
+
+    def kept_benchmark(self) -> None:
+        return None
+
 
 def test_silent_wrong_any_collection_is_searched_as_the_packaged_kinds(toy_index):
     """Search reads a collection through the protocol only: one that is neither a stored

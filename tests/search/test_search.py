@@ -92,8 +92,8 @@ def test_sr_sets_and_magnitudes_by_hand():
         ["beach"],
         ["dog"],
     )
-    norms = np.linalg.norm(col.matrix.toarray(), axis=1)
-    expected = {i: col.matrix.toarray()[n, 0] / norms[n] for n, i in enumerate(col.ids)}
+    norms = np.linalg.norm(col.matrix().toarray(), axis=1)
+    expected = {i: col.matrix().toarray()[n, 0] / norms[n] for n, i in enumerate(col.ids)}
     # d 2/√5 = 0.894; a and b tie at 3/√13 (collection order); c has no weight on D.
     assert [h.id for h in result.results] == ["d", "a", "b"]
     for h in result.results:
@@ -109,7 +109,7 @@ def test_sr_sets_and_magnitudes_by_hand():
         col, ToyEncoder(), query="snow", exclude="beach", k_items=1, coverage=1.0, magnitude="l2"
     )
     assert l2.dimensions["kept_terms"] == ["dog", "snow"]
-    dense = col.matrix.toarray()
+    dense = col.matrix().toarray()
     for h in l2.results:
         n = col.ids.index(h.id)
         assert h.score == pytest.approx(np.linalg.norm(dense[n, [0, 4]]) / norms[n], rel=1e-6)
