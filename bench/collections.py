@@ -271,17 +271,18 @@ def latency(
                 import numpy as np
                 from bench.collections import synthetic_query
                 from lexlens.analysis.collections.store import open_index
-                from lexlens.analysis.retrieval.ranking import top_items
+                from lexlens.analysis.retrieval.scorer import scorer_for
                 t = time.perf_counter()
                 ix = open_index({str(folder / f"s{n}")!r})
                 open_s = time.perf_counter() - t
+                top_n = scorer_for(ix).top
                 rng = np.random.default_rng(1)
                 qs = [synthetic_query(rng) for _ in range({queries} + 3)]
                 for q in qs[:3]:
-                    top_items(ix, q, 10)
+                    top_n(q, 10)
                 times = []
                 for q in qs[3:]:
-                    t = time.perf_counter(); top_items(ix, q, 10); times.append(time.perf_counter() - t)
+                    t = time.perf_counter(); top_n(q, 10); times.append(time.perf_counter() - t)
                 res = {{"open_s": open_s, "median_s": float(np.median(times)),
                         "p95_s": float(np.percentile(times, 95)), "queries": len(times)}}
                 if {n} <= 10000:

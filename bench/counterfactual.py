@@ -138,8 +138,8 @@ def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:
         from lexlens.analysis.core.samples import sample_benchmark
         from lexlens.analysis.counterfactual.counterfactual import answer, prepare
         from lexlens.analysis.counterfactual.options import CounterfactualOptions
-        from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer, place
-        from lexlens.analysis.retrieval.batch import encode_queries
+        from lexlens.analysis.retrieval.scorer import place, scorer_for
+        from lexlens.analysis.retrieval.queries import QuerySpec
         from lexlens.models import load_encoder
         splade = load_encoder("splade-tiny")
         ix = open_index({str(folder / "ix")!r})
@@ -148,11 +148,12 @@ def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:
         qrels = read_qrels(root / "qrels" / "test.tsv")
         ids = [str(i) for i in ix.column("id")]
         row_of = {{d: n for n, d in enumerate(ids)}}
-        scorer = WholeIndexScorer(ix)
+        scorer = scorer_for(ix)
+        spec = QuerySpec(splade, "parametric", 768)
         cases = []
         for q, text in queries.items():
-            vector = encode_queries(splade, [text], "parametric", 768, None)[0]
-            scores = scorer.scores(vector)[0]
+            vector = spec.vectors([text])[0]
+            scores = scorer.all_scores(vector)[0]
             for d, rel in qrels.get(q, {{}}).items():
                 placed = place(scores, row_of[d]) if rel > 0 and d in row_of else None
                 if placed is not None and placed.rank is not None and placed.rank > 1:

@@ -11,8 +11,8 @@ own ``VmHWM``), side by side:
   would otherwise run, ``lexlens search`` one query at a time (``search_index``: encode,
   rank, explain the hits), per query;
 - the retrieval alone: the batched exact top-100
-  (:class:`~lexlens.analysis.retrieval.batch.BatchScorer`) against one query's search
-  (``search.ranking.top_items``) and against scipy's plain CSR product (chunks of queries ×
+  (:meth:`~lexlens.analysis.retrieval.scorer.Scorer.rank`) against one query's search
+  (``Scorer.top``) and against scipy's plain CSR product (chunks of queries ×
   the transpose, each row's top 100 by ``argpartition``, no exactness check).
 """
 
@@ -42,9 +42,9 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             import numpy as np, scipy.sparse as sp
             from bench.collections import corpus
             from lexlens.analysis.evaluation.evaluate import evaluate
-            from lexlens.analysis.retrieval.batch import BatchScorer, encode_queries
+            from lexlens.analysis.retrieval.queries import QuerySpec
+            from lexlens.analysis.retrieval.scorer import scorer_for
             from lexlens.analysis.collections.store import open_index
-            from lexlens.analysis.retrieval.ranking import top_items
             from lexlens.analysis.search.search import search_index
             from lexlens.models import load_encoder
             splade = load_encoder("splade-tiny")
@@ -64,12 +64,12 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
             for text in texts[:{ONE_AT_A_TIME}]:
                 search_index(ix, query=text, top=100)
             search_s = time.perf_counter() - t
-            vectors = encode_queries(splade, texts, "parametric", 768, None)
+            vectors = QuerySpec(splade, "parametric", 768).vectors(texts)
             t = time.perf_counter()
-            batched = [r.rows for r in BatchScorer(ix).rank(vectors, 100)]
+            batched = [r.rows for r in scorer_for(ix).rank(vectors, 100)]
             batched_s = time.perf_counter() - t
             t = time.perf_counter()
-            single = [top_items(ix, q, 100) for q in vectors[:{ONE_AT_A_TIME}]]
+            single = [scorer_for(ix).top(q, 100) for q in vectors[:{ONE_AT_A_TIME}]]
             single_s = time.perf_counter() - t
             same = sum(a.tolist() == b[0].tolist() for a, b in zip(batched, single))
             transpose = ix.rows(0, len(ix)).T.tocsr()
@@ -114,7 +114,7 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
                 "x",
                 goal=None,
                 measured_with="the exact top-100 alone: batches of queries (one sparse product "
-                "each, exact rescoring) vs search's top_items one query at a time, per query "
+                "each, exact rescoring) vs search's Scorer.top one query at a time, per query "
                 f"({r['same_rankings']} of {ONE_AT_A_TIME} rankings identical)",
                 details=details,
             ),

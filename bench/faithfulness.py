@@ -38,7 +38,7 @@ def run(items: int = ITEMS, failures: int = FAILURES) -> list[dict]:
             from lexlens.analysis.evaluation.evaluate import evaluate
             from lexlens.analysis.collections.indexing import build_index
             from lexlens.analysis.collections.store import open_index
-            from lexlens.analysis.retrieval import reencode
+            from lexlens.analysis.retrieval import queries as query_rule
             from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
             from lexlens.models import load_encoder
             splade = load_encoder("splade-tiny")
@@ -65,7 +65,7 @@ def run(items: int = ITEMS, failures: int = FAILURES) -> list[dict]:
             t = time.perf_counter()
             failures_faithfulness(ix, few, query_encoder=splade)
             few_batched = time.perf_counter() - t
-            reencode.ENCODE_GROUP = 1
+            query_rule.SPARSE_GROUP = 1
             t = time.perf_counter()
             alone = failures_faithfulness(ix, few, query_encoder=splade)
             one_by_one = time.perf_counter() - t

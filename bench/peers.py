@@ -155,11 +155,11 @@ def _peer_inputs(folder: Path) -> tuple[Path, Path]:
         import numpy as np
         from bench.collections import corpus
         from lexlens.models import load_encoder
-        from lexlens.analysis.retrieval.batch import encode_queries
+        from lexlens.analysis.retrieval.queries import QuerySpec
         texts = [" ".join(t.split()[:8]) for t in corpus(3000 + {PEER_QUERIES})[3000:]]
         enc = load_encoder("splade-tiny", device="cpu")
         import scipy.sparse as sp
-        vectors = encode_queries(enc, texts, "parametric", 768, None)
+        vectors = QuerySpec(enc, "parametric", 768).vectors(texts)
         sp.save_npz({str(queries)!r}, sp.csr_matrix(np.stack(vectors)))
         _done({{}})
         """
@@ -205,13 +205,14 @@ def retrieval_beside_peers() -> list[dict]:
         single = child_run(
             setup
             + f"""
-            from lexlens.analysis.retrieval.ranking import top_items
+            from lexlens.analysis.retrieval.scorer import scorer_for
+            top = scorer_for(ix).top
             vectors = dense(range({SINGLE_QUERIES} + 3))
-            ms, wall = median_ms(lambda q: top_items(ix, q, 10), vectors)
-            tops = [top_items(ix, q, 10)[0].tolist() for q in vectors[:{SINGLE_QUERIES}]]
+            ms, wall = median_ms(lambda q: top(q, 10), vectors)
+            tops = [top(q, 10)[0].tolist() for q in vectors[:{SINGLE_QUERIES}]]
             peak_mb = _status("VmHWM") / 1024  # before the 1,000 queries below
             every = dense(range(Q.shape[0]))
-            cpu, _ = per_query_ms(lambda v: [top_items(ix, q, 100) for q in v], every)
+            cpu, _ = per_query_ms(lambda v: [top(q, 100) for q in v], every)
             _done({{"median_ms": ms, "median_wall_ms": wall, "tops": tops,
                     "base_rss_mb": base_rss_mb, "single_peak_mb": peak_mb,
                     "one_at_a_time_top100_ms": cpu}})
@@ -221,9 +222,9 @@ def retrieval_beside_peers() -> list[dict]:
         batched = child_run(
             setup
             + """
-            from lexlens.analysis.retrieval.batch import BatchScorer
+            from lexlens.analysis.retrieval.scorer import scorer_for
             vectors = dense(range(Q.shape[0]))
-            scorer = BatchScorer(ix)
+            scorer = scorer_for(ix)
             list(scorer.rank(vectors[:64], 100))
             found = []
             cpu, wall = per_query_ms(lambda v: found.extend(scorer.rank(v, 100)), vectors)
@@ -328,7 +329,7 @@ def _single_figures(single: dict, csc: dict, where: str, details: dict) -> list[
             "x",
             goal=("<=", 1.0),
             measured_with=f"median CPU time of {SINGLE_QUERIES} splade-tiny queries, exact top "
-            f"10 over {where}: Lexlens's top_items on the memory-mapped index over scipy's "
+            f"10 over {where}: Lexlens's Scorer.top on the memory-mapped index over scipy's "
             "in-memory CSC product + argpartition, each in a fresh process, same run (CPU "
             "time: the machine is shared; wall times in details)",
             details=details,
@@ -359,7 +360,7 @@ def _batched_figures(
             "x",
             goal=("<=", 0.8),
             measured_with=f"{PEER_QUERIES:,} splade-tiny queries, top 100 over {where}, one "
-            "thread each, CPU time per query: Lexlens's exact BatchScorer (MaxScore over the "
+            "thread each, CPU time per query: Lexlens's exact Scorer.rank (MaxScore over the "
             "memory-mapped float16 postings, candidates rescored exactly; rankings of "
             f"{exact}/{len(csc['exact_tops100'])} checked queries identical to an exact "
             "float64 CSC ranking) over PISA's block-max WAND (quantised ×100) through "
@@ -375,7 +376,7 @@ def _batched_figures(
                 "x",
                 goal=("<=", 0.8),
                 measured_with=f"the same {PEER_QUERIES:,} queries ranked one at a time by "
-                "search's top_items (exact top 100, memory-mapped postings) over PISA's "
+                "search's Scorer.top (exact top 100, memory-mapped postings) over PISA's "
                 "batched block-max WAND, CPU time per query",
                 details=details,
             )
@@ -398,7 +399,7 @@ def _batched_figures(
             batched["ms_per_query"] / csc["ms_per_query"],
             "x",
             goal=("<=", 1.0),
-            measured_with=f"the same {PEER_QUERIES:,} queries: Lexlens's BatchScorer over "
+            measured_with=f"the same {PEER_QUERIES:,} queries: Lexlens's Scorer.rank over "
             "scipy's inverted CSC product (64 queries per product, argpartition per query)",
             details=details,
         )

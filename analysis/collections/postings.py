@@ -34,7 +34,7 @@ def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str
     of ``weight / scale`` (``scale`` puts the largest weight at :data:`POSTINGS_TOP`; a
     non-zero weight never rounds to 0). Search scores from them approximately, then
     rescores its candidates exactly from the CSR rows (see
-    :func:`lexlens.analysis.retrieval.ranking.top_items`). The CSR is read with plain reads
+    :meth:`lexlens.analysis.retrieval.scorer.Scorer.top`). The CSR is read with plain reads
     and the output's pages are written back and dropped after every chunk, so the
     process's resident memory stays near one chunk whatever the index's size.
     """

@@ -17,7 +17,7 @@ from lexlens.analysis.compare.vocabularies import SIDES
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.metrics import is_relevant, measure, measure_rankings
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
-from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.analysis.search.table_evaluation import (
     CUTOFF,
     MEASURES,
@@ -57,7 +57,7 @@ def _rankings(
     """Each side's ranking, ``depth`` deep."""
     ranked = []
     for target, q in zip(targets, queries, strict=True):
-        rows, scores = top_items(target, q, depth)
+        rows, scores = scorer_for(target).top(q, depth)
         ids = [str(m["id"]) for m in target.meta(rows, ["id"])]
         ranked.append((ids, [float(s) for s in scores]))
     return ranked

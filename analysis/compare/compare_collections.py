@@ -26,7 +26,6 @@ from lexlens.analysis.compare.side_cache import SIDE_CACHE, GatedSide, SideStati
 from lexlens.analysis.compare.sides import COMPARE_INDEX_NEEDS, token_index
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note, vocabulary_overlap
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.deviation.sets import SetDeviation
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
@@ -217,14 +216,14 @@ def _query_vectors(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each side's query as ``lexlens search`` makes it (:class:`QuerySpec`: gated at that
     side's k, or the bag of its tokens in mode bow); one encoder on both sides runs once."""
-    encoder = sides[0][2]
-    if encoder is not sides[1][2]:
-        return tuple(QuerySpec(e, mode, kk).text(query) for _, kk, e in sides)  # type: ignore[return-value]
+    specs = [QuerySpec(e, mode, kk) for _, kk, e in sides]
+    if sides[0][2] is not sides[1][2]:
+        return specs[0].vector(query), specs[1].vector(query)
     if mode == "bow":  # no gate: the same vector on both sides
-        vector = QuerySpec(encoder, mode).text(query)
+        vector = specs[0].vector(query)
         return vector, vector
-    encoding = encoder.encode_texts([query], side="query")[0]
-    return tuple(gate(encoding, encoder.vocab, kk) for _, kk, _ in sides)  # type: ignore[return-value]
+    _, encoding = specs[0].encode_with_units(query)
+    return specs[0].of(encoding), specs[1].of(encoding)
 
 
 def _describe(ix: StoredCollection, kk: int, encoder: Encoder) -> dict:

@@ -48,10 +48,11 @@ from lexlens.analysis.counterfactual.term_level import TermAnswer, term_counterf
 from lexlens.analysis.lexical.word_units import TextWords, text_words, word_terms
 from lexlens.analysis.retrieval.queries import (
     IMAGE_QUERY_NEEDS,
+    QuerySpec,
     query_encoder_for,
     text_query_needs,
 )
-from lexlens.analysis.retrieval.whole_collection import Placement, WholeIndexScorer
+from lexlens.analysis.retrieval.scorer import Placement, Scorer, scorer_for
 from lexlens.models.base import Encoder, InputError
 
 IMAGE_TARGET_NOTE = "the target is an image: it takes no document edits"
@@ -150,14 +151,14 @@ def prepare(
     )
     if is_text:
         edited: TextQuery | ImageQuery = TextQuery(
-            encoder, query, options.query_mode, options.gate_k
+            QuerySpec(encoder, options.query_mode, options.gate_k), query
         )
     else:
         from lexlens.models.images import load_image
 
         picture = query if hasattr(query, "convert") else load_image(query, name="query")
         label = Path(query).name if isinstance(query, Path) else "image"
-        edited = ImageQuery(encoder, picture, options.gate_k, label)
+        edited = ImageQuery(QuerySpec(encoder, "parametric", options.gate_k), picture, label)
     return Prepared(collection, ids, edited, row, meta, encoder, device, query_id)
 
 
@@ -210,7 +211,7 @@ def _answer(
     started = time.perf_counter()
     # one forward: the query's gated vector and its per-unit rows (provenance)
     q0, with_units = p.query.encode_one_with_units()
-    scorer = WholeIndexScorer(p.collection)
+    scorer = scorer_for(p.collection)
     found = term_counterfactual(scorer, q0, p.row)
     terms = _terms_record(found, p, time.perf_counter() - started)
     notes: list[str] = []
@@ -242,7 +243,7 @@ def _answer(
 
 def _text_search(
     p: Prepared,
-    scorer: WholeIndexScorer,
+    scorer: Scorer,
     q0: np.ndarray,
     with_units,
     found: TermAnswer,
@@ -277,7 +278,7 @@ def _text_search(
     else:
         provenance = _cell_terms(with_units, q0, len(query.words))
     probe = None if target is None else target.encode
-    predicted = EditScreen(scorer, q0, scorer.scores(q0)[0], p.row, provenance, d0, probe)
+    predicted = EditScreen(scorer, q0, scorer.all_scores(q0)[0], p.row, provenance, d0, probe)
     if screen:
         predicted.probes.update(probes)
         predicted.prepare([e.value for e in singles if e.side == "document"])

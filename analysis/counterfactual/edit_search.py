@@ -7,7 +7,7 @@ the order the term-level answer and provenance predict helps most; then the best
 states (lowest rank, smallest gap to the first rival) are extended by one more edit. An
 edit of the target's text changes only the target's score, so it is ranked against the
 others' scores kept for its query; an edited query is scored against every item
-(:class:`~.scoring.WholeIndexScorer`).
+(:meth:`~lexlens.analysis.retrieval.scorer.Scorer.all_scores`).
 
 With a screen (:mod:`.screen`, the default), a level's candidates are first predicted from
 provenance without the model; those predicted near success are encoded, most promising
@@ -35,7 +35,7 @@ from lexlens.analysis.counterfactual.edits import (
     word_key,
 )
 from lexlens.analysis.counterfactual.screen import EditScreen
-from lexlens.analysis.retrieval.whole_collection import Placement, WholeIndexScorer, place
+from lexlens.analysis.retrieval.scorer import Placement, Scorer, place
 
 #: States kept from one level to extend at the next.
 BEAM = 4
@@ -90,7 +90,7 @@ class TextSearch:
 
     def __init__(
         self,
-        scorer: WholeIndexScorer,
+        scorer: Scorer,
         query: TextQuery | ImageQuery,
         target_row: int,
         target: TextTarget | None,
@@ -108,12 +108,13 @@ class TextSearch:
         self.screened = 0  # candidates left unencoded by the screen
         self.budget, self.calls = budget, 0
         self.d0 = d0.astype(np.float64)
-        root_scores = scorer.scores(q0)[0]
+        root_scores = scorer.all_scores(q0)[0]
         self.queries: dict[frozenset[int], tuple[np.ndarray, np.ndarray]] = {
             frozenset(): (q0.astype(np.float64), root_scores)
         }
         self.docs: dict[tuple[str, ...], np.ndarray] = {(): self.d0}
-        self.root = place(root_scores, target_row)
+        #: the target before any edit: its rank is the evaluation's call (Scorer.rank_of)
+        self.root = scorer.placement(q0, target_row, root_scores)
         #: inputs encoded alone (a batch of one), as a user would encode them: their vectors
         #: need no second encoding to be verified
         self.alone: set = {frozenset(), ()}
@@ -158,7 +159,7 @@ class TextSearch:
             vectors = self.query.encode([self.query.edited(k) for k in new_queries])
             for start in range(0, len(vectors), SCORE_CHUNK):
                 block = np.stack(vectors[start : start + SCORE_CHUNK]).astype(np.float64)
-                scores = self.scorer.scores(block)
+                scores = self.scorer.all_scores(block)
                 for i in range(block.shape[0]):
                     self.queries[new_queries[start + i]] = (block[i], scores[i])
             if len(new_queries) == 1:
@@ -177,7 +178,7 @@ class TextSearch:
         """Each new input encoded alone, each edited query scored alone."""
         for key in new_queries:
             vector = self.query.encode([self.query.edited(key)])[0].astype(np.float64)
-            self.queries[key] = (vector, self.scorer.scores(vector)[0])
+            self.queries[key] = (vector, self.scorer.all_scores(vector)[0])
             self.alone.add(key)
         for key in new_docs:
             assert self.target is not None
@@ -199,7 +200,7 @@ class TextSearch:
         else:
             qv = self.query.encode([self.query.edited(state.deleted)])[0].astype(np.float64)
             self.calls += 1
-        scores = self.scorer.scores(qv)[0]
+        scores = self.scorer.all_scores(qv)[0]
         if not state.inserted:
             return place(scores, self.row), qv
         assert self.target is not None

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from lexlens.analysis.core.gating import bow_query, gate
+from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.grid import patch_boxes
-from lexlens.models.base import Capability, Encoder, LexicalEncoding
+from lexlens.analysis.retrieval.queries import QuerySpec
+from lexlens.models.base import Encoder, LexicalEncoding
 
 
 @dataclass(frozen=True)
@@ -57,24 +58,24 @@ def word_key(word: str) -> str:
 
 
 class TextQuery:
-    """A text query: its words, how an edited one reads and is encoded."""
+    """A text query: its words, how an edited one reads and is encoded (by the query rule,
+    :class:`~lexlens.analysis.retrieval.queries.QuerySpec`)."""
 
     kind = "text"
 
-    def __init__(self, encoder: Encoder, text: str, mode: str, gate_k: int) -> None:
-        self.encoder, self.text, self.mode, self.gate_k = encoder, text, mode, gate_k
+    def __init__(self, spec: QuerySpec, text: str) -> None:
+        self.spec, self.text = spec, text
         self.words = text.split()
         #: the query as encoded whole (by :meth:`encode_one_with_units`)
         self.encoding: LexicalEncoding | None = None
 
     def encode_one_with_units(self) -> tuple[np.ndarray, LexicalEncoding | None]:
         """The query's vector and (parametric mode) its encoding with per-unit rows."""
-        if self.mode == "bow":
-            self.encoding = self._encodings([self.text])[0]
-            return bow_query(self.encoding, self.encoder.vocab, self.encoder.bow_normalize), None
-        enc = self.encoder.encode_texts([self.text], side="query", keep_units=True)[0]
-        self.encoding = enc
-        return gate(enc, self.encoder.vocab, self.gate_k), enc
+        if self.spec.mode == "bow":
+            vector, self.encoding = self.spec.encode([self.text])[0]
+            return vector, None
+        vector, self.encoding = self.spec.encode_with_units(self.text)
+        return vector, self.encoding
 
     def edits(self) -> list[Edit]:
         """Deleting each word."""
@@ -84,19 +85,9 @@ class TextQuery:
         """The query without the deleted words."""
         return " ".join(w for j, w in enumerate(self.words) if j not in deleted)
 
-    def _encodings(self, inputs: list[Any]) -> list[LexicalEncoding]:
-        """The bag-of-words mode's encodings: a feature head's own tokens, or the text's."""
-        if not self.encoder.can(Capability.TEXT_LEXICAL):
-            return self.encoder.tokenize_texts(inputs)
-        return self.encoder.encode_texts(inputs, side="query", keep_units=False)
-
     def encode(self, inputs: list[Any]) -> list[np.ndarray]:
-        """Edited queries' gated vectors, encoded in one batch."""
-        if self.mode == "bow":
-            encs = self._encodings(list(inputs))
-            return [bow_query(e, self.encoder.vocab, self.encoder.bow_normalize) for e in encs]
-        encs = self.encoder.encode_texts(list(inputs), side="query", keep_units=False)
-        return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
+        """Edited queries' vectors, encoded in one batch."""
+        return [vector for vector, _ in self.spec.encode(inputs)]
 
     def shown(self, deleted: frozenset[int]) -> str:
         return self.edited(deleted)
@@ -107,15 +98,15 @@ class ImageQuery:
 
     kind = "image"
 
-    def __init__(self, encoder: Encoder, image: Any, gate_k: int, label: str = "image") -> None:
-        self.encoder, self.image, self.gate_k, self.label = encoder, image, gate_k, label
-        self.encoding = encoder.encode_images([image], keep_units=True)[0]
+    def __init__(self, spec: QuerySpec, image: Any, label: str = "image") -> None:
+        self.spec, self.image, self.label = spec, image, label
+        self.vector, self.encoding = spec.image_with_units(image)
         rows, cols = self.encoding.grid or (1, 1)
         self.words = [f"r{r}c{c}" for r in range(rows) for c in range(cols)]
         self.boxes = patch_boxes((rows, cols), self.encoding.crop_box)
 
     def encode_one_with_units(self) -> tuple[np.ndarray, LexicalEncoding | None]:
-        return gate(self.encoding, self.encoder.vocab, self.gate_k), self.encoding
+        return self.vector.copy(), self.encoding
 
     def edits(self) -> list[Edit]:
         """Occluding each cell."""
@@ -137,8 +128,8 @@ class ImageQuery:
         return picture
 
     def encode(self, inputs: list[Any]) -> list[np.ndarray]:
-        encs = self.encoder.encode_images(list(inputs), keep_units=False)
-        return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
+        """Occluded images' gated vectors, encoded in one batch."""
+        return self.spec.images(inputs)
 
     def shown(self, deleted: frozenset[int]) -> str:
         cells = [self.words[j] for j in sorted(deleted)]

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
-from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer
+from lexlens.analysis.retrieval.scorer import Scorer
 
 #: A candidate is encoded when its predicted margin to the first rival is at most this
 #: share of the target's score before the edit: for a deletion only, and with an insertion.
@@ -49,7 +50,7 @@ class EditScreen:
 
     def __init__(
         self,
-        scorer: WholeIndexScorer,
+        scorer: Scorer,
         q0: np.ndarray,
         root_scores: np.ndarray,
         row: int,
@@ -119,8 +120,6 @@ class EditScreen:
             q = self.q0.astype(np.float64).copy()
             items, loss = np.zeros(0, np.int64), np.zeros(0)
             if cols.size:
-                import scipy.sparse as sp
-
                 found = sp.csr_matrix(q[cols][None, :]) @ self.scorer.term_columns(cols)
                 found.sort_indices()
                 items, loss = found.indices.astype(np.int64), found.data

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.retrieval.whole_collection import Placement, WholeIndexScorer, place
+from lexlens.analysis.retrieval.scorer import Placement, Scorer, place
 
 #: Sets up to this size are searched exhaustively (the answer is then the smallest).
 EXACT_SIZE = 4
@@ -156,7 +156,7 @@ class _Contributions:
     dense row over the items) and by item (a dense column over the terms) without scipy's
     indexing overhead: the same values kept row-major and column-major."""
 
-    def __init__(self, scorer: WholeIndexScorer, q: np.ndarray, terms: np.ndarray) -> None:
+    def __init__(self, scorer: Scorer, q: np.ndarray, terms: np.ndarray) -> None:
         by_term = scorer.term_columns(terms).multiply(q[terms][:, None]).tocsr()  # [c × N]
         by_term.sort_indices()
         self.by_term, self.by_item = by_term, by_term.tocsc()
@@ -189,13 +189,13 @@ class _Contributions:
 
 
 def term_counterfactual(
-    scorer: WholeIndexScorer, q: np.ndarray, target: int, *, exact_size: int = EXACT_SIZE
+    scorer: Scorer, q: np.ndarray, target: int, *, exact_size: int = EXACT_SIZE
 ) -> TermAnswer:
     """The smallest set of query terms whose removal puts ``target`` first (see the module
     docstring): exact up to ``exact_size`` terms, the greedy smallest found beyond."""
     q = np.asarray(q, dtype=np.float64)
-    scores = scorer.scores(q)[0]
-    answer = TermAnswer(before=place(scores, target))
+    scores = scorer.all_scores(q)[0]
+    answer = TermAnswer(before=scorer.placement(q, target, scores))
     if answer.before.first:
         answer.first, answer.exact, answer.after = True, True, answer.before
         return answer
@@ -312,7 +312,7 @@ def _finish(scorer, q, parts: _Contributions, terms, chosen, exact, target, answ
         left.remove(k)
         order.append(k)
         edited[terms[k]] = 0.0
-        placed = place(scorer.scores(edited)[0], target)
+        placed = place(scorer.all_scores(edited)[0], target)
         steps.append(
             TermStep(int(terms[k]), placed.score, placed.rank, placed.rival, placed.rival_score)
         )

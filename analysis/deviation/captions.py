@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from lexlens.analysis.core.gating import DEFAULT_GATE_K, gate
+from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.inputs import TextTable, read_texts
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.deviation.options import CAPTION_BATCH, DEVIATION_NEEDS
 from lexlens.analysis.deviation.scoring import caption_terms
-from lexlens.models.base import Encoder, InputError, LexicalEncoding
+from lexlens.analysis.retrieval.queries import QuerySpec
+from lexlens.models.base import Encoder, InputError
 
 CaptionSource = str | Path | bytes | bytearray | list[str] | TextTable
 
@@ -69,11 +70,6 @@ class EncodedCaptions:
             yield self.ids[lo:hi], self.texts[lo:hi], self.vectors[lo:hi]
 
 
-def gated_rows(encodings: list[LexicalEncoding], vocab: list[str], gate_k: int) -> sp.csr_matrix:
-    """``E = V ⊙ G`` of each encoding as CSR rows."""
-    return sp.csr_matrix(np.stack([gate(e, vocab, gate_k) for e in encodings]))
-
-
 def encode_captions(
     encoder: Encoder,
     table: TextTable,
@@ -84,14 +80,14 @@ def encode_captions(
 ) -> EncodedCaptions:
     """Encode captions in batches (query tower), keeping only gated CSR rows and tokens."""
     DEVIATION_NEEDS.check(encoder)
+    spec = QuerySpec(encoder, "parametric", gate_k)  # a caption reads as a text query
     parts, tokens, truncated = [], [], 0
     total = len(table.texts)
     for lo in range(0, total, batch_size):
-        chunk = table.texts[lo : lo + batch_size]
-        encodings = encoder.encode_texts(chunk, side="query", keep_units=False)
-        parts.append(gated_rows(encodings, encoder.vocab, gate_k))
-        tokens += [caption_terms(e.units) for e in encodings]
-        truncated += sum(e.truncated for e in encodings)
+        encoded = spec.encode(table.texts[lo : lo + batch_size])
+        parts.append(sp.csr_matrix(np.stack([vector for vector, _ in encoded])))
+        tokens += [caption_terms(e.units) for _, e in encoded]
+        truncated += sum(e.truncated for _, e in encoded)
         if progress:
             done = min(total, lo + batch_size)
             progress(done / total, f"Encoded {done} of {total} captions")

@@ -2,7 +2,7 @@
 
 ``lexlens evaluate``: without a run, every query is encoded (the collection's own query
 encoder by default) and the collection searched, exact top ``n`` for all queries in batches
-(:mod:`lexlens.analysis.retrieval.batch`); with a run (another system's ranking, TREC
+(:meth:`lexlens.analysis.retrieval.scorer.Scorer.rank`); with a run (another system's ranking, TREC
 format or a mapping), that ranking is read instead, and the items it names that the
 collection does not hold are counted and named. Either way the result holds:
 
@@ -81,8 +81,8 @@ from lexlens.analysis.evaluation.selection import (
     ranking_notes,
     selection_notes,
 )
-from lexlens.analysis.retrieval.batch import BatchScorer, QueryRanking, encode_queries
-from lexlens.analysis.retrieval.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
+from lexlens.analysis.retrieval.scorer import QueryRanking, scorer_for
 from lexlens.models.base import Encoder, InputError
 
 #: A query's own top terms shown and checked against its relevant item.
@@ -183,18 +183,15 @@ def evaluate(
     ix = index_argument(index)
     encoder = query_encoder_for(ix, query_encoder, device)
     cuts: list[Truncation] = []
-    vectors = encode_queries(
-        encoder,
+    vectors = QuerySpec(encoder, options.query_mode, options.gate_k).vectors(
         [queries[q] for q in order],
-        options.query_mode,
-        options.gate_k,
         progress_part(progress, 0.0, 0.3),
         names=order,
         cuts=cuts,
     )
     ids = [str(i) for i in ix.column("id")]
     row_of = {item: r for r, item in enumerate(ids)}
-    explainer = Explainer(ix, ids, row_of, BatchScorer(ix), options.top, run is not None)
+    explainer = Explainer(ix, ids, row_of, scorer_for(ix), options.top, run is not None)
     found = _explain_all(
         explainer, queries, qrels, order, vectors, run, progress_part(progress, 0.3, 1.0)
     )

@@ -39,7 +39,7 @@ from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.words import Term, item_words, text_words
 from lexlens.analysis.evaluation.explain import Failure, Gap, explain_item, gap_words, query_terms
 from lexlens.analysis.lexical.highlight import content_words
-from lexlens.analysis.retrieval.batch import BatchScorer, QueryRanking
+from lexlens.analysis.retrieval.scorer import QueryRanking, Scorer
 
 #: Where a query's best relevant item is (``relevant_status``).
 RETRIEVED = "retrieved"  # in the ranking evaluated (the top n, or the run)
@@ -112,7 +112,7 @@ class Explainer:
     index: StoredCollection
     ids: Sequence[str]
     row_of: Mapping[str, int]
-    scorer: BatchScorer
+    scorer: Scorer
     top: int
     from_run: bool
 
@@ -126,26 +126,28 @@ class Explainer:
         """(rank, row) of the query's best relevant item the collection holds: the first in
         the ranking; else (Lexlens's ranking) the best exact rank of those scoring above 0;
         else the highest-scoring one (ties by row) with rank ``None`` (not retrieved).
-        ``None`` when the collection holds none."""
+        ``None`` when the collection holds none. Lexlens's ranks are the scorer's
+        :meth:`~lexlens.analysis.retrieval.scorer.Scorer.rank_of`, the call a counterfactual
+        places the item with before its edit."""
         row_of = self.row_of
         found = next(
             ((i + 1, row_of[d]) for i, (d, _) in enumerate(pairs) if d in relevant and d in row_of),
             None,
         )
-        if found is not None:
+        if found is not None and ranking is None:
             return found
         held = sorted(row_of[d] for d in relevant if d in row_of)
         if not held:
             return None
-        if ranking is not None:  # beyond the top n: the exact rank of those scoring above 0
+        if ranking is not None:  # the first in the ranking, else beyond the top n
             ranked = [
                 (rank, row)
-                for row in held
-                if (rank := self.scorer.rank_of(ranking, row, vector)[0]) is not None
+                for row in ([found[1]] if found is not None else held)
+                if (rank := self.scorer.rank_of(vector, row, ranking)[0]) is not None
             ]
             if ranked:
                 return min(ranked)
-        scores = self.scorer.exact_many(np.array(held, np.int64), vector)
+        scores = self.scorer.scores_of(np.array(held, np.int64), vector)
         return None, held[int(np.argmax(scores))]  # argmax: the first (lowest row) of a tie
 
     def note(self, why: str, best: Placed | None) -> str:

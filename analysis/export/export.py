@@ -66,8 +66,8 @@ from lexlens.analysis.core.outputs import check_replaceable, file_set, json_byte
 from lexlens.analysis.core.results import Progress, Result, progress_part
 from lexlens.analysis.evaluation.selection import checked_queries
 from lexlens.analysis.export.options import FORMATS, MAX_SCALE, ExportOptions
-from lexlens.analysis.retrieval.batch import BatchScorer, encode_queries
-from lexlens.analysis.retrieval.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
+from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.models.base import Encoder, InputError
 
 #: Repeats of a term in ``queries.tsv`` per unit of its weight, whatever the scale.
@@ -220,7 +220,8 @@ def query_vectors(
     """The queries' vectors in the collection's vocabulary (its own query encoder by default)."""
     encoder = query_encoder_for(ix, query_encoder, device)
     texts = list(queries.values())
-    return encoder, encode_queries(encoder, texts, options.query_mode, options.gate_k, progress)
+    spec = QuerySpec(encoder, options.query_mode, options.gate_k)
+    return encoder, spec.vectors(texts, progress)
 
 
 @dataclass
@@ -372,7 +373,7 @@ def _query_lines(
     if fmt == "trec-run":
         item_ids = [str(i) for i in ix.column("id")]
         _check_ids(item_ids, fmt, "item")
-        rankings = BatchScorer(ix).rank(vectors, options.top, progress)
+        rankings = scorer_for(ix).rank(vectors, options.top, progress)
         run = {
             q: [(item_ids[int(r)], float(s)) for r, s in zip(k.rows, k.scores, strict=True)]
             for q, k in zip(ids, rankings, strict=True)

@@ -35,7 +35,8 @@ from lexlens.analysis.lexical.contrib import (
     side_encoder,
 )
 from lexlens.analysis.lexical.word_units import source_words, text_words
-from lexlens.analysis.retrieval.reencode import QueryVectors
+from lexlens.analysis.retrieval.queries import QuerySpec
+from lexlens.analysis.retrieval.scorer import scores_against
 from lexlens.models.base import Encoder, InputError
 
 
@@ -121,10 +122,9 @@ def deletion_of(
     encoder: Encoder, query: str, doc_vector: np.ndarray, options: ContribFaithfulnessOptions
 ) -> ContribFaithfulness:
     """The deletion curve of ``query`` against a gated document vector."""
-    vectors = QueryVectors(encoder, options.query_mode, options.gate_k)
-    enc = encoder.encode_texts([query], side="query")[0]
+    spec = QuerySpec(encoder, options.query_mode, options.gate_k)
+    q, enc = spec.encode_with_units(query)
     words = text_words(encoder, query, enc.units)
-    q = vectors._vector(enc)
     cols = np.flatnonzero(q * doc_vector)
     parts = q[cols].astype(np.float64) * doc_vector[cols].astype(np.float64)
     share = dict.fromkeys(words.deletable, 0.0)
@@ -143,10 +143,14 @@ def deletion_of(
     ]
     edited = [words.without(order[:j]) if j else query for j in range(k + 1)]
     random_texts = [[words.without(r[:j]) if j else query for j in range(k + 1)] for r in randoms]
-    vectors.encode(edited + [t for ts in random_texts for t in ts])
+    spec.encode_sparse(edited + [t for ts in random_texts for t in ts])
     dense = doc_vector[None, :]
-    curve = vectors.scores(edited, dense)[:, 0].tolist()
-    random_curves = [vectors.scores(ts, dense)[:, 0].tolist() for ts in random_texts]
+
+    def curve_of(texts: list[str]) -> list[float]:
+        return scores_against([spec.sparse(t) for t in texts], dense)[:, 0].tolist()
+
+    curve = curve_of(edited)
+    random_curves = [curve_of(ts) for ts in random_texts]
     notes = []
     if unsourced:
         notes.append(

@@ -25,7 +25,7 @@ Only text queries of two or more words with both items in the collection and a p
 are measured (a gap of 0 is a tie the collection order breaks: there is no share of it to
 close; a one-word query's explanation and every random draw delete the same word); the
 others are counted by reason. A query left with no word is an empty query: its vector is
-zero (:mod:`.reencode`).
+zero (:meth:`~lexlens.analysis.retrieval.queries.QuerySpec.encode_sparse`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from lexlens.analysis.lexical.word_units import (
     term_columns,
     text_words,
 )
-from lexlens.analysis.retrieval.reencode import QueryVectors, dense_rows
+from lexlens.analysis.retrieval.queries import QuerySpec
+from lexlens.analysis.retrieval.scorer import scorer_for, scores_against
 from lexlens.models.base import Encoder
 
 #: Queries whose per-unit rows are kept at once (for provenance).
@@ -134,17 +135,18 @@ def _word_order(
 
 def _plan(
     failure: Failure,
+    q: np.ndarray,
     enc,
     encoder: Encoder,
-    vectors: QueryVectors,
     index,
     row_of,
     options: FaithfulnessOptions,
 ) -> _Plan:
-    """What to delete for one failure (its encoding kept per-unit rows)."""
+    """What to delete for one failure (its query vector ``q``; its encoding kept per-unit
+    rows)."""
     words = text_words(encoder, failure.query, enc.units)
     rows = (row_of[failure.nonrelevant.id], row_of[failure.relevant.id])
-    items = dense_rows(index, rows)
+    items = scorer_for(index).dense_rows(rows)
     columns = [term_columns(d, encoder.vocab) for d in failure.decisive]
     found = source_words(enc, words, columns)
     explained = list(dict.fromkeys(w for w in found if w is not None))
@@ -152,7 +154,6 @@ def _plan(
         {"term": d["word"], "delta": d["delta"], "word": None if w is None else words.words[w]}
         for d, w in zip(failure.decisive, found, strict=True)
     ]
-    q = vectors._vector(enc)
     order = _word_order(words, enc, q, items, explained)
     rng = rng_for(options.seed, failure.query_id, failure.query)
     deletable = words.deletable
@@ -178,12 +179,12 @@ def _flipped(gap: float, rows: tuple[int, int]) -> bool:
     return gap < 0 or (gap == 0 and rows[1] < rows[0])
 
 
-def _measure(plan: _Plan, vectors: QueryVectors, index) -> FailureFaithfulness:
+def _measure(plan: _Plan, spec: QuerySpec, index) -> FailureFaithfulness:
     """One failure's measures from its edited queries' scores."""
-    items = dense_rows(index, plan.rows)
+    items = scorer_for(index).dense_rows(plan.rows)
 
     def gap_of(drop: Sequence[int]) -> float:
-        s = vectors.scores([plan.edit(drop)], items)[0]
+        s = scores_against([spec.sparse(plan.edit(drop))], items)[0]
         return float(s[0] - s[1])
 
     gap = gap_of([])
@@ -236,24 +237,24 @@ def measure_failures(
             skipped[why] = skipped.get(why, 0) + 1
         else:
             todo.append(f)
-    vectors = QueryVectors(encoder, query_mode, gate_k)
+    spec = QuerySpec(encoder, query_mode, gate_k)
     plans: list[_Plan] = []
     for start in range(0, len(todo), PROVENANCE_GROUP):
         group = todo[start : start + PROVENANCE_GROUP]
+        # the model's own per-unit rows (provenance); a head without a text tower has none
         encodings = encoder.encode_texts([f.query for f in group], side="query")
         made = [
-            _plan(f, e, encoder, vectors, index, row_of, options)
+            _plan(f, spec.of(e), e, encoder, index, row_of, options)
             for f, e in zip(group, encodings, strict=True)
         ]
         plans += [p for p in made if _keep(p, skipped)]
         if progress:
             progress(0.2 * (start + len(group)) / max(1, len(todo)), "provenance of the queries")
-    texts = [t for p in plans for t in _edits(p)]
-    vectors.encode(texts)
+    spec.encode_sparse([t for p in plans for t in _edits(p)])
     if progress:
-        progress(0.9, f"{vectors.calls} edited queries re-encoded")
-    out = [_measure(p, vectors, index) for p in plans]
-    return out, skipped, vectors.calls
+        progress(0.9, f"{spec.calls} edited queries re-encoded")
+    out = [_measure(p, spec, index) for p in plans]
+    return out, skipped, spec.calls
 
 
 def _keep(plan: _Plan, skipped: dict[str, int]) -> bool:

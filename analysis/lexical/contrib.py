@@ -26,10 +26,11 @@ from lexlens.analysis.core.arguments import (
     image_argument,
     text_argument,
 )
-from lexlens.analysis.core.gating import GATE_K, bow_query, gate
+from lexlens.analysis.core.gating import GATE_K, gate
 from lexlens.analysis.core.options import QUERY_MODE, Options, shared
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import input_words, merge_contributions
+from lexlens.analysis.retrieval.queries import QuerySpec
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -211,9 +212,14 @@ def contrib(
             f"({len(doc_encoder.vocab)} terms) use different vocabularies: their scores "
             "cannot be compared term by term"
         )
-    q_enc = encode_side(query_encoder, q_kind, q_value, "query")
+    spec = QuerySpec(query_encoder, options.query_mode, options.gate_k)
+    if q_kind == "text":
+        check_texts([q_value])
+        q_vec, q_enc = spec.encode_with_units(q_value)
+    else:
+        q_vec, q_enc = spec.image_with_units(q_value)
     d_enc = encode_side(doc_encoder, d_kind, d_value, "document")
-    score, rows, in_words = _scored(q_enc, d_enc, query_encoder, doc_encoder, options)
+    score, rows, in_words = _scored(q_vec, q_enc, d_enc, query_encoder, doc_encoder, options)
 
     def info(kind: str, value: Any, label: str, encoder: Encoder) -> dict:
         out = {"text": value} if kind == "text" else {"image": label}
@@ -232,19 +238,16 @@ def contrib(
 
 
 def _scored(
+    q_vec: np.ndarray,
     q_enc: LexicalEncoding,
     d_enc: LexicalEncoding,
     query_encoder: Encoder,
     doc_encoder: Encoder,
     options: ContribOptions,
 ) -> tuple[float, list[Contribution], list[dict]]:
-    """The score of the gated pair, each term's contribution, and the contributions joined
-    into the words the inputs spell (or the encoders know)."""
+    """The score of the query vector against the gated document, each term's contribution,
+    and the contributions joined into the words the inputs spell (or the encoders know)."""
     vocab = query_encoder.vocab
-    if options.query_mode == "bow":
-        q_vec = bow_query(q_enc, vocab, query_encoder.bow_normalize)
-    else:
-        q_vec = gate(q_enc, vocab, options.gate_k)
     d_vec = gate(d_enc, vocab, options.gate_k)
     score, rows = contributions(q_vec, d_vec, vocab)
     words = set(query_encoder.known_words) | set(doc_encoder.known_words)

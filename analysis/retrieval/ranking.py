@@ -1,6 +1,6 @@
 """Exact top-n over a collection's gated sparse vectors (stored or in memory).
 
-:func:`top_items` scores ``score_i = Σ_t q_t f(w_it) / ν_i`` over the query terms' postings
+:func:`ranked` scores ``score_i = Σ_t q_t f(w_it) / ν_i`` over the query terms' postings
 only (the memory-mapped float16 postings of a large stored index, or an exact float32
 transpose built once), so its time and memory are O(postings the query touches), never
 O(items): the threshold of the top ``n`` is selected among the touched postings themselves
@@ -10,8 +10,8 @@ score could still reach the top is rescored exactly in float64 from its stored r
 result equals an exact ranking, ties broken by row. A query with positive weights over
 non-negative postings is pruned by MaxScore first (:mod:`.pruning`): the postings of terms
 whose upper bounds cannot lift an item into the top are looked up, not accumulated.
-:func:`ranked` is the one scorer of a single query and of a batch
-(:class:`lexlens.analysis.retrieval.batch.BatchScorer`).
+This is the engine behind the one scorer of a collection
+(:class:`lexlens.analysis.retrieval.scorer.Scorer`): nothing else calls it.
 """
 
 from __future__ import annotations
@@ -183,29 +183,6 @@ class _Touched:
 _NOTHING = (np.zeros(0, np.int64), np.zeros(0))
 
 
-def top_items(
-    target: Collection,
-    q: np.ndarray,
-    n: int,
-    *,
-    normalize: bool = False,
-    square: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and exact scores of the ``n`` best items for ``score_i = Σ_t q_t f(w_it) / ν_i``.
-
-    ``f(w) = w`` (or ``w²`` when ``square``); ``ν_i = ‖w_i‖₂`` (``‖w_i‖₂²`` when square)
-    when ``normalize``, else 1. Only items that share a term with ``q`` are candidates.
-
-    Scores accumulate over the query terms' postings in float64 (one ``bincount``), each
-    with a bound on its error (float16 postings of a large index, float64 sums); the
-    threshold of the top ``n`` is selected among the touched postings (time and memory
-    O(postings touched)), and every item whose score could still reach it is rescored
-    exactly (float64, from its stored row): the result equals an exact ranking. Ties are
-    broken by row.
-    """
-    return ranked(target, q, n, normalize=normalize, square=square)
-
-
 def ranked(
     target: Collection,
     q: np.ndarray,
@@ -215,9 +192,19 @@ def ranked(
     square: bool = False,
     mapped: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`top_items`, the one exact scorer of one query and of a batch of queries
-    (``mapped``: a stored index's postings and rows read through its mapping, for a batch
-    that reads much of them; else by range into the query's own arrays).
+    """Rows and exact scores of the ``n`` best items for ``score_i = Σ_t q_t f(w_it) / ν_i``.
+
+    ``f(w) = w`` (or ``w²`` when ``square``); ``ν_i = ‖w_i‖₂`` (``‖w_i‖₂²`` when square)
+    when ``normalize``, else 1. Only items that share a term with ``q`` are candidates.
+    ``mapped``: a stored index's postings and rows read through its mapping, for a batch
+    that reads much of them; else by range into the query's own arrays.
+
+    Scores accumulate over the query terms' postings in float64 (one ``bincount``), each
+    with a bound on its error (float16 postings of a large index, float64 sums); the
+    threshold of the top ``n`` is selected among the touched postings (time and memory
+    O(postings touched)), and every item whose score could still reach it is rescored
+    exactly (float64, from its stored row): the result equals an exact ranking. Ties are
+    broken by row.
 
     A query with positive weights over non-negative postings (no normalisation, ``f(w) =
     w``) is pruned by MaxScore (:mod:`.pruning`); any other is accumulated over every

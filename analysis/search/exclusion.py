@@ -47,7 +47,7 @@ from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.vocabulary import is_special_token
 from lexlens.analysis.core.words import Reading, WordReader, item_words, words_of_tokens
 from lexlens.analysis.retrieval.queries import QuerySpec
-from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.analysis.search.options import (
     COVERAGE,
     DEFAULT_COVERAGE,
@@ -116,7 +116,7 @@ def dimension_set(
     target: Collection, q: np.ndarray, settings: ExclusionSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     """(D, the rows of the top-K items) for one single-label query vector ``q``."""
-    rows, _ = top_items(target, q, settings.k_items)
+    rows, _ = scorer_for(target).top(q, settings.k_items)
     mass = np.zeros(target.vocab_size, dtype=np.float64)
     for r in rows:
         cols, vals = target.row(int(r))
@@ -145,14 +145,16 @@ def rank_method(
     """The top ``n`` items for ``a`` (plain search when ``b`` is empty) or for "``a`` but not
     ``b``" by ``method``, as ``settings`` say."""
     if not b:
-        q = spec.text(a)
+        q = spec.vector(a)
     elif method == "text":
-        q = spec.text(settings.slq.format(a=a, b=b))
+        q = spec.vector(settings.slq.format(a=a, b=b))
     elif method == "avg":
-        q = (spec.text(a).astype(np.float64) - spec.text(b).astype(np.float64)).astype(np.float32)
+        q = (spec.vector(a).astype(np.float64) - spec.vector(b).astype(np.float64)).astype(
+            np.float32
+        )
     else:
         return _rank_sr(target, spec, a, b, n, settings)
-    rows, scores = top_items(target, q, n)
+    rows, scores = scorer_for(target).top(q, n)
     return rows, scores, q, None, []
 
 
@@ -162,7 +164,7 @@ def _rank_sr(
     """SR: D = D1 \\ D2 from the top-K items of A and of B; items ranked by their magnitude
     on D (with the sets, in tokens, and what a reader should know about them)."""
     vocab = target.vocab
-    qa, qb = spec.text(a), spec.text(b)
+    qa, qb = spec.vector(a), spec.vector(b)
     d1, rows_a = dimension_set(target, qa, settings)
     d2, rows_b = dimension_set(target, qb, settings)
     kept = d1[~np.isin(d1, d2)]
@@ -182,7 +184,7 @@ def _rank_sr(
     if kept.size == 0:
         return np.zeros(0, np.int64), np.zeros(0), mask, dims, notes
     square = settings.magnitude == "l2"
-    rows, scores = top_items(target, mask, n, normalize=settings.normalize, square=square)
+    rows, scores = scorer_for(target).top(mask, n, normalize=settings.normalize, square=square)
     if square:
         scores = np.sqrt(np.maximum(scores, 0))
     return rows, scores, mask, dims, notes
@@ -207,7 +209,7 @@ def with_set_words(
     ``{kind}_words`` that are no whole word of those texts (each with the word it belongs to,
     or ``None``): :class:`~lexlens.analysis.core.words.WordReader`. ``words``: the query's
     words (and the words the encoder knows); ``rows``: the hits."""
-    behind = [dimension_set(target, spec.text(q), settings)[1] for q in (a, b)]
+    behind = [dimension_set(target, spec.vector(q), settings)[1] for q in (a, b)]
     items = np.concatenate([*behind, np.asarray(rows, dtype=np.int64)])
     evidence = set(words).union(*(item_words(m) for m in target.meta(np.unique(items))))
     reader = WordReader(evidence, target.vocab)

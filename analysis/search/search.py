@@ -5,7 +5,7 @@ Representations", ICTIR 2025).
 A *collection* is anything that answers :class:`~lexlens.analysis.core.collection.Collection`:
 a stored index (:mod:`lexlens.analysis.collections.store`) or a small
 :class:`~lexlens.analysis.collections.memory.MemoryCollection`. Plain search ranks items
-by the inner product ``E_q · E_d`` (:func:`lexlens.analysis.retrieval.ranking.top_items`);
+by the inner product ``E_q · E_d`` (:meth:`lexlens.analysis.retrieval.scorer.Scorer.top`);
 exclusion ranks by SR's dimension sets or a baseline (:mod:`lexlens.analysis.search.exclusion`).
 Each hit lists the terms that make its score, and all of a hit's contributions sum exactly to
 the score it shows (:mod:`lexlens.analysis.search.hits`). With labels, the metrics of every
@@ -37,7 +37,7 @@ from lexlens.analysis.retrieval.queries import (
     query_encoder_for,
     text_query_needs,
 )
-from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.analysis.search.exclusion import ExclusionSettings, rank_method, with_set_words
 from lexlens.analysis.search.hits import Hit, Scoring, explained_hits, hit_summary
 from lexlens.analysis.search.inputs import (
@@ -132,7 +132,7 @@ def _search(
     settings = ExclusionSettings.of(target, options)
     if asked.image is not None:
         scoring = Scoring(QuerySpec(encoder, "parametric", options.gate_k).image(asked.image))
-        rows, _ = top_items(target, scoring.weights, options.top)
+        rows, _ = scorer_for(target).top(scoring.weights, options.top)
         hits = explained_hits(target, rows, scoring, explain=options.explain)
         record = _settings(options, encoder, asked, settings)
         return SearchResult(target.describe(), {"image": asked.image_name}, "search", record, hits)

@@ -41,8 +41,8 @@ from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Record
 from lexlens.analysis.core.words import item_words, merge_contributions, text_words
 from lexlens.analysis.evaluation.explain import contribution_rows, gap_words, query_terms
-from lexlens.analysis.retrieval.batch import BatchScorer, encode_queries
-from lexlens.analysis.retrieval.queries import query_encoder_for
+from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
+from lexlens.analysis.retrieval.scorer import Scorer, scorer_for
 from lexlens.analysis.systems.systems import LEXLENS, System
 
 #: Words listed as changed most, items listed as moved, blame-shift words kept.
@@ -97,7 +97,7 @@ class Side:
     index: StoredCollection
     vector: np.ndarray
     ranking: list[tuple[str, float]]
-    scorer: BatchScorer
+    scorer: Scorer
     ids: list[str]
     row_of: dict[str, int]
     _full: object = None
@@ -116,13 +116,15 @@ class Side:
             return None
         if self._full is None:
             self._full = next(iter(self.scorer.rank([self.vector], max(1, len(self.ranking)))))
-        return self.scorer.rank_of(self._full, self.row_of[item], self.vector)[0]
+        return self.scorer.rank_of(self.vector, self.row_of[item], self._full)[0]
 
     def score(self, item: str) -> float | None:
         """The exact score (a Lexlens system) or the run's own score (``None``: not listed)."""
         if self.exact:
             return (
-                self.scorer.exact(self.row_of[item], self.vector) if item in self.row_of else None
+                self.scorer.score_of(self.row_of[item], self.vector)
+                if item in self.row_of
+                else None
             )
         return next((s for d, s in self.ranking if d == item), None)
 
@@ -140,14 +142,14 @@ class Explaining:
 
     def __init__(self, device: str | None, query_mode: str) -> None:
         self.device, self.query_mode = device, query_mode
-        self._indexes: dict[str, tuple[StoredCollection, BatchScorer, list[str], dict]] = {}
+        self._indexes: dict[str, tuple[StoredCollection, Scorer, list[str], dict]] = {}
         self._encoders: dict[tuple[str, str | None], object] = {}
 
-    def collection(self, path: str) -> tuple[StoredCollection, BatchScorer, list[str], dict]:
+    def collection(self, path: str) -> tuple[StoredCollection, Scorer, list[str], dict]:
         if path not in self._indexes:
             ix = open_index(path)
             ids = [str(i) for i in ix.column("id")]
-            self._indexes[path] = (ix, BatchScorer(ix), ids, {d: r for r, d in enumerate(ids)})
+            self._indexes[path] = (ix, scorer_for(ix), ids, {d: r for r, d in enumerate(ids)})
         return self._indexes[path]
 
     def vectors(self, system: System, texts: list[str]) -> list[np.ndarray]:
@@ -158,7 +160,7 @@ class Explaining:
         if key not in self._encoders:
             self._encoders[key] = query_encoder_for(ix, system.query_encoder, self.device)
         encoder = self._encoders[key]
-        return encode_queries(encoder, texts, self.query_mode, int(system.gate_k), None)
+        return QuerySpec(encoder, self.query_mode, int(system.gate_k)).vectors(texts)
 
     def side(self, system: System, vector: np.ndarray, ranking: list) -> Side:
         ix, scorer, ids, row_of = self.collection(system.index)

@@ -233,7 +233,7 @@ def test_a_real_full_tmpfs(splade, tmp_path):
 
 def test_postings_search_equals_exact_ranking(splade, tmp_path):
     """The float16 inverted index + exact rescoring gives the exact top items."""
-    from lexlens.analysis.retrieval.ranking import top_items
+    from lexlens.analysis.retrieval.scorer import scorer_for
 
     rng = np.random.default_rng(0)
     texts = [
@@ -264,7 +264,7 @@ def test_postings_search_equals_exact_ranking(splade, tmp_path):
             reference = reference / (norms**2 if square else norms)
         touched = np.flatnonzero((dense[:, q != 0] != 0).any(1))
         expected = touched[np.lexsort((touched, -reference[touched]))][:7]
-        rows, scores = top_items(index, q, 7, normalize=normalize, square=square)
+        rows, scores = scorer_for(index).top(q, 7, normalize=normalize, square=square)
         assert list(rows) == list(expected)
         assert np.allclose(scores, reference[expected], rtol=1e-9)
 

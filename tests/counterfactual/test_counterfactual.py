@@ -24,7 +24,7 @@ from lexlens.analysis.core.gating import gate
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.term_level import term_counterfactual
 from lexlens.analysis.datasets.trec import read_queries
-from lexlens.analysis.retrieval.whole_collection import WholeIndexScorer
+from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.models.base import InputError
 from tests.helpers import ROOT
 
@@ -140,7 +140,7 @@ def _brute_smallest(dense: np.ndarray, q: np.ndarray, row: int, most: int) -> in
 
 
 def test_silent_wrong_term_level_set_is_the_smallest_by_brute_force(index, dense, splade):
-    scorer = WholeIndexScorer(index)
+    scorer = scorer_for(index)
     queries = list(read_queries(BEIR / "queries.jsonl").values())[:20]
     sizes = []
     for text in queries:
@@ -192,7 +192,7 @@ def test_silent_wrong_term_level_verified_agrees_with_numpy(seed, items, terms, 
     )
     reference = np.asarray(sp.csr_matrix(matrix, dtype=np.float32).toarray(), np.float64)
     row = int(rng.integers(items))
-    answer = term_counterfactual(WholeIndexScorer(collection), q, row)
+    answer = term_counterfactual(scorer_for(collection), q, row)
     edited = q.copy()
     edited[answer.terms] = 0.0
     rank = _numpy_rank(reference @ edited, row)

@@ -12,8 +12,7 @@ from lexlens.analysis.core.gating import gate
 from lexlens.analysis.datasets.trec import Problems, read_qrels, read_run, run_text
 from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.evaluation.result import MEASURES
-from lexlens.analysis.retrieval.batch import BatchScorer
-from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.retrieval.scorer import scorer_for
 
 TEXTS = {
     "d0": "a puppy sleeping by the sea shore",
@@ -65,8 +64,8 @@ def result(index, splade):
 def test_batched_rankings_are_the_exact_per_query_rankings(index, splade):
     vectors = [gate(e, splade.vocab, 768) for e in splade.encode_texts(list(QUERIES.values()))]
     dense = np.stack([index.vector(r) for r in range(len(index))]).astype(np.float64)
-    for q, ranking in zip(vectors, BatchScorer(index).rank(vectors, 4), strict=True):
-        rows, scores = top_items(index, q, 4)
+    for q, ranking in zip(vectors, scorer_for(index).rank(vectors, 4), strict=True):
+        rows, scores = scorer_for(index).top(q, 4)
         assert ranking.rows.tolist() == rows.tolist()
         np.testing.assert_array_equal(ranking.scores, scores)
         exact = dense @ q.astype(np.float64)  # the reference: every item, in float64
@@ -80,14 +79,15 @@ def test_the_rank_of_any_item_is_its_place_in_the_full_ranking(index, splade):
     scoring 0 shares no term with the query: not retrieved (rank None), never "rank 9"."""
     vectors = [gate(e, splade.vocab, 768) for e in splade.encode_texts(list(QUERIES.values()))]
     dense = np.stack([index.vector(r) for r in range(len(index))]).astype(np.float64)
-    scorer = BatchScorer(index)
+    scorer = scorer_for(index)
     unretrieved = 0
     for q, ranking in zip(vectors, scorer.rank(vectors, 2), strict=True):
         exact = dense @ q.astype(np.float64)
         full = [int(r) for r in np.lexsort((np.arange(len(index)), -exact)) if exact[r] > 0]
         for row in range(len(index)):
-            rank, score = scorer.rank_of(ranking, row, q)
+            rank, score = scorer.rank_of(q, row, ranking)
             assert rank == (full.index(row) + 1 if exact[row] > 0 else None)
+            assert scorer.rank_of(q, row)[0] == rank  # without the ranking, the same
             unretrieved += rank is None
             assert score == pytest.approx(exact[row], rel=1e-6, abs=1e-9)
     assert unretrieved  # the case is exercised
@@ -124,7 +124,7 @@ def test_every_failure_is_explained_and_sums_to_the_scores(result, index, splade
         assert sum(deltas[:-1]) < f.gap  # …and no fewer would
         # The relevant item's rank is its place in the full exact ranking.
         q = gate(splade.encode_texts([f.query])[0], splade.vocab, 768)
-        rows, _ = top_items(index, q, len(index))
+        rows, _ = scorer_for(index).top(q, len(index))
         ids = [str(i) for i in index.column("id")]
         ranked = [ids[r] for r in rows]
         if f.relevant.id in ranked:

@@ -23,7 +23,7 @@ from lexlens.analysis.core.gating import DEFAULT_GATE_K
 from lexlens.analysis.core.results import Cancelled
 from lexlens.analysis.export import export as export_module
 from lexlens.analysis.export.export import MANIFEST, export_index
-from lexlens.analysis.retrieval.batch import encode_queries
+from lexlens.analysis.retrieval.queries import QuerySpec
 from lexlens.models.base import InputError
 from tests.helpers import one_line_error
 
@@ -374,7 +374,7 @@ def test_silent_wrong_impacts_and_dropped_postings_match_a_hand_count(
     assert f"weights of {0.5 / scale:.3g} or less round to 0 at scale {scale:g}" in note, note
     assert f"the smallest stored weight is {smallest:.3g}" in note, note
     # The queries at the same scale (their vectors from the encoder, rounded here).
-    vectors = encode_queries(splade, list(QUERIES.values()), "parametric", DEFAULT_GATE_K, None)
+    vectors = QuerySpec(splade, "parametric", DEFAULT_GATE_K).vectors(list(QUERIES.values()))
     lines = (tmp_path / "out" / "queries.jsonl").read_text().splitlines()
     for qid, vector, line in zip(QUERIES, vectors, lines, strict=True):
         expected = {
@@ -453,7 +453,7 @@ def test_unbounded_a_long_query_is_scaled_down_in_the_tsv(collection, tmp_path, 
     lines = dict(
         line.split("\t") for line in (tmp_path / "out" / "queries.tsv").read_text().splitlines()
     )
-    vectors = encode_queries(splade, list(queries.values()), "parametric", DEFAULT_GATE_K, None)
+    vectors = QuerySpec(splade, "parametric", DEFAULT_GATE_K).vectors(list(queries.values()))
     long_vector = vectors[0]
     terms = np.flatnonzero(long_vector)
     tokens = lines["long"].split()

@@ -16,8 +16,8 @@ import pytest
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.store_writer import write_index
 from lexlens.analysis.retrieval import pruning
-from lexlens.analysis.retrieval.batch import BatchScorer
-from lexlens.analysis.retrieval.ranking import _postings, ranked, top_items
+from lexlens.analysis.retrieval.ranking import _postings, ranked
+from lexlens.analysis.retrieval.scorer import scorer_for
 
 VOCAB = 800
 ITEMS = 4000
@@ -103,9 +103,9 @@ def test_silent_wrong_pruned_top_n_equals_a_dense_ranking_single_and_batched(sto
     for n in (*DEPTHS, matching + 5):
         want = [_reference(dense, q, n) for q in queries]
         for q, expected in zip(queries, want, strict=True):
-            _same(top_items(index, q, n), expected)
+            _same(scorer_for(index).top(q, n), expected)
             _same(ranked(index, q, n, mapped=True), expected)
-        for got, expected in zip(BatchScorer(index).rank(queries, n), want, strict=True):
+        for got, expected in zip(scorer_for(index).rank(queries, n), want, strict=True):
             _same((got.rows, got.scores), expected)
     assert lookups, "no query was pruned: the test would not exercise MaxScore"
 
@@ -119,7 +119,7 @@ def test_silent_wrong_small_collection_exact_postings_pruned_exactly(tmp_path):
     assert index.postings is None  # an exact float32 transpose is searched
     for q in _queries(13, 12):
         for n in DEPTHS:
-            _same(top_items(index, q, n), _reference(dense, q, n))
+            _same(scorer_for(index).top(q, n), _reference(dense, q, n))
 
 
 def test_silent_wrong_stale_or_missing_maxima_never_change_a_ranking(stored):
@@ -128,12 +128,12 @@ def test_silent_wrong_stale_or_missing_maxima_never_change_a_ranking(stored):
     queries = _queries(17, 16)
     pruning._MAXIMA.pop(postings, None)  # missing: read again from the postings
     for q in queries:
-        _same(top_items(index, q, 10), _reference(dense, q, 10))
+        _same(scorer_for(index).top(q, 10), _reference(dense, q, 10))
     true_maxima = pruning._MAXIMA[postings].copy()
     for stale in (true_maxima * 0.5, np.zeros_like(true_maxima)):
         pruning._MAXIMA[postings] = stale  # as if kept from an older index
         for q in queries:
-            _same(top_items(index, q, 10), _reference(dense, q, 10))
+            _same(scorer_for(index).top(q, 10), _reference(dense, q, 10))
             _same(ranked(index, q, 100, mapped=True), _reference(dense, q, 100))
     assert pruning._MAXIMA.get(postings) is not None  # the stale maxima were found, read again
     np.testing.assert_array_equal(pruning._MAXIMA[postings], true_maxima)
@@ -150,7 +150,7 @@ def test_silent_wrong_rebuilt_index_at_the_same_path_uses_its_own_maxima(tmp_pat
         write_index(folder, vocab, rows, encoder={"name": "test"}, postings=True)
         index = open_index(folder)
         for q in _queries(seed, 8):
-            _same(top_items(index, q, 100), _reference(dense, q, 100))
+            _same(scorer_for(index).top(q, 100), _reference(dense, q, 100))
 
 
 def test_silent_wrong_term_maxima_are_each_terms_largest_weight(stored):
@@ -174,5 +174,5 @@ def test_silent_wrong_floor_seeded_from_a_prefix_of_long_postings_stays_exact(st
     monkeypatch.setattr(pruning, "SEED_POSTINGS", 37)  # every frequent term's list is cut
     for q in _queries(29, 12):
         for n in (1, 10, 30):
-            _same(top_items(index, q, n), _reference(dense, q, n))
+            _same(scorer_for(index).top(q, n), _reference(dense, q, n))
             _same(ranked(index, q, n, mapped=True), _reference(dense, q, n))

@@ -1,4 +1,4 @@
-"""One query's exact top n (``search.ranking.top_items``) against a plain numpy ranking.
+"""One query's exact top n (``Scorer.top``) against a plain numpy ranking.
 
 The reference is a dense float64 product over every item's vector, ranked by score then
 row (search's tie rule), over the items that share a term with the query: computed here
@@ -16,7 +16,7 @@ from lexlens.analysis.collections.memory import MemoryCollection
 from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.store_writer import write_index
 from lexlens.analysis.retrieval import ranking
-from lexlens.analysis.retrieval.ranking import top_items
+from lexlens.analysis.retrieval.scorer import scorer_for
 
 VOCAB = 600
 ITEMS = 3000
@@ -90,7 +90,7 @@ def test_silent_wrong_stored_postings_rank_as_a_dense_product(tmp_path, signed):
         for n in (1, 10, 100, ITEMS):
             for normalize, square in ((False, False), (True, False), (True, True)):
                 query = np.abs(q) if square else q
-                rows, scores = top_items(index, query, n, normalize=normalize, square=square)
+                rows, scores = scorer_for(index).top(query, n, normalize=normalize, square=square)
                 expected, reference = _reference(dense, query, n, normalize, square)
                 assert list(rows) == list(expected), (n, normalize, square)
                 assert np.allclose(scores, reference, rtol=1e-12, atol=0)
@@ -105,7 +105,7 @@ def test_silent_wrong_memory_collection_ranks_as_a_dense_product():
     rng = np.random.default_rng(9)
     for q in _queries(dense, rng, signed=True):
         for n in (1, 10, 100):
-            rows, scores = top_items(collection, q, n)
+            rows, scores = scorer_for(collection).top(q, n)
             expected, reference = _reference(dense, q, n, False, False)
             assert list(rows) == list(expected)
             assert np.allclose(scores, reference, rtol=1e-12, atol=0)
@@ -120,9 +120,9 @@ def test_silent_wrong_ties_are_broken_by_row(tmp_path):
     index = _stored(tmp_path, dense, "ties")
     q = np.zeros(VOCAB, np.float32)
     q[[3, 9]] = [1.0, 2.0]
-    rows, scores = top_items(index, q, 10)
+    rows, scores = scorer_for(index).top(q, 10)
     assert list(rows) == list(twins[:10]) and len(set(scores)) == 1
-    rows, _ = top_items(index, q, 100)
+    rows, _ = scorer_for(index).top(q, 100)
     assert list(rows) == [*twins, 5]  # only items that share a term are ranked
 
 
@@ -136,7 +136,7 @@ def test_silent_wrong_float16_rounding_never_drops_the_best(tmp_path):
     index = _stored(tmp_path, dense, "ix")
     q = np.zeros(VOCAB, np.float32)
     q[[1, 2]] = 1.0
-    rows, scores = top_items(index, q, 1)
+    rows, scores = scorer_for(index).top(q, 1)
     assert list(rows) == [0] and scores[0] == pytest.approx(600.24, rel=1e-7)
 
 
@@ -147,7 +147,7 @@ def test_unbounded_single_query_reads_postings_never_the_whole_matrix(tmp_path):
     index = _stored(tmp_path, dense, "ix")
     q = np.zeros(VOCAB, np.float32)
     q[[1, 2, 40]] = 1.0
-    top_items(index, q, 10)
+    scorer_for(index).top(q, 10)
     assert index not in ranking._CSR
     assert ranking._POSTINGS[index].exact is False  # the stored float16 postings
     # read by range from the files, never through the mapping (no read-around pages mapped)
@@ -163,5 +163,5 @@ def test_silent_wrong_reopened_index_ranks_the_same(tmp_path):
     _stored(tmp_path, dense, "ix")
     index = open_index(tmp_path / "ix")
     q = np.abs(dense[21])
-    rows, _ = top_items(index, q, 10)
+    rows, _ = scorer_for(index).top(q, 10)
     assert list(rows) == list(_reference(dense, q, 10, False, False)[0])
