@@ -35,13 +35,15 @@ def model_tolerance(terms, axis=None):
     underflow): a sum of zeros must be exactly 0.
 
     ``terms`` are the products (or the values) whose sum is the output: ``q_j · d_j`` for a
-    score, both items' products for a gap, the squared differences for a distance. For an
+    score, both items' products for a gap, those of ``a² − 2ab + b²`` for a squared distance
+    (``axis=()``: each entry already the Σ|terms| of one output, as a chain of sums). For an
     encoder's own weight, the end of sums inside the model the test does not see, pass the
     largest weight of its vector: every weight comes out of the same last-layer sums, so
     their roundings share that scale (relative to a weight near 0 they do not).
     """
     magnitude = np.abs(np.asarray(terms, dtype=np.float64))
-    count = magnitude.size if axis is None else magnitude.shape[axis]
+    axes = range(magnitude.ndim) if axis is None else np.atleast_1d(axis).astype(int)
+    count = int(np.prod([magnitude.shape[a] for a in axes]))
     return FLOAT32_REL * magnitude.sum(axis=axis) + count * float(
         np.finfo(np.float32).smallest_subnormal
     )
