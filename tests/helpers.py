@@ -4,10 +4,54 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAIN = str(ROOT / "app" / "main.py")
+
+#: How far a float32 model output may move, as a share of the sum of |terms| that made it:
+#: 1e-5 ≈ 84 float32 steps (2^-23 ≈ 1.2e-7). See :func:`model_tolerance`.
+FLOAT32_REL = 1e-5
+
+
+def model_tolerance(terms, axis=None):
+    """The absolute tolerance of a float32 model output (a score, a weight, a gap, an IG
+    attribution, a distance): ``FLOAT32_REL × Σ|terms|`` plus float32's underflow step
+    (2^-149) per term, summed over ``axis`` (all of ``terms`` by default).
+
+    The rule: float32 keeps 24 bits, a relative step of 2^-23 ≈ 1.2e-7. A sum of n terms
+    rounds at each addition by at most half a step of the partial sum, so it may be off by
+    up to ~n steps of Σ|terms| (Higham, *Accuracy and Stability of Numerical Algorithms*,
+    §4.2) — of the terms, not of the result, which cancellation can make small. The order
+    of the sum is not the test's: the BLAS kernel (OpenBLAS picks SkylakeX, Haswell or Zen
+    code by CPU), the thread count and the batch a text is encoded in reorder it, and a
+    model chains many such sums. ``FLOAT32_REL = 1e-5`` allows ~84 steps (the worst case of
+    a sum of ~170 terms). Measured on this suite at one and at two threads, a text alone
+    against in a batch: scores within 3.5e-7 of Σ|terms|, weights within 1.6e-6 of their
+    vector's largest; a wrong edit, a wrong row or a linear shortcut moved a value by 5,000
+    to 70,000 tolerances. The floor is the absolute error float32 adds below its smallest
+    normal number (IEEE 754 gradual underflow): a sum of zeros must be exactly 0.
+
+    ``terms`` are the products (or the values) whose sum is the output: ``q_j · d_j`` for a
+    score, both items' products for a gap, those of ``a² − 2ab + b²`` for a squared distance
+    (``axis=()``: each entry already the Σ|terms| of one output, as a chain of sums). For an
+    encoder's own weight, the end of sums inside the model the test does not see, pass the
+    largest weight of its vector: every weight comes out of the same last-layer sums, so
+    their roundings share that scale (relative to a weight near 0 they do not).
+    """
+    magnitude = np.abs(np.asarray(terms, dtype=np.float64))
+    axes = range(magnitude.ndim) if axis is None else np.atleast_1d(axis).astype(int)
+    count = int(np.prod([magnitude.shape[a] for a in axes]))
+    return FLOAT32_REL * magnitude.sum(axis=axis) + count * float(
+        np.finfo(np.float32).smallest_subnormal
+    )
+
+
+def close_to(expected, *, terms):
+    """``expected`` as ``pytest.approx`` within :func:`model_tolerance` of ``terms``: the one
+    tolerance of a float32 model output."""
+    return pytest.approx(expected, rel=0, abs=float(model_tolerance(terms)))
 
 
 def skimage_path(name: str) -> Path:

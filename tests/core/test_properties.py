@@ -34,6 +34,7 @@ from lexlens.analysis.lexical.contrib import contributions
 from lexlens.analysis.lexical.patches import pool_patches
 from lexlens.models.base import LexicalEncoding, pool_units
 from tests.deviation.helpers import item_deviation
+from tests.helpers import model_tolerance
 
 FAST = settings(
     max_examples=60,
@@ -122,7 +123,9 @@ def test_pooling_every_patch_gives_the_image_vector(case, rnd) -> None:
         ref = np.maximum(ref, row)
     if encoding.normalization == "l2" and np.linalg.norm(ref) > 0:
         ref = ref / np.linalg.norm(ref)
-    np.testing.assert_allclose(encoding.weights, ref, rtol=1e-6, atol=1e-7)
+    # a float32 division by the norm (a sum of squares): each entry moves with the norm's
+    # relative rounding, so its scale is itself
+    assert (np.abs(encoding.weights - ref) <= model_tolerance(ref, axis=())).all()
 
 
 @FAST

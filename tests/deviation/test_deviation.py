@@ -16,8 +16,16 @@ from lexlens.analysis.deviation.sets import SetAccumulator
 from lexlens.analysis.deviation.static_embeddings import StaticEmbeddings
 from lexlens.models import InputError
 from tests.deviation.helpers import item_deviation
+from tests.helpers import close_to
 
 VOCAB = ["[CLS]", "cat", "dog", "book", "car", "[unused0]", "sun", "sky"]
+
+
+def _semantic(*cosines: float, over: int):
+    """Semantic@k ``Σ cosines / over`` as float32 may compute it: each cosine of these unit
+    vectors here is a single product, so the terms are the cosines themselves, ÷ over."""
+    terms = np.array(cosines) / over
+    return close_to(float(terms.sum()), terms=terms)
 
 
 def _static() -> StaticEmbeddings:
@@ -47,7 +55,7 @@ def test_exact_and_semantic_by_hand():
     assert dev.positive_terms == 4 and dev.cap == 1.0 and dev.matches == 1
     assert dev.exact_at_k == pytest.approx(1 / 3)
     # cat→cat 1.0, dog→cat 0.8, car→book 0.8
-    assert dev.semantic_at_k == pytest.approx((1.0 + 0.8 + 0.8) / 3, abs=1e-6)
+    assert dev.semantic_at_k == _semantic(1.0, 0.8, 0.8, over=3)
 
 
 def test_both_denominators_with_fewer_positive_terms_than_k():
@@ -59,12 +67,12 @@ def test_both_denominators_with_fewer_positive_terms_than_k():
     assert paper.positive_terms == 2 and paper.cap == pytest.approx(0.5)
     assert paper.denominator == 4
     assert paper.exact_at_k == pytest.approx(1 / 4)
-    assert paper.semantic_at_k == pytest.approx((1.0 + 0.0) / 4, abs=1e-6)
+    assert paper.semantic_at_k == _semantic(1.0, 0.0, over=4)
     active = item_deviation(weights, VOCAB, ["cat", "sky"], static, k=4, denominator="active")
     # Denominator min(k, active) = 2: 1/2 and (1 + 0)/2.
     assert active.denominator == 2 and active.cap == pytest.approx(0.5)
     assert active.exact_at_k == pytest.approx(1 / 2)
-    assert active.semantic_at_k == pytest.approx(1 / 2, abs=1e-6)
+    assert active.semantic_at_k == _semantic(1.0, 0.0, over=2)
     # When every term matches, the paper's denominator caps Exact@k at positive/k.
     both = np.array([0, 1.0, 0.5, 0, 0, 0, 0, 0], dtype=np.float32)
     capped = item_deviation(both, VOCAB, ["cat", "dog"], static, k=4)
@@ -103,8 +111,11 @@ def test_set_means_and_cap_by_hand():
     # denominator min(2, positive) = 2, 1, 2: 1/2, 1/1, 0 → mean 1/2
     assert out.by_denominator["active"]["exact_at_k"] == pytest.approx(1 / 2)
     # semantic (k): cat→cat 1 + dog→cat 0.8 = 1.8/2; sun→sun 1/2; book→sky 0 + car→sky 0 = 0
-    assert out.by_denominator["k"]["semantic_at_k"] == pytest.approx((0.9 + 0.5 + 0) / 3, abs=1e-6)
-    assert out.by_denominator["active"]["semantic_at_k"] == pytest.approx((0.9 + 1.0) / 3, abs=1e-6)
+    # the set's mean: item by item cosines ÷ its denominator, ÷ 3 items
+    k_means = _semantic(1.0 / 2, 0.8 / 2, 1.0 / 2, 0.0, over=3)
+    assert out.by_denominator["k"]["semantic_at_k"] == k_means
+    active_means = _semantic(1.0 / 2, 0.8 / 2, 1.0 / 1, 0.0, over=3)
+    assert out.by_denominator["active"]["semantic_at_k"] == active_means
     assert out.positive_terms["below_k"] == 1  # only "sun" has fewer than 2
     assert out.positive_terms["cap_exact_at_k"] == pytest.approx((1 + 0.5 + 1) / 3)
     assert out.exact == out.by_denominator["k"]["exact_at_k"]
