@@ -173,7 +173,6 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     assert "M=4" in html and "q (FDR)" in html
 
 
-
 @pytest.mark.parametrize("command", ["report", "mot-eval"])
 def test_unbounded_mot_on_one_text_is_refused_before_the_model_loads(
     cli, monkeypatch, tmp_path, command
