@@ -51,13 +51,13 @@ class AttributionResult(Result):
 
 
 def attribution_inputs(
-    encoder: Any, texts: Any, options: AttributeOptions
+    encoder: Any, texts: Any, options: AttributeOptions, device: str | None = None
 ) -> tuple[Encoder, list[str]]:
     """The encoder and the texts of an attribution, checked with its options against each
     other (``m`` splits the embedding, the selected sub-vectors exist) before any model runs
     (a page checks them before it starts the work as a job)."""
     texts = texts_argument(texts)
-    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS, device=device)
     m = encoder.m
     if options.m is not None:
         m = splitting(options.m, encoder.dim, "m", f"m={options.m}")

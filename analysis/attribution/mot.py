@@ -49,7 +49,12 @@ from lexlens.analysis.attribution.mot_result import MotResult
 from lexlens.analysis.attribution.mot_stats import significance
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, MotOptions
 from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
-from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    progress_argument,
+    texts_argument,
+)
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
@@ -267,7 +272,7 @@ def _convergence_notes(result: MotResult, tolerance: float) -> list[str]:
 
 
 def mot_inputs(
-    encoder: Any, corpus: Any, options: MotOptions, attributions: Any
+    encoder: Any, corpus: Any, options: MotOptions, attributions: Any, device: str | None = None
 ) -> tuple[Encoder, list[str], list[int], list[SubvectorAttribution] | None]:
     """The encoder, the corpus, the M values and the attributions to reuse of a masking
     evaluation, checked against each other before any model runs."""
@@ -282,7 +287,7 @@ def mot_inputs(
         "attributions",
         "a list of SubvectorAttribution, one per corpus text",
     )
-    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
+    encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS, device=device)
     if attributions is not None:
         _check_attributions(encoder, corpus, attributions)
     if options.own_codebook or attributions is not None:
@@ -302,6 +307,7 @@ def mot_evaluate(
     attributions: Sequence[SubvectorAttribution] | None = None,
     source: str = "",
     progress: Progress | None = None,
+    device: str | None = None,
     **given: Any,
 ) -> MotResult:
     """Run the masking evaluation (the use case); every input is checked first.
@@ -318,7 +324,9 @@ def mot_evaluate(
     options = MotOptions.of(options, **given)
     source = source_argument(source)
     progress = progress_argument(progress)
-    encoder, corpus, m_values, attributions = mot_inputs(encoder, corpus, options, attributions)
+    encoder, corpus, m_values, attributions = mot_inputs(
+        encoder, corpus, options, attributions, device_argument(device)
+    )
     own_codebook = options.own_codebook or attributions is not None
     docs, skipped, idf, sizes = _documents(encoder, corpus, options.limit, options.seed)
     tok = encoder.tokenizer

@@ -35,7 +35,12 @@ from lexlens.analysis.attribution.report_html import (
     attribution_csv_rows,
     render_attribution_html,
 )
-from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    progress_argument,
+    texts_argument,
+)
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
 from lexlens.analysis.lexical.report import TermsReport, terms_report
@@ -144,12 +149,14 @@ def _mot_texts(texts: list[str], options: ReportOptions) -> None:
         )
 
 
-def report_inputs(encoder: Any, texts: Any, options: ReportOptions) -> tuple[Encoder, list[str]]:
+def report_inputs(
+    encoder: Any, texts: Any, options: ReportOptions, device: str | None = None
+) -> tuple[Encoder, list[str]]:
     """The encoder and the texts of an attribution report, checked with its options against
-    each other before any model runs (a page checks them before it starts the job)."""
+    each other before any model loads (a page checks them before it starts the job)."""
     texts = texts_argument(texts)
     _mot_texts(texts, options)
-    return attribution_inputs(encoder, texts, options.attribute_options())
+    return attribution_inputs(encoder, texts, options.attribute_options(), device)
 
 
 def attribution_report(
@@ -159,6 +166,7 @@ def attribution_report(
     options: ReportOptions | None = None,
     source: str = "",
     progress: Progress | None = None,
+    device: str | None = None,
     **given: Any,
 ) -> AttributionReport:
     """IG of every text (and the MoT table over them with the same codebook): the use case.
@@ -171,7 +179,7 @@ def attribution_report(
     options = ReportOptions.of(options, **given)
     source = source_argument(source)
     progress = progress_argument(progress)
-    encoder, texts = report_inputs(encoder, texts, options)
+    encoder, texts = report_inputs(encoder, texts, options, device_argument(device))
     split = 0.7 if options.mot or options.ig_curves else 1.0  # IG, then MoT, then curves
     mot_end = 0.85 if options.mot and options.ig_curves else 1.0 if options.mot else split
     result = attribute(
@@ -212,6 +220,7 @@ def build_report(
     options: ReportOptions | None = None,
     source: str = "",
     progress: Progress | None = None,
+    device: str | None = None,
     **given: Any,
 ) -> AttributionReport | TermsReport:
     """The attribution report for a dense + PQ encoder, else the terms report (the use case).
@@ -227,7 +236,7 @@ def build_report(
     progress = progress_argument(progress)
     texts = texts_argument(texts)
     _mot_texts(texts, options)
-    encoder = encoder_argument(encoder)
+    encoder = encoder_argument(encoder, device=device_argument(device))
     if ATTRIBUTION_NEEDS.is_compatible(encoder):
         return attribution_report(encoder, texts, options=options, source=source, progress=progress)
     if options.m is not None or options.mot or options.ig_curves or options.subvectors is not None:

@@ -45,7 +45,13 @@ import numpy as np
 
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.vocabulary import is_special_token
-from lexlens.analysis.core.words import Reading, WordReader, item_words, words_of_tokens
+from lexlens.analysis.core.words import (
+    Reading,
+    WordReader,
+    item_words,
+    text_words,
+    words_of_tokens,
+)
 from lexlens.analysis.retrieval.queries import QuerySpec
 from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.analysis.search.options import (
@@ -178,7 +184,8 @@ def _rank_sr(
         "include_items": len(rows_a),
         "exclude_items": len(rows_b),
     }
-    notes = _sr_notes(a, b, rows_a.size, kept.size, overlap)
+    shown = [_quoted(WordReader(text_words(a), vocab).read(t)) for t in overlap]
+    notes = _sr_notes(a, b, rows_a.size, kept.size, shown)
     mask = np.zeros(target.vocab_size, dtype=np.float32)
     mask[kept] = 1.0
     if kept.size == 0:
@@ -228,6 +235,15 @@ def set_labels(dims: dict, kind: str) -> list[str]:
     return [Reading(w, w in pieces, pieces.get(w)).label for w in dims[f"{kind}_words"]]
 
 
+def _quoted(reading: Reading) -> str:
+    """A term of the query quoted in a note, a piece marked: ``'##ome' (piece of chrome)``."""
+    if not reading.piece:
+        return repr(reading.text)
+    return (
+        f"{reading.text!r} (piece of {reading.of})" if reading.of else f"{reading.text!r} (piece)"
+    )
+
+
 def _sr_notes(a: str, b: str, found: int, kept: int, overlap: list[str]) -> list[str]:
     """What a reader should know about SR's sets: nothing found for A, an empty D, query
     terms of A that B's items took out of D."""
@@ -243,7 +259,7 @@ def _sr_notes(a: str, b: str, found: int, kept: int, overlap: list[str]) -> list
         )
     if overlap:
         notes.append(
-            f"D2 (from the top items of {b!r}) holds {', '.join(repr(t) for t in overlap)}, "
+            f"D2 (from the top items of {b!r}) holds {', '.join(overlap)}, "
             f"among the own top terms of the query {a!r}: they are removed from D, so items "
             "are ranked without them"
         )

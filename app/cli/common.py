@@ -15,8 +15,6 @@ from lexlens.analysis.core.inputs import read_texts
 from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.outputs import check_out_dir, json_text, write_files
 from lexlens.analysis.core.results import Progress, Result
-from lexlens.models import load_encoder
-from lexlens.models.base import Encoder
 
 OptionsT = TypeVar("OptionsT", bound=Options)
 ResultT = TypeVar("ResultT", bound=Result)
@@ -63,13 +61,8 @@ def add_command(
 def add_encoder(
     parser: argparse.ArgumentParser, help: str = ENCODER_HELP, *, required: bool = True
 ) -> None:
-    """``--encoder``: the encoder :func:`encoder_of` loads (a registry name or a folder)."""
+    """``--encoder``: a registry name or a checkpoint folder (the analysis loads it)."""
     parser.add_argument("--encoder", required=required, help=help)
-
-
-def encoder_of(args: argparse.Namespace) -> Encoder:
-    """The encoder ``--encoder`` names, loaded on ``--device``."""
-    return load_encoder(args.encoder, device=args.device)
 
 
 def add_texts(parser: argparse.ArgumentParser) -> None:
@@ -89,13 +82,19 @@ def texts_of(args: argparse.Namespace) -> tuple[list[str], str]:
 def run_on_texts(
     args: argparse.Namespace, use_case: Callable[..., ResultT], options: Options
 ) -> tuple[ResultT, dict[str, Path]]:
-    """``use_case(encoder, texts, options=, source=, progress=)`` on ``--encoder`` and the
-    texts of ``--text``/``--corpus``, progress on stderr; its ``files()`` written into
-    ``--out`` (checked before any work starts). The result and the files written."""
+    """``use_case(encoder, texts, options=, source=, progress=, device=)`` on ``--encoder``
+    and the texts of ``--text``/``--corpus``, progress on stderr; its ``files()`` written into
+    ``--out`` (checked before any work starts). The use case gets the encoder's spec: it checks
+    every input before the model loads. The result and the files written."""
     texts, source = texts_of(args)
     out = out_folder(args)
     result = use_case(
-        encoder_of(args), texts, options=options, source=source, progress=progress_printer(args)
+        args.encoder,
+        texts,
+        options=options,
+        source=source,
+        progress=progress_printer(args),
+        device=args.device,
     )
     return result, write_out(out, result)
 

@@ -171,3 +171,30 @@ def test_mot_eval_json_and_files(cli, small, small_dir, tmp_path):
     assert json.loads((tmp_path / "out" / "mot.json").read_text()) == out
     html = (tmp_path / "out" / "report.html").read_text()
     assert "M=4" in html and "q (FDR)" in html
+
+
+@pytest.mark.parametrize("command", ["report", "mot-eval"])
+def test_unbounded_mot_on_one_text_is_refused_before_the_model_loads(
+    cli, monkeypatch, tmp_path, command
+):
+    """The masking evaluation on one text is refused before the encoder loads: the command
+    hands the analysis the encoder's spec, not a loaded model (it loaded minilm-pq first,
+    19–32 s, then refused)."""
+    from lexlens.app.cli import common
+    from lexlens.models import registry
+
+    one = tmp_path / "one.txt"
+    one.write_text("espresso is a strong coffee\n")
+    loaded: list[str] = []
+    real = registry.load_encoder
+
+    def spy(spec, *args, **kwargs):
+        loaded.append(spec)
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(registry, "load_encoder", spy)
+    monkeypatch.setattr(common, "load_encoder", spy, raising=False)  # a command's own import
+    extra = ["--mot"] if command == "report" else []
+    run = cli(command, "--encoder", "minilm-pq", "--corpus", one, *extra, "--out", tmp_path / "o")
+    assert "two texts" in _one_line_error(run)
+    assert loaded == []

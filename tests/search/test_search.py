@@ -142,6 +142,21 @@ def test_b_holding_a_own_terms_is_said(splade):
     assert any("'dog'" in m and "removed from D" in m for m in result.notes)
 
 
+def test_silent_wrong_the_sr_note_marks_the_query_pieces_it_names(splade):
+    """The note naming A's own terms that D2 removes marks a piece of a word as a piece
+    (``'##ome' (piece of dromedary)``): it named the bare pieces as if they were words."""
+    texts = ["a dromedary in the desert", "a dromedary walking on sand", "a desert at night"]
+    vectors = [splade.encode_texts([t], side="document")[0].weights for t in texts]
+    col = MemoryCollection(["a", "b", "c"], texts, np.stack(vectors), splade.vocab)
+    result = search(col, splade, query="dromedary", exclude="desert dromedary", k_items=2)
+    removed = result.dimensions["removed_query_terms"]
+    pieces = [t for t in removed if t.startswith("##")]
+    assert pieces  # dromedary is dr ##ome ##dar ##y in splade-tiny's vocabulary
+    note = next(m for m in result.notes if "D2 (from the top items" in m)
+    for piece in pieces:
+        assert f"{piece!r} (piece of dromedary)" in note, note
+
+
 def test_baselines_avg_and_single_line():
     col = toy_collection()
     avg = search(col, ToyEncoder(), query="dog", exclude="beach", method="avg")
