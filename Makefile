@@ -42,12 +42,14 @@ test: setup-dev browser
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-# Every figure with its goal and whether it is met (bench/run.py documents the JSON shape);
+# Every figure with its goal and whether it is met (bench/run.py documents the JSON shape),
+# then bench/README.md written from it;
 # the cold start drives headless Chromium, hence `browser`; PISA (pyterrier-pisa, the batched
 # retrieval peer) is the bench-only extra.
 bench: setup-dev browser
 	$(BIN)/pip install -q -e ".[dev,bench]"
 	$(BIN)/python -m bench.run --out bench/results.json
+	$(BIN)/python -m bench.write_readme
 
 lint: setup-dev
 	$(BIN)/ruff check .

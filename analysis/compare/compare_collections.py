@@ -2,7 +2,7 @@
 encoders, or one index seen at two gate k (:mod:`lexlens.analysis.compare.regate`).
 
 Semantic deviation (Exact@k, Semantic@k), FLOPs and vocabulary statistics side by side
-(:func:`lexlens.analysis.deviation.deviation_of_index` on each side), and a query searched
+(:func:`lexlens.analysis.deviation.deviation.deviation_of_index` on each side), and a query searched
 on both (:mod:`lexlens.analysis.compare.collection_search`): both rankings, which hits
 moved and the terms that moved them. The settings are
 :class:`~lexlens.analysis.compare.options.CompareIndexOptions`.

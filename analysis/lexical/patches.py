@@ -319,8 +319,9 @@ def compare_groups(
     """Terms group A has and group B lacks (largest ``pool(A) − pool(B)``), and vice versa.
 
     Special tokens are left out; only strictly positive differences are listed. With
-    ``words`` (evidence for merging word pieces, as in :func:`analysis.terms.top_terms`),
-    the contrast is between *words*: see :func:`_word_contrast`.
+    ``words`` (evidence for merging word pieces, as in
+    :func:`~lexlens.analysis.core.words.top_terms`), the contrast is between *words*: see
+    :func:`_word_contrast`.
     """
     a = pool_patches(encoding, group_a)
     b = pool_patches(encoding, group_b)

@@ -12,7 +12,7 @@ For one query and a pair (A, B):
   that B ranks below it (it was overtaken); on a loss, the one B ranks above it that A ranked
   below (it overtook); with the *decisive* words on each side — the fewest, largest
   contribution differences that make up the score gap
-  (:func:`~lexlens.analysis.evaluation.explain.decisive_terms`);
+  (:func:`~lexlens.analysis.evaluation.explain.gap_words`);
 - when a system is another engine's run, its scoring is not Lexlens's to explain: the items
   that moved into or out of the top 10 are listed with their ``q ⊙ d`` under the
   collection's own encoder (the Lexlens side's, else the collection's query encoder at the

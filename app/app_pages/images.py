@@ -3,7 +3,7 @@
 Thin: every number is a :class:`~lexlens.analysis.lexical.terms.TermsResult` from the use-case
 layer (the whole image, or the patch group a box or cells select: the same document
 ``lexlens terms --image P [--box …] --json`` prints); pictures come from
-``analysis.patch_render`` and ``analysis.plots``. Encodings are cached on the file's
+``analysis.render.patch_render`` and ``analysis.render.plots``. Encodings are cached on the file's
 content hash, so choosing another patch group or term re-encodes nothing.
 """
 

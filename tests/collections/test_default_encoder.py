@@ -19,7 +19,7 @@ def test_silent_wrong_the_readme_index_example_runs_as_written(cli, tmp_path, mo
     """The README's ``lexlens index --source sample:imagenet_beir --out ix`` ended in
     "the following arguments are required: --encoder"."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"`lexlens (index --source sample:imagenet_beir --out ix)`", readme)
+    example = re.search(r"^lexlens (index --source sample:imagenet_beir --out ix) ", readme, re.M)
     assert example, "the README's example is gone"
     monkeypatch.chdir(tmp_path)
     run = cli(*example.group(1).split())
