@@ -280,8 +280,12 @@ def test_jobs_outlive_page_switches_and_reloads(app_url: str, browser: Any) -> N
         wait_idle(page)
         _nav(page, "Collections")
         build = page.get_by_role("button", name="Build", exact=True)
-        if not build.is_visible():
-            page.get_by_text("Build a collection").first.click()
+        # Open the expander only if it is closed: it opens itself when no collection is
+        # stored, and a click on an open one (or one still rendering) would close it.
+        expander = page.get_by_text("Build a collection").first
+        expander.wait_for(timeout=30_000)
+        if not expander.evaluate("e => e.closest('details').open"):
+            expander.click()
         page.get_by_role("textbox", name="Name", exact=True).fill(name)
         page.get_by_role("textbox", name="Name", exact=True).press("Enter")
         wait_idle(page)
