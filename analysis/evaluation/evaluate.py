@@ -36,13 +36,16 @@ Relevance is a whole number from −1,000 to 1,000; 0 and below are not relevant
 negative relevance is clamped to a gain of 0 for the measures
 (:mod:`lexlens.analysis.core.metrics`).
 
-Order: Lexlens's rankings break ties by collection row, as search does; a run's tied items
-keep the order given (the file's lines, the list, the mapping). The measures get each ranking
-as shown with strictly decreasing scores and ``run.trec`` gets strictly decreasing scores,
-so RR, nDCG, AP, R@k, the first relevant rank and the run file all agree on that one order
-(trec_eval alone would order tied items by item id). A relevant item is *retrieved* when the
-ranking holds it: for Lexlens's own ranking that means a score above 0 (an item sharing no
-term with the query scores 0 and has no rank).
+Order: Lexlens's rankings break ties by collection row, as search does. A run's tied items
+are ordered as trec_eval orders them (score read as a C float, descending, then item id
+descending: :func:`~lexlens.analysis.core.metrics.trec_eval_order`), so every measure equals
+trec_eval's (and ir-measures's) on the run file; with ``ties="as-listed"`` they keep the order
+given (the file's lines, the list, the mapping). The notes say which rule ordered them and
+how many queries had ties. The measures get each ranking as shown with strictly decreasing
+scores and ``run.trec`` gets strictly decreasing scores, so RR, nDCG, AP, R@k, the first
+relevant rank and the run file all agree on that one order. A relevant item is *retrieved*
+when the ranking holds it: for Lexlens's own ranking that means a score above 0 (an item
+sharing no term with the query scores 0 and has no rank).
 """
 
 from __future__ import annotations
@@ -57,7 +60,13 @@ import numpy as np
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
+from lexlens.analysis.core.metrics import (
+    checked_qrels,
+    is_relevant,
+    measure,
+    ranked_run,
+    trec_eval_order,
+)
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
@@ -68,7 +77,7 @@ from lexlens.analysis.evaluation.failures import (
     first_relevant,
     status,
 )
-from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.options import TIES_TREC_EVAL, EvaluationOptions
 from lexlens.analysis.evaluation.result import (
     MEASURES,
     BenchmarkEvaluationResult,
@@ -170,13 +179,15 @@ def evaluate(
 ) -> BenchmarkEvaluationResult:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
     relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
-    by score, ties as given), explain that ranking instead of searching. The settings are
+    by score, ties by ``options.ties``), explain that ranking instead of searching. The settings are
     ``options`` (:class:`EvaluationOptions`) or its fields as keywords. See the module
     docstring for which queries count, the tie rule and what the result holds."""
     options = EvaluationOptions.of(options, **given)
     queries = checked_queries(queries)
     qrels = checked_qrels(qrels)
     run = ranked_run(run) if run is not None else None
+    if run is not None and options.ties == TIES_TREC_EVAL:
+        run = {q: trec_eval_order(pairs) for q, pairs in run.items()}
     device_argument(device)
     progress = progress_argument(progress)
     order = judged_order(queries, qrels)
@@ -197,7 +208,7 @@ def evaluate(
     )
     notes = [
         *selection_notes(queries, qrels, order),
-        *ranking_notes(found.run, order, run, options.top),
+        *ranking_notes(found.run, order, run, options.top, options.ties),
         *missing_note(found.missing),
         *truncation_notes(cuts, what="queries"),
     ]
@@ -224,6 +235,8 @@ def evaluate(
         "run": run is not None,
         "judgements": sum(len(qrels[q]) for q in order),
     }
+    if run is not None:
+        settings["ties"] = options.ties
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return BenchmarkEvaluationResult(
         index=ix.describe(),
