@@ -9,13 +9,17 @@ collection does not hold are counted and named. Either way the result holds:
 - ``metrics``: nDCG@10, RR@10, R@1, R@5, R@10, R@100 and AP@100 through ir-measures (the
   trec_eval definitions), per query and as their mean over the same queries (the aggregate
   is always the mean of the per-query table), with each query's first relevant rank, its
-  best relevant item's rank and status, and its own top terms;
+  best relevant item's rank and status, and its own top terms; beside them ``Judged@10``
+  (ir-measures: the share of the top 10 that is judged at all, a hole in the judgements
+  when low);
 - ``failures``: for every query whose first relevant item is not first, the highest-ranked
   non-relevant item and the best relevant one (its exact rank at any depth when it scores
   above 0, else *not retrieved*), both ``q ⊙ d`` decompositions and the decisive terms
   (:mod:`lexlens.analysis.evaluation.explain`);
 - ``blame``: per word, how often and how much it put a non-relevant item first, and how
-  often a query's top terms are missing from its relevant item.
+  often a query's top terms are missing from its relevant item;
+- ``cause_rates``: each cause of failure against its base rate among the successful
+  queries (:mod:`lexlens.analysis.evaluation.causes`).
 
 Which queries count (each rule's queries are named in the notes):
 
@@ -70,15 +74,18 @@ from lexlens.analysis.core.metrics import (
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
+from lexlens.analysis.evaluation.causes import QueryCauses, cause_rates, query_causes
 from lexlens.analysis.evaluation.explain import Failure, blame
 from lexlens.analysis.evaluation.failures import (
     NONE_RELEVANT,
     Explainer,
     first_relevant,
     status,
+    word_variants,
 )
 from lexlens.analysis.evaluation.options import TIES_TREC_EVAL, EvaluationOptions
 from lexlens.analysis.evaluation.result import (
+    JUDGED,
     MEASURES,
     BenchmarkEvaluationResult,
     cause_counts,
@@ -109,6 +116,8 @@ class _Found:
     #: (first relevant rank, best relevant rank, status) per query
     ranks: dict[str, tuple[int | None, int | None, str]] = field(default_factory=dict)
     terms: dict[str, list[Term]] = field(default_factory=dict)  # each query's own top words
+    #: every query with a relevant item: its causes as tested for the base rates
+    tested: list[QueryCauses] = field(default_factory=list)
 
 
 def _ranked(
@@ -158,8 +167,13 @@ def _explain_all(
         best = explainer.best_relevant(pairs, relevant, ranking, vector)
         rank = first if first is not None else (best[0] if best else None)
         found.ranks[q] = (first, rank, status(first, best, len(pairs)))
+        record = explainer.failure(q, queries[q], vector, pairs, relevant, best)
         if first != 1:
-            found.failures.append(explainer.failure(q, queries[q], vector, pairs, relevant, best))
+            found.failures.append(record)
+        meta = explainer.index.meta([best[1]])[0] if best is not None else {}
+        variants = word_variants(queries[q], meta) if best is not None else []
+        rival_unjudged = first != 1 and bool(pairs) and pairs[0][0] not in qrels[q]
+        found.tested.append(query_causes(record, first == 1, variants, rival_unjudged))
         if best is not None and (words := explainer.mismatch(terms, best[1])):
             found.mismatches[q] = words
     return found
@@ -212,7 +226,7 @@ def evaluate(
         *missing_note(found.missing),
         *truncation_notes(cuts, what="queries"),
     ]
-    aggregate, values = measure(found.run, {q: qrels[q] for q in order}, MEASURES)
+    aggregate, values = measure(found.run, {q: qrels[q] for q in order}, (*MEASURES, JUDGED))
     per_query = [
         {
             "id": q,
@@ -249,6 +263,7 @@ def evaluate(
         missing=None if run is None else missing,
         notes=notes,
         run=found.run,
+        cause_rates=cause_rates(found.tested),
     )
 
 
