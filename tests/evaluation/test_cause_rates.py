@@ -186,6 +186,10 @@ def test_cause_rates_are_in_the_json_the_csv_and_the_text(evaluated):
     table = list(csv.reader(io.StringIO(files["causes.csv"].decode())))
     assert table[0] == list(CAUSE_COLUMNS) and [r[0] for r in table[1:]] == list(CAUSES)
     assert "causes against the base rate" in render(result)
+    page = files["evaluation.html"].decode()
+    assert 'id="cause-rates"' in page and "Fisher" in page
+    table = page[page.index('id="cause-rates"') :].split("</table>")[0]
+    assert table.count("<tr><td>") == len(CAUSES)
 
 
 def test_silent_wrong_judged_at_10_and_rival_unjudged_by_hand(evaluated):
