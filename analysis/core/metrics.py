@@ -163,6 +163,33 @@ def strictly_decreasing(scores: Sequence[float]) -> list[np.float32]:
     return out
 
 
+def trec_eval_key(score: float) -> float:
+    """A score as trec_eval compares it: read into a C float (float32), the nearest one."""
+    value = float(score)
+    if abs(value) > FLOAT32_MAX:
+        return math.copysign(math.inf, value)
+    return float(np.float32(value))
+
+
+def trec_eval_order(pairs: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A run's items (item id, score) in the order trec_eval ranks them (its ``qsort`` by
+    ``comp_sim_docno``, checked against pytrec_eval): score as a C float, descending, then item
+    id descending (byte order, as ``strcmp``); the rank column and the file's order play no
+    part. Two doubles equal as C floats are a tie there, so a score may exceed the one above
+    it by less than float32's precision: it is then shown as that one (the order decides)."""
+    ranked = sorted(pairs, key=lambda p: (trec_eval_key(p[1]), p[0]), reverse=True)
+    out: list[tuple[str, float]] = []
+    for doc, score in ranked:
+        out.append((doc, min(score, out[-1][1]) if out else score))
+    return out
+
+
+def has_float32_ties(scores: Sequence[float]) -> bool:
+    """Whether two scores of a ranking are equal as trec_eval reads them (C floats)."""
+    keys = [trec_eval_key(s) for s in scores]
+    return len(set(keys)) < len(keys)
+
+
 def has_ties(scores: Sequence[float]) -> bool:
     """Whether two neighbouring scores of a ranking are equal."""
     return any(a == b for a, b in zip(scores, scores[1:], strict=False))

@@ -3,7 +3,8 @@
 - qrels: TREC (``qid 0 docid rel``, whitespace) or BEIR (``query-id<TAB>corpus-id<TAB>score``
   after a header line), told apart by the first line;
 - runs: TREC (``qid Q0 docid rank score tag``); the items of a query are ranked by score
-  (ties: as listed; trec_eval would order them by docid, see :func:`read_run`);
+  (ties: as listed; an evaluation orders them as trec_eval does unless told otherwise,
+  see :func:`read_run`);
 - queries: BEIR ``queries.jsonl`` (``_id``, ``text``) or MS MARCO's TSV (``qid<TAB>text``).
 
 Readers stream and keep every readable line; each malformed line is a problem naming the
@@ -118,8 +119,9 @@ def read_run(
     """Query id → [(item id, score), …] best first, from a TREC run file.
 
     Each query's items are ranked by score, descending; tied items keep the order the file
-    lists them in (trec_eval would instead order ties by item id, descending: Lexlens's
-    measures follow the order it shows). The rank column is not read. A NaN or infinite
+    lists them in (trec_eval orders ties by item id, descending: an evaluation reorders them
+    so, :func:`~lexlens.analysis.core.metrics.trec_eval_order`, unless its ``ties`` is
+    as-listed). The rank column is not read. A NaN or infinite
     score (``1e400`` too) gives the run no order: the file is refused naming its line; any
     other malformed line is a problem (file:line) and the readable ones are kept."""
     problems = problems if problems is not None else Problems()

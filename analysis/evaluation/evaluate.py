@@ -9,13 +9,17 @@ collection does not hold are counted and named. Either way the result holds:
 - ``metrics``: nDCG@10, RR@10, R@1, R@5, R@10, R@100 and AP@100 through ir-measures (the
   trec_eval definitions), per query and as their mean over the same queries (the aggregate
   is always the mean of the per-query table), with each query's first relevant rank, its
-  best relevant item's rank and status, and its own top terms;
+  best relevant item's rank and status, and its own top terms; beside them ``Judged@10``
+  (ir-measures: the share of the top 10 that is judged at all, a hole in the judgements
+  when low);
 - ``failures``: for every query whose first relevant item is not first, the highest-ranked
   non-relevant item and the best relevant one (its exact rank at any depth when it scores
   above 0, else *not retrieved*), both ``q ⊙ d`` decompositions and the decisive terms
   (:mod:`lexlens.analysis.evaluation.explain`);
 - ``blame``: per word, how often and how much it put a non-relevant item first, and how
-  often a query's top terms are missing from its relevant item.
+  often a query's top terms are missing from its relevant item;
+- ``cause_rates``: each cause of failure against its base rate among the successful
+  queries (:mod:`lexlens.analysis.evaluation.causes`).
 
 Which queries count (each rule's queries are named in the notes):
 
@@ -36,13 +40,16 @@ Relevance is a whole number from −1,000 to 1,000; 0 and below are not relevant
 negative relevance is clamped to a gain of 0 for the measures
 (:mod:`lexlens.analysis.core.metrics`).
 
-Order: Lexlens's rankings break ties by collection row, as search does; a run's tied items
-keep the order given (the file's lines, the list, the mapping). The measures get each ranking
-as shown with strictly decreasing scores and ``run.trec`` gets strictly decreasing scores,
-so RR, nDCG, AP, R@k, the first relevant rank and the run file all agree on that one order
-(trec_eval alone would order tied items by item id). A relevant item is *retrieved* when the
-ranking holds it: for Lexlens's own ranking that means a score above 0 (an item sharing no
-term with the query scores 0 and has no rank).
+Order: Lexlens's rankings break ties by collection row, as search does. A run's tied items
+are ordered as trec_eval orders them (score read as a C float, descending, then item id
+descending: :func:`~lexlens.analysis.core.metrics.trec_eval_order`), so every measure equals
+trec_eval's (and ir-measures's) on the run file; with ``ties="as-listed"`` they keep the order
+given (the file's lines, the list, the mapping). The notes say which rule ordered them and
+how many queries had ties. The measures get each ranking as shown with strictly decreasing
+scores and ``run.trec`` gets strictly decreasing scores, so RR, nDCG, AP, R@k, the first
+relevant rank and the run file all agree on that one order. A relevant item is *retrieved*
+when the ranking holds it: for Lexlens's own ranking that means a score above 0 (an item
+sharing no term with the query scores 0 and has no rank).
 """
 
 from __future__ import annotations
@@ -57,19 +64,28 @@ import numpy as np
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.metrics import checked_qrels, is_relevant, measure, ranked_run
+from lexlens.analysis.core.metrics import (
+    checked_qrels,
+    is_relevant,
+    measure,
+    ranked_run,
+    trec_eval_order,
+)
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
+from lexlens.analysis.evaluation.causes import QueryCauses, cause_rates, query_causes
 from lexlens.analysis.evaluation.explain import Failure, blame
 from lexlens.analysis.evaluation.failures import (
     NONE_RELEVANT,
     Explainer,
     first_relevant,
     status,
+    word_variants,
 )
-from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.options import TIES_TREC_EVAL, EvaluationOptions
 from lexlens.analysis.evaluation.result import (
+    JUDGED,
     MEASURES,
     BenchmarkEvaluationResult,
     cause_counts,
@@ -100,6 +116,8 @@ class _Found:
     #: (first relevant rank, best relevant rank, status) per query
     ranks: dict[str, tuple[int | None, int | None, str]] = field(default_factory=dict)
     terms: dict[str, list[Term]] = field(default_factory=dict)  # each query's own top words
+    #: every query with a relevant item: its causes as tested for the base rates
+    tested: list[QueryCauses] = field(default_factory=list)
 
 
 def _ranked(
@@ -149,8 +167,13 @@ def _explain_all(
         best = explainer.best_relevant(pairs, relevant, ranking, vector)
         rank = first if first is not None else (best[0] if best else None)
         found.ranks[q] = (first, rank, status(first, best, len(pairs)))
+        record = explainer.failure(q, queries[q], vector, pairs, relevant, best)
         if first != 1:
-            found.failures.append(explainer.failure(q, queries[q], vector, pairs, relevant, best))
+            found.failures.append(record)
+        meta = explainer.index.meta([best[1]])[0] if best is not None else {}
+        variants = word_variants(queries[q], meta) if best is not None else []
+        rival_unjudged = first != 1 and bool(pairs) and pairs[0][0] not in qrels[q]
+        found.tested.append(query_causes(record, first == 1, variants, rival_unjudged))
         if best is not None and (words := explainer.mismatch(terms, best[1])):
             found.mismatches[q] = words
     return found
@@ -170,13 +193,15 @@ def evaluate(
 ) -> BenchmarkEvaluationResult:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
     relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
-    by score, ties as given), explain that ranking instead of searching. The settings are
+    by score, ties by ``options.ties``), explain that ranking instead of searching. The settings are
     ``options`` (:class:`EvaluationOptions`) or its fields as keywords. See the module
     docstring for which queries count, the tie rule and what the result holds."""
     options = EvaluationOptions.of(options, **given)
     queries = checked_queries(queries)
     qrels = checked_qrels(qrels)
     run = ranked_run(run) if run is not None else None
+    if run is not None and options.ties == TIES_TREC_EVAL:
+        run = {q: trec_eval_order(pairs) for q, pairs in run.items()}
     device_argument(device)
     progress = progress_argument(progress)
     order = judged_order(queries, qrels)
@@ -197,11 +222,11 @@ def evaluate(
     )
     notes = [
         *selection_notes(queries, qrels, order),
-        *ranking_notes(found.run, order, run, options.top),
+        *ranking_notes(found.run, order, run, options.top, options.ties),
         *missing_note(found.missing),
         *truncation_notes(cuts, what="queries"),
     ]
-    aggregate, values = measure(found.run, {q: qrels[q] for q in order}, MEASURES)
+    aggregate, values = measure(found.run, {q: qrels[q] for q in order}, (*MEASURES, JUDGED))
     per_query = [
         {
             "id": q,
@@ -224,6 +249,8 @@ def evaluate(
         "run": run is not None,
         "judgements": sum(len(qrels[q]) for q in order),
     }
+    if run is not None:
+        settings["ties"] = options.ties
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return BenchmarkEvaluationResult(
         index=ix.describe(),
@@ -236,6 +263,7 @@ def evaluate(
         missing=None if run is None else missing,
         notes=notes,
         run=found.run,
+        cause_rates=cause_rates(found.tested),
     )
 
 

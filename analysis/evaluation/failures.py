@@ -13,7 +13,9 @@ and lose on expansion terms too; the counts per cause may sum to more than the f
 
 - *lexical mismatch*: a content word of the query (a word it spells that is not an English
   function word, models/data/stop_words.txt) is not among the words the best relevant item
-  spells (its text, captions and labels); ``missing_words`` lists them. An item that spells
+  spells (its text, captions and labels) in any form: a word it spells with the same
+  Snowball stem ("terminate", "terminates") is a variant, not missing
+  (:mod:`lexlens.analysis.lexical.stems`); ``missing_words`` lists the missing ones. An item that spells
   no word (a bare image) is never called a mismatch: there is nothing to compare.
 - *won on expansion terms*: the non-relevant item is above the relevant one (``gap > 0``)
   although, counting only the query's own terms (the word pieces of the words the query
@@ -39,6 +41,7 @@ from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.words import Term, item_words, text_words
 from lexlens.analysis.evaluation.explain import Failure, Gap, explain_item, gap_words, query_terms
 from lexlens.analysis.lexical.highlight import content_words
+from lexlens.analysis.lexical.stems import missing_and_variants
 from lexlens.analysis.retrieval.scorer import QueryRanking, Scorer
 
 #: Where a query's best relevant item is (``relevant_status``).
@@ -83,12 +86,24 @@ def query_length(text: str) -> int:
 
 
 def missing_words(query: str, meta: Mapping) -> list[str]:
-    """The query's content words (not function words) that an item does not spell, sorted;
-    none for an item that spells no word."""
+    """The query's content words (not function words) that an item spells in no form, sorted
+    (a word it spells with the same Snowball stem — "terminate", "terminates" — is not
+    missing: :func:`word_variants` lists those); none for an item that spells no word."""
+    return _missing(query, meta)[0]
+
+
+def word_variants(query: str, meta: Mapping) -> list[str]:
+    """The query's content words an item spells only in another form of the same Snowball
+    stem, as ``"terminate ≈ terminates"`` (the query's word, then the item's), sorted."""
+    return _missing(query, meta)[1]
+
+
+def _missing(query: str, meta: Mapping) -> tuple[list[str], list[str]]:
+    """(missing words, variants) of the query's content words against an item's words."""
     spelled = item_words(meta)
     if not spelled:
-        return []
-    return sorted(w for w in content_words(query) if w not in spelled)
+        return [], []
+    return missing_and_variants(content_words(query), spelled)
 
 
 def causes(why: str, missing: list[str], gap: float | None, split: Gap | None) -> list[str]:

@@ -1,6 +1,7 @@
 """What ``lexlens evaluate`` returns and writes: :class:`BenchmarkEvaluationResult` — the
 measures per query and their means, the failures explained, the words to blame — and its
-files (evaluation.json, per_query.csv, failures.csv, blame.csv, run.trec, evaluation.html),
+files (evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, run.trec,
+evaluation.html),
 with the tables' columns as the CSV files, the command and the page name them."""
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from lexlens.models.base import InputError
 
 #: The measures every benchmark evaluation reports (ir-measures names).
 MEASURES = ("nDCG@10", "RR@10", "R@1", "R@5", "R@10", "R@100", "AP@100")
+#: How much of each query's top 10 is judged (ir-measures), reported beside the measures.
+JUDGED = "Judged@10"
 
 #: The per-query table's columns, as per_query.csv, the page and the command name them.
 PER_QUERY_COLUMNS = (
@@ -31,6 +34,7 @@ PER_QUERY_COLUMNS = (
     *MEASURES,
     "relevant_rank",
     "relevant_status",
+    JUDGED,
 )
 #: failures.csv's columns.
 FAILURE_COLUMNS = (
@@ -75,11 +79,14 @@ class BenchmarkEvaluationResult(EvaluationResult):
     #: {query id: [(item id, score), …]} in the order evaluated: not in the JSON document
     #: (it is the run.trec file)
     run: dict = internal(default_factory=dict)
+    #: Each cause against its base rate among the successes (:mod:`.causes`)
+    cause_rates: dict = field(default_factory=dict)
 
     def files(self) -> dict[str, bytes]:
-        """evaluation.json, per_query.csv, failures.csv, blame.csv, the run (run.trec) and
-        evaluation.html."""
+        """evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, the run
+        (run.trec) and evaluation.html."""
         from lexlens.analysis.datasets.trec import run_text
+        from lexlens.analysis.evaluation.causes import CAUSE_COLUMNS, cause_row
 
         failures = [list(failure_row(f).values()) for f in self.failures]
         return {
@@ -91,6 +98,10 @@ class BenchmarkEvaluationResult(EvaluationResult):
             "failures.csv": csv_bytes(FAILURE_COLUMNS, failures),
             "blame.csv": csv_bytes(
                 BLAME_COLUMNS, [list(blame_row(b).values()) for b in self.blame]
+            ),
+            "causes.csv": csv_bytes(
+                CAUSE_COLUMNS,
+                [list(cause_row(c).values()) for c in self.cause_rates.get("causes", [])],
             ),
             "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
             "evaluation.html": self.html().encode("utf-8"),
@@ -196,6 +207,7 @@ def per_query_row(q: Mapping) -> dict[str, Any]:
         **{m: q[m] for m in MEASURES},
         "relevant_rank": q["relevant_rank"],
         "relevant_status": q.get("relevant_status", ""),
+        JUDGED: q.get(JUDGED),
     }
 
 

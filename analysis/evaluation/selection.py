@@ -2,14 +2,16 @@
 see :mod:`lexlens.analysis.evaluation.evaluate`): a query without a judgement is left out, a
 judged query not among the queries given is left out, a judged query without a relevant
 item counts 0; a ranking that is empty counts 0, a run's queries not evaluated are ignored,
-and tied scores are ranked in one order that every measure and run.trec follow."""
+and tied scores are ranked in one order that every measure and run.trec follow (a run's
+as trec_eval orders them, unless ``ties`` is as-listed)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Sized
 
 from lexlens.analysis.core.counts import counted
-from lexlens.analysis.core.metrics import has_ties, is_relevant
+from lexlens.analysis.core.metrics import has_float32_ties, has_ties, is_relevant
+from lexlens.analysis.evaluation.options import TIES_TREC_EVAL
 from lexlens.models.base import InputError
 
 #: Query ids named in a note (the count says how many in all).
@@ -92,8 +94,10 @@ def ranking_notes(
     order: list[str],
     run: Mapping | None,
     top: int,
+    ties: str = TIES_TREC_EVAL,
 ) -> list[str]:
-    """The notes on the rankings: empty ones, a run's queries not evaluated, ties."""
+    """The notes on the rankings: empty ones, a run's queries not evaluated, ties (a run's
+    ordered by the rule ``ties``)."""
     notes = []
     empty = [q for q in order if not out_run[q]]
     if empty:
@@ -110,19 +114,44 @@ def ranking_notes(
                 f"the run ranks {count(extra, 'query that is', 'queries that are')} not "
                 f"evaluated ({named(extra)}): ignored"
             )
+    if run is not None:
+        notes.extend(_run_tie_notes(out_run, order, run, ties))
+        return notes
     tied = [q for q in order if has_ties([s for _, s in out_run[q]])]
     if tied:
-        rule = (
-            "in the order the run gives them (trec_eval would order them by item id)"
-            if run is not None
-            else "by collection order, as search ranks them"
-        )
         notes.append(
             f"{count(tied, 'query has', 'queries have')} tied scores among the top {top} "
-            f"({named(tied)}): tied items are ranked {rule}; every measure and run.trec "
-            "follow that order"
+            f"({named(tied)}): tied items are ranked by collection order, as search ranks "
+            "them; every measure and run.trec follow that order"
         )
     return notes
+
+
+def _run_tie_notes(
+    out_run: Mapping[str, list[tuple[str, float]]],
+    order: list[str],
+    run: Mapping,
+    ties: str,
+) -> list[str]:
+    """The note on a run's tied scores (equal as trec_eval reads them, C floats): how many
+    of the queries evaluated hold one, and the rule that ordered them."""
+    tied = [q for q in order if has_float32_ties([s for _, s in run.get(q, [])])]
+    if ties == TIES_TREC_EVAL:
+        rule = (
+            "ordered as trec_eval orders them (score as a C float, then item id descending), "
+            "so every measure equals trec_eval's on the run file"
+        )
+    else:
+        rule = (
+            "kept in the order the run lists them (ties as-listed; trec_eval would order "
+            "them by item id, descending, and its measures may differ)"
+        )
+    if not tied:
+        return [f"ties in the run: none among the {len(order)} queries evaluated ({rule})"]
+    return [
+        f"{len(tied)} of the {len(order)} queries evaluated have tied scores in the run "
+        f"({named(tied)}): tied items {rule}; run.trec follows that order"
+    ]
 
 
 def missing_note(missing: Mapping[str, int]) -> list[str]:

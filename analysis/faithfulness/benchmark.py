@@ -26,7 +26,12 @@ from lexlens.analysis.evaluation.result import (
     BenchmarkEvaluationResult,
     evaluated_index,
 )
-from lexlens.analysis.faithfulness.failures import FailureFaithfulness, measure_failures
+from lexlens.analysis.faithfulness.failures import (
+    EMPTIED,
+    TIED,
+    FailureFaithfulness,
+    measure_failures,
+)
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.faithfulness.report import faithfulness_html, faithfulness_section
 from lexlens.analysis.retrieval.queries import query_encoder_for
@@ -62,7 +67,9 @@ class FaithfulnessSummary(Record):
     the share of failures whose explanation closes more of the gap than its random draws do
     on average, ``wilcoxon_p`` a paired Wilcoxon signed-rank test (scipy) of the two
     comprehensiveness values; ``curve``/``random_curve`` are the median share of the gap
-    closed after ``k`` words (``curve_counts[k]`` failures have a k-th word)."""
+    closed after ``k`` words (``curve_counts[k]`` failures have a k-th word). ``flip_rate``
+    is the share whose relevant item ends strictly ahead, over ``flip_failures``; the
+    degenerate deletions are counted in ``excluded``."""
 
     failures: int
     comprehensiveness: float | None
@@ -83,6 +90,11 @@ class FaithfulnessSummary(Record):
     model_calls: int = 0
     seconds: float = 0.0
     measured_by: str = MEASURED_BY
+    #: reason → failures measured but counted apart (a deletion emptying the query is left
+    #: out of every number above, ``failures`` included; one leaving a tie out of the flip
+    #: rates)
+    excluded: dict = field(default_factory=dict)
+    flip_failures: int = 0  # the failures the flip rates rest on
 
 
 def _kept(values: list[float | None]) -> list[float]:
@@ -119,8 +131,17 @@ def _median_curves(rows: list[FailureFaithfulness]) -> tuple[list[float], list[f
 def summarize(
     rows: list[FailureFaithfulness], skipped: dict[str, int], calls: int, seconds: float
 ) -> FaithfulnessSummary:
-    """The summary of the failures measured."""
+    """The summary of the failures measured: a deletion that empties the query is counted
+    apart and left out of every number (it closes the gap whatever the explanation), one
+    that leaves a tie is left out of the flip rates (neither item is ahead)."""
     from scipy.stats import wilcoxon
+
+    excluded: dict[str, int] = {}
+    for r in rows:
+        if r.degenerate:
+            excluded[r.degenerate] = excluded.get(r.degenerate, 0) + 1
+    rows = [r for r in rows if r.degenerate != EMPTIED]
+    flips = [r for r in rows if not r.degenerate]
 
     paired = [
         (r.comprehensiveness, r.random_comprehensiveness)
@@ -140,8 +161,8 @@ def summarize(
         capped_comprehensiveness=_capped(own),
         capped_random_comprehensiveness=_capped(rand),
         beats_random=_mean([float(a > b) for a, b in paired]),
-        flip_rate=_mean([float(r.flipped) for r in rows]),
-        random_flip_rate=_mean([r.random_flip_rate for r in rows]),
+        flip_rate=_mean([float(r.flipped) for r in flips]),
+        random_flip_rate=_mean([r.random_flip_rate for r in flips]),
         aopc=_median([r.curve.normalized_aopc for r in rows]),
         random_aopc=_median([r.curve.normalized_random_aopc for r in rows]),
         wilcoxon_p=p,
@@ -152,6 +173,8 @@ def summarize(
         skipped=dict(skipped),
         model_calls=int(calls),
         seconds=float(seconds),
+        excluded=excluded,
+        flip_failures=len(flips),
     )
 
 
@@ -251,8 +274,31 @@ def failures_faithfulness(
         },
         summary=summary,
         failures=rows,
-        notes=[f"{counted(n, 'failure')} not measured: {why}" for why, n in skipped.items()],
+        notes=[
+            *(f"{counted(n, 'failure')} not measured: {why}" for why, n in skipped.items()),
+            *summary_notes(summary),
+        ],
     )
+
+
+def summary_notes(summary: FaithfulnessSummary) -> list[str]:
+    """What the summary leaves out and why, and how many failures each point of the deletion
+    curve rests on."""
+    notes = []
+    if n := summary.excluded.get(EMPTIED):
+        notes.append(
+            f"{counted(n, 'failure')} counted apart: {EMPTIED} (both items score 0 whatever "
+            "was deleted): left out of every number"
+        )
+    if n := summary.excluded.get(TIED):
+        notes.append(
+            f"{counted(n, 'failure')} counted apart: {TIED} (neither ahead): left out of the "
+            f"flip rates, which rest on {counted(summary.flip_failures, 'failure')}"
+        )
+    if summary.curve_counts:
+        points = ", ".join(f"k={k}: {n}" for k, n in enumerate(summary.curve_counts))
+        notes.append(f"the deletion curve's points rest on (failures) {points}")
+    return notes
 
 
 @dataclass(frozen=True)

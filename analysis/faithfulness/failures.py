@@ -12,8 +12,11 @@ edited query, never from the decomposition):
 - the **explanation's words**: for each decisive term, the input word whose unit won its
   max pool (provenance, :mod:`.text_edits`); deleted together, the query re-encoded, both
   items rescored: ``comprehensiveness = (g − g') / g``, the share of the gap that closes
-  (1: the items tie; above 1: the pair flips), and ``flipped`` when ``r`` then ranks above
-  ``n`` (or ties with it and comes first in collection order, search's tie rule);
+  (1: the items tie; above 1: the pair flips), and ``flipped`` when ``r`` then scores
+  strictly more than ``n`` (a tie is no flip: which comes first is the collection's order,
+  not the explanation's doing). A deletion that removes every word of the query (both
+  items then score 0) or leaves the two items tied is *degenerate*: ``degenerate`` names
+  which, and the summary counts it apart (:data:`EMPTIED`, :data:`TIED`);
 - the **random baseline**: as many query words drawn at random, the same measures, their
   mean over the seeded draws (:mod:`.curves`);
 - the **deletion curve**: the query's words deleted one more at a time in the explanation's
@@ -79,6 +82,14 @@ class FailureFaithfulness(Record):
     random_flip_rate: float | None
     curve: DeletionCurve  # the gap after deleting k words, explanation's order vs random
     measured_by: str = MEASURED_BY
+    #: "" or why the deletion measures nothing of the explanation (:data:`EMPTIED`, :data:`TIED`)
+    degenerate: str = ""
+
+
+#: A deletion that removes every word of the query: both items score 0, whatever was deleted.
+EMPTIED = "the deletion empties the query"
+#: A deletion after which both items score the same: neither ahead.
+TIED = "the deletion leaves the two items tied"
 
 
 @dataclass
@@ -173,10 +184,16 @@ def _edits(plan: _Plan) -> list[str]:
     return texts
 
 
-def _flipped(gap: float, rows: tuple[int, int]) -> bool:
-    """The relevant item above the non-relevant one: it scores more, or the same and comes
-    first in collection order."""
-    return gap < 0 or (gap == 0 and rows[1] < rows[0])
+def _flipped(gap: float) -> bool:
+    """The relevant item strictly ahead of the non-relevant one (a tie is no flip)."""
+    return gap < 0
+
+
+def _degenerate(plan: _Plan, after: float) -> str:
+    """Why deleting the explanation's words measures nothing of it ("" when it does)."""
+    if len(set(plan.explained)) >= len(plan.words.deletable):
+        return EMPTIED
+    return TIED if after == 0 else ""
 
 
 def _measure(plan: _Plan, spec: QuerySpec, index) -> FailureFaithfulness:
@@ -205,12 +222,13 @@ def _measure(plan: _Plan, spec: QuerySpec, index) -> FailureFaithfulness:
         edited_query=plan.edit(plan.explained),
         gap_after=after,
         comprehensiveness=share(gap - after, gap) or 0.0,
-        flipped=_flipped(after, plan.rows),
+        flipped=_flipped(after),
         random_comprehensiveness=float(np.mean([(gap - g) / gap for g in rand])) if rand else None,
-        random_flip_rate=float(np.mean([_flipped(g, plan.rows) for g in rand])) if rand else None,
+        random_flip_rate=float(np.mean([_flipped(g) for g in rand])) if rand else None,
         curve=deletion_curve(
             [plan.words.words[w] for w in plan.order[: plan.k]], curve, random_curves
         ),
+        degenerate=_degenerate(plan, after),
     )
 
 

@@ -21,6 +21,7 @@ from lexlens.analysis.core.counts import counted
 from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.result import (
+    JUDGED,
     MEASURES,
     BenchmarkEvaluationResult,
 )
@@ -157,6 +158,12 @@ aggregate = result.metrics["aggregate"]
 cols = st.columns(len(MEASURES))
 for col, measure in zip(cols, MEASURES, strict=True):
     col.metric(measure, f"{aggregate[measure]:.3f}")
+if JUDGED in aggregate:
+    st.caption(
+        f"{JUDGED} {aggregate[JUDGED]:.3f}: the share of each query's top 10 that is judged "
+        "at all (ir-measures); a failure whose first item is unjudged is counted apart as "
+        "rival unjudged."
+    )
 st.subheader("Queries, worst first")
 order = show_worst(result)
 if result.failures:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.evaluation.causes import cause_lines
 from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
+    JUDGED,
     MEASURES,
     BenchmarkEvaluationResult,
     worst_first,
@@ -36,6 +38,8 @@ def render(result: BenchmarkEvaluationResult) -> str:
         f"query encoder {result.encoder}",
         common.format_table([[aggregate[m] for m in MEASURES]], list(MEASURES)),
     ]
+    if JUDGED in aggregate:
+        blocks.append(f"{JUDGED} {aggregate[JUDGED]:.4f} (the share of the top 10 judged)")
     worst = [
         [
             q["id"],
@@ -66,6 +70,8 @@ def render(result: BenchmarkEvaluationResult) -> str:
             [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
         )
     )
+    if lines := cause_lines(result.cause_rates):
+        blocks.append("\n".join(lines))
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)
 

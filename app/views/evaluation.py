@@ -162,6 +162,24 @@ def show_failure(failure: Failure, index) -> None:
         _open_in_contrib(failure)
 
 
+def cause_table(result: BenchmarkEvaluationResult, counts: dict) -> pd.DataFrame:
+    """The causes with their counts, and (when recorded) both rates, lift and p values."""
+    rows = result.cause_rates.get("causes")
+    if not rows:
+        return pd.DataFrame({"cause": list(counts), "failures": list(counts.values())})
+    return pd.DataFrame(
+        {
+            "cause": [r["cause"] for r in rows],
+            "failures": [r["failures_with"] for r in rows],
+            "of failures": [r["failure_rate"] for r in rows],
+            "of successes": [r["success_rate"] for r in rows],
+            "lift": [r["lift"] for r in rows],
+            "p": [r["p"] for r in rows],
+            "p (BH)": [r["p_bh"] for r in rows],
+        }
+    )
+
+
 def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) -> None:
     """The failures grouped by cause, filtered by cause and query length, several open at
     once (``order``: the query ids in the order of the table above)."""
@@ -174,11 +192,15 @@ def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) ->
         "on the query's own terms the relevant item scores at least as much; not retrieved — "
         "the ranking does not hold the relevant item; other — none of these."
     )
-    st.dataframe(
-        pd.DataFrame({"cause": list(counts), "failures": list(counts.values())}),
-        hide_index=True,
-        key="eval_causes",
-    )
+    st.dataframe(cause_table(result, counts), hide_index=True, key="eval_causes")
+    if result.cause_rates.get("causes"):
+        st.caption(
+            f"Against the base rate: each cause tested on the "
+            f"{result.cause_rates['successes']:,} successful queries too; lift = the failures' "
+            "rate / the successes' rate (≈ 1: successes share it as often, it explains "
+            "little); p: Fisher's exact test, BH: Benjamini–Hochberg across the causes "
+            "(causes.csv)."
+        )
     lengths = [f.query_length for f in result.failures]
     c1, c2 = st.columns([3, 2])
     present = [c for c, n in counts.items() if n]

@@ -78,6 +78,7 @@ EVALUATE = [
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k=-2), "gate_k must be -1"),
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k="768"), "gate_k must be -1"),
     ("mode", lambda ix, out: _evaluate(ix, mode="bow"), "'mode' is now 'query_mode'"),
+    ("ties", lambda ix, out: _evaluate(ix, ties="docid"), "ties must be one of"),
     ("topk", lambda ix, out: _evaluate(ix, topk=5), "'topk' is now 'gate_k'"),
 ]
 EVALUATE_BENCHMARK = [
@@ -96,6 +97,7 @@ EVALUATE_BENCHMARK = [
     ("query_mode", lambda ix, out: _benchmark(ix, query_mode=1), "query_mode must be one of"),
     ("gate_k", lambda ix, out: _benchmark(ix, gate_k=1.5), "gate_k must be -1"),
     ("mode", lambda ix, out: _benchmark(ix, mode="bow"), "'mode' is now 'query_mode'"),
+    ("ties", lambda ix, out: _benchmark(ix, ties=None), "ties must be one of"),
 ]
 
 

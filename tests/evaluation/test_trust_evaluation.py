@@ -200,14 +200,17 @@ def test_silent_wrong_tied_items_have_one_order_for_every_measure_and_run_trec(
     assert any("tied scores" in n and "q2" in n and "collection order" in n for n in result.notes)
 
 
-def test_silent_wrong_a_runs_tied_items_keep_the_files_order(index, splade, tmp_path):
+def test_silent_wrong_a_runs_tied_items_keep_the_files_order_as_listed(index, splade, tmp_path):
     import ir_measures
 
     path = tmp_path / "other.trec"
     path.write_text(
         "q2 Q0 d-apple-a 1 5.0 bm25\nq2 Q0 d-apple-z 2 5.0 bm25\nq2 Q0 d-bread 3 1.0 bm25\n"
     )
-    r = evaluate_benchmark(index, run=path, top=10, query_encoder=splade)
+    default = evaluate_benchmark(index, run=path, top=10, query_encoder=splade)
+    q2 = next(q for q in default.metrics["per_query"] if q["id"] == "q2")
+    assert q2["first_relevant_rank"] == 2 and q2["R@1"] == 0.0  # trec_eval: d-apple-z first
+    r = evaluate_benchmark(index, run=path, top=10, query_encoder=splade, ties="as-listed")
     q2 = next(q for q in r.metrics["per_query"] if q["id"] == "q2")
     assert q2["first_relevant_rank"] == 1 and q2["RR@10"] == 1.0 and q2["R@1"] == 1.0
     measure = ir_measures.R @ 1  # pytrec_eval's: trec_eval's order
