@@ -7,15 +7,16 @@ retrieved):
 - **terms** (exact): the smallest set of vocabulary terms whose removal from the query
   vector puts the target first (:mod:`.term_level`), with the target's score and the first
   rival after each removal;
-- **text** (re-encoded by the model): the shortest sequence of edits — delete a query word
-  (occlude a cell of an image query), insert one of the query's words into the target's
-  text — whose re-encoded inputs rank the target first (:mod:`.search`), guided by the
+- **text** (re-encoded by the model): the shortest sequence of edits — delete query words
+  (occlude cells of an image query), insert query words, in order, into the target's text —
+  whose re-encoded inputs rank the target first (:mod:`.edit_search`), guided by the
   term-level answer and provenance, within ``max_edits`` and ``max_calls``.
 
 Counterfactual explanations for retrieval were proposed for BM25, dense and cross-encoders
 (CfIR, CFE2, CREDENCE); this one is for learned sparse encoders, and every edit shown is
-verified by re-encoding. When none is found within the budget the closest one (best rank
-reached) is given with ``found: false``.
+verified by re-encoding. When none is found the closest one (best rank reached) is given
+with ``found: false``, and the answer says whether none exists in the edit space (every
+candidate ranked) or none was found among the candidates the budget let be searched.
 """
 
 from __future__ import annotations
