@@ -311,7 +311,7 @@ class TextSearch:
 
     def run(self, space: EditSpace) -> Outcome:
         """Level by level over ``space`` (see the module docstring)."""
-        exhaustive = space.encodings <= self.budget
+        exhaustive = space.encodings <= self.budget - self.calls  # the probes' calls spent
         self.max_edits = space.max_edits
         if self.root.first:
             return Outcome(
