@@ -35,7 +35,7 @@ def run() -> list[dict]:
     return run_check() + run_large()
 
 
-def run_check(queries: int = QUERIES) -> list[dict]:
+def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
     """The brute-force check on ``queries`` built queries (see the module docstring)."""
     from bench.run import figure
     from lexlens.analysis.collections.indexing import build_index
@@ -52,7 +52,7 @@ def run_check(queries: int = QUERIES) -> list[dict]:
     texts, qrels = built_benchmark(queries, SEED)
     evaluation = evaluate_benchmark(index, queries=texts, qrels=qrels, query_encoder=splade)
     started = time.perf_counter()
-    found = failures_counterfactuals(index, evaluation, query_encoder=splade)
+    found = failures_counterfactuals(index, evaluation, query_encoder=splade, max_calls=max_calls)
     search_s = time.perf_counter() - started
     started = time.perf_counter()
     checked = check_failures(index, splade, found.failures)
@@ -79,7 +79,7 @@ def run_check(queries: int = QUERIES) -> list[dict]:
     }
     how = (
         f"{queries} built queries ({s.tried} failures) over the BEIR sample's 223 items, "
-        "splade-tiny, max_edits 3, max_calls 200; brute force of tests/counterfactual/"
+        f"splade-tiny, max_edits 3, max_calls {max_calls}; brute force of tests/counterfactual/"
         "test_edit_space.py"
     )
     return [
@@ -193,4 +193,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["large"]:
         print(json.dumps(run_large(), indent=1))
     else:
-        print(json.dumps(run_check(int(sys.argv[1]) if len(sys.argv) > 1 else QUERIES), indent=1))
+        queries = int(sys.argv[1]) if len(sys.argv) > 1 else QUERIES
+        calls = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+        print(json.dumps(run_check(queries, calls), indent=1))
