@@ -230,3 +230,29 @@ def test_silent_wrong_candidate_words_are_whole_words_a_person_would_insert(inde
         index, query, ids[0], query_encoder=splade, side="document", allow_stop_words=True
     )
     assert "an" not in {e["word"] for e in allowed.counterfactual.excluded}
+
+
+def test_silent_wrong_a_fix_only_one_order_of_insertions_makes_is_found(index, splade):
+    """A failure of the built benchmark whose only fixes within 3 edits insert two words in
+    one order (found by the brute force): the search finds a 3-edit fix, and the brute force
+    agrees that no shorter one exists and that the reverse order fails."""
+    query, target = "head muscular sized", "c57"
+    ids = [str(i) for i in index.column("id")]
+    row = ids.index(target)
+    document = str(index.meta([row])[0]["text"])
+    answer = counterfactual(index, query, target, query_encoder=splade).counterfactual
+    assert answer.found and answer.shortest and len(answer.edits) == 3, answer.to_dict()
+    dense = index.rows(0, len(index)).toarray().astype(np.float64)
+    brute = BruteForce(splade, dense, index.gate_k)
+    fixes = brute.successes(query, row, document, 3)
+    assert fixes and min(size for size, _, _ in fixes) == 3
+    inserted = tuple(e["word"] for e in answer.edits if e["op"] == "insert")
+    deleted = frozenset(
+        j
+        for j, w in enumerate(query.split())
+        for e in answer.edits
+        if e["op"] == "delete" and e["word"] == w
+    )
+    assert (3, deleted, inserted) in fixes
+    if len(inserted) == 2:
+        assert (3, deleted, inserted[::-1]) not in fixes  # the other order does not rank first
