@@ -37,6 +37,8 @@ def run() -> list[dict]:
 
 def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
     """The brute-force check on ``queries`` built queries (see the module docstring)."""
+    import shutil
+
     from bench.run import figure
     from lexlens.analysis.collections.indexing import build_index
     from lexlens.analysis.collections.store import open_index
@@ -47,16 +49,21 @@ def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
 
     splade = load_encoder("splade-tiny", device="cpu")
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-space-"))
-    build_index(splade, BEIR, folder / "ix")
-    index = open_index(folder / "ix")
-    texts, qrels = built_benchmark(queries, SEED)
-    evaluation = evaluate_benchmark(index, queries=texts, qrels=qrels, query_encoder=splade)
-    started = time.perf_counter()
-    found = failures_counterfactuals(index, evaluation, query_encoder=splade, max_calls=max_calls)
-    search_s = time.perf_counter() - started
-    started = time.perf_counter()
-    checked = check_failures(index, splade, found.failures)
-    brute_s = time.perf_counter() - started
+    try:
+        build_index(splade, BEIR, folder / "ix")
+        index = open_index(folder / "ix")
+        texts, qrels = built_benchmark(queries, SEED)
+        evaluation = evaluate_benchmark(index, queries=texts, qrels=qrels, query_encoder=splade)
+        started = time.perf_counter()
+        found = failures_counterfactuals(
+            index, evaluation, query_encoder=splade, max_calls=max_calls
+        )
+        search_s = time.perf_counter() - started
+        started = time.perf_counter()
+        checked = check_failures(index, splade, found.failures)
+        brute_s = time.perf_counter() - started
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     s = found.summary
     seconds = [r.text.seconds + r.terms.seconds for r in found.failures]
     details = {
