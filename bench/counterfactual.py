@@ -10,14 +10,14 @@ each timed in process CPU time (the machine is shared) and wall time:
 
 - ``counterfactual``'s own work (:func:`~lexlens.analysis.counterfactual.counterfactual.answer`:
   the query encoded, the exact term level, the text-level search — each level's candidates
-  predicted from provenance (:mod:`~lexlens.analysis.counterfactual.screen`), those near
-  success encoded most promising first, the first alone and the rest in batches, each
-  edited query scored against every item — and the answer verified: its inputs encoded
-  alone and its query ranked against every item);
-- the reference, the same search one candidate at a time (``one_at_a_time=True,
-  screen=False``): the same candidates of each level in the same order, the same beam,
-  budget and verification, each candidate encoded alone and its query scored against every
-  item alone, the level's best success taken;
+  ordered by a prediction from provenance (:mod:`~lexlens.analysis.counterfactual.screen`)
+  and encoded in that order, the first alone and the rest in batches, each edited query
+  scored against every item — and the answer verified: its inputs encoded alone and its
+  query ranked against every item);
+- the reference, the same search one input at a time and unscreened (``one_at_a_time=True,
+  screen=False``): the same edit space level by level, ordered by the single edits' priors,
+  the same budget and verification, each input encoded alone and its query scored against
+  every item alone;
 - the two halves of the difference: the screen with candidates encoded one at a time, and
   every candidate encoded in batches without the screen.
 

@@ -54,6 +54,7 @@ BENCHES = [
     "bench.deviation_store",
     "bench.compare_store",
     "bench.counterfactual",
+    "bench.counterfactual_space",
     "bench.faithfulness",
 ]
 

@@ -7,15 +7,16 @@ retrieved):
 - **terms** (exact): the smallest set of vocabulary terms whose removal from the query
   vector puts the target first (:mod:`.term_level`), with the target's score and the first
   rival after each removal;
-- **text** (re-encoded by the model): the shortest sequence of edits — delete a query word
-  (occlude a cell of an image query), insert one of the query's words into the target's
-  text — whose re-encoded inputs rank the target first (:mod:`.search`), guided by the
+- **text** (re-encoded by the model): the shortest sequence of edits — delete query words
+  (occlude cells of an image query), insert query words, in order, into the target's text —
+  whose re-encoded inputs rank the target first (:mod:`.edit_search`), guided by the
   term-level answer and provenance, within ``max_edits`` and ``max_calls``.
 
 Counterfactual explanations for retrieval were proposed for BM25, dense and cross-encoders
 (CfIR, CFE2, CREDENCE); this one is for learned sparse encoders, and every edit shown is
-verified by re-encoding. When none is found within the budget the closest one (best rank
-reached) is given with ``found: false``.
+verified by re-encoding. When none is found the closest one (best rank reached) is given
+with ``found: false``, and the answer says whether none exists in the edit space (every
+candidate ranked) or none was found among the candidates the budget let be searched.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from lexlens.analysis.core.arguments import device_argument, image_argument, tex
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.core.truncation import opening, truncation
-from lexlens.analysis.counterfactual.edit_search import Outcome, TextSearch, prior_of
+from lexlens.analysis.counterfactual.edit_search import EditSpace, Outcome, TextSearch, prior_of
 from lexlens.analysis.counterfactual.edits import (
     Edit,
     ImageQuery,
@@ -225,7 +226,13 @@ def _answer(
             p, scorer, q0, with_units, found, options, notes, one_at_a_time, screen
         )
         started = time.perf_counter()
-        outcome = search.run(search.singles, search.prior, options.max_edits)
+        space = EditSpace(
+            len(p.query.words),
+            options.side in ("query", "both"),
+            search.words,
+            options.max_edits,
+        )
+        outcome = search.run(space)
         notes.extend(outcome.notes)
         text_answer = _text_record(outcome, search, p, time.perf_counter() - started)
     query = p.query.text if isinstance(p.query, TextQuery) else p.query.label
@@ -256,6 +263,8 @@ def _text_search(
     their prior (from provenance and the term-level answer)."""
     query, target = p.query, None
     singles = query.edits() if options.side in ("query", "both") else []
+    words: list[str] = []
+    excluded: list[dict] = []
     if options.side in ("document", "both"):
         if bool(p.meta.get("image")) or p.collection.modality != "text":
             notes.append(IMAGE_TARGET_NOTE)
@@ -263,8 +272,11 @@ def _text_search(
             gate_k = p.collection.gate_k
             text = str(p.meta.get("text") or "")
             encoder = _document_encoder(p.collection, p.encoder, p.device)
-            target = TextTarget(encoder, text, gate_k)
-            singles += [Edit("insert", "document", w, -1) for w in insertable(query.words, text)]
+            target = TextTarget(encoder, text, gate_k, options.insert_at)
+            words, excluded = insertable(
+                query.words, text, allow_stop_words=options.allow_stop_words
+            )
+            singles += [Edit("insert", "document", w, -1) for w in words]
         else:
             notes.append("an image query's words cannot be inserted into a text: query edits only")
     d0 = np.zeros(len(p.collection.vocab))
@@ -272,9 +284,9 @@ def _text_search(
     d0[cols] = vals
     probes: dict[str, np.ndarray] = {}
     if isinstance(query, TextQuery):
-        provenance, words = _word_terms(p.encoder, query, with_units, q0, notes)
-        if words is not None and target is not None:
-            probes = _word_rows(words, with_units, [e.value for e in singles if e.side != "query"])
+        provenance, units = _word_terms(p.encoder, query, with_units, q0, notes)
+        if units is not None and target is not None:
+            probes = _word_rows(units, with_units, words)
     else:
         provenance = _cell_terms(with_units, q0, len(query.words))
     probe = None if target is None else target.encode
@@ -295,6 +307,8 @@ def _text_search(
     )
     search.calls = predicted.calls
     search.singles = singles
+    search.words = tuple(words)
+    search.excluded = excluded
     search.prior = prior_of(query, predicted, provenance, set(found.terms), d0)
     return search
 
@@ -357,14 +371,26 @@ def _text_record(
         notes.append("the target already ranks first")
     elif not outcome.found:
         rank = outcome.placement.rank if outcome.placement.rank else "none"
+        if outcome.status == "none exists":
+            said = (
+                f"none exists in this edit space: all {outcome.space:,} candidates of at most "
+                f"{search.max_edits} edits encoded and ranked"
+            )
+        else:
+            said = (
+                f"none found: searched {outcome.searched:,} of {outcome.space:,} candidates "
+                "(the budget of model calls ran out)"
+            )
+        notes.append(f"{said}; the closest tried is shown (rank {rank})")
+    elif not outcome.shortest:
         notes.append(
-            f"no edit within the budget ranks the target first: the closest tried is shown "
-            f"(rank {rank})"
+            "the shortest found: not every candidate of fewer edits was ranked, a shorter "
+            "one may exist"
         )
     return Counterfactual(
         target=ids[p.row],
         level="text",
-        edits=[e.to_dict() for e in state.edits],
+        edits=[e.to_dict() for e in outcome.edits],
         edited_query=p.query.shown(state.deleted),
         edited_document=None if search.target is None else search.target.edited(state.inserted),
         rank_before=root.rank,
@@ -380,6 +406,12 @@ def _text_record(
         rival_before=_rival(ids, root),
         rival_score_after=outcome.placement.rival_score,
         notes=notes,
+        search=outcome.status,
+        searched=outcome.searched,
+        space=outcome.space,
+        exhaustive=outcome.exhaustive,
+        shortest=outcome.shortest,
+        excluded=list(search.excluded),
     )
 
 

@@ -1,28 +1,36 @@
 """The text-level search: the shortest sequence of edits whose re-encoded inputs rank the
-target first against the whole collection, within a budget of edits and model calls.
+target first against the whole collection, within a budget of edits and model calls —
+or, when none does, which of two things holds: *none exists in this edit space* (every
+candidate up to the most edits was encoded and ranked) or *none found* (N of the space's
+M candidates searched before the budget ran out).
 
-Breadth first by number of edits with a beam: every single edit first (deleting each
-query word or occluding each cell, inserting each query word the target's text lacks), in
-the order the term-level answer and provenance predict helps most; then the best few
-states (lowest rank, smallest gap to the first rival) are extended by one more edit. An
-edit of the target's text changes only the target's score, so it is ranked against the
-others' scores kept for its query; an edited query is scored against every item
-(:meth:`~lexlens.analysis.retrieval.scorer.Scorer.all_scores`).
+The edit space (:class:`EditSpace`): delete a set of query words (occlude cells of an
+image query; at least one kept) and insert a sequence of distinct words into the target's
+text — every order of them a candidate of its own, an encoder reads order — with at most
+``max_edits`` edits in all. A candidate needs two encodings, its edited query and its
+edited document, each shared by many candidates: the space of ``Σ C(n,d)·P(v,i)``
+candidates needs only ``Σ C(n,d) + Σ P(v,i)`` model calls, and when that fits the budget
+the search enumerates it whole.
 
-With a screen (:mod:`.screen`, the default), a level's candidates are first predicted from
-provenance without the model; those predicted near success are encoded, most promising
-first — the first alone, the others in batches — until one ranks the target first; with
-none, the :data:`BEAM` others predicted best are encoded too, as the next level's parents.
-Without one, each level's candidates are all encoded (in one batch, or one at a time) and
-the level's best success taken. The first level holding a success gives the answer, which
-is verified before it is reported: its inputs encoded alone (as a user would; an input the
-search already encoded alone is not encoded twice) and its query ranked against every item.
+Level by level (one edit, two, …), every candidate of the level is ordered — by the
+screen's prediction (:mod:`.screen`), or by the single edits' priors — and their inputs
+are encoded in that order: the first alone (a user's encoding), the rest in batches; every
+candidate whose two inputs are encoded is ranked at once (its query scored against every
+item with the one exact scorer, :meth:`~lexlens.analysis.retrieval.scorer.Scorer.all_scores`;
+an edited target's own score against the others' scores kept for its query). The first
+candidate ranking the target first (or within :data:`NEAR` of it: a batch's padding moves
+the last bits) is verified — its inputs encoded alone and its query ranked against every
+item — and is the answer: the shortest, as every candidate of fewer edits was ranked
+before. The screen orders candidates; it never decides a "none". A level too large to
+order whole (beyond :data:`ENUMERATE`) is searched from the best states of the level
+below (a beam), and its answer is then the shortest found, not proven shortest.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,14 +45,87 @@ from lexlens.analysis.counterfactual.edits import (
 from lexlens.analysis.counterfactual.screen import EditScreen
 from lexlens.analysis.retrieval.scorer import Placement, Scorer, place
 
-#: States kept from one level to extend at the next.
-BEAM = 4
+#: States kept from one level to extend at the next, when a level is too large to order.
+BEAM = 16
+#: A level with more candidates than this is searched from the beam, not enumerated.
+ENUMERATE = 20_000
+#: A level with more candidates than this is ordered by the single edits' priors, not by
+#: the screen's prediction of each candidate (which pools vectors over the vocabulary).
+SCREEN_ORDER = 4_000
 #: Edited queries scored against the whole collection in one product.
 SCORE_CHUNK = 32
-#: Candidates encoded at once by a screened search (most promising first).
-SCREEN_BATCH = 4
+#: Inputs encoded at once after the first (which is encoded alone).
+SCREEN_BATCH = 8
 #: Successes of one level re-encoded alone before the level is given up on.
 VERIFY_TRIES = 3
+#: A candidate whose first rival leads by at most this share of the target's score is
+#: verified alone too: a batch's padding may have moved it across.
+NEAR = 1e-4
+#: The best other items kept per edited query, to rank candidates without its full scores.
+KEPT_RIVALS = 256
+
+Sparse = tuple[np.ndarray, np.ndarray]
+
+
+def _sparse(vector: np.ndarray) -> Sparse:
+    cols = np.flatnonzero(vector)
+    return cols, np.asarray(vector[cols], dtype=np.float64)
+
+
+def dot(q: Sparse, d: Sparse) -> float:
+    """``q · d`` of two sparse vectors, float64 (the search's and the verification's rule)."""
+    _, i, j = np.intersect1d(q[0], d[0], assume_unique=True, return_indices=True)
+    return float(q[1][i] @ d[1][j])
+
+
+@dataclass(frozen=True)
+class EditSpace:
+    """The candidates of one search: deletions among ``deletable`` query units (at least
+    one unit kept), ordered insertions of distinct ``words``, at most ``max_edits`` edits."""
+
+    units: int
+    deletable: bool
+    words: tuple[str, ...]
+    max_edits: int
+
+    def most_deleted(self) -> int:
+        return max(0, self.units - 1) if self.deletable else 0
+
+    def level_size(self, level: int) -> int:
+        """Candidates with exactly ``level`` edits."""
+        return sum(
+            math.comb(self.units, d) * math.perm(len(self.words), level - d)
+            for d in range(0, min(level, self.most_deleted()) + 1)
+            if level - d <= len(self.words)
+        )
+
+    @property
+    def size(self) -> int:
+        """Every candidate (M)."""
+        return sum(self.level_size(k) for k in range(1, self.max_edits + 1))
+
+    @property
+    def encodings(self) -> int:
+        """The model calls ranking every candidate takes: each edited query and each
+        edited document once."""
+        queries = sum(
+            math.comb(self.units, d) for d in range(1, min(self.max_edits, self.most_deleted()) + 1)
+        )
+        docs = sum(
+            math.perm(len(self.words), i)
+            for i in range(1, min(self.max_edits, len(self.words)) + 1)
+        )
+        return queries + docs
+
+    def level(self, level: int) -> Iterator[tuple[frozenset[int], tuple[str, ...]]]:
+        """The candidates with ``level`` edits: (deleted units, inserted words in order)."""
+        for d in range(0, min(level, self.most_deleted()) + 1):
+            i = level - d
+            if i > len(self.words):
+                continue
+            for deleted in itertools.combinations(range(self.units), d):
+                for inserted in itertools.permutations(self.words, i):
+                    yield frozenset(deleted), inserted
 
 
 @dataclass(frozen=True)
@@ -53,16 +134,14 @@ class State:
 
     deleted: frozenset[int] = frozenset()
     inserted: tuple[str, ...] = ()
-    edits: tuple[Edit, ...] = ()
 
     @property
     def key(self) -> tuple:
-        return (self.deleted, tuple(sorted(self.inserted)))
+        return (self.deleted, self.inserted)
 
-    def plus(self, edit: Edit) -> State:
-        if edit.side == "query":
-            return State(self.deleted | {edit.position}, self.inserted, (*self.edits, edit))
-        return State(self.deleted, (*self.inserted, edit.value), (*self.edits, edit))
+    @property
+    def size(self) -> int:
+        return len(self.deleted) + len(self.inserted)
 
 
 def quality(placed: Placement) -> tuple[float, float]:
@@ -73,16 +152,35 @@ def quality(placed: Placement) -> tuple[float, float]:
 
 @dataclass
 class Outcome:
-    """What the search found: the answer (first and verified) or the closest state."""
+    """What the search found: the answer (first and verified) or the closest state, and
+    how much of the space was searched: ``status`` found, "none exists" (every candidate
+    ranked) or "none found"; ``searched`` of ``space`` candidates; ``exhaustive`` the space
+    fit the budget; ``shortest`` every candidate of fewer edits was ranked."""
 
     state: State
+    edits: tuple[Edit, ...]
     placement: Placement
     found: bool
     verified: bool
     model_calls: int
     levels: int
-    query_vector: np.ndarray | None = None
+    status: str = "none found"
+    searched: int = 0
+    space: int = 0
+    exhaustive: bool = False
+    shortest: bool = False
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Ranked:
+    """An edited query encoded: its sparse vector, the target's score under it and the
+    best :data:`KEPT_RIVALS` other items (scores descending, ties by row)."""
+
+    vector: Sparse
+    own: float
+    rival_scores: np.ndarray
+    rival_rows: np.ndarray
 
 
 class TextSearch:
@@ -103,221 +201,302 @@ class TextSearch:
         self.scorer, self.query, self.row, self.target = scorer, query, target_row, target
         #: encode and rank each candidate alone (the same search unbatched, for comparison)
         self.one_at_a_time = one_at_a_time
-        #: predicts candidates' outcomes before encoding (``None``: encode every candidate)
+        #: orders each level's candidates by its prediction (``None``: by the priors)
         self.screen = screen
-        self.screened = 0  # candidates left unencoded by the screen
         self.budget, self.calls = budget, 0
-        self.d0 = d0.astype(np.float64)
         root_scores = scorer.all_scores(q0)[0]
-        self.queries: dict[frozenset[int], tuple[np.ndarray, np.ndarray]] = {
-            frozenset(): (q0.astype(np.float64), root_scores)
+        self.queries: dict[frozenset[int], Ranked] = {
+            frozenset(): self._ranked(q0.astype(np.float64), root_scores)
         }
-        self.docs: dict[tuple[str, ...], np.ndarray] = {(): self.d0}
+        self.docs: dict[tuple[str, ...], Sparse] = {(): _sparse(d0.astype(np.float64))}
         #: the target before any edit: its rank is the evaluation's call (Scorer.rank_of)
         self.root = scorer.placement(q0, target_row, root_scores)
         #: inputs encoded alone (a batch of one), as a user would encode them: their vectors
         #: need no second encoding to be verified
         self.alone: set = {frozenset(), ()}
-        self.seen: set[tuple] = {State().key}
-        #: the single edits tried and how much each is predicted to help (set by the caller)
+        self.words: tuple[str, ...] = ()  # the words that may be inserted (set by the caller)
         self.singles: list[Edit] = []
         self.prior: Callable[[Edit], float] = lambda edit: 0.0
+        self.excluded: list[dict] = []  # words left out of the insertions, with why
+        self.searched = 0
+        self.max_edits = 0
+        self.first_batch = True
 
-    # ------------------------------------------------------------------ evaluation
-    def _placement(self, state: State) -> Placement:
-        qv, scores = self.queries[state.deleted]
-        if not state.inserted:
-            return place(scores, self.row)
-        dv = self.docs[tuple(sorted(state.inserted))]
-        return place(scores, self.row, float(qv @ dv))
+    # ------------------------------------------------------------------ encoding, ranking
+    def _ranked(self, vector: np.ndarray, scores: np.ndarray) -> Ranked:
+        others = np.asarray(scores, dtype=np.float64).copy()
+        others[self.row] = -np.inf
+        keep = min(KEPT_RIVALS, others.size - 1)
+        if keep <= 0:
+            rows = np.zeros(0, np.int64)
+        else:
+            head = np.argpartition(-others, keep - 1)[:keep] if keep < others.size else None
+            head = np.arange(others.size) if head is None else head
+            rows = head[np.lexsort((head, -others[head]))]
+        return Ranked(_sparse(vector), float(scores[self.row]), others[rows], rows)
 
-    def _needs(self, state: State) -> tuple[frozenset[int] | None, tuple[str, ...] | None]:
-        doc = tuple(sorted(state.inserted))
-        return (
-            None if state.deleted in self.queries else state.deleted,
-            None if doc in self.docs else doc,
-        )
+    def _place(self, state: State) -> Placement:
+        """The target's placement under ``state`` from the kept rivals (a rank beyond them
+        reads as one past them; the answer shown is verified against every item)."""
+        ranked = self.queries[state.deleted]
+        own = ranked.own if not state.inserted else dot(ranked.vector, self.docs[state.inserted])
+        scores, rows = ranked.rival_scores, ranked.rival_rows
+        rival = int(rows[0]) if rows.size else None
+        rival_score = float(scores[0]) if rows.size else float("-inf")
+        if own <= 0:
+            return Placement(None, own, rival, rival_score)
+        above = int(np.count_nonzero(scores > own))
+        above += int(np.count_nonzero((scores == own) & (rows < self.row)))
+        return Placement(above + 1, own, rival, rival_score)
 
-    def evaluate(self, states: list[State]) -> list[tuple[State, Placement]]:
-        """Place ``states`` (best predicted first) within the budget: their new inputs
-        encoded in batches, their queries scored against every item at once."""
-        kept, new_queries, new_docs = [], [], []
-        for state in states:
-            q_key, d_key = self._needs(state)
-            cost = int(q_key is not None and q_key not in new_queries)
-            cost += int(d_key is not None and d_key not in new_docs)
-            if self.calls + len(new_queries) + len(new_docs) + cost > self.budget:
-                break
-            if q_key is not None and q_key not in new_queries:
-                new_queries.append(q_key)
-            if d_key is not None and d_key not in new_docs:
-                new_docs.append(d_key)
-            kept.append(state)
-        if self.one_at_a_time:
-            self._one_by_one(new_queries, new_docs)
-        elif new_queries:
-            vectors = self.query.encode([self.query.edited(k) for k in new_queries])
-            for start in range(0, len(vectors), SCORE_CHUNK):
-                block = np.stack(vectors[start : start + SCORE_CHUNK]).astype(np.float64)
+    def _encode(self, query_keys: list[frozenset[int]], doc_keys: list[tuple[str, ...]]) -> None:
+        """Encode the edited queries and documents (in one batch each, or each alone) and
+        rank each query against every item."""
+        size = 1 if self.one_at_a_time else max(len(query_keys), len(doc_keys), 1)
+        for start in range(0, len(query_keys), size):
+            keys = query_keys[start : start + size]
+            vectors = self.query.encode([self.query.edited(k) for k in keys])
+            for s in range(0, len(vectors), SCORE_CHUNK):
+                block = np.stack(vectors[s : s + SCORE_CHUNK]).astype(np.float64)
                 scores = self.scorer.all_scores(block)
                 for i in range(block.shape[0]):
-                    self.queries[new_queries[start + i]] = (block[i], scores[i])
-            if len(new_queries) == 1:
-                self.alone.add(new_queries[0])
-        if new_docs and not self.one_at_a_time:
+                    self.queries[keys[s + i]] = self._ranked(block[i], scores[i])
+            if len(keys) == 1:
+                self.alone.add(keys[0])
+        for start in range(0, len(doc_keys), size):
             assert self.target is not None
-            vectors = self.target.encode([self.target.edited(k) for k in new_docs])
-            for key, vector in zip(new_docs, vectors, strict=True):
-                self.docs[key] = vector.astype(np.float64)
-            if len(new_docs) == 1:
-                self.alone.add(new_docs[0])
-        self.calls += len(new_queries) + len(new_docs)
-        return [(state, self._placement(state)) for state in kept]
+            keys = doc_keys[start : start + size]
+            vectors = self.target.encode([self.target.edited(k) for k in keys])
+            for key, vector in zip(keys, vectors, strict=True):
+                self.docs[key] = _sparse(np.asarray(vector, dtype=np.float64))
+            if len(keys) == 1:
+                self.alone.add(keys[0])
+        self.calls += len(query_keys) + len(doc_keys)
 
-    def _one_by_one(self, new_queries: list, new_docs: list) -> None:
-        """Each new input encoded alone, each edited query scored alone."""
-        for key in new_queries:
-            vector = self.query.encode([self.query.edited(key)])[0].astype(np.float64)
-            self.queries[key] = (vector, self.scorer.all_scores(vector)[0])
-            self.alone.add(key)
-        for key in new_docs:
-            assert self.target is not None
-            self.docs[key] = self.target.encode([self.target.edited(key)])[0].astype(np.float64)
-            self.alone.add(key)
-
-    def forget(self, keep: list[State]) -> None:
-        """Drop the kept scores of every query but the root's and those of ``keep``."""
-        wanted = {frozenset(), *(s.deleted for s in keep)}
-        for key in [k for k in self.queries if k not in wanted]:
-            del self.queries[key]
-
-    def verify(self, state: State) -> tuple[Placement, np.ndarray]:
+    def verify(self, state: State) -> Placement:
         """``state``'s inputs encoded alone (re-encoded unless the search already encoded
         them alone) and its query ranked against every item afresh."""
-        doc = tuple(sorted(state.inserted))
         if state.deleted in self.alone and state.deleted in self.queries:
-            qv = self.queries[state.deleted][0]
+            qv = self.queries[state.deleted].vector
         else:
-            qv = self.query.encode([self.query.edited(state.deleted)])[0].astype(np.float64)
+            vector = self.query.encode([self.query.edited(state.deleted)])[0]
+            qv = _sparse(np.asarray(vector, dtype=np.float64))
             self.calls += 1
-        scores = self.scorer.all_scores(qv)[0]
+        dense = np.zeros(len(self.scorer.collection.vocab))
+        dense[qv[0]] = qv[1]
+        scores = self.scorer.all_scores(dense)[0]
         if not state.inserted:
-            return place(scores, self.row), qv
+            return place(scores, self.row)
         assert self.target is not None
-        shown = self.target.edited(state.inserted)
-        if doc in self.alone and doc in self.docs and self.target.edited(doc) == shown:
-            dv = self.docs[doc]  # encoded alone from the very text shown
+        if state.inserted in self.alone and state.inserted in self.docs:
+            dv = self.docs[state.inserted]
         else:
-            dv = self.target.encode([shown])[0].astype(np.float64)
+            vector = self.target.encode([self.target.edited(state.inserted)])[0]
+            dv = _sparse(np.asarray(vector, dtype=np.float64))
             self.calls += 1
-        return place(scores, self.row, float(qv @ dv)), qv
+        return place(scores, self.row, dot(qv, dv))
 
     # ------------------------------------------------------------------ the search
-    def run(self, singles: list[Edit], prior: Callable[[Edit], float], max_edits: int) -> Outcome:
-        """Breadth first by number of edits (see the module docstring)."""
+    def edits_of(self, state: State) -> tuple[Edit, ...]:
+        """The state's edits as reported: deletions in query order, then the insertions."""
+        at = "" if self.target is None else self.target.at
+        deletions = tuple(
+            Edit("occlude" if self.query.kind == "image" else "delete", "query", w, j)
+            for j, w in enumerate(self.query.words)
+            if j in state.deleted
+        )
+        return deletions + tuple(
+            Edit("insert", "document", w, -1, at, k) for k, w in enumerate(state.inserted)
+        )
+
+    def run(self, space: EditSpace) -> Outcome:
+        """Level by level over ``space`` (see the module docstring)."""
+        exhaustive = space.encodings <= self.budget - self.calls  # the probes' calls spent
+        self.max_edits = space.max_edits
         if self.root.first:
-            return Outcome(State(), self.root, True, True, 0, 0, self.queries[frozenset()][0])
-        frontier: list[tuple[State, Placement]] = [(State(), self.root)]
+            return Outcome(
+                State(), (), self.root, True, True, 0, 0, "found", 0, space.size, exhaustive, True
+            )
         best: tuple[State, Placement] = (State(), self.root)
         notes: list[str] = []
-        for level in range(1, max_edits + 1):
-            candidates = self._children(frontier, singles, prior)
-            if not candidates:
-                notes.append("no further edit to try")
+        frontier: list[tuple[State, Placement]] = [best]
+        complete = True  # every level so far ranked whole
+        for level in range(1, space.max_edits + 1):
+            size = space.level_size(level)
+            if size == 0:
                 break
-            placed, tried = self._level(candidates, level < max_edits)
-            if tried < len(candidates):
+            if size > ENUMERATE:
+                candidates = self._children(frontier, space)
+                complete = False
                 notes.append(
-                    f"the budget of model calls ran out at {level} edit(s): "
-                    f"{tried} of {len(candidates)} candidates tried"
+                    f"{size:,} candidates of {level} edits: those extending the best "
+                    f"{len(frontier)} of {level - 1} searched first"
+                )
+            else:
+                candidates = [State(d, i) for d, i in space.level(level)]
+            placed, success, whole = self._level(self._ordered(candidates), notes)
+            if success is not None:
+                state, checked = success
+                return Outcome(
+                    state,
+                    self.edits_of(state),
+                    checked,
+                    True,
+                    True,
+                    self.calls,
+                    level,
+                    "found",
+                    self.searched,
+                    space.size,
+                    exhaustive,
+                    complete,
+                    notes,
                 )
             placed.sort(key=lambda sp: quality(sp[1]))
             if placed and quality(placed[0][1]) < quality(best[1]):
                 best = placed[0]
-            outcome = self._confirmed(placed, level, notes)
-            if outcome is not None:
-                return outcome
             frontier = placed[:BEAM]
-            self.forget([s for s, _ in frontier])
-            if not placed or self.calls >= self.budget:
+            if not whole:
+                complete = False
+                notes.append(
+                    f"the budget of {self.budget} model calls ran out at {level} edit(s): "
+                    f"{self.searched:,} of {space.size:,} candidates searched"
+                )
                 break
-        return self._closest(best, notes)
+        return self._closest(best, space, complete, exhaustive, notes)
 
-    def _level(self, candidates: list[State], deeper: bool) -> tuple[list, int]:
-        """One level's candidates placed, and how many the budget let be tried (screened
-        ones count as tried). Screening: those predicted near success, most promising first
-        (:func:`_chunks`) until one ranks the target first; with none and a level to go,
-        also the :data:`BEAM` others predicted best, as the next parents."""
-        if self.screen is None:
-            placed = self.evaluate(candidates)
-            return placed, len(placed)
-        screen = self.screen
-        margins = {s.key: screen.margin(s.deleted, s.inserted) for s in candidates}
-        hopeful = [s for s in candidates if screen.may_rank_first(s.deleted, s.inserted)]
-        hopeful.sort(key=lambda s: margins[s.key])
+    def _ordered(self, candidates: list[State]) -> list[State]:
+        """Most promising first: the screen's predicted margin, or the priors' sum."""
+        if self.screen is not None and len(candidates) <= SCREEN_ORDER:
+            screen = self.screen
+            return sorted(candidates, key=lambda s: screen.margin(s.deleted, s.inserted))
+        singles = {(e.side, e.position if e.side == "query" else e.value): e for e in self.singles}
+
+        def promise(state: State) -> float:
+            total = sum(self.prior(singles[("query", j)]) for j in state.deleted)
+            return -(total + sum(self.prior(singles[("document", w)]) for w in state.inserted))
+
+        return sorted(candidates, key=promise)
+
+    def _children(self, frontier: list[tuple[State, Placement]], space: EditSpace) -> list[State]:
+        """Every state one edit beyond the frontier's (a deletion, or a word appended)."""
+        out: dict[tuple, State] = {}
+        for parent, _ in frontier:
+            if space.deletable and len(parent.deleted) < space.most_deleted():
+                for j in range(space.units):
+                    if j not in parent.deleted:
+                        child = State(parent.deleted | {j}, parent.inserted)
+                        out.setdefault(child.key, child)
+            for word in space.words:
+                if word not in parent.inserted:
+                    child = State(parent.deleted, (*parent.inserted, word))
+                    out.setdefault(child.key, child)
+        return list(out.values())
+
+    def _level(
+        self, ordered: list[State], notes: list[str]
+    ) -> tuple[list[tuple[State, Placement]], tuple[State, Placement] | None, bool]:
+        """Encode the level's inputs in the candidates' order, ranking each candidate once
+        both its inputs are encoded; stop at the first verified success. Returns the
+        placed candidates, the success (or ``None``) and whether every candidate was
+        ranked."""
+        waiting: dict[object, list[int]] = {}
+        missing = [0] * len(ordered)
         placed: list[tuple[State, Placement]] = []
-        for start, end in _chunks(len(hopeful)):
-            chunk = hopeful[start:end]
-            done = self.evaluate(chunk)
-            placed += done
-            if len(done) < len(chunk):
-                return placed, len(placed)
-            if any(p.first for _, p in done):
-                self.screened += len(candidates) - len(placed)
-                return placed, len(candidates)
-        chosen = {s.key for s in hopeful}
-        rest = sorted((s for s in candidates if s.key not in chosen), key=lambda s: margins[s.key])
-        extra = self.evaluate(rest[:BEAM]) if deeper else []
-        placed += extra
-        self.screened += len(candidates) - len(placed)
-        return placed, len(candidates)
+        ready: list[int] = []
+        for n, state in enumerate(ordered):
+            for key in self._missing(state):
+                waiting.setdefault(key, []).append(n)
+                missing[n] += 1
+            if missing[n] == 0:
+                ready.append(n)
+        cursor = 0
+        while True:
+            success = self._rank(ready, ordered, placed, notes)
+            if success is not None:
+                return placed, success, False
+            ready = []
+            while cursor < len(ordered) and missing[cursor] == 0:
+                cursor += 1
+            if cursor == len(ordered):
+                return placed, None, True
+            want = 1 if (self.first_batch or self.one_at_a_time) else SCREEN_BATCH
+            keys: list = []
+            for n in range(cursor, len(ordered)):
+                if missing[n]:
+                    keys += [k for k in self._missing(ordered[n]) if k not in keys]
+                if len(keys) >= want:
+                    break
+            room = self.budget - self.calls
+            if room <= 0:
+                return placed, None, False
+            keys = keys[:room]
+            self.first_batch = False
+            self._encode([k[1] for k in keys if k[0] == "q"], [k[1] for k in keys if k[0] == "d"])
+            for key in keys:
+                for n in waiting.pop(key, []):
+                    missing[n] -= 1
+                    if missing[n] == 0:
+                        ready.append(n)
 
-    def _children(self, frontier, singles, prior) -> list[State]:
-        """Every state one edit beyond the frontier, best predicted first."""
-        scored: list[tuple[tuple, State]] = []
-        for rank, (parent, _placed) in enumerate(frontier):
-            for edit in singles:
-                if edit.side == "query" and (
-                    edit.position in parent.deleted
-                    or len(parent.deleted) + 1 >= len(self.query.words)
-                ):
-                    continue
-                if edit.side == "document" and edit.value in parent.inserted:
-                    continue
-                child = parent.plus(edit)
-                if child.key in self.seen:
-                    continue
-                self.seen.add(child.key)
-                scored.append(((rank, -prior(edit), len(scored)), child))
-        scored.sort(key=lambda x: x[0])
-        return [s for _, s in scored]
+    def _missing(self, state: State) -> list[tuple[str, object]]:
+        out: list[tuple[str, object]] = []
+        if state.deleted not in self.queries:
+            out.append(("q", state.deleted))
+        if state.inserted not in self.docs:
+            out.append(("d", state.inserted))
+        return out
 
-    def _confirmed(self, placed, level: int, notes: list[str]) -> Outcome | None:
-        """The best success of a level, once re-encoded alone it still ranks first."""
-        successes = [(s, p) for s, p in placed if p.first]
-        successes.sort(key=lambda sp: sp[1].rival_score - sp[1].score)
-        for state, _ in successes[:VERIFY_TRIES]:
-            checked, qv = self.verify(state)
+    def _rank(self, ready, ordered, placed, notes) -> tuple[State, Placement] | None:
+        """Rank the candidates now encoded; the first success verified alone."""
+        hopeful = []
+        for n in ready:
+            state = ordered[n]
+            placement = self._place(state)
+            placed.append((state, placement))
+            self.searched += 1
+            if placement.first or (
+                placement.rank is not None
+                and placement.rival_score - placement.score <= NEAR * abs(placement.score)
+            ):
+                hopeful.append((state, placement))
+        hopeful.sort(key=lambda sp: sp[1].rival_score - sp[1].score)
+        for state, placement in hopeful[:VERIFY_TRIES]:
+            checked = self.verify(state)
             if checked.first:
-                return Outcome(state, checked, True, True, self.calls, level, qv, notes)
-            notes.append("a success in a batch did not hold once re-encoded alone; skipped")
+                return state, checked
+            if placement.first:
+                notes.append("a success in a batch did not hold once re-encoded alone; skipped")
         return None
 
-    def _closest(self, best: tuple[State, Placement], notes: list[str]) -> Outcome:
-        """No success: the closest state, re-encoded alone (its rank is the model's; when
-        alone it ranks the target first — a batch's padding moved the last bits — it is a
-        verified fix)."""
+    def _closest(
+        self,
+        best: tuple[State, Placement],
+        space: EditSpace,
+        complete: bool,
+        exhaustive: bool,
+        notes: list[str],
+    ) -> Outcome:
+        """No success: the closest state, re-encoded alone (its rank is the model's)."""
         state, _ = best
-        checked, qv = self.verify(state)
-        return Outcome(state, checked, checked.first, True, self.calls, len(state.edits), qv, notes)
-
-
-def _chunks(n: int) -> list[tuple[int, int]]:
-    """Bounds of the screened batches: the most promising candidate alone (its encoding is
-    then the one a user's would be), the others :data:`SCREEN_BATCH` at a time."""
-    bounds = [(0, min(1, n))] if n else []
-    bounds += [(s, min(s + SCREEN_BATCH, n)) for s in range(1, n, SCREEN_BATCH)]
-    return bounds
+        checked = self.verify(state)
+        none = "none exists" if complete and self.searched == space.size else "none found"
+        status = "found" if checked.first else none
+        return Outcome(
+            state,
+            self.edits_of(state),
+            checked,
+            checked.first,
+            True,
+            self.calls,
+            state.size,
+            status,
+            self.searched,
+            space.size,
+            exhaustive,
+            complete,
+            notes,
+        )
 
 
 def prior_of(

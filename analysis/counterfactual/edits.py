@@ -3,7 +3,10 @@
 A text query's edits delete one of its words (split on whitespace, as typed); an image
 query's edits occlude one cell of the encoder's patch grid (filled with the
 preprocessing mean, ImageNet's, so the cell reads as "nothing" to the network). A text
-target's edits insert one of the query's words into its text (appended). Provenance — the
+target's edits insert query words into its text, in order (appended, or at its start):
+"give memory" and "memory give" are two edits of an order-sensitive encoder. The words
+inserted are those a person would type (:func:`insertable`): whole words as typed, no
+stop word unless asked, never one the text already holds. Provenance — the
 input word (:mod:`lexlens.analysis.lexical.word_units`, the faithfulness checks' own)
 or cell whose unit won the max pool of each query term — guides the search: deleting a
 word is first predicted to remove the terms it produced.
@@ -34,14 +37,21 @@ class Edit:
     side: str
     value: str  # the word, or the cell ("r1c2")
     position: int  # the word's (or cell's) place in the query; -1 for an insertion
+    #: an insertion's place: "end" (appended) or "start", and its order among those inserted
+    at: str = ""
+    order: int = -1
 
     def to_dict(self) -> dict:
-        """As the JSON names it: ``{op, side, word}`` (``cell`` for an occlusion)."""
-        return {
+        """As the JSON names it: ``{op, side, word}`` (``cell`` for an occlusion; an
+        insertion also ``at`` and ``order``, 1 for the first word inserted)."""
+        out = {
             "op": self.op,
             "side": self.side,
             ("cell" if self.op == "occlude" else "word"): self.value,
         }
+        if self.op == "insert":
+            out.update(at=self.at, order=self.order + 1)
+        return out
 
 
 def _normal(text: str) -> str:
@@ -139,11 +149,16 @@ class ImageQuery:
 class TextTarget:
     """A text item: its text, how an edited one reads and is encoded as a document."""
 
-    def __init__(self, encoder: Encoder | None, text: str, gate_k: int) -> None:
-        self.encoder, self.text, self.gate_k = encoder, text, gate_k
+    def __init__(self, encoder: Encoder | None, text: str, gate_k: int, at: str = "end") -> None:
+        self.encoder, self.text, self.gate_k, self.at = encoder, text, gate_k, at
 
     def edited(self, inserted: tuple[str, ...]) -> str:
-        return " ".join([self.text, *inserted]) if inserted else self.text
+        """The text with the words inserted, in their order, at its end (or start)."""
+        if not inserted:
+            return self.text
+        if self.at == "start":
+            return " ".join([*inserted, self.text])
+        return " ".join([self.text, *inserted])
 
     def encode(self, texts: list[str]) -> list[np.ndarray]:
         """Edited items' gated vectors, encoded as documents (as the index was built)."""
@@ -152,17 +167,64 @@ class TextTarget:
         return [gate(e, self.encoder.vocab, self.gate_k) for e in encs]
 
 
-def insertable(query_words: Sequence[str], target_text: str) -> list[str]:
-    """The query's words to insert into the target's text, each once: those the text lacks
-    first (in query order), then those it holds (a repeated word may still move a
-    contextual encoder's weights)."""
-    have = {word_key(w) for w in target_text.split()}
-    lacking: list[str] = []
-    held: list[str] = []
+#: Punctuation around a word as typed that is not part of it.
+SENTENCE_MARKS = ".,;:!?\"'"
+BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def whole_word(typed: str) -> str:
+    """A word as typed without the sentence punctuation around it and without brackets
+    left unpaired at its ends ("(threads)," → "threads", "thread(s)" stays)."""
+    word = typed
+    while True:
+        before = word
+        word = word.strip(SENTENCE_MARKS)
+        if word[:1] in BRACKETS and BRACKETS[word[0]] not in word:
+            word = word[1:]
+        closing = {v: k for k, v in BRACKETS.items()}
+        if word[-1:] in closing and closing[word[-1]] not in word:
+            word = word[:-1]
+        if word[:1] in BRACKETS and word.endswith(BRACKETS[word[0]]):
+            word = word[1:-1]
+        if word == before:
+            return word
+
+
+def _broken(word: str) -> bool:
+    """A piece a tokenizer's punctuation split would leave: an unpaired bracket inside."""
+    return any(word.count(a) != word.count(b) for a, b in BRACKETS.items())
+
+
+def insertable(
+    query_words: Sequence[str], target_text: str, *, allow_stop_words: bool = False
+) -> tuple[list[str], list[dict]]:
+    """The query's words a person would insert into the target's text, each once in query
+    order, and those left out with why: whole words as typed (:func:`whole_word`; none
+    with an unpaired bracket inside, none without a letter or digit), no stop word
+    (``models/data/stop_words.txt``) unless ``allow_stop_words``, never a word the text
+    already holds (compared without case and accents)."""
+    from lexlens.models.label_map import STOP_WORDS
+
+    have = {word_key(whole_word(w)) for w in target_text.split()}
+    kept: list[str] = []
+    excluded: list[dict] = []
     seen: set[str] = set()
-    for word in query_words:
+    for typed in query_words:
+        word = whole_word(typed)
         key = word_key(word)
-        if key and key not in seen:
-            seen.add(key)
-            (held if key in have else lacking).append(word.strip(".,;:!?\"'()") or word)
-    return lacking + held
+        if key in seen:
+            continue
+        seen.add(key)
+        if not any(c.isalnum() for c in word):
+            why = "no letter or digit"
+        elif _broken(word):
+            why = "a piece broken by punctuation"
+        elif not allow_stop_words and key in STOP_WORDS:
+            why = "a stop word (--allow-stop-words to insert it)"
+        elif key in have:
+            why = "already in the document"
+        else:
+            kept.append(word)
+            continue
+        excluded.append({"word": typed, "why": why})
+    return kept, excluded

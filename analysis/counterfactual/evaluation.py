@@ -42,6 +42,10 @@ CSV_COLUMNS = (
     "edits",
     "n_edits",
     "model_calls",
+    "search",
+    "searched",
+    "space",
+    "exhaustive",
     "seconds",
     "edited_query",
     "edited_document",
@@ -65,36 +69,74 @@ class FailureCounterfactual(Record):
 
 @dataclass(frozen=True)
 class CounterfactualSummary(Record):
-    """Over the failures tried: FlipRate (found by a verified text edit within the budget),
-    the mean edits of those found, the mean model calls per failure, the term level's own
-    flip rate and mean set size, the median seconds per failure."""
+    """Over the failures tried: FlipRate (found by a verified text edit within the budget)
+    with its bound — ``flip_rate_upper`` counts every failure not searched exhaustively
+    ("none found") as if a fix existed, ``exhaustive_share`` the failures whose whole edit
+    space fit the budget, ``none_exists`` and ``none_found`` the two kinds of "no fix" —
+    the found fixes by side (query-only, document-only, both), the mean edits of those
+    found, the mean model calls per failure, the term level's own flip rate and mean set
+    size, the median seconds per failure."""
 
     failures: int
     tried: int
     flip_rate: float | None
     found: int
-    mean_edits: float | None
-    mean_model_calls: float | None
-    term_flip_rate: float | None
-    mean_terms: float | None
-    median_seconds: float | None
-    seconds: float
+    flip_rate_upper: float | None = None
+    exhaustive_share: float | None = None
+    none_exists: int = 0
+    none_found: int = 0
+    shortest_proven: int = 0
+    by_side: dict = field(default_factory=dict)
+    mean_edits: float | None = None
+    mean_model_calls: float | None = None
+    term_flip_rate: float | None = None
+    mean_terms: float | None = None
+    median_seconds: float | None = None
+    seconds: float = 0.0
     skipped: dict = field(default_factory=dict)
+
+    def flip_rate_text(self) -> str:
+        """The headline, as "FlipRate 0.74 (at most 0.76; exhaustive for 88 % of failures)"."""
+        if self.flip_rate is None:
+            return "FlipRate - (no failure tried)"
+        upper = self.flip_rate_upper if self.flip_rate_upper is not None else self.flip_rate
+        share = round(100 * (self.exhaustive_share or 0.0))
+        return (
+            f"FlipRate {self.flip_rate:.2f} (at most {upper:.2f}; exhaustive for {share} % "
+            "of failures)"
+        )
 
 
 def _mean(values: list[float]) -> float | None:
     return float(statistics.fmean(values)) if values else None
 
 
+def edit_sides(edits: list[dict]) -> str:
+    """Which inputs a fix edits: query, document or both."""
+    sides = {e["side"] for e in edits}
+    return "both" if len(sides) > 1 else next(iter(sides), "none")
+
+
 def summarize(rows: list[FailureCounterfactual], failures: int, skipped: dict, seconds: float):
     """The summary of the failures' counterfactuals."""
     found = [r for r in rows if r.text.found]
     terms_found = [r for r in rows if r.terms.found]
+    open_ = [r for r in rows if not r.text.found and r.text.search != "none exists"]
+    by_side = {"query": 0, "document": 0, "both": 0}
+    for r in found:
+        side = edit_sides(r.text.edits)
+        by_side[side] = by_side.get(side, 0) + 1
     return CounterfactualSummary(
         failures=failures,
         tried=len(rows),
         flip_rate=len(found) / len(rows) if rows else None,
         found=len(found),
+        flip_rate_upper=(len(found) + len(open_)) / len(rows) if rows else None,
+        exhaustive_share=sum(r.text.exhaustive for r in rows) / len(rows) if rows else None,
+        none_exists=sum(r.text.search == "none exists" for r in rows),
+        none_found=len(open_),
+        shortest_proven=sum(r.text.shortest for r in found),
+        by_side=by_side,
         mean_edits=_mean([len(r.text.edits) for r in found]),
         mean_model_calls=_mean([r.text.model_calls for r in rows]),
         term_flip_rate=len(terms_found) / len(rows) if rows else None,
@@ -129,6 +171,10 @@ def csv_row(r: FailureCounterfactual) -> list[Any]:
         _edits_text(t),
         len(t.edits),
         t.model_calls,
+        t.search,
+        t.searched,
+        t.space,
+        t.exhaustive,
         t.seconds,
         t.edited_query,
         t.edited_document,
@@ -291,14 +337,16 @@ def counterfactuals_text(result: Any) -> str:
     lines = [
         "",
         "",
-        f"counterfactuals: FlipRate {n(s.flip_rate)} ({s.found} of {counted(s.tried, 'failure')} fixed by "
-        f"a verified edit), mean edits {n(s.mean_edits)}, mean model calls "
+        f"counterfactuals: {s.flip_rate_text()}: {s.found} of {counted(s.tried, 'failure')} "
+        f"fixed by a verified edit (query only {s.by_side.get('query', 0)}, document only "
+        f"{s.by_side.get('document', 0)}, both {s.by_side.get('both', 0)}), none exists for "
+        f"{s.none_exists}, none found for {s.none_found}; mean edits {n(s.mean_edits)}, mean model calls "
         f"{n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean {n(s.mean_terms)} "
         f"terms); {s.seconds:.1f} s",
     ]
     for r in found.failures[:10]:
         t = r.text
-        state = "fixed" if t.found else "closest"
+        state = "fixed" if t.found else f"{t.search or 'none found'}, closest"
         lines.append(
             f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
             f"{t.rank_after}: {_edits_text(t) or '(no edit)'}"

@@ -16,6 +16,8 @@ SIDES = ("query", "document", "both")
 #: one of the query's words into the target item's text; text: the edits re-encoded by the
 #: model; terms: only the exact term-level answer (no edit is re-encoded).
 LEVELS = ("text", "terms")
+#: Where inserted words go in the target's text.
+INSERT_AT = ("end", "start")
 #: The most edits and model calls one counterfactual may spend.
 MAX_EDITS = 10
 MAX_CALLS = 5_000
@@ -31,7 +33,7 @@ class CounterfactualOptions(Options):
     side: str = option(
         "both",
         "what the text-level search may edit — query: delete query words (occlude "
-        "cells of an image query); document: insert one of the query's words into the "
+        "cells of an image query); document: insert query words, in order, into the "
         "target item's text; both: either",
         choices=SIDES,
         label="Edit",
@@ -61,6 +63,19 @@ class CounterfactualOptions(Options):
         high=MAX_CALLS,
         label="Most model calls",
         widget="number",
+    )
+    insert_at: str = option(
+        "end",
+        "where inserted words go in the target item's text, in the order inserted (every "
+        "order is a candidate of its own)",
+        choices=INSERT_AT,
+        label="Insert at",
+        widget="radio",
+    )
+    allow_stop_words: bool = option(
+        False,
+        "also insert stop words of the query (function words: 'an', 'of', …)",
+        label="Insert stop words",
     )
     query_mode: str = shared(QUERY_MODE)
     gate_k: int = shared(GATE_K)

@@ -18,7 +18,13 @@ class Counterfactual(Record):
     the model. ``found``: the target ranks first after the edits; ``verified``: the rank
     and scores after come from ranking the edited inputs (re-encoded, for text) against
     every item of the collection. With no success ``edits`` are the closest tried (best
-    rank reached), never presented as a fix (``found`` false)."""
+    rank reached), never presented as a fix (``found`` false).
+
+    Text level, how much of the edit space was searched: ``search`` "found", "none exists"
+    (every candidate up to the most edits encoded and ranked) or "none found";
+    ``searched`` of ``space`` candidates; ``exhaustive`` the whole space fit the budget;
+    ``shortest`` every candidate of fewer edits was ranked; ``excluded`` the query's words
+    not offered for insertion, each with why."""
 
     target: str
     level: str
@@ -39,6 +45,12 @@ class Counterfactual(Record):
     rival_score_after: float = 0.0
     steps: list[dict] = field(default_factory=list)  # terms: after each removal
     notes: list[str] = field(default_factory=list)
+    search: str = ""
+    searched: int = 0
+    space: int = 0
+    exhaustive: bool = False
+    shortest: bool = False
+    excluded: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Which candidate edits are worth encoding: each edit's outcome predicted before the model
-runs on it, and only those predicted near success encoded.
+"""Which candidate edits to encode first: each edit's outcome predicted before the model
+runs on it, the candidates predicted nearest success encoded first.
 
 Every item's score is ``s_i = Σ_t q_t d_it``. A learned sparse encoder is contextual, so
 no exact bound on a re-encoded score is known short of running it; the prediction works in
@@ -14,14 +14,12 @@ vocabulary space through provenance (the word whose unit won each query term's m
   (max pooling, as the encoder pools its units); the query and every other item are
   unchanged by an insertion.
 
-A candidate is encoded when its predicted margin (the best other item's predicted score
-minus the target's) is at most a tolerance times the target's score before the edit. On
-the clipart benchmark sample with splade-tiny (60 failures, 358 single edits, 63 of them
-successes once re-encoded) no success had a predicted margin above 0.106 of it for a
-deletion or above −0.012 for an insertion; the tolerances (0.25 and 0.1) leave room beyond
-both. The screen decides only what is encoded, and in which order: every answer shown is
-encoded alone and ranked against the whole collection. The same prediction of a deletion's
-gap orders each level's candidates in every search, screened or not (:func:`.search.prior_of`).
+The search orders each level's candidates by the predicted margin (the best other item's
+predicted score minus the target's, as a share of the target's score before the edit) and
+encodes them in that order; the prediction never decides that a candidate fails: a "none
+exists" means every candidate was encoded and ranked. Every answer shown is encoded alone
+and ranked against the whole collection. The same prediction of a deletion's gap orders
+single edits by their priors (:func:`.edit_search.prior_of`).
 """
 
 from __future__ import annotations
@@ -33,10 +31,6 @@ import scipy.sparse as sp
 
 from lexlens.analysis.retrieval.scorer import Scorer
 
-#: A candidate is encoded when its predicted margin to the first rival is at most this
-#: share of the target's score before the edit: for a deletion only, and with an insertion.
-TOLERANCE_DELETE = 0.25
-TOLERANCE_INSERT = 0.1
 #: The items scoring highest before the edit whose per-term contributions are kept: a
 #: deletion only lowers scores, so when one of them stays above every other item's score
 #: before the edit, the best other item is among them.
@@ -166,9 +160,3 @@ class EditScreen:
             if np.any(free):
                 return float(self.scores[head[int(np.argmax(free))]])
         return -np.inf
-
-    def may_rank_first(self, deleted: frozenset[int], inserted: Sequence[str]) -> bool:
-        """Whether the predicted margin is within the tolerance (:data:`TOLERANCE_DELETE`,
-        :data:`TOLERANCE_INSERT` with an insertion)."""
-        tolerance = TOLERANCE_INSERT if inserted else TOLERANCE_DELETE
-        return self.margin(deleted, inserted) <= tolerance

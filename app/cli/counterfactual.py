@@ -16,10 +16,11 @@ COMMAND = common.Command(
     "the smallest edit that ranks an item first, verified by re-encoding",
     description="Term level (exact): the smallest set of vocabulary terms whose removal from "
     "the query vector ranks the target first among all items. Text level: the shortest "
-    "sequence of edits (delete a query word, or occlude a cell of an image query; insert one "
-    "of the query's words into the target's text) whose re-encoded inputs rank the target "
+    "sequence of edits (delete query words, or occlude cells of an image query; insert query "
+    "words, in order, into the target's text) whose re-encoded inputs rank the target "
     "first against the whole collection, within --max-edits and --max-calls. When none is "
-    "found the closest one is shown, marked not found.",
+    "found the closest one is shown, marked not found, with which holds: none exists in the "
+    "edit space (every candidate ranked) or none found (N of M candidates searched).",
     options=CounterfactualOptions,
     out="folder for counterfactual.json and edits.csv",
 )
@@ -64,7 +65,8 @@ def _answer_lines(answer: Counterfactual) -> list[str]:
     ]
     for edit in answer.edits:
         what = edit.get("word", edit.get("term", edit.get("cell")))
-        lines.append(f"  {edit['op']} {edit['side']}: {what}")
+        at = f" ({edit['at']}, {edit['order']})" if edit["op"] == "insert" else ""
+        lines.append(f"  {edit['op']} {edit['side']}: {what}{at}")
     if answer.level == "text" and answer.edits:
         lines.append(f"  edited query: {answer.edited_query}")
         if answer.edited_document is not None:

@@ -95,7 +95,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 #: Flags that tune one addition, refused without it (they would be ignored silently).
 TUNING = {
     "faithfulness": [d.name for d in FaithfulnessOptions.declared() if d.name != "seed"],
-    "counterfactuals": ["side", "max_edits", "max_calls"],
+    "counterfactuals": ["side", "max_edits", "max_calls", "insert_at", "allow_stop_words"],
 }
 
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> None:
     )
     counterfactuals = (
         CounterfactualOptions.from_texts(
-            {"side": args.side, "max_edits": args.max_edits, "max_calls": args.max_calls}
+            {n: getattr(args, n, None) for n in TUNING["counterfactuals"]}
         )
         if args.counterfactuals
         else None

@@ -230,6 +230,12 @@ def _show_all(result: Any, index_path: str, values: dict) -> None:
         f"mean {s.mean_terms or 0:.2f} terms",
         delta_color="off",
     )
+    st.markdown(
+        f"**{s.flip_rate_text()}** · no fix: none exists for {s.none_exists}, none found "
+        f"(budget ran out) for {s.none_found} · fixes by side: query only "
+        f"{s.by_side.get('query', 0)}, document only {s.by_side.get('document', 0)}, both "
+        f"{s.by_side.get('both', 0)}"
+    )
     st.dataframe(pd.read_csv(io.BytesIO(found.csv())), hide_index=True, width="stretch")
     d1, d2 = st.columns(2)
     d1.download_button(

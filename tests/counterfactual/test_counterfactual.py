@@ -254,7 +254,9 @@ def test_silent_wrong_none_found_is_said_with_the_closest_true_rank(splade):
     )
     answer = result.counterfactual
     assert not answer.found and answer.verified and answer.rank_after == 2
-    assert any("no edit within the budget" in n for n in answer.notes)
+    # three words, query side: the 6 deletions of 1 or 2 words are the whole space
+    assert (answer.search, answer.searched, answer.space) == ("none exists", 6, 6)
+    assert any(n.startswith("none exists in this edit space") for n in answer.notes)
     assert not result.terms.found
     document = json.loads(json.dumps(result.to_dict()))
     assert document["counterfactual"]["found"] is False
