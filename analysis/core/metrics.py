@@ -45,6 +45,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -210,11 +211,44 @@ def checked_qrels(qrels: Mapping) -> dict[str, dict[str, int]]:
     return out
 
 
+#: The columns a results frame (PyTerrier's: one row per hit) must hold to be read as a run.
+FRAME_COLUMNS = ("qid", "docno", "score")
+
+
+def is_results_frame(run: object) -> bool:
+    """Whether ``run`` is a results table (a pandas DataFrame, as PyTerrier's pipelines
+    return) rather than a mapping or a file."""
+    return hasattr(run, "columns") and hasattr(run, "itertuples") and not isinstance(run, Mapping)
+
+
+def frame_run(frame: Any) -> dict[str, list[tuple[str, Any]]]:
+    """A results frame (``qid``, ``docno``, ``score``; ``rank`` when it has one, PyTerrier's
+    0-based order) as ``{qid: [(docno, score), …]}``, each query's rows in rank order (else
+    as listed); a missing column is refused naming it."""
+    columns = [str(c) for c in frame.columns]
+    lacking = [c for c in FRAME_COLUMNS if c not in columns]
+    if lacking:
+        raise InputError(
+            f"run: a results frame needs the columns {', '.join(FRAME_COLUMNS)}; it lacks "
+            f"{', '.join(lacking)} (it has {', '.join(columns) or 'none'})"
+        )
+    wanted = [*FRAME_COLUMNS, *(["rank"] if "rank" in columns else [])]
+    rows = list(frame[wanted].itertuples(index=False, name=None))
+    if "rank" in columns:
+        rows.sort(key=lambda r: (str(r[0]), score_value(r[3], f"run[{r[0]!r}] rank")))
+    out: dict[str, list[tuple[str, Any]]] = {}
+    for qid, docno, score, *_ in rows:
+        out.setdefault(str(qid), []).append((str(docno), score))
+    return out
+
+
 def ranked_run(run: Mapping) -> dict[str, list[tuple[str, float]]]:
     """Query id → [(item id, score), …] ranked by score, descending, ties in the order
-    given, from ``{qid: [(item, score), …]}`` or pytrec_eval's ``{qid: {item: score}}``. A
-    score that is not a finite number, or an item listed twice, is refused naming it
-    (``run['q1']['d3']``)."""
+    given, from ``{qid: [(item, score), …]}``, pytrec_eval's ``{qid: {item: score}}`` or a
+    results frame (:func:`frame_run`). A score that is not a finite number, or an item
+    listed twice, is refused naming it (``run['q1']['d3']``)."""
+    if is_results_frame(run):
+        run = frame_run(run)
     if not isinstance(run, Mapping):
         raise InputError("run: expected a mapping of query id to its ranked items")
     out: dict[str, list[tuple[str, float]]] = {}

@@ -106,6 +106,31 @@ class Result(Record):
 
         return {f"{self.file_stem}.json": json_bytes(self)}
 
+    # ------------------------------------------------------------------ in a notebook
+    def frame_rows(self) -> list[dict] | None:
+        """The result's main table, one dict a row (``None``: it has none): what
+        :meth:`to_frame` holds and the notebook view draws the first rows of."""
+        return None
+
+    def to_frame(self) -> Any:
+        """The main table as a pandas DataFrame, every row (a result without one is refused
+        in one line)."""
+        rows = self.frame_rows()
+        if rows is None:
+            raise LexlensError(f"{type(self).__name__} has no table: read it with to_dict()")
+        import pandas as pd
+
+        return pd.DataFrame(rows)
+
+    def notebook_html(self) -> str | None:
+        """The result drawn as one self-contained, escaped HTML fragment (``None``: the
+        notebook shows its plain repr)."""
+        return None
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter's rich view (IPython's display protocol): :meth:`notebook_html`."""
+        return self.notebook_html()
+
 
 class StateError(LexlensError):
     """A stored state that does not describe a record of this package."""

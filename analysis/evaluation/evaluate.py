@@ -67,6 +67,7 @@ from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import (
     checked_qrels,
     is_relevant,
+    is_results_frame,
     measure,
     ranked_run,
     trec_eval_order,
@@ -192,8 +193,9 @@ def evaluate(
     **given: Any,
 ) -> BenchmarkEvaluationResult:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
-    relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
-    by score, ties by ``options.ties``), explain that ranking instead of searching. The settings are
+    relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}, or a
+    results frame with qid, docno, score: ranked by score, ties by ``options.ties``), explain
+    that ranking instead of searching. The settings are
     ``options`` (:class:`EvaluationOptions`) or its fields as keywords. See the module
     docstring for which queries count, the tie rule and what the result holds."""
     options = EvaluationOptions.of(options, **given)
@@ -268,7 +270,10 @@ def evaluate(
 
 
 def _source(value: object, name: str) -> None:
-    """Refuse an argument that is neither a file's path, a mapping nor ``None``."""
+    """Refuse an argument that is neither a file's path, a mapping nor ``None`` (a run may
+    also be a results frame, PyTerrier's)."""
+    if name == "run" and is_results_frame(value):
+        return
     if value is not None and not isinstance(value, (str, Path, Mapping)):
         raise InputError(
             f"{name} must be a file's path or a mapping (or None), not {type(value).__name__}"
@@ -307,6 +312,8 @@ def evaluate_benchmark(
         queries = read_queries(queries if queries is not None else stored[0], problems)
     if not isinstance(qrels, Mapping):
         qrels = read_qrels(qrels if qrels is not None else stored[1], problems)
+    if is_results_frame(run):
+        run = ranked_run(run)
     if run is not None and not isinstance(run, Mapping):
         run = read_run(run, problems)
     result = evaluate(

@@ -159,8 +159,15 @@ def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredCollection:
             f"{what}: evaluation must be the result of evaluate_benchmark (one system), not "
             f"{type(evaluation).__name__}"
         )
+    return index_evaluated(index, evaluation.index, what)
+
+
+def index_evaluated(index: Any, recorded: Any, what: str) -> StoredCollection:
+    """``index`` opened, when it is the collection an evaluation records as its ``index``
+    (its JSON document's, read back from evaluation.json too); see
+    :func:`evaluated_index`."""
     ix = index_argument(index)
-    recorded = evaluation.index if isinstance(evaluation.index, Mapping) else {}
+    recorded = recorded if isinstance(recorded, Mapping) else {}
     given = ix.describe()
     keys = ("fingerprint",) if recorded.get("fingerprint") else ("name", "items", "encoder")
     if any(recorded.get(k) != given.get(k) for k in keys):

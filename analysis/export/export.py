@@ -25,6 +25,9 @@
 - ``seismic``: Seismic's JSONL, ``{"id", "content", "vector": {term: float}}`` for items and
   queries alike (weights as stored).
 - ``trec-run``: the collection searched with every query (exact top ``top``), as a TREC run.
+- ``hard-negatives`` and ``expansions``: what a stored evaluation's failures teach the next
+  training run, read back from the folder ``lexlens evaluate --out`` wrote
+  (``evaluation``), nothing ranked again (:mod:`.training`).
 
 Terms are the vocabulary's tokens (word pieces as they are): the engines match them as
 given. Items are streamed, so a collection of any size is exported in bounded memory.
@@ -65,7 +68,8 @@ from lexlens.analysis.core.inputs import load_json
 from lexlens.analysis.core.outputs import check_replaceable, file_set, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
 from lexlens.analysis.evaluation.selection import checked_queries
-from lexlens.analysis.export.options import FORMATS, MAX_SCALE, ExportOptions
+from lexlens.analysis.export.options import FORMATS, MAX_SCALE, TRAINING_FORMATS, ExportOptions
+from lexlens.analysis.export.training import TRAINING_FILES, training_lines
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.analysis.retrieval.scorer import scorer_for
 from lexlens.models.base import Encoder, InputError
@@ -79,7 +83,13 @@ JAVA_INT_MAX = 2**31 - 1
 #: The list of the files an export wrote (the result's JSON document).
 MANIFEST = "lexlens-export.json"
 #: Every file name an export writes: the only names it replaces or removes.
-EXPORT_FILES = ("docs.jsonl", "queries.tsv", "queries.jsonl", "run.trec")
+EXPORT_FILES = (
+    "docs.jsonl",
+    "queries.tsv",
+    "queries.jsonl",
+    "run.trec",
+    *TRAINING_FILES.values(),
+)
 #: Items per chunk of the impact check (their weights are read once, in float64).
 _CHECK_ROWS = 8192
 
@@ -414,6 +424,7 @@ def export_index(
     *,
     queries: str | Path | Mapping[str, str] | None = None,
     query_encoder: Encoder | str | None = None,
+    evaluation: str | Path | None = None,
     device: str | None = None,
     progress: Progress | None = None,
     options: ExportOptions | None = None,
@@ -421,23 +432,37 @@ def export_index(
 ) -> ExportResult:
     """Write ``index`` (and its queries: a file, a mapping, or the ones it keeps) in
     ``options.format`` into the folder ``out``, all or nothing (see the module docstring);
-    the settings are ``options`` (:class:`ExportOptions`) or its fields as keywords."""
+    a training format reads the stored ``evaluation`` of ``index`` instead (a folder
+    ``lexlens evaluate --out`` wrote). The settings are ``options`` (:class:`ExportOptions`)
+    or its fields as keywords."""
     options = ExportOptions.of(options, **given)
     fmt, scale = options.format, options.scale
+    training = fmt in TRAINING_FORMATS
+    if evaluation is not None and not training:
+        raise InputError(f"--evaluation applies to {' and '.join(TRAINING_FORMATS)}, not {fmt}")
+    if training and (queries is not None or query_encoder is not None):
+        given_flag = "--queries" if queries is not None else "--query-encoder"
+        raise InputError(f"{given_flag}: a {fmt} export reads the stored evaluation's queries")
     ix = index_argument(index)
     folder = _check_out(out, ix)
     device_argument(device)
     progress = progress_argument(progress)
     if query_encoder is not None:
         encoder_or_spec(query_encoder, "query_encoder")
-    queries, notes = _export_queries(ix, queries, fmt)
+    if training:
+        queries, notes = {}, []
+        query_lines, more = training_lines(ix, evaluation, fmt, options.negatives)
+        notes += more
+    else:
+        queries, notes = _export_queries(ix, queries, fmt)
     ids = list(queries)
     names = {
         "trec-run": ["run.trec"],
         "anserini": ["docs.jsonl", *(["queries.tsv", "queries.jsonl"] if ids else [])],
         "seismic": ["docs.jsonl", *(["queries.jsonl"] if ids else [])],
+        **{f: [TRAINING_FILES[f]] for f in TRAINING_FORMATS},
     }[fmt]
-    if fmt != "seismic":
+    if fmt in ("trec-run", "anserini"):
         _check_ids(ids, fmt, "query")
     previous = _previous_export(folder) if folder.is_dir() else set()
     _check_targets(folder, names, previous)
@@ -446,7 +471,8 @@ def export_index(
     if fmt == "anserini":
         found = _check_impacts(ix, scale, progress_part(progress, 0.0, 0.05))
         notes += _impact_notes(found, scale)
-    query_lines: dict[str, list[str]] = {}
+    if not training:
+        query_lines = {}
     if ids:
         encoder, vectors = query_vectors(
             ix, queries, query_encoder, device, options, progress_part(progress, 0.05, 0.2)
@@ -460,7 +486,7 @@ def export_index(
             progress_part(progress, 0.2, 1.0),
         )
         notes += more
-    elif fmt != "trec-run":
+    elif fmt in ("anserini", "seismic"):
         notes.append("the collection keeps no queries: items only (give --queries for theirs)")
 
     unchanged = (
@@ -468,7 +494,7 @@ def export_index(
     )
     written: dict[str, int] = {}
     with file_set(folder, unchanged=unchanged) as staged:
-        if fmt != "trec-run":
+        if fmt in ("anserini", "seismic"):
             quantise = scale if fmt == "anserini" else None
             written["docs.jsonl"] = staged.write_lines(
                 "docs.jsonl", _item_lines(ix, fmt, quantise, progress_part(progress, 0.2, 1.0))

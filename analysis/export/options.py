@@ -11,7 +11,9 @@ from lexlens.analysis.core.options import QUERY_MODE, OptionError, Options, opti
 from lexlens.analysis.retrieval.options import TOP
 
 #: The formats an export writes (see :mod:`lexlens.analysis.export.export`).
-FORMATS = ("trec-run", "anserini", "seismic")
+FORMATS = ("trec-run", "anserini", "seismic", "hard-negatives", "expansions")
+#: The formats read from a stored evaluation (``--evaluation``), nothing ranked again.
+TRAINING_FORMATS = ("hard-negatives", "expansions")
 #: Anserini's integer impacts: weight × scale, rounded (SPLADE's and Anserini's usual 100).
 DEFAULT_SCALE = 100.0
 MIN_SCALE = 1.0
@@ -29,7 +31,9 @@ class ExportOptions(Options):
         None,
         "what is written (required) — trec-run: the collection searched with every "
         "query; anserini: JsonVectorCollection (integer impacts) and its queries; seismic: "
-        "Seismic's JSONL",
+        "Seismic's JSONL; hard-negatives: a stored evaluation's failing queries with the "
+        "items ranked above their relevant one (query, positive, negatives JSONL); "
+        "expansions: the query words each relevant item of a failure lacks",
         choices=FORMATS,
         metavar="FORMAT",
         label="Format",
@@ -42,6 +46,13 @@ class ExportOptions(Options):
         high=MAX_SCALE,
         label="Scale",
         wanted="a finite number from 1 to 1,000,000",
+    )
+    negatives: int = option(
+        10,
+        "hard-negatives: items kept per failing query, hardest first",
+        low=1,
+        high=1000,
+        label="Negatives",
     )
     top: int = shared(TOP, help="trec-run: items ranked per query")
     query_mode: str = shared(QUERY_MODE)

@@ -13,6 +13,7 @@ its gate is its top-k only, and the nonparametric (``bow``) query mode needs a t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,53 @@ class ContribResult(Result):
     #: (or the encoders know), each word's contribution the sum of its pieces' (they still
     #: sum to the score); largest first.
     contributions_words: list[dict] = field(default_factory=list)
+
+    def frame_rows(self) -> list[dict]:
+        """The contributions by word (pieces joined; largest first), summing to the score:
+        word, contribution, both weights, the pieces joined."""
+        return [
+            {
+                "word": r["token"],
+                "contribution": float(r["contribution"]),
+                "query_weight": r.get("query_weight"),
+                "doc_weight": r.get("doc_weight"),
+                "pieces": " ".join(r.get("pieces") or []),
+            }
+            for r in self.contributions_words
+        ]
+
+    def notebook_html(self) -> str:
+        """The score, and the contributions by word as a bar table summing to it (the first
+        :data:`~lexlens.analysis.render.html.NOTEBOOK_ROWS` rows; the rest's sum said)."""
+        from lexlens.analysis.lexical.terms import input_label
+        from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
+
+        rows = self.frame_rows()
+        shown, rest = rows[:NOTEBOOK_ROWS], rows[NOTEBOOK_ROWS:]
+        largest = max((abs(r["contribution"]) for r in shown), default=0.0) or 1.0
+        total = math.fsum(r["contribution"] for r in rows)
+        summary = (
+            f"score {num(self.score)} = the sum of {len(rows)} words' contributions ({num(total)})"
+        )
+        if rest:
+            summary += (
+                f"; the {len(rest)} not drawn add {num(math.fsum(r['contribution'] for r in rest))}"
+            )
+        columns = ["word", "contribution", "query_weight", "doc_weight"]
+        return render_fragment(
+            "notebook.html",
+            title=f"Query ⊙ Document — {input_label(self.query)} ⊙ {input_label(self.document)}",
+            notes=list(self.notes),
+            summary=summary,
+            cloud="",
+            table={
+                "columns": columns,
+                "rows": [[r["word"], *(num(r[c]) for c in columns[1:])] for r in shown],
+            },
+            numeric=(1, 2, 3),
+            bars=[r["contribution"] / largest for r in shown],
+            more=len(rest),
+        )
 
 
 def _side(what: str, argument: str, text: Any, image: Any) -> tuple[str, Any, str]:

@@ -8,25 +8,22 @@ report.html (the template ``terms.html`` through
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from lexlens.analysis.core.arguments import loaded_encoder, texts_argument
 from lexlens.analysis.core.options import checked
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
-from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.terms import (
     REPORT_TOP,
     TEXT_NEEDS,
     TermsOptions,
     TermsResult,
+    cloud_url,
+    term_kind,
     terms_of_encoding,
 )
 from lexlens.analysis.render.html import num, render_report
-from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 
 #: Inputs drawn in the HTML; the rest are in the JSON only.
 MAX_HTML_ITEMS = 50
@@ -67,18 +64,15 @@ class TermsReport(Result):
         shown = []
         for item in self.items[: max(0, max_items)]:
             rows = item.terms.terms
-            terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
-            own = {r["token"] for r in rows if r.get("in_input")}
-            png = png_bytes(wordcloud_image(terms, highlight=own))
             shown.append(
                 {
                     "label": item.label,
                     "notes": list(item.terms.notes),
-                    "cloud": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+                    "cloud": cloud_url(rows),
                     "table": {
                         "columns": ["rank", "term", "weight", "kind"],
                         "rows": [
-                            [r + 1, t["token"], num(t["weight"]), _kind(t)]
+                            [r + 1, t["token"], num(t["weight"]), term_kind(t)]
                             for r, t in enumerate(rows)
                         ],
                     },
@@ -95,7 +89,7 @@ class TermsReport(Result):
     def files(self) -> dict[str, bytes]:
         """report.html, report.json (``to_dict``) and terms.csv (one row per input × term)."""
         rows = [
-            [i, item.label, r + 1, t["token"], float(t["weight"]), int(t["index"]), _kind(t)]
+            [i, item.label, r + 1, t["token"], float(t["weight"]), int(t["index"]), term_kind(t)]
             for i, item in enumerate(self.items)
             for r, t in enumerate(item.terms.terms)
         ]
@@ -104,10 +98,6 @@ class TermsReport(Result):
             "report.json": json_bytes(self),
             "terms.csv": csv_bytes(TERMS_CSV_HEADER, rows),
         }
-
-
-def _kind(term: Mapping[str, Any]) -> str:
-    return "bag of words" if term.get("in_input") else "expansion"
 
 
 def terms_report(

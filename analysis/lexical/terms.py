@@ -176,6 +176,80 @@ class TermsResult(Result):
         rows = self.merged_terms if merged else self.terms
         return [(r["token"], r["weight"]) for r in rows[:k]]
 
+    def frame_rows(self) -> list[dict]:
+        """The top terms (pieces joined, as the pages show them): rank, term, weight, kind
+        (the input's own token or an expansion), the input word or unit that gave it its
+        weight (provenance, when recorded), its pieces and vocabulary index."""
+        return [
+            {
+                "rank": rank,
+                "term": r["token"],
+                "weight": float(r["weight"]),
+                "kind": term_kind(r),
+                "from": r.get("from_word") or r.get("from_unit") or "",
+                "pieces": " ".join(r.get("pieces") or []),
+                "index": int(r["index"]),
+            }
+            for rank, r in enumerate(self.merged_terms, 1)
+        ]
+
+    def notebook_html(self) -> str:
+        """The word cloud and the top-terms table with provenance, as the terms report
+        draws them (the first :data:`~lexlens.analysis.render.html.NOTEBOOK_ROWS` rows)."""
+        from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
+
+        rows = self.frame_rows()
+        shown = rows[:NOTEBOOK_ROWS]
+        columns = ["rank", "term", "weight", "kind", "from"]
+        return render_fragment(
+            "notebook.html",
+            title=f"Top terms — {self.encoder}: {input_label(self.input)}",
+            notes=list(self.notes),
+            summary="",
+            cloud=cloud_url(self.merged_terms[:NOTEBOOK_ROWS]),
+            table={
+                "columns": columns,
+                "rows": [[r[c] if c != "weight" else num(r[c]) for c in columns] for r in shown],
+            },
+            numeric=(0, 2),
+            bars=[],
+            more=len(rows) - len(shown),
+        )
+
+
+#: How long an input's text is shown in a title.
+TITLE_CHARACTERS = 120
+
+
+def input_label(input: dict) -> str:
+    """An input in a few words: its text (cut), its image and region, or its feature row."""
+    if input.get("text"):
+        text = str(input["text"])
+        return text if len(text) <= TITLE_CHARACTERS else text[:TITLE_CHARACTERS] + "…"
+    parts = [str(input.get("image") or input.get("name") or "")]
+    if "box" in input or "cells" in input:
+        box = ",".join(f"{v:g}" for v in input.get("box", []))
+        parts.append(f"box {box}" if box else f"{len(input.get('cells', []))} cells")
+    return " ".join(p for p in parts if p) or "the input"
+
+
+def term_kind(row: dict) -> str:
+    """A term row's kind: one of the input's own tokens (bag of words) or an expansion."""
+    return "bag of words" if row.get("in_input") else "expansion"
+
+
+def cloud_url(rows: Sequence[dict]) -> str:
+    """Term rows' word cloud as an inline PNG (a ``data:`` URL): font size ∝ weight, the
+    input's own tokens dark blue, expansion terms orange."""
+    import base64
+
+    from lexlens.analysis.render.plots import png_bytes, wordcloud_image
+
+    terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
+    own = {r["token"] for r in rows if r.get("in_input")}
+    png = png_bytes(wordcloud_image(terms, highlight=own))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
 
 def selection_text(result: TermsResult) -> str:
     """How a patch group was chosen, in a few words ("box 0,0,0.5,1 → 21 cells")."""

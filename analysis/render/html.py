@@ -28,6 +28,17 @@ def render_report(template: str, *, title: str, meta: Mapping[str, Any], **conte
     return _templates().get_template(template).render(title=title, meta=rows, **context)
 
 
+#: Rows a notebook view draws of a table; the rest are counted ("… N more") and kept by the
+#: result's ``to_frame()``.
+NOTEBOOK_ROWS = 50
+
+
+def render_fragment(template: str, **context: Any) -> str:
+    """An HTML fragment for a notebook's output cell: ``template`` rendered (autoescaped),
+    its style scoped to the fragment, nothing fetched from outside."""
+    return _templates().get_template(template).render(**context)
+
+
 @functools.cache
 def _templates():
     """The Jinja2 environment of the report templates (autoescaped, strict about names;

@@ -5,7 +5,8 @@ A *system* is one ranking of every query of a benchmark:
 - a stored collection searched exactly by Lexlens (its own query encoder, or one given, at
   a query gate ``gate_k``): several collections of the same benchmark (two encoders), or one
   collection with two gates or two query encoders;
-- a run from another engine (TREC format, or a mapping), read against a collection: the
+- a run from another engine (TREC format, a mapping, or a results frame such as a
+  PyTerrier pipeline returns), read against a collection: the
   collection gives the queries, the judgements and the encoder whose ``q ⊙ d`` explains the
   run's items (the run's own scoring is not Lexlens's to explain).
 
@@ -32,7 +33,7 @@ from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
-from lexlens.analysis.core.metrics import checked_qrels, ranked_run
+from lexlens.analysis.core.metrics import checked_qrels, is_results_frame, ranked_run
 from lexlens.analysis.core.results import Progress, Record, progress_part
 from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.evaluation.options import EvaluationOptions
@@ -103,9 +104,10 @@ def _check_spec(spec: Any) -> None:
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     _sequence(spec.indexes, "indexes")
     for i, run in enumerate(_sequence(spec.runs, "runs")):
-        if not isinstance(run, (str, Path, Mapping)):
+        if not isinstance(run, (str, Path, Mapping)) and not is_results_frame(run):
             raise InputError(
-                f"runs[{i}] must be a TREC file's path or a mapping, not {type(run).__name__}"
+                f"runs[{i}] must be a TREC file's path, a mapping or a results frame, not "
+                f"{type(run).__name__}"
             )
     for field_name in ("names", "query_encoders"):
         for i, value in enumerate(_sequence(getattr(spec, field_name), field_name)):
@@ -157,7 +159,8 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
                     systems.append(System(name, LEXLENS, str(ix.path), gate_k, encoder))
     for i, run in enumerate(spec.runs):
         name = spec.names[i].strip() if i < len(spec.names) else _run_name(run, i)
-        mapping = run if isinstance(run, Mapping) else None
+        mapping = ranked_run(run) if is_results_frame(run) else None
+        mapping = run if isinstance(run, Mapping) else mapping
         path = None if mapping is not None else str(run)
         systems.append(
             System(

@@ -28,10 +28,12 @@ def test_only_lexlens_is_importable_outside_the_checkout(tmp_path):
 
 
 def test_import_lexlens_is_light(tmp_path):
-    """``import lexlens`` loads no torch: the notebook API imports on first use."""
-    proc = _python("import sys, lexlens; print('torch' in sys.modules)", tmp_path)
+    """``import lexlens`` loads no torch and no PyTerrier: the notebook API imports on first
+    use, ``lexlens.pyterrier`` only when imported."""
+    code = "import sys, lexlens; print('torch' in sys.modules, 'pyterrier' in sys.modules)"
+    proc = _python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.stdout.strip() == "False False"
 
 
 def test_every_public_name_resolves_and_terms_match_the_cli(cli):

@@ -150,6 +150,27 @@ EXPORT_INDEX = [
     ("scale", lambda ix, out: _export(ix, out, scale="100"), "scale must be a finite"),
     ("scale", lambda ix, out: _export(ix, out, scale=0.5), "scale must be a finite"),
     ("top", lambda ix, out: _export(ix, out, format="trec-run", top=0), "top must be an integer"),
+    (
+        "negatives",
+        lambda ix, out: _export(ix, out, format="hard-negatives", queries=None, negatives=0),
+        "negatives must be an integer",
+    ),
+    (
+        "evaluation",
+        lambda ix, out: _export(ix, out, format="hard-negatives", queries=None),
+        "give --evaluation",
+    ),
+    (
+        "evaluation",
+        lambda ix, out: _export(ix, out, format="expansions", queries=None, evaluation=5),
+        "evaluation must be the folder",
+    ),
+    (
+        "evaluation",
+        lambda ix, out: _export(ix, out, format="expansions", queries=None, evaluation=out),
+        "no evaluation.json there",
+    ),
+    ("evaluation", lambda ix, out: _export(ix, out, evaluation=out), "--evaluation applies to"),
     ("query_mode", lambda ix, out: _export(ix, out, query_mode="x"), "query_mode must be one of"),
     ("gate_k", lambda ix, out: _export(ix, out, gate_k=None), "gate_k must be -1"),
     ("fmt", lambda ix, out: _export(ix, out, fmt="anserini"), "'fmt' is not an option of export"),
