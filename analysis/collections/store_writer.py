@@ -30,6 +30,7 @@ import numpy as np
 from lexlens.analysis.collections.manifest import (
     Counts,
     EncoderEntry,
+    ImportEntry,
     Manifest,
     SourceEntry,
     VocabEntry,
@@ -169,6 +170,40 @@ class IndexWriter:
         self._rows.append(row)
         if len(self._rows) >= ROW_GROUP:
             self._flush()
+
+    def add_rows(
+        self, metas: list[dict], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+    ) -> None:
+        """Many items at once (vectors made elsewhere, no token ids): their metadata rows
+        (``id`` and ``text`` at least) and their vectors as CSR parts (each row's indices
+        sorted, no repeats), checked and written as :meth:`add` writes one."""
+        data = np.asarray(data, dtype=np.float32)
+        if data.size and not np.all(np.isfinite(data)):
+            raise InputError(f"{metas[0].get('where') or 'source'}: NaN or infinite weights")
+        for meta in metas:
+            if meta["id"] in self.ids:
+                raise InputError(
+                    f"{meta.get('where') or 'source'}: the id {meta['id']!r} appears twice"
+                )
+            self.ids.add(meta["id"])
+        counts = np.diff(indptr)
+        self.indices.append(indices)
+        self.data.append(data)
+        self.indptr.extend((self.indptr[-1] + np.cumsum(counts)).tolist())
+        self.token_indptr.extend([self.token_ids.length] * len(metas))
+        rows = np.repeat(np.arange(len(metas)), counts)
+        squares = np.bincount(rows, weights=data.astype(np.float64) ** 2, minlength=len(metas))
+        self.norms.extend(np.sqrt(squares).tolist())
+        if data.size:
+            self.nonnegative &= bool(data.min() >= 0)
+            self.max_weight = max(self.max_weight, float(np.abs(data).max()))
+        blank = {k: None for k in _meta_schema().names}
+        for meta, nnz in zip(metas, counts.tolist(), strict=True):
+            row = blank | {k: meta[k] for k in meta if k in blank}
+            row["nnz"] = nnz
+            self._rows.append(row)
+            if len(self._rows) >= ROW_GROUP:
+                self._flush()
 
     def _flush(self) -> None:
         import pyarrow as pa
@@ -335,6 +370,7 @@ def write_atomically(
     *,
     postings: bool | None = None,
     extra: dict[str, bytes] | None = None,
+    imported: Callable[[], ImportEntry] | None = None,
 ) -> Manifest:
     """Write an index at ``out`` and return its manifest; ``out`` changes only when the new
     index is complete. ``extra`` files (a benchmark's queries and judgements) are written
@@ -346,7 +382,8 @@ def write_atomically(
     written into a temporary folder beside ``out``, fsynced, the manifest last, then
     swapped into place. Any failure removes the temporary folder; a full disk or another
     write error is one line saying that the previous index is unchanged (or that nothing
-    was written).
+    was written). ``imported`` (vectors encoded elsewhere) gives, once they are all added,
+    what the manifest records of their import.
     """
     encoder = EncoderEntry.from_dict(header.encoder, "encoder")  # checked before any work
     tmp = out.parent / f".{out.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -391,6 +428,7 @@ def write_atomically(
             checksums={name: file_checksum(tmp / name) for name in files},
             nonnegative=nonnegative,
             lexlens=_version(),
+            imported=None if imported is None else imported(),
         )
         _keep_user_files(out, tmp, set(files))
         _seal(tmp, out, manifest)
