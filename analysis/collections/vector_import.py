@@ -407,7 +407,12 @@ def _npy_member(archive: zipfile.ZipFile, name: str, shown: str) -> tuple[Binary
     try:
         handle = archive.open(name)
         version = np.lib.format.read_magic(handle)
-        shape, fortran, dtype = np.lib.format._read_array_header(handle, version)  # noqa: SLF001
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(handle)
     except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
         raise InputError(f"{shown}: not a scipy sparse .npz ({name}: {exc})") from None
     if dtype.hasobject or len(shape) != 1:
