@@ -116,6 +116,8 @@ class IndexWriter:
         self.labelled = 0
         self.captioned = 0
         self._rows: list[dict] = []
+        # What add_rows gave and no row group holds yet: ids, texts, non-zeros.
+        self._texts: tuple[list, list, list] = ([], [], [])
         self._parquet = pq.ParquetWriter(
             folder / "items.parquet", _meta_schema(), compression="zstd"
         )
@@ -165,6 +167,8 @@ class IndexWriter:
             self.max_weight = max(self.max_weight, float(np.abs(data).max()))
         self.labelled += bool(meta.get("labels"))
         self.captioned += bool(meta.get("captions"))
+        if self._texts[0]:
+            raise ValueError("add after add_rows: an index is written one way")
         row = {k: meta.get(k) for k in _meta_schema().names}
         row["nnz"] = int(data.size)
         self._rows.append(row)
@@ -172,42 +176,83 @@ class IndexWriter:
             self._flush()
 
     def add_rows(
-        self, metas: list[dict], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+        self,
+        ids: list[str],
+        texts: list[str],
+        vectors: tuple[np.ndarray, np.ndarray, np.ndarray],
+        where: Callable[[int], str],
     ) -> None:
-        """Many items at once (vectors made elsewhere, no token ids): their metadata rows
-        (``id`` and ``text`` at least) and their vectors as CSR parts (each row's indices
-        sorted, no repeats), checked and written as :meth:`add` writes one."""
+        """Many text items at once (vectors made elsewhere, no token ids): their ids, texts
+        and vectors as CSR parts ``(indptr, indices, data)``, each row's indices sorted and
+        unrepeated; checked and written as :meth:`add` writes one (``where(n)``: how a
+        message names the ``n``-th)."""
+        indptr, indices, data = vectors
         data = np.asarray(data, dtype=np.float32)
         if data.size and not np.all(np.isfinite(data)):
-            raise InputError(f"{metas[0].get('where') or 'source'}: NaN or infinite weights")
-        for meta in metas:
-            if meta["id"] in self.ids:
-                raise InputError(
-                    f"{meta.get('where') or 'source'}: the id {meta['id']!r} appears twice"
-                )
-            self.ids.add(meta["id"])
+            raise InputError(f"{where(0)}: NaN or infinite weights")
+        before = len(self.ids)
+        self.ids.update(ids)
+        if len(self.ids) != before + len(ids):
+            self._repeated(ids, where)
         counts = np.diff(indptr)
         self.indices.append(indices)
         self.data.append(data)
         self.indptr.extend((self.indptr[-1] + np.cumsum(counts)).tolist())
-        self.token_indptr.extend([self.token_ids.length] * len(metas))
-        rows = np.repeat(np.arange(len(metas)), counts)
-        squares = np.bincount(rows, weights=data.astype(np.float64) ** 2, minlength=len(metas))
+        self.token_indptr.extend([self.token_ids.length] * len(ids))
+        rows = np.repeat(np.arange(len(ids)), counts)
+        squares = np.bincount(rows, weights=data.astype(np.float64) ** 2, minlength=len(ids))
         self.norms.extend(np.sqrt(squares).tolist())
         if data.size:
             self.nonnegative &= bool(data.min() >= 0)
             self.max_weight = max(self.max_weight, float(np.abs(data).max()))
-        blank = {k: None for k in _meta_schema().names}
-        for meta, nnz in zip(metas, counts.tolist(), strict=True):
-            row = blank | {k: meta[k] for k in meta if k in blank}
-            row["nnz"] = nnz
-            self._rows.append(row)
-            if len(self._rows) >= ROW_GROUP:
-                self._flush()
+        if self._rows:  # row groups hold ROW_GROUP rows each: one way of adding per index
+            raise ValueError("add_rows after add: an index is written one way")
+        self._texts[0].extend(ids)
+        self._texts[1].extend(texts)
+        self._texts[2].extend(counts.tolist())
+        while len(self._texts[0]) >= ROW_GROUP:
+            self._flush_texts(ROW_GROUP)
+
+    def _repeated(self, ids: list[str], where: Callable[[int], str]) -> None:
+        """Refuse the first id of ``ids`` seen before (added in an earlier call or in these)."""
+        self.ids.difference_update(ids)
+        seen: set[str] = set()
+        for n, item in enumerate(ids):
+            if item in self.ids or item in seen:
+                raise InputError(f"{where(n)}: the id {item!r} appears twice")
+            seen.add(item)
+
+    def _flush_texts(self, count: int) -> None:
+        """The first ``count`` rows given to :meth:`add_rows` as one row group."""
+        import pyarrow as pa
+
+        ids, texts, nnz = (column[:count] for column in self._texts)
+        for column in self._texts:
+            del column[:count]
+        n = len(ids)
+        empty = pa.array([""] * n, pa.string())
+        none = pa.array([[]] * n, pa.list_(pa.string()))
+        zeros = pa.array(np.zeros(n, np.int64))
+        columns = {
+            "id": pa.array(ids, pa.string()),
+            "kind": pa.array(["text"] * n, pa.string()),
+            "image": empty,
+            "text": pa.array(texts, pa.string()),
+            "captions": none,
+            "labels": none,
+            "content_key": empty,
+            "size": zeros,
+            "mtime_ns": zeros,
+            "nnz": pa.array(np.asarray(nnz, np.int32)),
+        }
+        table = pa.Table.from_pydict(columns, schema=_meta_schema())
+        self._parquet.write_table(table, row_group_size=ROW_GROUP)
 
     def _flush(self) -> None:
         import pyarrow as pa
 
+        if self._texts[0]:
+            self._flush_texts(len(self._texts[0]))
         if self._rows:
             self._parquet.write_table(
                 pa.Table.from_pylist(self._rows, schema=_meta_schema()), row_group_size=ROW_GROUP

@@ -36,6 +36,7 @@ import gzip
 import io
 import json
 import math
+import re
 import time
 import zipfile
 from collections import Counter
@@ -156,15 +157,24 @@ class _Unknown:
 
 @dataclass
 class _Chunk:
-    """Items read at once: ids, texts, where each was read, and their vectors as CSR parts
-    (vocabulary ids, float64 weights after the scale)."""
+    """Items read at once: ids, texts, where they were read (a file and each item's line,
+    or its first row), and their vectors as CSR parts (vocabulary ids, float64 weights
+    after the scale)."""
 
     ids: list[str]
     texts: list[str]
-    where: list[str]
+    source: str
+    lines: list[int] | None
+    first_row: int
     indptr: np.ndarray
     cols: np.ndarray
     vals: np.ndarray
+
+    def where(self, n: int) -> str:
+        """How a message names the chunk's ``n``-th item: its file and line, or row."""
+        if self.lines is not None:
+            return f"{self.source}:{self.lines[n]}"
+        return f"{self.source} row {self.first_row + n:,}"
 
 
 class _Vocabulary:
@@ -179,13 +189,11 @@ class _Vocabulary:
         """The id of each term (-1: not in a fixed vocabulary; a new one is added)."""
         cols = np.fromiter(map(self.ids.get, terms, repeat(-1)), np.int64, len(terms))
         if not self.fixed and (cols < 0).any():
-            for n in np.flatnonzero(cols < 0).tolist():
-                term = terms[n]
-                known = self.ids.get(term)
-                if known is None:
-                    known = self.ids[term] = len(self.tokens)
-                    self.tokens.append(term)
-                cols[n] = known
+            new = dict.fromkeys(terms[n] for n in np.flatnonzero(cols < 0).tolist())
+            for term in new:
+                self.ids[term] = len(self.tokens)
+                self.tokens.append(term)
+            cols = np.fromiter(map(self.ids.__getitem__, terms), np.int64, len(terms))
         return cols
 
 
@@ -278,108 +286,108 @@ def _anserini_chunks(
     """A JsonVectorCollection's items, :data:`CHUNK_ITEMS` at a time."""
     for part in _parts(path):
         shown = str(part)
-        ids: list[str] = []
-        texts: list[str] = []
-        where: list[str] = []
-        sizes: list[int] = []
-        terms: list[str] = []
-        values: list[Any] = []
-        for number, line in _lines(part, shown):
-            item = _anserini_item(line, shown, number)
-            vector = item["vector"]
-            ids.append(item["id"])
-            texts.append(item["contents"])
-            where.append(f"{shown}:{number}")
-            sizes.append(len(vector))
-            terms.extend(vector)
-            values.extend(vector.values())
-            if len(ids) >= CHUNK_ITEMS:
-                yield _anserini_chunk(
-                    ids, texts, where, sizes, terms, values, vocab, unknown, impacts
+        lines = _lines(part, shown)
+        while True:
+            read = _Read(shown)
+            for number, line in lines:
+                read.add(number, line)
+                if len(read.ids) >= CHUNK_ITEMS:
+                    break
+            if not read.ids:
+                break
+            yield read.chunk(vocab, unknown, impacts)
+
+
+#: A character an id may not hold (TREC files split on whitespace).
+_SPACE = re.compile(r"\s").search
+
+
+class _Read:
+    """The items of a part's lines read so far for a chunk: checked, not yet mapped."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.lines: list[int] = []
+        self.sizes: list[int] = []
+        self.terms: list[str] = []
+        self.values: list[Any] = []
+
+    def add(self, number: int, line: bytes) -> None:
+        """One line's item, checked: an object with an id, a vector of term → number, a text."""
+        try:
+            item = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+            raise InputError(f"{self.source}:{number}: not JSON ({why})") from None
+        except RecursionError:
+            raise InputError(f"{self.source}:{number}: JSON nested too deeply") from None
+        if type(item) is not dict:
+            raise InputError(f"{self.source}:{number}: not a JSON object")
+        vector = item.get("vector")
+        if type(vector) is not dict:
+            raise InputError(f'{self.source}:{number}: no "vector" object of term → weight')
+        raw = item.get("id")
+        if raw is None:
+            raw = item.get("docid")
+        if type(raw) is int:
+            raw = str(raw)
+        if type(raw) is not str or not raw or _SPACE(raw):
+            raise InputError(f"{self.source}:{number}: the id must be a text without whitespace")
+        contents = item.get("contents")
+        if contents is None:
+            contents = item.get("content") or ""
+        if type(contents) is not str:
+            raise InputError(f'{self.source}:{number}: "contents" must be a text')
+        self.ids.append(raw)
+        self.texts.append(contents)
+        self.lines.append(number)
+        self.sizes.append(len(vector))
+        self.terms.extend(vector)
+        self.values.extend(vector.values())
+
+    def _at(self, position: int) -> str:
+        """The file and line of the item holding the ``position``-th weight read."""
+        n = int(np.searchsorted(np.cumsum(self.sizes), position, side="right"))
+        return f"{self.source}:{self.lines[n]}"
+
+    def chunk(self, vocab: _Vocabulary, unknown: _Unknown, impacts: _Impacts) -> _Chunk:
+        """The items' weights checked (numbers, of one kind, finite), their terms mapped."""
+        values = self.values
+        kinds = set(map(type, values))
+        if not kinds <= {int, float}:
+            bad = next(n for n, v in enumerate(values) if type(v) not in (int, float))
+            raise InputError(f"{self._at(bad)}: a weight that is not a number: {values[bad]!r}")
+        if impacts.integer is None and values:
+            impacts.integer = type(values[0]) is int
+            if impacts.integer and impacts.scale is None:
+                raise InputError(
+                    f"{self._at(0)}: integer impacts: give --scale, the factor they were "
+                    "quantised with (Pyserini's and SPLADE's usual 100)"
                 )
-                ids, texts, where, sizes, terms, values = [], [], [], [], [], []
-        if ids:
-            yield _anserini_chunk(ids, texts, where, sizes, terms, values, vocab, unknown, impacts)
-
-
-def _anserini_item(line: bytes, shown: str, number: int) -> dict:
-    """One line's item, checked: an object with an id, a vector of term → number, a text."""
-    try:
-        item = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-        raise InputError(f"{shown}:{number}: not JSON ({why})") from None
-    except RecursionError:
-        raise InputError(f"{shown}:{number}: JSON nested too deeply") from None
-    if not isinstance(item, dict):
-        raise InputError(f"{shown}:{number}: not a JSON object")
-    vector = item.get("vector")
-    if not isinstance(vector, dict):
-        raise InputError(f'{shown}:{number}: no "vector" object of term → weight')
-    raw = item.get("id", item.get("docid"))
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        raw = str(raw)
-    if not isinstance(raw, str) or not raw or raw != raw.strip() or any(c.isspace() for c in raw):
-        raise InputError(f"{shown}:{number}: the id must be a text without whitespace")
-    contents = item.get("contents", item.get("content", ""))
-    if contents is None:
-        contents = ""
-    if not isinstance(contents, str):
-        raise InputError(f'{shown}:{number}: "contents" must be a text')
-    return {"id": raw, "contents": contents, "vector": vector}
-
-
-def _anserini_chunk(
-    ids: list[str],
-    texts: list[str],
-    where: list[str],
-    sizes: list[int],
-    terms: list[str],
-    values: list[Any],
-    vocab: _Vocabulary,
-    unknown: _Unknown,
-    impacts: _Impacts,
-) -> _Chunk:
-    """The chunk's weights checked (numbers, of one kind, finite) and terms mapped."""
-    kinds = set(map(type, values))
-    if not kinds <= {int, float}:
-        bad = next(n for n, v in enumerate(values) if type(v) not in (int, float))
-        raise InputError(
-            f"{_where_of(bad, sizes, where)}: a weight that is not a number: {values[bad]!r}"
-        )
-    if impacts.integer is None and values:
-        impacts.integer = type(values[0]) is int
-        if impacts.integer and impacts.scale is None:
+        if len(kinds) > 1 or (kinds and (int in kinds) != impacts.integer):
+            wanted = int if impacts.integer else float
+            bad = next(n for n, v in enumerate(values) if type(v) is not wanted)
+            first = "integer impacts" if impacts.integer else "float weights"
             raise InputError(
-                f"{where[0]}: integer impacts: give --scale, the factor they were quantised "
-                "with (Pyserini's and SPLADE's usual 100)"
+                f"{self._at(bad)}: a {type(values[bad]).__name__} weight in a file of "
+                f"{first}: one kind per file"
             )
-    if len(kinds) > 1 or (kinds and (int in kinds) != impacts.integer):
-        wanted = int if impacts.integer else float
-        bad = next(n for n, v in enumerate(values) if type(v) is not wanted)
-        first = "integer impacts" if impacts.integer else "float weights"
-        raise InputError(
-            f"{_where_of(bad, sizes, where)}: a {type(values[bad]).__name__} weight in a "
-            f"file of {first}: one kind per file"
-        )
-    try:
-        vals = np.asarray(values, dtype=np.float64)
-    except OverflowError:
-        raise InputError(f"{where[0]}: an integer impact too large for a weight") from None
-    if not np.isfinite(vals).all():
-        bad = int(np.flatnonzero(~np.isfinite(vals))[0])
-        raise InputError(f"{_where_of(bad, sizes, where)}: a NaN or infinite weight")
-    if impacts.integer:
-        vals /= impacts.scale
-    cols = vocab.map(terms)
-    indptr = np.zeros(len(ids) + 1, np.int64)
-    np.cumsum(sizes, out=indptr[1:])
-    return _known(_Chunk(ids, texts, where, indptr, cols, vals), terms, unknown)
-
-
-def _where_of(position: int, sizes: list[int], where: list[str]) -> str:
-    """The line of the item holding the chunk's ``position``-th weight."""
-    return where[int(np.searchsorted(np.cumsum(sizes), position, side="right"))]
+        try:
+            vals = np.asarray(values, dtype=np.float64)
+        except OverflowError:
+            raise InputError(f"{self.source}: an integer impact too large for a weight") from None
+        if not np.isfinite(vals).all():
+            bad = int(np.flatnonzero(~np.isfinite(vals))[0])
+            raise InputError(f"{self._at(bad)}: a NaN or infinite weight")
+        if impacts.integer:
+            vals /= impacts.scale
+        cols = vocab.map(self.terms)
+        indptr = np.zeros(len(self.ids) + 1, np.int64)
+        np.cumsum(self.sizes, out=indptr[1:])
+        chunk = _Chunk(self.ids, self.texts, self.source, self.lines, 0, indptr, cols, vals)
+        return _known(chunk, self.terms, unknown)
 
 
 def _known(chunk: _Chunk, terms: list[str] | None, unknown: _Unknown) -> _Chunk:
@@ -494,7 +502,9 @@ def _npz_chunks(path: Path, ids_file: Path, vocab: _Vocabulary) -> Iterator[_Chu
                 yield _Chunk(
                     [p[0] for p in pairs],  # type: ignore[index]
                     [p[1] for p in pairs],  # type: ignore[index]
-                    [f"{shown} row {start + n}" for n in range(stop - start)],
+                    shown,
+                    None,
+                    start,
                     indptr[start : stop + 1] - indptr[start],
                     cols,
                     vals,
@@ -567,9 +577,8 @@ def _hf_chunks(path: Path, vocab: _Vocabulary) -> Iterator[_Chunk]:
             if text_column
             else [""] * len(ids)
         )
-        where = [f"{file} row {seen + n}" for n in range(len(ids))]
+        yield _Chunk(ids, texts, file, None, seen, offsets - offsets[0], cols, vals)
         seen += len(ids)
-        yield _Chunk(ids, texts, where, offsets - offsets[0], cols, vals)
 
 
 # -- the chunks stored --------------------------------------------------------------------
@@ -581,12 +590,12 @@ def _sorted_rows(chunk: _Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows = np.repeat(np.arange(n), np.diff(chunk.indptr))
     keep = chunk.vals != 0
     rows, cols, vals = rows[keep], chunk.cols[keep], chunk.vals[keep]
-    order = np.lexsort((cols, rows))
+    order = np.argsort(rows * np.int64(max(int(cols.max(initial=0)) + 1, 1)) + cols)
     rows, cols, vals = rows[order], cols[order], vals[order]
     repeated = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
     if repeated.any():
         row = int(rows[1:][repeated][0])
-        raise InputError(f"{chunk.where[row]}: a term given twice in one vector")
+        raise InputError(f"{chunk.where(row)}: a term given twice in one vector")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
     return indptr, cols.astype(np.int32), vals.astype(np.float32)
 
@@ -733,22 +742,7 @@ def import_vectors(
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
         for chunk in chunks:
             indptr, cols, vals = _sorted_rows(chunk)
-            metas = [
-                {
-                    "id": i,
-                    "kind": "text",
-                    "text": t,
-                    "where": w,
-                    "image": "",
-                    "captions": [],
-                    "labels": [],
-                    "content_key": "",
-                    "size": 0,
-                    "mtime_ns": 0,
-                }
-                for i, t, w in zip(chunk.ids, chunk.texts, chunk.where, strict=True)
-            ]
-            writer.add_rows(metas, indptr, cols, vals)
+            writer.add_rows(chunk.ids, chunk.texts, (indptr, cols, vals), chunk.where)
             if loaded is not None:
                 reservoir.offer(chunk, indptr, cols, vals)
             if progress:
