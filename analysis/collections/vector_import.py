@@ -133,6 +133,19 @@ class VectorImportOptions(Options):
         label="Parity sample",
     )
     seed: int = shared(SEED)
+    queries: str | None = option(
+        None,
+        "the benchmark's queries kept with the index (BEIR's queries.jsonl or qid<TAB>text), "
+        "with --qrels",
+        metavar="FILE",
+        label="Queries file",
+    )
+    qrels: str | None = option(
+        None,
+        "the benchmark's judgements kept with the index (TREC or BEIR qrels), with --queries",
+        metavar="FILE",
+        label="Judgements file",
+    )
     accept_mismatch: bool = option(
         False,
         "store vectors that fail the parity check (the manifest records it)",
@@ -718,6 +731,7 @@ def import_vectors(
         raise InputError(f"--vectors {path}: not found")
     if path.is_file() and path.stat().st_size == 0:
         raise InputError(f"--vectors {path}: the file is empty")
+    kept = _kept_benchmark(options)
     fmt = options.vector_format or detect_format(path)
     detected = options.vector_format is None
     check_out(out)
@@ -782,12 +796,21 @@ def import_vectors(
             parity=found.get("parity"),
         )
 
-    manifest = write_atomically(out, vocab.tokens, fill, header, imported=imported)
+    extra = {}
+    if kept is not None:
+        header.source["benchmark"], extra = kept
+    manifest = write_atomically(out, vocab.tokens, fill, header, extra=extra, imported=imported)
     seconds = time.perf_counter() - started
     notes = [
         f"format: {fmt}"
         + (" (told from the content; --vector-format names it)" if detected else "")
     ]
+    if kept is not None:
+        counts = kept[0]
+        notes.append(
+            f"kept {counts['queries']:,} queries and {counts['judgements']:,} judgements "
+            f"({counts['problems']:,} problem lines)"
+        )
     if impacts.integer:
         notes.append(f"integer impacts divided by --scale {options.scale:g}")
     if unknown.postings:
@@ -825,6 +848,31 @@ def import_vectors(
         manifest=manifest.to_dict(),
         notes=notes,
     )
+
+
+def _kept_benchmark(options: VectorImportOptions) -> tuple[dict, dict[str, bytes]] | None:
+    """The queries and judgements kept with the index (``--queries`` with ``--qrels``):
+    the manifest's benchmark counts and the files, read before any vector is."""
+    from types import SimpleNamespace
+
+    from lexlens.analysis.collections.source_index import benchmark_files
+    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
+
+    if (options.queries is None) != (options.qrels is None):
+        raise InputError("--queries and --qrels go together: the queries and their judgements")
+    if options.queries is None:
+        return None
+    problems = Problems()
+    queries = read_queries(options.queries, problems, label=options.queries)
+    qrels = read_qrels(options.qrels, problems, label=options.qrels)
+    counts = {
+        "kind": "queries and judgements",
+        "queries": len(queries),
+        "judged_queries": len(qrels),
+        "judgements": sum(len(v) for v in qrels.values()),
+        "problems": problems.count,
+    }
+    return counts, benchmark_files(SimpleNamespace(queries=queries, qrels=qrels))
 
 
 def _checked_parity(

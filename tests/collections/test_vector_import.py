@@ -354,3 +354,43 @@ def test_a_scale_that_is_not_positive_is_refused_by_its_declaration(tmp_path, cl
 def test_source_and_vectors_exclude_each_other(tmp_path, cli):
     run = cli("index", "--out", tmp_path / "im")
     assert run.returncode == 2 and "give --source (items to encode) or --vectors" in run.stderr
+
+
+def test_queries_and_judgements_are_kept_beside_an_import(corpus, tmp_path, cli):
+    export_index(corpus, tmp_path / "ex", format="anserini", scale=100)
+    (tmp_path / "q.tsv").write_text("q1\ta dog on the mat\nq2\trocket engine\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d0 1\nq2 0 d1 1\nq2 0 d2 2\n")
+    docs = tmp_path / "ex" / "docs.jsonl"
+    run = cli(
+        "index",
+        "--vectors",
+        docs,
+        "--encoder",
+        "splade-tiny",
+        "--scale",
+        "100",
+        "--queries",
+        tmp_path / "q.tsv",
+        "--qrels",
+        tmp_path / "qrels.txt",
+        "--out",
+        tmp_path / "im",
+    )
+    assert run.returncode == 0, run.stderr
+    assert "kept 2 queries and 3 judgements" in run.stdout
+    kept = StoredIndex(tmp_path / "im").manifest.kept_benchmark
+    assert (kept.queries, kept.judgements) == (2, 3)
+    evaluated = cli("evaluate", "--index", tmp_path / "im", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    alone = cli(
+        "index",
+        "--vectors",
+        docs,
+        "--scale",
+        "100",
+        "--queries",
+        tmp_path / "q.tsv",
+        "--out",
+        tmp_path / "im2",
+    )
+    assert alone.returncode == 2 and "--queries and --qrels go together" in alone.stderr
