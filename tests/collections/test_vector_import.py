@@ -301,6 +301,7 @@ def test_an_import_manifest_reads_back_byte_identical(tmp_path, cli):
         (b'{"id": "a", "vector": {}}\n{"id": "a", "vector": {}}\n', "the id 'a' appears twice"),
         (b'{"id": "a"}\n', 'v.jsonl:1: no "vector" object'),
         (b"\n\n", "no items"),
+        (b'{"id": "a", "vector": {"\\ud800": 1.0}}\n', "v.jsonl:1: a lone surrogate escape"),
     ],
 )
 def test_traceback_bad_vectors_file_is_one_line_and_nothing_is_written(
