@@ -229,10 +229,10 @@ def detect_format(path: Path) -> str:
     """The format of ``path`` told from its content (magic bytes, a folder's files)."""
     if path.is_dir():
         names = [p.name for p in sorted(path.iterdir()) if p.is_file()]
+        if any(n.endswith((".parquet", ".arrow")) for n in names):
+            return "hf"  # a saved dataset's state.json and dataset_info.json are no parts
         if any(n.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")) for n in names):
             return "anserini"
-        if any(n.endswith((".parquet", ".arrow")) for n in names):
-            return "hf"
         raise InputError(
             f"--vectors {path}: a folder holding no .jsonl(.gz) parts and no .parquet or "
             ".arrow files: give --vector-format"

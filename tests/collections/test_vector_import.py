@@ -395,3 +395,26 @@ def test_queries_and_judgements_are_kept_beside_an_import(corpus, tmp_path, cli)
         tmp_path / "im2",
     )
     assert alone.returncode == 2 and "--queries and --qrels go together" in alone.stderr
+
+
+def test_a_saved_hugging_face_dataset_imports_equal_to_its_source(corpus, tmp_path, cli):
+    datasets = pytest.importorskip("datasets")
+    source = StoredIndex(corpus)
+    matrix = source.matrix()
+    meta = source.meta(range(len(source)))
+    rows = [matrix.getrow(i) for i in range(matrix.shape[0])]
+    saved = datasets.Dataset.from_dict(
+        {
+            "id": [m["id"] for m in meta],
+            "text": [m["text"] for m in meta],
+            "indices": [r.indices.tolist() for r in rows],
+            "values": [r.data.tolist() for r in rows],
+        }
+    )
+    saved.save_to_disk(str(tmp_path / "ds"))
+    run = cli(
+        "index", "--vectors", tmp_path / "ds", "--encoder", "splade-tiny", "--out", tmp_path / "im"
+    )
+    assert run.returncode == 0, run.stderr
+    assert "format: hf (told from the content" in run.stdout
+    assert _stored(StoredIndex(tmp_path / "im")) == _stored(source)
