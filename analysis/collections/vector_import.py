@@ -86,9 +86,11 @@ MIN_COSINE = 0.98
 MIN_TOP10_OVERLAP = 0.8
 MAX_ZERO_MASS = 0.02
 NORM_RATIO = (0.8, 1.25)
-#: What an encoder is needed for (re-encoding a text) and what stored vectors serve alone.
-NEEDS_ENCODER = "text provenance, text-level counterfactuals, faithfulness"
-STORED_ALONE = "evaluation, failures, blame, q ⊙ d, systems, deviation over own tokens"
+#: What needs an encoder: encoding a text query, re-encoding an item's text.
+NEEDS_ENCODER = (
+    "search and evaluation with text queries, text provenance, text-level counterfactuals, "
+    "faithfulness"
+)
 
 
 def _positive_scale(value: float) -> float:
@@ -844,8 +846,8 @@ def import_vectors(
     parity = found.get("parity")
     if loaded is None:
         notes.append(
-            f"no encoder: {NEEDS_ENCODER} need one and are refused; {STORED_ALONE} work "
-            "on the stored vectors"
+            f"no encoder: the vocabulary is the {len(vocab.tokens):,} terms read; "
+            f"{NEEDS_ENCODER} need an encoder of this vocabulary and refuse without one"
         )
     elif parity is None:
         notes.append("parity not checked: no item has a text to re-encode")

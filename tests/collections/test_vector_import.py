@@ -252,10 +252,9 @@ def test_import_without_an_encoder_keeps_the_terms_and_names_what_needs_one(tmp_
     _write_jsonl(tmp_path / "v.jsonl", lines)
     run = cli("index", "--vectors", tmp_path / "v.jsonl", "--out", tmp_path / "im")
     assert run.returncode == 0, run.stderr
-    assert (
-        "no encoder: text provenance, text-level counterfactuals, faithfulness need one"
-        in run.stdout
-    )
+    assert "no encoder: the vocabulary is the 3 terms read; search and evaluation" in run.stdout
+    search = cli("search", "--index", tmp_path / "im", "--query", "apple")
+    assert search.returncode == 2 and "which does not encode texts" in search.stderr
     ix = StoredIndex(tmp_path / "im")
     assert ix.vocab == ["apple", "##s", "zebra"]
     assert _stored(ix) == {line["id"]: line["vector"] for line in lines}
