@@ -39,6 +39,9 @@ class Entry:
 
     #: Field name → its JSON key, where they differ.
     JSON_NAMES: ClassVar[dict[str, str]] = {}
+    #: Fields left out of an entry made in code while they are ``None`` (keys added later,
+    #: so the manifests of builds that have none stay the bytes they were).
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra", _frozen(self.extra))
@@ -75,7 +78,10 @@ class Entry:
         out: dict[str, Any] = {}
         for key in order:
             if key in known:
-                out[key] = _plain(getattr(self, known[key].name))
+                value = getattr(self, known[key].name)
+                if value is None and not self.keys and known[key].name in self.OMITTED_WHEN_NONE:
+                    continue
+                out[key] = _plain(value)
             elif key in self.extra:
                 out[key] = _plain(self.extra[key])
         for key, value in self.extra.items():
@@ -147,6 +153,7 @@ def _skipped(value: Any, where: str) -> tuple[Skipped, ...]:
 
 _INT = _is((int,), "a whole number")
 _TEXT = _is((str,), "a text")
+_NUMBER = _is((int, float), "a number")
 
 #: How each field type is read from JSON (checked, never converted: a value read is the
 #: value written back).
@@ -156,6 +163,8 @@ _READERS: dict[str, Callable[[Any, str], Any]] = {
     "bool": _is((bool,), "true or false"),
     "str | None": _is((str,), "a text", optional=True),
     "int | None": _is((int,), "a whole number", optional=True),
+    "float": _NUMBER,
+    "float | None": _is((int, float), "a number", optional=True),
     "tuple[str, ...]": _texts,
     "tuple[str, ...] | None": lambda v, w: None if v is None else _texts(v, w),
     "Mapping[str, int]": _mapping(_INT),
@@ -244,8 +253,56 @@ class Counts(Entry):
     captioned: int = 0
 
 
+@dataclass(frozen=True)
+class ParityEntry(Entry):
+    """Imported vectors against the named encoder's own, on a seeded sample of items
+    re-encoded from their text: mean cosine, mean top-10 term overlap, the share of the
+    imported weight on terms the encoder gives 0, the median ratio of the vectors' norms,
+    the tolerance, and whether a mismatch beyond it was accepted."""
+
+    encoder: str = ""
+    sample: int = 0
+    seed: int = 0
+    cosine: float = 0.0
+    top10_overlap: float = 0.0
+    zero_mass: float = 0.0
+    norm_ratio: float = 0.0
+    min_cosine: float = 0.0
+    min_top10_overlap: float = 0.0
+    max_zero_mass: float = 0.0
+    passed: bool = False
+    accepted_mismatch: bool = False
+
+
+@dataclass(frozen=True)
+class ImportEntry(Entry):
+    """Vectors encoded elsewhere and imported: their format, the scale integer impacts were
+    divided by, the terms not in the vocabulary (postings, items, the most frequent by
+    name), and the parity check (``None``: imported without an encoder)."""
+
+    format: str = ""
+    scale: float | None = None
+    integer_impacts: bool = False
+    unknown_postings: int = 0
+    unknown_items: int = 0
+    unknown_terms: Mapping[str, int] = field(default_factory=dict)
+    parity: ParityEntry | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "unknown_terms", _frozen(self.unknown_terms))
+
+
 _READERS.update(
     {
+        "ParityEntry | None": _entry_reader(ParityEntry, optional=True),
+    }
+)
+
+
+_READERS.update(
+    {
+        "ImportEntry | None": _entry_reader(ImportEntry, optional=True),
         "EncoderEntry": _entry_reader(EncoderEntry),
         "VocabEntry": _entry_reader(VocabEntry),
         "BenchmarkEntry | None": _entry_reader(BenchmarkEntry, optional=True),
@@ -277,6 +334,9 @@ class Manifest(Entry):
     checksums: Mapping[str, str] = field(default_factory=dict)
     nonnegative: bool = False
     lexlens: str = ""
+    imported: ImportEntry | None = None
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("imported",)
 
     #: The keys a manifest must hold to be one.
     REQUIRED: ClassVar[tuple[str, ...]] = (
@@ -316,7 +376,8 @@ class Manifest(Entry):
 
 def _check_readers() -> None:
     """Every field of every entry has a reader of its type (a new field needs one)."""
-    for kind in (EncoderEntry, VocabEntry, BenchmarkEntry, SourceEntry, Counts, Manifest):
+    kinds = (EncoderEntry, VocabEntry, BenchmarkEntry, SourceEntry, Counts, ParityEntry)
+    for kind in (*kinds, ImportEntry, Manifest):
         for f in kind._fields().values():
             if f.type not in _READERS:
                 raise TypeError(f"{kind.__name__}.{f.name}: no reader of {f.type}")

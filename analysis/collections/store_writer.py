@@ -30,6 +30,7 @@ import numpy as np
 from lexlens.analysis.collections.manifest import (
     Counts,
     EncoderEntry,
+    ImportEntry,
     Manifest,
     SourceEntry,
     VocabEntry,
@@ -115,6 +116,8 @@ class IndexWriter:
         self.labelled = 0
         self.captioned = 0
         self._rows: list[dict] = []
+        # What add_rows gave and no row group holds yet: ids, texts, non-zeros.
+        self._texts: tuple[list, list, list] = ([], [], [])
         self._parquet = pq.ParquetWriter(
             folder / "items.parquet", _meta_schema(), compression="zstd"
         )
@@ -164,15 +167,92 @@ class IndexWriter:
             self.max_weight = max(self.max_weight, float(np.abs(data).max()))
         self.labelled += bool(meta.get("labels"))
         self.captioned += bool(meta.get("captions"))
+        if self._texts[0]:
+            raise ValueError("add after add_rows: an index is written one way")
         row = {k: meta.get(k) for k in _meta_schema().names}
         row["nnz"] = int(data.size)
         self._rows.append(row)
         if len(self._rows) >= ROW_GROUP:
             self._flush()
 
+    def add_rows(
+        self,
+        ids: list[str],
+        texts: list[str],
+        vectors: tuple[np.ndarray, np.ndarray, np.ndarray],
+        where: Callable[[int], str],
+    ) -> None:
+        """Many text items at once (vectors made elsewhere, no token ids): their ids, texts
+        and vectors as CSR parts ``(indptr, indices, data)``, each row's indices sorted and
+        unrepeated; checked and written as :meth:`add` writes one (``where(n)``: how a
+        message names the ``n``-th)."""
+        indptr, indices, data = vectors
+        data = np.asarray(data, dtype=np.float32)
+        if data.size and not np.all(np.isfinite(data)):
+            raise InputError(f"{where(0)}: NaN or infinite weights")
+        before = len(self.ids)
+        self.ids.update(ids)
+        if len(self.ids) != before + len(ids):
+            self._repeated(ids, where)
+        counts = np.diff(indptr)
+        self.indices.append(indices)
+        self.data.append(data)
+        self.indptr.extend((self.indptr[-1] + np.cumsum(counts)).tolist())
+        self.token_indptr.extend([self.token_ids.length] * len(ids))
+        rows = np.repeat(np.arange(len(ids)), counts)
+        squares = np.bincount(rows, weights=data.astype(np.float64) ** 2, minlength=len(ids))
+        self.norms.extend(np.sqrt(squares).tolist())
+        if data.size:
+            self.nonnegative &= bool(data.min() >= 0)
+            self.max_weight = max(self.max_weight, float(np.abs(data).max()))
+        if self._rows:  # row groups hold ROW_GROUP rows each: one way of adding per index
+            raise ValueError("add_rows after add: an index is written one way")
+        self._texts[0].extend(ids)
+        self._texts[1].extend(texts)
+        self._texts[2].extend(counts.tolist())
+        while len(self._texts[0]) >= ROW_GROUP:
+            self._flush_texts(ROW_GROUP)
+
+    def _repeated(self, ids: list[str], where: Callable[[int], str]) -> None:
+        """Refuse the first id of ``ids`` seen before (added in an earlier call or in these)."""
+        self.ids.difference_update(ids)
+        seen: set[str] = set()
+        for n, item in enumerate(ids):
+            if item in self.ids or item in seen:
+                raise InputError(f"{where(n)}: the id {item!r} appears twice")
+            seen.add(item)
+
+    def _flush_texts(self, count: int) -> None:
+        """The first ``count`` rows given to :meth:`add_rows` as one row group."""
+        import pyarrow as pa
+
+        ids, texts, nnz = (column[:count] for column in self._texts)
+        for column in self._texts:
+            del column[:count]
+        n = len(ids)
+        empty = pa.array([""] * n, pa.string())
+        none = pa.array([[]] * n, pa.list_(pa.string()))
+        zeros = pa.array(np.zeros(n, np.int64))
+        columns = {
+            "id": pa.array(ids, pa.string()),
+            "kind": pa.array(["text"] * n, pa.string()),
+            "image": empty,
+            "text": pa.array(texts, pa.string()),
+            "captions": none,
+            "labels": none,
+            "content_key": empty,
+            "size": zeros,
+            "mtime_ns": zeros,
+            "nnz": pa.array(np.asarray(nnz, np.int32)),
+        }
+        table = pa.Table.from_pydict(columns, schema=_meta_schema())
+        self._parquet.write_table(table, row_group_size=ROW_GROUP)
+
     def _flush(self) -> None:
         import pyarrow as pa
 
+        if self._texts[0]:
+            self._flush_texts(len(self._texts[0]))
         if self._rows:
             self._parquet.write_table(
                 pa.Table.from_pylist(self._rows, schema=_meta_schema()), row_group_size=ROW_GROUP
@@ -335,6 +415,7 @@ def write_atomically(
     *,
     postings: bool | None = None,
     extra: dict[str, bytes] | None = None,
+    imported: Callable[[], ImportEntry] | None = None,
 ) -> Manifest:
     """Write an index at ``out`` and return its manifest; ``out`` changes only when the new
     index is complete. ``extra`` files (a benchmark's queries and judgements) are written
@@ -346,7 +427,8 @@ def write_atomically(
     written into a temporary folder beside ``out``, fsynced, the manifest last, then
     swapped into place. Any failure removes the temporary folder; a full disk or another
     write error is one line saying that the previous index is unchanged (or that nothing
-    was written).
+    was written). ``imported`` (vectors encoded elsewhere) gives, once they are all added,
+    what the manifest records of their import.
     """
     encoder = EncoderEntry.from_dict(header.encoder, "encoder")  # checked before any work
     tmp = out.parent / f".{out.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -391,6 +473,7 @@ def write_atomically(
             checksums={name: file_checksum(tmp / name) for name in files},
             nonnegative=nonnegative,
             lexlens=_version(),
+            imported=None if imported is None else imported(),
         )
         _keep_user_files(out, tmp, set(files))
         _seal(tmp, out, manifest)

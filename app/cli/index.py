@@ -10,10 +10,12 @@ from lexlens.analysis.collections.indexing import (
     index_collection,
 )
 from lexlens.analysis.collections.options import BENCHMARK_OPTIONS, IndexOptions
+from lexlens.analysis.collections.vector_import import VectorImportOptions, import_vectors
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.options import names
 from lexlens.analysis.core.samples import SAMPLE_BENCHMARKS
 from lexlens.app.cli import common
+from lexlens.models.base import InputError
 
 SAMPLES = ", ".join(f"sample:{name}" for name in SAMPLE_BENCHMARKS)
 PHOTOS = " and ".join(f"sample:{name}" for name in SAMPLE_IMAGES)
@@ -48,7 +50,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--source",
-        required=True,
         help="folder of images, .txt/.csv/.jsonl, dense features .npy/.safetensors/.parquet, "
         f"a benchmark (below), or a benchmark shipped with Lexlens: {SAMPLES}",
     )
@@ -64,6 +65,15 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     others = [n for n in names(IndexOptions) if n not in BENCHMARK_OPTIONS]
     common.add_options(bench, IndexOptions, skip=(*SPECIAL, *others))  # type: ignore[arg-type]
     _add_columns(bench)
+    encoded = parser.add_argument_group(
+        "encoded corpora",
+        "--vectors PATH instead of --source: vectors encoded elsewhere (Anserini's "
+        "JsonVectorCollection, a scipy CSR .npz, a Hugging Face dataset or Parquet with "
+        "indices/values), their terms mapped to --encoder's vocabulary and checked against "
+        "it on a sample re-encoded from the items' text",
+    )
+    encoded.add_argument("--vectors", metavar="PATH", help="the encoded corpus (file or folder)")
+    common.add_options(encoded, VectorImportOptions)  # type: ignore[arg-type]
 
 
 def _add_ray(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +105,11 @@ def _add_columns(group) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Build the index, then print what was encoded, reused and skipped (or ``--json``)."""
+    if (args.vectors is None) == (args.source is None):
+        raise InputError("give --source (items to encode) or --vectors (an encoded corpus)")
+    if args.vectors is not None:
+        _import(args)
+        return
     if args.text_columns is not None:
         args.text_columns = ",".join(args.text_columns)
     options = common.options_from_args(IndexOptions, args)
@@ -122,4 +137,22 @@ def run(args: argparse.Namespace) -> None:
             more = result.skipped_count - len(shown)
             listed = len(result.skipped) - len(shown)
             lines.append(f"… and {more} more" + (f" ({listed} in --json)" if listed else ""))
+    common.emit(args, result, "\n".join(lines))
+
+
+def _import(args: argparse.Namespace) -> None:
+    """Store an encoded corpus, then print its counts, format and parity (or ``--json``)."""
+    result = import_vectors(
+        args.encoder,
+        args.vectors,
+        args.out,
+        options=common.options_from_args(VectorImportOptions, args),
+        device=args.device,
+        progress=common.progress_printer(args),
+    )
+    lines = [
+        f"index {result.out}: imported {counted(result.items, 'item')} ({result.nnz:,} "
+        f"non-zeros) in {result.seconds:.1f} s, encoder {result.encoder}",
+        *result.notes,
+    ]
     common.emit(args, result, "\n".join(lines))
