@@ -119,8 +119,7 @@ def test_silent_wrong_the_command_adds_what_the_api_adds(cli, benchmark, splade)
     assert run.returncode == 0, run.stderr
     document = run.json()
     api = with_counterfactuals(
-        ix,
-        with_faithfulness(ix, evaluate_benchmark(ix, query_encoder=splade), draws=2, curve_k=2),
+        with_faithfulness(evaluate_benchmark(ix, query_encoder=splade), draws=2, curve_k=2),
         max_calls=20,
     ).to_dict()
 
