@@ -276,9 +276,3 @@ def with_counterfactuals(
         index, evaluation, device=device, progress=progress, options=options, **given
     )
     return evaluation.with_section(found)
-
-
-def counterfactuals_text(result: Any) -> str:
-    """The command line's view of an evaluation's counterfactuals (empty without them)."""
-    found = result.section("counterfactuals") if isinstance(result, Evaluation) else None
-    return found.text() if isinstance(found, EvaluationCounterfactuals) else ""

@@ -301,9 +301,3 @@ def with_faithfulness(
         index, evaluation, device=device, progress=progress, options=options, **given
     )
     return evaluation.with_section(found)
-
-
-def faithfulness_text(result: Any) -> str:
-    """The command line's view of an evaluation's faithfulness (empty without one)."""
-    found = result.section("faithfulness") if isinstance(result, Evaluation) else None
-    return found.text() if isinstance(found, FailuresFaithfulness) else ""

@@ -195,6 +195,33 @@ def compare_systems(
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
     see the module docstring."""
+    return _evaluated_and_compared(
+        systems,
+        {},
+        queries=queries,
+        qrels=qrels,
+        device=device,
+        progress=progress,
+        evaluation=evaluation,
+        options=options,
+        **given,
+    )[1]
+
+
+def _evaluated_and_compared(
+    systems: Sequence[System],
+    opened: Mapping[str, StoredCollection],
+    *,
+    queries: str | Path | Mapping | None,
+    qrels: str | Path | Mapping | None,
+    device: str | None,
+    progress: Progress | None,
+    evaluation: EvaluationOptions | None,
+    options: ComparisonOptions | None,
+    **given: Any,
+) -> tuple[list[Evaluated], SystemsComparison]:
+    """Every system evaluated and their comparison (every argument checked first); a
+    collection in ``opened`` (by the folder a system names) is not opened again."""
     evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
     device_argument(device)
@@ -207,31 +234,6 @@ def compare_systems(
     baseline = options.baseline or names[0]
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
-    return _evaluated_and_compared(
-        systems,
-        {},
-        queries=queries,
-        qrels=qrels,
-        device=device,
-        progress=progress,
-        evaluation=evaluation,
-        options=options,
-    )[1]
-
-
-def _evaluated_and_compared(
-    systems: Sequence[System],
-    opened: Mapping[str, StoredCollection],
-    *,
-    queries: str | Path | Mapping | None,
-    qrels: str | Path | Mapping | None,
-    device: str | None,
-    progress: Progress | None,
-    evaluation: EvaluationOptions,
-    options: ComparisonOptions,
-) -> tuple[list[Evaluated], SystemsComparison]:
-    """Every system evaluated and their comparison; a collection in ``opened`` (by the
-    folder a system names) is not opened again."""
     first = opened.get(systems[0].index) or index_argument(systems[0].index)
     benchmark = read_benchmark(first, queries, qrels)
     evaluated = evaluate_each(

@@ -53,12 +53,12 @@ def benchmark(tmp_path_factory, splade):
 
 @pytest.fixture
 def work(monkeypatch) -> list[str]:
-    """A spy on what evaluates (one system's evaluation, a comparison): the calls it saw,
-    each passed through unchanged."""
+    """A spy on what evaluates (one system's evaluation, each system of a comparison): the
+    calls it saw, each passed through unchanged."""
     from lexlens.analysis.systems import comparison as compare
 
     seen: list[str] = []
-    for name in ("evaluate_benchmark", "compare_systems"):
+    for name in ("evaluate_benchmark", "evaluate_each"):
         real = getattr(compare, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
