@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Result, internal, plain
+from lexlens.analysis.core.results import Result, internal, plain, state_of
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.evaluation.failures import CAUSES
@@ -101,10 +101,9 @@ class Evaluation(EvaluationResult):
     def to_state(self) -> dict:
         """Every field given at construction but the opened collection and the options
         (rebuilt from ``settings``), as self-describing JSON data."""
-        state = super().to_state()
-        state.pop("collection", None)
-        state.pop("options", None)
-        return state
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        del kept["collection"], kept["options"]
+        return {name: state_of(value) for name, value in kept.items()}
 
     def section(self, key: str) -> Section | None:
         """The section added under ``key`` (``None``: not added)."""
