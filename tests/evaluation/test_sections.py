@@ -62,9 +62,7 @@ def test_an_evaluation_carries_its_collection_and_typed_options(index, evaluatio
     assert {"collection", "options", "sections"}.isdisjoint(evaluation.to_dict())
 
 
-def test_silent_wrong_a_section_is_measured_on_the_evaluations_own_collection(
-    index, evaluation, faithful, both
-):
+def test_a_section_is_measured_on_the_evaluations_own_collection(index, evaluation, faithful, both):
     section = faithful.section("faithfulness")
     assert isinstance(section, FailuresFaithfulness) and isinstance(section, Section)
     given = failures_faithfulness(index, evaluation, draws=1, curve_k=1)
@@ -81,7 +79,7 @@ def test_silent_wrong_a_section_is_measured_on_the_evaluations_own_collection(
     assert evaluation.sections == () and faithful.sections == (section,)  # new ones returned
 
 
-def test_silent_wrong_the_document_files_and_report_hold_each_section_in_order(both):
+def test_the_document_files_and_report_hold_each_section_in_order(both):
     document = both.to_dict()
     assert list(document)[-3:] == ["notes", "faithfulness", "counterfactuals"]
     assert document["faithfulness"] == both.section("faithfulness").to_dict()
@@ -96,14 +94,14 @@ def test_silent_wrong_the_document_files_and_report_hold_each_section_in_order(b
     assert page.count("</body>") == 1
 
 
-def test_silent_wrong_counterfactuals_alone_keep_the_layout_evaluation_json_had(evaluation):
+def test_counterfactuals_alone_keep_the_layout_evaluation_json_had(evaluation):
     document = with_counterfactuals(evaluation, max_edits=1, max_calls=8).to_dict()
     keys = list(document)
     assert keys[-3:] == ["faithfulness", "counterfactuals", "notes"]
     assert document["faithfulness"] is None
 
 
-def test_data_lost_a_stored_state_keeps_the_sections_and_needs_the_index_again(index, both):
+def test_a_stored_state_keeps_the_sections_and_needs_the_index_again(index, both):
     rebuilt = Evaluation.from_state(json.loads(json.dumps(both.to_state())))
     assert rebuilt.to_dict() == both.to_dict()
     assert rebuilt.options == both.options and rebuilt.collection is None
@@ -113,7 +111,7 @@ def test_data_lost_a_stored_state_keeps_the_sections_and_needs_the_index_again(i
     assert [s.key for s in again.sections] == ["faithfulness", "counterfactuals"]
 
 
-def test_silent_wrong_evaluate_systems_returns_an_evaluation_for_one_or_several(index):
+def test_evaluate_systems_returns_an_evaluation_for_one_or_several(index):
     one = evaluate_systems(SystemsSpec([index]), queries=QUERIES, qrels=QRELS)
     assert isinstance(one, Evaluation) and one.sections == () and one.reported() is one
     two = evaluate_systems(SystemsSpec([index], gate_ks=[768, 2]), queries=QUERIES, qrels=QRELS)
@@ -127,7 +125,7 @@ def test_silent_wrong_evaluate_systems_returns_an_evaluation_for_one_or_several(
         one.latex()
 
 
-def test_unbounded_evaluate_opens_the_collection_once(index, tmp_path, cli, monkeypatch):
+def test_evaluate_opens_the_collection_once(index, tmp_path, cli, monkeypatch):
     (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
     (tmp_path / "qrels.tsv").write_text(
         "".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items())
@@ -161,7 +159,7 @@ def test_unbounded_evaluate_opens_the_collection_once(index, tmp_path, cli, monk
     assert opened == [str(index)]
 
 
-def test_silent_wrong_the_faithfulness_block_is_the_section_of_its_own_page(faithful):
+def test_the_faithfulness_block_is_the_section_of_its_own_page(faithful):
     from lexlens.analysis.faithfulness.report import faithfulness_html
 
     section = faithful.section("faithfulness")
