@@ -220,8 +220,8 @@ def _evaluated_and_compared(
     options: ComparisonOptions | None,
     **given: Any,
 ) -> tuple[list[Evaluated], SystemsComparison]:
-    """Every system evaluated and their comparison (every argument checked first); a
-    collection in ``opened`` (by the folder a system names) is not opened again."""
+    """Every system evaluated and their comparison (every argument checked first), each
+    collection opened once (one in ``opened``, by the folder a system names, not again)."""
     evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
     device_argument(device)
@@ -234,8 +234,11 @@ def _evaluated_and_compared(
     baseline = options.baseline or names[0]
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
-    first = opened.get(systems[0].index) or index_argument(systems[0].index)
-    benchmark = read_benchmark(first, queries, qrels)
+    opened = dict(opened)
+    for path in dict.fromkeys(s.index for s in systems):
+        if path not in opened:
+            opened[path] = index_argument(path)
+    benchmark = read_benchmark(opened[systems[0].index], queries, qrels)
     evaluated = evaluate_each(
         systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9), opened
     )
@@ -260,7 +263,8 @@ def compare_evaluated(
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
     result = _compared(evaluated, baseline, benchmark, evaluation, options)
-    return replace(result, why=_explained(result, device, progress))
+    opened = {e.system.index: e.evaluation.collection for e in evaluated}
+    return replace(result, why=_explained(result, device, progress, opened))
 
 
 def _values(evaluated: Sequence[Evaluated]) -> tuple[list[str], dict, dict]:
@@ -392,15 +396,19 @@ def _compared(
 
 
 def _explained(
-    result: SystemsComparison, device: str | None, progress: Progress | None
+    result: SystemsComparison,
+    device: str | None,
+    progress: Progress | None,
+    opened: Mapping[str, StoredCollection | None],
 ) -> list[QueryWhy]:
-    """The largest wins and losses of every pair explained."""
+    """The largest wins and losses of every pair explained, on the collections the
+    systems' evaluations opened."""
     wanted = [
         (e["system_a"], e["system_b"], q["query_id"])
         for e in result.extremes
         for q in e["wins"] + e["losses"]
     ]
-    return explain_many(result, wanted, device, progress)
+    return explain_many(result, wanted, device, progress, opened)
 
 
 def explain_many(
@@ -408,11 +416,13 @@ def explain_many(
     wanted: Sequence[tuple[str, str, str]],
     device: str | None,
     progress: Progress | None = None,
+    opened: Mapping[str, StoredCollection | None] | None = None,
 ) -> list[QueryWhy]:
-    """``(system A, system B, query id)`` explained, each query encoded once per system."""
+    """``(system A, system B, query id)`` explained, each query encoded once per system (a
+    collection in ``opened``, by the folder a system names, is not opened again)."""
     if not wanted:
         return []
-    explaining = Explaining(device, result.settings["query_mode"])
+    explaining = Explaining(device, result.settings["query_mode"], opened)
     systems = {s.name: s for s in result.systems}
     texts = {q["id"]: q["text"] for q in result.per_query}
     rows = {q["id"]: q for q in result.per_query}
