@@ -69,11 +69,7 @@ from lexlens.analysis.evaluation.failures import (
     status,
 )
 from lexlens.analysis.evaluation.options import EvaluationOptions
-from lexlens.analysis.evaluation.result import (
-    MEASURES,
-    BenchmarkEvaluationResult,
-    cause_counts,
-)
+from lexlens.analysis.evaluation.result import MEASURES, Evaluation, cause_counts
 from lexlens.analysis.evaluation.selection import (
     checked_queries,
     judged_order,
@@ -167,7 +163,7 @@ def evaluate(
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
     **given: Any,
-) -> BenchmarkEvaluationResult:
+) -> Evaluation:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
     relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}: ranked
     by score, ties as given), explain that ranking instead of searching. The settings are
@@ -225,7 +221,7 @@ def evaluate(
         "judgements": sum(len(qrels[q]) for q in order),
     }
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
-    return BenchmarkEvaluationResult(
+    return Evaluation(
         index=ix.describe(),
         encoder=encoder.name,
         settings=settings,
@@ -236,6 +232,8 @@ def evaluate(
         missing=None if run is None else missing,
         notes=notes,
         run=found.run,
+        options=options,
+        collection=ix,
     )
 
 
@@ -258,7 +256,7 @@ def evaluate_benchmark(
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
     **given: Any,
-) -> BenchmarkEvaluationResult:
+) -> Evaluation:
     """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
     or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
     malformed line is listed in the notes; the readable ones are used."""
