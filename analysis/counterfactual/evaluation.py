@@ -2,30 +2,27 @@
 the query's best relevant item to rank first (``lexlens evaluate --counterfactuals``, the
 Evaluation page's job), and the summary — FlipRate (the share of failures fixed within the
 budget, by a verified text edit), the mean number of edits of those fixed and the mean model
-calls spent per failure — in evaluation.json, counterfactuals.csv and evaluation.html."""
+calls spent per failure — a section of the evaluation
+(:mod:`lexlens.analysis.evaluation.sections`): in evaluation.json, counterfactuals.csv and
+evaluation.html."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Record, Result, plain
+from lexlens.analysis.core.results import Progress, Record, Result
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual
-from lexlens.analysis.evaluation.result import (
-    LISTED_FAILURES,
-    BenchmarkEvaluationResult,
-    evaluated_index,
-)
-from lexlens.analysis.faithfulness.benchmark import EvaluationWithFaithfulness
+from lexlens.analysis.evaluation.result import Evaluation, evaluation_argument
 from lexlens.analysis.retrieval.queries import query_encoder_for
 from lexlens.models.base import Encoder, InputError
 
@@ -186,9 +183,12 @@ def csv_row(r: FailureCounterfactual) -> list[Any]:
 
 @dataclass(frozen=True)
 class EvaluationCounterfactuals(Result):
-    """Every failure's counterfactual in one evaluation, and their summary."""
+    """Every failure's counterfactual in one evaluation, and their summary; a section of
+    the evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
+    ``counterfactuals``."""
 
     file_stem = "counterfactuals"
+    key: ClassVar[str] = "counterfactuals"
 
     summary: CounterfactualSummary
     failures: list[FailureCounterfactual]
@@ -209,10 +209,42 @@ class EvaluationCounterfactuals(Result):
         """counterfactuals.json and counterfactuals.csv."""
         return {"counterfactuals.json": json_bytes(self), "counterfactuals.csv": self.csv()}
 
+    def section_files(self) -> dict[str, bytes]:
+        """Beside the evaluation's files: counterfactuals.csv (its document is in
+        evaluation.json, its section in evaluation.html)."""
+        return {"counterfactuals.csv": self.csv()}
+
+    def text(self) -> str:
+        """The command line's view: the summary and the first failures' edits."""
+        s = self.summary
+
+        def n(value: float | None) -> str:
+            return "-" if value is None else f"{value:.4g}"
+
+        lines = [
+            "",
+            "",
+            f"counterfactuals: {s.flip_rate_text()}: {s.found} of {counted(s.tried, 'failure')} "
+            f"fixed by a verified edit (query only {s.by_side.get('query', 0)}, document only "
+            f"{s.by_side.get('document', 0)}, both {s.by_side.get('both', 0)}), none exists for "
+            f"{s.none_exists}, none found for {s.none_found}; mean edits {n(s.mean_edits)}, "
+            f"mean model calls {n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean "
+            f"{n(s.mean_terms)} terms); {s.seconds:.1f} s",
+        ]
+        for r in self.failures[:10]:
+            t = r.text
+            state = "fixed" if t.found else f"{t.search or 'none found'}, closest"
+            lines.append(
+                f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
+                f"{t.rank_after}: {_edits_text(t) or '(no edit)'}"
+            )
+        lines += [f"  note: {x}" for x in self.notes]
+        return "\n".join(lines)
+
 
 def failures_counterfactuals(
-    index: str | Path | StoredCollection,
-    evaluation: BenchmarkEvaluationResult,
+    index: str | Path | StoredCollection | None,
+    evaluation: Evaluation,
     *,
     query_encoder: Encoder | str | None = None,
     device: str | None = None,
@@ -221,14 +253,15 @@ def failures_counterfactuals(
     **given: Any,
 ) -> EvaluationCounterfactuals:
     """The counterfactual of every failure in ``evaluation`` (the result of
-    ``evaluate_benchmark`` on ``index``, which must be the collection evaluated:
-    :func:`evaluated_index`) whose relevant
-    item the collection holds: its queries encoded as the evaluation encoded them (its query
-    encoder, mode and gate)."""
-    ix = evaluated_index(index, evaluation, "counterfactuals")
-    settings = evaluation.settings
+    ``evaluate_benchmark``) whose relevant item its collection holds (``index``, when
+    given, must be that collection:
+    :func:`~lexlens.analysis.evaluation.result.evaluated_index`): its queries encoded as
+    the evaluation encoded them (its query encoder, mode and gate)."""
+    what = "counterfactuals"
+    ix = evaluation_argument(evaluation, what).collection_for(index, what)
+    settings, evaluated = evaluation.settings, evaluation.options
     options = CounterfactualOptions.of(
-        options, **{"query_mode": settings["query_mode"], "gate_k": settings["gate_k"], **given}
+        options, **{"query_mode": evaluated.query_mode, "gate_k": evaluated.gate_k, **given}
     )
     device_argument(device)
     progress = progress_argument(progress)
@@ -275,81 +308,19 @@ def failures_counterfactuals(
     )
 
 
-@dataclass(frozen=True)
-class EvaluationWithCounterfactuals(EvaluationWithFaithfulness):
-    """An evaluation with every failure's counterfactual (and, when measured, its
-    explanations' faithfulness): evaluation.json holds them under ``counterfactuals``,
-    counterfactuals.csv lists each failure, evaluation.html shows their section."""
-
-    counterfactuals: EvaluationCounterfactuals | None = None
-
-    def to_dict(self) -> dict:
-        """The evaluation's document (with its faithfulness, when measured) and
-        ``counterfactuals``."""
-        return {**super().to_dict(), "counterfactuals": plain(self.counterfactuals)}
-
-    def files(self) -> dict[str, bytes]:
-        """The evaluation's files, counterfactuals.csv beside them."""
-        out = super().files()
-        if self.counterfactuals is not None:
-            out["counterfactuals.csv"] = self.counterfactuals.csv()
-        return out
-
-    def html(self, max_failures: int = LISTED_FAILURES) -> str:
-        """evaluation.html with the counterfactuals' section before its end."""
-        page = super().html(max_failures)
-        if self.counterfactuals is None:
-            return page
-        section = self.counterfactuals.html()
-        cut = page.rfind("</body>")
-        return page[:cut] + section + page[cut:] if cut >= 0 else page + section
-
-
 def with_counterfactuals(
-    index: str | Path | StoredCollection,
-    evaluation: BenchmarkEvaluationResult,
+    evaluation: Evaluation,
     *,
+    index: str | Path | StoredCollection | None = None,
     device: str | None = None,
     progress: Progress | None = None,
     options: CounterfactualOptions | None = None,
     **given: Any,
-) -> EvaluationWithCounterfactuals:
-    """``evaluation`` (with its faithfulness, when measured) and every failure's
-    counterfactual (:func:`failures_counterfactuals`) in its JSON, CSV and HTML."""
+) -> Evaluation:
+    """``evaluation`` with every failure's counterfactual (:func:`failures_counterfactuals`,
+    on its own collection; ``index``, when given, must be that collection) added as a
+    section: in its JSON, counterfactuals.csv and its HTML."""
     found = failures_counterfactuals(
         index, evaluation, device=device, progress=progress, options=options, **given
     )
-    values = {f.name: getattr(evaluation, f.name) for f in fields(evaluation) if f.init}
-    return EvaluationWithCounterfactuals(**values, counterfactuals=found)
-
-
-def counterfactuals_text(result: Any) -> str:
-    """The command line's view of an evaluation's counterfactuals (empty without them): the
-    summary and the first failures' edits."""
-    found = getattr(result, "counterfactuals", None)
-    if not isinstance(found, EvaluationCounterfactuals):
-        return ""
-    s = found.summary
-
-    def n(value: float | None) -> str:
-        return "-" if value is None else f"{value:.4g}"
-
-    lines = [
-        "",
-        "",
-        f"counterfactuals: {s.flip_rate_text()}: {s.found} of {counted(s.tried, 'failure')} "
-        f"fixed by a verified edit (query only {s.by_side.get('query', 0)}, document only "
-        f"{s.by_side.get('document', 0)}, both {s.by_side.get('both', 0)}), none exists for "
-        f"{s.none_exists}, none found for {s.none_found}; mean edits {n(s.mean_edits)}, mean model calls "
-        f"{n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean {n(s.mean_terms)} "
-        f"terms); {s.seconds:.1f} s",
-    ]
-    for r in found.failures[:10]:
-        t = r.text
-        state = "fixed" if t.found else f"{t.search or 'none found'}, closest"
-        lines.append(
-            f"  {r.query_id} → {r.target}: {state}, rank {t.rank_before} → "
-            f"{t.rank_after}: {_edits_text(t) or '(no edit)'}"
-        )
-    lines += [f"  note: {x}" for x in found.notes]
-    return "\n".join(lines)
+    return evaluation.with_section(found)

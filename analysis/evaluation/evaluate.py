@@ -85,12 +85,7 @@ from lexlens.analysis.evaluation.failures import (
     word_variants,
 )
 from lexlens.analysis.evaluation.options import TIES_TREC_EVAL, EvaluationOptions
-from lexlens.analysis.evaluation.result import (
-    JUDGED,
-    MEASURES,
-    BenchmarkEvaluationResult,
-    cause_counts,
-)
+from lexlens.analysis.evaluation.result import JUDGED, MEASURES, Evaluation, cause_counts
 from lexlens.analysis.evaluation.selection import (
     checked_queries,
     judged_order,
@@ -191,7 +186,7 @@ def evaluate(
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
     **given: Any,
-) -> BenchmarkEvaluationResult:
+) -> Evaluation:
     """Evaluate ``index`` on ``queries`` (id → text) and ``qrels`` (query id → {item id:
     relevance}); with ``run`` (query id → [(item id, score), …] or {item id: score}, or a
     results frame with qid, docno, score: ranked by score, ties by ``options.ties``), explain
@@ -254,7 +249,7 @@ def evaluate(
     if run is not None:
         settings["ties"] = options.ties
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
-    return BenchmarkEvaluationResult(
+    return Evaluation(
         index=ix.describe(),
         encoder=encoder.name,
         settings=settings,
@@ -266,6 +261,8 @@ def evaluate(
         notes=notes,
         run=found.run,
         cause_rates=cause_rates(found.tested),
+        options=options,
+        collection=ix,
     )
 
 
@@ -291,7 +288,7 @@ def evaluate_benchmark(
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
     **given: Any,
-) -> BenchmarkEvaluationResult:
+) -> Evaluation:
     """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
     or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
     malformed line is listed in the notes; the readable ones are used."""

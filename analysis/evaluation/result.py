@@ -1,24 +1,27 @@
-"""What ``lexlens evaluate`` returns and writes: :class:`BenchmarkEvaluationResult` — the
-measures per query and their means, the failures explained, the words to blame — and its
-files (evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, run.trec,
-evaluation.html),
+"""What ``lexlens evaluate`` returns and writes: an :class:`Evaluation` — the measures per
+query and their means, the failures explained, the words to blame, each cause against its
+base rate, and the sections added to it (:mod:`lexlens.analysis.evaluation.sections`) — and
+its files (evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, run.trec,
+evaluation.html, each section's own),
 with the tables' columns as the CSV files, the command and the page name them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import internal
+from lexlens.analysis.core.results import Result, internal, plain, state_of
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.evaluation.failures import CAUSES
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.evaluation.sections import Section
 from lexlens.models.base import InputError
 
 #: The measures every benchmark evaluation reports (ir-measures names).
@@ -64,12 +67,17 @@ BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mism
 
 
 @dataclass(frozen=True)
-class BenchmarkEvaluationResult(EvaluationResult):
+class Evaluation(EvaluationResult):
     """A collection evaluated on a benchmark's queries and judgements (see
     :mod:`lexlens.analysis.evaluation.evaluate`): ``metrics`` holds the means
     (``aggregate``) and one row per query (``per_query``) with its first relevant rank, its
     best relevant item's rank and status and its own top terms; ``failures`` each failing
-    query explained, ``blame`` the words behind the failures."""
+    query explained, ``blame`` the words behind the failures; ``sections`` what was added
+    to it (:class:`~lexlens.analysis.evaluation.sections.Section`: faithfulness,
+    counterfactuals, a comparison of systems), in the order added. It carries the
+    collection it evaluated, opened (``collection``: not in the JSON document nor in a
+    stored state) and its typed ``options`` (:class:`EvaluationOptions`, the values
+    ``settings`` records), so what adds a section reads both from it."""
 
     failures: list[Failure]
     blame: list[dict]
@@ -81,15 +89,79 @@ class BenchmarkEvaluationResult(EvaluationResult):
     run: dict = internal(default_factory=dict)
     #: Each cause against its base rate among the successes (:mod:`.causes`)
     cause_rates: dict = field(default_factory=dict)
+    #: the options evaluated with (``None``: read from ``settings``)
+    options: EvaluationOptions | None = internal(default=None)
+    #: what was added, in order (each section's document under its key)
+    sections: tuple[Section, ...] = internal(default=())
+    #: the collection evaluated, opened (``None`` once rebuilt from a stored state)
+    collection: StoredCollection | None = internal(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.options is None:
+            known = {d.name for d in EvaluationOptions.declared()}
+            values = {k: v for k, v in self.settings.items() if k in known}
+            object.__setattr__(self, "options", EvaluationOptions(**values))
+        if not isinstance(self.sections, tuple):
+            object.__setattr__(self, "sections", tuple(self.sections))
+
+    def to_state(self) -> dict:
+        """Every field given at construction but the opened collection and the options
+        (rebuilt from ``settings``), as self-describing JSON data."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        del kept["collection"], kept["options"]
+        return {name: state_of(value) for name, value in kept.items()}
+
+    def section(self, key: str) -> Section | None:
+        """The section added under ``key`` (``None``: not added)."""
+        return next((s for s in self.sections if s.key == key), None)
+
+    def with_section(self, section: Section) -> Evaluation:
+        """This evaluation with ``section`` added last (one of each kind: a second of a key
+        replaces the first, in its place)."""
+        if not isinstance(section, Section):
+            raise InputError(f"section must be a Section, not {type(section).__name__}")
+        kept = [section if s.key == section.key else s for s in self.sections]
+        if self.section(section.key) is None:
+            kept.append(section)
+        return replace(self, sections=tuple(kept))
+
+    def collection_for(self, index: Any, what: str) -> StoredCollection:
+        """The collection a section (``what``) re-scores the failures on: this evaluation's
+        own, or ``index`` when given — which must be that collection
+        (:func:`evaluated_index`); one without its collection (rebuilt from a stored state)
+        needs ``index``."""
+        if index is not None:
+            return evaluated_index(index, self, what)
+        if self.collection is None:
+            raise InputError(
+                f"{what}: this evaluation holds no opened collection (it was rebuilt from a "
+                "stored state): give the index it evaluated"
+            )
+        return self.collection
+
+    def to_dict(self) -> dict:
+        """The JSON document: the fields in declaration order, the notes, each section's
+        document under its key after them. Kept as evaluation.json always wrote it: when
+        the counterfactuals come first, they sit before the notes after ``faithfulness``
+        (``null`` when not measured)."""
+        document = super().to_dict()
+        notes = document.pop("notes")
+        sections = {s.key: plain(s) for s in self.sections}
+        if self.sections and self.sections[0].key == "counterfactuals":
+            document["faithfulness"] = sections.pop("faithfulness", None)
+            document["counterfactuals"] = sections.pop("counterfactuals")
+        document["notes"] = notes
+        document.update(sections)
+        return document
 
     def files(self) -> dict[str, bytes]:
         """evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, the run
-        (run.trec) and evaluation.html."""
+        (run.trec), evaluation.html and each section's files."""
         from lexlens.analysis.datasets.trec import run_text
         from lexlens.analysis.evaluation.causes import CAUSE_COLUMNS, cause_row
 
         failures = [list(failure_row(f).values()) for f in self.failures]
-        return {
+        out = {
             "evaluation.json": json_bytes(self),
             "per_query.csv": csv_bytes(
                 PER_QUERY_COLUMNS,
@@ -106,14 +178,35 @@ class BenchmarkEvaluationResult(EvaluationResult):
             "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
             "evaluation.html": self.html().encode("utf-8"),
         }
+        for s in self.sections:
+            out.update(s.section_files())
+        return out
+
+    def reported(self) -> Result:
+        """What ``lexlens evaluate`` prints (``--json``) and writes (``--out``): several
+        systems' comparison when this evaluation carries one, else this evaluation."""
+        comparison = self.section("comparison")
+        return comparison if isinstance(comparison, Result) else self
+
+    def sections_text(self) -> str:
+        """The lines each section adds to the command's text view, in the order added."""
+        return "".join(s.text() for s in self.sections)
+
+    def latex(self) -> str:
+        """The LaTeX table of several systems (comparison.tex); refused for one system."""
+        comparison = self.section("comparison")
+        if comparison is None:
+            raise InputError("--latex: a LaTeX table compares two or more systems")
+        return comparison.section_files()["comparison.tex"].decode()
 
     def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
         first, the failures per cause, each failure (the worst first, collapsed to a line)
         side by side with its causes, the words favouring either item with their sums (net:
-        the gap) and its decisive words, the blame table. The sections fold; the report lists
-        the :data:`LISTED_QUERIES` worst queries and the ``max_failures`` worst failures, and
-        says how many more its CSV and JSON files hold."""
+        the gap) and its decisive words, the blame table, then each section's block. The
+        sections fold; the report lists the :data:`LISTED_QUERIES` worst queries and the
+        ``max_failures`` worst failures, and says how many more its CSV and JSON files
+        hold."""
         from lexlens.analysis.render.html import render_report
 
         doc = self.to_dict()
@@ -136,7 +229,12 @@ class BenchmarkEvaluationResult(EvaluationResult):
             failures=failures[:max_failures],
             hidden=max(0, len(failures) - max_failures),
             ndcg={q["id"]: q["nDCG@10"] for q in worst},
+            sections=[s.html() for s in self.sections],
         )
+
+
+#: The name this class had before sections (kept: stored states and callers name it).
+BenchmarkEvaluationResult = Evaluation
 
 
 def _named(index: Mapping) -> str:
@@ -147,18 +245,24 @@ def _named(index: Mapping) -> str:
     )
 
 
-def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredCollection:
-    """``index`` opened, when it is the collection ``evaluation`` (one system's
-    :class:`BenchmarkEvaluationResult`) evaluated: what adds to an evaluation (``what``:
-    faithfulness, counterfactuals) re-scores its failures on the collection, so another
-    collection's scores would be paired with these failures. The collection is the one its
-    fingerprint says (what it holds: a copy is the same one); an evaluation recorded before
-    fingerprints is matched on name, items and encoder. Refused in one line naming both."""
-    if not isinstance(evaluation, BenchmarkEvaluationResult):
+def evaluation_argument(evaluation: Any, what: str) -> Evaluation:
+    """``evaluation`` when it is an :class:`Evaluation`; else refused naming ``what``."""
+    if not isinstance(evaluation, Evaluation):
         raise InputError(
             f"{what}: evaluation must be the result of evaluate_benchmark (one system), not "
             f"{type(evaluation).__name__}"
         )
+    return evaluation
+
+
+def evaluated_index(index: Any, evaluation: Any, what: str) -> StoredCollection:
+    """``index`` opened, when it is the collection ``evaluation`` (one system's
+    :class:`Evaluation`) evaluated: what adds to an evaluation (``what``:
+    faithfulness, counterfactuals) re-scores its failures on the collection, so another
+    collection's scores would be paired with these failures. The collection is the one its
+    fingerprint says (what it holds: a copy is the same one); an evaluation recorded before
+    fingerprints is matched on name, items and encoder. Refused in one line naming both."""
+    evaluation_argument(evaluation, what)
     return index_evaluated(index, evaluation.index, what)
 
 

@@ -3,15 +3,16 @@
 against the random baseline's (robust: medians and capped means,
 :class:`FaithfulnessSummary`), a paired Wilcoxon signed-rank test (scipy) of
 comprehensiveness, and the median deletion curves — and written as JSON, CSV and an HTML
-section; ``lexlens evaluate --faithfulness`` adds it to the evaluation's own files.
+section; ``lexlens evaluate --faithfulness`` adds it to the evaluation as a section
+(:mod:`lexlens.analysis.evaluation.sections`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,12 +21,8 @@ from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.curves import MEASURED_BY
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
-from lexlens.analysis.core.results import Progress, Record, Result, internal, plain
-from lexlens.analysis.evaluation.result import (
-    LISTED_FAILURES,
-    BenchmarkEvaluationResult,
-    evaluated_index,
-)
+from lexlens.analysis.core.results import Progress, Record, Result
+from lexlens.analysis.evaluation.result import Evaluation, evaluation_argument
 from lexlens.analysis.faithfulness.failures import (
     EMPTIED,
     TIED,
@@ -201,9 +198,12 @@ def csv_row(r: FailureFaithfulness) -> list[Any]:
 @dataclass(frozen=True)
 class FailuresFaithfulness(Result):
     """The faithfulness of every failure's explanation of one evaluation (see
-    :mod:`lexlens.analysis.faithfulness.failures`), and its summary."""
+    :mod:`lexlens.analysis.faithfulness.failures`), and its summary; a section of the
+    evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
+    ``faithfulness``."""
 
     file_stem = "faithfulness"
+    key: ClassVar[str] = "faithfulness"
 
     encoder: str
     settings: dict
@@ -228,10 +228,39 @@ class FailuresFaithfulness(Result):
             "faithfulness.html": faithfulness_html(self).encode("utf-8"),
         }
 
+    def section_files(self) -> dict[str, bytes]:
+        """Beside the evaluation's files: faithfulness.csv (its document is in
+        evaluation.json, its section in evaluation.html)."""
+        return {"faithfulness.csv": self.csv()}
+
+    def text(self) -> str:
+        """The command line's view: the summary against random, and the notes."""
+        s = self.summary
+
+        def n(value: float | None) -> str:
+            return "-" if value is None else f"{value:.4g}"
+
+        lines = [
+            "",
+            "",
+            f"faithfulness (measured by {s.measured_by}): {counted(s.failures, 'failure')}, "
+            f"{s.model_calls} edited queries re-encoded in {s.seconds:.1f} s",
+            "                     explanation  random",
+            f"comprehensiveness    {n(s.comprehensiveness):>11}  {n(s.random_comprehensiveness)}"
+            "  (median share of the gap closed)",
+            f"capped mean          {n(s.capped_comprehensiveness):>11}  "
+            f"{n(s.capped_random_comprehensiveness)}",
+            f"pairs flipped        {n(s.flip_rate):>11}  {n(s.random_flip_rate)}",
+            f"AOPC (median)        {n(s.aopc):>11}  {n(s.random_aopc)}",
+            f"beats random {n(s.beats_random)}, Wilcoxon p {n(s.wilcoxon_p)}",
+        ]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
 
 def failures_faithfulness(
-    index: str | Path | StoredCollection,
-    evaluation: BenchmarkEvaluationResult,
+    index: str | Path | StoredCollection | None,
+    evaluation: Evaluation,
     *,
     query_encoder: Encoder | str | None = None,
     device: str | None = None,
@@ -242,14 +271,15 @@ def failures_faithfulness(
     """The faithfulness of every failure's explanation in ``evaluation`` (the result of
     ``evaluate_benchmark`` on ``index``): its words deleted, the query re-encoded (by the
     evaluation's query encoder unless another is given), both items rescored, against random
-    words. Options: :class:`FaithfulnessOptions` (or its fields as keywords). ``index`` must
-    be the collection evaluated (:func:`evaluated_index`)."""
+    words. Options: :class:`FaithfulnessOptions` (or its fields as keywords). ``index``
+    (``None``: the evaluation's own collection) must be the collection evaluated
+    (:func:`~lexlens.analysis.evaluation.result.evaluated_index`)."""
     options = FaithfulnessOptions.of(options, **given)
-    ix = evaluated_index(index, evaluation, "faithfulness")
+    ix = evaluation_argument(evaluation, "faithfulness").collection_for(index, "faithfulness")
     device_argument(device)
     progress = progress_argument(progress)
-    settings = evaluation.settings
-    if evaluation.settings.get("run"):
+    settings, evaluated = evaluation.settings, evaluation.options
+    if settings.get("run"):
         raise InputError("faithfulness re-encodes Lexlens's own queries: not another system's run")
     encoder = query_encoder_for(ix, query_encoder or settings.get("query_encoder"), device)
     start = time.perf_counter()
@@ -257,8 +287,8 @@ def failures_faithfulness(
         ix,
         encoder,
         evaluation.failures,
-        query_mode=settings["query_mode"],
-        gate_k=settings["gate_k"],
+        query_mode=evaluated.query_mode,
+        gate_k=evaluated.gate_k,
         options=options,
         progress=progress,
     )
@@ -269,8 +299,8 @@ def failures_faithfulness(
         encoder=encoder.name,
         settings={
             **options.to_dict(),
-            "query_mode": settings["query_mode"],
-            "gate_k": settings["gate_k"],
+            "query_mode": evaluated.query_mode,
+            "gate_k": evaluated.gate_k,
         },
         summary=summary,
         failures=rows,
@@ -301,85 +331,19 @@ def summary_notes(summary: FaithfulnessSummary) -> list[str]:
     return notes
 
 
-@dataclass(frozen=True)
-class EvaluationWithFaithfulness(BenchmarkEvaluationResult):
-    """An evaluation with its explanations' faithfulness: evaluation.json holds it under
-    ``faithfulness``, faithfulness.csv lists each failure, evaluation.html shows its section.
-    ``inner`` is the evaluation as it came (another analysis may have added its own part to
-    it): its document, files and report are kept, the faithfulness added to them."""
-
-    faithfulness: FailuresFaithfulness | None = None
-    inner: BenchmarkEvaluationResult | None = internal(default=None)
-
-    def to_dict(self) -> dict:
-        """The evaluation's document with ``faithfulness``."""
-        if self.inner is None:
-            return super().to_dict()
-        return {**self.inner.to_dict(), "faithfulness": plain(self.faithfulness)}
-
-    def files(self) -> dict[str, bytes]:
-        """The evaluation's files, faithfulness.csv beside them."""
-        out = dict((self.inner or super()).files())
-        out["evaluation.json"] = json_bytes(self)
-        out["evaluation.html"] = self.html().encode("utf-8")
-        if self.faithfulness is not None:
-            out["faithfulness.csv"] = self.faithfulness.csv()
-        return out
-
-    def html(self, max_failures: int = LISTED_FAILURES) -> str:
-        """evaluation.html with the faithfulness section before its end."""
-        page = (self.inner or super()).html(max_failures)
-        if self.faithfulness is None:
-            return page
-        section = self.faithfulness.html()
-        cut = page.rfind("</body>")
-        return page[:cut] + section + page[cut:] if cut >= 0 else page + section
-
-
 def with_faithfulness(
-    index: str | Path | StoredCollection,
-    evaluation: BenchmarkEvaluationResult,
+    evaluation: Evaluation,
     *,
+    index: str | Path | StoredCollection | None = None,
     device: str | None = None,
     progress: Progress | None = None,
     options: FaithfulnessOptions | None = None,
     **given: Any,
-) -> EvaluationWithFaithfulness:
+) -> Evaluation:
     """``evaluation`` with the faithfulness of its failures' explanations
-    (:func:`failures_faithfulness`) in its JSON, CSV and HTML."""
+    (:func:`failures_faithfulness`, on its own collection; ``index``, when given, must be
+    that collection) added as a section: in its JSON, faithfulness.csv and its HTML."""
     found = failures_faithfulness(
         index, evaluation, device=device, progress=progress, options=options, **given
     )
-    values = {
-        f.name: getattr(evaluation, f.name) for f in fields(BenchmarkEvaluationResult) if f.init
-    }
-    return EvaluationWithFaithfulness(**values, faithfulness=found, inner=evaluation)
-
-
-def faithfulness_text(result: Any) -> str:
-    """The command line's view of an evaluation's faithfulness (empty without one): the
-    summary against random, and the first failures."""
-    found = getattr(result, "faithfulness", None)
-    if not isinstance(found, FailuresFaithfulness):
-        return ""
-    s = found.summary
-
-    def n(value: float | None) -> str:
-        return "-" if value is None else f"{value:.4g}"
-
-    lines = [
-        "",
-        "",
-        f"faithfulness (measured by {s.measured_by}): {counted(s.failures, 'failure')}, "
-        f"{s.model_calls} edited queries re-encoded in {s.seconds:.1f} s",
-        "                     explanation  random",
-        f"comprehensiveness    {n(s.comprehensiveness):>11}  {n(s.random_comprehensiveness)}"
-        "  (median share of the gap closed)",
-        f"capped mean          {n(s.capped_comprehensiveness):>11}  "
-        f"{n(s.capped_random_comprehensiveness)}",
-        f"pairs flipped        {n(s.flip_rate):>11}  {n(s.random_flip_rate)}",
-        f"AOPC (median)        {n(s.aopc):>11}  {n(s.random_aopc)}",
-        f"beats random {n(s.beats_random)}, Wilcoxon p {n(s.wilcoxon_p)}",
-    ]
-    lines += [f"note: {note}" for note in found.notes]
-    return "\n".join(lines)
+    return evaluation.with_section(found)

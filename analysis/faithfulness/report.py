@@ -24,9 +24,6 @@ class FaithfulnessRecord(Protocol):
 
 #: Failures listed in the report (the CSV and JSON hold all).
 LISTED = 200
-#: Where the section starts and ends in the rendered page (HTML comments of the template).
-SECTION_START = "<!-- faithfulness section -->"
-SECTION_END = "<!-- end of the faithfulness section -->"
 COLOURS = ("#b2182b", "#2166ac", "#4d9221", "#8c510a")
 
 
@@ -71,26 +68,34 @@ def chart(series: dict[str, list[float]], *, width: int = 420, height: int = 220
     }
 
 
+def _context(result: FaithfulnessRecord, collapsed: bool) -> dict[str, Any]:
+    """What the section's template reads: the summary, the failures listed, the chart."""
+    s = result.summary
+    return {
+        "s": s,
+        "settings": result.settings,
+        "notes": result.notes,
+        "rows": result.failures[:LISTED],
+        "hidden": max(0, len(result.failures) - LISTED),
+        "chart": chart({"explanation's order": s.curve, "random order": s.random_curve}),
+        "collapsed": collapsed,
+    }
+
+
 def faithfulness_html(result: FaithfulnessRecord, *, collapsed: bool = False) -> str:
     """faithfulness.html: the summary against random, the curves, the failures (its section
     folded when ``collapsed``, as evaluation.html holds it)."""
-    s = result.summary
     return render_report(
         "faithfulness.html",
         title="Lexlens faithfulness of the explanations",
         meta={"encoder": result.encoder, **result.settings},
-        s=s,
-        settings=result.settings,
-        notes=result.notes,
-        rows=result.failures[:LISTED],
-        hidden=max(0, len(result.failures) - LISTED),
-        chart=chart({"explanation's order": s.curve, "random order": s.random_curve}),
-        collapsed=collapsed,
+        **_context(result, collapsed),
     )
 
 
 def faithfulness_section(result: FaithfulnessRecord) -> str:
-    """The same section, folded, to place inside another report (evaluation.html)."""
-    page = faithfulness_html(result, collapsed=True)
-    start, end = page.find(SECTION_START), page.find(SECTION_END)
-    return page[start : end + len(SECTION_END)]
+    """The same section, folded, to place inside another report (evaluation.html): the
+    fragment template faithfulness.html includes, rendered alone."""
+    return render_report(
+        "_faithfulness_section.html", title="", meta={}, **_context(result, collapsed=True)
+    )

@@ -1,8 +1,10 @@
 """Is B better than A, on which queries, and why: two or more systems on one benchmark.
 
-:func:`evaluate_systems` is what ``lexlens evaluate`` calls: one system is today's
-evaluation (:func:`~lexlens.analysis.evaluation.evaluate.evaluate_benchmark`, unchanged);
-several are compared by :func:`compare_systems`:
+:func:`evaluate_systems` is what ``lexlens evaluate`` calls; it returns an
+:class:`~lexlens.analysis.evaluation.result.Evaluation` for one system or several (a
+comparison of one is a list of one): one system's evaluation
+(:func:`~lexlens.analysis.evaluation.evaluate.evaluate_benchmark`), or, for several, the
+baseline's with the comparison (:func:`compare_systems`) added as its section:
 
 - each system evaluated on the same queries and judgements
   (:mod:`lexlens.analysis.systems.systems`: which systems, queries a run misses scored 0);
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Progress, progress_part
@@ -35,7 +38,7 @@ from lexlens.analysis.counterfactual.evaluation import with_counterfactuals
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
 from lexlens.analysis.evaluation.options import EvaluationOptions
-from lexlens.analysis.evaluation.result import MEASURES, BenchmarkEvaluationResult
+from lexlens.analysis.evaluation.result import MEASURES, Evaluation
 from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.engine import engine_comparison
@@ -48,6 +51,7 @@ from lexlens.analysis.systems.systems import (
     Evaluated,
     System,
     SystemsSpec,
+    check_spec,
     evaluate_each,
     read_benchmark,
     systems_of,
@@ -68,19 +72,24 @@ def evaluate_systems(
     options: ComparisonOptions | None = None,
     faithfulness: FaithfulnessOptions | None = None,
     counterfactuals: CounterfactualOptions | None = None,
-) -> BenchmarkEvaluationResult | SystemsComparison:
-    """The systems ``spec`` describes evaluated on one benchmark: one system's evaluation
-    as ``evaluate_benchmark`` gives it, or several compared (:func:`compare_systems`). With
-    ``faithfulness`` or ``counterfactuals`` (their options; ``None``: not asked), the one
-    system's evaluation gets them (:func:`~lexlens.analysis.faithfulness.benchmark.
+) -> Evaluation:
+    """The systems ``spec`` describes evaluated on one benchmark, as one
+    :class:`~lexlens.analysis.evaluation.result.Evaluation`: one system's as
+    ``evaluate_benchmark`` gives it, or for several the baseline's with their comparison
+    (:func:`compare_systems`) as its ``comparison`` section. With ``faithfulness`` or
+    ``counterfactuals`` (their options; ``None``: not asked), the one system's evaluation
+    gets them as sections (:func:`~lexlens.analysis.faithfulness.benchmark.
     with_faithfulness`, :func:`~lexlens.analysis.counterfactual.evaluation.
-    with_counterfactuals`). Every argument is checked before anything is evaluated: the
-    additions' options, and that they have one system of Lexlens's own ranking to test."""
+    with_counterfactuals`). Each collection is opened once. Every argument is checked
+    before anything is evaluated: the additions' options, and that they have one system
+    of Lexlens's own ranking to test."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
     additions = _checked_additions(faithfulness, counterfactuals)
-    systems = systems_of(spec, evaluation.gate_k)
+    check_spec(spec)
+    opened = [index_argument(ix, "index") for ix in spec.indexes]
+    systems = systems_of(replace(spec, indexes=opened), evaluation.gate_k)
     if additions and (len(systems) > 1 or systems[0].kind == RUN):
         asked = " and ".join(additions)
         if len(systems) > 1:
@@ -101,7 +110,7 @@ def evaluate_systems(
         progress = progress_argument(progress)
         steps = 1 + len(additions)
         result = evaluate_benchmark(
-            spec.indexes[0],
+            opened[0],
             queries=queries,
             qrels=qrels,
             run=spec.runs[0] if spec.runs else None,
@@ -110,11 +119,10 @@ def evaluate_systems(
             progress=progress_part(progress, 0.0, 1 / steps),
             options=evaluation,
         )
-        return _with_additions(
-            result, spec.indexes[0], faithfulness, counterfactuals, device, progress, steps
-        )
-    return compare_systems(
+        return _with_additions(result, faithfulness, counterfactuals, device, progress, steps)
+    evaluated, comparison = _evaluated_and_compared(
         systems,
+        {str(ix.path): ix for ix in opened},
         queries=queries,
         qrels=qrels,
         device=device,
@@ -122,6 +130,8 @@ def evaluate_systems(
         evaluation=evaluation,
         options=options,
     )
+    baseline = next(e for e in evaluated if e.system.name == comparison.baseline)
+    return baseline.evaluation.with_section(comparison)
 
 
 def _checked_additions(faithfulness: Any, counterfactuals: Any) -> list[str]:
@@ -141,27 +151,23 @@ def _checked_additions(faithfulness: Any, counterfactuals: Any) -> list[str]:
 
 
 def _with_additions(
-    result: BenchmarkEvaluationResult,
-    index: Any,
+    result: Evaluation,
     faithfulness: FaithfulnessOptions | None,
     counterfactuals: CounterfactualOptions | None,
     device: str | None,
     progress: Progress | None,
     steps: int,
-) -> BenchmarkEvaluationResult:
-    """One system's evaluation with the faithfulness and counterfactuals asked for."""
+) -> Evaluation:
+    """One system's evaluation with the faithfulness and counterfactuals asked for, each
+    on the evaluation's own collection."""
     done = 1
     if faithfulness is not None:
         part = progress_part(progress, done / steps, (done + 1) / steps)
-        result = with_faithfulness(
-            index, result, device=device, progress=part, options=faithfulness
-        )
+        result = with_faithfulness(result, device=device, progress=part, options=faithfulness)
         done += 1
     if counterfactuals is not None:
         part = progress_part(progress, done / steps, 1.0)
-        result = with_counterfactuals(
-            index, result, device=device, progress=part, options=counterfactuals
-        )
+        result = with_counterfactuals(result, device=device, progress=part, options=counterfactuals)
     return result
 
 
@@ -189,6 +195,33 @@ def compare_systems(
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
     see the module docstring."""
+    return _evaluated_and_compared(
+        systems,
+        {},
+        queries=queries,
+        qrels=qrels,
+        device=device,
+        progress=progress,
+        evaluation=evaluation,
+        options=options,
+        **given,
+    )[1]
+
+
+def _evaluated_and_compared(
+    systems: Sequence[System],
+    opened: Mapping[str, StoredCollection],
+    *,
+    queries: str | Path | Mapping | None,
+    qrels: str | Path | Mapping | None,
+    device: str | None,
+    progress: Progress | None,
+    evaluation: EvaluationOptions | None,
+    options: ComparisonOptions | None,
+    **given: Any,
+) -> tuple[list[Evaluated], SystemsComparison]:
+    """Every system evaluated and their comparison (every argument checked first), each
+    collection opened once (one in ``opened``, by the folder a system names, not again)."""
     evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
     device_argument(device)
@@ -201,13 +234,18 @@ def compare_systems(
     baseline = options.baseline or names[0]
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
-    benchmark = read_benchmark(index_argument(systems[0].index), queries, qrels)
+    opened = dict(opened)
+    for path in dict.fromkeys(s.index for s in systems):
+        if path not in opened:
+            opened[path] = index_argument(path)
+    benchmark = read_benchmark(opened[systems[0].index], queries, qrels)
     evaluated = evaluate_each(
-        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9)
+        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9), opened
     )
-    return compare_evaluated(
+    comparison = compare_evaluated(
         evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
     )
+    return evaluated, comparison
 
 
 def compare_evaluated(
@@ -225,7 +263,8 @@ def compare_evaluated(
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
     result = _compared(evaluated, baseline, benchmark, evaluation, options)
-    return replace(result, why=_explained(result, device, progress))
+    opened = {e.system.index: e.evaluation.collection for e in evaluated}
+    return replace(result, why=_explained(result, device, progress, opened))
 
 
 def _values(evaluated: Sequence[Evaluated]) -> tuple[list[str], dict, dict]:
@@ -357,15 +396,19 @@ def _compared(
 
 
 def _explained(
-    result: SystemsComparison, device: str | None, progress: Progress | None
+    result: SystemsComparison,
+    device: str | None,
+    progress: Progress | None,
+    opened: Mapping[str, StoredCollection | None],
 ) -> list[QueryWhy]:
-    """The largest wins and losses of every pair explained."""
+    """The largest wins and losses of every pair explained, on the collections the
+    systems' evaluations opened."""
     wanted = [
         (e["system_a"], e["system_b"], q["query_id"])
         for e in result.extremes
         for q in e["wins"] + e["losses"]
     ]
-    return explain_many(result, wanted, device, progress)
+    return explain_many(result, wanted, device, progress, opened)
 
 
 def explain_many(
@@ -373,11 +416,13 @@ def explain_many(
     wanted: Sequence[tuple[str, str, str]],
     device: str | None,
     progress: Progress | None = None,
+    opened: Mapping[str, StoredCollection | None] | None = None,
 ) -> list[QueryWhy]:
-    """``(system A, system B, query id)`` explained, each query encoded once per system."""
+    """``(system A, system B, query id)`` explained, each query encoded once per system (a
+    collection in ``opened``, by the folder a system names, is not opened again)."""
     if not wanted:
         return []
-    explaining = Explaining(device, result.settings["query_mode"])
+    explaining = Explaining(device, result.settings["query_mode"], opened)
     systems = {s.name: s for s in result.systems}
     texts = {q["id"]: q["text"] for q in result.per_query}
     rows = {q["id"]: q for q in result.per_query}

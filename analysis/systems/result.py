@@ -5,6 +5,7 @@ comparison.html (Jinja2, autoescaped) and comparison.tex (a LaTeX table)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
@@ -50,9 +51,12 @@ class SystemsComparison(Result):
     query's values; ``extremes`` the largest wins and losses of each pair; ``why`` those
     explained; ``blame_shift`` the words behind one system's failures and not the other's;
     ``engine`` how an outside run of a collection differs from its exact ranking;
-    ``missing`` the judged queries each run does not list."""
+    ``missing`` the judged queries each run does not list. A section of the baseline's
+    evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
+    ``comparison``: what ``lexlens evaluate`` reports for several systems."""
 
     file_stem = "comparison"
+    key: ClassVar[str] = "comparison"
 
     systems: list[System]
     baseline: str
@@ -112,3 +116,15 @@ class SystemsComparison(Result):
             "comparison.html": comparison_html(self).encode("utf-8"),
             "comparison.tex": latex_table(self).encode("utf-8"),
         }
+
+    def section_files(self) -> dict[str, bytes]:
+        """Its files (:meth:`files`), beside the evaluation's."""
+        return self.files()
+
+    def html(self) -> str:
+        """No block in evaluation.html: the comparison is its own report (comparison.html)."""
+        return ""
+
+    def text(self) -> str:
+        """No lines after the evaluation's: the command shows the comparison instead."""
+        return ""

@@ -37,7 +37,7 @@ from lexlens.analysis.core.metrics import checked_qrels, is_results_frame, ranke
 from lexlens.analysis.core.results import Progress, Record, progress_part
 from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.evaluation.options import EvaluationOptions
-from lexlens.analysis.evaluation.result import BenchmarkEvaluationResult
+from lexlens.analysis.evaluation.result import Evaluation
 from lexlens.analysis.systems.options import MAX_SYSTEMS
 from lexlens.models.base import InputError
 
@@ -95,7 +95,7 @@ def _sequence(value: Any, name: str) -> list:
     return list(value)
 
 
-def _check_spec(spec: Any) -> None:
+def check_spec(spec: Any) -> None:
     """Refuse a spec that is not a :class:`SystemsSpec`, or a field of the wrong type,
     naming the field."""
     from lexlens.analysis.core.gating import GATE_K
@@ -123,7 +123,7 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
     """The systems ``spec`` describes (see the module docstring); refused in one line when
     more than one of collections, gates and query encoders vary, a name is given twice, a
     run has no name left, or there are more than :data:`MAX_SYSTEMS`."""
-    _check_spec(spec)
+    check_spec(spec)
     if isinstance(default_gate, bool) or not isinstance(default_gate, int):
         raise InputError(f"default_gate must be a gate k (an integer), not {default_gate!r}")
     indexes = [index_argument(ix, "index") for ix in spec.indexes]
@@ -252,7 +252,7 @@ class Evaluated:
     """One system evaluated: its evaluation, and the judged queries its run does not list."""
 
     system: System
-    evaluation: BenchmarkEvaluationResult
+    evaluation: Evaluation
     missing: list[str]
 
 
@@ -262,8 +262,10 @@ def evaluate_each(
     evaluation: EvaluationOptions,
     device: str | None,
     progress: Progress | None,
+    opened: Mapping[str, StoredCollection] | None = None,
 ) -> list[Evaluated]:
-    """Every system evaluated on ``benchmark`` (each with its own gate and query encoder)."""
+    """Every system evaluated on ``benchmark`` (each with its own gate and query encoder);
+    a collection in ``opened`` (by the folder a system names) is not opened again."""
     out: list[Evaluated] = []
     for i, system in enumerate(systems):
         part = progress_part(progress, i / len(systems), (i + 1) / len(systems), f"{system.name}: ")
@@ -272,7 +274,7 @@ def evaluate_each(
         if system.kind == RUN:
             run, notes = read_system_run(system)
         result = evaluate(
-            system.index,
+            (opened or {}).get(system.index, system.index),
             benchmark.queries,
             benchmark.qrels,
             run=run,

@@ -140,14 +140,20 @@ class Explaining:
     """Opened collections, their scorers and loaded query encoders, shared while explaining
     many queries."""
 
-    def __init__(self, device: str | None, query_mode: str) -> None:
+    def __init__(
+        self,
+        device: str | None,
+        query_mode: str,
+        opened: Mapping[str, StoredCollection | None] | None = None,
+    ) -> None:
         self.device, self.query_mode = device, query_mode
+        self._opened = {path: ix for path, ix in (opened or {}).items() if ix is not None}
         self._indexes: dict[str, tuple[StoredCollection, Scorer, list[str], dict]] = {}
         self._encoders: dict[tuple[str, str | None], object] = {}
 
     def collection(self, path: str) -> tuple[StoredCollection, Scorer, list[str], dict]:
         if path not in self._indexes:
-            ix = open_index(path)
+            ix = self._opened[path] if path in self._opened else open_index(path)
             ids = [str(i) for i in ix.column("id")]
             self._indexes[path] = (ix, scorer_for(ix), ids, {d: r for r, d in enumerate(ids)})
         return self._indexes[path]

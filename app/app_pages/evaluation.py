@@ -2,7 +2,7 @@
 sorted worst first, why a chosen query fails (side by side), the words to blame.
 
 Thin: the numbers are a
-:class:`~lexlens.analysis.evaluation.result.BenchmarkEvaluationResult` from
+:class:`~lexlens.analysis.evaluation.result.Evaluation` from
 :func:`~lexlens.analysis.evaluation.evaluate.evaluate_benchmark` (what ``lexlens evaluate
 --json`` prints for the same inputs), computed as a job; the widgets are drawn from
 :class:`~lexlens.analysis.evaluation.options.EvaluationOptions`; the downloads are its files.
@@ -23,7 +23,7 @@ from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.result import (
     JUDGED,
     MEASURES,
-    BenchmarkEvaluationResult,
+    Evaluation,
 )
 from lexlens.app.runtime import state
 from lexlens.app.views.counterfactual import show_counterfactuals
@@ -134,7 +134,7 @@ if st.button("Evaluate", type="primary"):
     except LexlensError as exc:
         st.error(str(exc))
 
-result, job, status = state.job_outcome("evaluation", BenchmarkEvaluationResult, inputs, uploads)
+result, job, status = state.job_outcome("evaluation", Evaluation, inputs, uploads)
 if state.show_job_state(job, status, "Evaluating", "evaluation"):
     st.stop()
 if result is None:

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import argparse
 
-from lexlens.analysis.counterfactual.evaluation import counterfactuals_text
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.evaluation.options import EvaluationOptions
-from lexlens.analysis.faithfulness.benchmark import FaithfulnessOptions, faithfulness_text
+from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.comparison import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
-from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec
 from lexlens.app.cli import common
-from lexlens.app.cli.evaluate_view import compared, render
+from lexlens.app.cli.evaluate_view import view
 from lexlens.models.base import InputError
 
 COMMAND = common.Command(
@@ -144,12 +142,6 @@ def run(args: argparse.Namespace) -> None:
         faithfulness=faithfulness,
         counterfactuals=counterfactuals,
     )
-    common.write_out(out, result)
-    if isinstance(result, SystemsComparison):
-        text = result.files()["comparison.tex"].decode() if args.latex else compared(result)
-        common.emit(args, result, text)
-    elif args.latex:
-        raise InputError("--latex: a LaTeX table compares two or more systems")
-    else:
-        text = render(result) + faithfulness_text(result) + counterfactuals_text(result)
-        common.emit(args, result, text)
+    reported = result.reported()
+    common.write_out(out, reported)
+    common.emit(args, reported, result.latex() if args.latex else view(result))

@@ -10,7 +10,7 @@ from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
     JUDGED,
     MEASURES,
-    BenchmarkEvaluationResult,
+    Evaluation,
     worst_first,
 )
 from lexlens.analysis.systems.result import SystemsComparison
@@ -29,7 +29,7 @@ def _rank(rank: int | None) -> int | str:
     return "-" if rank is None else rank
 
 
-def render(result: BenchmarkEvaluationResult) -> str:
+def render(result: Evaluation) -> str:
     """The text view: metrics, the worst queries, failures and blame (columns named as in
     the CSV files; an absent rank is "-", relevant_status says why)."""
     aggregate = result.metrics["aggregate"]
@@ -74,6 +74,15 @@ def render(result: BenchmarkEvaluationResult) -> str:
         blocks.append("\n".join(lines))
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)
+
+
+def view(result: Evaluation) -> str:
+    """The text view of what ``lexlens evaluate`` reports: several systems' comparison, or
+    one system's evaluation followed by its sections' lines."""
+    comparison = result.reported()
+    if isinstance(comparison, SystemsComparison):
+        return compared(comparison)
+    return render(result) + result.sections_text()
 
 
 def _p(value: float) -> str:

@@ -14,7 +14,7 @@ from lexlens.analysis.evaluation.explain import Failure, GapSide, ItemExplanatio
 from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
     PER_QUERY_COLUMNS,
-    BenchmarkEvaluationResult,
+    Evaluation,
     blame_row,
     cause_counts,
     per_query_row,
@@ -162,7 +162,7 @@ def show_failure(failure: Failure, index) -> None:
         _open_in_contrib(failure)
 
 
-def cause_table(result: BenchmarkEvaluationResult, counts: dict) -> pd.DataFrame:
+def cause_table(result: Evaluation, counts: dict) -> pd.DataFrame:
     """The causes with their counts, and (when recorded) both rates, lift and p values."""
     rows = result.cause_rates.get("causes")
     if not rows:
@@ -180,7 +180,7 @@ def cause_table(result: BenchmarkEvaluationResult, counts: dict) -> pd.DataFrame
     )
 
 
-def show_failures(result: BenchmarkEvaluationResult, order: list[str], index) -> None:
+def show_failures(result: Evaluation, order: list[str], index) -> None:
     """The failures grouped by cause, filtered by cause and query length, several open at
     once (``order``: the query ids in the order of the table above)."""
     st.subheader("Failures by cause")
@@ -269,7 +269,7 @@ def table_html(rows: list[dict], columns: list[str]) -> str:
     )
 
 
-def show_worst(result: BenchmarkEvaluationResult) -> list[str]:
+def show_worst(result: Evaluation) -> list[str]:
     """The queries worst first (or sorted by a chosen column: numbers by value, ids in
     natural order, no value last) under the CSV's column names; returns the ids shown."""
     rows = [
@@ -293,7 +293,7 @@ def show_worst(result: BenchmarkEvaluationResult) -> list[str]:
     return [r["query_id"] for r in rows]
 
 
-def show_blame(result: BenchmarkEvaluationResult) -> None:
+def show_blame(result: Evaluation) -> None:
     """The words to blame across the benchmark, and the queries behind a chosen word."""
     st.subheader("Words to blame")
     if not result.blame:
@@ -318,7 +318,7 @@ def show_blame(result: BenchmarkEvaluationResult) -> None:
     )
 
 
-def show_downloads(result: BenchmarkEvaluationResult) -> None:
+def show_downloads(result: Evaluation) -> None:
     """The result's files: JSON, CSV tables, the TREC run and an HTML report."""
     files = result.files()
     cols = st.columns(len(files))

@@ -26,11 +26,11 @@ def evaluation(index, splade):
 FAILURES = [
     ("index", lambda ix, ev: lexlens.failures_faithfulness(5, ev), "index must be"),
     ("evaluation", lambda ix, ev: lexlens.failures_faithfulness(ix, "x"), "evaluation must be"),
-    ("evaluation", lambda ix, ev: lexlens.with_faithfulness(ix, 3), "evaluation must be"),
+    ("evaluation", lambda ix, ev: lexlens.with_faithfulness(3), "evaluation must be"),
     ("device", lambda ix, ev: lexlens.failures_faithfulness(ix, ev, device=5), "device"),
     ("progress", lambda ix, ev: lexlens.failures_faithfulness(ix, ev, progress=5), "progress"),
     ("draws", lambda ix, ev: lexlens.failures_faithfulness(ix, ev, draws=0), "draws must be"),
-    ("curve_k", lambda ix, ev: lexlens.with_faithfulness(ix, ev, curve_k="x"), "curve_k"),
+    ("curve_k", lambda ix, ev: lexlens.with_faithfulness(ev, index=ix, curve_k="x"), "curve_k"),
     ("options", lambda ix, ev: lexlens.failures_faithfulness(ix, ev, options=3), "options"),
     ("keyword", lambda ix, ev: lexlens.failures_faithfulness(ix, ev, nope=1), "nope"),
 ]

@@ -53,12 +53,12 @@ def benchmark(tmp_path_factory, splade):
 
 @pytest.fixture
 def work(monkeypatch) -> list[str]:
-    """A spy on what evaluates (one system's evaluation, a comparison): the calls it saw,
-    each passed through unchanged."""
+    """A spy on what evaluates (one system's evaluation, each system of a comparison): the
+    calls it saw, each passed through unchanged."""
     from lexlens.analysis.systems import comparison as compare
 
     seen: list[str] = []
-    for name in ("evaluate_benchmark", "compare_systems"):
+    for name in ("evaluate_benchmark", "evaluate_each"):
         real = getattr(compare, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -119,8 +119,7 @@ def test_silent_wrong_the_command_adds_what_the_api_adds(cli, benchmark, splade)
     assert run.returncode == 0, run.stderr
     document = run.json()
     api = with_counterfactuals(
-        ix,
-        with_faithfulness(ix, evaluate_benchmark(ix, query_encoder=splade), draws=2, curve_k=2),
+        with_faithfulness(evaluate_benchmark(ix, query_encoder=splade), draws=2, curve_k=2),
         max_calls=20,
     ).to_dict()
 

@@ -124,7 +124,7 @@ def test_silent_wrong_random_draws_are_seeded(index, evaluation, splade, measure
 
 
 def test_data_lost_evaluation_files_carry_the_faithfulness(index, evaluation, splade):
-    both = with_faithfulness(index, evaluation, draws=2, curve_k=2)
+    both = with_faithfulness(evaluation, draws=2, curve_k=2)
     files = both.files()
     assert {"evaluation.json", "faithfulness.csv", "evaluation.html"} <= set(files)
     assert b'"measured_by": "re-encoding"' in files["evaluation.json"]
@@ -132,6 +132,6 @@ def test_data_lost_evaluation_files_carry_the_faithfulness(index, evaluation, sp
         b"<svg" in files["evaluation.html"] and b"faithfulness-summary" in files["evaluation.html"]
     )
     lines = files["faithfulness.csv"].decode().strip().splitlines()
-    assert len(lines) == 1 + len(both.faithfulness.failures)
+    assert len(lines) == 1 + len(both.section("faithfulness").failures)
     # the evaluation itself is unchanged
     assert both.to_dict()["metrics"] == evaluation.to_dict()["metrics"]

@@ -24,11 +24,11 @@ from .corpus import QRELS, QUERIES, TEXTS
 ADDITIONS = {
     "faithfulness": [
         lambda ix, ev: failures_faithfulness(ix, ev, draws=1, curve_k=1),
-        lambda ix, ev: with_faithfulness(ix, ev, draws=1, curve_k=1),
+        lambda ix, ev: with_faithfulness(ev, index=ix, draws=1, curve_k=1),
     ],
     "counterfactuals": [
         lambda ix, ev: failures_counterfactuals(ix, ev, max_edits=1, max_calls=8),
-        lambda ix, ev: with_counterfactuals(ix, ev, max_edits=1, max_calls=8),
+        lambda ix, ev: with_counterfactuals(ev, index=ix, max_edits=1, max_calls=8),
     ],
 }
 

@@ -27,7 +27,7 @@ def compared(index):
     spec = SystemsSpec([index], gate_ks=[768, 1])
     return evaluate_systems(
         spec, queries=QUERIES, qrels=QRELS, options=ComparisonOptions(resamples=200)
-    )
+    ).section("comparison")
 
 
 def _spec(ix, **given):

@@ -77,7 +77,7 @@ def index(tmp_path_factory, splade):
 @pytest.fixture(scope="module")
 def compared(index):
     spec = SystemsSpec([index], runs=[RUN], names=["outside"], gate_ks=[768, 2])
-    return evaluate_systems(spec, queries=QUERIES, qrels=QRELS)
+    return evaluate_systems(spec, queries=QUERIES, qrels=QRELS).section("comparison")
 
 
 def test_silent_wrong_per_query_values_equal_ir_measures_iter_calc(compared):
