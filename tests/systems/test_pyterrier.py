@@ -156,7 +156,7 @@ def test_results_frame_is_read_as_a_run(sample, splade):
     compared = evaluate_systems(
         SystemsSpec([path], runs=[frame], names=["pt-gate2"], with_exact=True),
         evaluation=None,
-    )
+    ).section("comparison")
     assert [s.name for s in compared.systems] == ["ix", "pt-gate2"]
     per_query = {q["id"]: q["values"]["pt-gate2"] for q in compared.per_query}
     assert per_query == {q["id"]: {m: q[m] for m in MEASURES} for q in own.metrics["per_query"]}
