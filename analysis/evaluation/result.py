@@ -107,6 +107,16 @@ class BenchmarkEvaluationResult(EvaluationResult):
             "evaluation.html": self.html().encode("utf-8"),
         }
 
+    def frame_rows(self) -> list[dict]:
+        """The per-query table (per_query.csv's rows)."""
+        return [per_query_row(q) for q in self.metrics["per_query"]]
+
+    def notebook_html(self) -> str:
+        """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`)."""
+        from lexlens.analysis.render.notebook import evaluation_html
+
+        return evaluation_html(self)
+
     def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
         first, the failures per cause, each failure (the worst first, collapsed to a line)

@@ -98,6 +98,16 @@ class SystemsComparison(Result):
                     )
         return rows
 
+    def frame_rows(self) -> list[dict]:
+        """comparison.csv's rows: one per compared pair × measure."""
+        return [{c: r.get(c) for c in TABLE_COLUMNS} for r in self.table]
+
+    def notebook_html(self) -> str:
+        """Means with † marks, the significance table, the delta charts (notebook view)."""
+        from lexlens.analysis.render.notebook import systems_html
+
+        return systems_html(self)
+
     def files(self) -> dict[str, bytes]:
         """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html and
         comparison.tex."""
