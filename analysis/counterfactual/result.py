@@ -81,7 +81,7 @@ class CounterfactualResult(Result):
         """The edits on the texts, verified rank before → after (:mod:`lexlens.analysis.render.notebook`)."""
         from lexlens.analysis.render.notebook import counterfactual_html
 
-        return counterfactual_html(self)
+        return counterfactual_html(self.to_dict())
 
     def _edit_rows(self) -> list[list]:
         """One row under :data:`EDIT_COLUMNS` per edit of each level."""

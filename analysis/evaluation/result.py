@@ -115,7 +115,8 @@ class BenchmarkEvaluationResult(EvaluationResult):
         """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`)."""
         from lexlens.analysis.render.notebook import evaluation_html
 
-        return evaluation_html(self)
+        doc = self.to_dict()
+        return evaluation_html(doc, worst_first(doc["metrics"]["per_query"]))
 
     def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst

@@ -2,9 +2,12 @@
 benchmark evaluation (its measures, the worst queries, the failures grouped by cause with
 their base rates), a counterfactual (the edit shown on the texts, the verified rank
 before → after) and a comparison of systems (the means with significance marks, the
-significance table, each pair's sorted per-query differences). Each reads the result's JSON document (``to_dict()``), so the numbers shown
-are the ``--json`` ones; drawing only, one self-contained, escaped fragment of
-``notebook_sections.html``, each table capped with the rest counted ("… N more")."""
+significance table, each pair's sorted per-query differences).
+
+Each reads the result's JSON document (``to_dict()``), so the numbers shown are the
+``--json`` ones; what only the capability computes (an order, a chart's bars) its result
+passes in. Drawing only: one self-contained, escaped fragment of ``notebook_sections.html``
+each, every table capped with the rest counted ("… N more")."""
 
 from __future__ import annotations
 
@@ -76,18 +79,16 @@ def _capped(rows: list[list[Any]], cap: int) -> tuple[list[list[Any]], int]:
     return rows[:cap], max(0, len(rows) - cap)
 
 
-def evaluation_html(result: Any) -> str:
-    """A benchmark evaluation (anything with the JSON document of ``lexlens evaluate``'s
-    one system): the mean measures, the :data:`WORST_SHOWN` worst queries by nDCG@10, and
-    the failures grouped by cause (a failure under each of its causes) with each cause's
-    base rate among the successes when recorded."""
-    from lexlens.analysis.evaluation.result import JUDGED, MEASURES, worst_first
-
-    doc = result.to_dict()
+def evaluation_html(doc: Mapping, worst: list[Mapping]) -> str:
+    """A benchmark evaluation from its JSON document (``lexlens evaluate``'s, one system) and
+    its per-query rows worst first: the mean measures, the :data:`WORST_SHOWN` worst
+    queries by nDCG@10, and the failures grouped by cause (a failure under each of its
+    causes; the worst query's first) with each cause's base rate among the successes when
+    recorded."""
     aggregate = doc["metrics"]["aggregate"]
     per_query = doc["metrics"]["per_query"]
     failures = doc.get("failures") or []
-    measures = [m for m in (*MEASURES, JUDGED) if m in aggregate]
+    measures = list(aggregate)
     sections = [
         {
             "heading": "Measures (means over the queries)",
@@ -95,11 +96,10 @@ def evaluation_html(result: Any) -> str:
             "numeric": tuple(range(len(measures))),
         }
     ]
-    worst = [
-        [q["id"], q["text"], num(q["nDCG@10"]), rank_text(q["first_relevant_rank"])]
-        for q in worst_first(per_query)
+    queries = [
+        [q["id"], q["text"], num(q["nDCG@10"]), rank_text(q["first_relevant_rank"])] for q in worst
     ]
-    shown, more = _capped(worst, WORST_SHOWN)
+    shown, more = _capped(queries, WORST_SHOWN)
     sections.append(
         {
             "heading": "Queries, worst first",
@@ -137,7 +137,7 @@ def evaluation_html(result: Any) -> str:
             "numeric": (1, 2, 3, 4),
         }
     )
-    place = {q["id"]: i for i, q in enumerate(worst_first(per_query))}
+    place = {q["id"]: i for i, q in enumerate(worst)}
     ordered = sorted(failures, key=lambda f: place.get(f["query_id"], len(place)))
     for cause, count in counts.items():
         group = [f for f in ordered if cause in f.get("causes", [])]
@@ -191,11 +191,10 @@ def _word(entry: Mapping) -> str:
     return entry_label(entry)
 
 
-def counterfactual_html(result: Any) -> str:
-    """A counterfactual (anything with ``lexlens counterfactual``'s JSON document): for each
+def counterfactual_html(doc: Mapping) -> str:
+    """A counterfactual from its JSON document (``lexlens counterfactual``'s): for each
     level, the edits shown on the texts (deleted query words struck, inserted words marked;
     the closest tried said not to be a fix) and the verified rank before → after."""
-    doc = result.to_dict()
     items = (doc.get("index") or {}).get("items", 0)
     sections = []
     text = doc.get("counterfactual")
@@ -281,16 +280,18 @@ def _ranks_table(answer: Mapping) -> dict:
 PAIRS_SHOWN = 20
 
 
-def systems_html(result: Any) -> str:
-    """A comparison of systems (``lexlens evaluate`` with several): each system's means, †
-    where it differs significantly from the baseline; each pair × measure's difference with
-    its corrected p-values and wins/ties/losses; per pair, the sorted per-query differences
-    of the first measure as the report's bar chart (inline SVG)."""
-    from lexlens.analysis.systems.report import CHART_HEIGHT, CHART_WIDTH, delta_bars, marks
-
-    doc = result.to_dict()
+def systems_html(
+    doc: Mapping,
+    significant: Mapping[tuple[str, str], bool],
+    charts: Mapping[str, list[dict]],
+    size: tuple[int, int],
+) -> str:
+    """A comparison of systems from its JSON document (``lexlens evaluate`` with several),
+    which (system, measure) differ significantly from the baseline, and per pair ("A → B")
+    the report's bars of the sorted per-query differences (``size``: the chart's width and
+    height): each system's means, † where significant; each pair × measure's difference
+    with its corrected p-values and wins/ties/losses; the charts as inline SVG."""
     measures = list(doc["measures"])
-    significant = marks(result)
     means = [
         [
             s["name"] + (" (baseline)" if s["name"] == doc["baseline"] else ""),
@@ -335,16 +336,11 @@ def systems_html(result: Any) -> str:
             more_where="to_frame() holds every pair and measure",
         )
     )
-    primary = measures[0]
-    for a, b in result.pairs():
+    for pair, bars in charts.items():
         sections.append(
             _section(
-                f"Per query: {primary}, {b} − {a}, sorted",
-                chart={
-                    "width": CHART_WIDTH,
-                    "height": CHART_HEIGHT,
-                    "bars": delta_bars(result, (a, b), primary),
-                },
+                f"Per query: {measures[0]}, {pair}, B − A sorted",
+                chart={"width": size[0], "height": size[1], "bars": bars},
             )
         )
     return render_fragment(
