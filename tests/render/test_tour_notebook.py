@@ -106,7 +106,8 @@ def executed(tmp_path_factory):
         notebook, km=manager, timeout=CELL_SECONDS, resources={"metadata": {"path": str(folder)}}
     )
     started = time.monotonic()
-    manager.start_kernel(env=env)  # this process's environment (PYTHONPATH too), offline
+    # this process's environment (PYTHONPATH too), offline, in a folder of its own
+    manager.start_kernel(env=env, cwd=str(folder))
     try:
         client.execute()
     finally:
@@ -203,8 +204,25 @@ def test_the_evaluation_shows_lexlens_evaluates_numbers(executed, cli):
         )
 
 
-def test_the_counterfactual_shows_the_edit_and_the_verified_ranks(executed):
+def test_the_counterfactual_shows_the_edit_and_the_verified_ranks(executed, cli):
     document = executed["documents"]["counterfactual"]
+    run = cli(
+        "counterfactual",
+        "--index",
+        executed["documents"]["index_path"],
+        "--query-id",
+        document["query_id"],
+        "--target",
+        document["target"],
+        "--gate-k",
+        "2",
+        "--max-calls",
+        "40",
+        "--json",
+    ).json()
+    for level in ("counterfactual", "terms"):
+        for key in ("edits", "rank_before", "rank_after", "score_before", "score_after"):
+            assert run[level][key] == document[level][key], (level, key)
     text = parsed(_result_html(executed["notebook"], "counterfactual"))
     for level in (document["counterfactual"], document["terms"]):
         ranks = [
@@ -220,9 +238,20 @@ def test_the_counterfactual_shows_the_edit_and_the_verified_ranks(executed):
             assert edit["word"] in text
 
 
-def test_the_comparison_and_the_experiment_agree_with_evaluate(executed):
+def test_the_comparison_and_the_experiment_agree_with_evaluate(executed, cli):
     documents = executed["documents"]
     comparison = documents["comparison"]
+    run = cli(
+        "evaluate",
+        "--index",
+        documents["index_path"],
+        "--gate-k",
+        "768",
+        "--gate-k",
+        "2",
+        "--json",
+    ).json()
+    assert run["means"] == comparison["means"]
     text = parsed(_result_html(executed["notebook"], "comparison"))
     for system in comparison["systems"]:
         for m in comparison["measures"]:
