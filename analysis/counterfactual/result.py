@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
 
+#: edits.csv's columns (and the table ``to_frame()`` gives).
+EDIT_COLUMNS = ("level", "step", "op", "side", "word_or_term", "found", "verified", "rank_after")
+
 
 @dataclass(frozen=True)
 class Counterfactual(Record):
@@ -70,8 +73,18 @@ class CounterfactualResult(Result):
     settings: dict
     notes: list[str] = field(default_factory=list)
 
-    def files(self) -> dict[str, bytes]:
-        """counterfactual.json and edits.csv (one row per edit of each level)."""
+    def frame_rows(self) -> list[dict]:
+        """edits.csv's rows: one per edit of each level."""
+        return [dict(zip(EDIT_COLUMNS, row, strict=True)) for row in self._edit_rows()]
+
+    def notebook_html(self) -> str:
+        """The edits on the texts, verified rank before → after (:mod:`lexlens.analysis.render.notebook`)."""
+        from lexlens.analysis.render.notebook import counterfactual_html
+
+        return counterfactual_html(self.to_dict())
+
+    def _edit_rows(self) -> list[list]:
+        """One row under :data:`EDIT_COLUMNS` per edit of each level."""
         rows = []
         for answer in (self.counterfactual, self.terms):
             if answer is None:
@@ -89,5 +102,9 @@ class CounterfactualResult(Result):
                         answer.rank_after,
                     ]
                 )
-        columns = ["level", "step", "op", "side", "word_or_term", "found", "verified", "rank_after"]
-        return {"counterfactual.json": json_bytes(self), "edits.csv": csv_bytes(columns, rows)}
+        return rows
+
+    def files(self) -> dict[str, bytes]:
+        """counterfactual.json and edits.csv (one row per edit of each level)."""
+        rows = self._edit_rows()
+        return {"counterfactual.json": json_bytes(self), "edits.csv": csv_bytes(EDIT_COLUMNS, rows)}

@@ -199,6 +199,17 @@ class Evaluation(EvaluationResult):
             raise InputError("--latex: a LaTeX table compares two or more systems")
         return comparison.section_files()["comparison.tex"].decode()
 
+    def frame_rows(self) -> list[dict]:
+        """The per-query table (per_query.csv's rows)."""
+        return [per_query_row(q) for q in self.metrics["per_query"]]
+
+    def notebook_html(self) -> str:
+        """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`)."""
+        from lexlens.analysis.render.notebook import evaluation_html
+
+        doc = self.to_dict()
+        return evaluation_html(doc, worst_first(doc["metrics"]["per_query"]))
+
     def html(self, max_failures: int = LISTED_FAILURES) -> str:
         """A self-contained HTML report (Jinja2, autoescaped): metrics, the queries worst
         first, the failures per cause, each failure (the worst first, collapsed to a line)

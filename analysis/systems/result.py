@@ -9,7 +9,14 @@ from typing import ClassVar
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
-from lexlens.analysis.systems.report import comparison_html, latex_table
+from lexlens.analysis.systems.report import (
+    CHART_HEIGHT,
+    CHART_WIDTH,
+    comparison_html,
+    delta_bars,
+    latex_table,
+    marks,
+)
 from lexlens.analysis.systems.risk import ALPHAS
 from lexlens.analysis.systems.systems import System
 from lexlens.analysis.systems.why import QueryWhy
@@ -101,6 +108,19 @@ class SystemsComparison(Result):
                         }
                     )
         return rows
+
+    def frame_rows(self) -> list[dict]:
+        """comparison.csv's rows: one per compared pair × measure."""
+        return [{c: r.get(c) for c in TABLE_COLUMNS} for r in self.table]
+
+    def notebook_html(self) -> str:
+        """Means with † marks, the significance table, the delta charts (notebook view)."""
+        from lexlens.analysis.render.notebook import systems_html
+
+        primary = self.measures[0]
+        charts = {f"{a} → {b}": delta_bars(self, (a, b), primary) for a, b in self.pairs()}
+        size = (CHART_WIDTH, CHART_HEIGHT)
+        return systems_html(self.to_dict(), marks(self), charts, size)
 
     def files(self) -> dict[str, bytes]:
         """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html and

@@ -5,7 +5,6 @@ shown verified by re-encoding); this module only draws."""
 
 from __future__ import annotations
 
-import html
 import io
 from typing import Any
 
@@ -16,6 +15,7 @@ from lexlens.analysis.core.counts import counted
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
+from lexlens.analysis.render.notebook import marked_document, marked_query, rank_text
 from lexlens.app.views.section_jobs import (
     section_outcome,
     show_section_job,
@@ -24,37 +24,19 @@ from lexlens.app.views.section_jobs import (
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
-MARK = "background:#fde68a;padding:0 2px;border-radius:3px"
-STRUCK = "text-decoration:line-through;color:#b91c1c"
-
 
 def _rank(rank: int | None) -> str:
-    return "not retrieved" if rank is None else str(rank)
+    return rank_text(rank)
 
 
 def _marked_query(query: str, answer: Counterfactual) -> str:
     """The query with its deleted words struck through (HTML, escaped)."""
-    deleted = [e["word"] for e in answer.edits if e["op"] == "delete" and "word" in e]
-    out = []
-    for word in query.split():
-        if word in deleted:
-            deleted.remove(word)
-            out.append(f'<span style="{STRUCK}">{html.escape(word)}</span>')
-        else:
-            out.append(html.escape(word))
-    return " ".join(out)
+    return marked_query(query, answer.edits)
 
 
 def _marked_document(answer: Counterfactual) -> str:
     """The edited document with its inserted words marked (HTML, escaped)."""
-    text = answer.edited_document or ""
-    inserted = [e["word"] for e in answer.edits if e["op"] == "insert"]
-    if not inserted:
-        return html.escape(text)
-    tail = " ".join(inserted)
-    head = text[: len(text) - len(tail)].rstrip()
-    words = " ".join(f'<mark style="{MARK}">+{html.escape(w)}</mark>' for w in inserted)
-    return f"{html.escape(head)} {words}"
+    return marked_document(answer.edited_document, answer.edits)
 
 
 def show_answer(result: CounterfactualResult, key: str) -> None:
