@@ -200,13 +200,21 @@ class Evaluation(EvaluationResult):
         return comparison.section_files()["comparison.tex"].decode()
 
     def frame_rows(self) -> list[dict]:
-        """The per-query table (per_query.csv's rows)."""
+        """The per-query table (per_query.csv's rows); of several systems, their comparison's
+        table."""
+        comparison = self.section("comparison")
+        if comparison is not None:
+            return comparison.frame_rows()
         return [per_query_row(q) for q in self.metrics["per_query"]]
 
     def notebook_html(self) -> str:
-        """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`)."""
+        """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`);
+        an evaluation of several systems shows their comparison."""
         from lexlens.analysis.render.notebook import evaluation_html
 
+        comparison = self.section("comparison")
+        if comparison is not None:
+            return comparison.notebook_html()
         doc = self.to_dict()
         return evaluation_html(doc, worst_first(doc["metrics"]["per_query"]))
 

@@ -85,7 +85,7 @@ def test_a_counterfactual_shows_the_edit_on_the_texts_and_the_ranks(evaluated, s
 def test_a_comparison_shows_means_marks_and_the_delta_chart(evaluated):
     path, _ = evaluated
     result = lexlens.evaluate_systems(lexlens.SystemsSpec([path], gate_ks=[768, 2]))
-    doc = result.to_dict()
+    doc = result.section("comparison").to_dict()  # several systems: the comparison section
     html = result._repr_html_()
     fragment = parsed(html)
     assert "svg" in fragment.tags

@@ -240,7 +240,7 @@ def test_the_counterfactual_shows_the_edit_and_the_verified_ranks(executed, cli)
 
 def test_the_comparison_and_the_experiment_agree_with_evaluate(executed, cli):
     documents = executed["documents"]
-    comparison = documents["comparison"]
+    comparison = documents["comparison"]["comparison"]  # several systems: a section
     run = cli(
         "evaluate",
         "--index",
