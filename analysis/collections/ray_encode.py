@@ -96,7 +96,7 @@ def start_local_ray(num_cpus: int | None = None) -> bool:
     Ray in the process, or its choice is overridden for the start). Returns whether it
     started one (``False``: a Ray already runs in this process, which is used as it is)."""
     with _environment(LOCAL_RAY_ENV), _loopback_only():
-        import ray  # optional extra: ray
+        import ray  # optional extra: ray, read with this environment
 
         if ray.is_initialized():
             return False
@@ -258,7 +258,7 @@ class RayEncoder:
                 self._started = start_local_ray()
             else:
                 with _environment({"RAY_USAGE_STATS_ENABLED": "0"}):
-                    import ray  # optional extra: ray
+                    import ray  # optional extra: ray, read with this environment
 
                     self._started = not ray.is_initialized()
                     ray.init(address=address, **RAY_OPTIONS)
