@@ -57,11 +57,13 @@ def favicon() -> bytes:
 def run_app() -> None:
     """One run of the app for a browser session: sidebar, navigation and the chosen page."""
     try:
-        from lexlens.app.runtime.access import token_accepted  # a plain checkout: the except below
-        from lexlens.app.runtime.jobs import jobs_sidebar  # a plain checkout: the except below
-
-        # a plain checkout: the except below
-        from lexlens.app.runtime.state import device_picker, remember_drawn, restore_kept
+        from lexlens.app.runtime.access import token_accepted  # inside the try: see the except
+        from lexlens.app.runtime.jobs import jobs_sidebar  # inside the try: see the except
+        from lexlens.app.runtime.state import (  # inside the try: see the except
+            device_picker,
+            remember_drawn,
+            restore_kept,
+        )
     except ModuleNotFoundError:  # a plain checkout that was never installed
         st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
         st.stop()
