@@ -92,7 +92,7 @@ def _arguments_checked(func: Any) -> Any:
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
-            from lexlens.models.base import InputError
+            from lexlens.models.base import InputError  # import lexlens stays light
 
             raise InputError(f"{func.__name__}(): {exc}") from None
         return func(*args, **kwargs)

@@ -22,6 +22,7 @@ import io
 from pathlib import Path
 
 import streamlit as st
+from PIL import Image, ImageDraw
 
 HERE = Path(__file__).resolve().parent
 PAGES = [  # (file, title, icon, url path); the first one is what the root URL shows
@@ -43,7 +44,6 @@ HOME_URL = "home"
 @functools.cache
 def favicon() -> bytes:
     """A small lens drawn here (PNG bytes), served by the app itself."""
-    from PIL import Image, ImageDraw
 
     img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
     draw = ImageDraw.Draw(img)
@@ -57,9 +57,13 @@ def favicon() -> bytes:
 def run_app() -> None:
     """One run of the app for a browser session: sidebar, navigation and the chosen page."""
     try:
-        from lexlens.app.runtime.access import token_accepted
-        from lexlens.app.runtime.jobs import jobs_sidebar
-        from lexlens.app.runtime.state import device_picker, remember_drawn, restore_kept
+        from lexlens.app.runtime.access import token_accepted  # inside the try: see the except
+        from lexlens.app.runtime.jobs import jobs_sidebar  # inside the try: see the except
+        from lexlens.app.runtime.state import (  # inside the try: see the except
+            device_picker,
+            remember_drawn,
+            restore_kept,
+        )
     except ModuleNotFoundError:  # a plain checkout that was never installed
         st.error("Lexlens is not installed in this Python: run `make run` (or `pip install -e .`).")
         st.stop()

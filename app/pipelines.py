@@ -21,6 +21,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from lexlens.analysis.collections.arguments import index_argument
+from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.retrieval.queries import query_encoder_for
+from lexlens.analysis.systems.pipeline import explain_hits, rank_queries
 from lexlens.models.base import InputError
 
 try:
@@ -65,9 +71,6 @@ class LexlensRetriever(pt.Transformer):
         gate_k: int | None = None,
         device: str | None = None,
     ) -> None:
-        from lexlens.analysis.collections.arguments import index_argument
-        from lexlens.analysis.evaluation.options import EvaluationOptions
-        from lexlens.analysis.retrieval.queries import query_encoder_for
 
         given = {"top": top, "query_mode": query_mode, "gate_k": gate_k}
         self.index = index_argument(index)
@@ -79,9 +82,6 @@ class LexlensRetriever(pt.Transformer):
 
     def transform(self, queries: Any) -> Any:
         """Each query's ranking, one row per hit, best first."""
-        import pandas as pd
-
-        from lexlens.analysis.systems.pipeline import rank_queries
 
         _columns(queries, QUERY_COLUMNS, "LexlensRetriever")
         texts = dict(zip(queries["qid"].astype(str), queries["query"], strict=True))
@@ -113,9 +113,6 @@ class LexlensExplain(pt.Transformer):
         gate_k: int | None = None,
         device: str | None = None,
     ) -> None:
-        from lexlens.analysis.collections.arguments import index_argument
-        from lexlens.analysis.evaluation.options import EvaluationOptions
-        from lexlens.analysis.retrieval.queries import query_encoder_for
 
         given = {"query_mode": query_mode, "gate_k": gate_k}
         self.index = index_argument(index)
@@ -131,7 +128,6 @@ class LexlensExplain(pt.Transformer):
 
     def transform(self, results: Any) -> Any:
         """``results`` with the two columns added, its rows and order unchanged."""
-        from lexlens.analysis.systems.pipeline import explain_hits
 
         _columns(results, HIT_COLUMNS, "LexlensExplain")
         hits = list(

@@ -100,7 +100,7 @@ def pool_units(rows: np.ndarray, normalization: Normalization) -> np.ndarray:
 
 def pick_device(device: str | None = None) -> str:
     """``cuda`` when available and not overridden, else ``cpu``; validates the name."""
-    import torch
+    import torch  # heavy: torch loads on first use
 
     if device is not None and not isinstance(device, str):
         raise InputError(f"device must be 'cpu', 'cuda' or 'auto', not {type(device).__name__}")

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from lexlens.models.config_files import read_json
-from lexlens.models.text_io import MAX_CHARS, TokenBatch
+from lexlens.models.text_io import MAX_CHARS, TokenBatch, load_bert_tokenizer
 
 #: tokenizer_config.json fields and the value transformers' BertTokenizer assumes without them.
 CONFIG_DEFAULTS: dict[str, Any] = {
@@ -84,7 +84,7 @@ def load_wordpiece_tokenizer(path: Path) -> WordPieceTokenizer | None:
     vocab = (pipeline.get("model") or {}).get("vocab")
     if not isinstance(vocab, dict) or not _plain_bert_pipeline(pipeline, config, vocab):
         return None
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # heavy: tokenizers loads on first use
 
     try:
         backend = Tokenizer.from_file(str(path / "tokenizer.json"))
@@ -142,7 +142,7 @@ class WordPieceTokenizer:
         """How many tokens ``text`` is, special tokens left out, without a limit (a copy of
         the pipeline with truncation off: :meth:`encode_padded` turns it on meanwhile)."""
         if self._counter is None:
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # heavy: tokenizers loads on first use
 
             counter = Tokenizer.from_str(self.backend.to_str())
             counter.no_truncation()
@@ -153,8 +153,6 @@ class WordPieceTokenizer:
     def transformers_tokenizer(self) -> Any:
         """transformers' tokenizer of the same folder (loaded once, on first use)."""
         if self._transformers_tokenizer is None:
-            from lexlens.models.text_io import load_bert_tokenizer
-
             self._transformers_tokenizer = load_bert_tokenizer(self.path)
         return self._transformers_tokenizer
 

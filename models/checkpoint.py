@@ -68,7 +68,7 @@ def tensor_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
-            from safetensors import safe_open
+            from safetensors import safe_open  # heavy: safetensors loads on first use
 
             with safe_open(str(path), framework="pt") as fh:
                 shapes = {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}  # noqa: SIM118
@@ -93,7 +93,7 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
+            from safetensors.torch import load_file  # heavy: safetensors loads on first use
 
             state = load_file(str(path), device="cpu")
         else:

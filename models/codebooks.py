@@ -15,6 +15,7 @@ A cache that cannot be used never stops the work:
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lexlens.models.base import LexlensError, Progress, texts_digest
+from lexlens.models.packaged import usable_cache_dir, warn_uncached
 from lexlens.models.pq import CODEBOOK_FILE, ProductQuantizer, report
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,6 @@ def cached_fit(
     progress: Progress | None = None,
 ) -> ProductQuantizer:
     """The cached codebook for ``key``, or ``fit()`` once (under a lock) and cache it."""
-    from lexlens.models.packaged import usable_cache_dir
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     root = usable_cache_dir("dense_pq")
@@ -117,7 +118,6 @@ def _write(entry: Path, pq: ProductQuantizer) -> str:
     the write — a full disk is an ``OSError`` from one writer and a ``SafetensorError`` from
     safetensors — removes what it left and is logged once (:func:`~.packaged.warn_uncached`):
     the codebook just fitted is used, uncached."""
-    from lexlens.models.packaged import warn_uncached
 
     try:
         entry.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,7 @@ def _remove_entry(entry: Path) -> None:
 def _lock(path: Path) -> Any:
     """An inter-process lock with ``acquire()`` / ``release()``."""
     try:
-        from filelock import FileLock
+        from filelock import FileLock  # optional: else an fcntl lock
     except ImportError:
         return _FcntlLock(path)
     return FileLock(str(path), timeout=LOCK_TIMEOUT)
@@ -155,13 +155,11 @@ class _FcntlLock:
         self._fh = None
 
     def acquire(self) -> None:
-        import fcntl
 
         self._fh = open(self.path, "a+b")  # noqa: SIM115 (held until release)
         fcntl.flock(self._fh, fcntl.LOCK_EX)
 
     def release(self) -> None:
-        import fcntl
 
         if self._fh is not None:
             fcntl.flock(self._fh, fcntl.LOCK_UN)

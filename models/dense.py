@@ -64,7 +64,7 @@ from lexlens.models.dense_config import (
 )
 from lexlens.models.dense_load import load_base, load_saved_codebook, read_corpus
 from lexlens.models.faiss_index import load_faiss_index
-from lexlens.models.packaged import default_corpus
+from lexlens.models.packaged import default_corpus, minilm_dir
 from lexlens.models.pq import ProductQuantizer, check_k, check_m, check_opq, check_seed
 from lexlens.models.text_io import TokenBatch, tokenize_batch
 
@@ -400,7 +400,6 @@ class DensePQEncoder(Encoder):
 
 @functools.lru_cache(maxsize=4)
 def _packaged_base(device: str) -> DensePQEncoder:
-    from lexlens.models.packaged import minilm_dir
 
     base_dir = minilm_dir()
     sentence_transformer, notes = load_base(base_dir, device)

@@ -51,7 +51,7 @@ def load_base(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
 def _check_weights_header(base_dir: Path, weights: Path) -> None:
     """The weight file's shapes against a meta-device build of config.json (no allocation)."""
     with HEAVY_IMPORTS:
-        from transformers import AutoConfig, AutoModel
+        from transformers import AutoConfig, AutoModel  # heavy: transformers, under HEAVY_IMPORTS
 
     try:
         config = AutoConfig.from_pretrained(str(base_dir), local_files_only=True)
@@ -71,7 +71,7 @@ def _check_weights_header(base_dir: Path, weights: Path) -> None:
 def _load_sentence_transformer(base_dir: Path, device: str) -> tuple[Any, tuple[str, ...]]:
     """``SentenceTransformer(base_dir)`` from local files, quietly; checks its modules."""
     with HEAVY_IMPORTS:
-        import transformers
+        import transformers  # heavy: transformers, under HEAVY_IMPORTS
 
     transformers.utils.logging.disable_progress_bar()
     st_log = logging.getLogger("sentence_transformers")
@@ -79,6 +79,7 @@ def _load_sentence_transformer(base_dir: Path, device: str) -> tuple[Any, tuple[
     st_log.setLevel(logging.ERROR)  # e.g. "creating a new one with mean pooling": noted below
     try:
         with HEAVY_IMPORTS:
+            # heavy: sentence_transformers, under HEAVY_IMPORTS
             from sentence_transformers import SentenceTransformer
 
         st = SentenceTransformer(str(base_dir), device=device, local_files_only=True)

@@ -185,7 +185,7 @@ def _holds_legacy_d2s(path: Path) -> bool:
     weights = path / LEGACY_WEIGHTS
     if not weights.is_file():
         return False
-    from lexlens.models.checkpoint import tensor_shapes
+    from lexlens.models.checkpoint import tensor_shapes  # heavy: loads torch
 
     try:
         return holds_d2s_tensors(tensor_shapes(weights))

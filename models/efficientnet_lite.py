@@ -40,9 +40,9 @@ images are upsampled. ``crop_box`` is always ``(0, 0, 1, 1)``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
+from PIL import Image
 
 from lexlens.models.base import Capability, Encoder, EncoderLoadError, InputError, LexicalEncoding
 from lexlens.models.efficientnet_network import STRIDE, EfficientNetLite0, load_lite0_state
@@ -55,9 +55,11 @@ from lexlens.models.label_map import (
     load_imagenet_classes,
     own_words,
 )
-
-if TYPE_CHECKING:
-    from PIL import Image
+from lexlens.models.packaged import (
+    cache_dir,
+    efficientnet_lite0_weights,
+    imagenet_classes_dir,
+)
 
 #: Shorter image side fed to the network (ImageNet resolution of Lite0).
 SHORT_SIDE = 224
@@ -119,11 +121,6 @@ class EfficientNetLexicalEncoder(Encoder):
         cache: Path | None | bool = True,
     ) -> EfficientNetLexicalEncoder:
         """The packaged ImageNet weights, mapped into ``text_encoder``'s vocabulary."""
-        from lexlens.models.packaged import (
-            cache_dir,
-            efficientnet_lite0_weights,
-            imagenet_classes_dir,
-        )
 
         if not text_encoder.can(Capability.TEXT_LEXICAL):
             raise EncoderLoadError(
@@ -146,8 +143,6 @@ class EfficientNetLexicalEncoder(Encoder):
 
     def preprocess(self, image: Image.Image) -> tuple[torch.Tensor, list[str]]:
         """RGB, resized to the stride-32 size of :func:`input_size`, ImageNet-normalised."""
-        from PIL import Image
-
         if not isinstance(image, Image.Image):
             raise InputError(
                 f"expected a PIL image, got {type(image).__name__} (use models.images.load_image)"

@@ -28,7 +28,7 @@ def load_faiss_index(path: str | Path, *, dim: int | None = None) -> ProductQuan
     read; one that does not start as a faiss PQ index does is refused without echoing its
     bytes.
     """
-    import faiss
+    import faiss  # heavy: faiss loads on first use
 
     path = Path(path)
     index = _read_index(path, f"faiss index {path}")
@@ -73,7 +73,7 @@ def load_faiss_index(path: str | Path, *, dim: int | None = None) -> ProductQuan
 def _read_index(path: Path, label: str) -> Any:
     """The faiss index in the file at ``path``, read from one opened regular file through a
     bounded reader; anything else is one line that says what it is not."""
-    import faiss
+    import faiss  # heavy: faiss loads on first use
 
     with open_regular(path, label) as handle:
         size = os.fstat(handle.fileno()).st_size

@@ -59,7 +59,9 @@ def resolve(spec: str) -> Path:
     Raises :class:`HubCacheError` in one line naming the id and the cache searched.
     """
     with HEAVY_IMPORTS:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # heavy: huggingface_hub, under HEAVY_IMPORTS
+
+        # heavy: huggingface_hub, under HEAVY_IMPORTS
         from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     repo_id, revision = split_revision(spec)
@@ -121,7 +123,7 @@ def _state(root: Path) -> tuple:
 
 def _scan(root: Path) -> list[EncoderCard]:
     with HEAVY_IMPORTS:
-        from huggingface_hub import scan_cache_dir
+        from huggingface_hub import scan_cache_dir  # heavy: huggingface_hub, under HEAVY_IMPORTS
 
     try:
         info = scan_cache_dir(root)

@@ -276,7 +276,7 @@ def resize_center_crop(
 
 def to_tensor(image: Image.Image, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
     """RGB image → normalised float32 tensor ``[3, H, W]``: ``(pixel / 255 - mean) / std``."""
-    import torch
+    import torch  # heavy: torch loads on first use
 
     array = np.asarray(to_rgb(image), dtype=np.float32) / 255.0
     tensor = torch.from_numpy(array.copy()).permute(2, 0, 1)

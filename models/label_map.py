@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from lexlens.models.base import Encoder, EncoderLoadError
+from lexlens.models.packaged import warn_uncached
 from lexlens.models.wordpiece import wordpiece_split
 
 NUM_CLASSES = 1000
@@ -368,8 +369,6 @@ def cached_class_vocab_map(
         np.savez(tmp, columns=built.columns, dense=built.dense)
         tmp.replace(path)
     except Exception as exc:  # noqa: BLE001  (a full disk, whatever the writer raises)
-        from lexlens.models.packaged import warn_uncached
-
         tmp.unlink(missing_ok=True)
         warn_uncached(f"could not write the class map to {cache}", exc)
     return built

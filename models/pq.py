@@ -103,7 +103,7 @@ def faiss_single_thread() -> Iterator[object]:
     spin against torch's on a 2-core machine (PQ fit of 600 × 384 vectors, M=24, K=64:
     0.45–6.2 s with 2 threads, 0.11–0.17 s with 1, measured in one process).
     """
-    import faiss
+    import faiss  # heavy: faiss loads on first use
 
     with _FAISS_THREADS:
         before = faiss.omp_get_max_threads()
@@ -177,7 +177,7 @@ class ProductQuantizer:
     @functools.cached_property
     def _faiss(self) -> Any:
         """A faiss ``ProductQuantizer`` holding these centroids (K a power of two)."""
-        import faiss
+        import faiss  # heavy: faiss loads on first use
 
         pq = faiss.ProductQuantizer(self.dim, self.m, self.k.bit_length() - 1)
         faiss.copy_array_to_vector(np.ascontiguousarray(self.centroids).ravel(), pq.centroids)
@@ -269,7 +269,7 @@ class ProductQuantizer:
 
     def save(self, directory: Path) -> Path:
         """Write ``codebook.safetensors`` (``centroids`` and, with OPQ, ``rotation``)."""
-        from safetensors.numpy import save_file
+        from safetensors.numpy import save_file  # heavy: safetensors loads on first use
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -285,8 +285,8 @@ class ProductQuantizer:
         cls, directory: Path, *, notes: tuple[str, ...] = (), meta: dict | None = None
     ) -> ProductQuantizer:
         """Read ``codebook.safetensors``; a missing, corrupt or ill-shaped file is an error."""
-        from safetensors import SafetensorError
-        from safetensors.numpy import load_file
+        from safetensors import SafetensorError  # heavy: safetensors loads on first use
+        from safetensors.numpy import load_file  # heavy: safetensors loads on first use
 
         path = Path(directory) / CODEBOOK_FILE
         if not path.exists():

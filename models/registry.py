@@ -15,8 +15,11 @@ from lexlens.models.base import (
     LexlensError,
     pick_device,
 )
+from lexlens.models.dense_config import DEFAULT_K
 from lexlens.models.detect import detect_directory
 from lexlens.models.hub import looks_like_hub_id, resolve
+from lexlens.models.packaged import default_corpus, splade_tiny_dir
+from lexlens.models.pq import check_m
 from lexlens.models.wordpiece import BERT_UNCASED_VOCAB
 
 
@@ -29,14 +32,13 @@ class RegistryEntry:
 
 
 def _splade_tiny(device: str) -> Encoder:
-    from lexlens.models.packaged import splade_tiny_dir
-    from lexlens.models.splade import SpladeEncoder
+    from lexlens.models.splade import SpladeEncoder  # heavy: loads torch
 
     return SpladeEncoder.from_dir(splade_tiny_dir(), device=device, name="splade-tiny")
 
 
 def _efficientnet(device: str) -> Encoder:
-    from lexlens.models.efficientnet_lite import EfficientNetLexicalEncoder
+    from lexlens.models.efficientnet_lite import EfficientNetLexicalEncoder  # heavy: loads torch
 
     return EfficientNetLexicalEncoder.from_packaged(
         text_encoder=load_encoder("splade-tiny", device=device), device=device
@@ -44,7 +46,7 @@ def _efficientnet(device: str) -> Encoder:
 
 
 def _minilm_pq(device: str) -> Encoder:
-    from lexlens.models.dense import DensePQEncoder
+    from lexlens.models.dense import DensePQEncoder  # heavy: loads torch
 
     return DensePQEncoder.from_packaged(device=device)
 
@@ -222,7 +224,7 @@ def _load_uncached(spec: str, device: str) -> Encoder:
 
 def _with_codebook(encoder: Encoder, spec: EncoderSpec) -> Encoder:
     """A dense encoder with a faiss index's codebook, or with codebooks fitted locally."""
-    from lexlens.models.dense import DensePQEncoder
+    from lexlens.models.dense import DensePQEncoder  # heavy: loads torch
 
     base, codebook, argument = spec.base, spec.codebook, spec.argument
     if not isinstance(encoder, DensePQEncoder):
@@ -244,10 +246,7 @@ def _with_codebook(encoder: Encoder, spec: EncoderSpec) -> Encoder:
         raise LexlensError(
             f"+pq:{argument}: expected +pq:M or +pq:M:CORPUS with M the number of sub-vectors"
         ) from None
-    from lexlens.models.dense_config import DEFAULT_K
-    from lexlens.models.dense_load import read_corpus
-    from lexlens.models.packaged import default_corpus
-    from lexlens.models.pq import check_m
+    from lexlens.models.dense_load import read_corpus  # heavy: loads torch
 
     check_m(m, encoder.dim)
     if spec.file is not None:
@@ -280,23 +279,23 @@ def load_directory(path: Path, device: str, *, name: str | None = None) -> Encod
     """
     kind = detect_directory(path)
     if kind.family == "dense-pq":
-        from lexlens.models.dense import DensePQEncoder
+        from lexlens.models.dense import DensePQEncoder  # heavy: loads torch
 
         encoder: Encoder = DensePQEncoder.from_dir(path, device=device)
     elif kind.family == "vdr":
-        from lexlens.models.vdr import load_vdr_checkpoint
+        from lexlens.models.vdr import load_vdr_checkpoint  # heavy: loads torch
 
         encoder = load_vdr_checkpoint(path, kind.config or {}, device=device)
     elif kind.family == "d2s":
-        from lexlens.models.d2s import load_d2s
+        from lexlens.models.d2s import load_d2s  # heavy: loads torch
 
         encoder = load_d2s(path, device=device, name=name)
     elif kind.family == "splade":
-        from lexlens.models.splade import SpladeEncoder
+        from lexlens.models.splade import SpladeEncoder  # heavy: loads torch
 
         encoder = SpladeEncoder.from_dir(path, device=device, name=name or path.name)
     else:
-        from lexlens.models.dense import DensePQEncoder
+        from lexlens.models.dense import DensePQEncoder  # heavy: loads torch
 
         encoder = DensePQEncoder.from_base_dir(path, device=device, name=name)
     if name is not None:

@@ -214,6 +214,7 @@ class SpladeEncoder(Encoder):
 def _transformers_mlm(config_file: Path, weights: Path) -> nn.Module:
     """Any other masked LM, built by transformers' ``AutoModelForMaskedLM`` and loaded checked."""
     with HEAVY_IMPORTS:
+        # heavy: transformers, under HEAVY_IMPORTS
         from transformers import AutoConfig, AutoModelForMaskedLM
 
     try:

@@ -13,6 +13,7 @@ import torch
 from lexlens.models.base import EncoderLoadError
 from lexlens.models.config_files import first_line
 from lexlens.models.imports import HEAVY_IMPORTS
+from lexlens.models.packaged import bert_uncased_tokenizer_dir
 
 #: Texts longer than this many characters are cut before tokenisation (a 512-token
 #: window never needs more); the encoding is then marked ``truncated``.
@@ -33,9 +34,7 @@ class TokenBatch:
 def load_bert_tokenizer(path: Path | None = None) -> Any:
     """The WordPiece tokenizer in ``path``; without one, the packaged bert-base-uncased one."""
     with HEAVY_IMPORTS:
-        from transformers import AutoTokenizer
-
-    from lexlens.models.packaged import bert_uncased_tokenizer_dir
+        from transformers import AutoTokenizer  # heavy: transformers, under HEAVY_IMPORTS
 
     candidates = [path] if path is not None else []
     candidates.append(bert_uncased_tokenizer_dir())

@@ -196,7 +196,7 @@ class VDREncoder(Encoder):
         self, images: list[Image.Image], *, keep_units: bool = True
     ) -> list[LexicalEncoding]:
         """Encode with the image tower: shorter side to ``resolution``, centre crop, ViT."""
-        from lexlens.models.images import image_notes
+        from lexlens.models.images import image_notes  # heavy: loads PIL
 
         tower = self.towers.image
         if tower is None:

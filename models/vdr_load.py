@@ -144,7 +144,7 @@ def _build(spec: TowerSpec, config_file: Path, *, real: bool = False) -> nn.Modu
 
 def _build_text_tower(spec: TowerSpec, config_file: Path, *, real: bool) -> TextTower:
     with HEAVY_IMPORTS:
-        from transformers import BertConfig
+        from transformers import BertConfig  # heavy: transformers, under HEAVY_IMPORTS
 
     fields = {k: spec.fields[k] for k in BERT_FIELDS if k in spec.fields}
     try:

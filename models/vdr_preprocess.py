@@ -28,9 +28,9 @@ def centre_view(image: Image.Image, size: int) -> tuple[Image.Image, tuple[float
     the crop's source box at the scale of the full resize: the same pixels up to a rare
     ±1 rounding difference.
     """
-    from PIL import Image as PILImage
+    from PIL import Image as PILImage  # heavy: PIL loads on first use
 
-    from lexlens.models.images import resize_center_crop, to_rgb
+    from lexlens.models.images import resize_center_crop, to_rgb  # heavy: loads PIL
 
     image = to_rgb(image)
     width, height = image.size
@@ -53,7 +53,7 @@ def centre_view(image: Image.Image, size: int) -> tuple[Image.Image, tuple[float
 
 def pixels(image: Image.Image, resolution: int) -> tuple[torch.Tensor, tuple[float, ...]]:
     """``[3, resolution, resolution]`` CLIP-normalised pixels and the crop box."""
-    from lexlens.models.images import to_tensor
+    from lexlens.models.images import to_tensor  # heavy: loads PIL
 
     crop, box = centre_view(image, resolution)
     return to_tensor(crop, CLIP_MEAN, CLIP_STD), box

@@ -53,7 +53,7 @@ class TextTower(nn.Module):
 
     def __init__(self, kind: str, bert_config: Any, *, shift: int, normalize: bool) -> None:
         with HEAVY_IMPORTS:
-            from transformers import BertModel
+            from transformers import BertModel  # heavy: transformers, under HEAVY_IMPORTS
 
         super().__init__()
         self.kind = kind

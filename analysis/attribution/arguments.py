@@ -12,6 +12,7 @@ from typing import Any
 from lexlens.analysis.core.arguments import shown, text_argument
 from lexlens.analysis.core.options import OptionError
 from lexlens.models.base import InputError, LexlensError
+from lexlens.models.pq import check_m
 
 
 def source_argument(source: Any) -> str:
@@ -57,7 +58,6 @@ def selected_subvectors(subvectors: Sequence[int] | None, m: int) -> list[int]:
 def splitting(m: int, dim: int, name: str, said: str) -> int:
     """``m`` when it splits the embedding dimension ``dim`` into equal sub-vectors, else
     the models' refusal after ``said`` (how the option and its value read: ``m=7``)."""
-    from lexlens.models.pq import check_m
 
     try:
         check_m(m, dim)

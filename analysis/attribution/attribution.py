@@ -26,6 +26,7 @@ from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
 from lexlens.models.base import Encoder
+from lexlens.models.packaged import default_corpus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +74,6 @@ def with_subvectors(encoder, m: int | None, seed: int = 0, progress: Progress | 
     """
     if m is None or int(m) == encoder.m:
         return encoder
-    from lexlens.models.packaged import default_corpus
 
     return encoder.fit_codebooks(
         default_corpus(),

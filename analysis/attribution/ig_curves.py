@@ -29,8 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS
 from lexlens.analysis.attribution.subvector import SubvectorAttribution, random_other
+from lexlens.analysis.core.arguments import encoder_argument
 from lexlens.analysis.core.curves import MEASURED_BY, aopc, insertion_aopc
+from lexlens.analysis.core.options import SEED
 from lexlens.analysis.core.results import Result
 from lexlens.models.base import InputError
 
@@ -70,7 +73,7 @@ def _order(scores: np.ndarray, candidates: list[int]) -> list[int]:
 
 def _subvectors(encoder, sequences: list[list[int]]) -> np.ndarray:
     """``f_i(seq)`` for every sequence and sub-vector ``[n, M, d]`` (float64)."""
-    import torch
+    import torch  # heavy: torch loads on first use
 
     out = []
     pad = encoder.tokenizer.pad_token_id
@@ -179,10 +182,7 @@ def ig_faithfulness(
     """The curves of text number ``text`` of an attribution (an ``AttributionResult`` or an
     ``AttributionReport``), with the encoder refitted to its M when it differs (the same
     cached codebooks as the attribution, seeded by ``seed``)."""
-    from lexlens.analysis.attribution.attribution import with_subvectors
-    from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS
-    from lexlens.analysis.core.arguments import encoder_argument
-    from lexlens.analysis.core.options import SEED
+    from lexlens.analysis.attribution.attribution import with_subvectors  # heavy: loads torch
 
     encoder = encoder_argument(encoder, needs=ATTRIBUTION_NEEDS)
     seed = SEED.check(seed)

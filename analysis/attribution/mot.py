@@ -59,6 +59,7 @@ from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.core.words import group_word_pieces
 from lexlens.models.base import Encoder, InputError
+from lexlens.models.pq import ProductQuantizer
 
 log = logging.getLogger(__name__)
 
@@ -404,7 +405,6 @@ def _evaluate_every_m(
 def _with_fitted(encoder, vectors: np.ndarray, m: int, options: MotOptions):
     """The encoder with a product quantiser of M sub-vectors (K and the k-means seed of the
     options) fitted on ``vectors``."""
-    from lexlens.models.pq import ProductQuantizer
 
     pq = ProductQuantizer.fit(vectors, m, options.k, seed=options.seed)
     return encoder.with_quantizer(pq)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from lexlens.analysis.attribution.mot_stats import pairwise
 from lexlens.analysis.attribution.options import DEFAULT_TOLERANCE
+from lexlens.analysis.attribution.report_html import render_attribution_html
 from lexlens.analysis.core.outputs import csv_bytes, frame_csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
 
@@ -133,7 +134,6 @@ class MotResult(Result):
 
     def html(self) -> str:
         """The HTML view: the masking table, the tests and the completeness summary."""
-        from lexlens.analysis.attribution.report_html import render_attribution_html
 
         meta = {"corpus": self.source, **{k: v for k, v in self.settings.items() if k != "k"}}
         meta["notes"] = list(self.notes)

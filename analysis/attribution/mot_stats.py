@@ -18,6 +18,7 @@ from lexlens.analysis.attribution.mot_rankings import RANKINGS
 
 def significance(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
     """MoT against every baseline, per M: Wilcoxon and paired t-test, with BH q-values."""
+    # heavy: scipy loads on first use
     from scipy.stats import false_discovery_control, ttest_rel, wilcoxon
 
     rows = []
@@ -61,7 +62,7 @@ def pairwise(per_doc: dict[int, pd.DataFrame]) -> pd.DataFrame:
     over all pairs of the table. This is what supports (or not) an ordering between two
     baselines, which the MoT-against-each-baseline tests do not cover.
     """
-    from scipy.stats import false_discovery_control, wilcoxon
+    from scipy.stats import false_discovery_control, wilcoxon  # heavy: scipy loads on first use
 
     rows = []
     for m, frame in per_doc.items():

@@ -40,7 +40,7 @@ def aggregate_words(token_scores: np.ndarray, groups: list[list[int]]) -> np.nda
 @functools.cache
 def stop_words() -> frozenset[str]:
     """The English stop words kept in the baseline (``wordcloud.STOPWORDS``)."""
-    from wordcloud import STOPWORDS
+    from wordcloud import STOPWORDS  # heavy: wordcloud loads on first use
 
     return frozenset(w.lower() for w in STOPWORDS)
 

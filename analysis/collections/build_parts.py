@@ -101,7 +101,7 @@ def encoder_fingerprint(encoder: Encoder) -> str:
     cached = _FINGERPRINTS.get(encoder)
     if cached is not None:
         return cached
-    import torch
+    import torch  # heavy: torch loads on first use
 
     digest = hashlib.blake2b(digest_size=16)
     digest.update(f"{type(encoder).__module__}.{type(encoder).__qualname__}".encode())

@@ -51,7 +51,7 @@ def encode_payloads(
     """Encode (kind, payload, where) triples (image bytes or a text) into gated sparse
     vectors with a text's input token ids (:data:`EncodedRow`); unreadable images become
     :class:`Skipped` (the rest of the batch goes on)."""
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     out: list[Any] = [None] * len(payloads)
     images, image_slots, texts, text_slots = [], [], [], []

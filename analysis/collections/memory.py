@@ -46,7 +46,7 @@ class MemoryCollection:
         encoder_name: str = "",
         gate_k: int = DEFAULT_GATE_K,
     ) -> None:
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # heavy: scipy loads on first use
 
         if len(ids) == 0:
             raise InputError("the collection is empty")
@@ -177,7 +177,7 @@ def encode_collection(
     name: str = "collection",
 ) -> MemoryCollection:
     """Encode texts as documents, gate them (``E = V ⊙ G``) into a :class:`MemoryCollection`."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # heavy: scipy loads on first use
 
     TEXT_COLLECTION_NEEDS.check(encoder)
     check_gate_k(gate_k)

@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import numpy as np
 
 from lexlens.analysis.collections.encoding import encode_payloads
 from lexlens.analysis.datasets.items import Skipped
+from lexlens.models import load_encoder
 from lexlens.models.base import Encoder, InputError
 
 
@@ -94,7 +96,7 @@ def start_local_ray(num_cpus: int | None = None) -> bool:
     Ray in the process, or its choice is overridden for the start). Returns whether it
     started one (``False``: a Ray already runs in this process, which is used as it is)."""
     with _environment(LOCAL_RAY_ENV), _loopback_only():
-        import ray
+        import ray  # optional extra: ray, read with this environment
 
         if ray.is_initialized():
             return False
@@ -111,7 +113,7 @@ def _loopback_only() -> Iterator[None]:
     if "ray" not in sys.modules:
         yield
         return
-    from ray._private import ray_constants
+    from ray._private import ray_constants  # optional extra: ray
 
     before = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
@@ -138,9 +140,7 @@ class _EncodeActor:
     """One encoder per actor: loads it once, then encodes one build batch per row."""
 
     def __init__(self, spec: str, gate_k: int, device: str | None, root: str, threads: int) -> None:
-        import torch
-
-        from lexlens.models import load_encoder
+        import torch  # heavy: torch loads on first use
 
         torch.set_num_threads(threads)
         logging.getLogger().setLevel(logging.ERROR)
@@ -230,8 +230,8 @@ def _actor_shape(gpus: int) -> tuple[int, int, int]:
     float sums, a convolution's above all, depend on how its work is split among threads:
     the same split gives the same bytes), CPUs reserved to match on the largest node, and
     as many actors as the cluster's CPUs hold. ``LEXLENS_RAY_THREADS`` sets the threads."""
-    import ray
-    import torch
+    import ray  # optional extra: ray
+    import torch  # heavy: torch loads on first use
 
     threads = int(os.environ.get("LEXLENS_RAY_THREADS", "0")) or torch.get_num_threads()
     if gpus:
@@ -258,13 +258,13 @@ class RayEncoder:
                 self._started = start_local_ray()
             else:
                 with _environment({"RAY_USAGE_STATS_ENABLED": "0"}):
-                    import ray
+                    import ray  # optional extra: ray, read with this environment
 
                     self._started = not ray.is_initialized()
                     ray.init(address=address, **RAY_OPTIONS)
         except Exception as exc:  # noqa: BLE001 (Ray raises ConnectionError, RuntimeError…)
             raise InputError(f"--ray {address}: cannot start or reach Ray ({exc})") from None
-        import ray
+        import ray  # optional extra: ray
 
         _quiet()
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -275,11 +275,10 @@ class RayEncoder:
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None] | str]:
         """For each (kind, image path or text, where): (indices, weights, a text's token ids)
         as :func:`.encoding.encode_payloads` gives them, or a reason."""
-        import ray
+        import ray  # optional extra: ray
 
         if not todo:
             return
-        import warnings
 
         _quiet()
         with warnings.catch_warnings():
@@ -333,7 +332,7 @@ class RayEncoder:
 
     def close(self) -> None:
         """Shut down the Ray this encoder started (a cluster it joined keeps running)."""
-        import ray
+        import ray  # optional extra: ray
 
         if self._started and ray.is_initialized():
             ray.shutdown()

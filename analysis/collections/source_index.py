@@ -11,6 +11,7 @@ added files encode three. With ``ray`` the items are encoded by Ray actors
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -223,7 +224,6 @@ def extra_files(encoder: Encoder, src: Source) -> dict[str, bytes]:
 def benchmark_files(bench) -> dict[str, bytes]:
     """A benchmark's queries (BEIR's queries.jsonl) and judgements (BEIR's qrels TSV), kept
     with the collection so ``lexlens evaluate`` finds them."""
-    import json
 
     queries = "".join(
         json.dumps({"_id": q, "text": text}, ensure_ascii=False) + "\n"

@@ -39,6 +39,8 @@ from lexlens.analysis.collections.home import collections_dir, stored_names
 from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.analysis.core.inputs import read_bytes
+from lexlens.analysis.core.words import WordReader, item_words, top_terms
+from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 from lexlens.models.base import InputError, texts_digest
 
 FORMAT = "lexlens-index"
@@ -161,7 +163,7 @@ class StoredIndex:
                 load("postings_weights.npy", np.float16, nnz),
                 float(scale),
             )
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
         self._parquet = pq.ParquetFile(self.path / "items.parquet")
         if self._parquet.metadata.num_rows != n:
@@ -260,7 +262,7 @@ class StoredIndex:
 
     def rows(self, start: int, stop: int) -> Any:
         """Items ``[start, stop)`` as a scipy CSR matrix (float32)."""
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # heavy: scipy loads on first use
 
         a, b = int(self.indptr[start]), int(self.indptr[stop])
         cols = np.asarray(self.indices[a:b])
@@ -281,7 +283,7 @@ class StoredIndex:
         (``vectors``: one row per item, e.g. re-gated at ``gate_k``): the same folder opened
         again, its arrays, norms and manifest (gate k, non-zeros, ``regated_from``) those of
         the new vectors, ``label`` how messages name it; no postings."""
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # heavy: scipy loads on first use
 
         matrix = sp.csr_matrix(vectors)
         if matrix.shape != (len(self), self.vocab_size):
@@ -410,7 +412,6 @@ class StoredIndex:
         if all(isinstance(recorded.get(k), int) for k in ("queries", "judgements")):
             keys = ("kind", "split", "queries", "judged_queries", "judgements")
             return {k: recorded[k] for k in keys if k in recorded}
-        from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 
         problems = Problems()
         qrels = read_qrels(stored[1], problems)
@@ -483,7 +484,6 @@ class StoredIndex:
         """:meth:`strongest_terms`, each with how it reads against the items' words (a
         :class:`~lexlens.analysis.core.words.Reading`): a whole word, or a piece ("##r"),
         which a display marks and never shows as a word."""
-        from lexlens.analysis.core.words import WordReader, item_words, top_terms
 
         words = set(self.known_words)
         columns = [c for c in ("text", "captions", "labels") if c in self._parquet.schema.names]

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ _META_SCHEMA = None
 def _meta_schema():
     global _META_SCHEMA
     if _META_SCHEMA is None:
-        import pyarrow as pa
+        import pyarrow as pa  # heavy: pyarrow loads on first use
 
         _META_SCHEMA = pa.schema(
             [
@@ -99,7 +100,7 @@ class IndexWriter:
     """Streams gated sparse rows and item metadata into a folder (CSR + Parquet)."""
 
     def __init__(self, folder: Path, vocab_size: int) -> None:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
         self.folder = folder
         self.vocab_size = vocab_size
@@ -224,7 +225,7 @@ class IndexWriter:
 
     def _flush_texts(self, count: int) -> None:
         """The first ``count`` rows given to :meth:`add_rows` as one row group."""
-        import pyarrow as pa
+        import pyarrow as pa  # heavy: pyarrow loads on first use
 
         ids, texts, nnz = (column[:count] for column in self._texts)
         for column in self._texts:
@@ -249,7 +250,7 @@ class IndexWriter:
         self._parquet.write_table(table, row_group_size=ROW_GROUP)
 
     def _flush(self) -> None:
-        import pyarrow as pa
+        import pyarrow as pa  # heavy: pyarrow loads on first use
 
         if self._texts[0]:
             self._flush_texts(len(self._texts[0]))
@@ -541,8 +542,6 @@ def write_index(
 
 def _version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("lexlens")
     except Exception:  # noqa: BLE001
         return "unknown"

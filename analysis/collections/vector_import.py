@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -67,6 +68,7 @@ from lexlens.analysis.core.inputs import MAX_LINE_BYTES
 from lexlens.analysis.core.options import SEED, Options, option, shared
 from lexlens.analysis.core.results import Progress
 from lexlens.analysis.datasets.items import SkippedItems
+from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 from lexlens.models.base import Encoder, InputError
 
 #: The formats of encoded corpora an import reads.
@@ -204,8 +206,8 @@ class _Vocabulary:
     def map(self, terms: list[str]) -> np.ndarray:
         """The id of each term (-1: not in a fixed vocabulary; a new one is added)."""
         if self.fixed:  # Arrow's hash lookup: a third of a dict's time on fresh strings
-            import pyarrow as pa
-            import pyarrow.compute as pc
+            import pyarrow as pa  # heavy: pyarrow loads on first use
+            import pyarrow.compute as pc  # heavy: pyarrow loads on first use
 
             if self._arrow is None:
                 self._arrow = pa.array(self.tokens, pa.string())
@@ -551,8 +553,8 @@ def _npz_chunks(path: Path, ids_file: Path, vocab: _Vocabulary) -> Iterator[_Chu
 
 def _hf_batches(path: Path) -> Iterator[tuple[str, Any]]:
     """``(file, record batch)`` of a Parquet file, a folder of them, or a saved dataset."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow loads on first use
+    import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
     files = (
         sorted(p for p in path.iterdir() if p.suffix in (".parquet", ".arrow"))
@@ -880,10 +882,8 @@ def _kept_benchmark(options: VectorImportOptions) -> tuple[dict, dict[str, bytes
         raise InputError("--queries and --qrels go together: the queries and their judgements")
     if options.queries is None:
         return None
-    from types import SimpleNamespace
 
-    from lexlens.analysis.collections.source_index import benchmark_files
-    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
+    from lexlens.analysis.collections.source_index import benchmark_files  # heavy: loads torch
 
     problems = Problems()
     queries = read_queries(options.queries, problems, label=options.queries)

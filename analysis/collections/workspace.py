@@ -142,7 +142,7 @@ def sample_photos_folder() -> Path:
     """The folder of scikit-image's photos: the images of the sample photos (``photos.csv``)
     and of the sample benchmark ``photos_karpathy``."""
     try:
-        import skimage
+        import skimage  # optional: scikit-image
     except ImportError:
         raise InputError(
             "the sample photos come from scikit-image: `pip install scikit-image`"

@@ -109,9 +109,9 @@ def _input_of(text: Any, image: Any, name: Any) -> tuple[str, Any, str]:
         if name is not None:
             raise InputError("name is the name of an image: give it with image=")
         return "text", text, ""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     if isinstance(image_argument(image, "image"), Image.Image):
         return "image", image, name or "image"

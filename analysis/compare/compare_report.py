@@ -10,6 +10,7 @@ import numpy as np
 
 from lexlens.analysis.compare.vocabularies import SIDES, vocabulary_note
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes, records_csv_bytes
+from lexlens.analysis.render.html import cell_colour, num, render_report
 
 TERMS_CSV_HEADER = [
     "scope",
@@ -114,7 +115,6 @@ def compare_files(result: Any) -> dict[str, bytes]:
 
 
 def _heat_rows(side: dict | None) -> list[list[dict]] | None:
-    from lexlens.analysis.render.html import cell_colour, num
 
     if side is None:
         return None
@@ -131,7 +131,6 @@ def _heat_rows(side: dict | None) -> list[list[dict]] | None:
 
 def render_html(result: Any) -> str:
     """The comparison as one self-contained HTML page (Jinja2, autoescaped)."""
-    from lexlens.analysis.render.html import render_report
 
     d = result.to_dict()
     info: dict[str, Any] = {"kind": result.kind, **result.input}

@@ -30,7 +30,7 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> dict:
     if len(set(a)) < 2 or len(set(b)) < 2:
         out["note"] = "one side gives every shared term the same weight: ρ is not defined"
         return out
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # heavy: scipy loads on first use
 
     rho, p = spearmanr(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     rho, p = float(rho), float(p)

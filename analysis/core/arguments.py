@@ -16,7 +16,8 @@ from typing import Any
 
 from lexlens.analysis.core.devices import note_device
 from lexlens.analysis.core.results import Progress
-from lexlens.models.base import Encoder, InputError, Needs
+from lexlens.models.base import Encoder, InputError, Needs, pick_device
+from lexlens.models.registry import encoder_card, load_encoder
 
 
 def shown(value: Any) -> str:
@@ -48,7 +49,6 @@ def loaded_encoder(encoder: Any, argument: str = "encoder", needs: Needs | None 
 def encoder_or_spec(encoder: Any, argument: str = "encoder", needs: Needs | None = None) -> Any:
     """An encoder, or its spec (a registry name, a checkpoint folder) as text, checked without
     loading it: a registry name's card against ``needs`` (a folder is checked once loaded)."""
-    from lexlens.models.registry import encoder_card
 
     if isinstance(encoder, Path):
         encoder = str(encoder)
@@ -71,7 +71,6 @@ def encoder_argument(
     """An encoder given loaded, or loaded from its spec on ``device``
     (:func:`lexlens.models.registry.load_encoder`); with ``needs``, a registry name is checked
     from its card before it loads, and every encoder once loaded."""
-    from lexlens.models.registry import load_encoder
 
     encoder = encoder_or_spec(encoder, argument, needs)
     if isinstance(encoder, str):
@@ -85,8 +84,6 @@ def device_argument(device: Any) -> str | None:
     """``device``: ``None`` (the default) or a device the encoders accept — ``cpu``, ``cuda``
     (when there is one) or ``auto`` (:func:`lexlens.models.base.pick_device`'s rule)."""
     if device is not None:
-        from lexlens.models.base import pick_device
-
         pick_device(device)
     return device
 
@@ -118,7 +115,7 @@ def texts_argument(texts: Any, argument: str = "texts") -> list[str]:
 def image_argument(image: Any, argument: str) -> Any:
     """``image``: a PIL image, or what :func:`lexlens.models.images.load_image` reads (an
     image file's path, its bytes, a binary file)."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
     readable = isinstance(image, (str, Path, bytes, bytearray, memoryview)) or hasattr(
         image, "read"

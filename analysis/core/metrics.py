@@ -298,7 +298,7 @@ def measure(
     a query without a ranking counts 0; relevance clamped to a gain of 0 or more. The mean is
     the per-query values' mean: the aggregate and the per-query table always agree. A value
     the provider failed to compute is refused (:func:`_check_provided`), never a 0."""
-    import ir_measures
+    import ir_measures  # heavy: ir_measures loads on first use
 
     measures = list(dict.fromkeys(measures))
     parsed = {name: ir_measures.parse_measure(name) for name in measures}  # once each

@@ -309,7 +309,7 @@ def _folder_lock(folder: Path) -> Iterator[None]:
     folder at once land one after the other, never interleaved (no lock where the system
     has none)."""
     try:
-        import fcntl
+        import fcntl  # POSIX only
 
         fd = os.open(folder, os.O_RDONLY)
     except (ImportError, OSError):

@@ -118,7 +118,7 @@ class Result(Record):
         rows = self.frame_rows()
         if rows is None:
             raise LexlensError(f"{type(self).__name__} has no table: read it with to_dict()")
-        import pandas as pd
+        import pandas as pd  # heavy: pandas loads on first use
 
         return pd.DataFrame(rows)
 
@@ -187,7 +187,7 @@ def _state(value: Any) -> Any:
         if all(isinstance(k, str) for k in value) and not any(k.startswith("__") for k in value):
             return {k: _state(v) for k, v in value.items()}
         return {_MAP: [[_state(k), _state(v)] for k, v in value.items()]}
-    import pandas as pd
+    import pandas as pd  # heavy: pandas loads on first use
 
     if isinstance(value, pd.DataFrame):
         return {_FRAME: _state(value.to_dict(orient="tight"))}
@@ -241,7 +241,7 @@ def _restore(data: Any) -> Any:
         if tag == _MAP:
             return {_restore(k): _restore(v) for k, v in body}
         if tag in (_FRAME, _SERIES):
-            import pandas as pd
+            import pandas as pd  # heavy: pandas loads on first use
 
             if tag == _FRAME:
                 return pd.DataFrame.from_dict(_restore(body), orient="tight")

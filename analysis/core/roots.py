@@ -22,6 +22,9 @@ from pathlib import Path
 
 from lexlens.analysis.core.inputs import regular_file, user_path
 from lexlens.models.base import InputError
+from lexlens.models.dense_config import META_FILE, read_spec
+from lexlens.models.hub import looks_like_hub_id
+from lexlens.models.registry import REGISTRY, parse_spec
 
 #: Most entries a checkpoint folder may hold for its links to be checked (a model's folder
 #: holds a few dozen).
@@ -51,7 +54,6 @@ def spec_inside_roots(spec: str, roots: Sequence[str | Path], label: str = "enco
     """An encoder spec typed into a page, every path it names checked against ``roots``
     (see the module docstring): the spec to load, its paths resolved. A registry name and a
     Hugging Face id of the local hub cache name no path of the user's and pass as they are."""
-    from lexlens.models.registry import parse_spec
 
     raw = str(spec).strip()
     if not raw:
@@ -70,8 +72,6 @@ def spec_inside_roots(spec: str, roots: Sequence[str | Path], label: str = "enco
 def _base_inside(raw: str, roots: Sequence[str | Path], label: str) -> str:
     """A spec's base: a registry name or a cached hub id as it is, else a checkpoint folder
     inside the roots, with each of its files and every path its dense spec names."""
-    from lexlens.models.hub import looks_like_hub_id
-    from lexlens.models.registry import REGISTRY
 
     if raw in REGISTRY:
         return raw
@@ -85,7 +85,6 @@ def _base_inside(raw: str, roots: Sequence[str | Path], label: str) -> str:
 def _checkpoint_inside(folder: Path, roots: Sequence[str | Path], label: str) -> None:
     """Every entry of a checkpoint folder inside the roots once its links are followed, and
     the folder and files its ``lexlens_dense_pq.json`` names."""
-    from lexlens.models.dense_config import META_FILE, read_spec
 
     if not folder.is_dir():
         return  # the loader says what it is

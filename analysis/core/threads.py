@@ -55,7 +55,7 @@ def _pools() -> Any:
     """threadpoolctl's view of the loaded OpenMP and BLAS libraries, read again after any
     new import (a module may have loaded another library: scipy's, faiss's)."""
     if _STATE["modules"] != len(sys.modules):
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import ThreadpoolController  # lexlens --help stays fast
 
         _STATE["controller"] = ThreadpoolController()
         _STATE["modules"] = len(sys.modules)

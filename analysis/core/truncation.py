@@ -52,7 +52,7 @@ def truncation(
     the whole text was encoded."""
     if not encoding.truncated:
         return None
-    from lexlens.models.text_io import count_tokens
+    from lexlens.models.text_io import count_tokens  # heavy: loads torch
 
     kept = sum(1 for unit in encoding.units if not is_special_token(unit))
     tokenizer = getattr(encoder, "tokenizer", None)

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.arguments import collection_argument
-from lexlens.analysis.core.arguments import device_argument, image_argument, text_argument
+from lexlens.analysis.core.arguments import (
+    device_argument,
+    encoder_argument,
+    image_argument,
+    text_argument,
+)
 from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.core.threads import analysis_threads, thread_count
 from lexlens.analysis.core.truncation import opening, truncation
@@ -46,6 +51,7 @@ from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
 from lexlens.analysis.counterfactual.screen import EditScreen
 from lexlens.analysis.counterfactual.term_level import TermAnswer, term_counterfactual
+from lexlens.analysis.datasets.trec import read_queries
 from lexlens.analysis.lexical.word_units import TextWords, text_words, word_terms
 from lexlens.analysis.retrieval.queries import (
     IMAGE_QUERY_NEEDS,
@@ -62,7 +68,6 @@ IMAGE_TARGET_NOTE = "the target is an image: it takes no document edits"
 def stored_query(collection: Collection, query_id: Any) -> str:
     """The text of query ``query_id`` among the queries a collection keeps (built from a
     benchmark)."""
-    from lexlens.analysis.datasets.trec import read_queries
 
     text_argument(query_id, "query_id")
     found = collection.benchmark_files
@@ -88,7 +93,6 @@ def _document_encoder(
     collection: Collection, query_encoder: Encoder, device: str | None
 ) -> Encoder:
     """The encoder the collection's items were encoded with (the query's when the same)."""
-    from lexlens.analysis.core.arguments import encoder_argument
 
     spec = collection.encoder_spec
     if spec in (query_encoder.name, getattr(query_encoder, "source", None)):
@@ -155,7 +159,7 @@ def prepare(
             QuerySpec(encoder, options.query_mode, options.gate_k), query
         )
     else:
-        from lexlens.models.images import load_image
+        from lexlens.models.images import load_image  # heavy: loads PIL
 
         picture = query if hasattr(query, "convert") else load_image(query, name="query")
         label = Path(query).name if isinstance(query, Path) else "image"

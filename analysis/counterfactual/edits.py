@@ -26,6 +26,7 @@ from lexlens.analysis.core.gating import gate
 from lexlens.analysis.core.grid import patch_boxes
 from lexlens.analysis.retrieval.queries import QuerySpec
 from lexlens.models.base import Encoder, LexicalEncoding
+from lexlens.models.label_map import STOP_WORDS
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ class ImageQuery:
 
     def edited(self, deleted: frozenset[int]) -> Any:
         """The image with the deleted cells filled with the preprocessing mean."""
-        from PIL import ImageDraw
+        from PIL import ImageDraw  # heavy: PIL loads on first use
 
-        from lexlens.models.images import IMAGENET_MEAN
+        from lexlens.models.images import IMAGENET_MEAN  # heavy: loads PIL
 
         picture = self.image.convert("RGB").copy()
         draw = ImageDraw.Draw(picture)
@@ -203,7 +204,6 @@ def insertable(
     with an unpaired bracket inside, none without a letter or digit), no stop word
     (``models/data/stop_words.txt``) unless ``allow_stop_words``, never a word the text
     already holds (compared without case and accents)."""
-    from lexlens.models.label_map import STOP_WORDS
 
     have = {word_key(whole_word(w)) for w in target_text.split()}
     kept: list[str] = []

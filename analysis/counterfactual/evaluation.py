@@ -21,6 +21,7 @@ from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
+from lexlens.analysis.counterfactual.report import counterfactual_section
 from lexlens.analysis.counterfactual.result import Counterfactual
 from lexlens.analysis.evaluation.result import Evaluation, evaluation_argument
 from lexlens.analysis.retrieval.queries import query_encoder_for
@@ -201,7 +202,6 @@ class EvaluationCounterfactuals(Result):
 
     def html(self) -> str:
         """The summary and each failure's edits as an HTML section (autoescaped)."""
-        from lexlens.analysis.counterfactual.report import counterfactual_section
 
         return counterfactual_section(self)
 

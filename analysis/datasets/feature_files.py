@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from lexlens.analysis.core.inputs import (
     decode_text,
@@ -184,7 +185,7 @@ def _read_npy(data: bytes | Path, label: str) -> np.ndarray:
 
 
 def _read_safetensors(data: bytes | Path, label: str) -> np.ndarray:
-    from safetensors import safe_open
+    from safetensors import safe_open  # heavy: safetensors loads on first use
 
     try:
         if isinstance(data, Path):
@@ -193,7 +194,7 @@ def _read_safetensors(data: bytes | Path, label: str) -> np.ndarray:
                 key = _one_matrix(shapes, label)
                 tensor = fh.get_tensor(key)
         else:
-            from safetensors.torch import load
+            from safetensors.torch import load  # heavy: safetensors loads on first use
 
             tensors = load(data)
             key = _one_matrix({k: tuple(v.shape) for k, v in tensors.items()}, label)
@@ -206,7 +207,6 @@ def _read_safetensors(data: bytes | Path, label: str) -> np.ndarray:
         raise InputError(
             f"{label} is not a readable safetensors file ({first_line(exc)})"
         ) from None
-    import torch
 
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise InputError(f"{label}: tensor {key!r} holds {tensor.dtype}, not feature values")
@@ -227,9 +227,9 @@ def _one_matrix(shapes: dict[str, tuple[int, ...]], label: str) -> str:
 
 
 def _read_parquet(data: bytes | Path, label: str) -> tuple[np.ndarray, list[str]]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow loads on first use
+    import pyarrow.compute as pc  # heavy: pyarrow loads on first use
+    import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
     try:
         handle = pq.ParquetFile(data if isinstance(data, Path) else pa.BufferReader(data))

@@ -36,6 +36,7 @@ from lexlens.analysis.datasets.dataset import Benchmark, file_stamp, pick_split
 from lexlens.analysis.datasets.items import Skipped, SourceItem, id_problem
 from lexlens.analysis.datasets.trec import Problems
 from lexlens.models.base import InputError
+from lexlens.models.packaged import usable_cache_dir
 
 IMAGE_NAMES = ("image", "img", "picture", "photo")
 TEXT_NAMES = ("caption", "captions", "text", "sentences", "sentence", "raw")
@@ -52,7 +53,7 @@ IMAGE_BATCH_ROWS = 64
 def _datasets():
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     try:
-        import datasets
+        import datasets  # optional extra: datasets
     except ImportError:
         raise InputError(
             "reading a Hugging Face dataset needs the 'datasets' package: "
@@ -69,7 +70,7 @@ def is_table_file(path: Path) -> bool:
         return False
     if suffix == ".arrow":
         return True
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
     try:
         names = set(pq.read_schema(path).names)
@@ -138,7 +139,7 @@ def _split_files(path: Path, label: str) -> dict[str, list[Path]]:
     if not path.is_dir():
         return {"train": [path]}
     _datasets()
-    from datasets.data_files import DataFilesDict, get_data_patterns
+    from datasets.data_files import DataFilesDict, get_data_patterns  # optional extra: datasets
 
     try:
         patterns = get_data_patterns(str(path))
@@ -168,7 +169,7 @@ def _files_inside(folder: Path) -> None:
 
 def _arrow_batches(path: Path) -> Iterator[Any]:
     """The record batches of an Arrow IPC file (file or stream format), memory-mapped."""
-    import pyarrow as pa
+    import pyarrow as pa  # heavy: pyarrow loads on first use
 
     with pa.memory_map(str(path)) as source:
         try:
@@ -183,8 +184,8 @@ def _arrow_batches(path: Path) -> Iterator[Any]:
 
 def _table_file(path: Path) -> tuple[list[str], int]:
     """A Parquet or Arrow file's column names and row count (Parquet: from its footer)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow loads on first use
+    import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
     try:
         if path.suffix.lower() == ".parquet":
@@ -210,8 +211,8 @@ def _table_file(path: Path) -> tuple[list[str], int]:
 
 def _files(path: Path, split: str | None, label: str) -> tuple[_Rows, str, list[str]]:
     """Parquet/Arrow files read in place with pyarrow (row groups or batches streamed)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow loads on first use
+    import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
     by_split = _split_files(path, label)
     splits = sorted(by_split)
@@ -395,8 +396,6 @@ class _EmbeddedImages:
 
     def folder(self) -> Path | None:
         if not self._tried:
-            from lexlens.models.packaged import usable_cache_dir
-
             self._tried = True
             self._folder = usable_cache_dir("hf-images", self.fingerprint)
         return self._folder

@@ -35,7 +35,7 @@ def _home() -> Path:
 @contextlib.contextmanager
 def _no_downloads() -> Iterator[None]:
     """Every download class of ir_datasets refuses to start while this is open."""
-    from ir_datasets.util import download
+    from ir_datasets.util import download  # optional extra: irds
 
     def refuse(self, *args, **kwargs):
         raise _WouldDownload(getattr(self, "url", getattr(self, "uri", "a remote file")))
@@ -92,7 +92,7 @@ def _quiet() -> Iterator[None]:
     """ir_datasets's log lines (``[INFO] …``, ``[WARNING] Download failed``) kept off the
     terminal: the reader says what went wrong in its own one line."""
     logger = logging.getLogger("ir_datasets")
-    from ir_datasets import log
+    from ir_datasets import log  # optional extra: irds
 
     log.easy().logger()  # made now, so the level set below is not reset on first use
     level = logger.level
@@ -125,7 +125,7 @@ def open_irds(dataset_id: str, *, split: str | None = None) -> Benchmark:
     as ir_datasets names them: ``beir/scifact/test``)."""
     with _leaves_no_folder():
         try:
-            import ir_datasets
+            import ir_datasets  # optional extra: irds
         except ImportError:
             raise InputError(
                 "reading an ir_datasets id needs the ir_datasets package: "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lexlens.analysis.core.inputs import MAX_LINE_BYTES, json_line, text_lines
+from lexlens.analysis.core.metrics import relevance_from_text, strictly_decreasing
 from lexlens.analysis.datasets.items import id_problem
 from lexlens.models.base import InputError
 
@@ -74,7 +75,6 @@ def read_qrels(
     problem naming the file and line; a whole number beyond ±1,000 refuses the file naming
     its line (the item's grade cannot be dropped without changing every measure of its
     query). 0 and negatives are kept as written: they mean not relevant."""
-    from lexlens.analysis.core.metrics import relevance_from_text
 
     problems = problems if problems is not None else Problems()
     label = label or str(path)
@@ -207,7 +207,6 @@ def run_text(run: Mapping[str, list[tuple[str, float]]], *, tag: str = "lexlens"
     (:func:`~lexlens.analysis.core.metrics.strictly_decreasing`): trec_eval ignores
     the rank column and orders tied scores by docid, so tied scores would let it rank the
     items otherwise. Each score is the shortest text that reads back as its float32."""
-    from lexlens.analysis.core.metrics import strictly_decreasing
 
     tag = "".join(tag.split()) or "lexlens"
     lines = [

@@ -50,7 +50,7 @@ def tokenized_ids(encoder: Encoder, texts: list[str]) -> list[np.ndarray]:
     for lo in range(0, len(texts), CAPTION_BATCH * 16):
         chunk = texts[lo : lo + CAPTION_BATCH * 16]
         if tokenizer is not None and isinstance(limit, int):
-            from lexlens.models.text_io import tokenize_batch
+            from lexlens.models.text_io import tokenize_batch  # heavy: loads torch
 
             batch = tokenize_batch(tokenizer, chunk, limit)
             units = [

@@ -31,6 +31,7 @@ unbounded, or when there are no failures or no successes)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,9 +109,8 @@ def query_causes(
 
 def _fisher(table: list[list[int]]) -> tuple[float | None, float]:
     """(odds ratio — ``None`` when unbounded or undefined —, two-sided p) of a 2×2 table."""
-    import math
 
-    from scipy.stats import fisher_exact
+    from scipy.stats import fisher_exact  # heavy: scipy loads on first use
 
     odds, p = fisher_exact(table, alternative="two-sided")
     odds = float(odds)
@@ -121,7 +121,7 @@ def base_rates(queries: Iterable[QueryCauses]) -> list[dict[str, Any]]:
     """One row per cause (in the order of ``failures.CAUSES``) under :data:`CAUSE_COLUMNS`:
     how many failures and successes it holds for, both rates, lift, Fisher's odds ratio and
     p, and p adjusted by Benjamini–Hochberg across the causes."""
-    from scipy.stats import false_discovery_control
+    from scipy.stats import false_discovery_control  # heavy: scipy loads on first use
 
     queries = list(queries)
     failed = [q for q in queries if not q.success]

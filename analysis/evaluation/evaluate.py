@@ -75,6 +75,7 @@ from lexlens.analysis.core.metrics import (
 from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
+from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries, read_run
 from lexlens.analysis.evaluation.causes import QueryCauses, cause_rates, query_causes
 from lexlens.analysis.evaluation.explain import Failure, blame
 from lexlens.analysis.evaluation.failures import (
@@ -292,7 +293,6 @@ def evaluate_benchmark(
     """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
     or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
     malformed line is listed in the notes; the readable ones are used."""
-    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries, read_run
 
     options = EvaluationOptions.of(options, **given)
     for value, name in ((queries, "queries"), (qrels, "qrels"), (run, "run")):

@@ -67,6 +67,7 @@ from lexlens.analysis.core.arguments import (
 from lexlens.analysis.core.inputs import load_json
 from lexlens.analysis.core.outputs import check_replaceable, file_set, json_bytes
 from lexlens.analysis.core.results import Progress, Result, progress_part
+from lexlens.analysis.datasets.trec import Problems, read_queries, run_text
 from lexlens.analysis.evaluation.selection import checked_queries
 from lexlens.analysis.export.options import FORMATS, MAX_SCALE, TRAINING_FORMATS, ExportOptions
 from lexlens.analysis.export.training import TRAINING_FILES, training_lines
@@ -345,7 +346,6 @@ def _export_queries(
 ) -> tuple[dict[str, str], list[str]]:
     """The queries to export (a file, a mapping, or the ones the collection keeps; none:
     ``{}``) and a note on the malformed lines of a file."""
-    from lexlens.analysis.datasets.trec import Problems, read_queries
 
     problems = Problems()
     if queries is None and (stored := ix.benchmark_files) is not None:
@@ -377,7 +377,6 @@ def _query_lines(
     progress: Progress | None,
 ) -> tuple[dict[str, list[str]], list[str]]:
     """The lines of the query files of ``options.format`` and their notes."""
-    from lexlens.analysis.datasets.trec import run_text
 
     ids, fmt, scale = list(queries), options.format, options.scale
     if fmt == "trec-run":

@@ -34,6 +34,7 @@ from typing import Any
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.analysis.core.inputs import decode_text, load_json
+from lexlens.analysis.datasets.trec import read_run
 from lexlens.analysis.evaluation.result import index_evaluated
 from lexlens.models.base import InputError
 from lexlens.models.files import read_bytes, user_path
@@ -86,8 +87,6 @@ def read_evaluation(source: str | Path, *, with_run: bool) -> StoredEvaluation:
         raise InputError(f"{label}: not the evaluation.json of `lexlens evaluate` (one system)")
     run = None
     if with_run:
-        from lexlens.analysis.datasets.trec import read_run
-
         run_file = folder / RUN_FILE
         if not run_file.exists():
             raise InputError(

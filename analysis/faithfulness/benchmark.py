@@ -131,7 +131,7 @@ def summarize(
     """The summary of the failures measured: a deletion that empties the query is counted
     apart and left out of every number (it closes the gap whatever the explanation), one
     that leaves a tie is left out of the flip rates (neither item is ahead)."""
-    from scipy.stats import wilcoxon
+    from scipy.stats import wilcoxon  # heavy: scipy loads on first use
 
     excluded: dict[str, int] = {}
     for r in rows:

@@ -108,9 +108,9 @@ def contrib_faithfulness(
 
 def _picture(image: Any) -> Any:
     """The PIL image of a path, bytes, a PIL image or a ``(name, image)`` pair."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     name = None
     if isinstance(image, (tuple, list)) and len(image) == 2:

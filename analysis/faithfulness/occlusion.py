@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageDraw
 
 from lexlens.analysis.core.arguments import (
     device_argument,
@@ -32,7 +33,7 @@ from lexlens.analysis.lexical.patches import IMAGE_NEEDS, parse_box, patch_group
 from lexlens.analysis.lexical.terms import terms_of_encoding
 from lexlens.analysis.lexical.word_units import term_columns
 from lexlens.models.base import Encoder, InputError, LexicalEncoding
-from lexlens.models.images import IMAGENET_MEAN
+from lexlens.models.images import IMAGENET_MEAN, load_image, to_rgb
 
 #: Each image encoder family's preprocessing mean (RGB, 0..1), by the module of its class.
 PREPROCESSING_MEANS = {
@@ -55,9 +56,6 @@ def preprocessing_mean(encoder: Encoder) -> tuple[float, float, float]:
 def occluded(picture: Any, encoding: LexicalEncoding, cells: Sequence[int], fill) -> Any:
     """A copy of the PIL image with the cells (unit indices of ``encoding``'s grid) filled
     with ``fill`` (RGB 0..1), in the original image's pixels."""
-    from PIL import ImageDraw
-
-    from lexlens.models.images import to_rgb
 
     out = to_rgb(picture).copy()
     width, height = out.size
@@ -125,9 +123,6 @@ def occlusion_faithfulness(
 
 
 def _picture(image: Any) -> Any:
-    from PIL import Image
-
-    from lexlens.models.images import load_image
 
     return image if isinstance(image, Image.Image) else load_image(image, name="image")
 

@@ -31,6 +31,8 @@ from lexlens.analysis.core.gating import GATE_K, gate
 from lexlens.analysis.core.options import QUERY_MODE, Options, shared
 from lexlens.analysis.core.results import Record, Result
 from lexlens.analysis.core.words import input_words, merge_contributions
+from lexlens.analysis.lexical.terms import input_label
+from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
 from lexlens.analysis.retrieval.queries import QuerySpec
 from lexlens.models.base import (
     Capability,
@@ -125,8 +127,6 @@ class ContribResult(Result):
     def notebook_html(self) -> str:
         """The score, and the contributions by word as a bar table summing to it (the first
         :data:`~lexlens.analysis.render.html.NOTEBOOK_ROWS` rows; the rest's sum said)."""
-        from lexlens.analysis.lexical.terms import input_label
-        from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
 
         rows = self.frame_rows()
         shown, rest = rows[:NOTEBOOK_ROWS], rows[NOTEBOOK_ROWS:]
@@ -159,9 +159,9 @@ class ContribResult(Result):
 def _side(what: str, argument: str, text: Any, image: Any) -> tuple[str, Any, str]:
     """Validate one side before any model runs: ("text", str, "") or ("image", PIL image,
     its name). ``argument`` is the side's text argument (``query`` or ``doc``)."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     if (text is None) == (image is None):
         raise InputError(f"give the {what} as a text or as an image (one of them)")

@@ -14,7 +14,7 @@ VARIANT = "{word} ≈ {variant}"
 @lru_cache(maxsize=1)
 def _stemmer():
     """The English Snowball stemmer (one, reused)."""
-    import snowballstemmer
+    import snowballstemmer  # heavy: snowballstemmer loads on first use
 
     return snowballstemmer.stemmer("english")
 

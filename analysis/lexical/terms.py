@@ -3,6 +3,7 @@ case, and provenance (which input token or patch produced each term)."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from lexlens.analysis.core.truncation import truncation
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, unit_words
 from lexlens.analysis.lexical.patches import check_box, parse_box, patch_group
+from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
 from lexlens.models.base import (
     Capability,
     Encoder,
@@ -32,6 +34,7 @@ from lexlens.models.base import (
     LexicalEncoding,
     Needs,
     check_texts,
+    pool_units,
 )
 
 if TYPE_CHECKING:
@@ -85,7 +88,6 @@ def term_rows(
     bag-of-words terms (the input's own tokens) against expansion terms. Pieces merge
     into the input's own words and any ``words`` given (see :func:`merge_word_pieces`).
     """
-    from lexlens.models.base import pool_units
 
     if units is not None and encoding.unit_weights is not None:
         weights = pool_units(encoding.unit_weights[units], encoding.normalization)
@@ -196,7 +198,6 @@ class TermsResult(Result):
     def notebook_html(self) -> str:
         """The word cloud and the top-terms table with provenance, as the terms report
         draws them (the first :data:`~lexlens.analysis.render.html.NOTEBOOK_ROWS` rows)."""
-        from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
 
         rows = self.frame_rows()
         shown = rows[:NOTEBOOK_ROWS]
@@ -241,9 +242,8 @@ def term_kind(row: dict) -> str:
 def cloud_url(rows: Sequence[dict]) -> str:
     """Term rows' word cloud as an inline PNG (a ``data:`` URL): font size ∝ weight, the
     input's own tokens dark blue, expansion terms orange."""
-    import base64
 
-    from lexlens.analysis.render.plots import png_bytes, wordcloud_image
+    from lexlens.analysis.render.plots import png_bytes, wordcloud_image  # heavy: loads PIL
 
     terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
     own = {r["token"] for r in rows if r.get("in_input")}
@@ -285,9 +285,9 @@ def encode_image(encoder: Encoder, image: Any, *, name: str | None = None) -> Le
 
 def _picture(image: Any, name: str | None) -> Any:
     """The PIL image of a path, bytes or a PIL image (``name``: what messages call it)."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     return image if isinstance(image, Image.Image) else load_image(image, name=name or "")
 
@@ -298,6 +298,7 @@ def feature_row(
     """A dense features file read (or a read :class:`FeatureTable` as given) and the row of
     ``item``, its id (optional when the file holds one vector): checked before any head
     loads."""
+    # heavy: loads torch
     from lexlens.analysis.datasets.feature_files import FeatureTable, read_features
 
     table = (

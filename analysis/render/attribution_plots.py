@@ -14,7 +14,7 @@ from lexlens.analysis.render.colours import series_colours
 def attribution_heatmap(values: np.ndarray, words: Sequence[str], rows: Sequence[str]):
     """``values [rows, words]`` with words on x and ``rows`` (the sub-vectors with their codes)
     on y, on a symmetric red–blue scale."""
-    import plotly.express as px
+    import plotly.express as px  # heavy: plotly loads on first use
 
     values = np.asarray(values)
     words = list(words)
@@ -41,7 +41,7 @@ def attribution_heatmap(values: np.ndarray, words: Sequence[str], rows: Sequence
 def series_bars(words: list[str], series: Mapping[str, np.ndarray]):
     """Grouped bars of word scores, each series scaled to its own largest |value| (the raw
     value on hover): GlobalT's values are about M times a sub-vector's."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # heavy: plotly loads on first use
 
     def scaled(vals: np.ndarray) -> np.ndarray:
         peak = float(np.abs(vals).max())
@@ -70,7 +70,7 @@ def series_bars(words: list[str], series: Mapping[str, np.ndarray]):
 
 def curves_figure(series: Mapping[str, Sequence[float]], y_title: str, x_title: str):
     """A small line chart of curves over k = 0…K (plotly), each ranking in its colour."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # heavy: plotly loads on first use
 
     colours = series_colours(list(series))
     fig = go.Figure()

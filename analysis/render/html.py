@@ -43,6 +43,7 @@ def render_fragment(template: str, **context: Any) -> str:
 def _templates():
     """The Jinja2 environment of the report templates (autoescaped, strict about names;
     ``num`` available in every template)."""
+    # heavy: jinja2 loads on first use
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(

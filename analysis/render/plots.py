@@ -199,7 +199,7 @@ def png_bytes(image: Image.Image) -> bytes:
 
 def terms_bar_chart(terms: list[Term], *, title: str = "", in_input: set[str] | None = None):
     """Horizontal plotly bar chart of term weights, best at the top."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # heavy: plotly loads on first use
 
     in_input = in_input or set()
     tokens = [t.token for t in terms][::-1]

@@ -56,9 +56,9 @@ def checked_query(
 
 def _image_query(image: object, name: str | None) -> SearchQuery:
     """A query image: a PIL image as it is, else a path, bytes or a binary file loaded."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL loads on first use
 
-    from lexlens.models.images import load_image
+    from lexlens.models.images import load_image  # heavy: loads PIL
 
     if isinstance(image_argument(image, "query_image"), Image.Image):
         return SearchQuery(image=image, image_name=name or "query image")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lexlens.analysis.render.html import render_report
+
 #: A :class:`~lexlens.analysis.systems.result.SystemsComparison` (which imports this module).
 SystemsComparison = Any
 
@@ -117,7 +119,6 @@ def delta_bars(result: SystemsComparison, pair: tuple[str, str], measure: str) -
 def comparison_html(result: SystemsComparison) -> str:
     """The HTML report: systems and means († marked), the significance table, GeoRisk, per
     pair the sorted per-query differences, the largest wins and losses, why, blame shift."""
-    from lexlens.analysis.render.html import render_report
 
     doc = result.to_dict()
     primary = result.measures[0]

@@ -44,7 +44,7 @@ def urisk(delta: np.ndarray, alpha: float) -> float:
 def trisk(delta: np.ndarray, alpha: float) -> tuple[float | None, float]:
     """``TRisk_α`` and its two-sided p-value (Student's t, c − 1 degrees of freedom);
     (None, 1.0) when the risk-reward terms do not vary (or fewer than two queries)."""
-    from scipy.stats import t as student
+    from scipy.stats import t as student  # heavy: scipy loads on first use
 
     z = _weighted(delta, alpha)
     c = z.size
@@ -59,7 +59,7 @@ def trisk(delta: np.ndarray, alpha: float) -> tuple[float | None, float]:
 
 def georisk(scores: np.ndarray, alpha: float) -> list[float]:
     """``GeoRisk_α`` of every system (a column of ``scores``: queries × systems)."""
-    from scipy.stats import norm
+    from scipy.stats import norm  # heavy: scipy loads on first use
 
     x = np.asarray(scores, np.float64)
     c = x.shape[0]

@@ -84,7 +84,7 @@ def _finite(value: float) -> float | None:
 def t_test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float]:
     """Student's paired t (``None`` when δ is constant) and its two-sided p-value (1 when
     every δ is 0, 0 when δ is a constant other than 0)."""
-    from scipy.stats import ttest_rel
+    from scipy.stats import ttest_rel  # heavy: scipy loads on first use
 
     delta = b - a
     if constant(delta):
@@ -96,7 +96,7 @@ def t_test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float]:
 def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float]:
     """Wilcoxon's signed-rank statistic and two-sided p-value, zero differences dropped
     (``zero_method="wilcox"``); (None, 1.0) when every difference is 0."""
-    from scipy.stats import wilcoxon
+    from scipy.stats import wilcoxon  # heavy: scipy loads on first use
 
     delta = b - a
     if not np.any(delta != 0):
@@ -243,7 +243,7 @@ def corrected(pvalues: Sequence[float], method: str) -> list[float]:
     if method == "bonferroni":
         return [float(x) for x in np.minimum(1.0, p * m)]
     if method == "bh":
-        from scipy.stats import false_discovery_control
+        from scipy.stats import false_discovery_control  # heavy: scipy loads on first use
 
         return [float(x) for x in false_discovery_control(p, method="bh")]
     if method != "holm":

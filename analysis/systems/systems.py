@@ -33,11 +33,14 @@ from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
+from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.metrics import checked_qrels, is_results_frame, ranked_run
 from lexlens.analysis.core.results import Progress, Record, progress_part
+from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries, read_run
 from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.result import Evaluation
+from lexlens.analysis.evaluation.selection import checked_queries
 from lexlens.analysis.systems.options import MAX_SYSTEMS
 from lexlens.models.base import InputError
 
@@ -98,7 +101,6 @@ def _sequence(value: Any, name: str) -> list:
 def check_spec(spec: Any) -> None:
     """Refuse a spec that is not a :class:`SystemsSpec`, or a field of the wrong type,
     naming the field."""
-    from lexlens.analysis.core.gating import GATE_K
 
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
@@ -204,7 +206,6 @@ class Benchmark:
 
 def read_benchmark(first: StoredCollection, queries: Any, qrels: Any) -> Benchmark:
     """The queries and judgements given (files or mappings), else those ``first`` keeps."""
-    from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 
     for value, name in ((queries, "queries"), (qrels, "qrels")):
         if value is not None and not isinstance(value, (str, Path, Mapping)):
@@ -225,15 +226,12 @@ def read_benchmark(first: StoredCollection, queries: Any, qrels: Any) -> Benchma
     notes = []
     if problems.count:
         notes.append(f"{problems.count} malformed lines skipped: " + "; ".join(problems.lines[:5]))
-    from lexlens.analysis.evaluation.selection import checked_queries
 
     return Benchmark(checked_queries(queries), checked_qrels(qrels), notes)
 
 
 def read_system_run(system: System) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
     """A run system's ranking ({query: [(item, score), …]}) and the notes of reading it."""
-    from lexlens.analysis.datasets.trec import Problems, read_run
-
     if system.run_mapping is not None:
         return ranked_run(system.run_mapping), []
     problems = Problems()

@@ -27,6 +27,11 @@ from lexlens.analysis.lexical.terms import (
     term_records,
     terms_of_encoding,
 )
+from lexlens.analysis.render.patch_render import (
+    display_copy,
+    draw_grid,
+)
+from lexlens.analysis.render.plots import png_bytes
 from lexlens.app.runtime import state
 from lexlens.app.views.faithfulness import show_occlusion_check
 from lexlens.app.views.image import GROUP_NAMES, ImageView, heatmap_tab, patch_groups
@@ -85,11 +90,6 @@ def rows_of(result: TermsResult) -> list[dict]:
 
 
 def show_image(label: str, name: str, data: bytes, picture) -> None:
-    from lexlens.analysis.render.patch_render import (
-        display_copy,
-        draw_grid,
-    )
-    from lexlens.analysis.render.plots import png_bytes
 
     digest = hashlib.sha1(data).hexdigest()[:16]
     key = f"img_{digest}"

@@ -6,6 +6,7 @@ layer (the same document ``lexlens terms --text … --json`` prints); the page o
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.core.outputs import frame_csv_bytes, json_text
@@ -16,6 +17,13 @@ from lexlens.analysis.lexical.terms import (
     TermsResult,
     encode_text,
     terms_of_encoding,
+)
+from lexlens.analysis.render.plots import (
+    cloud_caption,
+    cloud_layout,
+    png_bytes,
+    render_cloud,
+    terms_bar_chart,
 )
 from lexlens.app.runtime import state
 from lexlens.app.views.faithfulness import show_provenance_check
@@ -50,13 +58,6 @@ def encode(_encoder, encoder_key: str, text: str, side: str) -> LexicalEncoding:
 
 def show(result: TermsResult, merged: bool) -> None:
     """Draw one result: cloud, bars, provenance tables, downloads."""
-    from lexlens.analysis.render.plots import (
-        cloud_caption,
-        cloud_layout,
-        png_bytes,
-        render_cloud,
-        terms_bar_chart,
-    )
 
     rows = result.merged_terms if merged else result.terms
     if not rows:
@@ -69,8 +70,6 @@ def show(result: TermsResult, merged: bool) -> None:
     left, right = st.columns([3, 2])
     left.image(cloud, caption=cloud_caption(layout), width="stretch")
     right.plotly_chart(terms_bar_chart(terms[:25], in_input=in_input), width="stretch")
-
-    import pandas as pd
 
     table = pd.DataFrame(
         {

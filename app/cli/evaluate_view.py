@@ -13,6 +13,7 @@ from lexlens.analysis.evaluation.result import (
     Evaluation,
     worst_first,
 )
+from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.app.cli import common
 
@@ -92,7 +93,6 @@ def _p(value: float) -> str:
 def compared(result: SystemsComparison) -> str:
     """The text view of several systems: means (†: significant against the baseline), the
     significance table, the largest wins and losses, notes."""
-    from lexlens.analysis.systems.report import marks
 
     significant = marks(result)
     means = [

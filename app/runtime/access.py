@@ -38,6 +38,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, quote_from_bytes, urlencode, urlsplit
 
 from lexlens.analysis.collections.workspace import sources_dir
+from lexlens.analysis.core.roots import inside_roots, spec_inside_roots
 
 #: The token a served app asks for (set by ``lexlens app``; empty: no token).
 TOKEN_ENV = "LEXLENS_TOKEN"
@@ -86,7 +87,6 @@ def server_path(raw: str, label: str) -> str:
     """A path typed into a page (a checkpoint folder, a GloVe file), resolved and checked
     against :func:`data_roots`. A collection's source, which may also name no path
     (``irds:ID``, ``sample:NAME``), has its own rule in the collections' workspace."""
-    from lexlens.analysis.core.roots import inside_roots
 
     return str(inside_roots(raw, data_roots(), label))
 
@@ -142,7 +142,6 @@ def server_spec(raw: str, label: str) -> str:
     """An encoder spec typed into a page (a checkpoint folder, with a ``+faiss:FILE`` or
     ``+pq:M:CORPUS`` suffix), split as the loader splits it and every path it names checked
     against :func:`data_roots` (:func:`lexlens.analysis.core.roots.spec_inside_roots`)."""
-    from lexlens.analysis.core.roots import spec_inside_roots
 
     return spec_inside_roots(raw, data_roots(), label)
 
@@ -204,7 +203,7 @@ class TokenGate:
 
     def _listening(self) -> str:
         if self._address is None:
-            from streamlit import config
+            from streamlit import config  # streamlit only inside the app
 
             self._address = str(config.get_option("server.address") or "")
             names = [*LOCAL_HOSTS, self._address, *allowed_hosts()]
@@ -329,8 +328,8 @@ def token_accepted() -> bool:
     token = app_token()
     if token is None:
         return True
-    import streamlit as st
-    from streamlit import config
+    import streamlit as st  # streamlit only inside the app
+    from streamlit import config  # streamlit only inside the app
 
     given = st.context.cookies.get(cookie_name(config.get_option("server.port")))
     return same(given, cookie_value(token))

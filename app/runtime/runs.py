@@ -32,7 +32,7 @@ from typing import Any
 
 from lexlens.analysis.collections.workspace import workspace
 from lexlens.analysis.core.outputs import json_bytes, process_alive, write_files
-from lexlens.analysis.core.results import Record, StateError
+from lexlens.analysis.core.results import Record, StateError, value_of
 from lexlens.models.base import InputError
 
 _ID = re.compile(r"^[0-9a-f]{16}$")
@@ -412,7 +412,7 @@ def mark_open(session: str, page: str, run_id: str) -> None:
 def open_ids() -> set[str]:
     """The runs live sessions have open (sessions that ended are forgotten here)."""
     try:
-        from streamlit import runtime
+        from streamlit import runtime  # streamlit only inside the app
 
         alive = runtime.get_instance().is_active_session if runtime.exists() else None
     except Exception:  # noqa: BLE001 - outside a server every noted session counts
@@ -427,7 +427,6 @@ def open_ids() -> set[str]:
 def describe_inputs(inputs: dict[str, Any]) -> str:
     """A short line of a run's inputs, for lists: each value as the page had it (a stored
     tuple reads ``(0.5, 1.0)``, not its stored form)."""
-    from lexlens.analysis.core.results import value_of
 
     parts = []
     for key, stored in inputs.items():

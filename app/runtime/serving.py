@@ -32,7 +32,7 @@ BACKEND_HINT = (
 @functools.cache
 def page_html() -> bytes:
     """Streamlit's own index.html with the backend's address set first in <head>."""
-    import streamlit
+    import streamlit  # streamlit only inside the app
 
     index = Path(streamlit.__file__).parent / "static" / "index.html"
     html = index.read_text(encoding="utf-8")
@@ -44,7 +44,7 @@ def page_html() -> bytes:
 def no_address_lookups() -> None:
     """Streamlit's lookups of this machine's internal and external address answer "unknown"
     without asking anything (see the module docstring)."""
-    from streamlit import net_util
+    from streamlit import net_util  # streamlit only inside the app
 
     net_util.get_internal_ip = _unknown
     net_util.get_external_ip = _unknown
@@ -56,8 +56,8 @@ def _unknown() -> None:
 
 def page_routes(url_paths: Iterable[str]) -> list:
     """Starlette routes answering ``/`` and each page's URL with :func:`page_html`."""
-    from starlette.responses import Response
-    from starlette.routing import Route
+    from starlette.responses import Response  # the server's; the CLI never needs it
+    from starlette.routing import Route  # the server's; the CLI never needs it
 
     async def page(_request) -> Response:
         return Response(page_html(), media_type="text/html", headers={"Cache-Control": "no-cache"})

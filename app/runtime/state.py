@@ -6,13 +6,21 @@ Pages stay thin: they pick an encoder here and call ``analysis`` functions.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import secrets
 from collections.abc import Callable
 from typing import TypeVar
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from lexlens.analysis.core.results import state_of, value_of
+from lexlens.app.runtime import runs
 from lexlens.app.runtime.access import server_spec
+from lexlens.app.runtime.jobs import job_manager, run_outcome
 from lexlens.models import Encoder, LexlensError, Needs, available_encoders, load_encoder
+from lexlens.models.base import pick_device
 from lexlens.models.hub import cached_models
 
 CUSTOM = "local checkpoint directory…"
@@ -32,9 +40,7 @@ def device_picker() -> str:
     """Sidebar choice of device; ``auto`` = CUDA when available, else CPU, shown with the
     device it chose ("auto → cpu"): the one the last encoder of this session was loaded on
     under ``auto``, before any the one the loader's rule picks."""
-    import torch
-
-    from lexlens.models.base import pick_device
+    import torch  # heavy: torch loads on first use
 
     options = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     choice = st.sidebar.selectbox(
@@ -180,7 +186,6 @@ def remember_drawn() -> None:
     """Note which kept widgets this run drew (call after the page ran, also when it
     stopped early). Reads Streamlit's record of the widget keys registered in this run;
     where that is unavailable, ``restore_kept`` re-assigns every kept value instead."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
     registered = getattr(getattr(ctx, "shared", ctx), "widget_user_keys_this_run", None)
@@ -230,9 +235,6 @@ _RUNS = "_lexlens_runs"  # run id → Run, read once per session
 
 def inputs_key(page: str, inputs: dict, uploads: dict[str, list[tuple[str, bytes]]]) -> str:
     """The hash of a page's inputs and uploads: which stored result fits which inputs."""
-    import json
-
-    from lexlens.analysis.core.results import state_of
 
     parts: list[bytes | str] = [page, json.dumps(state_of(inputs), sort_keys=True)]
     for key in sorted(uploads):
@@ -247,8 +249,6 @@ _SESSION = "_lexlens_browser_session"
 def browser_session() -> str:
     """This browser session's id, kept in the URL (``?session=…``) so that after a reload
     every page finds its last run again; a new one for a new tab."""
-    import re
-    import secrets
 
     sid = st.session_state.get(_SESSION)
     if sid is None:
@@ -267,7 +267,6 @@ def url_run_id() -> str | None:
 
 
 def _run(run_id: str):
-    from lexlens.app.runtime import runs
 
     cache = st.session_state.setdefault(_RUNS, {})
     if run_id not in cache:
@@ -356,8 +355,6 @@ def url_run(page: str):
     own = st.session_state.get(_PAGE_RUNS, {}).get(slot)
     looked = st.session_state.setdefault("_lexlens_looked_up", set())
     if own is None and slot not in looked:  # once a session: the stored runs are read
-        from lexlens.app.runtime import runs
-
         looked.add(slot)
         latest = runs.latest_run(page, browser_session(), lambda r: _mode_of(page, r) == mode)
         own = latest.id if latest is not None else None
@@ -378,9 +375,7 @@ def url_run(page: str):
 def note_open(slot: str, run_id: str) -> None:
     """Tell the run store this session has ``run_id`` open in ``slot`` (a page, or a page's
     section): eviction spares it."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    from lexlens.app.runtime import runs
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # streamlit only inside the app
 
     ctx = get_script_run_ctx()
     if ctx is not None:
@@ -390,7 +385,6 @@ def note_open(slot: str, run_id: str) -> None:
 def restore_inputs(page: str) -> None:
     """Once per session and run: the URL's run gives its inputs back to this page's widgets
     and its uploads back to the uploaders (call before the page draws its widgets)."""
-    from lexlens.analysis.core.results import value_of
 
     run = url_run(page)
     if run is None or st.session_state.get(_RESTORED) == run.id:
@@ -408,8 +402,6 @@ def restore_inputs(page: str) -> None:
 
 
 def _new_run(page, summary, inputs, uploads, status: str, subject: str = ""):
-    from lexlens.analysis.core.results import state_of
-    from lexlens.app.runtime import runs
 
     flat = [(f"{key}/{name}", data) for key, files in uploads.items() for name, data in files]
     run = runs.create(
@@ -443,7 +435,6 @@ def record_inputs(
     keys of the inputs that make a new run (with the uploads); while only the others change
     (sliders, toggles: how the result is shown), this session's run is updated in place, so
     a dozen slider drags are one run in History. ``None``: every input makes a new run."""
-    from lexlens.app.runtime import runs
 
     uploads = uploads or {}
     key = inputs_key(page, inputs, uploads)
@@ -454,8 +445,6 @@ def record_inputs(
     same = inputs_key(page, chosen, uploads)
     try:
         if _follows(current, same):
-            from lexlens.analysis.core.results import state_of
-
             runs.update(current, summary, {k: state_of(v) for k, v in inputs.items()}, key)
             st.session_state[_RESTORED] = current.id  # its inputs are the widgets' already
             return
@@ -495,7 +484,6 @@ def start_job(
 ):
     """Run ``work(progress)`` as a job that outlives this page run; its run is in the URL.
     The page then runs again, so that the sidebar (drawn before the page) lists the job."""
-    from lexlens.app.runtime.jobs import job_manager
 
     manager = job_manager()  # made first: its start marks what a stopped server left running
     run = _new_run(page, summary, inputs, uploads, "running")
@@ -508,8 +496,6 @@ def job_outcome(page: str, kind: type, inputs: dict, uploads=None):
     ``none`` (no run of this page), ``other`` (the run is for other inputs), ``queued``,
     ``running``, ``done``, ``failed``, ``cancelled`` or ``lost`` (the server stopped while
     it ran)."""
-    from lexlens.app.runtime.jobs import job_manager, run_outcome
-
     run = url_run(page)
     if run is None:
         return None, None, "none"
@@ -543,8 +529,6 @@ def dismiss_run(run_id: str) -> None:
     """Forget a run that did not finish: off the sidebar's jobs, out of the URL and the
     pages' memory, and deleted from the store (it holds no result; the widgets keep its
     inputs)."""
-    from lexlens.app.runtime import runs
-    from lexlens.app.runtime.jobs import job_manager
 
     job_manager().dismiss(run_id)
     pages = st.session_state.get(_PAGE_RUNS, {})
@@ -559,7 +543,6 @@ def dismiss_run(run_id: str) -> None:
 def show_job(job) -> None:
     """A job's progress, refreshed every second until it ends (then the page reruns), with a
     Cancel button."""
-    from lexlens.app.runtime.jobs import job_manager
 
     @st.fragment(run_every=1.0)
     def live() -> None:

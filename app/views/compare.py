@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -10,8 +11,10 @@ from lexlens.analysis.compare.result import CompareResult, TermComparison
 from lexlens.analysis.compare.vocabularies import vocabulary_note
 from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.analysis.lexical.patches import cell_indices
+from lexlens.analysis.render.patch_render import display_copy, draw_grid, heatmap_overlay
 from lexlens.app.runtime.state import kept
 from lexlens.models import LexlensError
+from lexlens.models.images import load_image
 
 
 def side_title(result: CompareResult, s: str) -> str:
@@ -100,8 +103,6 @@ def show_input_terms(result: CompareResult) -> None:
 
 def show_image_views(result: CompareResult) -> None:
     """The patch group pooled on each side's grid and one term's heatmap on both."""
-    from lexlens.analysis.render.patch_render import display_copy, draw_grid, heatmap_overlay
-    from lexlens.models.images import load_image
 
     picture = None
     stored = st.session_state.get("compare_picture")
@@ -127,8 +128,6 @@ def show_image_views(result: CompareResult) -> None:
                 )
         show_terms(g["terms"], "group")
     if result.heatmap is not None:
-        import numpy as np
-
         h = result.heatmap
         st.subheader(f"Heatmap of '{h['word']}' in both")
         cols = st.columns(2)

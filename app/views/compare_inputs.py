@@ -21,9 +21,9 @@ from lexlens.analysis.compare.sides import COMPARE_NEEDS
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.retrieval.queries import default_query_encoder
 from lexlens.app.runtime import state
-from lexlens.app.runtime.state import kept
+from lexlens.app.runtime.state import CUSTOM, kept
 from lexlens.app.views.widgets import option_widget
-from lexlens.models import LexlensError
+from lexlens.models import LexlensError, available_encoders
 
 SAME = "(the same collection as A)"
 NO_QUERY, KEPT_QUERY, OWN_QUERY = "No query", "A kept query", "My own query"
@@ -54,8 +54,6 @@ def gate_input(
 def seed_picker(key: str, spec: str) -> None:
     """Start a picker on a collection's own encoder, also when it is a local directory (the
     picker's "local checkpoint directory" entry with the path typed in)."""
-    from lexlens.app.runtime.state import CUSTOM
-    from lexlens.models import available_encoders
 
     if key in st.session_state or spec in {c.name for c in available_encoders()}:
         return

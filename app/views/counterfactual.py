@@ -11,8 +11,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.collections.memory import encode_collection
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.counterfactual.counterfactual import counterfactual
+from lexlens.analysis.counterfactual.evaluation import (
+    EvaluationCounterfactuals,
+    failures_counterfactuals,
+)
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.counterfactual.result import Counterfactual, CounterfactualResult
 from lexlens.analysis.render.notebook import marked_document, marked_query, rank_text
@@ -162,10 +167,6 @@ def show_counterfactuals(result: Any, index_path: str) -> None:
 def _show_all(result: Any, index_path: str, values: dict) -> None:
     """Every failure's counterfactual, as a job (on request): FlipRate, mean edits, mean
     calls."""
-    from lexlens.analysis.counterfactual.evaluation import (
-        EvaluationCounterfactuals,
-        failures_counterfactuals,
-    )
 
     if st.button("Counterfactuals of every failure", key="cf_all_run"):
         try:
@@ -237,7 +238,6 @@ def show_pair_counterfactual(
 ) -> None:
     """Query ⊙ Document with a second document: what it would take for the lower-scoring of
     the two to rank above the other (the two documents are the whole collection)."""
-    from lexlens.analysis.collections.memory import encode_collection
 
     first, second = documents
     if not (first or "").strip() or not (second or "").strip() or not query:

@@ -10,10 +10,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from lexlens.analysis.attribution.ig_curves import ig_faithfulness
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.curves import DeletionCurve
+from lexlens.analysis.faithfulness.benchmark import FailuresFaithfulness as Found
+from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
 from lexlens.analysis.faithfulness.contrib import ContribFaithfulnessOptions, contrib_faithfulness
+from lexlens.analysis.faithfulness.occlusion import occluded, occlusion_of
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.faithfulness.provenance import provenance_faithfulness
+from lexlens.analysis.lexical.patches import units_to_indices
 from lexlens.analysis.render.attribution_plots import curves_figure
 from lexlens.app.views.section_jobs import (
     section_outcome,
@@ -124,7 +130,6 @@ def show_provenance_check(encoder: Any, result: Any, merged: bool, top: int) -> 
 
 @st.cache_data(show_spinner="Re-encoding without each source word…", max_entries=32)
 def _provenance(_encoder, key: str, text: str, side: str, merged: bool, top: int):
-    from lexlens.analysis.faithfulness.provenance import provenance_faithfulness
 
     return provenance_faithfulness(_encoder, text, merged=merged, top=top, side=side)
 
@@ -132,8 +137,6 @@ def _provenance(_encoder, key: str, text: str, side: str, merged: bool, top: int
 def show_occlusion_check(view: Any, picture: Any, groups: list) -> None:
     """Images page: each patch group's cells occluded (the preprocessing mean), the whole
     image re-encoded: its top terms before and after, against random cells."""
-    from lexlens.analysis.faithfulness.occlusion import occluded, occlusion_of
-    from lexlens.analysis.lexical.patches import units_to_indices
 
     shown = [(g, r) for g, r in enumerate(groups) if r is not None and r.input.get("cells")]
     if not shown:
@@ -224,7 +227,6 @@ def show_ig_curves(encoder: Any, attribution: Any, pick: int, key: str) -> Any:
 
 @st.cache_data(show_spinner="Running the edited texts…", max_entries=16)
 def _ig(_encoder, key: str, _attribution, pick: int):
-    from lexlens.analysis.attribution.ig_curves import ig_faithfulness
 
     return ig_faithfulness(_encoder, _attribution, pick)
 
@@ -232,8 +234,6 @@ def _ig(_encoder, key: str, _attribution, pick: int):
 def show_faithfulness(result: Any, index_path: str) -> None:
     """Evaluation page: every failure's explanation tested by re-encoding (on request, as a
     job), the summary against random, the deletion curves and the downloads."""
-    from lexlens.analysis.faithfulness.benchmark import FailuresFaithfulness as Found
-    from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
 
     st.subheader("Are the explanations true? Faithfulness by re-encoding")
     if st.button("Measure faithfulness", key="faith_eval_run"):

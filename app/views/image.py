@@ -106,7 +106,7 @@ def patch_groups(v: ImageView) -> list[TermsResult | None]:
         show_cloud(outs[g], v.rows(group), f"Group {GROUP_NAMES[g]}: max over its patches")
         outs[g].dataframe(term_table(v.rows(group)), hide_index=True, width="stretch")
     if all(indices):
-        import pandas as pd
+        import pandas as pd  # heavy: pandas loads on first use
 
         st.markdown("**What one group has and the other lacks** (pooled weight A − B)")
         comparison = compare_groups(

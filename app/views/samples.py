@@ -16,7 +16,7 @@ def sample_images() -> dict[str, Path]:
     """``{label: path}``: ``"chelsea (scikit-image)"``…, then ``"NAME (drawn sample)"``."""
     found: dict[str, Path] = {}
     try:
-        import skimage
+        import skimage  # optional: scikit-image
 
         folder = Path(skimage.__file__).parent / "data"
         for name in PHOTOS:

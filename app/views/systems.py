@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from lexlens.analysis.collections.store import benchmark_files
+from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.systems.comparison import compare_systems
 from lexlens.analysis.systems.options import ComparisonOptions
@@ -240,7 +241,6 @@ def systems_link() -> None:
     """On the Compare page: when its collections A and B are two collections that keep the
     same queries and judgements, a button that opens them on the Evaluation page as two
     systems (significance, where they differ, why)."""
-    from lexlens.analysis.collections.workspace import list_collections
 
     names = st.session_state.get("compare_index_a"), st.session_state.get("compare_index_b")
     cards = {c["name"]: c for c in list_collections() if "error" not in c}

@@ -8,11 +8,11 @@ import io
 import streamlit as st
 
 from lexlens.models import LexlensError
+from lexlens.models.images import load_image
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _thumbnail(path: str, mtime_ns: int, side: int) -> bytes | None:
-    from lexlens.models.images import load_image
 
     try:
         image = load_image(path)

@@ -10,6 +10,7 @@ import streamlit as st
 from lexlens.analysis.core.options import Options
 from lexlens.analysis.core.words import Term
 from lexlens.analysis.lexical.terms import TermsOptions
+from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 from lexlens.app.runtime.state import kept
 
 
@@ -81,7 +82,6 @@ def terms_display(kind: str, top_at: Any, merge_at: Any, *, high: int) -> tuple[
 @st.cache_data(show_spinner=False, max_entries=256)
 def cloud_picture(terms: tuple[tuple[str, float], ...], highlight: frozenset[str] = frozenset()):
     """The cloud picture (1600×900) of ``(token, weight)`` pairs and its caption, cached."""
-    from lexlens.analysis.render.plots import cloud_caption, cloud_layout, render_cloud
 
     layout = cloud_layout([Term(t, w, i) for i, (t, w) in enumerate(terms)])
     return render_cloud(layout, highlight=set(highlight)), cloud_caption(layout, "Word cloud")
@@ -96,7 +96,7 @@ def show_cloud(where, rows: list[dict], caption: str, highlight: frozenset[str] 
 
 def term_table(rows: list[dict]):
     """A table of term rows: term and weight, and the pieces of merged words when any."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas loads on first use
 
     table = pd.DataFrame(
         {"term": [r["token"] for r in rows], "weight": [r["weight"] for r in rows]}

@@ -180,6 +180,7 @@ def test_unbounded_mot_on_one_text_is_refused_before_the_model_loads(
     """The masking evaluation on one text is refused before the encoder loads: the command
     hands the analysis the encoder's spec, not a loaded model (it loaded minilm-pq first,
     19–32 s, then refused)."""
+    from lexlens.analysis.core import arguments
     from lexlens.app.cli import common
     from lexlens.models import registry
 
@@ -194,6 +195,7 @@ def test_unbounded_mot_on_one_text_is_refused_before_the_model_loads(
 
     monkeypatch.setattr(registry, "load_encoder", spy)
     monkeypatch.setattr(common, "load_encoder", spy, raising=False)  # a command's own import
+    monkeypatch.setattr(arguments, "load_encoder", spy)  # the analysis' own import
     extra = ["--mot"] if command == "report" else []
     run = cli(command, "--encoder", "minilm-pq", "--corpus", one, *extra, "--out", tmp_path / "o")
     assert "two texts" in _one_line_error(run)
