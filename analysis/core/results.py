@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from lexlens.analysis.core.outputs import json_bytes
 from lexlens.models.base import LexlensError
 
 # Progress (the done fraction of the whole work, 0..1, and a short message; every analysis
@@ -102,8 +103,6 @@ class Result(Record):
 
     def files(self) -> dict[str, bytes]:
         """File name → bytes: the JSON document; results with tables or reports add theirs."""
-        from lexlens.analysis.core.outputs import json_bytes
-
         return {f"{self.file_stem}.json": json_bytes(self)}
 
     # ------------------------------------------------------------------ in a notebook

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Record, Result
+from lexlens.analysis.render.notebook import counterfactual_html
 
 #: edits.csv's columns (and the table ``to_frame()`` gives).
 EDIT_COLUMNS = ("level", "step", "op", "side", "word_or_term", "found", "verified", "rank_after")
@@ -79,8 +80,6 @@ class CounterfactualResult(Result):
 
     def notebook_html(self) -> str:
         """The edits on the texts, verified rank before → after (:mod:`lexlens.analysis.render.notebook`)."""
-        from lexlens.analysis.render.notebook import counterfactual_html
-
         return counterfactual_html(self.to_dict())
 
     def _edit_rows(self) -> list[list]:

@@ -18,10 +18,14 @@ from lexlens.analysis.core.metrics import EvaluationResult
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal, plain, state_of
 from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.datasets.trec import run_text
+from lexlens.analysis.evaluation.causes import CAUSE_COLUMNS, cause_row
 from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.evaluation.failures import CAUSES
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.sections import Section
+from lexlens.analysis.render.html import render_report
+from lexlens.analysis.render.notebook import evaluation_html
 from lexlens.models.base import InputError
 
 #: The measures every benchmark evaluation reports (ir-measures names).
@@ -157,9 +161,6 @@ class Evaluation(EvaluationResult):
     def files(self) -> dict[str, bytes]:
         """evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, the run
         (run.trec), evaluation.html and each section's files."""
-        from lexlens.analysis.datasets.trec import run_text
-        from lexlens.analysis.evaluation.causes import CAUSE_COLUMNS, cause_row
-
         failures = [list(failure_row(f).values()) for f in self.failures]
         out = {
             "evaluation.json": json_bytes(self),
@@ -210,8 +211,6 @@ class Evaluation(EvaluationResult):
     def notebook_html(self) -> str:
         """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`);
         an evaluation of several systems shows their comparison."""
-        from lexlens.analysis.render.notebook import evaluation_html
-
         comparison = self.section("comparison")
         if comparison is not None:
             return comparison.notebook_html()
@@ -226,8 +225,6 @@ class Evaluation(EvaluationResult):
         sections fold; the report lists the :data:`LISTED_QUERIES` worst queries and the
         ``max_failures`` worst failures, and says how many more its CSV and JSON files
         hold."""
-        from lexlens.analysis.render.html import render_report
-
         doc = self.to_dict()
         worst = worst_first(doc["metrics"]["per_query"])
         place = {q["id"]: i for i, q in enumerate(worst)}

@@ -17,6 +17,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.render.html import num, render_fragment
 
 #: Queries the evaluation view lists, worst first.
@@ -186,8 +187,6 @@ def evaluation_html(doc: Mapping, worst: list[Mapping]) -> str:
 
 def _word(entry: Mapping) -> str:
     """A decisive word as the report names it (a piece marked)."""
-    from lexlens.analysis.core.words import entry_label
-
     return entry_label(entry)
 
 

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
+from lexlens.analysis.render.notebook import systems_html
 from lexlens.analysis.systems.report import (
     CHART_HEIGHT,
     CHART_WIDTH,
@@ -115,8 +116,6 @@ class SystemsComparison(Result):
 
     def notebook_html(self) -> str:
         """Means with † marks, the significance table, the delta charts (notebook view)."""
-        from lexlens.analysis.render.notebook import systems_html
-
         primary = self.measures[0]
         charts = {f"{a} → {b}": delta_bars(self, (a, b), primary) for a, b in self.pairs()}
         size = (CHART_WIDTH, CHART_HEIGHT)
