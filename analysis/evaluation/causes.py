@@ -187,6 +187,14 @@ def cause_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return {column: row.get(column) for column in CAUSE_COLUMNS}
 
 
+def lift_label(row: Mapping[str, Any]) -> str:
+    """A cause's lift as shown: two decimals; ∞ when failures have it and no success does;
+    — when neither rate says anything (no failure has it, or there are no successes)."""
+    if row["lift"] is not None:
+        return f"{row['lift']:.2f}"
+    return "∞" if row["failures_with"] and row["successes"] else "—"
+
+
 def cause_lines(rates: Mapping[str, Any]) -> list[str]:
     """The causes against their base rate as the command prints them, one line per cause."""
     if not rates or not rates.get("causes"):
@@ -196,9 +204,7 @@ def cause_lines(rates: Mapping[str, Any]) -> list[str]:
         f"{rates['successes']} successes; Fisher's exact test, Benjamini–Hochberg):"
     ]
     for row in rates["causes"]:
-        lift = "—" if row["lift"] is None else f"{row['lift']:.2f}"
-        if row["lift"] is None and row["failures_with"] and row["successes"]:
-            lift = "∞"
+        lift = lift_label(row)
         out.append(
             f"  {row['cause']}: {_share(row['failure_rate'])} of failures "
             f"({row['failures_with']}), {_share(row['success_rate'])} of successes "

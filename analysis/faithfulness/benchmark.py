@@ -327,7 +327,7 @@ def summary_notes(summary: FaithfulnessSummary) -> list[str]:
         )
     if summary.curve_counts:
         points = ", ".join(f"k={k}: {n}" for k, n in enumerate(summary.curve_counts))
-        notes.append(f"the deletion curve's points rest on (failures) {points}")
+        notes.append(f"Failures behind each point of the deletion curve: {points}")
     return notes
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.evaluation.causes import lift_label
 from lexlens.analysis.evaluation.explain import Failure, GapSide, ItemExplanation, failure_spans
 from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
@@ -162,6 +163,10 @@ def show_failure(failure: Failure, index) -> None:
         _open_in_contrib(failure)
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def cause_table(result: Evaluation, counts: dict) -> pd.DataFrame:
     """The causes with their counts, and (when recorded) both rates, lift and p values."""
     rows = result.cause_rates.get("causes")
@@ -171,11 +176,11 @@ def cause_table(result: Evaluation, counts: dict) -> pd.DataFrame:
         {
             "cause": [r["cause"] for r in rows],
             "failures": [r["failures_with"] for r in rows],
-            "of failures": [r["failure_rate"] for r in rows],
-            "of successes": [r["success_rate"] for r in rows],
-            "lift": [r["lift"] for r in rows],
-            "p": [r["p"] for r in rows],
-            "p (BH)": [r["p_bh"] for r in rows],
+            "of failures": [_rounded(r["failure_rate"], 3) for r in rows],
+            "of successes": [_rounded(r["success_rate"], 3) for r in rows],
+            "lift": [lift_label(r) for r in rows],
+            "p": [float(f"{r['p']:.3g}") for r in rows],
+            "p (BH)": [float(f"{r['p_bh']:.3g}") for r in rows],
         }
     )
 
