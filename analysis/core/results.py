@@ -162,7 +162,7 @@ def value_of(data: Any) -> Any:
 
 def _state(value: Any) -> Any:
     """``value`` as JSON-ready data that says its own type (see :meth:`Record.to_state`)."""
-    import numpy as np
+    import numpy as np  # import lexlens stays light: no numpy
 
     if isinstance(value, Record):
         kind = type(value)
@@ -214,7 +214,7 @@ def _record_class(module: str, qualname: str) -> type[Record]:
 
 def _restore(data: Any) -> Any:
     """The value :func:`_state` described."""
-    import numpy as np
+    import numpy as np  # import lexlens stays light: no numpy
 
     if isinstance(data, list):
         return [_restore(v) for v in data]
