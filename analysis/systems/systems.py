@@ -7,8 +7,8 @@ A *system* is one ranking of every query of a benchmark:
   collection with two gates or two query encoders;
 - a run from another engine (TREC format, a mapping, or a results frame such as a
   PyTerrier pipeline returns), read against a collection: the
-  collection gives the queries, the judgements and the encoder whose ``q ⊙ d`` explains the
-  run's items (the run's own scoring is not Lexlens's to explain).
+  collection gives the queries, the judgements and the item texts; the run is explained by
+  its ranks and its own scores only (its scoring is not decomposed).
 
 Which systems :func:`systems_of` makes of what is given: with no run, one system per
 collection, gate or query encoder (only one of the three may vary); with runs, one system

@@ -13,10 +13,11 @@ For one query and a pair (A, B):
   below (it overtook); with the *decisive* words on each side — the fewest, largest
   contribution differences that make up the score gap
   (:func:`~lexlens.analysis.evaluation.explain.gap_words`);
-- when a system is another engine's run, its scoring is not Lexlens's to explain: the items
-  that moved into or out of the top 10 are listed with their ``q ⊙ d`` under the
-  collection's own encoder (the Lexlens side's, else the collection's query encoder at the
-  evaluation's gate), which is what the run is explained by.
+- a system is explained by its own scores or not at all: another engine's run has no
+  decomposition Lexlens can read, so its side shows ranks and the run's own scores only
+  ("no decomposition: ranks only") — never another system's terms under its name; the items
+  that moved into or out of the top 10 are listed with both ranks, and with the ``q ⊙ d``
+  words of the Lexlens side where there is one.
 
 The explained queries are encoded again, together: a batch's padding moves a weight by
 float32 rounding, so an explained score may differ from the evaluated ranking's in about
@@ -54,8 +55,8 @@ SHIFT_WORDS = 20
 @dataclass(frozen=True)
 class ItemOnBoth(Record):
     """An item under both systems: its rank (``None``: not retrieved) and score on each side
-    (an outside run's own score), its q ⊙ d words on each side (a run's: under the
-    collection's encoder)."""
+    (an outside run's own score), its q ⊙ d words on each Lexlens side (a run's side has
+    none: its scoring is not decomposed)."""
 
     id: str
     text: str
@@ -189,6 +190,8 @@ def _evidence(side: Side, text: str, items: Sequence[str]) -> set[str]:
 def _item(a: Side, b: Side, item: str, relevant: bool, evidence: tuple[set, set]) -> ItemOnBoth:
     meta_side = a if item in a.row_of else b
     meta = meta_side.index.meta([meta_side.row_of[item]])[0] if item in meta_side.row_of else {}
+    words_a = _words(a, a.raw(item), evidence[0]) if a.exact else []
+    words_b = _words(b, b.raw(item), evidence[1]) if b.exact else []
     return ItemOnBoth(
         id=item,
         text=str(meta.get("text") or ""),
@@ -197,8 +200,8 @@ def _item(a: Side, b: Side, item: str, relevant: bool, evidence: tuple[set, set]
         rank_b=b.rank(item),
         score_a=a.score(item),
         score_b=b.score(item),
-        words_a=_words(a, a.raw(item), evidence[0]),
-        words_b=_words(b, b.raw(item), evidence[1]),
+        words_a=words_a,
+        words_b=words_b,
     )
 
 
@@ -248,7 +251,10 @@ def _changed(relevant: ItemOnBoth) -> list[dict]:
 def _decisive(side: Side, item: str, rival: str, text: str, evidence: set[str]) -> list[dict]:
     """The words that put the higher of the two items above the other under ``side``: the
     fewest largest contribution differences that make up the gap
-    (:func:`~lexlens.analysis.evaluation.explain.gap_words`)."""
+    (:func:`~lexlens.analysis.evaluation.explain.gap_words`); none for a run (its scoring
+    is not decomposed)."""
+    if not side.exact:
+        return []
     first, second = (item, rival)
     if (side.score(rival) or 0.0) > (side.score(item) or 0.0):
         first, second = rival, item
@@ -286,9 +292,10 @@ def explain_query(
     riv = _item(a, b, rival, False, evidence) if rival else None
     note = ""
     if not both_exact:
+        runs = " and ".join(s.system.name for s in (a, b) if not s.exact)
         note = (
-            "an outside run's scoring is not Lexlens's to explain: its items' q ⊙ d is the "
-            "collection's own encoder's"
+            f"no decomposition: ranks only for {runs} (another engine's run: its ranks and "
+            "its own scores are shown, never another system's terms)"
         )
     if item is None:
         note = (note + "; " if note else "") + "no relevant item of this query is in the collection"
@@ -301,7 +308,7 @@ def explain_query(
         value_a=values[0],
         value_b=values[1],
         relevant=rel,
-        changed=_changed(rel) if rel else [],
+        changed=_changed(rel) if rel and both_exact else [],
         rival=riv,
         decisive_a=_decisive(a, item, rival, text, evidence[0]) if rival else [],
         decisive_b=_decisive(b, item, rival, text, evidence[1]) if rival else [],

@@ -167,9 +167,7 @@ def _why(why: QueryWhy) -> None:
         st.caption("The relevant item's words whose contribution changed most (B − A)")
         st.dataframe(pd.DataFrame(why.changed), hide_index=True, width="stretch")
     if why.moved:
-        st.caption(
-            "Items that moved in or out of the top 10 (q ⊙ d under the collection's encoder)"
-        )
+        st.caption("Items that moved in or out of the top 10, by rank")
         st.dataframe(
             pd.DataFrame(
                 [

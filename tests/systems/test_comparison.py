@@ -141,6 +141,7 @@ def test_silent_wrong_table_equals_scipy_on_the_per_query_values_with_holm_by_ha
 
 
 def test_silent_wrong_why_decompositions_sum_to_the_exact_scores(compared):
+    """Each Lexlens side's words sum to its exact score; a run's side has no words."""
     assert compared.why, "the largest wins and losses are explained"
     both = [w for w in compared.why if w.system_b == "ix gate_k=2"]
     outside = [w for w in compared.why if w.system_b == "outside"]
@@ -151,8 +152,13 @@ def test_silent_wrong_why_decompositions_sum_to_the_exact_scores(compared):
         total = sum(w["contribution"] for w in item.words_a)
         assert total == pytest.approx(item.score_a or 0.0, abs=1e-9)
     for why in outside:
-        assert "not Lexlens's to explain" in why.note
+        # a run is explained by its own scores or not at all: never another system's terms
+        assert "no decomposition: ranks only for outside" in why.note
         assert why.relevant.score_b in (None, *[s for _, s in RUN.get(why.query_id, [])])
+        assert why.relevant.words_b == [] and why.decisive_b == [] and why.changed == []
+        assert all(m.words_b == [] for m in why.moved)
+        if why.rival is not None:
+            assert why.rival.words_b == []
     # any query can be explained on demand, the same way (its vector encoded alone: a
     # batch's padding moves weights by float32 rounding only)
     again = why_of(compared, outside[0].query_id, ("ix gate_k=768", "outside"))
