@@ -52,30 +52,7 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-cf-"))
     started = time.perf_counter()
     try:
-        child_run(
-            f"""
-            import itertools, json
-            from bench.collections import synthetic_rows
-            from lexlens.analysis.datasets.beir import open_beir
-            from lexlens.analysis.collections.build_parts import encoder_entry
-            from lexlens.analysis.collections.encoding import gated_sparse
-            from lexlens.analysis.collections.store_writer import write_index
-            from lexlens.analysis.core.samples import sample_benchmark
-            from lexlens.models import load_encoder
-            splade = load_encoder("splade-tiny")
-            root = sample_benchmark("imagenet_beir")
-            docs = [json.loads(line) for line in open(root / "corpus.jsonl")]
-            texts = [f"{{d['title'].strip()}} {{d['text'].strip()}}".strip() for d in docs]
-            encs = splade.encode_texts(texts, side="document", keep_units=False)
-            real = [({{"id": d["_id"], "text": t}}, *gated_sparse(e, splade.vocab, 768))
-                    for d, t, e in zip(docs, texts, encs)]
-            rows = itertools.chain(real, synthetic_rows({items} - len(real)))
-            write_index({str(folder / "ix")!r}, splade.vocab, rows, gate_k=768,
-                        encoder=encoder_entry(splade))
-            _done({{}})
-            """,
-            timeout=7200,
-        )
+        build_sample_among_synthetic(folder / "ix", items)
         r = _measure(folder, failing, one_thread=True)
         r["default_threads"] = _medians(_measure(folder, failing, one_thread=False))
         times = r["times"]
@@ -122,6 +99,34 @@ def run(items: int = ITEMS, failing: int = FAILING) -> list[dict]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         print(f"bench.counterfactual: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def build_sample_among_synthetic(folder: Path, items: int) -> None:
+    """In a child: the packaged BEIR sample's 223 item texts encoded with splade-tiny (gate
+    768, as a build gates them) among synthetic items up to ``items``, stored at ``folder``."""
+    child_run(
+        f"""
+        import itertools, json
+        from bench.collections import synthetic_rows
+        from lexlens.analysis.collections.build_parts import encoder_entry
+        from lexlens.analysis.collections.encoding import gated_sparse
+        from lexlens.analysis.collections.store_writer import write_index
+        from lexlens.analysis.core.samples import sample_benchmark
+        from lexlens.models import load_encoder
+        splade = load_encoder("splade-tiny")
+        root = sample_benchmark("imagenet_beir")
+        docs = [json.loads(line) for line in open(root / "corpus.jsonl")]
+        texts = [f"{{d['title'].strip()}} {{d['text'].strip()}}".strip() for d in docs]
+        encs = splade.encode_texts(texts, side="document", keep_units=False)
+        real = [({{"id": d["_id"], "text": t}}, *gated_sparse(e, splade.vocab, 768))
+                for d, t, e in zip(docs, texts, encs)]
+        rows = itertools.chain(real, synthetic_rows({items} - len(real)))
+        write_index({str(folder)!r}, splade.vocab, rows, gate_k=768,
+                    encoder=encoder_entry(splade))
+        _done({{}})
+        """,
+        timeout=7200,
+    )
 
 
 def _measure(folder: Path, failing: int, *, one_thread: bool) -> dict:

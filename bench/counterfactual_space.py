@@ -18,11 +18,22 @@ the search and its verification) and the exhaustive share.
 
 from __future__ import annotations
 
+import json
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.counterfactual import build_sample_among_synthetic
+from bench.run import figure
+from lexlens.analysis.collections.indexing import build_index
+from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.counterfactual.evaluation import failures_counterfactuals
+from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
+from lexlens.models import load_encoder
+from tests.counterfactual.test_edit_space import BEIR, built_benchmark, check_failures
 
 QUERIES = 700
 SEED = 5
@@ -37,16 +48,6 @@ def run() -> list[dict]:
 
 def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
     """The brute-force check on ``queries`` built queries (see the module docstring)."""
-    import shutil
-
-    from bench.run import figure
-    from lexlens.analysis.collections.indexing import build_index
-    from lexlens.analysis.collections.store import open_index
-    from lexlens.analysis.counterfactual.evaluation import failures_counterfactuals
-    from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
-    from lexlens.models import load_encoder
-    from tests.counterfactual.test_edit_space import BEIR, built_benchmark, check_failures
-
     splade = load_encoder("splade-tiny", device="cpu")
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-space-"))
     try:
@@ -111,40 +112,9 @@ def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
 
 def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
     """Every failure's counterfactual over ``items`` items (see the module docstring)."""
-    import shutil
-
-    from bench.run import child_run, figure
-    from lexlens.analysis.collections.store import open_index
-    from lexlens.analysis.counterfactual.evaluation import failures_counterfactuals
-    from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
-    from lexlens.models import load_encoder
-    from tests.counterfactual.test_edit_space import built_benchmark
-
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-space-large-"))
     try:
-        child_run(
-            f"""
-            import itertools, json
-            from bench.collections import synthetic_rows
-            from lexlens.analysis.collections.build_parts import encoder_entry
-            from lexlens.analysis.collections.encoding import gated_sparse
-            from lexlens.analysis.collections.store_writer import write_index
-            from lexlens.analysis.core.samples import sample_benchmark
-            from lexlens.models import load_encoder
-            splade = load_encoder("splade-tiny")
-            root = sample_benchmark("imagenet_beir")
-            docs = [json.loads(line) for line in open(root / "corpus.jsonl")]
-            texts = [f"{{d['title'].strip()}} {{d['text'].strip()}}".strip() for d in docs]
-            encs = splade.encode_texts(texts, side="document", keep_units=False)
-            real = [({{"id": d["_id"], "text": t}}, *gated_sparse(e, splade.vocab, 768))
-                    for d, t, e in zip(docs, texts, encs)]
-            rows = itertools.chain(real, synthetic_rows({items} - len(real)))
-            write_index({str(folder / "ix")!r}, splade.vocab, rows, gate_k=768,
-                        encoder=encoder_entry(splade))
-            _done({{}})
-            """,
-            timeout=7200,
-        )
+        build_sample_among_synthetic(folder / "ix", items)
         splade = load_encoder("splade-tiny", device="cpu")
         index = open_index(folder / "ix")
         texts, qrels = built_benchmark(queries, SEED)
@@ -195,8 +165,6 @@ def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
 
 
 if __name__ == "__main__":
-    import json
-
     if sys.argv[1:2] == ["large"]:
         print(json.dumps(run_large(), indent=1))
     else:

@@ -1,4 +1,5 @@
-"""Counts as a reader reads them: "1 relevant item", "3 relevant items", "1 query has"."""
+"""Counts and numbers as a reader reads them: "1 relevant item", "3 relevant items", "1 query
+has"; a measure to four significant digits, "-" where there is none."""
 
 from __future__ import annotations
 
@@ -20,3 +21,8 @@ def counted(n: int | float, one: str, many: str | None = None, *, grouped: bool 
     not know ("query has" / "queries have"); ``grouped``: thousands separated (12,345)."""
     number = f"{n:,}" if grouped else f"{n}"
     return f"{number} {one if n == 1 else (many or plural(one))}"
+
+
+def figure(value: float | None) -> str:
+    """A measure in a text line: four significant digits, "-" for a measure not defined."""
+    return "-" if value is None else f"{value:.4g}"

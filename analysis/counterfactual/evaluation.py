@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.counts import counted, figure
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result
 from lexlens.analysis.counterfactual.counterfactual import answer, prepare
@@ -218,18 +218,15 @@ class EvaluationCounterfactuals(Result):
         """The command line's view: the summary and the first failures' edits."""
         s = self.summary
 
-        def n(value: float | None) -> str:
-            return "-" if value is None else f"{value:.4g}"
-
         lines = [
             "",
             "",
             f"counterfactuals: {s.flip_rate_text()}: {s.found} of {counted(s.tried, 'failure')} "
             f"fixed by a verified edit (query only {s.by_side.get('query', 0)}, document only "
             f"{s.by_side.get('document', 0)}, both {s.by_side.get('both', 0)}), none exists for "
-            f"{s.none_exists}, none found for {s.none_found}; mean edits {n(s.mean_edits)}, "
-            f"mean model calls {n(s.mean_model_calls)}; term level {n(s.term_flip_rate)} (mean "
-            f"{n(s.mean_terms)} terms); {s.seconds:.1f} s",
+            f"{s.none_exists}, none found for {s.none_found}; mean edits "
+            f"{figure(s.mean_edits)}, mean model calls {figure(s.mean_model_calls)}; term level "
+            f"{figure(s.term_flip_rate)} (mean {figure(s.mean_terms)} terms); {s.seconds:.1f} s",
         ]
         for r in self.failures[:10]:
             t = r.text

@@ -18,7 +18,7 @@ import numpy as np
 
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.arguments import device_argument, progress_argument
-from lexlens.analysis.core.counts import counted
+from lexlens.analysis.core.counts import counted, figure
 from lexlens.analysis.core.curves import MEASURED_BY
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result
@@ -237,22 +237,20 @@ class FailuresFaithfulness(Result):
         """The command line's view: the summary against random, and the notes."""
         s = self.summary
 
-        def n(value: float | None) -> str:
-            return "-" if value is None else f"{value:.4g}"
-
         lines = [
             "",
             "",
             f"faithfulness (measured by {s.measured_by}): {counted(s.failures, 'failure')}, "
             f"{s.model_calls} edited queries re-encoded in {s.seconds:.1f} s",
             "                     explanation  random",
-            f"comprehensiveness    {n(s.comprehensiveness):>11}  {n(s.random_comprehensiveness)}"
+            f"comprehensiveness    {figure(s.comprehensiveness):>11}  "
+            f"{figure(s.random_comprehensiveness)}"
             "  (median share of the gap closed)",
-            f"capped mean          {n(s.capped_comprehensiveness):>11}  "
-            f"{n(s.capped_random_comprehensiveness)}",
-            f"pairs flipped        {n(s.flip_rate):>11}  {n(s.random_flip_rate)}",
-            f"AOPC (median)        {n(s.aopc):>11}  {n(s.random_aopc)}",
-            f"beats random {n(s.beats_random)}, Wilcoxon p {n(s.wilcoxon_p)}",
+            f"capped mean          {figure(s.capped_comprehensiveness):>11}  "
+            f"{figure(s.capped_random_comprehensiveness)}",
+            f"pairs flipped        {figure(s.flip_rate):>11}  {figure(s.random_flip_rate)}",
+            f"AOPC (median)        {figure(s.aopc):>11}  {figure(s.random_aopc)}",
+            f"beats random {figure(s.beats_random)}, Wilcoxon p {figure(s.wilcoxon_p)}",
         ]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
