@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from lexlens.analysis.collections.npy_files import NPY_HEADER, npy_header, read_chunk, write_npy
 from lexlens.analysis.collections.store import POSTINGS_TOP
@@ -74,11 +75,15 @@ def write_postings(folder: Path, vocab_size: int, max_weight: float) -> dict[str
                 continue
             cols = read_chunk(folder / "indices.npy", np.int32, a, b - a)
             vals = read_chunk(folder / "data.npy", np.float32, a, b - a)
-            rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(indptr[r0 : r1 + 1]))
-            order = np.argsort(cols, kind="stable")
-            cols, rows, vals = cols[order], rows[order], vals[order]
-            starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-            group = np.repeat(starts, np.diff(np.r_[starts, cols.size]))
+            # The chunk by term, items ascending within each: scipy's CSR → CSC counting sort.
+            by_term = sp.csr_matrix(
+                (vals, cols, indptr[r0 : r1 + 1] - a), shape=(r1 - r0, vocab_size)
+            ).tocsc()
+            rows, vals = by_term.indices + np.int32(r0), by_term.data
+            per_term = np.diff(by_term.indptr)
+            cols = np.repeat(np.arange(vocab_size, dtype=np.int32), per_term)
+            starts = by_term.indptr[:-1][per_term > 0]
+            group = np.repeat(starts, per_term[per_term > 0])
             positions = cursor[cols] + (np.arange(cols.size) - group)
             halves = (vals / scale).astype(np.float16)
             lost = (halves == 0) & (vals != 0)

@@ -48,6 +48,8 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO
 
 import numpy as np
+import orjson
+import scipy.sparse as sp
 
 from lexlens.analysis.collections.build_parts import IndexResult, encoder_entry
 from lexlens.analysis.collections.manifest import ImportEntry, ParityEntry
@@ -201,21 +203,10 @@ class _Vocabulary:
         self.fixed = tokens is not None
         self.tokens: list[str] = list(tokens or [])
         self.ids = {t: i for i, t in enumerate(self.tokens)}
-        self._arrow = None
 
     def map(self, terms: list[str]) -> np.ndarray:
-        """The id of each term (-1: not in a fixed vocabulary; a new one is added)."""
-        if self.fixed:  # Arrow's hash lookup: a third of a dict's time on fresh strings
-            import pyarrow as pa  # heavy: pyarrow loads on first use
-            import pyarrow.compute as pc  # heavy: pyarrow loads on first use
-
-            if self._arrow is None:
-                self._arrow = pa.array(self.tokens, pa.string())
-            try:
-                found = pc.index_in(pa.array(terms, pa.string()), value_set=self._arrow)
-                return np.asarray(found.fill_null(-1), np.int64)
-            except (pa.ArrowException, UnicodeError):  # a term Arrow cannot hold (a lone
-                pass  # surrogate escaped in the JSON): looked up one by one
+        """The id of each term (-1: not in a fixed vocabulary; a new one is added). A dict
+        lookup: orjson hands out one string object per distinct key, its hash computed once."""
         cols = np.fromiter(map(self.ids.get, terms, repeat(-1)), np.int64, len(terms))
         if not self.fixed and (cols < 0).any():
             new = dict.fromkeys(terms[n] for n in np.flatnonzero(cols < 0).tolist())
@@ -348,15 +339,12 @@ class _Read:
     def add(self, number: int, line: bytes) -> None:
         """One line's item, checked: an object with an id, a vector of term → number, a text."""
         try:
-            item = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-            raise InputError(f"{self.source}:{number}: not JSON ({why})") from None
-        except RecursionError:
-            raise InputError(f"{self.source}:{number}: JSON nested too deeply") from None
+            item, strict = orjson.loads(line), False
+        except orjson.JSONDecodeError:
+            item, strict = self._stdlib_json(number, line), True
         if type(item) is not dict:
             raise InputError(f"{self.source}:{number}: not a JSON object")
-        if b"\\u" in line and _SURROGATE(line):
+        if strict and b"\\u" in line and _SURROGATE(line):
             try:
                 json.dumps(item, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:
@@ -384,6 +372,18 @@ class _Read:
         self.sizes.append(len(vector))
         self.terms.extend(vector)
         self.values.extend(vector.values())
+
+    def _stdlib_json(self, number: int, line: bytes) -> Any:
+        """A line orjson refuses, read by the standard library: its error as the message, or
+        what JSON's grammar in Python allows and orjson does not (NaN, a lone surrogate
+        escape, a number beyond a double), refused by the checks that follow."""
+        try:
+            return json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+            raise InputError(f"{self.source}:{number}: not JSON ({why})") from None
+        except RecursionError:
+            raise InputError(f"{self.source}:{number}: JSON nested too deeply") from None
 
     def _at(self, position: int) -> str:
         """The file and line of the item holding the ``position``-th weight read."""
@@ -623,19 +623,27 @@ def _hf_chunks(path: Path, vocab: _Vocabulary) -> Iterator[_Chunk]:
 
 
 def _sorted_rows(chunk: _Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chunk's rows with indices sorted, zeros left out, a repeated id refused."""
+    """The chunk's rows with indices sorted (scipy's per-row sort), zeros left out, a
+    repeated id refused."""
     n = len(chunk.ids)
-    rows = np.repeat(np.arange(n), np.diff(chunk.indptr))
     keep = chunk.vals != 0
-    rows, cols, vals = rows[keep], chunk.cols[keep], chunk.vals[keep]
-    order = np.argsort(rows * np.int64(max(int(cols.max(initial=0)) + 1, 1)) + cols)
-    rows, cols, vals = rows[order], cols[order], vals[order]
-    repeated = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
-    if repeated.any():
-        row = int(rows[1:][repeated][0])
-        raise InputError(f"{chunk.where(row)}: a term given twice in one vector")
+    rows = np.repeat(np.arange(n), np.diff(chunk.indptr))[keep]
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
-    return indptr, cols.astype(np.int32), vals.astype(np.float32)
+    cols = chunk.cols[keep].astype(np.int32)
+    matrix = sp.csr_matrix(
+        (chunk.vals[keep].astype(np.float32), cols, indptr),
+        shape=(n, int(cols.max(initial=0)) + 1),
+    )
+    matrix.has_sorted_indices = False
+    matrix.sort_indices()
+    cols = matrix.indices
+    repeated = cols[1:] == cols[:-1]
+    starts = indptr[1:-1]
+    repeated[starts[(starts > 0) & (starts < len(cols))] - 1] = False  # rows' boundaries
+    if repeated.any():
+        row = int(np.searchsorted(indptr, np.flatnonzero(repeated)[0] + 1, side="right")) - 1
+        raise InputError(f"{chunk.where(row)}: a term given twice in one vector")
+    return indptr, cols, matrix.data
 
 
 class _Reservoir:
@@ -710,14 +718,16 @@ def parity_of(
     zero, total = 0.0, 0.0
     for (_, _, cols, vals), encoding in zip(sample, encodings, strict=True):
         own = np.asarray(encoding.weights, np.float64)
-        imported = np.zeros_like(own)
-        imported[cols] = vals
-        a, b = np.linalg.norm(imported), np.linalg.norm(own)
-        cosines.append(float(imported @ own / (a * b)) if a and b else float(a == b))
+        weights = vals.astype(np.float64)
+        a, b = math.sqrt(float(np.dot(weights, weights))), math.sqrt(float(np.dot(own, own)))
+        shared = float(np.dot(weights, own[cols]))
+        cosines.append(shared / (a * b) if a and b else float(a == b))
         ratios.append(a / b if b else (1.0 if a == 0 else math.inf))
         top = min(k, int(np.count_nonzero(own)))
-        if top:
-            mine = set(np.argsort(-imported, kind="stable")[:top].tolist()) & set(cols.tolist())
+        if top:  # each side's top terms by weight, ties by term id; imported: its positive ones
+            positive = weights > 0
+            ranked = np.lexsort((cols[positive], -weights[positive]))
+            mine = set(cols[positive][ranked][:top].tolist())
             theirs = set(np.argsort(-own, kind="stable")[:top].tolist())
             overlaps.append(len(mine & theirs) / top)
         else:
