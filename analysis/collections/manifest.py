@@ -273,6 +273,25 @@ class ParityEntry(Entry):
     passed: bool = False
     accepted_mismatch: bool = False
 
+    def line(self) -> str:
+        """The check in one line, as an import states it."""
+        return (
+            f"parity with {self.encoder}: cosine {self.cosine:.4f}, top-10 overlap "
+            f"{self.top10_overlap:.2f}, imported weight on terms it gives 0 "
+            f"{self.zero_mass:.1%}, norm ratio {self.norm_ratio:.3g} over {self.sample} items"
+        )
+
+    def mismatch_note(self) -> str | None:
+        """What an analysis that re-encodes the collection's texts says when the imported
+        vectors were stored beyond the tolerance (``None`` when within it)."""
+        if not self.accepted_mismatch:
+            return None
+        return (
+            f"the stored vectors were imported beyond the parity tolerance ({self.line()}; "
+            f"accepted with --accept-mismatch): what {self.encoder} encodes here differs "
+            "from what the collection stores"
+        )
+
 
 @dataclass(frozen=True)
 class ImportEntry(Entry):
@@ -335,6 +354,12 @@ class Manifest(Entry):
     nonnegative: bool = False
     lexlens: str = ""
     imported: ImportEntry | None = None
+
+    def reencoding_note(self) -> str | None:
+        """The note of every analysis that re-encodes this collection's texts: the imported
+        vectors' accepted parity mismatch, if any."""
+        parity = self.imported.parity if self.imported is not None else None
+        return parity.mismatch_note() if parity is not None else None
 
     OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("imported",)
 

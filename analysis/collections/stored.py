@@ -85,3 +85,11 @@ class StoredCollection(Collection, Protocol):
 def is_stored(collection: Collection) -> TypeGuard[StoredCollection]:
     """Whether ``collection`` is in the stored format (it has a folder)."""
     return collection.path is not None
+
+
+def reencoding_notes(collection: Collection) -> list[str]:
+    """What an analysis that re-encodes ``collection``'s texts or queries against its stored
+    vectors says of them: an accepted parity mismatch of imported vectors (none for a
+    collection Lexlens encoded)."""
+    note = collection.manifest.reencoding_note() if is_stored(collection) else None
+    return [note] if note else []

@@ -698,15 +698,6 @@ class Parity:
             and NORM_RATIO[0] <= self.norm_ratio <= NORM_RATIO[1]
         )
 
-    def line(self, encoder: str) -> str:
-        """The one line a result states."""
-        return (
-            f"parity with {encoder}: cosine {self.cosine:.4f}, top-10 overlap "
-            f"{self.top10_overlap:.2f}, imported weight on terms it gives 0 "
-            f"{self.zero_mass:.1%}, norm ratio {self.norm_ratio:.3g} over "
-            f"{self.sample} items"
-        )
-
 
 def parity_of(
     encoder: Encoder, sample: list[tuple[str, str, np.ndarray, np.ndarray]], k: int = 10
@@ -864,11 +855,8 @@ def import_vectors(
     elif parity is None:
         notes.append("parity not checked: no item has a text to re-encode")
     else:
-        result = Parity(
-            parity.sample, parity.cosine, parity.top10_overlap, parity.zero_mass, parity.norm_ratio
-        )
         notes.append(
-            result.line(loaded.name)
+            parity.line()
             + ("" if parity.passed else " (beyond the tolerance: accepted with --accept-mismatch)")
         )
     return IndexResult(
@@ -918,19 +906,7 @@ def _checked_parity(
     if encoder is None or not reservoir.items:
         return None
     found = parity_of(encoder, reservoir.items)
-    if not found.passed and not options.accept_mismatch:
-        hint = ""
-        scaled = not NORM_RATIO[0] <= found.norm_ratio <= NORM_RATIO[1]
-        if scaled and found.cosine >= MIN_COSINE:
-            hint = f" (the imported vectors are {found.norm_ratio:.3g}× the encoder's"
-            hint += ": is --scale right?)" if impacts.integer else ")"
-        raise InputError(
-            f"{found.line(encoder.name)}: beyond the tolerance (cosine ≥ {MIN_COSINE}, "
-            f"overlap ≥ {MIN_TOP10_OVERLAP}, weight on its zeros ≤ {MAX_ZERO_MASS:.0%}, norm "
-            f"ratio {NORM_RATIO[0]}–{NORM_RATIO[1]}){hint}: refused (--accept-mismatch "
-            "stores them anyway)"
-        )
-    return ParityEntry(
+    entry = ParityEntry(
         encoder=encoder.name,
         sample=found.sample,
         seed=options.seed,
@@ -944,3 +920,16 @@ def _checked_parity(
         passed=found.passed,
         accepted_mismatch=not found.passed,
     )
+    if not found.passed and not options.accept_mismatch:
+        hint = ""
+        scaled = not NORM_RATIO[0] <= found.norm_ratio <= NORM_RATIO[1]
+        if scaled and found.cosine >= MIN_COSINE:
+            hint = f" (the imported vectors are {found.norm_ratio:.3g}× the encoder's"
+            hint += ": is --scale right?)" if impacts.integer else ")"
+        raise InputError(
+            f"{entry.line()}: beyond the tolerance (cosine ≥ {MIN_COSINE}, "
+            f"overlap ≥ {MIN_TOP10_OVERLAP}, weight on its zeros ≤ {MAX_ZERO_MASS:.0%}, norm "
+            f"ratio {NORM_RATIO[0]}–{NORM_RATIO[1]}){hint}: refused (--accept-mismatch "
+            "stores them anyway)"
+        )
+    return entry

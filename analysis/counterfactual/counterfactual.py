@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.collections.arguments import collection_argument
+from lexlens.analysis.collections.stored import reencoding_notes
 from lexlens.analysis.core.arguments import (
     device_argument,
     encoder_argument,
@@ -219,7 +220,7 @@ def _answer(
     scorer = scorer_for(p.collection)
     found = term_counterfactual(scorer, q0, p.row)
     terms = _terms_record(found, p, time.perf_counter() - started)
-    notes: list[str] = []
+    notes = reencoding_notes(p.collection)
     if isinstance(p.query, TextQuery) and p.query.encoding is not None:
         name = f"query {p.query_id}" if p.query_id else f"query {opening(p.query.text)}"
         cut = truncation(p.encoder, p.query.text, p.query.encoding, name)

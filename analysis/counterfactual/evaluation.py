@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lexlens.analysis.collections.stored import StoredCollection
+from lexlens.analysis.collections.stored import StoredCollection, reencoding_notes
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted, figure
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
@@ -301,7 +301,10 @@ def failures_counterfactuals(
         summary=summary,
         failures=rows,
         settings={"query_encoder": encoder.name, **options.to_dict()},
-        notes=[f"{counted(n, 'failure')} not tried: {why}" for why, n in skipped.items()],
+        notes=[
+            *reencoding_notes(ix),
+            *(f"{counted(n, 'failure')} not tried: {why}" for why, n in skipped.items()),
+        ],
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lexlens.analysis.collections.stored import StoredCollection
+from lexlens.analysis.collections.stored import StoredCollection, reencoding_notes
 from lexlens.analysis.core.arguments import device_argument, progress_argument
 from lexlens.analysis.core.counts import counted, figure
 from lexlens.analysis.core.curves import MEASURED_BY
@@ -303,6 +303,7 @@ def failures_faithfulness(
         summary=summary,
         failures=rows,
         notes=[
+            *reencoding_notes(ix),
             *(f"{counted(n, 'failure')} not measured: {why}" for why, n in skipped.items()),
             *summary_notes(summary),
         ],

@@ -16,7 +16,11 @@ import pytest
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.collections.store import StoredIndex
+from lexlens.analysis.collections.vector_import import import_vectors
+from lexlens.analysis.counterfactual.counterfactual import counterfactual
+from lexlens.analysis.evaluation.evaluate import evaluate_benchmark
 from lexlens.analysis.export.export import export_index
+from lexlens.analysis.faithfulness.benchmark import failures_faithfulness
 
 WORDS = [
     *("the", "cat", "dog", "sat", "on", "mat", "river", "bank", "money", "loan", "fish"),
@@ -177,6 +181,31 @@ def test_silent_wrong_a_corpus_missing_80_percent_of_its_terms_is_refused(
     parity = StoredIndex(tmp_path / "im").manifest.imported.parity
     assert not parity.passed and parity.accepted_mismatch
     assert parity.cosine == pytest.approx(cosine, abs=5e-5)
+
+
+def test_silent_wrong_analyses_that_re_encode_say_the_mismatch_was_accepted(
+    sparse_encoder_lines, corpus, splade, tmp_path
+):
+    """Kind: silent wrong. A counterfactual and the faithfulness of failures re-encode texts
+    against the stored vectors: on vectors stored beyond the parity tolerance each says so,
+    with the numbers; on a collection Lexlens encoded neither does."""
+    cut = tmp_path / "cut.jsonl"
+    _write_jsonl(cut, _cut(sparse_encoder_lines, 0.2))
+    import_vectors(splade, cut, tmp_path / "im", accept_mismatch=True)
+    accepted, own = StoredIndex(tmp_path / "im"), StoredIndex(corpus)
+    parity = accepted.manifest.imported.parity
+    queries = {"q1": "quick brown fox", "q2": "coffee espresso beach"}
+    qrels = {"q1": {"d5": 1}, "q2": {"d9": 1}}
+    for ix, said in ((accepted, True), (own, False)):
+        found = counterfactual(ix, "quick brown fox", "d5", query_encoder=splade, max_calls=5)
+        evaluation = evaluate_benchmark(ix, queries=queries, qrels=qrels, query_encoder=splade)
+        measured = failures_faithfulness(ix, evaluation, query_encoder=splade)
+        for notes in (found.notes, measured.notes):
+            mentions = [n for n in notes if "beyond the parity tolerance" in n]
+            assert len(mentions) == (1 if said else 0), notes
+            if said:
+                assert f"cosine {parity.cosine:.4f}" in mentions[0]
+                assert "--accept-mismatch" in mentions[0]
 
 
 def test_silent_wrong_a_wrong_scale_is_refused_with_the_norm_ratio(corpus, tmp_path, cli):
