@@ -30,6 +30,14 @@ Which queries count (each rule's queries are named in the notes):
   Lexlens follows them; it has no failure to explain;
 - a query whose ranking is empty (nothing retrieved, or not in the run) counts 0, as
   ir-measures (and trec_eval ``-c``) count it.
+- with ``judged_only`` every item not judged for a query is removed from its ranking before
+  anything is measured or explained (the condensed-list convention: Sakai, SIGIR 2007; Sakai
+  and Kando 2008): the measures are those of the condensed rankings, a failure's rival is the
+  highest judged non-relevant item (none is *rival unjudged*), ``run.trec`` holds the
+  condensed rankings, and the notes say how many items were removed. A relevant item beyond
+  the condensed list keeps its exact rank in the full ranking (*beyond the top*). A run is
+  condensed over its whole list before its top ``n`` is taken; Lexlens's own ranking is its
+  top ``n`` condensed.
 
 Each part in its module: which queries count and the notes naming the others
 (:mod:`.selection`), where a query's relevant items are and its failure explained
@@ -89,6 +97,7 @@ from lexlens.analysis.evaluation.options import TIES_TREC_EVAL, EvaluationOption
 from lexlens.analysis.evaluation.result import JUDGED, MEASURES, Evaluation, cause_counts
 from lexlens.analysis.evaluation.selection import (
     checked_queries,
+    condensed_note,
     judged_order,
     missing_note,
     ranking_notes,
@@ -115,6 +124,7 @@ class _Found:
     terms: dict[str, list[Term]] = field(default_factory=dict)  # each query's own top words
     #: every query with a relevant item: its causes as tested for the base rates
     tested: list[QueryCauses] = field(default_factory=list)
+    condensed: int = 0  # unjudged items removed from the rankings (judged only)
 
 
 def _ranked(
@@ -123,17 +133,33 @@ def _ranked(
     ranking: QueryRanking | None,
     run: Mapping | None,
     found: _Found,
+    judged: Mapping[str, int] | None = None,
 ) -> list[tuple[str, float]]:
-    """Query ``q``'s ranking as evaluated: Lexlens's top n, or the run's (its items the
-    collection lacks counted)."""
+    """Query ``q``'s ranking as evaluated: Lexlens's top n, or the run's top n (its items
+    the collection lacks counted); with ``judged`` (the query's judgements: judged only),
+    condensed to the items judged — Lexlens's top n, or the run's whole list before its top
+    n is taken — the items removed counted."""
     if ranking is not None:
         pairs = zip(ranking.rows, ranking.scores, strict=True)
-        return [(explainer.ids[int(r)], float(s)) for r, s in pairs]
-    listed = list(run.get(q, []))[: explainer.top]
+        listed = [(explainer.ids[int(r)], float(s)) for r, s in pairs]
+        return listed if judged is None else _condensed(listed, judged, found)
+    listed = list(run.get(q, []))
+    if judged is not None:
+        listed = _condensed(listed, judged, found)
+    listed = listed[: explainer.top]
     for item, _ in listed:
         if item not in explainer.row_of:
             found.missing[item] = found.missing.get(item, 0) + 1
     return listed
+
+
+def _condensed(
+    pairs: list[tuple[str, float]], judged: Mapping[str, int], found: _Found
+) -> list[tuple[str, float]]:
+    """``pairs`` without the items not judged (the condensed list), the removed counted."""
+    kept = [(d, s) for d, s in pairs if d in judged]
+    found.condensed += len(pairs) - len(kept)
+    return kept
 
 
 def _explain_all(
@@ -144,8 +170,10 @@ def _explain_all(
     vectors: list[np.ndarray],
     run: Mapping | None,
     progress: Progress | None,
+    judged_only: bool = False,
 ) -> _Found:
-    """Every query ranked (or its run read), placed and, when it fails, explained."""
+    """Every query ranked (or its run read), placed and, when it fails, explained;
+    ``judged_only``: each ranking condensed to its judged items first."""
     ix, found = explainer.index, _Found()
     if run is None:
         rankings = explainer.scorer.rank(vectors, explainer.top, progress)
@@ -153,7 +181,8 @@ def _explain_all(
         rankings = iter([None] * len(order))
     for q, vector, ranking in zip(order, vectors, rankings, strict=True):
         relevant = {d for d, r in qrels[q].items() if is_relevant(r)}
-        pairs = found.run[q] = _ranked(explainer, q, ranking, run, found)
+        judged = qrels[q] if judged_only else None
+        pairs = found.run[q] = _ranked(explainer, q, ranking, run, found, judged)
         terms = found.terms[q] = top_terms(
             vector, ix.vocab, QUERY_TERMS, merge_pieces=True, words=text_words(queries[q])
         )
@@ -161,7 +190,9 @@ def _explain_all(
             found.ranks[q] = (None, None, NONE_RELEVANT)
             continue
         first = first_relevant(pairs, relevant)
-        best = explainer.best_relevant(pairs, relevant, ranking, vector)
+        # condensed: a relevant item listed is placed in the condensed list, not the full one
+        placing = None if judged_only and first is not None else ranking
+        best = explainer.best_relevant(pairs, relevant, placing, vector)
         rank = first if first is not None else (best[0] if best else None)
         found.ranks[q] = (first, rank, status(first, best, len(pairs)))
         record = explainer.failure(q, queries[q], vector, pairs, relevant, best)
@@ -216,13 +247,21 @@ def evaluate(
     row_of = {item: r for r, item in enumerate(ids)}
     explainer = Explainer(ix, ids, row_of, scorer_for(ix), options.top, run is not None)
     found = _explain_all(
-        explainer, queries, qrels, order, vectors, run, progress_part(progress, 0.3, 1.0)
+        explainer,
+        queries,
+        qrels,
+        order,
+        vectors,
+        run,
+        progress_part(progress, 0.3, 1.0),
+        options.judged_only,
     )
     notes = [
         *selection_notes(queries, qrels, order),
         *ranking_notes(found.run, order, run, options.top, options.ties),
         *missing_note(found.missing),
         *truncation_notes(cuts, what="queries"),
+        *condensed_note(found.condensed, options.judged_only),
     ]
     aggregate, values = measure(found.run, {q: qrels[q] for q in order}, (*MEASURES, JUDGED))
     per_query = [
@@ -249,6 +288,8 @@ def evaluate(
     }
     if run is not None:
         settings["ties"] = options.ties
+    if options.judged_only:
+        settings["judged_only"] = True
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return Evaluation(
         index=ix.describe(),

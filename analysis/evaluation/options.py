@@ -21,7 +21,8 @@ TIE_RULES = (TIES_TREC_EVAL, TIES_AS_LISTED)
 @dataclass(frozen=True)
 class EvaluationOptions(Options):
     """How a benchmark is evaluated (``lexlens evaluate``, the Evaluation page,
-    ``evaluate_benchmark``): the items ranked per query, how the queries are encoded and how a run's ties are ordered."""
+    ``evaluate_benchmark``): the items ranked per query, how the queries are encoded, how a
+    run's ties are ordered and whether unjudged items count."""
 
     what = "evaluate"
 
@@ -36,4 +37,10 @@ class EvaluationOptions(Options):
         choices=TIE_RULES,
         label="Run ties",
         widget="select",
+    )
+    judged_only: bool = option(
+        False,
+        "evaluate on judged items only: every unjudged item removed from each ranking before "
+        "measuring and explaining (the condensed-list convention, Sakai 2007)",
+        label="Judged items only",
     )

@@ -163,3 +163,15 @@ def missing_note(missing: Mapping[str, int]) -> list[str]:
         f"the run names {len(missing)} items the collection does not hold (e.g. {shown}): "
         "counted as retrieved by the measures, never explained"
     ]
+
+
+def condensed_note(removed: int, judged_only: bool) -> list[str]:
+    """The note of an evaluation on judged items only: how many unjudged items left the
+    rankings."""
+    if not judged_only:
+        return []
+    return [
+        f"judged only: {counted(removed, 'unjudged item', 'unjudged items')} removed from the "
+        "rankings before measuring (the condensed-list convention, Sakai 2007); every measure "
+        "and run.trec are those of the condensed rankings"
+    ]

@@ -13,6 +13,9 @@ baseline's with the comparison (:func:`compare_systems`) added as its section:
   signed-rank and randomization tests with p-values corrected over every comparison ×
   measure, the effect size, wins/ties/losses, URisk and TRisk; GeoRisk with three or more
   systems (:mod:`lexlens.analysis.systems.table`);
+- failures across systems: per pair, the queries B fixes and breaks (success: the first
+  relevant item first), McNemar's exact test on them, the causes of the fixed and of the new
+  failures, and which causes B reduced (:mod:`lexlens.analysis.systems.fixes`);
 - where: every query's values, the largest wins and losses of each pair on the first
   measure (nDCG@10);
 - why: each of those explained (:mod:`lexlens.analysis.systems.why`), and the blame shift
@@ -42,6 +45,7 @@ from lexlens.analysis.evaluation.result import MEASURES, Evaluation
 from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.engine import engine_comparison
+from lexlens.analysis.systems.fixes import pair_fixes
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import (
@@ -358,6 +362,7 @@ def _compared(
                 )
                 engine.append({"exact": exact.name, "run": run.name, **found})
     qrels_of = {q: {d: r for d, r in benchmark.qrels[q].items() if is_relevant(r)} for q in order}
+    fixes = [pair_fixes(a, b, by_name[a].evaluation, by_name[b].evaluation) for a, b in pairs]
     return SystemsComparison(
         systems=systems,
         baseline=baseline,
@@ -372,7 +377,7 @@ def _compared(
             n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
             for n in names
         },
-        table=significance_rows(values, pairs, MEASURES, options),
+        table=_with_fixes(significance_rows(values, pairs, MEASURES, options), fixes),
         georisk=georisk_table(values, names, MEASURES),
         per_query=[
             {
@@ -390,9 +395,18 @@ def _compared(
             e.system.name: {"count": len(e.missing), "queries": e.missing[:100]} for e in evaluated
         },
         notes=_notes(evaluated, benchmark.notes),
+        fixes=fixes,
         runs={e.system.name: e.evaluation.run for e in evaluated},
         judged=qrels_of,
     )
+
+
+def _with_fixes(table: list[dict], fixes: Sequence[Mapping]) -> list[dict]:
+    """The significance rows with their pair's fixed and broken counts and McNemar's exact
+    p (one value per pair, on each of its measures' rows)."""
+    by_pair = {(f["system_a"], f["system_b"]): f for f in fixes}
+    keys = ("fixed", "broken", "p_mcnemar")
+    return [{**r, **{k: by_pair[(r["system_a"], r["system_b"])][k] for k in keys}} for r in table]
 
 
 def _explained(

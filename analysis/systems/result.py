@@ -46,6 +46,9 @@ TABLE_COLUMNS = (
     "ties",
     "losses",
     *(f"{k}_{a}" for a in ALPHAS for k in ("urisk", "trisk", "p_trisk")),
+    "fixed",
+    "broken",
+    "p_mcnemar",
 )
 #: per_query_deltas.csv's columns (one row per pair × query × measure).
 DELTA_COLUMNS = ("system_a", "system_b", "query_id", "query", "measure", "a", "b", "delta")
@@ -59,7 +62,8 @@ class SystemsComparison(Result):
     query's values; ``extremes`` the largest wins and losses of each pair; ``why`` those
     explained; ``blame_shift`` the words behind one system's failures and not the other's;
     ``engine`` how an outside run of a collection differs from its exact ranking;
-    ``missing`` the judged queries each run does not list. A section of the baseline's
+    ``missing`` the judged queries each run does not list; ``fixes`` per pair the queries B
+    fixes and breaks, McNemar's exact p and the causes behind both. A section of the baseline's
     evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
     ``comparison``: what ``lexlens evaluate`` reports for several systems."""
 
@@ -80,6 +84,9 @@ class SystemsComparison(Result):
     engine: list[dict]
     missing: dict
     notes: list[str] = field(default_factory=list)
+    #: per compared pair: the queries B fixes and breaks, McNemar's exact p, their causes
+    #: (:mod:`lexlens.analysis.systems.fixes`)
+    fixes: list[dict] = field(default_factory=list)
     #: {system: {query: [(item, score), …]}} as evaluated, and the relevant judgements
     #: ({query: {item: relevance}}): what explaining another query needs; not in the JSON
     runs: dict = internal(default_factory=dict)

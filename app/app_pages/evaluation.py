@@ -35,7 +35,12 @@ from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError
 
 #: The options drawn here, and their widgets' keys.
-OPTIONS = {"top": "eval_top", "query_mode": "eval_query_mode", "gate_k": "eval_gate_k"}
+OPTIONS = {
+    "top": "eval_top",
+    "query_mode": "eval_query_mode",
+    "gate_k": "eval_gate_k",
+    "judged_only": "eval_judged_only",
+}
 INPUT_KEYS = ("eval_collection", "eval_source", *OPTIONS.values())
 SOURCES = ["The collection's own", "Upload queries and judgements"]
 
@@ -64,7 +69,10 @@ c1, c2, c3 = st.columns([2, 2, 1])
 name = c1.selectbox("Collection", names, key=state.kept("eval_collection"))
 card = next(c for c in cards if c["name"] == name)
 source = c2.radio("Queries", SOURCES, key=state.kept("eval_source", SOURCES[0]), horizontal=True)
-values = {"top": option_widget(EvaluationOptions, "top", OPTIONS["top"], where=c3)}
+values = {
+    name: option_widget(EvaluationOptions, name, OPTIONS[name], where=c3)
+    for name in ("top", "judged_only")
+}
 try:
     kept = open_index(card["path"]).kept_benchmark()
 except LexlensError as exc:

@@ -13,6 +13,7 @@ from lexlens.analysis.evaluation.result import (
     Evaluation,
     worst_first,
 )
+from lexlens.analysis.systems.fixes import fixes_lines
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.app.cli import common
@@ -147,6 +148,8 @@ def compared(result: SystemsComparison) -> str:
             ],
         )
     )
+    if lines := fixes_lines(result.fixes):
+        blocks.append("\n".join(lines))
     for e in result.extremes:
         listed = [
             [kind, q["query_id"], f"{q['delta']:+.3f}", q["query"][:50]]

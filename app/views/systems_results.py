@@ -1,7 +1,8 @@
 """How a comparison of systems is drawn: the means († significant against the baseline),
 the significance table, GeoRisk, the sorted per-query delta chart beside the A-versus-B
 scatter (plotly), the largest wins and losses, the why of a chosen query side by side, the
-blame shift, and the downloads (the result's files)."""
+queries each pair fixes and breaks (McNemar's exact test, their causes), the blame shift,
+and the downloads (the result's files)."""
 
 from __future__ import annotations
 
@@ -186,6 +187,36 @@ def _why(why: QueryWhy) -> None:
         )
 
 
+def _fixes(result: SystemsComparison, pair: tuple[str, str]) -> None:
+    """The pair's fixed and broken queries, McNemar's exact p, and their causes."""
+    found = next((f for f in result.fixes if (f["system_a"], f["system_b"]) == pair), None)
+    if found is None:
+        return
+    a, b = pair
+    st.subheader("Failures across systems")
+    st.markdown(
+        f"**{b}** fixes **{found['fixed']}** and breaks **{found['broken']}** of "
+        f"{found['queries']:,} queries against **{a}** (both succeed {found['both_succeed']}, "
+        f"both fail {found['both_fail']}); McNemar's exact p **{found['p_mcnemar']:.3g}**."
+    )
+    st.caption(
+        "A query succeeds when its first relevant item is first. The causes of the fixed are "
+        f"{a}'s, of the new failures {b}'s (not exclusive); p: two-sided binomial test on "
+        "fixed vs broken."
+    )
+    left, right = st.columns(2)
+    for where, key, label in (
+        (left, "fixed_causes", f"Causes of the fixed (under {a})"),
+        (right, "broken_causes", f"Causes of the new failures (under {b})"),
+    ):
+        where.caption(label)
+        if found[key]:
+            where.dataframe(pd.DataFrame(found[key]), hide_index=True, width="stretch")
+    if found["causes"]:
+        st.caption(f"Failures per cause, {a} → {b}")
+        st.dataframe(pd.DataFrame(found["causes"]), hide_index=True, width="stretch")
+
+
 def show_comparison(result: SystemsComparison) -> None:
     """Everything a comparison shows (see the module docstring)."""
     for note in result.notes:
@@ -237,6 +268,7 @@ def show_comparison(result: SystemsComparison) -> None:
             st.error(str(exc))
     if why is not None:
         _why(why)
+    _fixes(result, tuple(pair))
     shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == tuple(pair))
     st.subheader("Blame shift")
     left, right = st.columns(2)

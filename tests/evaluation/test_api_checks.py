@@ -79,6 +79,7 @@ EVALUATE = [
     ("gate_k", lambda ix, out: _evaluate(ix, gate_k="768"), "gate_k must be -1"),
     ("mode", lambda ix, out: _evaluate(ix, mode="bow"), "'mode' is now 'query_mode'"),
     ("ties", lambda ix, out: _evaluate(ix, ties="docid"), "ties must be one of"),
+    ("judged_only", lambda ix, out: _evaluate(ix, judged_only="yes"), "judged_only must be"),
     ("topk", lambda ix, out: _evaluate(ix, topk=5), "'topk' is now 'gate_k'"),
 ]
 EVALUATE_BENCHMARK = [
@@ -98,6 +99,7 @@ EVALUATE_BENCHMARK = [
     ("gate_k", lambda ix, out: _benchmark(ix, gate_k=1.5), "gate_k must be -1"),
     ("mode", lambda ix, out: _benchmark(ix, mode="bow"), "'mode' is now 'query_mode'"),
     ("ties", lambda ix, out: _benchmark(ix, ties=None), "ties must be one of"),
+    ("judged_only", lambda ix, out: _benchmark(ix, judged_only=2), "judged_only must be"),
 ]
 
 

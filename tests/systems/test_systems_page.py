@@ -75,6 +75,12 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
     assert any(c.value.startswith("†: differs from bench gate_k=768") for c in at.caption)
     assert any("**Relevant item**" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 2
+    shown = result.fixes[0]  # the pair selected first: its fixed and broken queries, McNemar
+    assert any(
+        f"fixes **{shown['fixed']}** and breaks **{shown['broken']}**" in m.value
+        and f"McNemar's exact p **{shown['p_mcnemar']:.3g}**" in m.value
+        for m in at.markdown
+    )
 
 
 def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
