@@ -361,7 +361,7 @@ def deviation_html(doc: Mapping, figures: Mapping[str, str]) -> str:
     """A semantic deviation from its JSON document (``lexlens deviation``'s) and, per set
     kind, the page's scatter of its items as self-contained HTML (plotly's figure with its
     script inline): each set's Exact@k, Semantic@k (both denominators), FLOPs and mean
-    active dimensions, what caps Exact@k, the figure, and its first items."""
+    active dimensions, the figure, and its first items (what caps Exact@k: the notes)."""
     k = doc["k"]
     sections = []
     for part in (doc.get("captions"), doc.get("images")):
@@ -370,15 +370,9 @@ def deviation_html(doc: Mapping, figures: Mapping[str, str]) -> str:
         kind = part["kind"]
         by = part.get("by_denominator") or {}
         measured = f"{part['n_measured']} of {part['n']} {kind} measured"
-        positive = part.get("positive_terms") or {}
-        if positive.get("below_k"):
-            measured += (
-                f"; {positive['below_k']} have fewer than {k} positive terms, so with the "
-                f"denominator k Exact@{k} cannot exceed {num(positive.get('cap_exact_at_k'))}"
-            )
         sections.append(
             _section(
-                f"{kind}: the metrics",
+                f"{kind.capitalize()}: the metrics",
                 summary=measured,
                 table={
                     "columns": [
@@ -417,7 +411,7 @@ def deviation_html(doc: Mapping, figures: Mapping[str, str]) -> str:
         shown, more = _capped(items, DEVIATION_ITEMS_SHOWN)
         sections.append(
             _section(
-                f"{kind}: per item",
+                f"{kind.capitalize()}: per item",
                 figure=Markup(figures.get(kind, "")),
                 table={
                     "columns": [
