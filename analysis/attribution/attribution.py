@@ -22,6 +22,11 @@ import numpy as np
 from lexlens.analysis.attribution.arguments import selected_subvectors, splitting
 from lexlens.analysis.attribution.ig import attribute_texts
 from lexlens.analysis.attribution.options import ATTRIBUTION_NEEDS, AttributeOptions
+from lexlens.analysis.attribution.report_html import (
+    ATTRIBUTION_CSV_HEADER,
+    attribution_csv_rows,
+    attribution_notebook_html,
+)
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
 from lexlens.analysis.core.arguments import encoder_argument, progress_argument, texts_argument
 from lexlens.analysis.core.results import Progress, Result, internal, progress_part
@@ -43,6 +48,18 @@ class AttributionResult(Result):
     notes: list[str] = field(default_factory=list)
     texts: list[SubvectorAttribution]
     seconds: float = internal(default=0.0)  # wall time of the attribution
+
+    def frame_rows(self) -> list[dict]:
+        """attributions.csv's rows: one per text × sub-vector × word, then each text's
+        GlobalT rows (``subvector = "global"``)."""
+        return [
+            dict(zip(ATTRIBUTION_CSV_HEADER, row, strict=True))
+            for row in attribution_csv_rows(self.texts)
+        ]
+
+    def notebook_html(self) -> str:
+        """The heat table of sub-vectors × words per text, as the report draws it."""
+        return attribution_notebook_html(self.texts, encoder_name=self.encoder, notes=self.notes)
 
     def codes(self) -> np.ndarray:
         """The code of every text × sub-vector: ``[n_texts, M]``."""

@@ -18,7 +18,13 @@ import numpy as np
 from lexlens.analysis.attribution.display import best_rows, display_tables
 from lexlens.analysis.attribution.options import DEFAULT_TOLERANCE
 from lexlens.analysis.attribution.subvector import SubvectorAttribution
-from lexlens.analysis.render.html import cell_colour, num, render_report
+from lexlens.analysis.render.html import (
+    NOTEBOOK_ROWS,
+    cell_colour,
+    num,
+    render_fragment,
+    render_report,
+)
 from lexlens.analysis.render.line_chart import line_chart
 
 #: Texts rendered as heatmaps in the HTML; the rest are in the JSON and CSV only.
@@ -51,6 +57,7 @@ def _heatmap(a: SubvectorAttribution) -> dict[str, Any]:
         cells = [
             {
                 "colour": cell_colour(attr[r, w], scale),
+                "value": num(attr[r, w]),
                 "title": f"sub-vector {sv} · code {codes[sv]} · {word}: {num(attr[r, w])}",
             }
             for w, word in enumerate(words)
@@ -70,7 +77,11 @@ def _heatmap(a: SubvectorAttribution) -> dict[str, Any]:
         "sum": num(glob.sum()),
         "delta": num(float(a.global_delta)),
         "cells": [
-            {"colour": cell_colour(glob[w], gscale), "title": f"GlobalT · {word}: {num(glob[w])}"}
+            {
+                "colour": cell_colour(glob[w], gscale),
+                "value": num(glob[w]),
+                "title": f"GlobalT · {word}: {num(glob[w])}",
+            }
             for w, word in enumerate(words)
         ],
     }
@@ -190,6 +201,50 @@ def render_attribution_html(
         mot=_mot_view(mot) if mot is not None else None,
         fill=fill,
     )
+
+
+#: Texts a notebook view draws; words (columns) of a text it draws.
+NOTEBOOK_TEXTS = 5
+NOTEBOOK_WORDS = 40
+
+
+def attribution_notebook_html(
+    attributions: Sequence[SubvectorAttribution], *, encoder_name: str, notes: Sequence[str]
+) -> str:
+    """The attribution in a notebook's output cell: per text (the first
+    :data:`NOTEBOOK_TEXTS`) the report's heat table of sub-vectors × words, each cell's value
+    written in it, the GlobalT row below (the first :data:`NOTEBOOK_ROWS` sub-vectors and
+    :data:`NOTEBOOK_WORDS` words; the rest counted)."""
+    views = []
+    for a in list(attributions)[:NOTEBOOK_TEXTS]:
+        view = _heatmap(a)
+        words = len(view["words"])
+        view["more_rows"] = max(0, len(view["rows"]) - NOTEBOOK_ROWS)
+        view["more_words"] = max(0, words - NOTEBOOK_WORDS)
+        view["rows"] = [
+            {**r, "cells": _inked(r["cells"][:NOTEBOOK_WORDS])}
+            for r in view["rows"][:NOTEBOOK_ROWS]
+        ]
+        view["global_row"]["cells"] = _inked(view["global_row"]["cells"][:NOTEBOOK_WORDS])
+        view["words"] = view["words"][:NOTEBOOK_WORDS]
+        views.append(view)
+    return render_fragment(
+        "notebook_attribution.html",
+        title=f"Integrated Gradients per sub-vector — {encoder_name}",
+        notes=list(notes),
+        texts=views,
+        more_texts=max(0, len(attributions) - NOTEBOOK_TEXTS),
+    )
+
+
+def _inked(cells: list[dict]) -> list[dict]:
+    """Cells with the ink their value is written in: white on a dark background."""
+    out = []
+    for c in cells:
+        r, g, b = (int(c["colour"][i : i + 2], 16) for i in (1, 3, 5))
+        dark = 0.299 * r + 0.587 * g + 0.114 * b < 140
+        out.append({**c, "ink": "#fff" if dark else "#111"})
+    return out
 
 
 def attribution_csv_rows(attributions: Sequence[SubvectorAttribution]) -> list[list[Any]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -111,15 +111,31 @@ class Result(Record):
         :meth:`to_frame` holds and the notebook view draws the first rows of."""
         return None
 
-    def to_frame(self) -> Any:
-        """The main table as a pandas DataFrame, every row (a result without one is refused
-        in one line)."""
-        rows = self.frame_rows()
-        if rows is None:
-            raise LexlensError(f"{type(self).__name__} has no table: read it with to_dict()")
+    def frame_tables(self) -> dict[str, tuple[Sequence[str], Callable[[], list[dict]]]]:
+        """Its other tables by name (the CSV file of that name: its columns and a function
+        giving its rows), what ``to_frame(name)`` holds; none unless the result says."""
+        return {}
+
+    def to_frame(self, table: str | None = None) -> Any:
+        """A table as a pandas DataFrame, every row: the main one, or the one ``table``
+        names (:meth:`frame_tables`); a result without it is refused in one line."""
+        columns = None
+        if table is None:
+            rows = self.frame_rows()
+            if rows is None:
+                raise LexlensError(f"{type(self).__name__} has no table: read it with to_dict()")
+        else:
+            tables = self.frame_tables()
+            if table not in tables:
+                names = ", ".join(repr(t) for t in tables) or "none"
+                raise LexlensError(
+                    f"{type(self).__name__} has no table {table!r}: its tables are {names}"
+                )
+            columns, rows_of = tables[table]
+            rows = rows_of()
         import pandas as pd  # heavy: pandas loads on first use
 
-        return pd.DataFrame(rows)
+        return pd.DataFrame.from_records(rows, columns=None if columns is None else list(columns))
 
     def notebook_html(self) -> str | None:
         """The result drawn as one self-contained, escaped HTML fragment (``None``: the

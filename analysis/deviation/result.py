@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from lexlens.analysis.core.outputs import json_bytes, records_csv_bytes
 from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.deviation.sets import SetDeviation
+from lexlens.analysis.render.deviation_plots import deviation_scatter
+from lexlens.analysis.render.notebook import deviation_html
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,45 @@ class DeviationResult(Result):
                 name = "vocabulary.csv" if part is self.sets[0] else f"vocabulary_{part.kind}.csv"
                 files[name] = records_csv_bytes([t.to_dict() for t in part.vocabulary.top_terms])
         return files
+
+    def frame_rows(self) -> list[dict]:
+        """The first set's items (captions.csv's or texts.csv's rows: word lists joined by
+        spaces)."""
+        return _item_rows(self.sets[0]) if self.sets else []
+
+    def frame_tables(self) -> dict:
+        """Each set's items by its kind (``captions``, ``texts``, ``images``: the CSV file
+        of that name)."""
+        return {
+            part.kind: (
+                list(part.rows[0].to_dict()) if part.rows else [],
+                lambda part=part: _item_rows(part),
+            )
+            for part in self.sets
+        }
+
+    def notebook_html(self) -> str:
+        """Each set's metrics and the page's scatter of its items
+        (:mod:`lexlens.analysis.render.notebook`; plotly's script inline, nothing fetched)."""
+        figures = {
+            part.kind: deviation_scatter(
+                [r.to_dict() for r in part.rows], self.k, self.denominator, part.kind[:-1]
+            ).to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False})
+            for part in self.sets
+            if part.rows
+        }
+        return deviation_html(self.to_dict(), figures)
+
+
+def _item_rows(part: SetDeviation) -> list[dict]:
+    """A set's item rows as its CSV file holds them (lists joined by spaces)."""
+    return [
+        {
+            k: " ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+            for k, v in r.to_dict().items()
+        }
+        for r in part.rows
+    ]
 
 
 def set_notes(s: SetDeviation, k: int) -> list[str]:

@@ -208,6 +208,26 @@ class Evaluation(EvaluationResult):
             return comparison.frame_rows()
         return [per_query_row(q) for q in self.metrics["per_query"]]
 
+    def frame_tables(self) -> dict:
+        """per_query, failures, blame and causes (the CSV files of those names); of several
+        systems, their comparison's tables too (comparison, deltas)."""
+        tables = {
+            "per_query": (
+                PER_QUERY_COLUMNS,
+                lambda: [per_query_row(q) for q in self.metrics["per_query"]],
+            ),
+            "failures": (FAILURE_COLUMNS, lambda: [failure_row(f) for f in self.failures]),
+            "blame": (BLAME_COLUMNS, lambda: [blame_row(b) for b in self.blame]),
+            "causes": (
+                CAUSE_COLUMNS,
+                lambda: [cause_row(c) for c in self.cause_rates.get("causes", [])],
+            ),
+        }
+        comparison = self.section("comparison")
+        if isinstance(comparison, Result):
+            tables.update(comparison.frame_tables())
+        return tables
+
     def notebook_html(self) -> str:
         """Measures, worst queries and failures by cause (:mod:`lexlens.analysis.render.notebook`);
         an evaluation of several systems shows their comparison."""

@@ -145,6 +145,7 @@ class ContribResult(Result):
             title=f"Query ⊙ Document — {input_label(self.query)} ⊙ {input_label(self.document)}",
             notes=list(self.notes),
             summary=summary,
+            picture="",
             cloud="",
             table={
                 "columns": columns,

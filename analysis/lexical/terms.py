@@ -21,11 +21,11 @@ from lexlens.analysis.core.arguments import (
 )
 from lexlens.analysis.core.grid import FULL_BOX
 from lexlens.analysis.core.options import Options, option, shared
-from lexlens.analysis.core.results import Record, Result
+from lexlens.analysis.core.results import Record, Result, internal
 from lexlens.analysis.core.truncation import truncation
 from lexlens.analysis.core.vocabulary import is_special_token, own_tokens
 from lexlens.analysis.core.words import Term, input_words, spelling, top_terms, unit_words
-from lexlens.analysis.lexical.patches import check_box, parse_box, patch_group
+from lexlens.analysis.lexical.patches import cell_indices, check_box, parse_box, patch_group
 from lexlens.analysis.render.html import NOTEBOOK_ROWS, num, render_fragment
 from lexlens.models.base import (
     Capability,
@@ -173,6 +173,10 @@ class TermsResult(Result):
     terms: list[dict]
     merged_terms: list[dict]
     notes: list[str]
+    #: The image an image's terms are of, as a display copy (RGB, ``uint8 [height, width,
+    #: 3]``, at most :data:`PICTURE_SIDE` on its longer side): the notebook view draws the
+    #: patch grid and the group on it. Not in the JSON.
+    picture: np.ndarray | None = internal(default=None, repr=False, compare=False)
 
     def top(self, k: int = 10, *, merged: bool = True) -> list[tuple[str, float]]:
         rows = self.merged_terms if merged else self.terms
@@ -202,11 +206,17 @@ class TermsResult(Result):
         rows = self.frame_rows()
         shown = rows[:NOTEBOOK_ROWS]
         columns = ["rank", "term", "weight", "kind", "from"]
+        group = "cells" in self.input
         return render_fragment(
             "notebook.html",
-            title=f"Top terms — {self.encoder}: {input_label(self.input)}",
+            title=f"{'Patch group' if group else 'Top terms'} — {self.encoder}: "
+            f"{input_label(self.input)}",
             notes=list(self.notes),
-            summary="",
+            summary=f"The group: {selection_text(self)}, tinted on the grid; its terms are "
+            "the max over its patches"
+            if group
+            else "",
+            picture=self.picture_url(),
             cloud=cloud_url(self.merged_terms[:NOTEBOOK_ROWS]),
             table={
                 "columns": columns,
@@ -217,6 +227,26 @@ class TermsResult(Result):
             more=len(rows) - len(shown),
         )
 
+    def picture_url(self) -> str:
+        """The image with its patch grid and the group's cells tinted, as the Images page
+        draws it (an inline PNG, a ``data:`` URL); empty without a picture or a grid."""
+        grid = self.input.get("grid")
+        if self.picture is None or not grid:
+            return ""
+        # heavy: PIL loads on first use
+        from PIL import Image
+
+        from lexlens.analysis.render.patch_render import draw_grid  # heavy: loads PIL
+
+        cells = self.input.get("cells")
+        groups = [cell_indices(grid, cells)] if cells else []
+        crop = tuple(self.input.get("crop_box") or FULL_BOX)
+        drawn = draw_grid(Image.fromarray(self.picture), tuple(grid), crop, groups)
+        return png_url(drawn)
+
+
+#: The longer side of the picture a result of an image keeps for its notebook view.
+PICTURE_SIDE = 480
 
 #: How long an input's text is shown in a title.
 TITLE_CHARACTERS = 120
@@ -227,7 +257,8 @@ def input_label(input: dict) -> str:
     if input.get("text"):
         text = str(input["text"])
         return text if len(text) <= TITLE_CHARACTERS else text[:TITLE_CHARACTERS] + "…"
-    parts = [str(input.get("image") or input.get("name") or "")]
+    image = input.get("image")
+    parts = [Path(str(image)).name if image else str(input.get("name") or "")]
     if "box" in input or "cells" in input:
         box = ",".join(f"{v:g}" for v in input.get("box", []))
         parts.append(f"box {box}" if box else f"{len(input.get('cells', []))} cells")
@@ -243,12 +274,18 @@ def cloud_url(rows: Sequence[dict]) -> str:
     """Term rows' word cloud as an inline PNG (a ``data:`` URL): font size ∝ weight, the
     input's own tokens dark blue, expansion terms orange."""
 
-    from lexlens.analysis.render.plots import png_bytes, wordcloud_image  # heavy: loads PIL
+    from lexlens.analysis.render.plots import wordcloud_image  # heavy: loads PIL
 
     terms = [Term(r["token"], float(r["weight"]), int(r["index"])) for r in rows]
     own = {r["token"] for r in rows if r.get("in_input")}
-    png = png_bytes(wordcloud_image(terms, highlight=own))
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return png_url(wordcloud_image(terms, highlight=own))
+
+
+def png_url(image: Any) -> str:
+    """A PIL image as an inline PNG (a ``data:`` URL)."""
+    from lexlens.analysis.render.plots import png_bytes  # heavy: loads PIL
+
+    return "data:image/png;base64," + base64.b64encode(png_bytes(image)).decode("ascii")
 
 
 def selection_text(result: TermsResult) -> str:
@@ -337,11 +374,13 @@ def terms_of_encoding(
     *,
     cells: list[str] | None = None,
     input_info: dict | None = None,
+    image: Any = None,
     options: TermsOptions | None = None,
     **given: Any,
 ) -> TermsResult:
     """The :class:`TermsResult` of an encoding, or of the patch group a box (in the options)
-    or ``cells`` select."""
+    or ``cells`` select; ``image`` (a PIL image, the one encoded) is kept as a small copy the
+    notebook view draws the grid and the group on."""
     options = TermsOptions.of(options, **given)
     top, box = options.top, options.box
     info = dict(input_info or {})
@@ -369,7 +408,16 @@ def terms_of_encoding(
             + ", ".join(dict.fromkeys(encoding.units))
             + "): its terms come from these special tokens alone, not from its words"
         )
-    return TermsResult(encoder.name, info, raw, merged, notes)
+    return TermsResult(encoder.name, info, raw, merged, notes, picture=_display_array(image))
+
+
+def _display_array(image: Any) -> np.ndarray | None:
+    """A PIL image's display copy (at most :data:`PICTURE_SIDE` a side) as an RGB array."""
+    if image is None:
+        return None
+    from lexlens.analysis.render.patch_render import display_copy  # heavy: loads PIL
+
+    return np.asarray(display_copy(image, PICTURE_SIDE), dtype=np.uint8)
 
 
 def terms(
@@ -405,13 +453,21 @@ def terms(
         model = encoder_argument(encoder, needs=needs, device=device)
         encoding = model.encode_texts([text], side=options.side)[0]
         info = {"text": text, "side": options.side}
+        picture = None
     else:
         label = name or (str(image) if isinstance(image, (str, Path)) else None)
         picture = _picture(image_argument(image, "image"), label)
         model = encoder_argument(encoder, needs=needs, device=device)
         encoding = model.encode_images([picture])[0]
         info = {"image": label or "image"}
-    return terms_of_encoding(model, encoding, cells=cells, input_info=info, options=options)
+    return terms_of_encoding(
+        model,
+        encoding,
+        cells=cells,
+        input_info=info,
+        image=picture,
+        options=options,
+    )
 
 
 def _input_kind(

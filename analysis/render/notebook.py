@@ -1,8 +1,9 @@
 """Results of several parts drawn in a notebook's output cell (IPython's ``_repr_html_``): a
 benchmark evaluation (its measures, the worst queries, the failures grouped by cause with
 their base rates), a counterfactual (the edit shown on the texts, the verified rank
-before → after) and a comparison of systems (the means with significance marks, the
-significance table, each pair's sorted per-query differences).
+before → after), a comparison of systems (the means with significance marks, the
+significance table, each pair's sorted per-query differences) and a semantic deviation (each
+set's metrics with the page's scatter of its items, plotly's script inline).
 
 Each reads the result's JSON document (``to_dict()``), so the numbers shown are the
 ``--json`` ones; what only the capability computes (an order, a chart's bars) its result
@@ -68,6 +69,7 @@ def _section(heading: str, **parts: Any) -> dict:
         "table": None,
         "numeric": (),
         "chart": None,
+        "figure": "",
         "more": 0,
         "more_where": "",
         **parts,
@@ -347,5 +349,91 @@ def systems_html(
         title=f"Systems compared — {len(doc['systems'])} systems",
         notes=list(doc.get("notes") or []),
         summary="",
+        sections=sections,
+    )
+
+
+#: Items of a deviation set the view lists (the scatter draws every item the result holds).
+DEVIATION_ITEMS_SHOWN = 20
+
+
+def deviation_html(doc: Mapping, figures: Mapping[str, str]) -> str:
+    """A semantic deviation from its JSON document (``lexlens deviation``'s) and, per set
+    kind, the page's scatter of its items as self-contained HTML (plotly's figure with its
+    script inline): each set's Exact@k, Semantic@k (both denominators), FLOPs and mean
+    active dimensions, the figure, and its first items (what caps Exact@k: the notes)."""
+    k = doc["k"]
+    sections = []
+    for part in (doc.get("captions"), doc.get("images")):
+        if part is None:
+            continue
+        kind = part["kind"]
+        by = part.get("by_denominator") or {}
+        measured = f"{part['n_measured']} of {part['n']} {kind} measured"
+        sections.append(
+            _section(
+                f"{kind.capitalize()}: the metrics",
+                summary=measured,
+                table={
+                    "columns": [
+                        "denominator",
+                        f"Exact@{k}",
+                        f"Semantic@{k}",
+                        "FLOPs Σⱼ p̄ⱼ²",
+                        "FLOPs, no self-pairs",
+                        "mean active dims",
+                    ],
+                    "rows": [
+                        [
+                            name + (" (this result's)" if name == doc["denominator"] else ""),
+                            num(values.get("exact_at_k")),
+                            num(values.get("semantic_at_k")),
+                            num(part["flops_with_self_pairs"]),
+                            num(part["flops"]),
+                            num(part["mean_active_dims"]),
+                        ]
+                        for name, values in by.items()
+                    ],
+                },
+                numeric=(1, 2, 3, 4, 5),
+            )
+        )
+        items = [
+            [
+                r["text"],
+                r["positive_terms"],
+                num(r["exact_at_k"]),
+                num(r["semantic_at_k"]),
+                " ".join(r.get("top_words") or r.get("top_terms") or []),
+            ]
+            for r in part["rows"]
+        ]
+        shown, more = _capped(items, DEVIATION_ITEMS_SHOWN)
+        sections.append(
+            _section(
+                f"{kind.capitalize()}: per item",
+                figure=Markup(figures.get(kind, "")),
+                table={
+                    "columns": [
+                        kind[:-1],
+                        "positive terms",
+                        f"Exact@{k}",
+                        f"Semantic@{k}",
+                        f"top-{k} terms",
+                    ],
+                    "rows": shown,
+                },
+                numeric=(1, 2, 3),
+                more=more,
+                more_where="to_frame() holds every item",
+            )
+        )
+    flops = doc.get("flops_captions_images")
+    return render_fragment(
+        "notebook_sections.html",
+        title=f"Semantic deviation — {doc.get('encoder', '')}, k = {k}, gate k = "
+        f"{doc.get('gate_k', '')}",
+        notes=list(doc.get("notes") or []),
+        summary="" if flops is None else f"FLOPs between the captions and the images: {num(flops)}",
         sections=sections,
     )

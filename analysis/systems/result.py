@@ -121,6 +121,17 @@ class SystemsComparison(Result):
         """comparison.csv's rows: one per compared pair × measure."""
         return [{c: r.get(c) for c in TABLE_COLUMNS} for r in self.table]
 
+    def frame_tables(self) -> dict:
+        """comparison (comparison.csv: each pair × measure) and deltas
+        (per_query_deltas.csv: each pair × measure × query, B − A)."""
+        return {
+            "comparison": (TABLE_COLUMNS, self.frame_rows),
+            "deltas": (
+                DELTA_COLUMNS,
+                lambda: [{c: r[c] for c in DELTA_COLUMNS} for r in self.deltas()],
+            ),
+        }
+
     def notebook_html(self) -> str:
         """Means with † marks, the significance table, the delta charts (notebook view)."""
         primary = self.measures[0]

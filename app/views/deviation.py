@@ -4,13 +4,13 @@ dataset view of the vocabulary, and the downloads (the result's own files)."""
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
 from lexlens.analysis.deviation.flops import FLOPS_LABEL, PAIRS_LABEL
 from lexlens.analysis.deviation.result import DeviationResult
 from lexlens.analysis.deviation.sets import SetDeviation
+from lexlens.analysis.render.deviation_plots import deviation_scatter
 from lexlens.analysis.render.plots import png_bytes, wordcloud_image
 
 NOUN = {"captions": "captions", "texts": "texts", "images": "images"}
@@ -76,28 +76,9 @@ def render_items(result: DeviationResult, part: SetDeviation, kk: int) -> None:
     if per.empty:
         return
     exact_name, sem_name = f"Exact@{kk}", f"Semantic@{kk}"
-    den_text = "k" if result.denominator == "k" else "min(k, positive terms)"
     per["top_terms"] = per["top_words"].map(" ".join)
     per["caption_tokens"] = per["caption_tokens"].map(" ".join)
-    per["positive"] = per["positive_terms"].map(
-        lambda p: f"fewer than {kk}" if p < kk else f"{kk} or more"
-    )
-    fig = px.scatter(
-        per,
-        x="exact_at_k",
-        y="semantic_at_k",
-        color="positive",
-        hover_data={"text": True, "positive_terms": True, "cap": ":.2f", "positive": False},
-        labels={
-            "exact_at_k": f"{exact_name}: share of top-{kk} terms that are caption tokens",
-            "semantic_at_k": f"{sem_name}: mean best cosine to a caption token",
-            "positive": "positive terms",
-            "text": one,
-            "positive_terms": "positive terms",
-        },
-        title=f"Per {one}: {exact_name} against {sem_name} (denominator {den_text})",
-    )
-    fig.update_traces(marker={"size": 10, "opacity": 0.8})
+    fig = deviation_scatter([r.to_dict() for r in part.rows], kk, result.denominator, one)
     st.plotly_chart(fig, width="stretch", key=f"dev_scatter_{part.kind}")
     table = per.rename(
         columns={

@@ -98,3 +98,52 @@ def test_a_comparison_shows_means_marks_and_the_delta_chart(evaluated):
     frame = result.to_frame()
     assert list(frame["delta"]) == [t["delta"] for t in doc["table"]]
     assert list(frame.columns) == list(_csv_rows(result.files()["comparison.csv"])[0])
+
+
+def _same_as_csv(frame, data: bytes) -> None:
+    """``frame`` holds the CSV file's columns and cells: numbers equal to the digits written
+    (Python writes a float's shortest round-trip form), texts equal, empty cells missing."""
+    written = _csv_rows(data)
+    header = next(csv.reader(io.StringIO(data.decode("utf-8"))))
+    assert list(frame.columns) == header
+    assert len(frame) == len(written)
+    for row, line in zip(frame.to_dict(orient="records"), written, strict=True):
+        for column, cell in line.items():
+            value = row[column]
+            if cell == "":
+                assert value is None or value == "" or value != value, (column, value)
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                assert str(value) == cell, (column, value, cell)
+            else:
+                assert float(value) == float(cell), (column, value, cell)
+
+
+def test_an_evaluations_failures_blame_and_causes_are_frames_of_its_csv_files(evaluated):
+    _, result = evaluated
+    files = result.files()
+    assert result.failures and result.blame  # gate 2 fails queries, so words are blamed
+    for table in ("per_query", "failures", "blame", "causes"):
+        _same_as_csv(result.to_frame(table), files[f"{table}.csv"])
+    failures = result.to_frame("failures")
+    doc = result.to_dict()
+    assert list(failures["gap"]) == [f["gap"] for f in doc["failures"]]
+    assert list(failures["query_id"]) == [f["query_id"] for f in doc["failures"]]
+    blame = result.to_frame("blame")
+    assert list(blame["amount"]) == [b["amount"] for b in doc["blame"]]
+    with pytest.raises(lexlens.LexlensError, match="has no table 'deltas'.*'failures'"):
+        result.to_frame("deltas")
+
+
+def test_a_comparisons_per_query_deltas_are_a_frame_of_its_csv(evaluated):
+    path, _ = evaluated
+    result = lexlens.evaluate_systems(lexlens.SystemsSpec([path], gate_ks=[768, 2]))
+    doc = result.section("comparison").to_dict()
+    deltas = result.to_frame("deltas")
+    _same_as_csv(deltas, result.reported().files()["per_query_deltas.csv"])
+    a, b = (s["name"] for s in doc["systems"])
+    measures = doc["measures"]
+    assert len(deltas) == len(measures) * len(doc["per_query"])  # one pair
+    expected = [q["values"][b][m] - q["values"][a][m] for m in measures for q in doc["per_query"]]
+    assert list(deltas["delta"]) == expected
+    assert set(deltas["system_a"]) == {a} and set(deltas["system_b"]) == {b}
+    _same_as_csv(result.to_frame("comparison"), result.reported().files()["comparison.csv"])

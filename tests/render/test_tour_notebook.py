@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from html.parser import HTMLParser
@@ -29,7 +30,16 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOK = ROOT / "docs" / "notebooks" / "tour.ipynb"
 #: The names of the tour's results, dumped after it runs as their ``--json`` documents.
-RESULTS = ("terms", "contrib", "evaluation", "counterfactual", "comparison")
+RESULTS = (
+    "terms",
+    "contrib",
+    "group",
+    "attribution",
+    "deviation",
+    "evaluation",
+    "counterfactual",
+    "comparison",
+)
 #: Printed by the cell appended to the tour (not part of the committed notebook).
 MARKER = "LEXLENS-TOUR-DOCUMENTS "
 DUMP = f"""
@@ -63,8 +73,14 @@ class Page(HTMLParser):
         self.text.append(data)
 
 
-def parsed(html: str) -> str:
-    """``html`` parsed; it names nothing outside. Its text, joined."""
+def parsed(html: str, *, inline_scripts: bool = False) -> str:
+    """``html`` parsed; it names nothing outside. Its text, joined. With ``inline_scripts``
+    (a plotly figure's view) scripts are allowed if they are inline, and the rest is held
+    to the same rules without them."""
+    if inline_scripts:
+        sources = re.findall(r"<script([^>]*)>", html)
+        assert sources and not any("src=" in s for s in sources), sources
+        html = re.sub(r"<script[^>]*>.*?</script>", "", html, flags=re.S)
     page = Page()
     page.feed(html)
     page.close()
@@ -148,10 +164,18 @@ def test_the_tour_runs_in_a_kernel_and_every_output_is_self_contained_html(execu
     print(f"the tour ran in {executed['seconds']:.1f} s")
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
+    warned = [
+        o["text"]
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if o.output_type == "stream" and o.get("name") == "stderr"
+    ]
+    assert not warned, warned  # nothing written to stderr (a library's warning) in the tour
     shown = [h for c in notebook.cells if c.cell_type == "code" for h in _html_outputs(c)]
-    assert len(shown) >= 7  # each result, two frames, the experiment
+    assert len(shown) >= 14  # each result, six frames, the experiment
+    deviation = _result_html(notebook, "deviation")
     for html in shown:
-        parsed(html)
+        parsed(html, inline_scripts=html == deviation)
 
 
 def test_terms_and_contrib_show_the_commands_json_numbers(executed, cli):
@@ -175,6 +199,69 @@ def test_terms_and_contrib_show_the_commands_json_numbers(executed, cli):
     assert f"score {num(contrib['score'])}" in text
     for word in contrib["contributions_words"]:
         assert f"{word['token']} {num(word['contribution'])}" in text
+
+
+def test_the_image_group_shows_the_commands_json_numbers(executed, cli):
+    document = executed["documents"]["group"]
+    run = cli(
+        "terms",
+        "--encoder",
+        "efficientnet-lite0-lexical",
+        "--image",
+        document["input"]["image"],
+        "--box",
+        "0,0,0.5,1",
+        "--top",
+        "15",
+        "--json",
+    ).json()
+    assert run["merged_terms"] == document["merged_terms"]
+    assert run["input"]["cells"] == document["input"]["cells"]
+    html = _result_html(executed["notebook"], "group")
+    text = parsed(html)
+    assert f"{len(run['input']['cells'])} cells" in text
+    for rank, term in enumerate(run["merged_terms"], 1):
+        assert f"{rank} {term['token']} {num(term['weight'])}" in text
+    assert html.count("data:image/png;base64,") == 2  # the image with its grid, the cloud
+
+
+def test_the_attribution_shows_the_commands_json_numbers(executed, cli):
+    document = executed["documents"]["attribution"]
+    (text,) = document["texts"]
+    run = cli(
+        "attribute", "--encoder", "minilm-pq", "--text", text["text"], "--steps", "16", "--json"
+    ).json()
+    (ran,) = run["texts"]
+    assert ran["attributions"] == text["attributions"] and ran["codes"] == text["codes"]
+    shown = parsed(_result_html(executed["notebook"], "attribution"))
+    for r, sv in enumerate(ran["subvectors"]):
+        cells = " ".join(num(v) for v in ran["attributions"][r])
+        assert f"{sv} {ran['codes'][sv]} " in shown and cells in shown
+    assert " ".join(num(v) for v in ran["global_attributions"]) in shown
+
+
+def test_the_deviation_shows_the_commands_json_numbers(executed, cli):
+    from lexlens.analysis.core.samples import sample_path
+
+    document = executed["documents"]["deviation"]
+    run = cli(
+        "deviation",
+        "--encoder",
+        "splade-tiny",
+        "--captions",
+        str(sample_path("captions.txt")),
+        "--json",
+    ).json()
+    assert run["captions"]["by_denominator"] == document["captions"]["by_denominator"]
+    html = _result_html(executed["notebook"], "deviation")
+    shown = parsed(html, inline_scripts=True)
+    part = run["captions"]
+    for values in part["by_denominator"].values():
+        assert f"{num(values['exact_at_k'])} {num(values['semantic_at_k'])}" in shown
+    assert f"{num(part['flops_with_self_pairs'])} {num(part['flops'])}" in shown
+    for row in part["rows"]:
+        assert f"{row['text']} {row['positive_terms']} {num(row['exact_at_k'])}" in shown
+    assert "Plotly.newPlot" in html
 
 
 def test_the_evaluation_shows_lexlens_evaluates_numbers(executed, cli):
@@ -284,13 +371,27 @@ class Requests(HTMLParser):
             self.urls.append(attrs["href"])
 
 
+#: The views screenshot one by one (file name → the start of the view's title).
+VIEWS = {
+    "terms": "Top terms",
+    "contrib": "Query ⊙ Document",
+    "group": "Patch group",
+    "attribution": "Integrated Gradients",
+    "deviation": "Semantic deviation",
+    "evaluation": "Evaluation",
+    "counterfactual": "What would it take?",
+    "comparison": "Systems compared",
+}
+
+
 def test_the_executed_tour_renders_and_is_screenshot(executed):
     """The executed tour as nbconvert's lab page, its CDN scripts (MathJax, RequireJS)
-    left out, screenshot by Chromium with every outside name unresolvable."""
+    left out, opened in headless Chromium (Playwright on the system's browser) that asks
+    for nothing but the page itself (every request recorded), the plotly figure drawn;
+    the whole page and each view screenshot."""
     if not CHROMIUM.exists():
         pytest.skip("no Chromium at /usr/bin/chromium")
-    import subprocess
-
+    sync_api = pytest.importorskip("playwright.sync_api")
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", mathjax_url="", require_js_url="")
@@ -299,23 +400,25 @@ def test_the_executed_tour_renders_and_is_screenshot(executed):
     requests.feed(body)
     assert not [u for u in requests.urls if u.startswith(("http:", "https:", "//"))]
     OUTPUT.mkdir(parents=True, exist_ok=True)
-    page = OUTPUT / "tour.html"
-    page.write_text(body, encoding="utf-8")
-    shot = OUTPUT / "tour.png"
-    shot.unlink(missing_ok=True)
-    subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            *CHROMIUM_ARGS,
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            f"--screenshot={shot}",
-            "--window-size=1200,9000",
-            "--hide-scrollbars",
-            page.as_uri(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    assert shot.stat().st_size > 10_000
+    page_file = OUTPUT / "tour.html"
+    page_file.write_text(body, encoding="utf-8")
+    asked: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.on("request", lambda r: asked.append(r.url))
+            page.goto(page_file.as_uri(), wait_until="load")
+            page.wait_for_selector(".lexlens-nb .js-plotly-plot .main-svg", timeout=30_000)
+            page.screenshot(path=OUTPUT / "tour.png", full_page=True)
+            for name, title in VIEWS.items():
+                heading = page.locator("h4", has_text=title)
+                view = page.locator(".lexlens-nb").filter(has=heading).first
+                view.screenshot(path=OUTPUT / f"tour-{name}.png")
+        finally:
+            browser.close()
+    outside = [u for u in asked if not u.startswith(("file:", "data:"))]
+    assert not outside, outside
+    assert (OUTPUT / "tour.png").stat().st_size > 10_000
+    for name in VIEWS:
+        assert (OUTPUT / f"tour-{name}.png").stat().st_size > 5_000, name
