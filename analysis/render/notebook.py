@@ -18,6 +18,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.render.html import num, render_fragment
 
@@ -160,7 +161,7 @@ def evaluation_html(doc: Mapping, worst: list[Mapping]) -> str:
         shown, more = _capped(table, FAILURES_PER_CAUSE)
         sections.append(
             {
-                "heading": f"{cause} — {count} failures",
+                "heading": f"{cause} — {counted(count, 'failure')}",
                 "table": {
                     "columns": [
                         "query",
@@ -174,7 +175,7 @@ def evaluation_html(doc: Mapping, worst: list[Mapping]) -> str:
                 },
                 "numeric": (2, 4),
                 "more": more,
-                "more_where": "to_dict()['failures'] holds every failure",
+                "more_where": 'to_frame("failures") holds every failure',
             }
         )
     index = doc.get("index") or {}
