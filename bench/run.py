@@ -49,6 +49,7 @@ BENCHES = [
     "bench.attribution",
     "bench.coldstart",
     "bench.collections",
+    "bench.search",
     "bench.evaluation",
     "bench.systems",
     "bench.deviation_store",
