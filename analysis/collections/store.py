@@ -363,7 +363,7 @@ class StoredIndex:
             batch = missing[start : start + GROUPS_CACHED]
             try:
                 table = self._parquet.read_row_groups(
-                    batch, columns=list(columns) if columns else None, use_threads=True
+                    batch, columns=list(columns) if columns else None, use_threads=False
                 )
             except Exception as exc:  # pyarrow raises its own types for damaged files
                 raise self.corrupt(f"items.parquet: {str(exc).splitlines()[0]}") from None
