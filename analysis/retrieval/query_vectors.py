@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +124,7 @@ class DenseQueries(Sequence[np.ndarray]):
     def __len__(self) -> int:
         return len(self._order)
 
-    def __getitem__(self, i):  # noqa: ANN001 — an index or a slice, as a Sequence takes
+    def __getitem__(self, i: int | slice) -> Any:  # a vector, or a list of them for a slice
         if isinstance(i, slice):
             return [self._vectors.vector(q) for q in self._order[i]]
         return self._vectors.vector(self._order[i])
