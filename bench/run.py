@@ -50,6 +50,7 @@ BENCHES = [
     "bench.coldstart",
     "bench.collections",
     "bench.vector_import",
+    "bench.search",
     "bench.evaluation",
     "bench.systems",
     "bench.deviation_store",

@@ -48,8 +48,13 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 #: What an index argument may be (the one wording of its refusal).
 INDEX_WANTED = "a stored index or its folder"
-#: Rows per Parquet row group: metadata of any item is one row group read away.
-ROW_GROUP = 8192
+#: Rows per Parquet row group written: metadata of any item is one row group read away,
+#: and a small group keeps that read short (a hit's text is decoded with 2,047 others, not
+#: 8,191). Reading goes by the groups' sizes in the file's footer, so an index written
+#: with other sizes (8,192 before) reads the same.
+ROW_GROUP = 2048
+#: Metadata row groups an opened index keeps decoded (the most recently read).
+GROUPS_CACHED = 64
 #: Inverted postings are stored from this many non-zeros on: below it a CSR product over
 #: the whole index takes a few milliseconds and the postings would only double the bytes.
 POSTINGS_MIN_NNZ = 2_000_000
@@ -74,9 +79,25 @@ def file_checksum(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: Vocabularies hashed lately: ``id(list)`` → (the list, a copy of its tokens, its hash).
+_HASHED: dict[int, tuple[list[str], list[str], str]] = {}
+#: Vocabularies whose hashes are kept (an encoder's vocabulary is hashed at every query).
+HASHES_KEPT = 8
+
+
 def vocab_hash(vocab: list[str]) -> str:
-    """sha256 of the vocabulary (one token per line): two encoders share a space iff equal."""
-    return texts_digest(vocab, "\n")
+    """sha256 of the vocabulary (one token per line): two encoders share a space iff equal.
+    The hash of a list met lately is reused while its tokens are unchanged (the check
+    compares the same string objects: far cheaper than hashing them again)."""
+    kept = _HASHED.get(id(vocab))
+    if kept is not None and kept[0] is vocab and kept[1] == vocab:
+        return kept[2]
+    digest = texts_digest(vocab, "\n")
+    if isinstance(vocab, list):
+        if len(_HASHED) >= HASHES_KEPT:
+            _HASHED.pop(next(iter(_HASHED)))
+        _HASHED[id(vocab)] = (vocab, list(vocab), digest)
+    return digest
 
 
 @dataclass(frozen=True)
@@ -112,7 +133,7 @@ class StoredIndex:
             raise self.corrupt(
                 str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             ) from None
-        self._groups: dict[int, Any] = {}  # row group → Arrow table, oldest first
+        self._groups: dict[tuple, Any] = {}  # (row group, columns) → Arrow table, oldest first
         self._vocab: list[str] | None = None
         self._words: frozenset[str] | None = None
 
@@ -170,6 +191,9 @@ class StoredIndex:
             raise self.corrupt(
                 f"items.parquet has {self._parquet.metadata.num_rows} rows, expected {n}"
             )
+        footer = self._parquet.metadata
+        sizes = [footer.row_group(g).num_rows for g in range(footer.num_row_groups)]
+        self._group_starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
 
     # -- basics ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -329,32 +353,53 @@ class StoredIndex:
             yield IndexBatch(start, stop, self.rows(start, stop), [m["id"] for m in meta], meta)
 
     # -- metadata -------------------------------------------------------------------------
-    def _group(self, g: int) -> Any:
-        """Row group ``g`` of the metadata as an Arrow table (compact; the last 64 read are
-        kept, so memory stays bounded however many items are looked up)."""
-        if g not in self._groups:
-            if len(self._groups) >= 64:
-                self._groups.pop(next(iter(self._groups)))
+    def _read_groups(self, groups: list[int], columns: tuple[str, ...] | None) -> list[Any]:
+        """Row groups ``groups`` of the metadata (only ``columns`` when given) as Arrow
+        tables, in one read of those the cache lacks (the last 64 read are kept, so memory
+        stays bounded however many items are looked up)."""
+        found = {g: self._groups[(g, columns)] for g in groups if (g, columns) in self._groups}
+        missing = [g for g in groups if g not in found]
+        for start in range(0, len(missing), GROUPS_CACHED):
+            batch = missing[start : start + GROUPS_CACHED]
             try:
-                self._groups[g] = self._parquet.read_row_group(g)
+                table = self._parquet.read_row_groups(
+                    batch, columns=list(columns) if columns else None, use_threads=False
+                )
             except Exception as exc:  # pyarrow raises its own types for damaged files
                 raise self.corrupt(f"items.parquet: {str(exc).splitlines()[0]}") from None
-        return self._groups[g]
+            offset = 0
+            for g in batch:
+                size = int(self._group_starts[g + 1] - self._group_starts[g])
+                found[g] = table.slice(offset, size)
+                offset += size
+                if len(self._groups) >= GROUPS_CACHED:
+                    self._groups.pop(next(iter(self._groups)))
+                self._groups[(g, columns)] = found[g]
+        return [found[g] for g in groups]
 
     def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
         """Metadata dicts of the given rows (``id``, ``kind``, ``image``, ``text``,
-        ``captions``, ``labels``, …), with ``row`` added; only the rows asked for become
-        Python objects."""
+        ``captions``, ``labels``, …), with ``row`` added; the row groups they fall in are
+        read at once, and only the rows asked for become Python objects."""
         rows = [int(r) for r in rows]
         out: list[dict] = [{} for _ in rows]
+        outside = next((r for r in rows if not 0 <= r < len(self)), None)
+        if outside is not None:
+            raise IndexError(f"row {outside} is outside the index's {len(self)} items")
+        starts = self._group_starts
+        groups = np.searchsorted(starts, np.asarray(rows, np.int64), side="right") - 1
         by_group: dict[int, list[int]] = {}
-        for n, r in enumerate(rows):
-            by_group.setdefault(r // ROW_GROUP, []).append(n)
-        for g, positions in by_group.items():
-            table = self._group(g)
-            if columns:
-                table = table.select(columns)
-            picked = table.take([rows[n] % ROW_GROUP for n in positions]).to_pylist()
+        for n, g in enumerate(groups.tolist()):
+            by_group.setdefault(g, []).append(n)
+        if columns:
+            names = self._parquet.schema_arrow.names
+            unknown = next((c for c in columns if c not in names), None)
+            if unknown is not None:
+                raise KeyError(f"Field {unknown!r} does not exist in schema")
+        wanted = tuple(columns) if columns else None
+        tables = self._read_groups(list(by_group), wanted)
+        for (g, positions), table in zip(by_group.items(), tables, strict=True):
+            picked = table.take([rows[n] - int(starts[g]) for n in positions]).to_pylist()
             for n, row in zip(positions, picked, strict=True):
                 row["row"] = rows[n]
                 out[n] = row

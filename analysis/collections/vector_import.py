@@ -142,7 +142,7 @@ class VectorImportOptions(Options):
     queries: str | None = option(
         None,
         "the benchmark's queries kept with the index (BEIR's queries.jsonl or qid<TAB>text), "
-        "with --qrels",
+        "with --qrels; or a BEIR folder (its queries.jsonl and qrels/test.tsv, or --qrels)",
         metavar="FILE",
         label="Queries file",
     )
@@ -876,24 +876,53 @@ def import_vectors(
 def _kept_benchmark(options: VectorImportOptions) -> tuple[dict, dict[str, bytes]] | None:
     """The queries and judgements kept with the index (``--queries`` with ``--qrels``):
     the manifest's benchmark counts and the files, read before any vector is."""
-    if (options.queries is None) != (options.qrels is None):
-        raise InputError("--queries and --qrels go together: the queries and their judgements")
+    folder = Path(options.queries) if options.queries is not None else None
+    beir = folder is not None and folder.is_dir()
+    if (options.queries is None) != (options.qrels is None) and not beir:
+        raise InputError(
+            "--queries and --qrels go together: the queries and their judgements "
+            "(or --queries a BEIR folder)"
+        )
     if options.queries is None:
         return None
 
     from lexlens.analysis.collections.source_index import benchmark_files  # heavy: loads torch
 
     problems = Problems()
-    queries = read_queries(options.queries, problems, label=options.queries)
-    qrels = read_qrels(options.qrels, problems, label=options.qrels)
+    queries_file, qrels_file = (
+        _beir_files(folder, options.qrels) if beir else (options.queries, options.qrels)
+    )
+    queries = read_queries(queries_file, problems, label=str(queries_file))
+    qrels = read_qrels(qrels_file, problems, label=str(qrels_file))
     counts = {
-        "kind": "queries and judgements",
+        "kind": "BEIR queries and judgements" if beir else "queries and judgements",
         "queries": len(queries),
         "judged_queries": len(qrels),
         "judgements": sum(len(v) for v in qrels.values()),
         "problems": problems.count,
     }
+    if beir:
+        counts["split"] = Path(qrels_file).stem
     return counts, benchmark_files(SimpleNamespace(queries=queries, qrels=qrels))
+
+
+def _beir_files(folder: Path, qrels: str | None) -> tuple[Path, Path]:
+    """A BEIR folder's ``queries.jsonl`` and its judgements: ``qrels`` when given, else
+    ``qrels/test.tsv`` or the only split's."""
+    queries = folder / "queries.jsonl"
+    if not queries.is_file():
+        raise InputError(f"--queries {folder}: a folder without queries.jsonl is no BEIR folder")
+    if qrels is not None:
+        return queries, Path(qrels)
+    splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+    if not splits:
+        raise InputError(f"--queries {folder}: no qrels/*.tsv (a BEIR folder has qrels/test.tsv)")
+    if "test" not in splits and len(splits) > 1:
+        raise InputError(
+            f"--queries {folder}: several splits ({', '.join(splits)}): give --qrels "
+            f"{folder / 'qrels'}/SPLIT.tsv"
+        )
+    return queries, folder / "qrels" / f"{'test' if 'test' in splits else splits[0]}.tsv"
 
 
 def _checked_parity(

@@ -104,6 +104,13 @@ from lexlens.analysis.evaluation.selection import (
     selection_notes,
 )
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
+from lexlens.analysis.retrieval.query_vectors import (
+    PRE_ENCODED,
+    QueryVectors,
+    checked_vectors,
+    queries_of,
+    read_query_vectors,
+)
 from lexlens.analysis.retrieval.scorer import QueryRanking, scorer_for
 from lexlens.models.base import Encoder, InputError
 
@@ -214,6 +221,7 @@ def evaluate(
     *,
     run: Mapping[str, Any] | None = None,
     query_encoder: Encoder | str | None = None,
+    query_vectors: QueryVectors | None = None,
     device: str | None = None,
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
@@ -224,7 +232,10 @@ def evaluate(
     results frame with qid, docno, score: ranked by score, ties by ``options.ties``), explain
     that ranking instead of searching. The settings are
     ``options`` (:class:`EvaluationOptions`) or its fields as keywords. See the module
-    docstring for which queries count, the tie rule and what the result holds."""
+    docstring for which queries count, the tie rule and what the result holds. With
+    ``query_vectors`` (read for this collection's vocabulary:
+    :func:`~lexlens.analysis.retrieval.query_vectors.read_query_vectors`), those vectors are
+    ranked instead of encoding the texts."""
     options = EvaluationOptions.of(options, **given)
     queries = checked_queries(queries)
     qrels = checked_qrels(qrels)
@@ -235,14 +246,18 @@ def evaluate(
     progress = progress_argument(progress)
     order = judged_order(queries, qrels)
     ix = index_argument(index)
-    encoder = query_encoder_for(ix, query_encoder, device)
     cuts: list[Truncation] = []
-    vectors = QuerySpec(encoder, options.query_mode, options.gate_k).vectors(
-        [queries[q] for q in order],
-        progress_part(progress, 0.0, 0.3),
-        names=order,
-        cuts=cuts,
-    )
+    if query_vectors is not None:  # encoded elsewhere: used as given
+        encoder_name, vectors = PRE_ENCODED, checked_vectors(query_vectors, ix, order)
+    else:
+        encoder = query_encoder_for(ix, query_encoder, device)
+        encoder_name = encoder.name
+        vectors = QuerySpec(encoder, options.query_mode, options.gate_k).vectors(
+            [queries[q] for q in order],
+            progress_part(progress, 0.0, 0.3),
+            names=order,
+            cuts=cuts,
+        )
     ids = [str(i) for i in ix.column("id")]
     row_of = {item: r for r, item in enumerate(ids)}
     explainer = Explainer(ix, ids, row_of, scorer_for(ix), options.top, run is not None)
@@ -262,6 +277,7 @@ def evaluate(
         *missing_note(found.missing),
         *truncation_notes(cuts, what="queries"),
         *condensed_note(found.condensed, options.judged_only),
+        *(query_vectors.notes() if query_vectors is not None else []),
     ]
     aggregate, values = measure(found.run, {q: qrels[q] for q in order}, (*MEASURES, JUDGED))
     per_query = [
@@ -281,7 +297,7 @@ def evaluate(
         "top": options.top,
         "query_mode": options.query_mode,
         "gate_k": options.gate_k,
-        "query_encoder": encoder.name,
+        "query_encoder": encoder_name,
         "queries": len(order),
         "run": run is not None,
         "judgements": sum(len(qrels[q]) for q in order),
@@ -293,7 +309,7 @@ def evaluate(
     missing = {"count": len(found.missing), "items": sorted(found.missing)[:100]}
     return Evaluation(
         index=ix.describe(),
-        encoder=encoder.name,
+        encoder=encoder_name,
         settings=settings,
         metrics={"aggregate": aggregate, "per_query": per_query},
         failures=found.failures,
@@ -319,6 +335,20 @@ def _source(value: object, name: str) -> None:
         )
 
 
+def _query_vectors(
+    given: object, ix: StoredCollection, query_encoder: object, run: object
+) -> QueryVectors | None:
+    """The query vectors given (a file read for ``ix``'s vocabulary), refused beside a
+    query encoder or a run, which they would replace."""
+    if given is None:
+        return None
+    if query_encoder is not None:
+        raise InputError("--query-vectors are ranked instead of encoding: give no --query-encoder")
+    if run is not None:
+        raise InputError("--query-vectors rank the collection itself: give no --run")
+    return given if isinstance(given, QueryVectors) else read_query_vectors(given, ix.vocab)
+
+
 def evaluate_benchmark(
     index: str | Path | StoredCollection,
     *,
@@ -326,6 +356,7 @@ def evaluate_benchmark(
     qrels: str | Path | Mapping[str, Mapping[str, int]] | None = None,
     run: str | Path | Mapping[str, Any] | None = None,
     query_encoder: Encoder | str | None = None,
+    query_vectors: str | Path | QueryVectors | None = None,
     device: str | None = None,
     progress: Progress | None = None,
     options: EvaluationOptions | None = None,
@@ -333,13 +364,19 @@ def evaluate_benchmark(
 ) -> Evaluation:
     """:func:`evaluate` with files: the queries (BEIR jsonl or a TSV), the judgements (TREC
     or BEIR qrels) and a TREC run, or the queries and judgements the collection keeps. Every
-    malformed line is listed in the notes; the readable ones are used."""
+    malformed line is listed in the notes; the readable ones are used. ``query_vectors`` (a
+    file of queries encoded elsewhere, refused at its first malformed line) are ranked
+    instead of encoding: the queries are those it holds, with their texts from the queries
+    when they are there."""
 
     options = EvaluationOptions.of(options, **given)
     for value, name in ((queries, "queries"), (qrels, "qrels"), (run, "run")):
         _source(value, name)
     ix = index_argument(index)
+    vectors = _query_vectors(query_vectors, ix, query_encoder, run)
     stored = ix.benchmark_files
+    if vectors is not None and queries is None and stored is None:
+        queries = queries_of(vectors, None)
     if (queries is None or qrels is None) and stored is None:
         raise InputError(
             f"{ix.label} keeps no queries and judgements: give --queries and --qrels "
@@ -354,12 +391,15 @@ def evaluate_benchmark(
         run = ranked_run(run)
     if run is not None and not isinstance(run, Mapping):
         run = read_run(run, problems)
+    if vectors is not None:
+        queries = queries_of(vectors, dict(queries))
     result = evaluate(
         ix,
         queries,
         qrels,
         run=run,
         query_encoder=query_encoder,
+        query_vectors=vectors,
         device=device,
         progress=progress,
         options=options,

@@ -129,6 +129,10 @@ def _explain(
     )
 
 
+#: The metadata a hit shows and reads its words from (the others are not read).
+HIT_COLUMNS = ("id", "kind", "image", "text", "captions", "labels")
+
+
 def explained_hits(
     target: Collection,
     rows: np.ndarray,
@@ -141,7 +145,8 @@ def explained_hits(
     """The items at ``rows`` as hits, ranked in that order, each with its top ``explain``
     contributions; ``relevant`` (ids) marks each hit relevant or not."""
     out = []
-    for rank, (row, meta) in enumerate(zip(rows, target.meta(rows), strict=True), start=1):
+    metas = target.meta(rows, list(HIT_COLUMNS))
+    for rank, (row, meta) in enumerate(zip(rows, metas, strict=True), start=1):
         nu = 1.0
         if scoring.normalize:
             norm = float(target.norms[int(row)])

@@ -76,6 +76,7 @@ def evaluate_systems(
     options: ComparisonOptions | None = None,
     faithfulness: FaithfulnessOptions | None = None,
     counterfactuals: CounterfactualOptions | None = None,
+    query_vectors: str | Path | None = None,
 ) -> Evaluation:
     """The systems ``spec`` describes evaluated on one benchmark, as one
     :class:`~lexlens.analysis.evaluation.result.Evaluation`: one system's as
@@ -86,7 +87,8 @@ def evaluate_systems(
     with_faithfulness`, :func:`~lexlens.analysis.counterfactual.evaluation.
     with_counterfactuals`). Each collection is opened once. Every argument is checked
     before anything is evaluated: the additions' options, and that they have one system
-    of Lexlens's own ranking to test."""
+    of Lexlens's own ranking to test. ``query_vectors`` (queries encoded elsewhere) rank
+    one collection instead of encoding its queries."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
@@ -102,6 +104,9 @@ def evaluate_systems(
                 f"({', '.join(s.name for s in systems)})"
             )
         raise InputError(f"{asked} re-encode Lexlens's own queries: not another system's run")
+    if query_vectors is not None and (len(systems) > 1 or additions):
+        also = f"{len(systems)} systems" if len(systems) > 1 else " and ".join(additions)
+        raise InputError(f"--query-vectors rank one collection as given: not with {also}")
     if len(systems) == 1:
         if options != ComparisonOptions():
             changed = [
@@ -119,6 +124,7 @@ def evaluate_systems(
             qrels=qrels,
             run=spec.runs[0] if spec.runs else None,
             query_encoder=one.query_encoder,
+            query_vectors=query_vectors,
             device=device,
             progress=progress_part(progress, 0.0, 1 / steps),
             options=evaluation,

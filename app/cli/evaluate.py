@@ -52,6 +52,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--name", action="append", help="a run's system name, in order")
     parser.add_argument(
+        "--query-vectors",
+        metavar="FILE",
+        help="queries encoded elsewhere, ranked instead of encoding: Anserini's impact "
+        "query TSV (qid<TAB>term term …) or JSON lines {id, vector: {term: weight}}",
+    )
+    parser.add_argument(
         "--query-encoder",
         action="append",
         help="default: the collection's own query encoder; twice: one system each",
@@ -141,6 +147,7 @@ def run(args: argparse.Namespace) -> None:
         options=common.options_from_args(ComparisonOptions, args),
         faithfulness=faithfulness,
         counterfactuals=counterfactuals,
+        query_vectors=args.query_vectors,
     )
     reported = result.reported()
     common.write_out(out, reported)

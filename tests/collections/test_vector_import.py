@@ -446,3 +446,33 @@ def test_a_saved_hugging_face_dataset_imports_equal_to_its_source(corpus, tmp_pa
     assert run.returncode == 0, run.stderr
     assert "format: hf (told from the content" in run.stdout
     assert _stored(StoredIndex(tmp_path / "im")) == _stored(source)
+
+
+def test_a_beir_folder_beside_an_import_keeps_its_queries_and_test_judgements(
+    corpus, tmp_path, cli
+):
+    export_index(corpus, tmp_path / "ex", format="anserini", scale=100)
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "a dog on the mat"}\n{"_id": "q2", "text": "rocket engine"}\n'
+    )
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t1\n")
+    (beir / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq2\td1\t1\nq2\td2\t1\n")
+    docs = tmp_path / "ex" / "docs.jsonl"
+    common = ["index", "--vectors", docs, "--scale", "100", "--queries", beir]
+    run = cli(*common, "--out", tmp_path / "im")
+    assert run.returncode == 0, run.stderr
+    kept = StoredIndex(tmp_path / "im").manifest.kept_benchmark
+    assert (kept.queries, kept.judgements, kept.split) == (2, 1, "test")
+    dev = cli(*common, "--qrels", beir / "qrels" / "dev.tsv", "--out", tmp_path / "im2")
+    assert dev.returncode == 0, dev.stderr
+    kept = StoredIndex(tmp_path / "im2").manifest.kept_benchmark
+    assert (kept.judged_queries, kept.judgements) == (1, 2)
+    (beir / "qrels" / "test.tsv").unlink()
+    (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t1\n")
+    several = cli(*common, "--out", tmp_path / "im3")
+    assert several.returncode == 2 and "several splits (dev, train)" in several.stderr
+    (beir / "queries.jsonl").unlink()
+    bare = cli(*common, "--out", tmp_path / "im4")
+    assert bare.returncode == 2 and "a folder without queries.jsonl" in bare.stderr

@@ -44,6 +44,11 @@ def _evaluate(ix, **given):
 #: (argument, the call given the index, what the message says).
 CASES = [
     ("spec", lambda ix: evaluate_systems([ix]), "spec must be a SystemsSpec"),
+    (
+        "query_vectors",
+        lambda ix: _evaluate(ix, query_vectors="q.tsv"),
+        "--query-vectors rank one collection as given: not with 2 systems",
+    ),
     ("indexes", lambda ix: systems_of(SystemsSpec(ix), 768), "indexes must be a list"),
     ("indexes", lambda ix: systems_of(SystemsSpec([5]), 768), "index must be a stored index"),
     ("indexes", lambda ix: systems_of(SystemsSpec([]), 768), "at least one"),
