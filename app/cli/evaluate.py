@@ -10,6 +10,7 @@ import argparse
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec
@@ -70,6 +71,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="with runs: the collection's own exact ranking is a system too",
     )
     parser.add_argument(
+        "--bm25",
+        action="store_true",
+        help="BM25 (bm25s) over the first collection's item texts is a system too, each "
+        "score decomposed into its query terms",
+    )
+    common.add_options(parser, Bm25Options)
+    parser.add_argument(
         "--latex", action="store_true", help="several systems: print the LaTeX table"
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
@@ -94,11 +102,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 TUNING = {
     "faithfulness": [d.name for d in FaithfulnessOptions.declared() if d.name != "seed"],
     "counterfactuals": ["side", "max_edits", "max_calls", "insert_at", "allow_stop_words"],
+    "bm25": [d.name for d in Bm25Options.declared()],
 }
 
 
 def _check_tuning(args: argparse.Namespace) -> None:
-    """A flag of --faithfulness or --counterfactuals given without it is an error."""
+    """A flag of --faithfulness, --counterfactuals or --bm25 given without it is an error."""
     for switch, names in TUNING.items():
         given = [n for n in names if getattr(args, n, None) is not None]
         if given and not getattr(args, switch):
@@ -129,6 +138,7 @@ def run(args: argparse.Namespace) -> None:
         gate_ks=gate_ks,
         query_encoders=args.query_encoder or [],
         with_exact=args.with_exact,
+        bm25=common.options_from_args(Bm25Options, args) if args.bm25 else None,
     )
     out = common.out_folder(args)
     result = evaluate_systems(
