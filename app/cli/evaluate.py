@@ -1,6 +1,6 @@
 """``lexlens evaluate``: a stored collection on its queries and judgements — metrics, why
 each query fails, which words are to blame; with several systems (``--index`` repeated,
-``--gate-k`` or ``--query-encoder`` twice, ``--run`` files), is B better than A, on which
+``--gate-k`` or ``--query-encoder`` twice, ``--run`` files, ``--bm25``), is B better than A, on which
 queries, and why (:func:`~lexlens.analysis.systems.comparison.evaluate_systems`)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ COMMAND = common.Command(
     "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
     "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
     "the decisive words, and the words to blame across the benchmark. With two or more "
-    "systems (--index twice, --gate-k or --query-encoder twice, --run files): each against "
+    "systems (--index twice, --gate-k or --query-encoder twice, --run files, --bm25): each against "
     "the baseline with bootstrap intervals, paired t, Wilcoxon and randomization tests "
     "(corrected), effect size, wins/ties/losses, URisk/TRisk/GeoRisk, the largest wins and "
     "losses and why.",
