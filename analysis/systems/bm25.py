@@ -137,22 +137,25 @@ class Bm25Index:
     ids: list[str]
     options: Bm25Options
     empty: int  # items whose text holds no token
-    _columns: dict[int, dict[int, float]] = field(default_factory=dict, repr=False)
 
     def known(self, text: str) -> list[str]:
         """The query's tokens the index knows, in order, repeats kept (bm25s drops the others)."""
         vocab = self.retriever.vocab_dict
         return [t for t in tokens_of([text])[0] if t in vocab]
 
-    def _column(self, token: str) -> dict[int, float]:
-        """{row: term score} of every item holding ``token`` (bm25s's stored column)."""
+    def _column(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, term scores) of the items holding ``token``: bm25s's stored column, its
+        rows in increasing order (a CSC matrix's)."""
         t = self.retriever.vocab_dict[token]
-        if t not in self._columns:
-            scores = self.retriever.scores
-            start, end = int(scores["indptr"][t]), int(scores["indptr"][t + 1])
-            rows = scores["indices"][start:end].tolist()
-            self._columns[t] = dict(zip(rows, scores["data"][start:end].tolist(), strict=True))
-        return self._columns[t]
+        scores = self.retriever.scores
+        start, end = int(scores["indptr"][t]), int(scores["indptr"][t + 1])
+        return scores["indices"][start:end], scores["data"][start:end]
+
+    def _held(self, token: str, row: int) -> float | None:
+        """The term score bm25s stores for ``token`` in item ``row`` (``None``: it lacks it)."""
+        rows, values = self._column(token)
+        at = int(np.searchsorted(rows, row))
+        return float(values[at]) if at < len(rows) and int(rows[at]) == row else None
 
     def _absent(self, token: str) -> float:
         """The score of ``token`` in an item that lacks it (BM25L, BM25+; else 0)."""
@@ -169,7 +172,8 @@ class Bm25Index:
 
     def holding(self, text: str) -> list[int]:
         """The rows of the items holding at least one of the query's tokens, in order."""
-        return sorted({r for t in set(self.known(text)) for r in self._column(t)})
+        columns = [self._column(t)[0] for t in set(self.known(text))]
+        return np.unique(np.concatenate(columns)).tolist() if columns else []
 
     def ranking(self, text: str, depth: int) -> list[tuple[str, float]]:
         """The top ``depth`` items holding a query token, by score (ties by row)."""
@@ -186,7 +190,7 @@ class Bm25Index:
         counts = Counter(self.known(text))
         rows = []
         for token, count in counts.items():
-            held = self._column(token).get(row)
+            held = self._held(token, row)
             score = held + self._absent(token) if held is not None else self._absent(token)
             if score == 0.0:  # a token the item lacks (BM25L and BM25+ score it still)
                 continue
