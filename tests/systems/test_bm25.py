@@ -213,6 +213,8 @@ def test_cli_evaluate_bm25_end_to_end(sample, cli, tmp_path):
     assert (
         json.loads((tmp_path / "out" / "comparison.json").read_text())["systems"][1]["name"] == name
     )
+    page = (tmp_path / "out" / "comparison.html").read_text()
+    assert "BM25 term score" in page and f"words under {name}" in page
 
 
 def test_cli_bm25_bad_cases_are_one_line(sample, cli, effnet, tmp_path):
