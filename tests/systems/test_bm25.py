@@ -21,7 +21,7 @@ from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.core.samples import sample_benchmark
 from lexlens.analysis.datasets.trec import read_qrels, read_queries
 from lexlens.analysis.systems.bm25 import METHODS, Bm25Options, bm25_index
-from lexlens.analysis.systems.comparison import evaluate_systems
+from lexlens.analysis.systems.comparison import evaluate_systems, why_of
 from lexlens.analysis.systems.systems import SystemsSpec
 from tests.helpers import (
     app_page,
@@ -171,6 +171,11 @@ def test_the_why_of_a_bm25_win_shows_bm25s_terms(sample):
     # the blame shift does not put the collection's failure words under BM25's name
     shift = comparison.blame_shift[0]
     assert shift["a_not_b"] == shift["b_not_a"] == []
+    # a comparison kept as a run and read back (a page reload) explains BM25 the same way
+    restored = type(comparison).from_state(comparison.to_state())
+    again = why_of(restored, wins[0].query_id, (wins[0].system_a, wins[0].system_b))
+    assert again.relevant.words_b == wins[0].relevant.words_b
+    assert again.decisive_b == wins[0].decisive_b
 
 
 def test_cli_evaluate_bm25_end_to_end(sample, cli, tmp_path):
