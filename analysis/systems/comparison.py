@@ -49,6 +49,7 @@ from lexlens.analysis.systems.fixes import pair_fixes
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import (
+    BM25,
     LEXLENS,
     RUN,
     Benchmark,
@@ -351,8 +352,13 @@ def _compared(
     order, texts, values = _values(evaluated)
     pairs = pairs_of(names, baseline, options.all_pairs)
     by_name = {e.system.name: e for e in evaluated}
-    shifts = []
+    shifts, unshifted = [], []
     for a, b in pairs:
+        if BM25 in (by_name[a].system.kind, by_name[b].system.kind):
+            # its evaluation's failures carry the collection's q ⊙ d, not BM25's terms
+            unshifted.append(f"{a} vs {b}")
+            shifts.append({"system_a": a, "system_b": b, "a_not_b": [], "b_not_a": []})
+            continue
         a_not_b, b_not_a = blame_shift(
             by_name[a].evaluation.failures, by_name[b].evaluation.failures
         )
@@ -400,7 +406,7 @@ def _compared(
         missing={
             e.system.name: {"count": len(e.missing), "queries": e.missing[:100]} for e in evaluated
         },
-        notes=_notes(evaluated, benchmark.notes),
+        notes=_notes(evaluated, benchmark.notes) + _unshifted_note(unshifted),
         fixes=fixes,
         runs={e.system.name: e.evaluation.run for e in evaluated},
         judged=qrels_of,
@@ -413,6 +419,17 @@ def _with_fixes(table: list[dict], fixes: Sequence[Mapping]) -> list[dict]:
     by_pair = {(f["system_a"], f["system_b"]): f for f in fixes}
     keys = ("fixed", "broken", "p_mcnemar")
     return [{**r, **{k: by_pair[(r["system_a"], r["system_b"])][k] for k in keys}} for r in table]
+
+
+def _unshifted_note(pairs: Sequence[str]) -> list[str]:
+    """The note naming the pairs whose blame shift is left empty (BM25's failures are not
+    explained by the collection's terms)."""
+    if not pairs:
+        return []
+    return [
+        f"blame shift not computed for {', '.join(pairs)}: BM25's failures are explained by "
+        "its own terms in the why, never by the collection's"
+    ]
 
 
 def _explained(
@@ -457,7 +474,8 @@ def explain_many(
     out = []
     for i, (a, b, q) in enumerate(wanted):
         sides = [
-            explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, [])) for n in (a, b)
+            explaining.side(systems[n], vectors[(n, q)], result.runs[n].get(q, []), texts[q])
+            for n in (a, b)
         ]
         values = (rows[q]["values"][a][measure], rows[q]["values"][b][measure])
         out.append(explain_query(*sides, q, texts[q], result.judged.get(q, {}), values, measure))

@@ -8,12 +8,16 @@ A *system* is one ranking of every query of a benchmark:
 - a run from another engine (TREC format, a mapping, or a results frame such as a
   PyTerrier pipeline returns), read against a collection: the
   collection gives the queries, the judgements and the item texts; the run is explained by
-  its ranks and its own scores only (its scoring is not decomposed).
+  its ranks and its own scores only (its scoring is not decomposed);
+- BM25 computed by Lexlens over the first collection's item texts (``bm25``: its
+  :class:`~lexlens.analysis.systems.bm25.Bm25Options`; bm25s's scores, each decomposed into
+  its query terms: :mod:`lexlens.analysis.systems.bm25`), named by its parameters.
 
 Which systems :func:`systems_of` makes of what is given: with no run, one system per
 collection, gate or query encoder (only one of the three may vary); with runs, one system
 per run over the first collection, and the collection's own ranking joins them when a
-collection, gate or query encoder varies or ``with_exact`` asks for it. A run is named by
+collection, gate or query encoder varies or ``with_exact`` asks for it; BM25, when asked,
+follows the collections, before the runs. A run is named by
 ``names`` in order (default: its file's stem); a Lexlens system by its collection, plus the
 gate or query encoder that varies.
 
@@ -41,12 +45,14 @@ from lexlens.analysis.evaluation.evaluate import evaluate
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.result import Evaluation
 from lexlens.analysis.evaluation.selection import checked_queries
+from lexlens.analysis.systems.bm25 import Bm25Options, bm25_run, bm25s_module, check_texts
 from lexlens.analysis.systems.options import MAX_SYSTEMS
 from lexlens.models.base import InputError
 
 #: A system's kinds.
 LEXLENS = "lexlens"
 RUN = "run"
+BM25 = "bm25"
 
 
 @dataclass(frozen=True)
@@ -63,11 +69,15 @@ class System(Record):
     run: str | None = None
     #: the run given as a mapping (API), not in the JSON document
     run_mapping: Mapping | None = field(default=None, repr=False, compare=False)
+    #: a BM25 system's parameters and tokenizer (:meth:`Bm25Options.parameters`)
+    bm25: dict | None = None
 
     def to_dict(self) -> dict:
-        """The JSON document: every field but the run mapping."""
+        """The JSON document: every field but the run mapping (and ``bm25`` but for BM25)."""
         document = super().to_dict()
         document.pop("run_mapping", None)
+        if self.bm25 is None:
+            document.pop("bm25", None)
         return document
 
 
@@ -82,6 +92,7 @@ class SystemsSpec(Record):
     gate_ks: Sequence[int] = ()
     query_encoders: Sequence[str] = ()
     with_exact: bool = False
+    bm25: Bm25Options | None = None
 
 
 def _label(ix: StoredCollection) -> str:
@@ -119,6 +130,8 @@ def check_spec(spec: Any) -> None:
         GATE_K.check(value)
     if not isinstance(spec.with_exact, bool):
         raise InputError(f"with_exact must be True or False, not {spec.with_exact!r}")
+    if spec.bm25 is not None and not isinstance(spec.bm25, Bm25Options):
+        raise InputError(f"bm25 must be Bm25Options (or None), not {type(spec.bm25).__name__}")
 
 
 def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
@@ -159,6 +172,12 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
                     if len(encoders) > 1:
                         name += f" {encoder}"
                     systems.append(System(name, LEXLENS, str(ix.path), gate_k, encoder))
+    if spec.bm25 is not None:
+        check_texts(indexes[0])
+        bm25s_module()
+        bm25 = spec.bm25.parameters()
+        first = str(indexes[0].path)
+        systems.append(System(spec.bm25.name, BM25, first, gates[0], encoders[0], bm25=bm25))
     for i, run in enumerate(spec.runs):
         name = spec.names[i].strip() if i < len(spec.names) else _run_name(run, i)
         mapping = ranked_run(run) if is_results_frame(run) else None
@@ -271,6 +290,11 @@ def evaluate_each(
         notes: list[str] = []
         if system.kind == RUN:
             run, notes = read_system_run(system)
+        if system.kind == BM25:
+            ix = (opened or {}).get(system.index) or index_argument(system.index)
+            options = Bm25Options.from_parameters(system.bm25)
+            judged = {q: t for q, t in benchmark.queries.items() if q in benchmark.qrels}
+            run, notes = bm25_run(ix, judged, options, evaluation.top)
         result = evaluate(
             (opened or {}).get(system.index, system.index),
             benchmark.queries,

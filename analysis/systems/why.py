@@ -13,6 +13,9 @@ For one query and a pair (A, B):
   below (it overtook); with the *decisive* words on each side — the fewest, largest
   contribution differences that make up the score gap
   (:func:`~lexlens.analysis.evaluation.explain.gap_words`);
+- BM25 computed by Lexlens (:mod:`lexlens.analysis.systems.bm25`) is explained by its own
+  terms: each side's words are bm25s's term scores of the query's tokens (they sum to its
+  score), the decisive words the largest differences of those, its rank exact at any depth;
 - a system is explained by its own scores or not at all: another engine's run has no
   decomposition Lexlens can read, so its side shows ranks and the run's own scores only
   ("no decomposition: ranks only") — never another system's terms under its name; the items
@@ -44,7 +47,8 @@ from lexlens.analysis.core.words import item_words, merge_contributions, text_wo
 from lexlens.analysis.evaluation.explain import contribution_rows, gap_words, query_terms
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.analysis.retrieval.scorer import Scorer, scorer_for
-from lexlens.analysis.systems.systems import LEXLENS, System
+from lexlens.analysis.systems.bm25 import Bm25Options, Bm25Query, bm25_index
+from lexlens.analysis.systems.systems import BM25, LEXLENS, System
 
 #: Words listed as changed most, items listed as moved, blame-shift words kept.
 CHANGED_WORDS = 10
@@ -102,10 +106,23 @@ class Side:
     ids: list[str]
     row_of: dict[str, int]
     _full: object = None
+    #: a BM25 system's query: its own scores, ranks and terms
+    own: Bm25Query | None = None
 
     @property
     def exact(self) -> bool:
         return self.system.kind == LEXLENS
+
+    @property
+    def decomposed(self) -> bool:
+        """Whether this side's scores are decomposed into its own terms."""
+        return self.exact or self.own is not None
+
+    def words(self, item: str, evidence: set[str]) -> list[dict]:
+        """The item's words under this side's own scoring (none for a run)."""
+        if self.own is not None:
+            return self.own.terms(self.row_of[item]) if item in self.row_of else []
+        return _words(self, self.raw(item), evidence) if self.exact else []
 
     def rank(self, item: str) -> int | None:
         """The item's 1-based rank: its place in the ranking evaluated, else (a Lexlens
@@ -113,6 +130,8 @@ class Side:
         for i, (d, _) in enumerate(self.ranking):
             if d == item:
                 return i + 1
+        if self.own is not None and item in self.row_of:
+            return self.own.rank(self.row_of[item])
         if not self.exact or item not in self.row_of:
             return None
         if self._full is None:
@@ -120,7 +139,10 @@ class Side:
         return self.scorer.rank_of(self.vector, self.row_of[item], self._full)[0]
 
     def score(self, item: str) -> float | None:
-        """The exact score (a Lexlens system) or the run's own score (``None``: not listed)."""
+        """The exact score (a Lexlens system, BM25) or the run's own score (``None``: not
+        listed)."""
+        if self.own is not None:
+            return self.own.score(self.row_of[item]) if item in self.row_of else None
         if self.exact:
             return (
                 self.scorer.score_of(self.row_of[item], self.vector)
@@ -169,9 +191,13 @@ class Explaining:
         encoder = self._encoders[key]
         return QuerySpec(encoder, self.query_mode, int(system.gate_k)).vectors(texts)
 
-    def side(self, system: System, vector: np.ndarray, ranking: list) -> Side:
+    def side(self, system: System, vector: np.ndarray, ranking: list, text: str = "") -> Side:
+        """``system`` on one query (``text``: the query, which a BM25 system scores)."""
         ix, scorer, ids, row_of = self.collection(system.index)
-        return Side(system, ix, vector, list(ranking), scorer, ids, row_of)
+        own = None
+        if system.kind == BM25:
+            own = Bm25Query(bm25_index(ix, Bm25Options.from_parameters(system.bm25)), text)
+        return Side(system, ix, vector, list(ranking), scorer, ids, row_of, own=own)
 
 
 def _words(side: Side, raw: list[dict], evidence: set[str]) -> list[dict]:
@@ -190,8 +216,8 @@ def _evidence(side: Side, text: str, items: Sequence[str]) -> set[str]:
 def _item(a: Side, b: Side, item: str, relevant: bool, evidence: tuple[set, set]) -> ItemOnBoth:
     meta_side = a if item in a.row_of else b
     meta = meta_side.index.meta([meta_side.row_of[item]])[0] if item in meta_side.row_of else {}
-    words_a = _words(a, a.raw(item), evidence[0]) if a.exact else []
-    words_b = _words(b, b.raw(item), evidence[1]) if b.exact else []
+    words_a = a.words(item, evidence[0])
+    words_b = b.words(item, evidence[1])
     return ItemOnBoth(
         id=item,
         text=str(meta.get("text") or ""),
@@ -252,15 +278,42 @@ def _decisive(side: Side, item: str, rival: str, text: str, evidence: set[str]) 
     """The words that put the higher of the two items above the other under ``side``: the
     fewest largest contribution differences that make up the gap
     (:func:`~lexlens.analysis.evaluation.explain.gap_words`); none for a run (its scoring
-    is not decomposed)."""
-    if not side.exact:
+    is not decomposed); under BM25, the same rule on its own terms."""
+    if not side.decomposed:
         return []
     first, second = (item, rival)
     if (side.score(rival) or 0.0) > (side.score(item) or 0.0):
         first, second = rival, item
+    if side.own is not None:
+        return _own_decisive(side, first, second)
     own = query_terms(text, side.index.vocab)
     gap = gap_words(side.raw(first), side.raw(second), side.index.vocab, evidence, own)
     return [{**d, "above": first} for d in gap.decisive]
+
+
+def _own_decisive(side: Side, first: str, second: str) -> list[dict]:
+    """Under BM25: the fewest query tokens whose largest contribution differences (first −
+    second) make up the gap between the two items' scores."""
+    above = {w["word"]: w["contribution"] for w in side.words(first, set())}
+    below = {w["word"]: w["contribution"] for w in side.words(second, set())}
+    rows = [
+        {
+            "word": w,
+            "delta": above.get(w, 0.0) - below.get(w, 0.0),
+            "nonrelevant": above.get(w, 0.0),
+            "relevant": below.get(w, 0.0),
+            "query_term": True,
+        }
+        for w in sorted(set(above) | set(below))
+    ]
+    gap = (side.score(first) or 0.0) - (side.score(second) or 0.0)
+    decisive, total = [], 0.0
+    for row in sorted(rows, key=lambda r: (-r["delta"], r["word"])):
+        if total >= gap or row["delta"] <= 0:
+            break
+        decisive.append({**row, "above": first})
+        total += row["delta"]
+    return decisive
 
 
 def _moved(a: Side, b: Side, evidence: tuple[set, set], relevant: set[str]) -> list[ItemOnBoth]:
@@ -288,15 +341,20 @@ def explain_query(
     shown += [rival] if rival else []
     evidence = (_evidence(a, text, shown), _evidence(b, text, shown))
     both_exact = a.exact and b.exact
+    both_decomposed = a.decomposed and b.decomposed
     rel = _item(a, b, item, True, evidence) if item else None
     riv = _item(a, b, rival, False, evidence) if rival else None
-    note = ""
-    if not both_exact:
-        runs = " and ".join(s.system.name for s in (a, b) if not s.exact)
-        note = (
+    notes = []
+    if not both_decomposed:
+        runs = " and ".join(s.system.name for s in (a, b) if not s.decomposed)
+        notes.append(
             f"no decomposition: ranks only for {runs} (another engine's run: its ranks and "
             "its own scores are shown, never another system's terms)"
         )
+    notes += [
+        f"{s.system.name}: bm25s's own term scores of the query's tokens" for s in (a, b) if s.own
+    ]
+    note = "; ".join(notes)
     if item is None:
         note = (note + "; " if note else "") + "no relevant item of this query is in the collection"
     return QueryWhy(

@@ -1,6 +1,6 @@
 """``lexlens evaluate``: a stored collection on its queries and judgements — metrics, why
 each query fails, which words are to blame; with several systems (``--index`` repeated,
-``--gate-k`` or ``--query-encoder`` twice, ``--run`` files), is B better than A, on which
+``--gate-k`` or ``--query-encoder`` twice, ``--run`` files, ``--bm25``), is B better than A, on which
 queries, and why (:func:`~lexlens.analysis.systems.comparison.evaluate_systems`)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import argparse
 from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import evaluate_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec
@@ -23,7 +24,7 @@ COMMAND = common.Command(
     "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
     "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
     "the decisive words, and the words to blame across the benchmark. With two or more "
-    "systems (--index twice, --gate-k or --query-encoder twice, --run files): each against "
+    "systems (--index twice, --gate-k or --query-encoder twice, --run files, --bm25): each against "
     "the baseline with bootstrap intervals, paired t, Wilcoxon and randomization tests "
     "(corrected), effect size, wins/ties/losses, URisk/TRisk/GeoRisk, the largest wins and "
     "losses and why.",
@@ -76,6 +77,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="with runs: the collection's own exact ranking is a system too",
     )
     parser.add_argument(
+        "--bm25",
+        action="store_true",
+        help="BM25 (bm25s) over the first collection's item texts is a system too, each "
+        "score decomposed into its query terms",
+    )
+    common.add_options(parser, Bm25Options)
+    parser.add_argument(
         "--latex", action="store_true", help="several systems: print the LaTeX table"
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
@@ -100,11 +108,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 TUNING = {
     "faithfulness": [d.name for d in FaithfulnessOptions.declared() if d.name != "seed"],
     "counterfactuals": ["side", "max_edits", "max_calls", "insert_at", "allow_stop_words"],
+    "bm25": [d.name for d in Bm25Options.declared()],
 }
 
 
 def _check_tuning(args: argparse.Namespace) -> None:
-    """A flag of --faithfulness or --counterfactuals given without it is an error."""
+    """A flag of --faithfulness, --counterfactuals or --bm25 given without it is an error."""
     for switch, names in TUNING.items():
         given = [n for n in names if getattr(args, n, None) is not None]
         if given and not getattr(args, switch):
@@ -135,6 +144,7 @@ def run(args: argparse.Namespace) -> None:
         gate_ks=gate_ks,
         query_encoders=args.query_encoder or [],
         with_exact=args.with_exact,
+        bm25=common.options_from_args(Bm25Options, args) if args.bm25 else None,
     )
     out = common.out_folder(args)
     result = evaluate_systems(

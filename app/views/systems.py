@@ -1,5 +1,6 @@
 """The Evaluation page's *several systems* mode: stored collections (with their gates and
-query encoders) and uploaded runs compared on one benchmark — the significance table, the
+query encoders), BM25 over the first collection's texts, and uploaded runs compared on one
+benchmark — the significance table, the
 per-query delta chart, the largest wins and losses, and the why of a chosen query side by
 side.
 
@@ -20,6 +21,7 @@ import streamlit as st
 from lexlens.analysis.collections.store import benchmark_files
 from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.evaluation.options import EvaluationOptions
+from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import compare_systems
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -39,6 +41,10 @@ KEYS = {
     "encoders": "sys_encoders",
     "names": "sys_names",
     "with_exact": "sys_with_exact",
+    "bm25": "sys_bm25",
+    "bm25_k1": "sys_bm25_k1",
+    "bm25_b": "sys_bm25_b",
+    "bm25_method": "sys_bm25_method",
     "top": "sys_top",
     "query_mode": "sys_query_mode",
     "baseline": "sys_baseline",
@@ -51,6 +57,7 @@ KEYS = {
     "seed": "sys_seed",
 }
 COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
+BM25 = ("bm25_k1", "bm25_b", "bm25_method")
 
 
 def _split(text: str) -> list[str]:
@@ -68,6 +75,7 @@ def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
         gate_ks=[gate.from_text(g) for g in _split(values["gates"])],
         query_encoders=[server_spec(e, "Query encoder") for e in _split(values["encoders"])],
         with_exact=bool(values["with_exact"]),
+        bm25=Bm25Options.of(**{k: values[k] for k in BM25}) if values["bm25"] else None,
     )
 
 
@@ -164,6 +172,15 @@ def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
     values["with_exact"] = r2.toggle(
         "With runs: the collection's exact ranking too", key=state.kept(KEYS["with_exact"], False)
     )
+    b1, b2, b3, b4 = st.columns([2, 1, 1, 1])
+    values["bm25"] = b1.toggle(
+        "BM25 (bm25s) over the first collection's texts, its own terms explaining it",
+        key=state.kept(KEYS["bm25"], False),
+    )
+    for where, name in zip((b2, b3, b4), BM25, strict=True):
+        values[name] = option_widget(
+            Bm25Options, name, KEYS[name], where=where, disabled=not values["bm25"]
+        )
     with st.expander("Tests, correction and how the queries are encoded"):
         cols = st.columns(4)
         for i, name in enumerate(
@@ -191,7 +208,7 @@ def show_systems(cards: list[dict]) -> None:
         "Two or more systems on one benchmark (the first collection's queries and "
         "judgements, or uploaded ones): several "
         "collections, one collection at several query gates or with several query encoders, "
-        "or uploaded runs. Each is compared with the baseline: Δ with a 95% bootstrap "
+        "BM25 over the collection's texts, or uploaded runs. Each is compared with the baseline: Δ with a 95% bootstrap "
         "interval, paired t, Wilcoxon and randomization tests (corrected), Cohen's d, "
         "wins/ties/losses, URisk/TRisk (GeoRisk with three or more), and why."
     )
@@ -208,7 +225,7 @@ def show_systems(cards: list[dict]) -> None:
             systems = systems_of(spec, evaluation.gate_k)
             if len(systems) < 2:
                 raise LexlensError(
-                    "choose two or more systems: collections, gates, encoders or runs"
+                    "choose two or more systems: collections, gates, encoders, BM25 or runs"
                 )
             device = st.session_state.get("device", "auto")
             summary = "compare " + " / ".join(s.name for s in systems)
