@@ -374,7 +374,16 @@ def _compared(
                 )
                 engine.append({"exact": exact.name, "run": run.name, **found})
     qrels_of = {q: {d: r for d, r in benchmark.qrels[q].items() if is_relevant(r)} for q in order}
-    fixes = [pair_fixes(a, b, by_name[a].evaluation, by_name[b].evaluation) for a, b in pairs]
+    fixes = [
+        pair_fixes(
+            a,
+            b,
+            by_name[a].evaluation,
+            by_name[b].evaluation,
+            (by_name[a].system.kind, by_name[b].system.kind),
+        )
+        for a, b in pairs
+    ]
     return SystemsComparison(
         systems=systems,
         baseline=baseline,

@@ -18,6 +18,12 @@ one of four cells: both succeed, both fail, *fixed* (A fails, B succeeds: ``b``)
   exclusive: a query counts under each cause it has.
 - **Causes reduced**: per cause, how many of A's failures and of B's failures it holds for
   (every failure, also those both share); a cause is *reduced* when B's count is below A's.
+- **Each system by its own scores.** Lexlens's own causes read the collection's ``q ⊙ d``;
+  BM25 and an outside run are not scored by it. For BM25 (no expansion terms) *won on
+  expansion terms* cannot hold and is dropped; for an outside run it cannot be told, so a
+  failure with no cause left is *not decomposed*, never another system's reason. Lexical
+  mismatch (the item's words), not retrieved and not in the collection (ranks) hold for any
+  system.
 - A failure whose first item is not judged at all (*rival unjudged*: it may be a hole in the
   judgements) is counted apart among the fixed and the broken.
 """
@@ -27,8 +33,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lexlens.analysis.evaluation.failures import CAUSES
+from lexlens.analysis.evaluation.failures import CAUSES, EXPANSION_WIN, OTHER
 from lexlens.analysis.evaluation.result import Evaluation
+from lexlens.analysis.systems.systems import BM25, LEXLENS
+
+#: The cause of an outside run's failure that only its own scores could tell.
+NOT_DECOMPOSED = "not decomposed"
+#: Every cause a pair's counts may hold, in order.
+PAIR_CAUSES = (*CAUSES, NOT_DECOMPOSED)
 
 #: The fixed and broken query ids listed per pair (the counts cover all).
 LISTED = 200
@@ -44,9 +56,17 @@ def outcomes(evaluation: Evaluation) -> dict[str, bool]:
     }
 
 
-def failure_causes(evaluation: Evaluation) -> dict[str, list[str]]:
-    """Query id → the causes of its failure, as the evaluation explained it."""
-    return {f.query_id: list(f.causes) for f in evaluation.failures}
+def failure_causes(evaluation: Evaluation, kind: str = LEXLENS) -> dict[str, list[str]]:
+    """Query id → the causes of its failure that a system of ``kind`` can be given by its own
+    scores (see the module docstring)."""
+    out = {}
+    for f in evaluation.failures:
+        causes = list(f.causes)
+        if kind != LEXLENS:
+            causes = [c for c in causes if c not in (EXPANSION_WIN, OTHER)]
+            causes = causes or [OTHER if kind == BM25 else NOT_DECOMPOSED]
+        out[f.query_id] = causes
+    return out
 
 
 def rival_unjudged(evaluation: Evaluation) -> set[str]:
@@ -67,25 +87,31 @@ def mcnemar_exact(fixed: int, broken: int) -> float:
 
 def _counted(ids: Sequence[str], causes: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
     """How many of ``ids`` each cause holds for (causes no query has left out)."""
-    rows = [{"cause": c, "queries": sum(c in causes.get(q, ()) for q in ids)} for c in CAUSES]
+    rows = [{"cause": c, "queries": sum(c in causes.get(q, ()) for q in ids)} for c in PAIR_CAUSES]
     return [r for r in rows if r["queries"]]
 
 
 def pair_fixes(
-    a: str, b: str, evaluation_a: Evaluation, evaluation_b: Evaluation
+    a: str,
+    b: str,
+    evaluation_a: Evaluation,
+    evaluation_b: Evaluation,
+    kinds: tuple[str, str] = (LEXLENS, LEXLENS),
 ) -> dict[str, Any]:
     """The fixed and broken queries of B against A, McNemar's exact p, the causes of the
-    fixed (A's) and of the new failures (B's), and each cause's count among A's and B's
-    failures (see the module docstring)."""
+    fixed (A's) and of the new failures (B's), each by its own scores (``kinds``: the two
+    systems' kinds), and each cause's count among A's and B's failures (see the module
+    docstring)."""
     won, got = outcomes(evaluation_a), outcomes(evaluation_b)
     order = [q for q in won if q in got]
     fixed = [q for q in order if not won[q] and got[q]]
     broken = [q for q in order if won[q] and not got[q]]
-    causes_a, causes_b = failure_causes(evaluation_a), failure_causes(evaluation_b)
+    causes_a = failure_causes(evaluation_a, kinds[0])
+    causes_b = failure_causes(evaluation_b, kinds[1])
     failed_a = [q for q in order if not won[q]]
     failed_b = [q for q in order if not got[q]]
     reduced = []
-    for cause in CAUSES:
+    for cause in PAIR_CAUSES:
         in_a = sum(cause in causes_a.get(q, ()) for q in failed_a)
         in_b = sum(cause in causes_b.get(q, ()) for q in failed_b)
         if in_a or in_b:

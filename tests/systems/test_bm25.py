@@ -171,6 +171,11 @@ def test_the_why_of_a_bm25_win_shows_bm25s_terms(sample):
     # the blame shift does not put the collection's failure words under BM25's name
     shift = comparison.blame_shift[0]
     assert shift["a_not_b"] == shift["b_not_a"] == []
+    # nor the causes of BM25's new failures: BM25 has no expansion terms to win on
+    fixes = comparison.fixes[0]
+    assert "won on expansion terms" not in {c["cause"] for c in fixes["broken_causes"]}
+    counts = {c["cause"]: c["failures_b"] for c in fixes["causes"]}
+    assert counts.get("won on expansion terms", 0) == 0
     # a comparison kept as a run and read back (a page reload) explains BM25 the same way
     restored = type(comparison).from_state(comparison.to_state())
     again = why_of(restored, wins[0].query_id, (wins[0].system_a, wins[0].system_b))
