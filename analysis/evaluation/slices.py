@@ -121,7 +121,7 @@ def _label(feature: str, low: float, high: float) -> str:
     """A slice as shown: its observed range (whole words for the query's length)."""
     if feature == "query_length":
         span = f"{low:.0f}" if low == high else f"{low:.0f}–{high:.0f}"
-        return f"{span} words"
+        return f"{span} word" if high == 1 else f"{span} words"
     return f"{low:.2f}" if low == high else f"{low:.2f}–{high:.2f}"
 
 
@@ -130,7 +130,7 @@ def feature_slices(queries: Sequence[QueryCauses]) -> list[dict[str, Any]]:
     docstring), in the order of :data:`FEATURES`, lowest slice first; BH across all."""
     rows = []
     for feature in FEATURES:
-        having = [(float(v), q.success) for q in queries if (v := getattr(q, feature)) is not None]
+        having = [(v, q.success) for q in queries if (v := getattr(q, feature)) is not None]
         if not having:
             continue
         failures = sum(not ok for _, ok in having)

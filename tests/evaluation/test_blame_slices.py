@@ -215,7 +215,7 @@ def test_a_slice_that_fails_as_often_as_the_rest_has_lift_1_and_p_1():
     ] + [QueryCauses(f"s{i}", True, query_length=1 + i % 3, mean_idf=-float(i)) for i in range(60)]
     rows = feature_slices(queries)
     length = [r for r in rows if r["feature"] == "query_length"]
-    assert [r["slice"] for r in length] == ["1 words", "2 words", "3 words"]
+    assert [r["slice"] for r in length] == ["1 word", "2 words", "3 words"]
     for row in length:
         assert row["queries"] == 50 and row["failures"] == 30
         assert row["failure_rate"] == row["rest_failure_rate"] == row["base_failure_rate"] == 0.6
