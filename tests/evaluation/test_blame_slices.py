@@ -312,3 +312,32 @@ def test_blame_and_slices_are_in_the_json_the_csv_the_text_and_the_report(evalua
         assert anchor in page
     slices = page[page.index('id="slices"') :].split("</table>")[0]
     assert slices.count("<tr><td>") == len(result.slices["slices"])
+
+
+def test_degenerate_slices_and_blame_without_successes():
+    """Every query of one length: one slice, no rest, p 1; no query at all: no slice; no
+    success: a word's lift and success rate undefined, p 1."""
+    same = [QueryCauses(f"q{i}", i % 2 == 0, query_length=4) for i in range(10)]
+    (row,) = feature_slices(same)
+    assert (row["slice"], row["queries"], row["failures"]) == ("4 words", 10, 5)
+    assert row["rest_failure_rate"] is None and row["p"] == 1.0 and row["lift"] == 1.0
+    assert feature_slices([]) == []
+    failed = [QueryCauses(f"f{i}", False, blame_words=["w"]) for i in range(3)]
+    (word,) = blame_rates([{"word": "w", "pushed": 3, "amount": 1.0, "mismatch": 0}], failed)
+    assert word["failure_rate"] == 1.0 and word["success_rate"] is None
+    assert word["lift"] is None and word["p"] == 1.0 and word["p_bh"] == 1.0
+
+
+def test_another_systems_run_has_no_expansion_share(evaluated, splade):
+    """A run's scores are not decomposed: no query has an expansion share and the slices say
+    so; the length and the mean IDF (the collection's) are still sliced."""
+    result, index, queries = evaluated
+    qrels = {q: {f"r{q[1:]}": 1, f"x{q[1:]}": 0} for q in queries}
+    other = evaluate_benchmark(
+        index, queries=queries, qrels=qrels, run=result.run, query_encoder=splade
+    )
+    assert all(row["expansion_share"] is None for row in other.cause_rates["per_query"])
+    assert other.slices["lacking"]["expansion_share"] == len(queries)
+    assert any("expansion_share" in n for n in other.slices["notes"])
+    features = {r["feature"] for r in other.slices["slices"]}
+    assert features == {"query_length", "mean_idf"}
