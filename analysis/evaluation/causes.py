@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lexlens.analysis.core.results import Record
+from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.evaluation.failures import (
     CAUSES,
@@ -76,6 +77,13 @@ class QueryCauses(Record):
     #: a failure whose item ranked first (above every relevant one) is not judged at all: it
     #: may be relevant, a hole in the judgements rather than a failure of the system
     rival_unjudged: bool = False
+    #: the words tested for the blame words' base rate: a failure's decisive words; a
+    #: success's words favouring its highest-ranked non-relevant item (δ > 0, outweighed)
+    blame_words: list[str] = field(default_factory=list)
+    #: the query features sliced on (:mod:`.slices`; ``None``: the query has no such value)
+    query_length: int | None = None
+    expansion_share: float | None = None
+    mean_idf: float | None = None
 
 
 def success_causes(record: Failure) -> list[str]:
@@ -92,11 +100,17 @@ def success_causes(record: Failure) -> list[str]:
 
 
 def query_causes(
-    record: Failure, success: bool, variants: Sequence[str], rival_unjudged: bool = False
+    record: Failure,
+    success: bool,
+    variants: Sequence[str],
+    rival_unjudged: bool = False,
+    features: Mapping[str, float | None] | None = None,
 ) -> QueryCauses:
     """A query's :class:`QueryCauses`: ``record`` is its failure, or (``success``) its
     success explained as a failure would be; ``rival_unjudged``: a failure whose first item
-    is not judged."""
+    is not judged; ``features``: its ``expansion_share`` and ``mean_idf`` (:mod:`.slices`)."""
+    features = features or {}
+    decisive = [d["word"] for d in record.decisive]
     return QueryCauses(
         id=record.query_id,
         success=success,
@@ -104,6 +118,10 @@ def query_causes(
         missing_words=list(record.missing_words),
         variants=list(variants),
         rival_unjudged=rival_unjudged and not success,
+        blame_words=list(record.pushing_words) if success else decisive,
+        query_length=record.query_length,
+        expansion_share=features.get("expansion_share"),
+        mean_idf=features.get("mean_idf"),
     )
 
 
@@ -117,12 +135,45 @@ def _fisher(table: list[list[int]]) -> tuple[float | None, float]:
     return (odds if math.isfinite(odds) else None), float(p)
 
 
+def contrast(with_failures: int, failures: int, with_successes: int, successes: int) -> dict:
+    """A feature held by ``with_failures`` of ``failures`` and ``with_successes`` of
+    ``successes``: both rates, lift (failure rate / success rate; ``None`` when unbounded or
+    undefined), Fisher's odds ratio and two-sided p on the 2×2 table (p 1 when either side is
+    empty). The one rule causes, blame words and slices are tested by."""
+    a, b = with_failures, with_successes
+    f_rate = a / failures if failures else None
+    s_rate = b / successes if successes else None
+    lift = f_rate / s_rate if f_rate is not None and s_rate else None
+    table = [[a, failures - a], [b, successes - b]]
+    odds, p = _fisher(table) if failures and successes else (None, 1.0)
+    return {
+        "failures_with": a,
+        "failures": failures,
+        "failure_rate": f_rate,
+        "successes_with": b,
+        "successes": successes,
+        "success_rate": s_rate,
+        "lift": lift,
+        "odds_ratio": odds,
+        "p": p,
+    }
+
+
+def with_bh(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (each with its ``p``) with ``p_bh``: Benjamini–Hochberg across them (scipy's
+    ``false_discovery_control``)."""
+    from scipy.stats import false_discovery_control  # heavy: scipy loads on first use
+
+    adjusted = false_discovery_control([r["p"] for r in rows], method="bh") if rows else []
+    for row, p_bh in zip(rows, adjusted, strict=True):
+        row["p_bh"] = float(p_bh)
+    return rows
+
+
 def base_rates(queries: Iterable[QueryCauses]) -> list[dict[str, Any]]:
     """One row per cause (in the order of ``failures.CAUSES``) under :data:`CAUSE_COLUMNS`:
     how many failures and successes it holds for, both rates, lift, Fisher's odds ratio and
-    p, and p adjusted by Benjamini–Hochberg across the causes."""
-    from scipy.stats import false_discovery_control  # heavy: scipy loads on first use
-
+    p (:func:`contrast`), and p adjusted by Benjamini–Hochberg across the causes."""
     queries = list(queries)
     failed = [q for q in queries if not q.success]
     succeeded = [q for q in queries if q.success]
@@ -130,31 +181,59 @@ def base_rates(queries: Iterable[QueryCauses]) -> list[dict[str, Any]]:
     for cause in CAUSES:
         a = sum(cause in q.causes for q in failed)
         b = sum(cause in q.causes for q in succeeded)
-        f_rate = a / len(failed) if failed else None
-        s_rate = b / len(succeeded) if succeeded else None
-        lift = f_rate / s_rate if f_rate is not None and s_rate else None
-        table = [[a, len(failed) - a], [b, len(succeeded) - b]]
-        odds, p = _fisher(table) if failed and succeeded else (None, 1.0)
         rows.append(
             {
                 "cause": cause,
-                "failures_with": a,
-                "failures": len(failed),
-                "failure_rate": f_rate,
-                "successes_with": b,
-                "successes": len(succeeded),
-                "success_rate": s_rate,
-                "lift": lift,
-                "odds_ratio": odds,
-                "p": p,
+                **contrast(a, len(failed), b, len(succeeded)),
                 "failures_rival_unjudged": sum(
                     cause in q.causes and q.rival_unjudged for q in failed
                 ),
             }
         )
-    adjusted = false_discovery_control([r["p"] for r in rows], method="bh") if rows else []
-    for row, p_bh in zip(rows, adjusted, strict=True):
-        row["p_bh"] = float(p_bh)
+    return with_bh(rows)
+
+
+#: What each blame row adds beside its counts (blame.csv's columns after ``mismatch``).
+BLAME_RATE_COLUMNS = (
+    "failure_rate",
+    "successes_with",
+    "success_rate",
+    "lift",
+    "odds_ratio",
+    "p",
+    "p_bh",
+)
+#: How the blame words are tested, as the JSON and the page say it.
+BLAME_RULE = (
+    "a word decides a failure when it is among its decisive words (pushed); a successful "
+    "query has it when it favours the success's highest-ranked non-relevant item (δ > 0, "
+    "outweighed); lift = failure rate / success rate; p: Fisher's exact test (two-sided, "
+    "scipy), p_bh: Benjamini–Hochberg across the words that decide at least one failure "
+    "(a word only missing from relevant items is not tested)"
+)
+
+
+def blame_rates(
+    blamed: Iterable[Mapping[str, Any]], queries: Sequence[QueryCauses]
+) -> list[dict[str, Any]]:
+    """The blame rows (``explain.blame``'s, as dicts) each with its base rate
+    (:data:`BLAME_RATE_COLUMNS`, by :func:`contrast`): the share of failures it decides
+    beside the share of successes where it favours the non-relevant item; BH across the
+    words deciding a failure; a word deciding none has ``None`` there."""
+    failed = [set(q.blame_words) for q in queries if not q.success]
+    succeeded = [set(q.blame_words) for q in queries if q.success]
+    rows = [dict(b) for b in blamed]
+    tested = []
+    for row in rows:
+        a = sum(row["word"] in words for words in failed)
+        if not a:
+            row.update(dict.fromkeys(BLAME_RATE_COLUMNS))
+            continue
+        b = sum(row["word"] in words for words in succeeded)
+        rates = contrast(a, len(failed), b, len(succeeded))
+        row.update({k: rates[k] for k in BLAME_RATE_COLUMNS if k in rates})
+        tested.append(row)
+    with_bh(tested)
     return rows
 
 
@@ -173,6 +252,7 @@ def cause_rates(queries: Sequence[QueryCauses]) -> dict[str, Any]:
         "successes": sum(q.success for q in queries),
         "rival_unjudged": sum(q.rival_unjudged for q in queries),
         "causes": base_rates(queries),
+        "blame_rule": BLAME_RULE,
         "per_query": [q.to_dict() for q in queries],
     }
 
@@ -195,6 +275,14 @@ def lift_label(row: Mapping[str, Any]) -> str:
     return "∞" if row["failures_with"] and row["successes"] else "—"
 
 
+def blame_lift_label(row: Mapping[str, Any], rates: Mapping[str, Any]) -> str:
+    """A blame word's lift as shown (see :func:`lift_label`): ∞ when it decides failures and
+    favours the wrong item in no success; — when it was not tested."""
+    if row.get("lift") is not None:
+        return f"{row['lift']:.2f}"
+    return "∞" if row.get("p") is not None and rates.get("successes") else "—"
+
+
 def cause_lines(rates: Mapping[str, Any]) -> list[str]:
     """The causes against their base rate as the command prints them, one line per cause."""
     if not rates or not rates.get("causes"):
@@ -215,5 +303,31 @@ def cause_lines(rates: Mapping[str, Any]) -> list[str]:
         out.append(
             f"  rival unjudged: {rates['rival_unjudged']} of the failures rank an unjudged item "
             "first (it may be relevant: a hole in the judgements, not surely a failure)"
+        )
+    return out
+
+
+#: Blame words the command prints against their base rate (the JSON and blame.csv hold all).
+PRINTED_BLAME = 5
+
+
+def blame_lines(blame: Sequence[Mapping[str, Any]], rates: Mapping[str, Any]) -> list[str]:
+    """The words to blame against their base rate as the command prints them: the
+    :data:`PRINTED_BLAME` tested words with the lowest p (ties: the larger amount first);
+    ``rates``: the evaluation's ``cause_rates`` (its counts)."""
+    tested = [b for b in blame if b.get("p") is not None]
+    if not tested or not rates:
+        return []
+    out = [
+        f"words to blame against the base rate ({rates['failures']} failures, "
+        f"{rates['successes']} successes; {len(tested)} words tested, Fisher's exact test, "
+        "Benjamini–Hochberg):"
+    ]
+    for row in sorted(tested, key=lambda b: (b["p"], -b["amount"]))[:PRINTED_BLAME]:
+        out.append(
+            f"  {entry_label(row)}: decides {_share(row['failure_rate'])} of failures "
+            f"({row['pushed']}), favours the wrong item in {_share(row['success_rate'])} of "
+            f"successes ({row['successes_with']}), lift {blame_lift_label(row, rates)}, "
+            f"p {row['p']:.3g} (BH {row['p_bh']:.3g})"
         )
     return out

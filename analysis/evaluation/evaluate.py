@@ -84,7 +84,12 @@ from lexlens.analysis.core.results import Progress, progress_part
 from lexlens.analysis.core.truncation import Truncation, truncation_notes
 from lexlens.analysis.core.words import Term, text_words, top_terms
 from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries, read_run
-from lexlens.analysis.evaluation.causes import QueryCauses, cause_rates, query_causes
+from lexlens.analysis.evaluation.causes import (
+    QueryCauses,
+    blame_rates,
+    cause_rates,
+    query_causes,
+)
 from lexlens.analysis.evaluation.explain import Failure, blame
 from lexlens.analysis.evaluation.failures import (
     NONE_RELEVANT,
@@ -103,6 +108,7 @@ from lexlens.analysis.evaluation.selection import (
     ranking_notes,
     selection_notes,
 )
+from lexlens.analysis.evaluation.slices import expansion_share, mean_idf, query_slices, term_idf
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.analysis.retrieval.query_vectors import (
     PRE_ENCODED,
@@ -182,6 +188,7 @@ def _explain_all(
     """Every query ranked (or its run read), placed and, when it fails, explained;
     ``judged_only``: each ranking condensed to its judged items first."""
     ix, found = explainer.index, _Found()
+    idf = term_idf(ix)
     if run is None:
         rankings = explainer.scorer.rank(vectors, explainer.top, progress)
     else:
@@ -208,7 +215,12 @@ def _explain_all(
         meta = explainer.index.meta([best[1]])[0] if best is not None else {}
         variants = word_variants(queries[q], meta) if best is not None else []
         rival_unjudged = first != 1 and bool(pairs) and pairs[0][0] not in qrels[q]
-        found.tested.append(query_causes(record, first == 1, variants, rival_unjudged))
+        top_row = explainer.row_of.get(pairs[0][0]) if pairs and run is None else None
+        features = {
+            "expansion_share": expansion_share(ix, vector, queries[q], top_row),
+            "mean_idf": mean_idf(queries[q], ix.vocab, idf),
+        }
+        found.tested.append(query_causes(record, first == 1, variants, rival_unjudged, features))
         if best is not None and (words := explainer.mismatch(terms, best[1])):
             found.mismatches[q] = words
     return found
@@ -313,12 +325,15 @@ def evaluate(
         settings=settings,
         metrics={"aggregate": aggregate, "per_query": per_query},
         failures=found.failures,
-        blame=[b.to_dict() for b in blame(found.failures, found.mismatches)],
+        blame=blame_rates(
+            [b.to_dict() for b in blame(found.failures, found.mismatches)], found.tested
+        ),
         causes=cause_counts(found.failures),
         missing=None if run is None else missing,
         notes=notes,
         run=found.run,
         cause_rates=cause_rates(found.tested),
+        slices=query_slices(found.tested, from_run=run is not None),
         options=options,
         collection=ix,
     )

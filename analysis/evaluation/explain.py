@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.core.results import Record
+from lexlens.analysis.core.results import Record, internal
 from lexlens.analysis.core.vocabulary import token_positions
 from lexlens.analysis.core.words import WordReader, item_words, merge_contributions, text_words
 from lexlens.analysis.lexical.highlight import Span, content_words, highlight_spans
@@ -100,6 +100,9 @@ class Failure(Record):
     causes: list[str] = field(default_factory=list)
     query_length: int = 0  # the words the query spells (runs of letters and digits)
     missing_words: list[str] = field(default_factory=list)  # query content words r lacks
+    #: every word with δ > 0 (favouring the non-relevant item), not only the listed ones: what
+    #: a successful query is tested on for the blame words' base rate
+    pushing_words: list[str] = internal(default_factory=list)
 
 
 def contribution_rows(q: np.ndarray, cols: np.ndarray, vals: np.ndarray, vocab: Sequence[str]):
@@ -166,6 +169,8 @@ class Gap:
     favour_relevant: GapSide
     query_delta: float
     expansion_delta: float
+    #: every word with δ > 0 (favouring the non-relevant item), largest first
+    pushing: list[str] = field(default_factory=list)
 
 
 def query_terms(query: str, vocab: Sequence[str]) -> set[str]:
@@ -240,6 +245,7 @@ def gap_words(
         favour_relevant=_side([r for r in rows if r["delta"] < 0], "relevant"),
         query_delta=float(query_delta),
         expansion_delta=float(gap - query_delta),
+        pushing=[r["word"] for r in sorted(rows, key=lambda r: -r["delta"]) if r["delta"] > 0],
     )
 
 

@@ -235,6 +235,7 @@ class Explainer:
             causes=causes(why, missing, gap, split),
             query_length=query_length(text),
             missing_words=missing,
+            pushing_words=split.pushing if split else [],
         )
 
     def mismatch(self, terms: list[Term], row: int) -> list[str]:

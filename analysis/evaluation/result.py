@@ -1,8 +1,8 @@
 """What ``lexlens evaluate`` returns and writes: an :class:`Evaluation` — the measures per
 query and their means, the failures explained, the words to blame, each cause against its
 base rate, and the sections added to it (:mod:`lexlens.analysis.evaluation.sections`) — and
-its files (evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, run.trec,
-evaluation.html, each section's own),
+its files (evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, slices.csv,
+run.trec, evaluation.html, each section's own),
 with the tables' columns as the CSV files, the command and the page name them."""
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal, plain, state_of
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.datasets.trec import run_text
-from lexlens.analysis.evaluation.causes import CAUSE_COLUMNS, cause_row
+from lexlens.analysis.evaluation.causes import BLAME_RATE_COLUMNS, CAUSE_COLUMNS, cause_row
 from lexlens.analysis.evaluation.explain import Failure
 from lexlens.analysis.evaluation.failures import CAUSES
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.sections import Section
+from lexlens.analysis.evaluation.slices import SLICE_COLUMNS, slice_row
 from lexlens.analysis.render.html import render_report
 from lexlens.analysis.render.notebook import evaluation_html
 from lexlens.models.base import InputError
@@ -67,7 +68,17 @@ LISTED_QUERIES = 100
 #: The failures evaluation.html explains, worst first (failures.csv and the JSON hold all).
 LISTED_FAILURES = 50
 #: The blame table's columns, as blame.csv, the page and the command name them.
-BLAME_COLUMNS = ("word", "pushed", "amount", "mismatch", "pushed_queries", "mismatch_queries")
+#: ``pushed`` (the failures a word decides) beside its base rate: the share of successes
+#: where it favours the non-relevant item (:func:`~.causes.blame_rates`).
+BLAME_COLUMNS = (
+    "word",
+    "pushed",
+    "amount",
+    "mismatch",
+    *BLAME_RATE_COLUMNS,
+    "pushed_queries",
+    "mismatch_queries",
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,8 @@ class Evaluation(EvaluationResult):
     run: dict = internal(default_factory=dict)
     #: Each cause against its base rate among the successes (:mod:`.causes`)
     cause_rates: dict = field(default_factory=dict)
+    #: The failure rate by query feature, each slice against the rest (:mod:`.slices`)
+    slices: dict = field(default_factory=dict)
     #: the options evaluated with (``None``: read from ``settings``)
     options: EvaluationOptions | None = internal(default=None)
     #: what was added, in order (each section's document under its key)
@@ -159,7 +172,7 @@ class Evaluation(EvaluationResult):
         return document
 
     def files(self) -> dict[str, bytes]:
-        """evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, the run
+        """evaluation.json, per_query.csv, failures.csv, blame.csv, causes.csv, slices.csv, the run
         (run.trec), evaluation.html and each section's files."""
         failures = [list(failure_row(f).values()) for f in self.failures]
         out = {
@@ -175,6 +188,10 @@ class Evaluation(EvaluationResult):
             "causes.csv": csv_bytes(
                 CAUSE_COLUMNS,
                 [list(cause_row(c).values()) for c in self.cause_rates.get("causes", [])],
+            ),
+            "slices.csv": csv_bytes(
+                SLICE_COLUMNS,
+                [list(slice_row(r).values()) for r in self.slices.get("slices", [])],
             ),
             "run.trec": run_text(self.run, tag=f"lexlens-{self.encoder}").encode("utf-8"),
             "evaluation.html": self.html().encode("utf-8"),
@@ -366,6 +383,7 @@ def blame_row(b: Mapping) -> dict[str, Any]:
         "pushed": b["pushed"],
         "amount": b["amount"],
         "mismatch": b["mismatch"],
+        **{column: b.get(column) for column in BLAME_RATE_COLUMNS},
         "pushed_queries": " ".join(b["pushed_queries"]),
         "mismatch_queries": " ".join(b["mismatch_queries"]),
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
-from lexlens.analysis.evaluation.causes import cause_lines
+from lexlens.analysis.evaluation.causes import blame_lines, cause_lines
 from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
     JUDGED,
@@ -13,6 +13,7 @@ from lexlens.analysis.evaluation.result import (
     Evaluation,
     worst_first,
 )
+from lexlens.analysis.evaluation.slices import slice_lines
 from lexlens.analysis.systems.fixes import fixes_lines
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
@@ -69,11 +70,16 @@ def render(result: Evaluation) -> str:
     blocks.append(
         common.format_table(
             [[b["word"], b["pushed"], b["amount"], b["mismatch"]] for b in result.blame[:SHOWN]],
-            [c for c in BLAME_COLUMNS if not c.endswith("_queries")],
+            list(BLAME_COLUMNS[:4]),
         )
     )
-    if lines := cause_lines(result.cause_rates):
-        blocks.append("\n".join(lines))
+    for lines in (
+        cause_lines(result.cause_rates),
+        blame_lines(result.blame, result.cause_rates),
+        slice_lines(result.slices),
+    ):
+        if lines:
+            blocks.append("\n".join(lines))
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from lexlens.analysis.core.counts import counted
 from lexlens.analysis.core.words import entry_label
-from lexlens.analysis.evaluation.causes import lift_label
+from lexlens.analysis.evaluation.causes import blame_lift_label, lift_label
 from lexlens.analysis.evaluation.explain import Failure, GapSide, ItemExplanation, failure_spans
 from lexlens.analysis.evaluation.result import (
     BLAME_COLUMNS,
@@ -23,6 +23,7 @@ from lexlens.analysis.evaluation.result import (
     sort_rows,
     worst_first,
 )
+from lexlens.analysis.evaluation.slices import SLICE_COLUMNS, slice_row
 from lexlens.app.runtime.state import kept
 from lexlens.app.views.highlight import legend, show_text
 from lexlens.app.views.thumbnails import item_thumbnail
@@ -185,6 +186,30 @@ def cause_table(result: Evaluation, counts: dict) -> pd.DataFrame:
     )
 
 
+def slice_table(result: Evaluation) -> pd.DataFrame:
+    """The slices by query feature (slices.csv's rows, the feature by its name), each slice's
+    failure rate beside the rest's and the base rate."""
+    rows = [slice_row(r) for r in result.slices.get("slices", [])]
+    table = pd.DataFrame(rows, columns=list(SLICE_COLUMNS))
+    names = result.slices.get("features", {})
+    table["feature"] = [names.get(f, f) for f in table["feature"]]
+    return table.drop(columns=["low", "high"])
+
+
+def show_slices(result: Evaluation) -> None:
+    """The failure rate by query feature (length, expansion share, mean IDF), each slice
+    against the rest with Fisher's p and BH (slices.csv)."""
+    if not result.slices.get("slices"):
+        return
+    st.markdown("**Failure rate by query feature**")
+    st.dataframe(slice_table(result), hide_index=True, width="stretch", key="eval_slices")
+    notes = "".join(f"; {n}" for n in result.slices.get("notes", []))
+    st.caption(
+        f"{result.slices['rule']}; failure_rate beside the rest's and the base rate (all the "
+        f"queries with the feature){notes} (slices.csv)."
+    )
+
+
 def show_failures(result: Evaluation, order: list[str], index) -> None:
     """The failures grouped by cause, filtered by cause and query length, several open at
     once (``order``: the query ids in the order of the table above)."""
@@ -206,6 +231,7 @@ def show_failures(result: Evaluation, order: list[str], index) -> None:
             "little); p: Fisher's exact test, BH: Benjamini–Hochberg across the causes "
             "(causes.csv)."
         )
+    show_slices(result)
     lengths = [f.query_length for f in result.failures]
     c1, c2 = st.columns([3, 2])
     present = [c for c, n in counts.items() if n]
@@ -309,10 +335,13 @@ def show_blame(result: Evaluation) -> None:
     st.caption(
         "pushed: failures where the word helped put a non-relevant item above the best "
         "relevant one; amount: its summed contribution difference there; mismatch: queries "
-        "whose top word it is and whose relevant item lacks it (as in blame.csv)"
+        "whose top word it is and whose relevant item lacks it (as in blame.csv). "
+        "Against the base rate: failure_rate (pushed / failures) beside success_rate; "
+        + result.cause_rates.get("blame_rule", "")
     )
     shown = [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
     table = pd.DataFrame([blame_row(b) for b in result.blame], columns=list(BLAME_COLUMNS))
+    table["lift"] = [blame_lift_label(b, result.cause_rates) for b in result.blame]
     st.dataframe(table[shown], hide_index=True, width="stretch", key="eval_blame")
     words = [b["word"] for b in result.blame]
     word = st.selectbox("Queries behind a word", words, key=kept("eval_blame_word", words[0]))

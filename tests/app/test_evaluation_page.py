@@ -154,6 +154,18 @@ def test_silent_wrong_the_worst_queries_table_is_typed_natural_and_named_as_the_
     at.selectbox(key="eval_sort").select("worst first").run()
     blame = next(d.value for d in at.dataframe if "pushed" in d.value.columns)
     assert list(blame.columns) == [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
+    # each word's failure rate beside its success rate, lift as the command prints it
+    assert list(blame["failure_rate"].isna()) == [not b["pushed"] for b in result.blame]
+    assert list(blame["lift"]) == [
+        "—" if b["p"] is None else ("∞" if b["lift"] is None else f"{b['lift']:.2f}")
+        for b in result.blame
+    ]
+    slices = next(d.value for d in at.dataframe if "rest_failure_rate" in d.value.columns)
+    assert len(slices) == len(result.slices["slices"]) > 0
+    assert list(slices["failure_rate"]) == [r["failure_rate"] for r in result.slices["slices"]]
+    assert list(slices["base_failure_rate"]) == [
+        r["base_failure_rate"] for r in result.slices["slices"]
+    ]
     causes = next(d.value for d in at.dataframe if "cause" in d.value.columns)
     assert dict(zip(causes["cause"], causes["failures"], strict=True))["not retrieved"] == 1
     captions = [c.value for c in at.caption]
