@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from lexlens.analysis.core.arguments import path_argument
+from lexlens.analysis.core.collection import Collection
 from lexlens.analysis.datasets.trec import lines
 from lexlens.models.base import InputError
 
@@ -217,14 +218,14 @@ def read_query_vectors(
 PRE_ENCODED = "pre-encoded"
 
 
-def checked_vectors(vectors: object, collection: object, order: Sequence[str]) -> DenseQueries:
+def checked_vectors(vectors: object, collection: Collection, order: Sequence[str]) -> DenseQueries:
     """``vectors`` (a :class:`QueryVectors` read for ``collection``'s vocabulary) as the
     dense vectors of the queries ``order``, each of which they must hold."""
     if not isinstance(vectors, QueryVectors):
         raise InputError(
             f"query_vectors must be QueryVectors (read_query_vectors), not {type(vectors).__name__}"
         )
-    size = getattr(collection, "vocab_size", None)
+    size = collection.vocab_size
     if vectors.vocab_size != size:
         raise InputError(
             f"the query vectors of {vectors.source} were read for a vocabulary of "
