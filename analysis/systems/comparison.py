@@ -42,6 +42,12 @@ from lexlens.analysis.evaluation.result import MEASURES, Evaluation
 from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.engine import engine_comparison
+from lexlens.analysis.systems.engine_loss import (
+    EngineOptions,
+    check_engine,
+    check_engine_systems,
+    with_engine_losses,
+)
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import (
@@ -72,6 +78,7 @@ def evaluate_systems(
     options: ComparisonOptions | None = None,
     faithfulness: FaithfulnessOptions | None = None,
     counterfactuals: CounterfactualOptions | None = None,
+    engine: EngineOptions | None = None,
 ) -> Evaluation:
     """The systems ``spec`` describes evaluated on one benchmark, as one
     :class:`~lexlens.analysis.evaluation.result.Evaluation`: one system's as
@@ -82,12 +89,16 @@ def evaluate_systems(
     with_faithfulness`, :func:`~lexlens.analysis.counterfactual.evaluation.
     with_counterfactuals`). Each collection is opened once. Every argument is checked
     before anything is evaluated: the additions' options, and that they have one system
-    of Lexlens's own ranking to test."""
+    of Lexlens's own ranking to test. With ``engine`` (the engine that made a run and its
+    declared pruning), each item the run lost from the exact ranking gets its reason
+    (:func:`~lexlens.analysis.systems.engine_loss.with_engine_losses`)."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
     additions = _checked_additions(faithfulness, counterfactuals)
     check_spec(spec)
+    engine = engine or EngineOptions()
+    check_engine(engine)
     opened = [index_argument(ix, "index") for ix in spec.indexes]
     systems = systems_of(replace(spec, indexes=opened), evaluation.gate_k)
     if additions and (len(systems) > 1 or systems[0].kind == RUN):
@@ -99,6 +110,8 @@ def evaluate_systems(
             )
         raise InputError(f"{asked} re-encode Lexlens's own queries: not another system's run")
     if len(systems) == 1:
+        if engine.engine is not None:
+            raise InputError(f"--engine {engine.engine}: give the run with --with-exact")
         if options != ComparisonOptions():
             changed = [
                 d.flag
@@ -129,6 +142,7 @@ def evaluate_systems(
         progress=progress,
         evaluation=evaluation,
         options=options,
+        engine=engine,
     )
     baseline = next(e for e in evaluated if e.system.name == comparison.baseline)
     return baseline.evaluation.with_section(comparison)
@@ -190,11 +204,13 @@ def compare_systems(
     progress: Progress | None = None,
     evaluation: EvaluationOptions | None = None,
     options: ComparisonOptions | None = None,
+    engine: EngineOptions | None = None,
     **given: Any,
 ) -> SystemsComparison:
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
-    see the module docstring."""
+    see the module docstring (``engine``: the engine that made a run, whose lost items get
+    their reasons)."""
     return _evaluated_and_compared(
         systems,
         {},
@@ -204,6 +220,7 @@ def compare_systems(
         progress=progress,
         evaluation=evaluation,
         options=options,
+        engine=engine,
         **given,
     )[1]
 
@@ -218,12 +235,15 @@ def _evaluated_and_compared(
     progress: Progress | None,
     evaluation: EvaluationOptions | None,
     options: ComparisonOptions | None,
+    engine: EngineOptions | None = None,
     **given: Any,
 ) -> tuple[list[Evaluated], SystemsComparison]:
     """Every system evaluated and their comparison (every argument checked first), each
     collection opened once (one in ``opened``, by the folder a system names, not again)."""
     evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
+    engine = engine or EngineOptions()
+    check_engine(engine)
     device_argument(device)
     progress = progress_argument(progress)
     if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
@@ -234,6 +254,7 @@ def _evaluated_and_compared(
     baseline = options.baseline or names[0]
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
+    check_engine_systems(engine, systems)
     opened = dict(opened)
     for path in dict.fromkeys(s.index for s in systems):
         if path not in opened:
@@ -245,7 +266,7 @@ def _evaluated_and_compared(
     comparison = compare_evaluated(
         evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
     )
-    return evaluated, comparison
+    return evaluated, with_engine_losses(comparison, engine, device, opened)
 
 
 def compare_evaluated(

@@ -11,6 +11,7 @@ from lexlens.analysis.counterfactual.options import CounterfactualOptions
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.comparison import evaluate_systems
+from lexlens.analysis.systems.engine_loss import EngineOptions
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec
 from lexlens.app.cli import common
@@ -74,6 +75,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
     common.add_options(parser, ComparisonOptions)
+    common.add_options(parser, EngineOptions)
     parser.add_argument(
         "--faithfulness",
         action="store_true",
@@ -141,6 +143,7 @@ def run(args: argparse.Namespace) -> None:
         options=common.options_from_args(ComparisonOptions, args),
         faithfulness=faithfulness,
         counterfactuals=counterfactuals,
+        engine=common.options_from_args(EngineOptions, args),
     )
     reported = result.reported()
     common.write_out(out, reported)
