@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from lexlens.analysis.systems.engine_loss import (
     kept_terms,
 )
 from lexlens.models.base import InputError
+from tests.helpers import app_page, click_and_wait, page_result
 
 ITEMS = 100_000
 QUERY_CUT_SETTING = 6
@@ -354,3 +356,35 @@ def test_an_engine_without_a_run_beside_its_exact_ranking_is_refused(small_case,
     assert done.returncode == 2 and "give the run with --with-exact" in done.stderr
     done = cli("evaluate", "--index", folder / "ix", "--query-cut", "3")
     assert done.returncode == 2 and "--query-cut applies with --engine" in done.stderr
+
+
+def test_silent_wrong_the_page_gives_the_commands_reasons(small_case, tmp_path, monkeypatch, cli):
+    folder, matrix, vectors = small_case
+    home = tmp_path / "home"
+    monkeypatch.setenv("LEXLENS_HOME", str(home))
+    (home / "collections").mkdir(parents=True)
+    shutil.copytree(folder / "ix", home / "collections" / "ix")
+    runs = {}
+    for q, v in vectors.items():
+        runs[q] = _top(matrix @ np.where(v >= 0.6 * v.max(), v, 0.0))
+    _write_run(tmp_path / "os.trec", runs)
+    queries = (folder / "q.tsv").read_bytes()
+    qrels = (folder / "qrels.txt").read_bytes()
+    expected = _losses(cli, folder, tmp_path / "os.trec", "threshold", "--prune-ratio", "0.6")
+    at = app_page("app_pages/evaluation.py")
+    at.radio(key="eval_systems_mode").set_value("Several systems").run()
+    at.file_uploader(key="sys_runs").set_value(
+        ("os.trec", (tmp_path / "os.trec").read_bytes(), "text/plain")
+    )
+    at.file_uploader(key="sys_queries").set_value(("q.tsv", queries, "text/plain"))
+    at.file_uploader(key="sys_qrels").set_value(("qrels.txt", qrels, "text/plain"))
+    at.run()
+    at.toggle(key="sys_with_exact").set_value(True).run()
+    at.number_input(key="sys_resamples").set_value(500).run()
+    at.selectbox(key="sys_engine").set_value("threshold").run()
+    at.number_input(key="sys_prune_ratio").set_value(0.6).run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    assert not at.exception and not at.error
+    (entry,) = page_result(at).engine
+    assert entry["losses"] == expected and expected["lost"] > 0
+    assert any("lost, and why" in h.value for h in at.subheader)
