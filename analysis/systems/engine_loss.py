@@ -200,18 +200,22 @@ class _Replay:
             )
         return self._cuts[term]
 
-    def all_scores(self, q: np.ndarray, terms: np.ndarray, impacts: bool) -> np.ndarray:
-        """Every item's score for ``q`` on ``terms`` (float64; integer impacts if asked)."""
+    def kth_of(self, q: np.ndarray) -> float:
+        """The k-th score of the exact ranking of ``q`` over the collection (0 when fewer
+        than k items score above 0: all of them rank)."""
+        _, scores = self.scorer.top(q, self.depth)
+        positive = scores[scores > 0]
+        return float(positive[self.depth - 1]) if positive.size >= self.depth else 0.0
+
+    def impact_scores(self, q: np.ndarray) -> np.ndarray:
+        """Every item's integer-impact score ``Σ round(S·q_t)·round(S·w_t)`` (float64)."""
+        terms = np.flatnonzero(q)
         if terms.size == 0:
             return np.zeros(self.scorer.size)
-        columns = self.scorer.term_columns(terms)
-        weights = q[terms].astype(np.float64)
-        if impacts:
-            scale = self.options.scale
-            columns = columns.copy()
-            columns.data = np.rint(columns.data * scale)
-            weights = np.rint(weights * scale)
-        return np.asarray(columns.T @ weights).ravel()
+        columns = self.scorer.term_columns(terms).copy()
+        scale = self.options.scale
+        columns.data = np.rint(columns.data * scale)
+        return np.asarray(columns.T @ np.rint(q[terms].astype(np.float64) * scale)).ravel()
 
     def reason(self, q: np.ndarray, row: int, kth: float, state: dict) -> dict:
         """The reason ``row`` is lost for query ``q`` and its numbers (``state``: what the
@@ -221,10 +225,11 @@ class _Replay:
             state["kept"] = kept_terms(q, self.options)
         kept = state["kept"]
         if kept.size < np.count_nonzero(q):
-            if "kept_scores" not in state:
-                state["kept_scores"] = self.all_scores(q, kept, False)
-                state["kept_kth"] = _kth(state["kept_scores"], self.depth)
-            score = float(state["kept_scores"][row])
+            if "kept_kth" not in state:
+                state["pruned"] = np.zeros_like(q)
+                state["pruned"][kept] = q[kept]
+                state["kept_kth"] = self.kth_of(state["pruned"])
+            score = self.scorer.score_of(row, state["pruned"])
             found |= {"kept_score": score, "kept_kth_score": state["kept_kth"]}
             if score <= 0 or score < state["kept_kth"]:
                 return {"reason": QUERY_CUT, **found}
@@ -240,9 +245,8 @@ class _Replay:
             if pruned and all(p["cut"] is not None and p["weight"] < p["cut"] for p in pruned):
                 return {"reason": POSTINGS, **found}
         if self.options.scale is not None:
-            terms = np.flatnonzero(q)
             if "impacts" not in state:
-                state["impacts"] = self.all_scores(q, terms, True)
+                state["impacts"] = self.impact_scores(q)
                 state["impact_kth"] = _kth(state["impacts"], self.depth)
             score = float(state["impacts"][row])
             found |= {"impact_score": score, "impact_kth_score": state["impact_kth"]}
