@@ -45,6 +45,12 @@ from lexlens.analysis.evaluation.result import MEASURES, Evaluation
 from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.engine import engine_comparison
+from lexlens.analysis.systems.engine_loss import (
+    EngineOptions,
+    check_engine,
+    check_engine_systems,
+    with_engine_losses,
+)
 from lexlens.analysis.systems.fixes import pair_fixes
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -78,6 +84,7 @@ def evaluate_systems(
     faithfulness: FaithfulnessOptions | None = None,
     counterfactuals: CounterfactualOptions | None = None,
     query_vectors: str | Path | None = None,
+    engine: EngineOptions | None = None,
 ) -> Evaluation:
     """The systems ``spec`` describes evaluated on one benchmark, as one
     :class:`~lexlens.analysis.evaluation.result.Evaluation`: one system's as
@@ -89,12 +96,16 @@ def evaluate_systems(
     with_counterfactuals`). Each collection is opened once. Every argument is checked
     before anything is evaluated: the additions' options, and that they have one system
     of Lexlens's own ranking to test. ``query_vectors`` (queries encoded elsewhere) rank
-    one collection instead of encoding its queries."""
+    one collection instead of encoding its queries. With ``engine`` (the engine that made a
+    run and its declared pruning), each item the run lost from the exact ranking gets its
+    reason (:func:`~lexlens.analysis.systems.engine_loss.with_engine_losses`)."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
     additions = _checked_additions(faithfulness, counterfactuals)
     check_spec(spec)
+    engine = engine or EngineOptions()
+    check_engine(engine)
     opened = [index_argument(ix, "index") for ix in spec.indexes]
     systems = systems_of(replace(spec, indexes=opened), evaluation.gate_k)
     if additions and (len(systems) > 1 or systems[0].kind == RUN):
@@ -109,6 +120,8 @@ def evaluate_systems(
         also = f"{len(systems)} systems" if len(systems) > 1 else " and ".join(additions)
         raise InputError(f"--query-vectors rank one collection as given: not with {also}")
     if len(systems) == 1:
+        if engine.engine is not None:
+            raise InputError(f"--engine {engine.engine}: give the run with --with-exact")
         if options != ComparisonOptions():
             changed = [
                 d.flag
@@ -140,6 +153,7 @@ def evaluate_systems(
         progress=progress,
         evaluation=evaluation,
         options=options,
+        engine=engine,
     )
     baseline = next(e for e in evaluated if e.system.name == comparison.baseline)
     return baseline.evaluation.with_section(comparison)
@@ -201,11 +215,13 @@ def compare_systems(
     progress: Progress | None = None,
     evaluation: EvaluationOptions | None = None,
     options: ComparisonOptions | None = None,
+    engine: EngineOptions | None = None,
     **given: Any,
 ) -> SystemsComparison:
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
-    see the module docstring."""
+    see the module docstring (``engine``: the engine that made a run, whose lost items get
+    their reasons)."""
     return _evaluated_and_compared(
         systems,
         {},
@@ -215,6 +231,7 @@ def compare_systems(
         progress=progress,
         evaluation=evaluation,
         options=options,
+        engine=engine,
         **given,
     )[1]
 
@@ -229,12 +246,15 @@ def _evaluated_and_compared(
     progress: Progress | None,
     evaluation: EvaluationOptions | None,
     options: ComparisonOptions | None,
+    engine: EngineOptions | None = None,
     **given: Any,
 ) -> tuple[list[Evaluated], SystemsComparison]:
     """Every system evaluated and their comparison (every argument checked first), each
     collection opened once (one in ``opened``, by the folder a system names, not again)."""
     evaluation, options = _checked_options(evaluation, options)
     options = ComparisonOptions.of(options, **given)
+    engine = engine or EngineOptions()
+    check_engine(engine)
     device_argument(device)
     progress = progress_argument(progress)
     if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
@@ -245,6 +265,7 @@ def _evaluated_and_compared(
     baseline = options.baseline or names[0]
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
+    check_engine_systems(engine, systems)
     opened = dict(opened)
     for path in dict.fromkeys(s.index for s in systems):
         if path not in opened:
@@ -256,7 +277,7 @@ def _evaluated_and_compared(
     comparison = compare_evaluated(
         evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
     )
-    return evaluated, comparison
+    return evaluated, with_engine_losses(comparison, engine, device, opened)
 
 
 def compare_evaluated(

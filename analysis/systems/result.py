@@ -10,6 +10,7 @@ from typing import ClassVar
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.render.notebook import systems_html
+from lexlens.analysis.systems.engine_loss import loss_files
 from lexlens.analysis.systems.report import (
     CHART_HEIGHT,
     CHART_WIDTH,
@@ -140,8 +141,8 @@ class SystemsComparison(Result):
         return systems_html(self.to_dict(), marks(self), charts, size)
 
     def files(self) -> dict[str, bytes]:
-        """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html and
-        comparison.tex."""
+        """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html,
+        comparison.tex and, when an engine's losses have reasons, engine_losses.csv."""
         return {
             "comparison.json": json_bytes(self),
             "comparison.csv": csv_bytes(
@@ -152,6 +153,7 @@ class SystemsComparison(Result):
             ),
             "comparison.html": comparison_html(self).encode("utf-8"),
             "comparison.tex": latex_table(self).encode("utf-8"),
+            **loss_files(self.engine),
         }
 
     def section_files(self) -> dict[str, bytes]:

@@ -12,6 +12,7 @@ from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import evaluate_systems
+from lexlens.analysis.systems.engine_loss import EngineOptions
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec
 from lexlens.app.cli import common
@@ -88,6 +89,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
     common.add_options(parser, ComparisonOptions)
+    common.add_options(parser, EngineOptions)
     parser.add_argument(
         "--faithfulness",
         action="store_true",
@@ -158,6 +160,7 @@ def run(args: argparse.Namespace) -> None:
         faithfulness=faithfulness,
         counterfactuals=counterfactuals,
         query_vectors=args.query_vectors,
+        engine=common.options_from_args(EngineOptions, args),
     )
     reported = result.reported()
     common.write_out(out, reported)

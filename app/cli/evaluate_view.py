@@ -14,6 +14,7 @@ from lexlens.analysis.evaluation.result import (
     worst_first,
 )
 from lexlens.analysis.evaluation.slices import slice_lines
+from lexlens.analysis.systems.engine_loss import loss_lines
 from lexlens.analysis.systems.fixes import fixes_lines
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
@@ -167,5 +168,8 @@ def compared(result: SystemsComparison) -> str:
             blocks.append(
                 title + "\n" + common.format_table(listed, ["", "query_id", "delta", "query"])
             )
+    losses = loss_lines(result.engine)
+    if losses:
+        blocks.append("\n".join(losses))
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)

@@ -23,6 +23,7 @@ from lexlens.analysis.collections.workspace import list_collections
 from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import compare_systems
+from lexlens.analysis.systems.engine_loss import ENGINES, EngineOptions
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of
@@ -55,9 +56,18 @@ KEYS = {
     "resamples": "sys_resamples",
     "explain": "sys_explain",
     "seed": "sys_seed",
+    "engine": "sys_engine",
+    "query_cut": "sys_query_cut",
+    "n_postings": "sys_n_postings",
+    "prune_ratio": "sys_prune_ratio",
+    "scale": "sys_scale",
 }
 COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
 BM25 = ("bm25_k1", "bm25_b", "bm25_method")
+#: The BM25 widgets: its parameters (bm25s's), shown when BM25 is added as a system.
+#: The engine's widgets: which engine made the uploaded run and its declared pruning.
+ENGINE = ("engine", "query_cut", "n_postings", "prune_ratio", "scale")
+NO_ENGINE = "(not named)"
 
 
 def _split(text: str) -> list[str]:
@@ -77,6 +87,37 @@ def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
         with_exact=bool(values["with_exact"]),
         bm25=Bm25Options.of(**{k: values[k] for k in BM25}) if values["bm25"] else None,
     )
+
+
+def _engine(values: dict) -> EngineOptions:
+    """The engine the widgets name (none: no reasons for a run's lost items)."""
+    given = {k: values.get(k) for k in ENGINE}
+    given["engine"] = None if given["engine"] in (None, NO_ENGINE) else given["engine"]
+    return EngineOptions.of(**given)
+
+
+def _engine_widgets(values: dict) -> None:
+    """Which engine made the run, and its pruning: each item it lost gets its reason."""
+    with st.expander("The engine that made a run (why it lost items of the exact top 10)"):
+        cols = st.columns(5)
+        declared = EngineOptions.option("engine")
+        values["engine"] = cols[0].selectbox(
+            declared.label,
+            [NO_ENGINE, *ENGINES],
+            key=state.kept(KEYS["engine"], NO_ENGINE),
+            help=declared.spec.help,
+        )
+        for i, name in enumerate(ENGINE[1:], 1):
+            declared = EngineOptions.option(name)
+            kind = declared.kind
+            values[name] = cols[i].number_input(
+                declared.label,
+                min_value=kind(declared.spec.low),
+                max_value=kind(declared.spec.high),
+                value=None,
+                key=state.kept(KEYS[name], None),
+                help=declared.spec.help,
+            )
 
 
 def _options(values: dict) -> tuple[EvaluationOptions, ComparisonOptions]:
@@ -117,6 +158,7 @@ def _work(paths, runs, benchmark, values, device):
                 progress=progress,
                 evaluation=evaluation,
                 options=options,
+                engine=_engine(values),
             )
 
     return work
@@ -194,6 +236,7 @@ def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
         values["query_mode"] = option_widget(
             EvaluationOptions, "query_mode", KEYS["query_mode"], where=cols[1]
         )
+    _engine_widgets(values)
     paths = [next(c["path"] for c in cards if c["name"] == n) for n in chosen]
     return values, runs, paths
 
@@ -219,6 +262,7 @@ def show_systems(cards: list[dict]) -> None:
     if st.button("Compare", type="primary"):
         try:
             evaluation, _ = _options(values)
+            _engine(values)
             if bool(benchmark["queries"]) != bool(benchmark["qrels"]):
                 raise LexlensError("upload both the queries and the judgements, or neither")
             spec = _spec(paths, [name for name, _ in runs], values)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.comparison import why_of
+from lexlens.analysis.systems.engine_loss import loss_lines, loss_rows
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.why import ItemOnBoth, QueryWhy
@@ -217,6 +218,23 @@ def _fixes(result: SystemsComparison, pair: tuple[str, str]) -> None:
         st.dataframe(pd.DataFrame(found["causes"]), hide_index=True, width="stretch")
 
 
+def _engine_losses(result: SystemsComparison) -> None:
+    """What each named engine lost from the exact top k, and why (its reasons' summary,
+    then every lost item with its numbers)."""
+    for entry in result.engine:
+        losses = entry.get("losses")
+        if not losses:
+            continue
+        st.subheader(f"What {entry['run']} lost, and why")
+        st.caption(loss_lines([entry])[0])
+        st.dataframe(pd.DataFrame(losses["reasons"]), hide_index=True, width="stretch")
+        for note in losses["notes"]:
+            st.caption(f"Note: {note}")
+        rows = loss_rows([entry])
+        if rows:
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
 def show_comparison(result: SystemsComparison) -> None:
     """Everything a comparison shows (see the module docstring)."""
     for note in result.notes:
@@ -269,6 +287,7 @@ def show_comparison(result: SystemsComparison) -> None:
     if why is not None:
         _why(why)
     _fixes(result, tuple(pair))
+    _engine_losses(result)
     shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == tuple(pair))
     st.subheader("Blame shift")
     left, right = st.columns(2)
