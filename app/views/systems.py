@@ -63,8 +63,8 @@ KEYS = {
     "scale": "sys_scale",
 }
 COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
-BM25 = ("bm25_k1", "bm25_b", "bm25_method")
 #: The BM25 widgets: its parameters (bm25s's), shown when BM25 is added as a system.
+BM25 = ("bm25_k1", "bm25_b", "bm25_method")
 #: The engine's widgets: which engine made the uploaded run and its declared pruning.
 ENGINE = ("engine", "query_cut", "n_postings", "prune_ratio", "scale")
 NO_ENGINE = "(not named)"
