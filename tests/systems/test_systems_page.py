@@ -49,7 +49,11 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
     click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
     assert not at.exception and not at.error
     result = page_result(at)
-    assert [s.name for s in result.systems] == ["bench gate_k=768", "bench gate_k=2", "outside"]
+    assert [s.name for s in result.systems] == [
+        "bench query gate k=768",
+        "bench query gate k=2",
+        "outside",
+    ]
     run = cli(
         "evaluate",
         "--index",
@@ -72,7 +76,7 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
         for s in doc["systems"]:
             s.pop("run")
     assert page == command
-    assert any(c.value.startswith("†: differs from bench gate_k=768") for c in at.caption)
+    assert any(c.value.startswith("†: differs from bench query gate k=768") for c in at.caption)
     assert any("**Relevant item**" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 2
     shown = result.fixes[0]  # the pair selected first: its fixed and broken queries, McNemar
@@ -114,7 +118,7 @@ def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
     click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
     assert not at.exception and not at.error
     result = page_result(at)
-    assert [s.name for s in result.systems] == ["plain gate_k=768", "plain gate_k=4"]
+    assert [s.name for s in result.systems] == ["plain query gate k=768", "plain query gate k=4"]
     run = cli(
         "evaluate",
         "--index",
