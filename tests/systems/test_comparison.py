@@ -192,7 +192,7 @@ def test_silent_wrong_files_hold_the_table_deltas_and_marks(compared):
     tex = files["comparison.tex"].decode()
     marked = sum(r["significant"] for r in compared.table if r["system_a"] == compared.baseline)
     assert tex.count(r"$^\dagger$") == marked
-    assert r"ix gate\_k=768" in tex
+    assert r"ix query gate k=768" in tex
     html = files["comparison.html"].decode()
     assert "<script" not in html and "Blame shift" in html
 
