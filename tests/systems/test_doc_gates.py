@@ -24,6 +24,7 @@ from lexlens.analysis.systems.systems import (
     system_collection,
     systems_of,
 )
+from lexlens.app.cli import build_parser
 from lexlens.models.base import InputError
 from tests.systems.test_comparison import QRELS, QUERIES, TEXTS
 
@@ -140,3 +141,16 @@ def test_silent_wrong_the_table_and_csv_carry_efficiency_beside_the_means(swept)
     html = swept.files()["comparison.html"].decode()
     assert "<script" not in html and html.count("<circle") == 2 * len(swept.systems)
     assert 'id="effectiveness-efficiency"' in html
+
+
+def test_silent_wrong_the_command_names_both_gates_and_refuses_in_one_line(cli, indexes):
+    refused = cli("evaluate", "--index", indexes[6], "--doc-gate-k", "6", "--doc-gate-k", "24")
+    assert refused.returncode == 2
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "not at 24" in lines[0], refused.stderr
+    wrong = cli("evaluate", "--index", indexes[6], "--doc-gate-k", "six")
+    assert wrong.returncode == 2 and "--doc-gate-k must be an integer" in wrong.stderr
+    commands = next(a for a in build_parser("evaluate")._actions if a.dest == "command")
+    shown = commands.choices["evaluate"].format_help()
+    assert "the query's gate k" in " ".join(shown.split())
+    assert "--doc-gate-k K" in shown
