@@ -117,6 +117,7 @@ def scatter_chart(
                 "x": f"{x(xv):.1f}",
                 "y": f"{y(b):.1f}",
                 "name": n,
+                "anchor": "end" if x(xv) > (LEFT + width - PAD) / 2 else "start",
                 "title": f"{n}: {x_label} {a!r}, {y_label} {b!r}",
             }
             for (n, a, b), xv in zip(shown, xs, strict=True)
