@@ -27,8 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lexlens.analysis.collections.npy_files import NPY_HEADER
-from lexlens.analysis.collections.stored import StoredCollection, is_stored
+from lexlens.analysis.collections.stored import StoredCollection, index_bytes, is_stored
 from lexlens.analysis.deviation.flops import activation_counts, flops_between
 from lexlens.analysis.evaluation.result import Evaluation
 from lexlens.analysis.retrieval.scorer import scorer_for
@@ -36,9 +35,6 @@ from lexlens.analysis.systems.systems import RUN
 
 #: Queries whose top n is timed for a system's latency (the first ones, in order).
 LATENCY_QUERIES = 200
-#: The stored vectors' files (CSR) and a large index's postings.
-VECTOR_FILES = ("indptr.npy", "indices.npy", "data.npy", "norms.npy")
-POSTING_FILES = ("postings_indptr.npy", "postings_items.npy", "postings_weights.npy")
 #: The efficiency columns of the systems table, in order.
 EFFICIENCY_COLUMNS = ("flops", "postings_per_query", "latency_ms", "index_bytes")
 
@@ -50,22 +46,6 @@ def document_frequencies(collection: StoredCollection) -> np.ndarray:
     if is_stored(collection):  # a stored row holds no zero weight (the gate drops them)
         return np.bincount(collection.indices, minlength=collection.vocab_size).astype(np.int64)
     return activation_counts(collection.matrix(), collection.vocab_size)
-
-
-def index_bytes(collection: StoredCollection) -> int | None:
-    """A stored index's bytes on disk, or a re-gated view's at its gate (see the module
-    docstring); ``None`` for a collection held in memory."""
-    if not is_stored(collection):
-        return None
-    files = dict(collection.manifest.files)
-    total = sum(int(v) for v in files.values())
-    manifest = collection.path / "manifest.json"
-    total += manifest.stat().st_size if manifest.is_file() else 0
-    if "regated_from" not in collection.manifest.extra:
-        return total
-    total -= sum(int(files.get(name, 0)) for name in (*VECTOR_FILES, *POSTING_FILES))
-    held = (collection.indptr, collection.indices, collection.data, collection.norms)
-    return total + sum(NPY_HEADER + int(np.asarray(a).nbytes) for a in held)
 
 
 def system_efficiency(evaluation: Evaluation, top: int) -> dict:
