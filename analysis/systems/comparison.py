@@ -62,6 +62,7 @@ from lexlens.analysis.systems.systems import (
     collection_key,
     evaluate_each,
     read_benchmark,
+    system_collection,
     systems_of,
 )
 from lexlens.analysis.systems.table import (
@@ -124,7 +125,7 @@ def evaluate_systems(
         progress = progress_argument(progress)
         steps = 1 + len(additions)
         result = evaluate_benchmark(
-            opened[0],
+            system_collection(one, {one.index: opened[0]}),
             queries=queries,
             qrels=qrels,
             run=spec.runs[0] if spec.runs else None,

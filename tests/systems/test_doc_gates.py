@@ -154,3 +154,12 @@ def test_silent_wrong_the_command_names_both_gates_and_refuses_in_one_line(cli, 
     shown = commands.choices["evaluate"].format_help()
     assert "the query's gate k" in " ".join(shown.split())
     assert "--doc-gate-k K" in shown
+
+
+def test_silent_wrong_one_document_gate_evaluates_the_regated_collection(indexes):
+    one = evaluate_systems(
+        SystemsSpec([indexes[STORED]], doc_gate_ks=[6]), queries=QUERIES, qrels=QRELS
+    )
+    reindexed = evaluate(open_index(indexes[6]), QUERIES, QRELS)
+    assert one.run == reindexed.run
+    assert one.metrics == reindexed.metrics
