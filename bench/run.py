@@ -55,6 +55,7 @@ BENCHES = [
     "bench.systems",
     "bench.deviation_store",
     "bench.compare_store",
+    "bench.doc_gates",
     "bench.counterfactual",
     "bench.counterfactual_space",
     "bench.faithfulness",

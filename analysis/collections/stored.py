@@ -17,7 +17,8 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 import numpy as np
 
 from lexlens.analysis.collections.manifest import Manifest
-from lexlens.analysis.collections.store import IndexBatch
+from lexlens.analysis.collections.npy_files import NPY_HEADER
+from lexlens.analysis.collections.store import MANIFEST, IndexBatch
 from lexlens.analysis.core.collection import Collection
 from lexlens.models.base import InputError
 
@@ -93,3 +94,26 @@ def reencoding_notes(collection: Collection) -> list[str]:
     collection Lexlens encoded)."""
     note = collection.manifest.reencoding_note() if is_stored(collection) else None
     return [note] if note else []
+
+
+#: The stored vectors' files (CSR and norms) and a large index's postings.
+VECTOR_FILES = ("indptr.npy", "indices.npy", "data.npy", "norms.npy")
+POSTING_FILES = ("postings_indptr.npy", "postings_items.npy", "postings_weights.npy")
+
+
+def index_bytes(collection: Collection) -> int | None:
+    """A stored index's bytes on disk (every file, the manifest included); a view re-gated
+    in memory (``with_vectors``), the bytes its folder would hold at that gate: the stored
+    files with the vectors' arrays replaced by the view's and no postings (as an index built
+    at that gate below the postings' threshold); ``None`` for a collection held in memory."""
+    if not is_stored(collection):
+        return None
+    files = dict(collection.manifest.files)
+    total = sum(int(v) for v in files.values())
+    manifest = collection.path / MANIFEST
+    total += manifest.stat().st_size if manifest.is_file() else 0
+    if "regated_from" not in collection.manifest.extra:
+        return total
+    total -= sum(int(files.get(name, 0)) for name in (*VECTOR_FILES, *POSTING_FILES))
+    held = (collection.indptr, collection.indices, collection.data, collection.norms)
+    return total + sum(NPY_HEADER + int(np.asarray(a).nbytes) for a in held)

@@ -86,6 +86,15 @@ def own_token_rows(
     return pointers, ids[keep]
 
 
+def _descending_keys(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """One uint64 key per stored weight that sorts by row, then by weight from the largest:
+    the row in the high 32 bits, the float32 weight's bits made order-preserving (sign bit
+    flipped for a positive weight, every bit for a negative one) and inverted in the low."""
+    bits = np.ascontiguousarray(weights, dtype=np.float32).view(np.uint32)
+    ordered = np.where(bits >> 31, ~bits, bits | np.uint32(0x80000000))
+    return (rows.astype(np.uint64) << np.uint64(32)) | (~ordered).astype(np.uint64)
+
+
 def regate_block(
     block: sp.csr_matrix, k: int, own: tuple[np.ndarray, np.ndarray] | None = None
 ) -> sp.csr_matrix:
@@ -93,16 +102,20 @@ def regate_block(
     tokens' (``own``: row pointers, vocabulary ids); ``k = -1`` keeps every weight."""
     if k < 0:
         return block
+    block = block.copy() if not block.has_sorted_indices else block
+    block.sort_indices()  # ids ascending in each row: a stable sort keeps ties by lower id
     n, width = block.shape
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(block.indptr))
-    cols = block.indices.astype(np.int64)
-    order = np.lexsort((cols, -block.data.astype(np.float64), rows))  # row, weight ↓, id ↑
+    order = np.argsort(_descending_keys(rows, block.data), kind="stable")
     rank = np.empty(rows.size, dtype=np.int64)
     rank[order] = np.arange(rows.size) - block.indptr[rows[order]]
     keep = rank < k
-    if own is not None and own[1].size:
+    if own is not None and own[1].size and block.nnz:
+        stored = rows * width + block.indices.astype(np.int64)  # ascending: sorted ids
         own_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(own[0]))
-        keep |= np.isin(rows * width + cols, own_rows * width + own[1])
+        wanted = own_rows * width + own[1].astype(np.int64)
+        at = np.minimum(np.searchsorted(stored, wanted), stored.size - 1)
+        keep[at[stored[at] == wanted]] = True
     counts = np.bincount(rows[keep], minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])

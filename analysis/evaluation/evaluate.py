@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
@@ -336,7 +337,21 @@ def evaluate(
         slices=query_slices(found.tested, from_run=run is not None),
         options=options,
         collection=ix,
+        query_vectors=_sparse_rows(vectors, ix.vocab_size),
     )
+
+
+def _sparse_rows(vectors: list[np.ndarray], width: int) -> sp.csr_matrix:
+    """Dense query vectors as one CSR matrix ``[queries × width]`` (float32), row by row."""
+    columns = [np.flatnonzero(v) for v in vectors]
+    indptr = np.zeros(len(vectors) + 1, np.int64)
+    np.cumsum([c.size for c in columns], out=indptr[1:])
+    empty = np.zeros(0, np.int64)
+    indices = np.concatenate([empty, *columns]).astype(np.int32)
+    data = np.concatenate(
+        [np.zeros(0, np.float32), *(v[c] for v, c in zip(vectors, columns, strict=True))]
+    )
+    return sp.csr_matrix((data.astype(np.float32), indices, indptr), shape=(len(vectors), width))
 
 
 def _source(value: object, name: str) -> None:

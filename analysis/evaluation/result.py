@@ -112,6 +112,9 @@ class Evaluation(EvaluationResult):
     sections: tuple[Section, ...] = internal(default=())
     #: the collection evaluated, opened (``None`` once rebuilt from a stored state)
     collection: StoredCollection | None = internal(default=None, compare=False, repr=False)
+    #: the query vectors ranked, one CSR row per judged query in order (``None`` once
+    #: rebuilt from a stored state): what a comparison's efficiency reads
+    query_vectors: Any = internal(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.options is None:
@@ -125,7 +128,7 @@ class Evaluation(EvaluationResult):
         """Every field given at construction but the opened collection and the options
         (rebuilt from ``settings``), as self-describing JSON data."""
         kept = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
-        del kept["collection"], kept["options"]
+        del kept["collection"], kept["options"], kept["query_vectors"]
         return {name: state_of(value) for name, value in kept.items()}
 
     def section(self, key: str) -> Section | None:

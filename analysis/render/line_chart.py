@@ -1,11 +1,13 @@
-"""A small line chart of curves over k = 0…K as coordinates a report template draws as inline
-SVG (``_line_chart.html``): no script and no request, so a report stays self-contained.
+"""A small line chart of curves over k = 0…K, and a scatter of named points, as coordinates a
+report template draws as inline SVG (``_line_chart.html``, ``_scatter_chart.html``): no
+script and no request, so a report stays self-contained.
 
 Drawing only: the curves' values come from the analysis that measured them; the y axis spans
 exactly their range (ticks at its ends), each point keeps its exact value for a tooltip."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -72,4 +74,68 @@ def line_chart(
             {"y": f"{y(low):.1f}", "label": num(low)},
         ],
         "x_ticks": [{"x": f"{x(i):.1f}", "label": str(i)} for i in range(k + 1)],
+    }
+
+
+def scatter_chart(
+    points: Sequence[tuple[str, float, float]],
+    *,
+    x_label: str,
+    y_label: str,
+    log_x: bool = False,
+    width: int = 420,
+    height: int = 260,
+) -> dict[str, Any]:
+    """The coordinates of named points ``(name, x, y)`` in a ``width`` × ``height`` box, each
+    labelled with its name and its exact values as a tooltip, the axes spanning the points'
+    range (``log_x``: x on a log scale, positive x only); no points: ``{"points": []}``."""
+    shown = [(n, float(a), float(b)) for n, a, b in points if not log_x or float(a) > 0]
+    if not shown:
+        return {"points": []}
+
+    def spread(values: list[float]) -> tuple[float, float]:
+        low, high = min(values), max(values)
+        if high == low:  # one value: a visible band around it
+            return low - 0.5 * (abs(low) or 1.0), high + 0.5 * (abs(high) or 1.0)
+        return low, high
+
+    xs = [math.log10(a) if log_x else a for _, a, _ in shown]
+    (x_low, x_high), (y_low, y_high) = spread(xs), spread([b for _, _, b in shown])
+
+    def x(v: float) -> float:
+        return LEFT + (width - LEFT - PAD) * (v - x_low) / (x_high - x_low)
+
+    def y(v: float) -> float:
+        return height - PAD - (height - 2 * PAD) * (v - y_low) / (y_high - y_low)
+
+    def x_tick(v: float) -> str:
+        return num(10**v if log_x else v)
+
+    return {
+        "points": [
+            {
+                "x": f"{x(xv):.1f}",
+                "y": f"{y(b):.1f}",
+                "name": n,
+                "anchor": "end" if x(xv) > (LEFT + width - PAD) / 2 else "start",
+                "title": f"{n}: {x_label} {a!r}, {y_label} {b!r}",
+            }
+            for (n, a, b), xv in zip(shown, xs, strict=True)
+        ],
+        "width": width,
+        "height": height,
+        "left": LEFT,
+        "right": width - PAD,
+        "top": PAD,
+        "bottom": height - PAD,
+        "x_label": x_label + (" (log scale)" if log_x else ""),
+        "y_label": y_label,
+        "ticks": [
+            {"y": f"{y(y_high):.1f}", "label": num(y_high)},
+            {"y": f"{y(y_low):.1f}", "label": num(y_low)},
+        ],
+        "x_ticks": [
+            {"x": f"{x(x_low):.1f}", "label": x_tick(x_low)},
+            {"x": f"{x(x_high):.1f}", "label": x_tick(x_high)},
+        ],
     }

@@ -16,6 +16,8 @@ baseline's with the comparison (:func:`compare_systems`) added as its section:
 - failures across systems: per pair, the queries B fixes and breaks (success: the first
   relevant item first), McNemar's exact test on them, the causes of the fixed and of the new
   failures, and which causes B reduced (:mod:`lexlens.analysis.systems.fixes`);
+- what each system costs beside what it finds: FLOPs, mean postings touched per query, the
+  exact scorer's mean latency, the index's bytes (:mod:`lexlens.analysis.systems.efficiency`);
 - where: every query's values, the largest wins and losses of each pair on the first
   measure (nDCG@10);
 - why: each of those explained (:mod:`lexlens.analysis.systems.why`), and the blame shift
@@ -44,6 +46,7 @@ from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.evaluation.result import MEASURES, Evaluation
 from lexlens.analysis.faithfulness.benchmark import with_faithfulness
 from lexlens.analysis.faithfulness.options import FaithfulnessOptions
+from lexlens.analysis.systems.efficiency import efficiency_of
 from lexlens.analysis.systems.engine import engine_comparison
 from lexlens.analysis.systems.engine_loss import (
     EngineOptions,
@@ -63,11 +66,19 @@ from lexlens.analysis.systems.systems import (
     System,
     SystemsSpec,
     check_spec,
+    collection_key,
     evaluate_each,
     read_benchmark,
+    system_collection,
     systems_of,
 )
-from lexlens.analysis.systems.table import extremes, georisk_table, pairs_of, significance_rows
+from lexlens.analysis.systems.table import (
+    extremes,
+    georisk_table,
+    pairs_of,
+    significance_rows,
+    with_efficiency,
+)
 from lexlens.analysis.systems.why import Explaining, QueryWhy, blame_shift, explain_query
 from lexlens.models.base import InputError
 
@@ -133,7 +144,7 @@ def evaluate_systems(
         progress = progress_argument(progress)
         steps = 1 + len(additions)
         result = evaluate_benchmark(
-            opened[0],
+            system_collection(one, {one.index: opened[0]}),
             queries=queries,
             qrels=qrels,
             run=spec.runs[0] if spec.runs else None,
@@ -295,7 +306,7 @@ def compare_evaluated(
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
     result = _compared(evaluated, baseline, benchmark, evaluation, options)
-    opened = {e.system.index: e.evaluation.collection for e in evaluated}
+    opened = {collection_key(e.system): e.evaluation.collection for e in evaluated}
     return replace(result, why=_explained(result, device, progress, opened))
 
 
@@ -389,7 +400,8 @@ def _compared(
         sa, sb = by_name[a].system, by_name[b].system
         if {sa.kind, sb.kind} == {LEXLENS, RUN} and sa.index == sb.index:
             exact, run = (sa, sb) if sa.kind == LEXLENS else (sb, sa)
-            if exact.gate_k == run.gate_k and exact.query_encoder == run.query_encoder:
+            same = exact.gate_k == run.gate_k and exact.query_encoder == run.query_encoder
+            if same and exact.doc_gate_k is None:
                 found = engine_comparison(
                     by_name[exact.name].evaluation.run, by_name[run.name].evaluation.run, order
                 )
@@ -405,6 +417,9 @@ def _compared(
         )
         for a, b in pairs
     ]
+    efficiency = efficiency_of(
+        [(e.system.name, e.system.kind, e.evaluation) for e in evaluated], evaluation.top
+    )
     return SystemsComparison(
         systems=systems,
         baseline=baseline,
@@ -419,7 +434,9 @@ def _compared(
             n: {m: float(values[n][m].mean()) if len(order) else 0.0 for m in MEASURES}
             for n in names
         },
-        table=_with_fixes(significance_rows(values, pairs, MEASURES, options), fixes),
+        table=with_efficiency(
+            _with_fixes(significance_rows(values, pairs, MEASURES, options), fixes), efficiency
+        ),
         georisk=georisk_table(values, names, MEASURES),
         per_query=[
             {
@@ -438,6 +455,7 @@ def _compared(
         },
         notes=_notes(evaluated, benchmark.notes) + _unshifted_note(unshifted),
         fixes=fixes,
+        efficiency=efficiency,
         runs={e.system.name: e.evaluation.run for e in evaluated},
         judged=qrels_of,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lexlens.analysis.render.html import render_report
+from lexlens.analysis.render.line_chart import scatter_chart
 
 #: A :class:`~lexlens.analysis.systems.result.SystemsComparison` (which imports this module).
 SystemsComparison = Any
@@ -116,8 +117,67 @@ def delta_bars(result: SystemsComparison, pair: tuple[str, str], measure: str) -
     return bars
 
 
+def efficiency_figure(result: SystemsComparison) -> Any | None:
+    """The page's effectiveness–efficiency chart: nDCG@10 (the first measure) against FLOPs
+    and against the exact scorer's mean latency, one point per system whose costs are
+    measured (plotly, two panels); ``None`` when no system's are (runs only)."""
+    import plotly.graph_objects as go  # heavy: plotly loads on first use
+    from plotly.subplots import make_subplots  # heavy: with plotly
+
+    primary = result.measures[0]
+    points = [
+        (s.name, result.means[s.name][primary], result.efficiency.get(s.name) or {})
+        for s in result.systems
+    ]
+    points = [(n, m, e) for n, m, e in points if e.get("flops") is not None]
+    if not points:
+        return None
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        subplot_titles=("against FLOPs", "against latency"),
+    )
+    for column, key in ((1, "flops"), (2, "latency_ms")):
+        figure.add_trace(
+            go.Scatter(
+                x=[e[key] for _, _, e in points],
+                y=[m for _, m, _ in points],
+                text=[n for n, _, _ in points],
+                mode="markers+text",
+                textposition="top center",
+                marker={"size": 10, "color": "#2166ac"},
+                showlegend=False,
+                hovertemplate="%{text}<br>%{x:.4g}, " + primary + " %{y:.4f}<extra></extra>",
+            ),
+            row=1,
+            col=column,
+        )
+    figure.update_xaxes(title_text="FLOPs (Σₜ p_q(t)·p_d(t))", type="log", row=1, col=1)
+    figure.update_xaxes(title_text="mean latency per query (ms)", row=1, col=2)
+    figure.update_yaxes(title_text=primary, row=1, col=1)
+    figure.update_layout(height=360, margin={"l": 50, "r": 20, "t": 40, "b": 50})
+    return figure
+
+
+def efficiency_charts(result: SystemsComparison) -> list[dict]:
+    """The report's effectiveness–efficiency charts: the first measure against FLOPs (log
+    scale) and against latency, as inline-SVG coordinates (no script: the report stays
+    self-contained); empty when no system's costs are measured."""
+    primary = result.measures[0]
+    costs = [(s.name, result.efficiency.get(s.name) or {}) for s in result.systems]
+    charts = []
+    for key, label, log_x in (("flops", "FLOPs", True), ("latency_ms", "latency (ms)", False)):
+        points = [(name, e[key], result.means[name][primary]) for name, e in costs if e.get(key)]
+        chart = scatter_chart(points, x_label=label, y_label=primary, log_x=log_x)
+        if chart["points"]:
+            charts.append({"label": f"{primary} against {label}", "chart": chart})
+    return charts
+
+
 def comparison_html(result: SystemsComparison) -> str:
-    """The HTML report: systems and means († marked), the significance table, GeoRisk, per
+    """The HTML report: systems and means († marked) with their costs, the
+    effectiveness–efficiency chart, the significance table, GeoRisk, per
     pair the sorted per-query differences, the largest wins and losses, why, blame shift."""
 
     doc = result.to_dict()
@@ -140,4 +200,5 @@ def comparison_html(result: SystemsComparison) -> str:
         primary=primary,
         width=CHART_WIDTH,
         height=CHART_HEIGHT,
+        efficiency_charts=efficiency_charts(result),
     )

@@ -10,6 +10,7 @@ from typing import ClassVar
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.render.notebook import systems_html
+from lexlens.analysis.systems.efficiency import EFFICIENCY_COLUMNS
 from lexlens.analysis.systems.engine_loss import loss_files
 from lexlens.analysis.systems.report import (
     CHART_HEIGHT,
@@ -50,6 +51,7 @@ TABLE_COLUMNS = (
     "fixed",
     "broken",
     "p_mcnemar",
+    *(f"{c}_{side}" for c in EFFICIENCY_COLUMNS for side in ("a", "b")),
 )
 #: per_query_deltas.csv's columns (one row per pair × query × measure).
 DELTA_COLUMNS = ("system_a", "system_b", "query_id", "query", "measure", "a", "b", "delta")
@@ -64,7 +66,8 @@ class SystemsComparison(Result):
     explained; ``blame_shift`` the words behind one system's failures and not the other's;
     ``engine`` how an outside run of a collection differs from its exact ranking;
     ``missing`` the judged queries each run does not list; ``fixes`` per pair the queries B
-    fixes and breaks, McNemar's exact p and the causes behind both. A section of the baseline's
+    fixes and breaks, McNemar's exact p and the causes behind both; ``efficiency`` what each
+    system costs (FLOPs, postings, latency, bytes). A section of the baseline's
     evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
     ``comparison``: what ``lexlens evaluate`` reports for several systems."""
 
@@ -88,6 +91,9 @@ class SystemsComparison(Result):
     #: per compared pair: the queries B fixes and breaks, McNemar's exact p, their causes
     #: (:mod:`lexlens.analysis.systems.fixes`)
     fixes: list[dict] = field(default_factory=list)
+    #: per system: FLOPs, mean postings touched per query, the exact scorer's mean latency
+    #: (ms) and the index's bytes (:mod:`lexlens.analysis.systems.efficiency`; ``None``: a run)
+    efficiency: dict = field(default_factory=dict)
     #: {system: {query: [(item, score), …]}} as evaluated, and the relevant judgements
     #: ({query: {item: relevance}}): what explaining another query needs; not in the JSON
     runs: dict = internal(default_factory=dict)

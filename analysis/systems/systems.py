@@ -4,7 +4,11 @@ A *system* is one ranking of every query of a benchmark:
 
 - a stored collection searched exactly by Lexlens (its own query encoder, or one given, at
   a query gate ``gate_k``): several collections of the same benchmark (two encoders), or one
-  collection with two gates or two query encoders;
+  collection with two query gates, two document gates or two query encoders. A document
+  gate ``doc_gate_k`` re-gates the stored document vectors exactly, without encoding them
+  again (:func:`~lexlens.analysis.compare.regate.regated_index`: each item keeps the top-k
+  of its stored weights plus its own tokens, as indexing at that gate keeps them; a k
+  larger than the stored gate is refused);
 - a run from another engine (TREC format, a mapping, or a results frame such as a
   PyTerrier pipeline returns), read against a collection: the
   collection gives the queries, the judgements and the item texts; the run is explained by
@@ -19,7 +23,7 @@ per run over the first collection, and the collection's own ranking joins them w
 collection, gate or query encoder varies or ``with_exact`` asks for it; BM25, when asked,
 follows the collections, before the runs. A run is named by
 ``names`` in order (default: its file's stem); a Lexlens system by its collection, plus the
-gate or query encoder that varies.
+query gate ("query gate k=16"), document gate ("doc gate k=64") or query encoder that varies.
 
 Every system is evaluated with :func:`~lexlens.analysis.evaluation.evaluate.evaluate` on the
 same queries and judgements (given, or the first collection's own): the same judged queries
@@ -37,6 +41,7 @@ from typing import Any
 
 from lexlens.analysis.collections.arguments import index_argument
 from lexlens.analysis.collections.stored import StoredCollection
+from lexlens.analysis.compare.regate import check_regate, regated_index
 from lexlens.analysis.core.gating import GATE_K
 from lexlens.analysis.core.metrics import checked_qrels, is_results_frame, ranked_run
 from lexlens.analysis.core.results import Progress, Record, progress_part
@@ -58,8 +63,9 @@ BM25 = "bm25"
 @dataclass(frozen=True)
 class System(Record):
     """One system: its name, kind, the collection it is evaluated against, its query gate and
-    encoder (a Lexlens system), or its run (a file's path; a mapping given through the API
-    stays out of the JSON document)."""
+    encoder and its document gate (a Lexlens system; ``None``: the stored vectors as built),
+    or its run (a file's path; a mapping given through the API stays out of the JSON
+    document)."""
 
     name: str
     kind: str
@@ -71,6 +77,7 @@ class System(Record):
     run_mapping: Mapping | None = field(default=None, repr=False, compare=False)
     #: a BM25 system's parameters and tokenizer (:meth:`Bm25Options.parameters`)
     bm25: dict | None = None
+    doc_gate_k: int | None = None
 
     def to_dict(self) -> dict:
         """The JSON document: every field but the run mapping (and ``bm25`` but for BM25)."""
@@ -93,6 +100,7 @@ class SystemsSpec(Record):
     query_encoders: Sequence[str] = ()
     with_exact: bool = False
     bm25: Bm25Options | None = None
+    doc_gate_ks: Sequence[int] = ()
 
 
 def _label(ix: StoredCollection) -> str:
@@ -128,6 +136,12 @@ def check_spec(spec: Any) -> None:
                 raise InputError(f"{field_name}[{i}] must be a non-empty text, not {value!r}")
     for value in _sequence(spec.gate_ks, "gate_ks"):
         GATE_K.check(value)
+    for value in _sequence(spec.doc_gate_ks, "doc_gate_ks"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+            raise InputError(
+                f"doc gate k must be -1 (every stored weight), 0 (the items' own tokens only) "
+                f"or a positive count, not {value!r}"
+            )
     if not isinstance(spec.with_exact, bool):
         raise InputError(f"with_exact must be True or False, not {spec.with_exact!r}")
     if spec.bm25 is not None and not isinstance(spec.bm25, Bm25Options):
@@ -149,6 +163,7 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
         for n, v in (
             ("--index", indexes),
             ("--gate-k", spec.gate_ks),
+            ("--doc-gate-k", spec.doc_gate_ks),
             ("--query-encoder", spec.query_encoders),
         )
         if len(v) > 1
@@ -161,17 +176,34 @@ def systems_of(spec: SystemsSpec, default_gate: int) -> list[System]:
         raise InputError(f"--name is given {len(spec.names)} times for {len(spec.runs)} runs")
     gates = list(spec.gate_ks) or [default_gate]
     encoders = list(spec.query_encoders) or [None]
+    doc_gates: list[int | None] = list(spec.doc_gate_ks) or [None]
+    for ix in indexes:
+        for doc_gate in doc_gates:
+            if doc_gate is not None:
+                check_regate(ix, doc_gate)
     systems: list[System] = []
     if not spec.runs or varying or spec.with_exact:
         for ix in indexes:
             for gate_k in gates:
                 for encoder in encoders:
-                    name = _label(ix)
-                    if len(gates) > 1:
-                        name += f" gate_k={gate_k}"
-                    if len(encoders) > 1:
-                        name += f" {encoder}"
-                    systems.append(System(name, LEXLENS, str(ix.path), gate_k, encoder))
+                    for doc_gate in doc_gates:
+                        name = _label(ix)
+                        if len(gates) > 1:
+                            name += f" query gate k={gate_k}"
+                        if len(doc_gates) > 1 or doc_gate is not None:
+                            name += f" doc gate k={doc_gate}"
+                        if len(encoders) > 1:
+                            name += f" {encoder}"
+                        systems.append(
+                            System(
+                                name,
+                                LEXLENS,
+                                str(ix.path),
+                                gate_k,
+                                encoder,
+                                doc_gate_k=doc_gate,
+                            )
+                        )
     if spec.bm25 is not None:
         check_texts(indexes[0])
         bm25s_module()
@@ -264,6 +296,31 @@ def read_system_run(system: System) -> tuple[dict[str, list[tuple[str, float]]],
     return run, notes
 
 
+def collection_key(system: System) -> str:
+    """What names the collection a system ranks: its folder, with its document gate when it
+    re-gates the stored vectors (two document gates of one folder are two collections)."""
+    if system.doc_gate_k is None:
+        return system.index
+    return f"{system.index}#doc_gate_k={system.doc_gate_k}"
+
+
+def system_collection(
+    system: System, opened: dict[str, StoredCollection], progress: Progress | None = None
+) -> StoredCollection:
+    """The collection ``system`` ranks: its folder opened once, re-gated at its document
+    gate from the stored vectors (no encoder), each kept in ``opened`` by
+    :func:`collection_key`."""
+    key = collection_key(system)
+    if key not in opened:
+        base = opened.get(system.index) or index_argument(system.index, "index")
+        opened[system.index] = base
+        if system.doc_gate_k is not None and system.doc_gate_k != base.gate_k:
+            opened[key] = regated_index(base, system.doc_gate_k, None, progress)
+        else:
+            opened[key] = base
+    return opened[key]
+
+
 @dataclass(frozen=True)
 class Evaluated:
     """One system evaluated: its evaluation, and the judged queries its run does not list."""
@@ -281,8 +338,9 @@ def evaluate_each(
     progress: Progress | None,
     opened: Mapping[str, StoredCollection] | None = None,
 ) -> list[Evaluated]:
-    """Every system evaluated on ``benchmark`` (each with its own gate and query encoder);
-    a collection in ``opened`` (by the folder a system names) is not opened again."""
+    """Every system evaluated on ``benchmark`` (each with its own gates and query encoder);
+    a collection in ``opened`` (by :func:`collection_key`) is not opened again."""
+    opened = dict(opened or {})
     out: list[Evaluated] = []
     for i, system in enumerate(systems):
         part = progress_part(progress, i / len(systems), (i + 1) / len(systems), f"{system.name}: ")
@@ -296,7 +354,7 @@ def evaluate_each(
             judged = {q: t for q, t in benchmark.queries.items() if q in benchmark.qrels}
             run, notes = bm25_run(ix, judged, options, evaluation.top)
         result = evaluate(
-            (opened or {}).get(system.index, system.index),
+            system_collection(system, opened),
             benchmark.queries,
             benchmark.qrels,
             run=run,

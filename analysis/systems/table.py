@@ -1,4 +1,5 @@
-"""The significance table of a comparison: per pair of systems and measure, the means, the
+"""The significance table of a comparison: per pair of systems and measure, the means (with
+both systems' FLOPs, postings per query, latency and index bytes beside them), the
 difference with its bootstrap interval, the three paired tests (their p-values corrected
 over every comparison × measure), the effect size, wins/ties/losses, URisk and TRisk; per
 measure, GeoRisk of every system when there are three or more.
@@ -16,6 +17,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from lexlens.analysis.systems.efficiency import EFFICIENCY_COLUMNS
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.risk import ALPHAS, georisk, trisk, urisk
 from lexlens.analysis.systems.statistics import corrected, paired_table
@@ -83,6 +85,19 @@ def georisk_table(
             n: {f"alpha_{alpha}": per_alpha[alpha][j] for alpha in ALPHAS}
             for j, n in enumerate(names)
         }
+    return out
+
+
+def with_efficiency(rows: Sequence[Mapping], efficiency: Mapping[str, Mapping]) -> list[dict]:
+    """The significance rows with both systems' efficiency beside their means (``flops_a``,
+    ``flops_b``, …: :mod:`lexlens.analysis.systems.efficiency`)."""
+    out = []
+    for row in rows:
+        extra = {}
+        for column in EFFICIENCY_COLUMNS:
+            extra[f"{column}_a"] = efficiency.get(row["system_a"], {}).get(column)
+            extra[f"{column}_b"] = efficiency.get(row["system_b"], {}).get(column)
+        out.append({**row, **extra})
     return out
 
 

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lexlens.analysis.collections.store import open_index
 from lexlens.analysis.collections.stored import StoredCollection
 from lexlens.analysis.core.metrics import is_relevant
 from lexlens.analysis.core.results import Record
@@ -48,7 +47,13 @@ from lexlens.analysis.evaluation.explain import contribution_rows, gap_words, qu
 from lexlens.analysis.retrieval.queries import QuerySpec, query_encoder_for
 from lexlens.analysis.retrieval.scorer import Scorer, scorer_for
 from lexlens.analysis.systems.bm25 import Bm25Options, Bm25Query, bm25_index
-from lexlens.analysis.systems.systems import BM25, LEXLENS, System
+from lexlens.analysis.systems.systems import (
+    BM25,
+    LEXLENS,
+    System,
+    collection_key,
+    system_collection,
+)
 
 #: Words listed as changed most, items listed as moved, blame-shift words kept.
 CHANGED_WORDS = 10
@@ -174,9 +179,12 @@ class Explaining:
         self._indexes: dict[str, tuple[StoredCollection, Scorer, list[str], dict]] = {}
         self._encoders: dict[tuple[str, str | None], object] = {}
 
-    def collection(self, path: str) -> tuple[StoredCollection, Scorer, list[str], dict]:
+    def collection(self, system: System) -> tuple[StoredCollection, Scorer, list[str], dict]:
+        """The collection ``system`` ranks (re-gated at its document gate), its scorer, ids
+        and rows, opened once."""
+        path = collection_key(system)
         if path not in self._indexes:
-            ix = self._opened[path] if path in self._opened else open_index(path)
+            ix = system_collection(system, self._opened)
             ids = [str(i) for i in ix.column("id")]
             self._indexes[path] = (ix, scorer_for(ix), ids, {d: r for r, d in enumerate(ids)})
         return self._indexes[path]
@@ -184,7 +192,7 @@ class Explaining:
     def vectors(self, system: System, texts: list[str]) -> list[np.ndarray]:
         """The query vectors of ``texts`` as ``system`` encodes them (a run: the collection's
         own query encoder, at the run's gate)."""
-        ix = self.collection(system.index)[0]
+        ix = self.collection(system)[0]
         key = (system.index, system.query_encoder)
         if key not in self._encoders:
             self._encoders[key] = query_encoder_for(ix, system.query_encoder, self.device)
@@ -193,7 +201,7 @@ class Explaining:
 
     def side(self, system: System, vector: np.ndarray, ranking: list, text: str = "") -> Side:
         """``system`` on one query (``text``: the query, which a BM25 system scores)."""
-        ix, scorer, ids, row_of = self.collection(system.index)
+        ix, scorer, ids, row_of = self.collection(system)
         own = None
         if system.kind == BM25:
             own = Bm25Query(bm25_index(ix, Bm25Options.from_parameters(system.bm25)), text)

@@ -1,6 +1,7 @@
 """``lexlens evaluate``: a stored collection on its queries and judgements — metrics, why
 each query fails, which words are to blame; with several systems (``--index`` repeated,
-``--gate-k`` or ``--query-encoder`` twice, ``--run`` files, ``--bm25``), is B better than A, on which
+``--gate-k`` (the query's gate), ``--doc-gate-k`` (the documents', re-gated from the stored
+vectors) or ``--query-encoder`` twice, ``--run`` files, ``--bm25``), is B better than A, on which
 queries, and why (:func:`~lexlens.analysis.systems.comparison.evaluate_systems`)."""
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ COMMAND = common.Command(
     "and report nDCG@10, RR@10, R@1/5/10/100 and AP@100 (ir-measures), each failing "
     "query's top non-relevant and best relevant item with their q ⊙ d decompositions and "
     "the decisive words, and the words to blame across the benchmark. With two or more "
-    "systems (--index twice, --gate-k or --query-encoder twice, --run files, --bm25): each against "
+    "systems (--index twice, --gate-k, --doc-gate-k or --query-encoder twice, --run files, "
+    "--bm25): each against "
     "the baseline with bootstrap intervals, paired t, Wilcoxon and randomization tests "
     "(corrected), effect size, wins/ties/losses, URisk/TRisk/GeoRisk, the largest wins and "
-    "losses and why.",
+    "losses and why, and each system's FLOPs, postings per query, latency and index bytes.",
     out="folder for evaluation.json, the CSV tables and run.trec (several systems: "
     "comparison.json/.csv/.html/.tex and per_query_deltas.csv)",
     progress=True,
@@ -70,7 +72,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         dest="gate_k",
         action="append",
         metavar="GATE_K",
-        help=gate.help_line() + "; twice: one system each",
+        help="the query's " + gate.help_line() + "; twice: one system each",
+    )
+    parser.add_argument(
+        "--doc-gate-k",
+        dest="doc_gate_k",
+        action="append",
+        metavar="K",
+        help="re-gate the stored document vectors at k (top-k of each item's stored weights "
+        "plus its own tokens, as indexing at k; no re-encoding; at most the stored gate); "
+        "twice: one system each",
     )
     parser.add_argument(
         "--with-exact",
@@ -123,12 +134,21 @@ def _check_tuning(args: argparse.Namespace) -> None:
             raise InputError(f"{flag} applies with --{switch}, which was not given")
 
 
+def _doc_gate_k(text: str) -> int:
+    """A --doc-gate-k value as an integer (its range is the analysis's to check)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"--doc-gate-k must be an integer gate k, not {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> None:
     _check_tuning(args)
     gates = args.gate_k or []
     texts = {d.name: getattr(args, d.name, None) for d in EvaluationOptions.declared()}
     evaluation = EvaluationOptions.from_texts({**texts, "gate_k": gates[0] if gates else None})
     gate_ks = [EvaluationOptions.from_texts({**texts, "gate_k": g}).gate_k for g in gates]
+    doc_gate_ks = [_doc_gate_k(k) for k in args.doc_gate_k or []]
     faithfulness = (
         common.options_from_args(FaithfulnessOptions, args) if args.faithfulness else None
     )
@@ -147,6 +167,7 @@ def run(args: argparse.Namespace) -> None:
         query_encoders=args.query_encoder or [],
         with_exact=args.with_exact,
         bm25=common.options_from_args(Bm25Options, args) if args.bm25 else None,
+        doc_gate_ks=doc_gate_ks,
     )
     out = common.out_folder(args)
     result = evaluate_systems(

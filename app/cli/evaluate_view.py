@@ -98,6 +98,30 @@ def _p(value: float) -> str:
     return f"{value:.3g}"
 
 
+def _costs(result: SystemsComparison) -> list[str]:
+    """Each measured system's FLOPs, postings per query, latency and index size (none: only
+    runs, whose costs are not Lexlens's to measure)."""
+
+    def shown(value: float | None, form: str) -> str:
+        return "–" if value is None else format(value, form)
+
+    rows = [
+        [
+            s.name,
+            shown(e.get("flops"), ".4g"),
+            shown(e.get("postings_per_query"), ",.1f"),
+            shown(e.get("latency_ms"), ".2f"),
+            shown(None if e.get("index_bytes") is None else e["index_bytes"] / 1e6, ".2f"),
+        ]
+        for s in result.systems
+        for e in [result.efficiency.get(s.name) or {}]
+    ]
+    if all(r[1] == "–" for r in rows):
+        return []
+    header = ["system", "FLOPs", "postings/query", "latency ms", "index MB"]
+    return [common.format_table(rows, header)]
+
+
 def compared(result: SystemsComparison) -> str:
     """The text view of several systems: means (†: significant against the baseline), the
     significance table, the largest wins and losses, notes."""
@@ -120,6 +144,7 @@ def compared(result: SystemsComparison) -> str:
         f"{result.baseline}; † {settings['test']} {settings['correction']}-corrected p < "
         f"{settings['significance']}",
         common.format_table(means, ["system", "kind", *result.measures]),
+        *_costs(result),
     ]
     rows = [
         [

@@ -1,5 +1,6 @@
 """How a comparison of systems is drawn: the means († significant against the baseline),
-the significance table, GeoRisk, the sorted per-query delta chart beside the A-versus-B
+their costs and the effectiveness–efficiency chart (nDCG@10 against FLOPs and latency), the
+significance table, GeoRisk, the sorted per-query delta chart beside the A-versus-B
 scatter (plotly), the largest wins and losses, the why of a chosen query side by side, the
 queries each pair fixes and breaks (McNemar's exact test, their causes), the blame shift,
 and the downloads (the result's files)."""
@@ -13,7 +14,7 @@ import streamlit as st
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.comparison import why_of
 from lexlens.analysis.systems.engine_loss import loss_lines, loss_rows
-from lexlens.analysis.systems.report import marks
+from lexlens.analysis.systems.report import efficiency_figure, marks
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.why import ItemOnBoth, QueryWhy
 from lexlens.app.runtime import state
@@ -24,6 +25,13 @@ MIME = {
     "csv": "text/csv",
     "html": "text/html",
     "tex": "application/x-tex",
+}
+#: The efficiency columns of the means table, as the page names them.
+EFFICIENCY_LABELS = {
+    "flops": "FLOPs",
+    "postings_per_query": "postings / query",
+    "latency_ms": "latency (ms)",
+    "index_bytes": "index bytes",
 }
 TABLE = [
     "system_b",
@@ -61,6 +69,9 @@ def _means(result: SystemsComparison) -> pd.DataFrame:
                 "†" if significant.get((s.name, m)) else ""
             )
         row["missing queries"] = result.missing[s.name]["count"]
+        costs = result.efficiency.get(s.name) or {}
+        for column, label in EFFICIENCY_LABELS.items():
+            row[label] = costs.get(column)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -245,8 +256,14 @@ def show_comparison(result: SystemsComparison) -> None:
     st.caption(
         f"†: differs from {result.baseline} ({settings['test']}, "
         f"{settings['correction']}-corrected p < {settings['significance']}) over "
-        f"{settings['queries']:,} queries."
+        f"{settings['queries']:,} queries. FLOPs: expected multiplications per query–item "
+        "pair, Σₜ p_q(t)·p_d(t) (SPLADE, Dense2Sparse); postings: every posting of a query's "
+        "terms; latency: the exact scorer's mean per query; empty for another engine's run."
     )
+    figure = efficiency_figure(result)
+    if figure is not None:
+        st.subheader("Effectiveness against efficiency")
+        st.plotly_chart(figure, key="sys_efficiency_chart")
     st.subheader("Significance")
     st.dataframe(
         pd.DataFrame([{k: r[k] for k in TABLE} for r in result.table]),

@@ -116,7 +116,13 @@ def test_traceback_why_of_refuses_wrong_arguments_naming_them(compared):
     refused(lambda: why_of("result", "q1", ("a", "b")), "result must be a SystemsComparison")
     refused(lambda: why_of(compared, 5, ("a", "b")), "query_id must be")
     refused(lambda: why_of(compared, "q1", "ab"), "pair must be two systems' names")
-    refused(lambda: why_of(compared, "q1", ("x", "ix gate_k=1")), "system 'x' is not")
-    refused(lambda: why_of(compared, "nope", ("ix gate_k=768", "ix gate_k=1")), "query 'nope'")
-    refused(lambda: why_of(compared, "q1", ("ix gate_k=768", "ix gate_k=1"), device=3), "device")
-    assert why_of(compared, "q1", ("ix gate_k=768", "ix gate_k=1")).query_id == "q1"
+    refused(lambda: why_of(compared, "q1", ("x", "ix query gate k=1")), "system 'x' is not")
+    refused(
+        lambda: why_of(compared, "nope", ("ix query gate k=768", "ix query gate k=1")),
+        "query 'nope'",
+    )
+    refused(
+        lambda: why_of(compared, "q1", ("ix query gate k=768", "ix query gate k=1"), device=3),
+        "device",
+    )
+    assert why_of(compared, "q1", ("ix query gate k=768", "ix query gate k=1")).query_id == "q1"

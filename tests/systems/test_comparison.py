@@ -81,7 +81,11 @@ def compared(index):
 
 
 def test_silent_wrong_per_query_values_equal_ir_measures_iter_calc(compared):
-    assert [s.name for s in compared.systems] == ["ix gate_k=768", "ix gate_k=2", "outside"]
+    assert [s.name for s in compared.systems] == [
+        "ix query gate k=768",
+        "ix query gate k=2",
+        "outside",
+    ]
     qrels = {q: dict(j) for q, j in QRELS.items()}
     for system in compared.systems:
         ranking = compared.runs[system.name]
@@ -103,7 +107,7 @@ def test_silent_wrong_per_query_values_equal_ir_measures_iter_calc(compared):
 
 def test_silent_wrong_a_runs_missing_queries_are_named_counted_and_scored_zero(compared):
     assert compared.missing["outside"] == {"count": 2, "queries": ["q-giraffe", "q-bread"]}
-    assert compared.missing["ix gate_k=768"]["count"] == 0
+    assert compared.missing["ix query gate k=768"]["count"] == 0
     values = {q["id"]: q["values"]["outside"] for q in compared.per_query}
     assert all(v == 0.0 for q in ("q-giraffe", "q-bread") for v in values[q].values())
     assert any("q-giraffe" in n and "outside" in n for n in compared.notes)
@@ -112,8 +116,8 @@ def test_silent_wrong_a_runs_missing_queries_are_named_counted_and_scored_zero(c
 def test_silent_wrong_table_equals_scipy_on_the_per_query_values_with_holm_by_hand(compared):
     table = compared.table
     assert {(r["system_a"], r["system_b"]) for r in table} == {
-        ("ix gate_k=768", "ix gate_k=2"),
-        ("ix gate_k=768", "outside"),
+        ("ix query gate k=768", "ix query gate k=2"),
+        ("ix query gate k=768", "outside"),
     }
     assert len(table) == 2 * len(compared.measures)
     for row in table:
@@ -143,7 +147,7 @@ def test_silent_wrong_table_equals_scipy_on_the_per_query_values_with_holm_by_ha
 def test_silent_wrong_why_decompositions_sum_to_the_exact_scores(compared):
     """Each Lexlens side's words sum to its exact score; a run's side has no words."""
     assert compared.why, "the largest wins and losses are explained"
-    both = [w for w in compared.why if w.system_b == "ix gate_k=2"]
+    both = [w for w in compared.why if w.system_b == "ix query gate k=2"]
     outside = [w for w in compared.why if w.system_b == "outside"]
     for why in both + outside:
         item = why.relevant
@@ -161,7 +165,7 @@ def test_silent_wrong_why_decompositions_sum_to_the_exact_scores(compared):
             assert why.rival.words_b == []
     # any query can be explained on demand, the same way (its vector encoded alone: a
     # batch's padding moves weights by float32 rounding only)
-    again = why_of(compared, outside[0].query_id, ("ix gate_k=768", "outside"))
+    again = why_of(compared, outside[0].query_id, ("ix query gate k=768", "outside"))
     assert again.relevant.id == outside[0].relevant.id
     assert again.relevant.rank_a == outside[0].relevant.rank_a
     score = outside[0].relevant.score_a  # of non-negative products: its own Σ|terms|
@@ -188,7 +192,7 @@ def test_silent_wrong_files_hold_the_table_deltas_and_marks(compared):
     tex = files["comparison.tex"].decode()
     marked = sum(r["significant"] for r in compared.table if r["system_a"] == compared.baseline)
     assert tex.count(r"$^\dagger$") == marked
-    assert r"ix gate\_k=768" in tex
+    assert r"ix query gate k=768" in tex
     html = files["comparison.html"].decode()
     assert "<script" not in html and "Blame shift" in html
 
