@@ -52,8 +52,9 @@ def run(items: int = ITEMS, queries: int = QUERIES) -> list[dict]:
         write_synthetic_splade_index(folder / "ix", items, timeout=3600)
         ix = open_index(folder / "ix")
         texts = {f"q{n}": " ".join(t.split()[:12]) for n, t in enumerate(corpus(queries))}
-        export_index(ix, folder / "ex", format="seismic", queries=texts)
-        lines = [json.loads(line) for line in (folder / "ex" / "queries.jsonl").open()]
+        exported = export_index(ix, folder / "ex", format="seismic", queries=texts)
+        (queries_file,) = [name for name in exported.written if name.startswith("queries")]
+        lines = [json.loads(line) for line in (Path(exported.out) / queries_file).open()]
         term_id = {w: i for i, w in enumerate(ix.vocab)}
         vectors = {}
         for q in lines:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lexlens.analysis.core.counts import counted
 from lexlens.analysis.render.html import num
 from lexlens.analysis.render.notebook import FAILURES_PER_CAUSE, WORST_SHOWN
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT
@@ -282,7 +283,7 @@ def test_the_evaluation_shows_lexlens_evaluates_numbers(executed, cli):
         assert f"{cause} {count}" in text
         listed = [f for f in evaluation["failures"] if cause in f["causes"]]
         if listed:
-            assert f"{cause} — {count} failures" in text
+            assert f"{cause} — {counted(count, 'failure')}" in text
             if len(listed) > FAILURES_PER_CAUSE:
                 assert f"… {len(listed) - FAILURES_PER_CAUSE} more rows" in text
     for f in evaluation["failures"][:3]:
