@@ -64,11 +64,13 @@ def test_the_command_reference_names_every_command_and_flag():
 def test_the_bench_readme_is_what_the_results_write():
     writer = _script("bench/write_readme.py")
     results = json.loads((ROOT / "bench" / "results.json").read_text(encoding="utf-8"))
+    scale_file = ROOT / "bench" / "results-scale.json"
+    scale = json.loads(scale_file.read_text(encoding="utf-8")) if scale_file.is_file() else None
     written = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
-    assert written == writer.readme(results), (
+    assert written == writer.readme(results, scale), (
         "bench/README.md differs from bench/results.json: run python -m bench.write_readme"
     )
-    for figure in results["results"]:
+    for figure in results["results"] + (scale or {}).get("results", []):
         assert f"`{figure['name']}`" in written
 
 
