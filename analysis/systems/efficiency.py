@@ -16,8 +16,10 @@ the exact scorer's latency and the index's bytes.
   document gate, the bytes its vectors' files would take at that gate (the stored index's
   files with its vectors' CSR arrays replaced by the view's and no postings).
 
-A run from another engine has none of them (``None``): Lexlens holds neither its query
-vectors nor its index.
+Only a system the stored index ranks has them. A run from another engine has none
+(``None``): Lexlens holds neither its query vectors nor its index; nor does BM25, whose
+scores come from bm25s's own index, not from the stored vectors (the collection's figures
+under its name would be another system's costs).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from lexlens.analysis.collections.stored import StoredCollection, index_bytes, i
 from lexlens.analysis.deviation.flops import activation_counts, flops_between
 from lexlens.analysis.evaluation.result import Evaluation
 from lexlens.analysis.retrieval.scorer import scorer_for
-from lexlens.analysis.systems.systems import RUN
+from lexlens.analysis.systems.systems import LEXLENS
 
 #: Queries whose top n is timed for a system's latency (the first ones, in order).
 LATENCY_QUERIES = 200
@@ -85,11 +87,11 @@ def _latency_ms(collection: StoredCollection, queries: object, top: int) -> floa
 
 
 def efficiency_of(evaluations: Sequence[tuple[str, str, Evaluation]], top: int) -> dict:
-    """{system: its efficiency} for ``(name, kind, evaluation)`` triples; a run's are
-    ``None`` (another engine's costs are not Lexlens's to measure)."""
+    """{system: its efficiency} for ``(name, kind, evaluation)`` triples; a run's and BM25's
+    are ``None`` (their costs are not the stored index's)."""
     return {
         name: system_efficiency(evaluation, top)
-        if kind != RUN
+        if kind == LEXLENS
         else dict.fromkeys(EFFICIENCY_COLUMNS)
         for name, kind, evaluation in evaluations
     }

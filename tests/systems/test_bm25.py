@@ -171,6 +171,9 @@ def test_the_why_of_a_bm25_win_shows_bm25s_terms(sample):
     # the blame shift does not put the collection's failure words under BM25's name
     shift = comparison.blame_shift[0]
     assert shift["a_not_b"] == shift["b_not_a"] == []
+    # nor its costs: BM25 is not ranked by the stored index, whose FLOPs and bytes are SPLADE's
+    assert set(comparison.efficiency[name].values()) == {None}
+    assert comparison.efficiency["ix"]["flops"] > 0
     # nor the causes of BM25's new failures: BM25 has no expansion terms to win on
     fixes = comparison.fixes[0]
     assert "won on expansion terms" not in {c["cause"] for c in fixes["broken_causes"]}
