@@ -186,6 +186,32 @@ def cause_table(result: Evaluation, counts: dict) -> pd.DataFrame:
     )
 
 
+#: How the rate columns of the slices and blame tables read on the page (the CSV files and the
+#: frames keep their names).
+RATE_LABELS = {
+    "failure_rate": "failure rate",
+    "rest_failure_rate": "rest's failure rate",
+    "base_failure_rate": "base rate",
+    "failure_share": "share of failures",
+    "success_share": "share of successes",
+    "successes_with": "successes with it",
+    "success_rate": "success rate",
+    "odds_ratio": "odds ratio",
+    "p_bh": "p (BH)",
+}
+
+
+def _rate_columns(table: pd.DataFrame) -> dict:
+    """The rate columns of ``table`` as numbers (a missing one blank, never "None") under
+    their labels, three significant digits."""
+    config = {}
+    for name, label in RATE_LABELS.items():
+        if name in table:
+            table[name] = pd.to_numeric(table[name], errors="coerce")
+            config[name] = st.column_config.NumberColumn(label, format="%.3g")
+    return config
+
+
 def slice_table(result: Evaluation) -> pd.DataFrame:
     """The slices by query feature (slices.csv's rows, the feature by its name), each slice's
     failure rate beside the rest's and the base rate."""
@@ -202,10 +228,17 @@ def show_slices(result: Evaluation) -> None:
     if not result.slices.get("slices"):
         return
     st.markdown("**Failure rate by query feature**")
-    st.dataframe(slice_table(result), hide_index=True, width="stretch", key="eval_slices")
+    table = slice_table(result)
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="eval_slices",
+        column_config=_rate_columns(table),
+    )
     notes = "".join(f"; {n}" for n in result.slices.get("notes", []))
     st.caption(
-        f"{result.slices['rule']}; failure_rate beside the rest's and the base rate (all the "
+        f"{result.slices['rule']}; the failure rate beside the rest's and the base rate (all the "
         f"queries with the feature){notes} (slices.csv)."
     )
 
@@ -336,13 +369,20 @@ def show_blame(result: Evaluation) -> None:
         "pushed: failures where the word helped put a non-relevant item above the best "
         "relevant one; amount: its summed contribution difference there; mismatch: queries "
         "whose top word it is and whose relevant item lacks it (as in blame.csv). "
-        "Against the base rate: failure_rate (pushed / failures) beside success_rate; "
+        "Against the base rate: the failure rate (pushed / failures) beside the success rate; "
         + result.cause_rates.get("blame_rule", "")
     )
     shown = [c for c in BLAME_COLUMNS if not c.endswith("_queries")]
     table = pd.DataFrame([blame_row(b) for b in result.blame], columns=list(BLAME_COLUMNS))
     table["lift"] = [blame_lift_label(b, result.cause_rates) for b in result.blame]
-    st.dataframe(table[shown], hide_index=True, width="stretch", key="eval_blame")
+    table = table[shown].copy()
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="eval_blame",
+        column_config=_rate_columns(table),
+    )
     words = [b["word"] for b in result.blame]
     word = st.selectbox("Queries behind a word", words, key=kept("eval_blame_word", words[0]))
     chosen = next(b for b in result.blame if b["word"] == word)
