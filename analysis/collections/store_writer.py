@@ -38,6 +38,7 @@ from lexlens.analysis.collections.manifest import (
 )
 from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
 from lexlens.analysis.collections.postings import write_postings
+from lexlens.analysis.collections.seen_ids import SeenIds
 from lexlens.analysis.collections.store import (
     FORMAT,
     FORMAT_VERSION,
@@ -122,7 +123,7 @@ class IndexWriter:
         self._parquet = pq.ParquetWriter(
             folder / "items.parquet", _meta_schema(), compression="zstd"
         )
-        self.ids: set[str] = set()
+        self.ids = SeenIds()  # 16 bytes an id, not a set of strings
 
     @property
     def count(self) -> int:
@@ -143,11 +144,10 @@ class IndexWriter:
     ) -> None:
         """One item: its metadata row, its sparse gated vector (sorted indices) and, for a
         text, its input token ids as the encoder read them (:mod:`.token_ids`)."""
-        if meta["id"] in self.ids:
+        if self.ids.add([meta["id"]]) is not None:
             raise InputError(
                 f"{meta.get('where') or 'source'}: the id {meta['id']!r} appears twice"
             )
-        self.ids.add(meta["id"])
         data = np.asarray(data, dtype=np.float32)
         if data.size and not np.all(np.isfinite(data)):
             raise InputError(f"{meta.get('where')}: the encoder gave NaN or infinite weights")
@@ -191,10 +191,9 @@ class IndexWriter:
         data = np.asarray(data, dtype=np.float32)
         if data.size and not np.all(np.isfinite(data)):
             raise InputError(f"{where(0)}: NaN or infinite weights")
-        before = len(self.ids)
-        self.ids.update(ids)
-        if len(self.ids) != before + len(ids):
-            self._repeated(ids, where)
+        repeated = self.ids.add(ids)
+        if repeated is not None:
+            raise InputError(f"{where(repeated)}: the id {ids[repeated]!r} appears twice")
         counts = np.diff(indptr)
         self.indices.append(indices)
         self.data.append(data)
@@ -213,15 +212,6 @@ class IndexWriter:
         self._texts[2].extend(counts.tolist())
         while len(self._texts[0]) >= ROW_GROUP:
             self._flush_texts(ROW_GROUP)
-
-    def _repeated(self, ids: list[str], where: Callable[[int], str]) -> None:
-        """Refuse the first id of ``ids`` seen before (added in an earlier call or in these)."""
-        self.ids.difference_update(ids)
-        seen: set[str] = set()
-        for n, item in enumerate(ids):
-            if item in self.ids or item in seen:
-                raise InputError(f"{where(n)}: the id {item!r} appears twice")
-            seen.add(item)
 
     def _flush_texts(self, count: int) -> None:
         """The first ``count`` rows given to :meth:`add_rows` as one row group."""
