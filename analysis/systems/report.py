@@ -147,6 +147,7 @@ def efficiency_figure(result: SystemsComparison) -> Any | None:
                 mode="markers+text",
                 textposition="top center",
                 marker={"size": 10, "color": "#2166ac"},
+                cliponaxis=False,  # a name above its point is never cut at the plot's edge
                 showlegend=False,
                 hovertemplate="%{text}<br>%{x:.4g}, " + primary + " %{y:.4f}<extra></extra>",
             ),
@@ -155,8 +156,11 @@ def efficiency_figure(result: SystemsComparison) -> Any | None:
         )
     figure.update_xaxes(title_text="FLOPs (Σₜ p_q(t)·p_d(t))", type="log", row=1, col=1)
     figure.update_xaxes(title_text="mean latency per query (ms)", row=1, col=2)
+    values = [m for _, m, _ in points]
+    pad = max(max(values) - min(values), 0.01) * 0.15  # room for each point and its name
+    figure.update_yaxes(range=[min(values) - pad, max(values) + 2 * pad])
     figure.update_yaxes(title_text=primary, row=1, col=1)
-    figure.update_layout(height=360, margin={"l": 50, "r": 20, "t": 40, "b": 50})
+    figure.update_layout(height=360, margin={"l": 50, "r": 60, "t": 40, "b": 50})
     return figure
 
 
