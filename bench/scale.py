@@ -390,7 +390,11 @@ def seismic_at(sweep: list[dict], target: float) -> dict | None:
 # ------------------------------------------------------------------------------ figures
 def measure(items: int, queries: int, seismic_items: int, folder: Path) -> list[dict]:
     """Write the collection and queries, then every child above; the figures."""
-    source, query_file, index = folder / "vectors.jsonl", folder / "queries.jsonl", folder / "ix"
+    source, query_file, index = (
+        folder / "vectors.jsonl",
+        folder / "query-vectors.jsonl",
+        folder / "ix",
+    )
     t = time.perf_counter()
     docs = write_collection(source, items)
     docs["written_s"] = time.perf_counter() - t

@@ -374,7 +374,7 @@ def with_engine_losses(
     entries = []
     for entry in comparison.engine:
         exact = systems[entry["exact"]]
-        ix, scorer, _, row_of = explaining.collection(exact.index)
+        ix, scorer, _, row_of = explaining.collection(exact)
         vectors = dict(
             zip(order, explaining.vectors(exact, [texts[q] for q in order]), strict=True)
         )

@@ -39,6 +39,7 @@ MODE_KEY = "eval_systems_mode"
 KEYS = {
     "collections": "sys_collections",
     "gates": "sys_gates",
+    "doc_gates": "sys_doc_gates",
     "encoders": "sys_encoders",
     "names": "sys_names",
     "with_exact": "sys_with_exact",
@@ -83,9 +84,10 @@ def _spec(paths: list[str], runs: list, values: dict) -> SystemsSpec:
         runs=runs,
         names=_split(values["names"]),
         gate_ks=[gate.from_text(g) for g in _split(values["gates"])],
+        doc_gate_ks=[gate.from_text(g) for g in _split(values.get("doc_gates", ""))],
         query_encoders=[server_spec(e, "Query encoder") for e in _split(values["encoders"])],
         with_exact=bool(values["with_exact"]),
-        bm25=Bm25Options.of(**{k: values[k] for k in BM25}) if values["bm25"] else None,
+        bm25=Bm25Options.of(**{k: values[k] for k in BM25}) if values.get("bm25") else None,
     )
 
 
@@ -195,6 +197,10 @@ def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
         "gates": c2.text_input(
             "Query gates (comma-separated, e.g. 768, 16)", key=state.kept(KEYS["gates"], "")
         ),
+        "doc_gates": c2.text_input(
+            "Document gates (comma-separated, re-gated from the stored vectors, e.g. 64, 16)",
+            key=state.kept(KEYS["doc_gates"], ""),
+        ),
         "encoders": c2.text_input(
             "Query encoders (comma-separated; empty: the collection's)",
             key=state.kept(KEYS["encoders"], ""),
@@ -250,7 +256,8 @@ def show_systems(cards: list[dict]) -> None:
     st.caption(
         "Two or more systems on one benchmark (the first collection's queries and "
         "judgements, or uploaded ones): several "
-        "collections, one collection at several query gates or with several query encoders, "
+        "collections, one collection at several query or document gates or with several query "
+        "encoders, "
         "BM25 over the collection's texts, or uploaded runs. Each is compared with the baseline: Δ with a 95% bootstrap "
         "interval, paired t, Wilcoxon and randomization tests (corrected), Cohen's d, "
         "wins/ties/losses, URisk/TRisk (GeoRisk with three or more), and why."

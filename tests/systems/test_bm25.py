@@ -30,7 +30,7 @@ from tests.helpers import (
     page_result,
     refused,
 )
-from tests.systems.test_comparison import QRELS, QUERIES, TEXTS
+from tests.systems.test_systems_page import bench_index, without_wall_times
 
 #: Double precision: a score of n ≤ 20 terms, each ≤ 30 in size, summed in two orders
 #: differs by at most 2 · n · 2⁻⁵³ · Σ|terms| ≤ 2 · 20 · 1.1e-16 · 600 ≈ 3e-12.
@@ -284,26 +284,7 @@ def test_cli_bm25_bad_cases_are_one_line(sample, cli, effnet, tmp_path):
 
 
 def test_the_page_adds_bm25_as_the_command_does(tmp_path, monkeypatch, cli, downloads):
-    """The Evaluation page's several-systems mode with BM25 switched on: the comparison's
-    JSON download is ``lexlens evaluate --bm25 --json`` for the same inputs."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("LEXLENS_HOME", str(home))
-    folder = tmp_path / "bench"
-    folder.mkdir()
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in TEXTS.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
-    )
-    (folder / "qrels").mkdir()
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items())
-    )
-    ix = home / "collections" / "bench"
-    assert cli("index", "--encoder", "splade-tiny", "--source", folder, "--out", ix).returncode == 0
-
+    ix = bench_index(tmp_path, monkeypatch, cli)
     at = app_page("app_pages/evaluation.py")
     at.radio(key="eval_systems_mode").set_value("Several systems").run()
     at.toggle(key="sys_bm25").set_value(True).run()
@@ -317,4 +298,5 @@ def test_the_page_adds_bm25_as_the_command_does(tmp_path, monkeypatch, cli, down
         "evaluate", "--index", ix, "--bm25", "--bm25-k1", "0.9", "--resamples", "500", "--json"
     )
     assert run.returncode == 0, run.stderr
-    assert json.loads(downloads["comparison.json"]) == json.loads(run.stdout)
+    page, command = json.loads(downloads["comparison.json"]), json.loads(run.stdout)
+    assert without_wall_times(page) == without_wall_times(command)

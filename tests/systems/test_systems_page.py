@@ -23,9 +23,9 @@ def without_wall_times(doc: dict) -> dict:
     return doc
 
 
-def test_silent_wrong_the_page_compares_systems_as_the_command_does(
-    tmp_path, monkeypatch, cli, downloads
-):
+def bench_index(tmp_path, monkeypatch, cli):
+    """The comparison's texts, queries and judgements as a BEIR folder, indexed with
+    splade-tiny as a collection of LEXLENS_HOME (it keeps the benchmark)."""
     home = tmp_path / "home"
     monkeypatch.setenv("LEXLENS_HOME", str(home))
     folder = tmp_path / "bench"
@@ -43,6 +43,13 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
     )
     ix = home / "collections" / "bench"
     assert cli("index", "--encoder", "splade-tiny", "--source", folder, "--out", ix).returncode == 0
+    return ix
+
+
+def test_silent_wrong_the_page_compares_systems_as_the_command_does(
+    tmp_path, monkeypatch, cli, downloads
+):
+    ix = bench_index(tmp_path, monkeypatch, cli)
     run_text = "".join(
         f"{q} Q0 {d} {i + 1} {s} outside\n"
         for q, pairs in RUN.items()
@@ -96,6 +103,37 @@ def test_silent_wrong_the_page_compares_systems_as_the_command_does(
         and f"McNemar's exact p **{shown['p_mcnemar']:.3g}**" in m.value
         for m in at.markdown
     )
+
+
+def test_silent_wrong_document_gates_on_the_page_are_the_commands(
+    tmp_path, monkeypatch, cli, downloads
+):
+    """Document gates typed on the page re-gate the stored vectors as ``--doc-gate-k`` does:
+    the same systems and the same document, wall times aside."""
+    ix = bench_index(tmp_path, monkeypatch, cli)
+    at = app_page(PAGE)
+    at.radio(key="eval_systems_mode").set_value("Several systems").run()
+    at.text_input(key="sys_doc_gates").set_value("768, 8").run()
+    at.number_input(key="sys_resamples").set_value(500).run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Compare").click)
+    assert not at.exception and not at.error
+    names = [s.name for s in page_result(at).systems]
+    assert names == ["bench doc gate k=768", "bench doc gate k=8"]
+    run = cli(
+        "evaluate",
+        "--index",
+        ix,
+        "--doc-gate-k",
+        "768",
+        "--doc-gate-k",
+        "8",
+        "--resamples",
+        "500",
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr
+    page = json.loads(downloads["comparison.json"])
+    assert without_wall_times(page) == without_wall_times(json.loads(run.stdout))
 
 
 def test_silent_wrong_uploaded_queries_and_judgements_replace_the_collections(
