@@ -16,6 +16,8 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -167,24 +169,30 @@ def _peer_inputs(folder: Path) -> tuple[Path, Path]:
     return index, queries
 
 
+def median_ms(fn: Callable, queries: Sequence) -> tuple[float, float]:
+    """The median CPU and wall milliseconds of ``fn`` on each query, after the first three
+    (warm-up) — the one timer of every retrieval child (peers and bench-scale)."""
+    for q in queries[:3]:
+        fn(q)
+    wall, cpu = [], []
+    for q in queries[3:]:
+        t, c = time.perf_counter(), time.process_time()
+        fn(q)
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return 1000 * float(np.median(cpu)), 1000 * float(np.median(wall))
+
+
 def _child_setup(index: Path, queries: Path) -> str:
     """The code every retrieval child starts with (run with ``one_thread``): the queries,
     timers, the index opened (its RSS read before)."""
     return f"""
             import numpy as np, scipy.sparse as sp
+            from bench.peers import median_ms
             from lexlens.analysis.collections.store import open_index
             Q = sp.load_npz({str(queries)!r})
             def dense(rows):
                 return [np.asarray(Q[i].todense()).ravel() for i in rows]
-            def median_ms(fn, qs):
-                for q in qs[:3]:
-                    fn(q)
-                wall, cpu = [], []
-                for q in qs[3:]:
-                    t, c = time.perf_counter(), time.process_time()
-                    fn(q)
-                    wall.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
-                return 1000 * float(np.median(cpu)), 1000 * float(np.median(wall))
             def per_query_ms(fn, vectors):
                 t, c = time.perf_counter(), time.process_time()
                 fn(vectors)

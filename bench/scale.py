@@ -202,17 +202,9 @@ def _import(source: Path, index: Path) -> dict:
 
 _SETUP = """
         import numpy as np
+        from bench.peers import median_ms
         from bench.scale import query_vectors
         from lexlens.analysis.collections.store import open_index
-        def median_ms(fn, qs):
-            for q in qs[:3]:
-                fn(q)
-            wall, cpu = [], []
-            for q in qs[3:]:
-                t, c = time.perf_counter(), time.process_time()
-                fn(q)
-                wall.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
-            return 1000 * float(np.median(cpu)), 1000 * float(np.median(wall))
         ix = open_index(INDEX)
         vectors = query_vectors(ix, QUERIES)
 """
