@@ -1,10 +1,13 @@
 """The Collections page's build: a named collection of the workspace (:mod:`.workspace`) from
 uploaded files, a path on the server (or ``sample:NAME``, ``irds:ID``) or the sample photos,
-built as ``lexlens index`` builds (:func:`~.indexing.index_collection`).
+built as ``lexlens index`` builds (:func:`~.indexing.index_collection`); or vectors encoded
+elsewhere, imported as ``lexlens index --vectors`` imports them
+(:func:`~.vector_import.import_vectors`).
 
 A served app reads the server's files only inside its data roots (Jupyter's rule,
 :func:`lexlens.analysis.core.roots.inside_roots`): given ``roots``, a typed path and every
-path option (``images``, ``captions``, ``ids``) outside them is refused in one line before
+path option (``images``, ``captions``, ``ids``; an import's ``vector_ids``, ``queries``,
+``qrels``) outside them is refused in one line before
 anything is read or written. A packaged sample and an ``irds:ID`` name no path of the
 server's and pass as typed.
 """
@@ -22,6 +25,7 @@ from lexlens.analysis.collections.arguments import data_roots, one_of, uploaded_
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.indexing import default_encoder, index_collection
 from lexlens.analysis.collections.options import PATH_OPTIONS, IndexOptions
+from lexlens.analysis.collections.vector_import import VectorImportOptions, import_vectors
 from lexlens.analysis.collections.workspace import (
     check_name,
     collections_dir,
@@ -39,6 +43,8 @@ from lexlens.models.base import Encoder, InputError, LexlensError
 
 #: Where the Collections page takes a collection's source from.
 SOURCE_KINDS = ("upload", "path", "sample")
+#: The path options of an import (each held to the data roots like the vectors' path).
+IMPORT_PATH_OPTIONS = ("vector_ids", "queries", "qrels")
 #: Sources that name no file of the server's: a packaged sample, ir_datasets' own cache.
 NOT_A_PATH = (SAMPLE_PREFIX, "irds:")
 
@@ -179,4 +185,56 @@ def build_collection(
         source = load_sample_photos(sources_dir() / name)
     return index_collection(
         encoder, source, collections_dir() / name, options=options, progress=progress
+    )
+
+
+def check_import_request(
+    name: str,
+    path: str,
+    *,
+    roots: Sequence[str | Path] | None = None,
+    options: VectorImportOptions | None = None,
+    **given: Any,
+) -> VectorImportOptions:
+    """A workspace import's request checked before anything is read or written: the name,
+    and — given ``roots`` — the vectors' path and every path option inside them. Returns the
+    options with their paths resolved."""
+    options = VectorImportOptions.of(options, **given)
+    check_name(name)
+    roots = data_roots(roots)
+    _server_path(path, roots)
+    if roots is None:
+        return options
+    inside = {
+        option: str(inside_roots(getattr(options, option), roots, option))
+        for option in IMPORT_PATH_OPTIONS
+        if getattr(options, option) is not None
+    }
+    return dataclasses.replace(options, **inside) if inside else options
+
+
+def import_collection(
+    encoder: Encoder | str | None,
+    name: str,
+    path: str,
+    *,
+    roots: Sequence[str | Path] | None = None,
+    options: VectorImportOptions | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+    **given: Any,
+) -> IndexResult:
+    """Store vectors encoded elsewhere (``path`` on this server: Anserini's
+    JsonVectorCollection, a ``.npz`` CSR, a Hugging Face dataset or Parquet) as the
+    workspace collection ``name``, checked against ``encoder`` on a seeded sample (``None``:
+    stored as given). ``roots``: the folders a served page may read (``None``: any)."""
+    options = check_import_request(name, path, roots=roots, options=options, **given)
+    source = _server_path(path, data_roots(roots))
+    return import_vectors(
+        encoder,
+        source,
+        collections_dir() / check_name(name),
+        options=options,
+        device=device,
+        progress=progress,
     )

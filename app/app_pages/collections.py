@@ -1,9 +1,11 @@
-"""Collections page: build a stored collection (upload, server path or the sample photos),
-list, open and delete the stored ones, each with its card.
+"""Collections page: build a stored collection (upload, server path or the sample photos)
+or import vectors encoded elsewhere, list, open and delete the stored ones, each with its
+card.
 
 Thin: building is ``lexlens.analysis.collections.workspace_build.build_collection`` (the
 same build as ``lexlens index``, its settings drawn from ``IndexOptions``; a typed path is
-held to the data roots there), the card is the stored collection's ``card()``. Collections live in the
+held to the data roots there) or ``import_collection`` (``lexlens index --vectors``, its
+settings drawn from ``VectorImportOptions``), the card is the stored collection's ``card()``. Collections live in the
 workspace (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the
 index, ``sources/<name>`` an uploaded source; both survive page switches, reruns and
 restarts.
@@ -20,6 +22,7 @@ from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.store import open_index
+from lexlens.analysis.collections.vector_import import VECTOR_FORMATS, VectorImportOptions
 from lexlens.analysis.collections.workspace import (
     collections_dir,
     delete_collection,
@@ -29,6 +32,8 @@ from lexlens.analysis.collections.workspace import (
 from lexlens.analysis.collections.workspace_build import (
     build_collection,
     check_collection_request,
+    check_import_request,
+    import_collection,
     server_path_refusal,
 )
 from lexlens.analysis.core.results import progress_part
@@ -50,7 +55,12 @@ SOURCES = {
     "Upload files": "upload",
     "Path on this server": "path",
     "Sample photos (scikit-image)": "sample",
+    "Vectors encoded elsewhere": "vectors",
 }
+#: An import's settings shown beside its format, in order (``VectorImportOptions``).
+IMPORT_OPTIONS = ("scale", "vector_ids", "queries", "qrels", "parity_sample")
+#: Those typed as paths on this server (empty: not given).
+IMPORT_PATHS = ("vector_ids", "queries", "qrels")
 LABELS = list(SOURCES)
 
 st.header("Collections")
@@ -75,6 +85,11 @@ INPUT_KEYS = (
     "collections_image_column",
     "collections_text_columns",
     "collections_ray",
+    "collections_vectors_path",
+    "collections_check_parity",
+    "collections_accept_mismatch",
+    "collections_import_vector_format",
+    *(f"collections_import_{name}" for name in IMPORT_OPTIONS),
 )
 state.restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
@@ -126,6 +141,44 @@ with st.expander("Build a collection", expanded=not list_collections()):
             st.error(refusal)
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
+    elif source_kind == "vectors":
+        server_path = st.text_input(
+            "Encoded corpus on this server: Anserini's JsonVectorCollection (.jsonl, "
+            ".jsonl.gz, a folder of parts), a .npz CSR with its ids file, or a Hugging Face "
+            "dataset / Parquet with indices and values",
+            key=state.kept("collections_vectors_path", ""),
+        )
+        refusal = server_path_refusal(server_path, data_roots())
+        if refusal:
+            st.error(refusal)
+        check_parity = st.toggle(
+            "Check the vectors against the encoder above (a seeded sample re-encoded from "
+            "its text); off: stored as given, the analyses that re-encode are refused",
+            key=state.kept("collections_check_parity", True),
+        )
+        with st.expander("Import options"):
+            left, right = st.columns(2)
+            detected = "told from the content"
+            fmt = left.selectbox(
+                "Vector format",
+                [detected, *VECTOR_FORMATS],
+                key=state.kept("collections_import_vector_format", detected),
+                help=VectorImportOptions.option("vector_format").spec.help,
+            )
+            typed_import = {
+                name: option_widget(
+                    VectorImportOptions,
+                    name,
+                    f"collections_import_{name}",
+                    left if i % 2 else right,
+                    **({"default": ""} if name in IMPORT_PATHS else {}),
+                )
+                for i, name in enumerate(IMPORT_OPTIONS)
+            }
+            typed_import["vector_format"] = None if fmt == detected else fmt
+            typed_import["accept_mismatch"] = option_widget(
+                VectorImportOptions, "accept_mismatch", "collections_accept_mismatch"
+            )
     else:
         st.caption(
             "19 scikit-image photos with captions and labels written for Lexlens "
@@ -133,19 +186,50 @@ with st.expander("Build a collection", expanded=not list_collections()):
         )
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("Name", key=state.kept("collections_name", "photos"))
-    numbers = build_numbers(c2, c3)
-    ray = option_widget(
-        IndexOptions,
-        "ray",
-        "collections_ray",
-        default="",
-        label="Encode on Ray (empty: "
-        "here; local: a private Ray on this machine; ray://HOST:PORT: a cluster's head)",
+    importing = source_kind == "vectors"
+    if not importing:  # an import encodes nothing: no gate, batch or Ray
+        numbers = build_numbers(c2, c3)
+        ray = option_widget(
+            IndexOptions,
+            "ray",
+            "collections_ray",
+            default="",
+            label="Encode on Ray (empty: "
+            "here; local: a private Ray on this machine; ray://HOST:PORT: a cluster's head)",
+        )
+    needs_encoder = not importing or check_parity
+    build = st.button(
+        "Import" if importing else "Build",
+        type="primary",
+        disabled=(needs_encoder and encoder_spec is None) or bool(refusal),
     )
-    build = st.button("Build", type="primary", disabled=encoder_spec is None or bool(refusal))
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
-    if build and encoder_spec:
+    if build and importing:
+        try:
+            roots = data_roots()  # the vectors' path and every path option only inside them
+            given = {k: (v or None) if k in IMPORT_PATHS else v for k, v in typed_import.items()}
+            import_options = check_import_request(
+                name, server_path, roots=roots, options=VectorImportOptions.of(**given)
+            )
+            device = st.session_state.get("device", "auto")
+            spec = encoder_spec if check_parity else None
+
+            def work(progress, spec=spec, device=device):
+                return import_collection(
+                    spec,
+                    name,
+                    server_path,
+                    roots=roots,
+                    options=import_options,
+                    device=None if device == "auto" else device,
+                    progress=progress_part(progress, 0.0, 1.0, "importing: "),
+                )
+
+            state.start_job("collections", f"import {name.strip()}", inputs, uploads, work)
+        except LexlensError as exc:
+            st.error(str(exc))
+    elif build and encoder_spec:
         try:
             typed = bench | {"ray": (ray or "").strip() or None}
             options = IndexOptions.of(IndexOptions.from_texts(typed), **numbers)
@@ -180,12 +264,17 @@ state.show_job_state(job, status, "Building", "build")
 if last is not None:
     st.session_state["collections_open"] = Path(last.out).name
     kept = kept_benchmark(last.kept_benchmark)
-    st.success(
-        f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
-        f"reused {last.reused}, skipped {last.skipped_count}"
-        + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
-        + (f"; {kept}" if kept else "")
-    )
+    if "imported" in last.manifest:
+        st.success(f"{Path(last.out).name}: {last.items:,} items imported, nothing encoded")
+        for note in last.notes:  # the format, the scale, unknown terms, the parity line
+            st.caption(note)
+    else:
+        st.success(
+            f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
+            f"reused {last.reused}, skipped {last.skipped_count}"
+            + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
+            + (f"; {kept}" if kept else "")
+        )
     if last.skipped:
         if last.skipped_count > len(last.skipped):
             st.caption(f"The first {len(last.skipped)} of {last.skipped_count} skipped items:")

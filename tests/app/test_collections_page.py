@@ -134,3 +134,64 @@ def test_silent_wrong_a_path_outside_the_data_roots_is_refused_as_it_is_typed(
     at.text_input(key="collections_path").set_value(str(root / "pets.csv")).run()
     assert not at.error
     assert not next(b for b in at.button if b.label == "Build").disabled
+
+
+def test_vectors_encoded_elsewhere_import_with_their_parity_line(tmp_path, monkeypatch, splade):
+    """A JsonVectorCollection written by an independent writer (plain ``json``, from
+    splade-tiny's own vectors) imports from the page as ``lexlens index --vectors`` imports
+    it: the same parity line, the same stored vectors; a queries file outside the data roots
+    is refused in one line, nothing written."""
+    import json
+
+    import numpy as np
+
+    from lexlens.analysis.collections.indexing import build_index
+    from lexlens.analysis.collections.store import open_index
+    from lexlens.analysis.collections.vector_import import import_vectors
+
+    root = tmp_path / "root"
+    root.mkdir()
+    texts = ["a dog on the beach", "a cat in the snow", "two horses in a field at dawn"]
+    (tmp_path / "items.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    build_index(splade, tmp_path / "items.jsonl", tmp_path / "source")
+    source = open_index(tmp_path / "source")
+    rows = source.rows(0, len(source))
+    lines = []
+    for i, text in enumerate(texts):
+        a, b = rows.indptr[i], rows.indptr[i + 1]
+        weights = {
+            source.vocab[c]: round(float(w) * 100)
+            for c, w in zip(rows.indices[a:b], rows.data[a:b], strict=True)
+        }
+        lines.append({"id": f"d{i}", "contents": text, "vector": weights})
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (tmp_path / "queries.tsv").write_text("q1\ta dog\n")
+    monkeypatch.setenv("LEXLENS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LEXLENS_DATA_ROOTS", str(root))
+    at = app_page("app_pages/collections.py")
+    at.radio(key="collections_source").set_value("Vectors encoded elsewhere").run()
+    at.selectbox(key="collections_encoder").set_value("splade-tiny").run()
+    at.text_input(key="collections_vectors_path").set_value(str(corpus)).run()
+    at.number_input(key="collections_import_scale").set_value(100.0).run()
+    at.text_input(key="collections_name").set_value("imported").run()
+    # A queries file outside the data roots: refused in one line, nothing written.
+    at.text_input(key="collections_import_queries").set_value(str(tmp_path / "queries.tsv"))
+    at.run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Import").click)
+    assert not at.exception
+    assert any("outside the data roots" in e.value for e in at.error)
+    assert not (tmp_path / "home" / "collections" / "imported").exists()
+    at.text_input(key="collections_import_queries").set_value("").run()
+    click_and_wait(at, next(b for b in at.button if b.label == "Import").click)
+    assert not at.exception and not at.error
+    assert any("imported: 3 items imported" in s.value for s in at.success)
+    reference = import_vectors("splade-tiny", corpus, tmp_path / "cli", scale=100.0, device="cpu")
+    parity = [n for n in reference.notes if n.startswith("parity with splade-tiny")]
+    assert parity and parity[0] in [c.value for c in at.caption]
+    stored = open_index(tmp_path / "home" / "collections" / "imported")
+    cli = open_index(tmp_path / "cli")
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(stored, name), getattr(cli, name))
