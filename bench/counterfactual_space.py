@@ -110,8 +110,9 @@ def run_check(queries: int = QUERIES, max_calls: int = 200) -> list[dict]:
     ]
 
 
-def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
-    """Every failure's counterfactual over ``items`` items (see the module docstring)."""
+def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES, prefix: str = "") -> list[dict]:
+    """Every failure's counterfactual over ``items`` items (see the module docstring); the
+    figures' names say the size (``100k``) after ``prefix``."""
     folder = Path(tempfile.mkdtemp(prefix="lexlens-bench-space-large-"))
     try:
         build_sample_among_synthetic(folder / "ix", items)
@@ -144,9 +145,10 @@ def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
         "sample's 223 texts + synthetic), splade-tiny, max_edits 3, max_calls 200, wall time "
         "per failure (text + term level), the machine shared"
     )
+    size = f"{items // 1000}k" if items >= 1000 else str(items)
     return [
         figure(
-            "counterfactual_per_failure_100k_items_median_s",
+            f"{prefix}counterfactual_per_failure_{size}_items_median_s",
             s.median_seconds,
             "s",
             goal=("<=", 2.0),
@@ -154,7 +156,7 @@ def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
             details=details,
         ),
         figure(
-            "counterfactual_exhaustive_share_100k_items",
+            f"{prefix}counterfactual_exhaustive_share_{size}_items",
             s.exhaustive_share,
             "share",
             goal=(">=", 0.9),
@@ -166,7 +168,8 @@ def run_large(items: int = ITEMS, queries: int = LARGE_QUERIES) -> list[dict]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["large"]:
-        print(json.dumps(run_large(), indent=1))
+        size = int(sys.argv[2]) if len(sys.argv) > 2 else ITEMS
+        print(json.dumps(run_large(size), indent=1))
     else:
         queries = int(sys.argv[1]) if len(sys.argv) > 1 else QUERIES
         calls = int(sys.argv[2]) if len(sys.argv) > 2 else 200

@@ -34,9 +34,16 @@ What it measures, each as a :func:`bench.run.figure` with the goal the issue sta
    items (1,000,000 by default: its one-thread build took 455 s over 200,000 items in the
    rehearsal, so 8.8M would not fit the run), its build time reported.
 
-``python -m bench.scale [--items N] [--queries Q] [--seismic-items M] [--out FILE]``; the
-results go to ``bench/results-scale.json`` and ``python -m bench.write_readme`` adds them to
-bench/README.md as a section of their own.
+4. the counterfactual verification at ``--counterfactual-items`` (default: ``--items``):
+   :func:`bench.counterfactual_space.run_large`'s built queries over the BEIR sample's texts
+   among synthetic items in splade-tiny's vocabulary (a counterfactual edits text, so its
+   collection is one an encoder reads), every failure's counterfactual at the default budget,
+   each candidate ranked against the whole collection: median seconds per failure and the
+   exhaustive share.
+
+``python -m bench.scale [--items N] [--queries Q] [--seismic-items M]
+[--counterfactual-items C] [--out FILE]``; the results go to ``bench/results-scale.json``
+and ``python -m bench.write_readme`` adds them to bench/README.md as a section of their own.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ import numpy as np
 import orjson
 
 from bench.collections import VOCAB_SIZE, zipf_probabilities
+from bench.counterfactual_space import run_large
 from bench.peers import term_name
 from bench.run import child_run, figure, machine, summary, table
 
@@ -422,7 +430,9 @@ def seismic_at(sweep: list[dict], target: float) -> dict | None:
 
 
 # ------------------------------------------------------------------------------ figures
-def measure(items: int, queries: int, seismic_items: int, folder: Path) -> list[dict]:
+def measure(
+    items: int, queries: int, seismic_items: int, counterfactual_items: int, folder: Path
+) -> list[dict]:
     """Write the collection and queries, then every child above; the figures."""
     source, query_file, qrels, index = (
         folder / "vectors.jsonl",
@@ -448,7 +458,14 @@ def measure(items: int, queries: int, seismic_items: int, folder: Path) -> list[
     print("bench-scale: PISA done", file=sys.stderr)
     seismic = _seismic(index, query_file, seismic_items)
     print("bench-scale: Seismic done", file=sys.stderr)
-    return figures(items, queries, docs, asked, imported, exact, csc, pisa, seismic)
+    shutil.rmtree(index, ignore_errors=True)  # the disk and page cache for the next build
+    counterfactuals = (
+        run_large(counterfactual_items, prefix="scale_") if counterfactual_items else []
+    )
+    print("bench-scale: counterfactuals done", file=sys.stderr)
+    return (
+        figures(items, queries, docs, asked, imported, exact, csc, pisa, seismic) + counterfactuals
+    )
 
 
 def figures(
@@ -645,9 +662,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=MSMARCO_ITEMS)
     parser.add_argument("--queries", type=int, default=MSMARCO_DEV_QUERIES)
     parser.add_argument("--seismic-items", type=int, default=SEISMIC_ITEMS)
+    parser.add_argument(
+        "--counterfactual-items", type=int, default=None, help="default: --items; 0: skip"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: tmp)")
     args = parser.parse_args(argv)
+    if args.counterfactual_items is None:
+        args.counterfactual_items = args.items
     if args.items < 1 or args.queries < SINGLE_QUERIES + 3:
         parser.error(f"--items must be ≥ 1 and --queries ≥ {SINGLE_QUERIES + 3}")
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -662,7 +684,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = [
             {**r, "module": "bench.scale"}
-            for r in measure(args.items, args.queries, args.seismic_items, folder)
+            for r in measure(
+                args.items, args.queries, args.seismic_items, args.counterfactual_items, folder
+            )
         ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
