@@ -29,6 +29,7 @@ opens in milliseconds and memory stays O(what a query touches). Writing one is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -121,6 +122,14 @@ class IndexBatch:
     meta: list[dict]
 
 
+def corrupt_index(label: str, why: str) -> InputError:
+    """The one-line error that says the index ``label`` is damaged (``why``) and how to
+    mend it."""
+    return InputError(
+        f"{label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
+    )
+
+
 class StoredIndex:
     """An opened index: memory-mapped CSR arrays, metadata on demand, the typed manifest.
     It answers the calls of a stored collection
@@ -149,9 +158,7 @@ class StoredIndex:
 
     def corrupt(self, why: str) -> InputError:
         """The one-line error that says this index is damaged and how to mend it."""
-        return InputError(
-            f"{self.label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
-        )
+        return corrupt_index(self.label, why)
 
     def _open_arrays(self) -> None:
         m = self.manifest
@@ -209,7 +216,9 @@ class StoredIndex:
             missing = RECORDS_INDEX if RECORDS in files else RECORDS
             if missing not in files:
                 raise self.corrupt(f"the manifest lists no {missing}")
-            self.records = StoredRecords(self.path, n, self.corrupt)
+            # a function of the label, not a method: the index stays free of reference
+            # cycles, so its memory maps close as soon as it is dropped
+            self.records = StoredRecords(self.path, n, functools.partial(corrupt_index, self.label))
         parquet_fields = self._parquet.schema_arrow.names
         held = set(parquet_fields) | set(RECORD_FIELDS if self.records else ())
         self.fields = [f for f in ITEM_FIELDS if f in held] + [

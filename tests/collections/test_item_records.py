@@ -268,3 +268,20 @@ def test_a_damaged_file_within_the_checked_size_is_refused_at_open(tmp_path):
     data[100] ^= 0xFF
     (ix.path / "records.bin").write_bytes(bytes(data))
     _one_line(lambda: open_index(ix.path), "records.bin was changed after the index was built")
+
+
+def test_an_index_with_records_is_freed_as_soon_as_it_is_dropped(tmp_path):
+    """No reference cycle keeps an opened index (and its memory maps) alive until a
+    garbage collection."""
+    import gc
+    import weakref
+
+    ix = _by_rows(tmp_path / "ix", _items(40))
+    assert ix.meta([3], ["text"])[0]["text"] == SPECIAL[3]
+    gc.disable()
+    try:
+        dropped = weakref.ref(ix)
+        del ix
+        assert dropped() is None
+    finally:
+        gc.enable()
