@@ -27,8 +27,8 @@ files existed has neither, and every field is read from its Parquet file as befo
 from __future__ import annotations
 
 import array
-import json
 import mmap
+import operator
 import os
 import zlib
 from collections.abc import Callable
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from lexlens.analysis.collections.npy_files import write_npy
 from lexlens.models.base import InputError
@@ -44,6 +45,8 @@ RECORDS = "records.bin"
 RECORDS_INDEX = "records_index.npy"
 #: The fields of a record, in the order each record lists them.
 RECORD_FIELDS = ("id", "kind", "image", "text", "captions", "labels")
+#: The fields whose values are lists of strings.
+LIST_FIELDS = ("captions", "labels")
 #: Fields held only in the records (``items.parquet`` of an index with records lacks them).
 MOVED_FIELDS = ("text", "captions")
 #: Every metadata field an index writes, in the order its rows list them.
@@ -97,8 +100,7 @@ class RecordWriter:
     def _flush(self) -> None:
         if not self._pending:
             return
-        text = json.dumps(self._pending, ensure_ascii=False, separators=(",", ":"))
-        data = text.encode("utf-8")
+        data = orjson.dumps(self._pending)
         frame = self._codec.compress(data, asbytes=True)
         self._file.write(frame)
         items, written, raw, _ = self._bounds[-4:]
@@ -169,8 +171,8 @@ class StoredRecords:
             )
             if zlib.crc32(data) != crc:
                 raise ValueError("its CRC-32 does not match")
-            records = json.loads(data.decode("utf-8"))
-        except Exception as exc:  # pyarrow and json raise their own types for damaged bytes
+            records = orjson.loads(data)
+        except Exception as exc:  # pyarrow and orjson raise their own types for damaged bytes
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise self._corrupt(f"{RECORDS}: block {b} is damaged ({why})") from None
         fields = len(RECORD_FIELDS)
@@ -188,18 +190,33 @@ class StoredRecords:
     def rows(self, rows: list[int], fields: list[str]) -> list[dict]:
         """The ``fields`` of each item at ``rows`` (in range), in that order, as dicts."""
         positions = [RECORD_FIELDS.index(f) for f in fields]
-        blocks = np.searchsorted(self._starts, np.asarray(rows, np.int64), side="right") - 1
+        wanted = np.asarray(rows, np.int64)
+        blocks = np.searchsorted(self._starts, wanted, side="right") - 1
+        places = (wanted - self._starts[blocks]).tolist()
+        # the lists (captions, labels) are copied: a caller may change what it is given,
+        # never the blocks kept for the next read
+        lists = [f for f in fields if f in LIST_FIELDS]
+        pick = operator.itemgetter(*positions)
+        one = len(positions) == 1
         out = []
-        for row, b in zip(rows, blocks.tolist(), strict=True):
-            record = self._block(b)[row - int(self._starts[b])]
-            out.append({f: record[p] for f, p in zip(fields, positions, strict=True)})
+        decoded: dict[int, list] = {}
+        for b, place in zip(blocks.tolist(), places, strict=True):
+            block = decoded.get(b)
+            if block is None:
+                block = decoded[b] = self._block(b)
+            values = pick(block[place])
+            item = {fields[0]: values} if one else dict(zip(fields, values, strict=True))
+            for f in lists:
+                if item[f] is not None:
+                    item[f] = list(item[f])
+            out.append(item)
         return out
 
     def column(self, field: str) -> list:
         """One field of every item, in order (each block decoded once, none kept)."""
         position = RECORD_FIELDS.index(field)
         kept, self._blocks = self._blocks, {}
-        try:
+        try:  # the blocks decoded here are dropped, so their lists are the caller's own
             return [record[position] for b in range(self.blocks) for record in self._block(b)]
         finally:
             self._blocks = kept

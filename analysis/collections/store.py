@@ -426,7 +426,11 @@ class StoredIndex:
         kept = [c for c in wanted if c in RECORD_FIELDS]
         read = [c for c in wanted if c not in RECORD_FIELDS]
         held = self.records.rows(rows, kept) if kept else [{} for _ in rows]
-        stored = self._parquet_meta(rows, read) if read else [{"row": r} for r in rows]
+        if not read:  # every field from the records, in the order asked
+            for h, r in zip(held, rows, strict=True):
+                h["row"] = r
+            return held
+        stored = self._parquet_meta(rows, read)
         return [
             {c: (h[c] if c in h else s[c]) for c in wanted} | {"row": s["row"]}
             for h, s in zip(held, stored, strict=True)

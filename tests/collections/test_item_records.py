@@ -285,3 +285,15 @@ def test_an_index_with_records_is_freed_as_soon_as_it_is_dropped(tmp_path):
         assert dropped() is None
     finally:
         gc.enable()
+
+
+def test_a_changed_list_of_one_read_never_reaches_the_next(tmp_path):
+    items = _items(40)
+    ix = _by_rows(tmp_path / "ix", items)
+    first = ix.meta([3, 6])
+    first[0]["captions"].append("changed")
+    first[1]["labels"].append("changed")
+    ix.column("captions")[3].append("changed")
+    assert ix.meta([3, 6], ["captions", "labels"]) == [
+        {"captions": items[r]["captions"], "labels": items[r]["labels"], "row": r} for r in (3, 6)
+    ]
