@@ -6,7 +6,7 @@ process, one thread.
 
 The synthetic items are :func:`bench.collections.synthetic_rows` (about 100 Zipf-like
 non-zeros over splade-tiny's 30,522 terms), each with a text of 14 words, so a hit's
-metadata is read from the index's Parquet row groups as a real collection's would be.
+metadata is read from the index's stored records as a real collection's would be.
 ``LEXLENS_BENCH_SEARCH_INDEX`` names such an index built already (it is then kept).
 """
 

@@ -12,7 +12,10 @@ An index is a folder:
 ``data.npy``          CSR weights of the gated vectors ``E = V ⊙ G``, float32 ``[nnz]``
 ``norms.npy``         L2 norm of each item's gated vector, float32 ``[N]``
 ``items.parquet``     one row per item: id, kind, image, text, captions, labels,
-                      content key (what was encoded), file size and mtime
+                      content key (what was encoded), file size and mtime (text and
+                      captions in the records instead, when the index has them)
+``records*``          each item's hit fields in small compressed blocks, so that a
+                      hit reads a few dozen items, not a row group (:mod:`.records`)
 ``vocab.txt``         the output vocabulary, one token per line
 ``postings_*.npy``    (large indexes only) the inverted index: for each term its
                       items (int32) and weights (float16, scaled), for fast search
@@ -26,6 +29,7 @@ opens in milliseconds and memory stays O(what a query touches). Writing one is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -37,6 +41,13 @@ import numpy as np
 
 from lexlens.analysis.collections.home import collections_dir, stored_names
 from lexlens.analysis.collections.manifest import Manifest
+from lexlens.analysis.collections.records import (
+    ITEM_FIELDS,
+    RECORD_FIELDS,
+    RECORDS,
+    RECORDS_INDEX,
+    StoredRecords,
+)
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.analysis.core.inputs import read_bytes
 from lexlens.analysis.core.words import WordReader, item_words, top_terms
@@ -111,6 +122,14 @@ class IndexBatch:
     meta: list[dict]
 
 
+def corrupt_index(label: str, why: str) -> InputError:
+    """The one-line error that says the index ``label`` is damaged (``why``) and how to
+    mend it."""
+    return InputError(
+        f"{label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
+    )
+
+
 class StoredIndex:
     """An opened index: memory-mapped CSR arrays, metadata on demand, the typed manifest.
     It answers the calls of a stored collection
@@ -139,9 +158,7 @@ class StoredIndex:
 
     def corrupt(self, why: str) -> InputError:
         """The one-line error that says this index is damaged and how to mend it."""
-        return InputError(
-            f"{self.label}: not a valid Lexlens index ({why}): rebuild it with `lexlens index`"
-        )
+        return corrupt_index(self.label, why)
 
     def _open_arrays(self) -> None:
         m = self.manifest
@@ -194,6 +211,19 @@ class StoredIndex:
         footer = self._parquet.metadata
         sizes = [footer.row_group(g).num_rows for g in range(footer.num_row_groups)]
         self._group_starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.records: StoredRecords | None = None
+        if RECORDS in files or RECORDS_INDEX in files:
+            missing = RECORDS_INDEX if RECORDS in files else RECORDS
+            if missing not in files:
+                raise self.corrupt(f"the manifest lists no {missing}")
+            # a function of the label, not a method: the index stays free of reference
+            # cycles, so its memory maps close as soon as it is dropped
+            self.records = StoredRecords(self.path, n, functools.partial(corrupt_index, self.label))
+        parquet_fields = self._parquet.schema_arrow.names
+        held = set(parquet_fields) | set(RECORD_FIELDS if self.records else ())
+        self.fields = [f for f in ITEM_FIELDS if f in held] + [
+            f for f in parquet_fields if f not in ITEM_FIELDS
+        ]
 
     # -- basics ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -379,23 +409,41 @@ class StoredIndex:
 
     def meta(self, rows: Any, columns: list[str] | None = None) -> list[dict]:
         """Metadata dicts of the given rows (``id``, ``kind``, ``image``, ``text``,
-        ``captions``, ``labels``, …), with ``row`` added; the row groups they fall in are
-        read at once, and only the rows asked for become Python objects."""
+        ``captions``, ``labels``, …), with ``row`` added. The fields the records hold
+        (:mod:`.records`) are read from their blocks, the others from the row groups they
+        fall in, at once; only the rows asked for become Python objects."""
         rows = [int(r) for r in rows]
-        out: list[dict] = [{} for _ in rows]
         outside = next((r for r in rows if not 0 <= r < len(self)), None)
         if outside is not None:
             raise IndexError(f"row {outside} is outside the index's {len(self)} items")
+        if columns:
+            unknown = next((c for c in columns if c not in self.fields), None)
+            if unknown is not None:
+                raise KeyError(f"Field {unknown!r} does not exist in schema")
+        if self.records is None:
+            return self._parquet_meta(rows, columns)
+        wanted = list(columns) if columns else self.fields
+        kept = [c for c in wanted if c in RECORD_FIELDS]
+        read = [c for c in wanted if c not in RECORD_FIELDS]
+        held = self.records.rows(rows, kept) if kept else [{} for _ in rows]
+        if not read:  # every field from the records, in the order asked
+            for h, r in zip(held, rows, strict=True):
+                h["row"] = r
+            return held
+        stored = self._parquet_meta(rows, read)
+        return [
+            {c: (h[c] if c in h else s[c]) for c in wanted} | {"row": s["row"]}
+            for h, s in zip(held, stored, strict=True)
+        ]
+
+    def _parquet_meta(self, rows: list[int], columns: list[str] | None) -> list[dict]:
+        """:meth:`meta` of rows in range, every field read from ``items.parquet``."""
+        out: list[dict] = [{} for _ in rows]
         starts = self._group_starts
         groups = np.searchsorted(starts, np.asarray(rows, np.int64), side="right") - 1
         by_group: dict[int, list[int]] = {}
         for n, g in enumerate(groups.tolist()):
             by_group.setdefault(g, []).append(n)
-        if columns:
-            names = self._parquet.schema_arrow.names
-            unknown = next((c for c in columns if c not in names), None)
-            if unknown is not None:
-                raise KeyError(f"Field {unknown!r} does not exist in schema")
         wanted = tuple(columns) if columns else None
         tables = self._read_groups(list(by_group), wanted)
         for (g, positions), table in zip(by_group.items(), tables, strict=True):
@@ -407,6 +455,9 @@ class StoredIndex:
 
     def column(self, name: str) -> list:
         """One metadata column for every item (e.g. ``labels`` for an evaluation)."""
+        parquet_fields = self._parquet.schema_arrow.names
+        if self.records is not None and name in RECORD_FIELDS and name not in parquet_fields:
+            return self.records.column(name)
         try:
             return self._parquet.read(columns=[name]).column(name).to_pylist()
         except Exception as exc:  # noqa: BLE001
@@ -531,7 +582,7 @@ class StoredIndex:
         which a display marks and never shows as a word."""
 
         words = set(self.known_words)
-        columns = [c for c in ("text", "captions", "labels") if c in self._parquet.schema.names]
+        columns = [c for c in ("text", "captions", "labels") if c in self.fields]
         if columns:
             for batch in self.iter_batches(batch_size=4096, columns=["id", *columns]):
                 for meta in batch.meta:

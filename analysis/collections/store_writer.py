@@ -38,6 +38,7 @@ from lexlens.analysis.collections.manifest import (
 )
 from lexlens.analysis.collections.npy_files import NpyAppender, write_npy
 from lexlens.analysis.collections.postings import write_postings
+from lexlens.analysis.collections.records import ITEM_FIELDS, MOVED_FIELDS, RecordWriter
 from lexlens.analysis.collections.seen_ids import SeenIds
 from lexlens.analysis.collections.store import (
     FORMAT,
@@ -76,29 +77,31 @@ _META_SCHEMA = None
 
 
 def _meta_schema():
+    """The schema of ``items.parquet``: every item field but those only the records hold
+    (:data:`~.records.MOVED_FIELDS`)."""
     global _META_SCHEMA
     if _META_SCHEMA is None:
         import pyarrow as pa  # heavy: pyarrow loads on first use
 
-        _META_SCHEMA = pa.schema(
-            [
-                ("id", pa.string()),
-                ("kind", pa.string()),
-                ("image", pa.string()),
-                ("text", pa.string()),
-                ("captions", pa.list_(pa.string())),
-                ("labels", pa.list_(pa.string())),
-                ("content_key", pa.string()),
-                ("size", pa.int64()),
-                ("mtime_ns", pa.int64()),
-                ("nnz", pa.int32()),
-            ]
-        )
+        types = {
+            "id": pa.string(),
+            "kind": pa.string(),
+            "image": pa.string(),
+            "text": pa.string(),
+            "captions": pa.list_(pa.string()),
+            "labels": pa.list_(pa.string()),
+            "content_key": pa.string(),
+            "size": pa.int64(),
+            "mtime_ns": pa.int64(),
+            "nnz": pa.int32(),
+        }
+        _META_SCHEMA = pa.schema([(f, types[f]) for f in ITEM_FIELDS if f not in MOVED_FIELDS])
     return _META_SCHEMA
 
 
 class IndexWriter:
-    """Streams gated sparse rows and item metadata into a folder (CSR + Parquet)."""
+    """Streams gated sparse rows and item metadata into a folder (CSR, Parquet and the
+    hit records of :mod:`.records`)."""
 
     def __init__(self, folder: Path, vocab_size: int) -> None:
         import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
@@ -118,11 +121,13 @@ class IndexWriter:
         self.labelled = 0
         self.captioned = 0
         self._rows: list[dict] = []
-        # What add_rows gave and no row group holds yet: ids, texts, non-zeros.
-        self._texts: tuple[list, list, list] = ([], [], [])
+        # What add_rows gave and no row group holds yet: ids and non-zeros (the texts go
+        # straight into the records).
+        self._texts: tuple[list, list] = ([], [])
         self._parquet = pq.ParquetWriter(
             folder / "items.parquet", _meta_schema(), compression="zstd"
         )
+        self.records = RecordWriter(folder)
         self.ids = SeenIds()  # 16 bytes an id, not a set of strings
 
     @property
@@ -170,8 +175,11 @@ class IndexWriter:
         self.captioned += bool(meta.get("captions"))
         if self._texts[0]:
             raise ValueError("add after add_rows: an index is written one way")
-        row = {k: meta.get(k) for k in _meta_schema().names}
+        row = {k: meta.get(k) for k in ITEM_FIELDS}
         row["nnz"] = int(data.size)
+        self.records.add(row)
+        for name in MOVED_FIELDS:
+            del row[name]
         self._rows.append(row)
         if len(self._rows) >= ROW_GROUP:
             self._flush()
@@ -207,9 +215,19 @@ class IndexWriter:
             self.max_weight = max(self.max_weight, float(np.abs(data).max()))
         if self._rows:  # row groups hold ROW_GROUP rows each: one way of adding per index
             raise ValueError("add_rows after add: an index is written one way")
+        for item, text in zip(ids, texts, strict=True):
+            self.records.add(
+                {
+                    "id": item,
+                    "kind": "text",
+                    "image": "",
+                    "text": text,
+                    "captions": [],
+                    "labels": [],
+                }
+            )
         self._texts[0].extend(ids)
-        self._texts[1].extend(texts)
-        self._texts[2].extend(counts.tolist())
+        self._texts[1].extend(counts.tolist())
         while len(self._texts[0]) >= ROW_GROUP:
             self._flush_texts(ROW_GROUP)
 
@@ -217,7 +235,7 @@ class IndexWriter:
         """The first ``count`` rows given to :meth:`add_rows` as one row group."""
         import pyarrow as pa  # heavy: pyarrow loads on first use
 
-        ids, texts, nnz = (column[:count] for column in self._texts)
+        ids, nnz = (column[:count] for column in self._texts)
         for column in self._texts:
             del column[:count]
         n = len(ids)
@@ -228,8 +246,6 @@ class IndexWriter:
             "id": pa.array(ids, pa.string()),
             "kind": pa.array(["text"] * n, pa.string()),
             "image": empty,
-            "text": pa.array(texts, pa.string()),
-            "captions": none,
             "labels": none,
             "content_key": empty,
             "size": zeros,
@@ -255,6 +271,7 @@ class IndexWriter:
         self._flush()
         self._parquet.close()
         sizes = {"indices.npy": self.indices.close(), "data.npy": self.data.close()}
+        sizes.update(self.records.close())
         if self.token_ids.length:
             sizes[TOKEN_IDS] = self.token_ids.close()
             sizes[TOKEN_INDPTR] = write_npy(
@@ -288,6 +305,7 @@ class IndexWriter:
         self.indices.abort()
         self.data.abort()
         self.token_ids.abort()
+        self.records.abort()
         with contextlib.suppress(Exception):
             self._parquet.close()
 

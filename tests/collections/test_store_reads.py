@@ -1,7 +1,7 @@
 """A stored index's metadata read by its row groups as the file's footer sizes them (any
 size, the older 8,192-row groups too), several groups in one read, and the vocabulary's hash
-kept for a list met before: results equal an independent reading (pyarrow, hashlib, a
-brute-force ranking in numpy)."""
+kept for a list met before: results equal an independent reading (the items as given,
+pyarrow, hashlib, a brute-force ranking in numpy)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from lexlens.analysis.collections.store import open_index, vocab_hash
 from lexlens.analysis.collections.store_writer import write_index
 from lexlens.analysis.search.search import search
 from lexlens.models.base import Capability, Encoder, LexicalEncoding, texts_digest
+from tests.collections.older_index import make_older
 
 VOCAB = [f"w{i}" for i in range(12)]
 
@@ -48,6 +49,18 @@ def _rows(n: int, seed: int = 3):
         yield meta, cols.astype(np.int32), weights
 
 
+def _written(n: int) -> list[dict]:
+    """Every metadata field of the ``n`` items of :func:`_rows` as an index stores them
+    (the fields they do not give at their defaults)."""
+    defaults = {"kind": "text", "image": "", "text": "", "captions": [], "labels": []}
+    defaults |= {"content_key": "", "size": 0, "mtime_ns": 0}
+    fields = ("id", "kind", "image", "text", "captions", "labels", "content_key", "size")
+    return [
+        {k: (defaults | meta)[k] for k in (*fields, "mtime_ns")} | {"nnz": int(cols.size)}
+        for meta, cols, _ in _rows(n)
+    ]
+
+
 @pytest.fixture
 def odd_groups(tmp_path, monkeypatch):
     """An index of 40 items whose Parquet row groups hold 7 rows each (the last 5)."""
@@ -59,27 +72,29 @@ def odd_groups(tmp_path, monkeypatch):
 
 def test_metadata_of_rows_in_groups_of_any_size_is_the_files_own(odd_groups):
     table = pq.read_table(odd_groups.path / "items.parquet").to_pylist()
+    items = _written(40)
     rows = [39, 0, 6, 7, 13, 14, 35, 7, 22]
     got = odd_groups.meta(rows)
-    assert got == [table[r] | {"row": r} for r in rows]
-    picked = odd_groups.meta(rows, ["id", "text"])
-    assert picked == [{"id": table[r]["id"], "text": table[r]["text"], "row": r} for r in rows]
+    assert got == [items[r] | {"row": r} for r in rows]
+    assert [{k: m[k] for k in table[0]} for m in got] == [table[r] for r in rows]
+    picked = odd_groups.meta(rows, ["id", "nnz"])
+    assert picked == [{"id": table[r]["id"], "nnz": table[r]["nnz"], "row": r} for r in rows]
 
 
 def test_a_read_of_more_groups_than_are_kept_returns_every_row(odd_groups, monkeypatch):
     monkeypatch.setattr(store, "GROUPS_CACHED", 2)
-    table = pq.read_table(odd_groups.path / "items.parquet").to_pylist()
+    items = _written(40)
     rows = list(range(39, -1, -3))  # every group, more than two of them
-    assert odd_groups.meta(rows) == [table[r] | {"row": r} for r in rows]
+    assert odd_groups.meta(rows) == [items[r] | {"row": r} for r in rows]
     assert len(odd_groups._groups) <= 2
-    assert odd_groups.meta(rows[:4]) == [table[r] | {"row": r} for r in rows[:4]]
+    assert odd_groups.meta(rows[:4]) == [items[r] | {"row": r} for r in rows[:4]]
 
 
-def test_the_older_8192_row_groups_read_as_written(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_writer, "ROW_GROUP", 8192)
+def test_the_older_8192_row_groups_read_as_written(tmp_path):
     ix = write_index(tmp_path / "ix", VOCAB, _rows(8300), encoder={"name": "counting"})
-    assert ix._parquet.metadata.num_row_groups == 2
+    make_older(ix.path, _written(8300), row_group=8192)  # as written before the records
     reopened = open_index(ix.path)
+    assert reopened._parquet.metadata.num_row_groups == 2 and reopened.records is None
     table = pq.read_table(ix.path / "items.parquet").to_pylist()
     rows = [8299, 8191, 8192, 0]
     assert reopened.meta(rows) == [table[r] | {"row": r} for r in rows]

@@ -47,12 +47,14 @@ INDEX_FILES = frozenset(
         "postings_items.npy",
         "postings_weights.npy",
         "postings_scale.json",
+        "records.bin",
+        "records_index.npy",
     }
 )
 #: The files an index keeps beside its items when built from a benchmark.
 KEPT_FILES = frozenset({"queries.jsonl", "qrels.tsv"})
 #: The file-name constants of the stored format (importing one is opening a file by name).
-FORMAT_NAMES = frozenset({"MANIFEST", "TOKEN_IDS", "TOKEN_INDPTR"})
+FORMAT_NAMES = frozenset({"MANIFEST", "TOKEN_IDS", "TOKEN_INDPTR", "RECORDS", "RECORDS_INDEX"})
 #: Members an encoder has too (``getattr(encoder, "vocab", None)`` probes no collection).
 SHARED_WITH_ENCODERS = frozenset({"vocab"})
 KINDS = ("StoredIndex", "manifest", "file", "getattr")
