@@ -39,8 +39,9 @@ def write_pisa_index(index, folder: Path) -> int:
     from pyterrier_pisa import _pisathon
 
     folder.mkdir(parents=True, exist_ok=True)
-    p_indptr, p_items, p_weights = (np.asarray(a) for a in index.postings[:3])
-    scale = float(index.postings[3])
+    postings = index.postings
+    p_indptr, p_weights = np.asarray(postings.indptr), np.asarray(postings.weights)
+    scale = float(postings.scale)
     n = len(index)
     terms = []
     sizes = np.zeros(n, np.int64)
@@ -50,7 +51,7 @@ def write_pisa_index(index, folder: Path) -> int:
             a, b = int(p_indptr[t]), int(p_indptr[t + 1])
             impact = (p_weights[a:b].astype(np.float64) * scale * PISA_SCALE).astype(np.int64)
             keep = impact > 0
-            items = p_items[a:b][keep]
+            items = postings.term_rows(t)[keep]
             if not items.size:
                 continue
             terms.append(t)

@@ -16,6 +16,7 @@ and kept on disk for search, deviation and comparison.
 - :mod:`.store` (the format and its reader; its manifest typed in :mod:`.manifest`),
   :mod:`.stored` (what an analysis may ask of a stored collection: ``StoredCollection``),
   :mod:`.memory` (a small collection held in memory), :mod:`.store_writer` (atomic writes),
-  :mod:`.postings` (the inverted index of large ones), :mod:`.npy_files` (streamed arrays);
+  :mod:`.postings` (the inverted index of large ones, read back as :mod:`.posting_blocks`),
+  :mod:`.npy_files` (streamed arrays);
 - :mod:`.workspace`: where the app keeps its collections.
 """

@@ -47,6 +47,24 @@ class NpyAppender:
             self._handle.write(memoryview(array).cast("B"))
             self.length += int(array.size)
 
+    def widen(self, dtype: Any, chunk: int = 4_000_000) -> None:
+        """From now on store ``dtype`` (a wider type of the same kind): what was written is
+        converted into a new file, ``chunk`` values at a time (memory O(chunk)), which
+        replaces this one."""
+        dtype = np.dtype(dtype)
+        self._handle.flush()
+        wider = self.path.with_name(self.path.name + ".wider")
+        with open(wider, "wb") as out:
+            out.write(b"\0" * NPY_HEADER)
+            for start in range(0, self.length, chunk):
+                part = read_chunk(self.path, self.dtype, start, min(chunk, self.length - start))
+                out.write(memoryview(part.astype(dtype)).cast("B"))
+        self._handle.close()
+        os.replace(wider, self.path)
+        self._handle = open(self.path, "r+b")  # noqa: SIM115
+        self._handle.seek(0, os.SEEK_END)
+        self.dtype = dtype
+
     def close(self) -> int:
         """Write the header, fsync and close; returns the file's size in bytes."""
         self._handle.seek(0)

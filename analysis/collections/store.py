@@ -1,25 +1,37 @@
-"""The stored index format (version 1) and its reader.
+"""The stored index format (version 2) and its reader.
 
 An index is a folder:
 
-===================== ===========================================================
-``manifest.json``     format and version, encoder name + weight fingerprint,
-                      vocabulary hash, gate k, source fingerprint, counts, dates,
-                      every file's size (written last: an index without it is not
-                      an index)
-``indptr.npy``        CSR row pointers, int64 ``[N + 1]``
-``indices.npy``       CSR column (vocabulary) ids, int32 ``[nnz]``
-``data.npy``          CSR weights of the gated vectors ``E = V ⊙ G``, float32 ``[nnz]``
-``norms.npy``         L2 norm of each item's gated vector, float32 ``[N]``
-``items.parquet``     one row per item: id, kind, image, text, captions, labels,
-                      content key (what was encoded), file size and mtime (text and
-                      captions in the records instead, when the index has them)
-``records*``          each item's hit fields in small compressed blocks, so that a
-                      hit reads a few dozen items, not a row group (:mod:`.records`)
-``vocab.txt``         the output vocabulary, one token per line
-``postings_*.npy``    (large indexes only) the inverted index: for each term its
-                      items (int32) and weights (float16, scaled), for fast search
-===================== ===========================================================
+======================= =========================================================
+``manifest.json``       format and version, encoder name + weight fingerprint,
+                        vocabulary hash, gate k, source fingerprint, counts, dates,
+                        every file's size (written last: an index without it is not
+                        an index)
+``indptr.npy``          CSR row pointers, int64 ``[N + 1]``
+``indices.npy``         CSR column (vocabulary) ids ``[nnz]``: uint16 when the
+                        vocabulary has at most 65,536 terms (every BERT WordPiece
+                        vocabulary: 30,522), else int32
+``data.npy``            CSR weights of the gated vectors ``E = V ⊙ G``, float32 ``[nnz]``
+``norms.npy``           L2 norm of each item's gated vector, float32 ``[N]``
+``items.parquet``       one row per item: id, kind, image, text, captions, labels,
+                        content key (what was encoded), file size and mtime (text and
+                        captions in the records instead, when the index has them)
+``records*``            each item's hit fields in small compressed blocks, so that a
+                        hit reads a few dozen items, not a row group (:mod:`.records`)
+``vocab.txt``           the output vocabulary, one token per line
+``postings_*.npy``,     (large indexes only) the inverted index, for fast search: for
+``postings_scale.json`` each term (``postings_indptr.npy``, int64 ``[|V| + 1]``) its
+                        items ascending (``postings_items.npy``) and their weights
+                        (``postings_weights.npy``, float16 of ``weight / scale``); the
+                        items as uint16 within blocks of 65,536 rows, the blocks in
+                        ``postings_blocks.npy`` (:mod:`.posting_blocks`), or int32
+======================= =========================================================
+
+Each array's dtype is read from its file: an index written before version 2 (int32 column
+ids and posting items) opens and ranks as it did. A search over the compact layout reads
+the same rows and weights — ids are integers, decoded exactly — so its rankings are the
+same, bit for bit; it stores 6 bytes a non-zero in its CSR and 4 in its postings, where the
+reference scipy CSR (int32 ids, float32 weights) takes 8.
 
 The arrays are plain ``.npy`` files opened memory-mapped, so an index of a million items
 opens in milliseconds and memory stays O(what a query touches). Writing one is
@@ -41,6 +53,7 @@ import numpy as np
 
 from lexlens.analysis.collections.home import collections_dir, stored_names
 from lexlens.analysis.collections.manifest import Manifest
+from lexlens.analysis.collections.posting_blocks import StoredPostings, block_count
 from lexlens.analysis.collections.records import (
     ITEM_FIELDS,
     RECORD_FIELDS,
@@ -48,6 +61,7 @@ from lexlens.analysis.collections.records import (
     RECORDS_INDEX,
     StoredRecords,
 )
+from lexlens.analysis.collections.token_ids import token_dtype
 from lexlens.analysis.core.arguments import path_argument
 from lexlens.analysis.core.inputs import read_bytes
 from lexlens.analysis.core.words import WordReader, item_words, top_terms
@@ -55,7 +69,8 @@ from lexlens.analysis.datasets.trec import Problems, read_qrels, read_queries
 from lexlens.models.base import InputError, texts_digest
 
 FORMAT = "lexlens-index"
-FORMAT_VERSION = 1
+#: 2: column ids uint16 when the vocabulary fits, posting items in 16-bit blocks (1 still read).
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 #: What an index argument may be (the one wording of its refusal).
 INDEX_WANTED = "a stored index or its folder"
@@ -177,13 +192,20 @@ class StoredIndex:
                 raise self.corrupt(f"{name} was changed after the index was built")
 
         def load(name: str, dtype: Any, length: int) -> np.ndarray:
+            """The array in ``name``, memory-mapped: ``length`` values of ``dtype`` (or of
+            one of the dtypes of a tuple: the file says which)."""
             array = np.load(self.path / name, mmap_mode="r", allow_pickle=False)
-            if array.dtype != np.dtype(dtype) or array.shape != (length,):
-                raise self.corrupt(f"{name} holds {array.dtype}{array.shape}, expected {length}")
+            allowed = [np.dtype(d) for d in (dtype if isinstance(dtype, tuple) else (dtype,))]
+            if array.dtype not in allowed or array.shape != (length,):
+                wanted = " or ".join(str(d) for d in allowed)
+                raise self.corrupt(
+                    f"{name} holds {array.dtype}{array.shape}, expected {wanted}[{length}]"
+                )
             return array
 
+        ids = (np.int32, token_dtype(v))  # int32 before version 2, uint16 when |V| fits
         self.indptr = load("indptr.npy", np.int64, n + 1)
-        self.indices = load("indices.npy", np.int32, nnz)
+        self.indices = load("indices.npy", ids, nnz)
         self.data = load("data.npy", np.float32, nnz)
         self.norms = load("norms.npy", np.float32, n)
         if n and (int(self.indptr[0]) != 0 or int(self.indptr[-1]) != nnz):
@@ -194,13 +216,7 @@ class StoredIndex:
             raise self.corrupt("norms.npy holds a negative, NaN or infinite norm")
         self.postings = None
         if "postings_indptr.npy" in files:
-            scale = json.loads((self.path / "postings_scale.json").read_text())["scale"]
-            self.postings = (
-                load("postings_indptr.npy", np.int64, v + 1),
-                load("postings_items.npy", np.int32, nnz),
-                load("postings_weights.npy", np.float16, nnz),
-                float(scale),
-            )
+            self.postings = self._open_postings(load)
         import pyarrow.parquet as pq  # heavy: pyarrow loads on first use
 
         self._parquet = pq.ParquetFile(self.path / "items.parquet")
@@ -224,6 +240,27 @@ class StoredIndex:
         self.fields = [f for f in ITEM_FIELDS if f in held] + [
             f for f in parquet_fields if f not in ITEM_FIELDS
         ]
+
+    def _open_postings(self, load: Any) -> StoredPostings:
+        """The inverted postings, checked: int32 items, or uint16 ones with their block
+        table (:mod:`.posting_blocks`) spanning every term's postings."""
+        m = self.manifest
+        n, nnz, v = m.counts.items, m.counts.nnz, m.vocab.size
+        recorded = json.loads((self.path / "postings_scale.json").read_text())
+        indptr = load("postings_indptr.npy", np.int64, v + 1)
+        weights = load("postings_weights.npy", np.float16, nnz)
+        if "postings_blocks.npy" not in m.files:
+            items = load("postings_items.npy", np.int32, nnz)
+            return StoredPostings(indptr, items, weights, float(recorded["scale"]))
+        block = recorded.get("block")
+        if not isinstance(block, int) or isinstance(block, bool) or not 0 < block <= 2**16:
+            raise self.corrupt(f"postings_scale.json gives a block of {block!r} rows")
+        cells = block_count(n, block)
+        blocks = load("postings_blocks.npy", np.int64, v * cells + 1)
+        items = load("postings_items.npy", np.uint16, nnz)
+        if not np.array_equal(blocks[::cells], indptr) or np.any(np.diff(blocks) < 0):
+            raise self.corrupt("postings_blocks.npy does not follow the postings' terms")
+        return StoredPostings(indptr, items, weights, float(recorded["scale"]), blocks, block)
 
     # -- basics ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -291,7 +328,8 @@ class StoredIndex:
 
     @property
     def csr_bytes(self) -> int:
-        """Bytes of the CSR arrays alone (indptr int64, indices int32, data float32)."""
+        """Bytes of the reference scipy CSR of the vectors (indptr int64, indices int32,
+        data float32), whatever dtypes the index stores them in."""
         return 8 * (len(self) + 1) + 8 * self.nnz
 
     @property
@@ -301,9 +339,9 @@ class StoredIndex:
 
     # -- vectors --------------------------------------------------------------------------
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Item ``i``'s sparse vector: (vocabulary ids, weights)."""
+        """Item ``i``'s sparse vector: (vocabulary ids int32, weights)."""
         a, b = int(self.indptr[i]), int(self.indptr[i + 1])
-        cols = np.asarray(self.indices[a:b])
+        cols = np.asarray(self.indices[a:b], dtype=np.int32)
         if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
             raise self.corrupt(f"item {i} has vocabulary ids out of range")
         return cols, self._finite(np.asarray(self.data[a:b]), f"item {i}")
@@ -319,7 +357,7 @@ class StoredIndex:
         import scipy.sparse as sp  # heavy: scipy loads on first use
 
         a, b = int(self.indptr[start]), int(self.indptr[stop])
-        cols = np.asarray(self.indices[a:b])
+        cols = np.asarray(self.indices[a:b], dtype=np.int32)
         if cols.size and (cols.min() < 0 or cols.max() >= self.vocab_size):
             raise self.corrupt(f"items {start}–{stop - 1} have vocabulary ids out of range")
         weights = self._finite(np.asarray(self.data[a:b]), f"items {start}–{stop - 1}")
@@ -345,7 +383,7 @@ class StoredIndex:
         view = StoredIndex(self.path)  # its own handles (memory maps, metadata) on the folder
         stored, n = view.gate_k, len(view)
         view.indptr = matrix.indptr.astype(np.int64)
-        view.indices = matrix.indices.astype(np.int32)
+        view.indices = matrix.indices.astype(token_dtype(self.vocab_size))  # as a build would
         view.data = matrix.data.astype(np.float32)
         squares = np.bincount(
             np.repeat(np.arange(n), np.diff(view.indptr)),

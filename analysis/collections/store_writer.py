@@ -108,7 +108,8 @@ class IndexWriter:
 
         self.folder = folder
         self.vocab_size = vocab_size
-        self.indices = NpyAppender(folder / "indices.npy", np.int32)
+        # Column ids as uint16 when every id fits (|V| ≤ 65,536), else int32 (see .store).
+        self.indices = NpyAppender(folder / "indices.npy", token_dtype(vocab_size))
         self.data = NpyAppender(folder / "data.npy", np.float32)
         # Each item's input token ids (empty row: none given); written only if some are.
         self.token_ids = NpyAppender(folder / TOKEN_IDS, token_dtype(vocab_size))
@@ -118,6 +119,7 @@ class IndexWriter:
         self.norms = array.array("d")
         self.nonnegative = True
         self.max_weight = 0.0
+        self.largest_id = -1  # the largest vocabulary id written
         self.labelled = 0
         self.captioned = 0
         self._rows: list[dict] = []
@@ -156,6 +158,7 @@ class IndexWriter:
         data = np.asarray(data, dtype=np.float32)
         if data.size and not np.all(np.isfinite(data)):
             raise InputError(f"{meta.get('where')}: the encoder gave NaN or infinite weights")
+        self._check_ids(indices, lambda _: str(meta.get("where") or meta["id"]))
         self.indices.append(indices)
         self.data.append(data)
         self.indptr.append(self.indptr[-1] + int(data.size))
@@ -203,6 +206,7 @@ class IndexWriter:
         if repeated is not None:
             raise InputError(f"{where(repeated)}: the id {ids[repeated]!r} appears twice")
         counts = np.diff(indptr)
+        self._check_ids(indices, where, indptr)
         self.indices.append(indices)
         self.data.append(data)
         self.indptr.extend((self.indptr[-1] + np.cumsum(counts)).tolist())
@@ -230,6 +234,26 @@ class IndexWriter:
         self._texts[1].extend(counts.tolist())
         while len(self._texts[0]) >= ROW_GROUP:
             self._flush_texts(ROW_GROUP)
+
+    def _check_ids(
+        self, indices: np.ndarray, where: Callable[[int], str], indptr: np.ndarray | None = None
+    ) -> None:
+        """Refuse negative vocabulary ids, and widen the stored ids to int32 at the first
+        that uint16 cannot hold (a vocabulary grown while reading may pass 65,536 terms):
+        no id is ever wrapped into another term's. ``where(n)`` names the ``n``-th row of
+        ``indptr`` (one row when ``None``). Ids beyond the final vocabulary are refused when
+        the index is closed (:meth:`close`: its size is known then)."""
+        indices = np.asarray(indices)
+        if not indices.size:
+            return
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0:
+            bad = int(np.flatnonzero(indices < 0)[0])
+            row = 0 if indptr is None else int(np.searchsorted(indptr, bad, side="right")) - 1
+            raise InputError(f"{where(row)}: a negative vocabulary id ({int(indices[bad])})")
+        if high > np.iinfo(self.indices.dtype).max:
+            self.indices.widen(np.int32)
+        self.largest_id = max(self.largest_id, high)
 
     def _flush_texts(self, count: int) -> None:
         """The first ``count`` rows given to :meth:`add_rows` as one row group."""
@@ -268,6 +292,13 @@ class IndexWriter:
 
     def close(self, vocab: list[str], postings: bool | None = None) -> dict[str, int]:
         """Finish every file (fsynced); returns ``{file name: bytes}``."""
+        if self.largest_id >= self.vocab_size:
+            raise InputError(
+                f"vocabulary id {self.largest_id:,} is outside the {self.vocab_size:,} terms "
+                "of the vocabulary"
+            )
+        if self.indices.dtype.itemsize < token_dtype(self.vocab_size).itemsize:
+            self.indices.widen(np.int32)  # a vocabulary over 65,536 terms stores int32 ids
         self._flush()
         self._parquet.close()
         sizes = {"indices.npy": self.indices.close(), "data.npy": self.data.close()}

@@ -18,6 +18,7 @@ import numpy as np
 
 from lexlens.analysis.collections.manifest import Manifest
 from lexlens.analysis.collections.npy_files import NPY_HEADER
+from lexlens.analysis.collections.posting_blocks import StoredPostings
 from lexlens.analysis.collections.store import MANIFEST, IndexBatch
 from lexlens.analysis.core.collection import Collection
 from lexlens.models.base import InputError
@@ -39,14 +40,14 @@ class StoredCollection(Collection, Protocol):
     @property
     def nnz(self) -> int: ...
 
-    #: The CSR arrays: row pointers (int64 ``[N + 1]``), vocabulary ids (int32) and
-    #: weights (float32) of every item, in row order.
+    #: The CSR arrays: row pointers (int64 ``[N + 1]``), vocabulary ids (uint16 when the
+    #: vocabulary fits, else int32) and weights (float32) of every item, in row order.
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
     #: A large index's inverted postings (row pointers by term, items, float16 weights,
-    #: their scale), or ``None``.
-    postings: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None
+    #: their scale; items decoded by ``decode``), or ``None``.
+    postings: StoredPostings | None
 
     def corrupt(self, why: str) -> InputError:
         """The one-line error that says the index is damaged (``why``) and how to mend it."""
@@ -98,7 +99,13 @@ def reencoding_notes(collection: Collection) -> list[str]:
 
 #: The stored vectors' files (CSR and norms) and a large index's postings.
 VECTOR_FILES = ("indptr.npy", "indices.npy", "data.npy", "norms.npy")
-POSTING_FILES = ("postings_indptr.npy", "postings_items.npy", "postings_weights.npy")
+POSTING_FILES = (
+    "postings_indptr.npy",
+    "postings_items.npy",
+    "postings_weights.npy",
+    "postings_blocks.npy",
+    "postings_scale.json",
+)
 
 
 def index_bytes(collection: Collection) -> int | None:

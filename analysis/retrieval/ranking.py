@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,10 @@ class Postings:
     scale: float
     exact: bool
     nonnegative: bool
+    #: ``decode(read, starts, stops)``: the rows of the items read from those ranges (a
+    #: stored index's 16-bit block ids, :mod:`~lexlens.analysis.collections.posting_blocks`),
+    #: ``None`` when ``items`` holds the rows themselves.
+    decode: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 #: What search derives from a collection once and keeps while the collection lives: its
@@ -143,10 +148,14 @@ def _postings(target: Collection) -> Postings | None:
         return cached
     stored = target.postings if is_stored(target) else None
     if stored is not None:
-        indptr, items, weights, scale = stored
-        nonnegative = target.manifest.nonnegative
         cached = Postings(
-            np.asarray(indptr), items, weights, float(scale), False, nonnegative
+            np.asarray(stored.indptr),
+            stored.items,
+            stored.weights,
+            float(stored.scale),
+            False,
+            target.manifest.nonnegative,
+            None if stored.blocks is None else stored.decode,
         )  # the memory-mapped items and weights, read by range (_Reader)
     else:
         if len(target) and is_stored(target) and target.nnz > POSTINGS_MIN_NNZ:
@@ -263,11 +272,17 @@ def touched_items(
 
 def _read(postings: Postings, mapped: bool) -> Read:
     """``read(name, starts, stops)`` of the postings' ``items`` or ``weights``."""
-    readers = {
-        "items": _reader(postings, "items", postings.items),
-        "weights": _reader(postings, "weights", postings.weights),
-    }
-    return lambda name, starts, stops: readers[name].ranges(starts, stops, mapped)
+    items = _reader(postings, "items", postings.items)
+    weights = _reader(postings, "weights", postings.weights)
+    decode = postings.decode
+
+    def read(name: str, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        if name == "weights":
+            return weights.ranges(starts, stops, mapped)
+        found = items.ranges(starts, stops, mapped)
+        return found if decode is None else decode(found, starts, stops)
+
+    return read
 
 
 def _rounding(postings: Postings, q: np.ndarray, terms: np.ndarray, square: bool) -> Rounding:

@@ -142,7 +142,10 @@ class Scorer:
             self._warmed = True
         if not is_stored(collection):
             return
-        arrays = (collection.indices, collection.data, *(collection.postings or ())[1:3])
+        postings = collection.postings
+        arrays = (collection.indices, collection.data)
+        if postings is not None:
+            arrays += (postings.items, postings.weights)
         for array in arrays:
             if isinstance(array, np.memmap) and array.size:
                 np.asarray(array).view(np.uint8)[::PAGE].max()

@@ -44,7 +44,7 @@ EFFICIENCY_COLUMNS = ("flops", "postings_per_query", "latency_ms", "index_bytes"
 def document_frequencies(collection: StoredCollection) -> np.ndarray:
     """How many items activate each term (non-zero stored weight), int64 ``[|V|]``."""
     if is_stored(collection) and collection.postings is not None:
-        return np.diff(np.asarray(collection.postings[0])).astype(np.int64)
+        return np.diff(np.asarray(collection.postings.indptr)).astype(np.int64)
     if is_stored(collection):  # a stored row holds no zero weight (the gate drops them)
         return np.bincount(collection.indices, minlength=collection.vocab_size).astype(np.int64)
     return activation_counts(collection.matrix(), collection.vocab_size)

@@ -16,7 +16,7 @@ import pytest
 
 from lexlens.analysis.collections.indexing import build_index
 from lexlens.analysis.collections.npy_files import NpyAppender
-from lexlens.analysis.collections.store import MANIFEST, open_index, vocab_hash
+from lexlens.analysis.collections.store import FORMAT_VERSION, MANIFEST, open_index, vocab_hash
 from lexlens.analysis.collections.workspace import (
     delete_collection,
     list_collections,
@@ -62,7 +62,7 @@ def test_text_index_stores_the_gated_vectors_and_metadata(splade, tmp_path):
     assert (result.items, result.encoded, result.reused, result.skipped) == (4, 4, 0, [])
     index = open_index(tmp_path / "ix")
     m = index.manifest
-    assert m.format == "lexlens-index" and m.format_version == 1
+    assert m.format == "lexlens-index" and m.format_version == FORMAT_VERSION == 2
     assert m.encoder.name == "splade-tiny" and len(m.encoder.fingerprint) == 32
     assert m.vocab.to_dict() == {"size": 30522, "hash": vocab_hash(splade.vocab)}
     assert m.gate_k == 768 and m.counts.labelled == 4 and m.modality == "text"
@@ -70,7 +70,7 @@ def test_text_index_stores_the_gated_vectors_and_metadata(splade, tmp_path):
     encodings = splade.encode_texts([t for _, t, _ in TEXTS], side="document")
     for i, enc in enumerate(encodings):
         assert np.array_equal(index.vector(i), gate(enc, splade.vocab, 768))
-    assert index.indices.dtype == np.int32 and index.data.dtype == np.float32
+    assert index.indices.dtype == np.uint16 and index.data.dtype == np.float32  # |V| ≤ 65,536
     assert isinstance(index.data, np.memmap)
     meta = index.meta([2])[0]
     assert meta["id"] == "c" and meta["text"] == "a cat on the beach"

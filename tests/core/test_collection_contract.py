@@ -44,6 +44,7 @@ INDEX_FILES = frozenset(
         "token_ids.npy",
         "token_indptr.npy",
         "postings_indptr.npy",
+        "postings_blocks.npy",
         "postings_items.npy",
         "postings_weights.npy",
         "postings_scale.json",
@@ -379,7 +380,9 @@ def _stored_checks(ix: StoredCollection, dense: np.ndarray, gate_k: int, base: P
         if view:
             assert ix.postings is None  # its vectors are not the stored postings'
             return
-        indptr, items, weights, scale = ix.postings
+        stored = ix.postings
+        indptr, weights, scale = stored.indptr, stored.weights, stored.scale
+        items = np.concatenate([stored.term_rows(t) for t in range(len(VOCAB))])
         csc = reference.tocsc()
         assert np.array_equal(indptr, csc.indptr) and np.array_equal(items, csc.indices)
         # float16 postings: each weight within float16's relative rounding of the stored one
