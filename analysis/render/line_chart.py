@@ -8,7 +8,7 @@ exactly their range (ticks at its ends), each point keeps its exact value for a 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from lexlens.analysis.render.colours import series_colours
@@ -85,10 +85,12 @@ def scatter_chart(
     log_x: bool = False,
     width: int = 420,
     height: int = 260,
+    marked: Collection[str] = (),
 ) -> dict[str, Any]:
     """The coordinates of named points ``(name, x, y)`` in a ``width`` × ``height`` box, each
     labelled with its name and its exact values as a tooltip, the axes spanning the points'
-    range (``log_x``: x on a log scale, positive x only); no points: ``{"points": []}``."""
+    range (``log_x``: x on a log scale, positive x only; ``marked``: names drawn with a
+    distinct marker, a reference beside the others); no points: ``{"points": []}``."""
     shown = [(n, float(a), float(b)) for n, a, b in points if not log_x or float(a) > 0]
     if not shown:
         return {"points": []}
@@ -111,17 +113,27 @@ def scatter_chart(
     def x_tick(v: float) -> str:
         return num(10**v if log_x else v)
 
-    return {
-        "points": [
+    placed: list[tuple[float, float]] = []  # the labels drawn so far (x, baseline y)
+    drawn = []
+    for (n, a, b), xv in zip(shown, xs, strict=True):
+        px, py = x(xv), y(b)
+        label_y = py - 7  # above its point, else below when a label is already there
+        if any(abs(lx - px) < 8 * len(n) and abs(ly - label_y) < 11 for lx, ly in placed):
+            label_y = py + 15
+        placed.append((px, label_y))
+        drawn.append(
             {
-                "x": f"{x(xv):.1f}",
-                "y": f"{y(b):.1f}",
+                "x": f"{px:.1f}",
+                "y": f"{py:.1f}",
+                "label_y": f"{label_y:.1f}",
                 "name": n,
-                "anchor": "end" if x(xv) > (LEFT + width - PAD) / 2 else "start",
+                "anchor": "end" if px > (LEFT + width - PAD) / 2 else "start",
                 "title": f"{n}: {x_label} {a!r}, {y_label} {b!r}",
+                "marked": n in marked,
             }
-            for (n, a, b), xv in zip(shown, xs, strict=True)
-        ],
+        )
+    return {
+        "points": drawn,
         "width": width,
         "height": height,
         "left": LEFT,
