@@ -278,3 +278,44 @@ def test_the_page_runs_the_sweep_as_a_job_and_shows_the_commands_figures(
     assert table["setting"].tolist() == ["query_cut 1", "query_cut 4", EXACT]
     again = reopened(at, "app_pages/evaluation.py")  # a reload shows the stored sweep
     assert any(h.value == "What if: seismic at 2 settings" for h in again.subheader)
+
+
+@pytest.mark.slow
+def test_one_systems_evaluation_carries_the_sweep_as_its_section(case, cli):
+    folder = case[0]
+    out = folder / "one"
+    base = ("evaluate", "--index", folder / "ix", "--queries", folder / "q.tsv")
+    done = cli(
+        *base,
+        "--qrels",
+        folder / "qrels.txt",
+        "--sweep",
+        "seismic",
+        "--sweep-query-cuts",
+        "2",
+        "--sweep-n-postings",
+        str(N_POSTINGS),
+        "--out",
+        out,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "evaluation.json").read_text())
+    points = document["engine_sweep"]["points"]
+    assert [p["name"] for p in points] == ["query_cut 2", EXACT]
+    # the exact scorer's nDCG@10 is the evaluation's own
+    assert points[-1]["ndcg"] == pytest.approx(
+        document["metrics"]["aggregate"]["nDCG@10"], abs=1e-12
+    )
+    assert (out / "engine_sweep.csv").exists()
+    assert '<section id="engine-sweep">' in (out / "evaluation.html").read_text()
+    # a run alone is no collection Lexlens ranks
+    done = cli(
+        *base,
+        "--qrels",
+        folder / "qrels.txt",
+        "--run",
+        folder / "exact.trec",
+        "--sweep",
+        "seismic",
+    )
+    assert done.returncode == 2 and "runs over a collection Lexlens ranks" in done.stderr
