@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -531,4 +531,5 @@ def sweep_over(
     collection = explaining.collection(system)[0]
     order = list(texts)
     vectors = dict(zip(order, explaining.vectors(system, [texts[q] for q in order]), strict=True))
-    return engine_sweep(collection, vectors, qrels, options, progress)
+    swept = engine_sweep(collection, vectors, qrels, options, progress)
+    return replace(swept, collection=system.name)  # named as the report names the system
