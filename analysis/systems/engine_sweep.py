@@ -15,7 +15,8 @@ The rule (:func:`engine_sweep`):
   single thread, for its top 10 at every ``query_cut`` (and the one ``heap_factor``); the
   exact top 10 is :meth:`~lexlens.analysis.retrieval.scorer.Scorer.top`'s, timed the same
   way (``time.perf_counter`` around the call, the query's arrays made before; each query's
-  fastest of three calls when there are at most 1,000 queries, :func:`timed_runs`);
+  fastest of three passes over all the queries when there are at most 1,000,
+  :func:`timed_runs`);
 - per setting: accuracy@10 (the share of the exact top 10 the engine returns, Seismic's
   own measure, mean over queries), nDCG@10 (ir-measures over the judgements, the code every
   evaluation measures with; none without judgements, and the note says so), the median
@@ -59,7 +60,8 @@ DEFAULT_N_POSTINGS = 3500  # Seismic's own default
 DEFAULT_HEAP_FACTOR = 0.9
 #: Each posting list keeps at most n_postings × max_fraction weights: 1, the static cut.
 MAX_FRACTION = 1.0
-#: Each query's searches timed (its fastest counts) when there are at most FEW_QUERIES.
+#: Passes over the queries timed (each query's fastest counts) when there are at most
+#: FEW_QUERIES.
 TIMED_RUNS = 3
 FEW_QUERIES = 1_000
 #: Items handed to Seismic's dataset at once.
@@ -339,17 +341,21 @@ def _timed(call: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - started
 
 
-def _fastest(call: Any, runs: int) -> tuple[Any, float]:
-    """``call()``'s result and its fastest time over ``runs`` calls (``time.perf_counter``)."""
-    out, best = _timed(call)
-    for _ in range(runs - 1):
-        best = min(best, _timed(call)[1])
+def _fastest_each(calls: Mapping[str, Any], passes: int) -> tuple[dict, dict]:
+    """Each call's result and its fastest time over ``passes`` passes through all the calls
+    in order (a pass is the whole query set, as a benchmark's warm runs are; never one
+    query repeated back to back)."""
+    out, best = {}, {}
+    for _ in range(passes):
+        for q, call in calls.items():
+            out[q], took = _timed(call)
+            best[q] = min(took, best.get(q, took))
     return out, best
 
 
 def timed_runs(queries: int) -> int:
-    """How many times each query is searched for its latency (its fastest counts): three
-    up to :data:`FEW_QUERIES` queries, where a median over few is noisy; else once."""
+    """How many passes over the queries are timed (each query's fastest counts): three up
+    to :data:`FEW_QUERIES` queries, where a median over few is noisy; else one."""
     return TIMED_RUNS if queries <= FEW_QUERIES else 1
 
 
@@ -409,12 +415,14 @@ def engine_sweep(
     for q, v in vectors.items():
         terms = np.flatnonzero(v)
         asked[q] = (np.array([str(t) for t in terms], dtype=kind), v[terms].astype(np.float32))
-    exact, exact_times = {}, []
     repeats = timed_runs(len(vectors))
-    for q, v in vectors.items():
-        (rows, scores), took = _fastest(lambda v=v: scorer.top(v, DEPTH), repeats)
-        if asked[q][0].size:
-            exact_times.append(took)
+    searched = [q for q in vectors if asked[q][0].size]  # a query with no term: not timed
+    found, took = _fastest_each(
+        {q: (lambda v=vectors[q]: scorer.top(v, DEPTH)) for q in searched}, repeats
+    )
+    exact_times = [took[q] for q in searched]
+    exact = {q: [] for q in vectors}
+    for q, (rows, scores) in found.items():
         exact[q] = [(ids[r], float(s)) for r, s in zip(rows, scores, strict=True) if s > 0]
     if progress:
         progress(0.1, f"exact top {DEPTH} of {len(vectors)} queries; building {SEISMIC}")
@@ -457,19 +465,19 @@ def engine_sweep(
     points, runs = [], {}
     cuts = options.query_cuts
     for i, cut in enumerate(cuts):
-        run, times = {}, []
-        for q, (components, values) in asked.items():
-            if not components.size:
-                run[q] = []
-                continue
-            hits, took = _fastest(
-                lambda q=q, c=components, w=values, k=cut: engine.search(
+        calls = {
+            q: (
+                lambda q=q, c=asked[q][0], w=asked[q][1], k=cut: engine.search(
                     q, c, w, DEPTH, k, options.heap_factor
-                ),
-                repeats,
+                )
             )
-            times.append(took)
-            run[q] = [(ids[int(d)], float(s)) for _, s, d in hits]
+            for q in searched
+        }
+        hits, took = _fastest_each(calls, repeats)
+        times = [took[q] for q in searched]
+        run = {q: [] for q in vectors}
+        for q, found_hits in hits.items():
+            run[q] = [(ids[int(d)], float(s)) for _, s, d in found_hits]
         points.append(point(f"query_cut {cut}", SEISMIC, cut, run, times))
         runs[points[-1].name] = run
         if progress:

@@ -245,7 +245,14 @@ def _engine_losses(result: SystemsComparison) -> None:
         st.subheader(f"What {entry['run']} lost, and why")
         st.caption(loss_lines([entry])[0])
         summary = pd.DataFrame(losses["reasons"]).rename(columns=REASON_LABELS)
-        st.dataframe(summary, hide_index=True, width="stretch", key="sys_reasons")
+        share = REASON_LABELS["share_of_lost_relevant"]
+        st.dataframe(
+            summary,
+            hide_index=True,
+            width="stretch",
+            key="sys_reasons",
+            column_config={share: st.column_config.NumberColumn(share, format="percent")},
+        )
         for note in losses["notes"]:
             st.caption(f"Note: {note}")
         rows = loss_rows([entry])
