@@ -288,7 +288,8 @@ def show_sweep(sweep: EngineSweep) -> None:
         f"{sweep.heap_factor:g}) in {sweep.build_seconds:.2f} s, then searched one query at a "
         f"time ({sweep.queries:,} queries, top {sweep.depth}); the exact scorer (red square) "
         f"timed the same way. {ACCURACY}: the share of the exact top {sweep.depth} returned; "
-        "latency: median per query."
+        "latency: median per query, timed in the app's own process beside its server "
+        "(`lexlens evaluate --sweep` times it steadier)."
     )
     st.plotly_chart(sweep_figure(sweep), key="sys_sweep_chart")
     st.dataframe(_sweep_table(sweep), hide_index=True, width="stretch", key="sys_sweep_table")
