@@ -149,7 +149,7 @@ def _sweep(values: dict) -> SweepOptions:
 
 def _sweep_widgets(values: dict) -> None:
     """What if the engine ran at other settings: which engine, its query cuts, its build's
-    postings per term and its heap factor (built once over the first exact collection)."""
+    postings per term and its heap factor (built once over the exact system's collection)."""
     with st.expander(
         "What if: run Seismic itself at several settings (accuracy@10, nDCG@10, "
         "latency beside the exact scorer)"
@@ -182,9 +182,10 @@ def _sweep_widgets(values: dict) -> None:
                 help=declared.spec.help,
             )
         st.caption(
-            "Seismic (pyseismic-lsr) is built once over the stored vectors of the first "
-            "collection Lexlens ranks exactly, then searched one query at a time at each "
-            "query cut; the exact scorer is timed the same way."
+            "Seismic (pyseismic-lsr) is built once over the stored vectors of the collection "
+            "Lexlens ranks exactly (the one an uploaded run is paired with, else the "
+            "baseline's, else the first), then searched one query at a time at each query "
+            "cut; the exact scorer is timed the same way."
         )
 
 
