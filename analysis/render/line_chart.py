@@ -8,13 +8,15 @@ exactly their range (ticks at its ends), each point keeps its exact value for a 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from lexlens.analysis.render.colours import series_colours
 from lexlens.analysis.render.html import num
 
 PAD = 40
+#: The share of a scatter's range its axes reach beyond the points, on each side.
+MARGIN = 0.08
 LEFT = 64  # room for a y tick such as −0.02689
 
 
@@ -77,6 +79,78 @@ def line_chart(
     }
 
 
+#: Where a point's name may go, tried in this order (plotly's textposition names).
+PLACES = (
+    "top center",
+    "bottom center",
+    "middle right",
+    "middle left",
+    "top right",
+    "top left",
+    "bottom right",
+    "bottom left",
+)
+#: Each place as the SVG draws it: the label's offset from its point (x, y; y down) and
+#: its anchor (the baseline sits about 3 px under the text's middle).
+_SVG_PLACES = {
+    "top center": (0, -7, "middle"),
+    "bottom center": (0, 15, "middle"),
+    "middle right": (7, 3, "start"),
+    "middle left": (-7, 3, "end"),
+    "top right": (4, -6, "start"),
+    "top left": (-4, -6, "end"),
+    "bottom right": (4, 14, "start"),
+    "bottom left": (-4, 14, "end"),
+}
+CHAR_WIDTH = 6.0  # px of one character of a 10–12 px label
+LABEL_HEIGHT = 12.0
+
+
+def _label_box(x: float, y: float, place: str, text: str) -> tuple[float, float, float, float]:
+    """The box (left, top, right, bottom; y down) of ``text`` placed at ``place`` beside
+    the point (x, y)."""
+    width = CHAR_WIDTH * len(text)
+    vertical, horizontal = place.split()
+    top = {"top": y - 6 - LABEL_HEIGHT, "bottom": y + 6, "middle": y - LABEL_HEIGHT / 2}
+    left = {"center": x - width / 2, "right": x + 6, "left": x - 6 - width}
+    return left[horizontal], top[vertical], left[horizontal] + width, top[vertical] + LABEL_HEIGHT
+
+
+def label_places(
+    pixels: Sequence[tuple[float, float]],
+    names: Sequence[str],
+    *,
+    y_down: bool,
+    within: tuple[float, float] | None = None,
+) -> list[str]:
+    """Where each point's name goes (one of :data:`PLACES`): the first place, in order,
+    whose box overlaps no name placed before and no other point, and stays ``within``
+    (left, right) when given (points at ``pixels``, ``y_down``: y grows downwards, as in
+    SVG; else upwards, as a plot's value); the first place when none is free."""
+    points = [(x, y if y_down else -y) for x, y in pixels]
+    boxes: list[tuple[float, float, float, float]] = []
+    out = []
+
+    def clear(box: tuple[float, float, float, float], own: int) -> bool:
+        left, top, right, bottom = box
+        if within is not None and (left < within[0] or right > within[1]):
+            return False
+        for other in boxes:
+            if left < other[2] and other[0] < right and top < other[3] and other[1] < bottom:
+                return False
+        return not any(
+            left - 4 < px < right + 4 and top - 4 < py < bottom + 4
+            for i, (px, py) in enumerate(points)
+            if i != own
+        )
+
+    for i, ((x, y), name) in enumerate(zip(points, names, strict=True)):
+        place = next((p for p in PLACES if clear(_label_box(x, y, p, name), i)), PLACES[0])
+        boxes.append(_label_box(x, y, place, name))
+        out.append(place)
+    return out
+
+
 def scatter_chart(
     points: Sequence[tuple[str, float, float]],
     *,
@@ -85,10 +159,13 @@ def scatter_chart(
     log_x: bool = False,
     width: int = 420,
     height: int = 260,
+    marked: Collection[str] = (),
 ) -> dict[str, Any]:
     """The coordinates of named points ``(name, x, y)`` in a ``width`` × ``height`` box, each
-    labelled with its name and its exact values as a tooltip, the axes spanning the points'
-    range (``log_x``: x on a log scale, positive x only); no points: ``{"points": []}``."""
+    named where no other name or point is (:func:`label_places`) with its exact values as a
+    tooltip, the axes spanning the points' range and :data:`MARGIN` beyond (``log_x``: x on
+    a log scale, positive x only; ``marked``: names drawn with a distinct marker, a
+    reference beside the others); no points: ``{"points": []}``."""
     shown = [(n, float(a), float(b)) for n, a, b in points if not log_x or float(a) > 0]
     if not shown:
         return {"points": []}
@@ -101,27 +178,39 @@ def scatter_chart(
 
     xs = [math.log10(a) if log_x else a for _, a, _ in shown]
     (x_low, x_high), (y_low, y_high) = spread(xs), spread([b for _, _, b in shown])
+    # the axes reach MARGIN of the range beyond the points: none sits on an axis, and the
+    # ticks (at the points' extremes) stay apart at the corner
+    x_pad, y_pad = MARGIN * (x_high - x_low), MARGIN * (y_high - y_low)
 
     def x(v: float) -> float:
-        return LEFT + (width - LEFT - PAD) * (v - x_low) / (x_high - x_low)
+        return LEFT + (width - LEFT - PAD) * (v - x_low + x_pad) / (x_high - x_low + 2 * x_pad)
 
     def y(v: float) -> float:
-        return height - PAD - (height - 2 * PAD) * (v - y_low) / (y_high - y_low)
+        span = y_high - y_low + 2 * y_pad
+        return height - PAD - (height - 2 * PAD) * (v - y_low + y_pad) / span
 
     def x_tick(v: float) -> str:
         return num(10**v if log_x else v)
 
-    return {
-        "points": [
+    pixels = [(x(xv), y(b)) for (_, _, b), xv in zip(shown, xs, strict=True)]
+    places = label_places(pixels, [n for n, _, _ in shown], y_down=True, within=(0, width))
+    drawn = []
+    for (n, a, b), (px, py), place in zip(shown, pixels, places, strict=True):
+        dx, dy, anchor = _SVG_PLACES[place]
+        drawn.append(
             {
-                "x": f"{x(xv):.1f}",
-                "y": f"{y(b):.1f}",
+                "x": f"{px:.1f}",
+                "y": f"{py:.1f}",
+                "label_x": f"{px + dx:.1f}",
+                "label_y": f"{py + dy:.1f}",
                 "name": n,
-                "anchor": "end" if x(xv) > (LEFT + width - PAD) / 2 else "start",
+                "anchor": anchor,
                 "title": f"{n}: {x_label} {a!r}, {y_label} {b!r}",
+                "marked": n in marked,
             }
-            for (n, a, b), xv in zip(shown, xs, strict=True)
-        ],
+        )
+    return {
+        "points": drawn,
         "width": width,
         "height": height,
         "left": LEFT,

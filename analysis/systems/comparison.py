@@ -54,6 +54,12 @@ from lexlens.analysis.systems.engine_loss import (
     check_engine_systems,
     with_engine_losses,
 )
+from lexlens.analysis.systems.engine_sweep import (
+    SweepOptions,
+    check_sweep,
+    sweep_over,
+    sweep_system,
+)
 from lexlens.analysis.systems.fixes import pair_fixes
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
@@ -96,6 +102,7 @@ def evaluate_systems(
     counterfactuals: CounterfactualOptions | None = None,
     query_vectors: str | Path | None = None,
     engine: EngineOptions | None = None,
+    sweep: SweepOptions | None = None,
 ) -> Evaluation:
     """The systems ``spec`` describes evaluated on one benchmark, as one
     :class:`~lexlens.analysis.evaluation.result.Evaluation`: one system's as
@@ -109,7 +116,11 @@ def evaluate_systems(
     of Lexlens's own ranking to test. ``query_vectors`` (queries encoded elsewhere) rank
     one collection instead of encoding its queries. With ``engine`` (the engine that made a
     run and its declared pruning), each item the run lost from the exact ranking gets its
-    reason (:func:`~lexlens.analysis.systems.engine_loss.with_engine_losses`)."""
+    reason (:func:`~lexlens.analysis.systems.engine_loss.with_engine_losses`). With
+    ``sweep`` (an engine and its settings), the engine itself runs at each setting over the
+    collection of Lexlens's own ranking, beside the exact scorer
+    (:mod:`~lexlens.analysis.systems.engine_sweep`): the comparison's ``sweep``, or one
+    system's evaluation's ``engine_sweep`` section."""
     if not isinstance(spec, SystemsSpec):
         raise InputError(f"spec must be a SystemsSpec, not {type(spec).__name__}")
     evaluation, options = _checked_options(evaluation, options)
@@ -117,6 +128,8 @@ def evaluate_systems(
     check_spec(spec)
     engine = engine or EngineOptions()
     check_engine(engine)
+    sweep = sweep or SweepOptions()
+    check_sweep(sweep)
     opened = [index_argument(ix, "index") for ix in spec.indexes]
     systems = systems_of(replace(spec, indexes=opened), evaluation.gate_k)
     if additions and (len(systems) > 1 or systems[0].kind == RUN):
@@ -133,6 +146,13 @@ def evaluate_systems(
     if len(systems) == 1:
         if engine.engine is not None:
             raise InputError(f"--engine {engine.engine}: give the run with --with-exact")
+        if sweep.sweep is not None:
+            sweep_system(systems)
+            if query_vectors is not None:
+                raise InputError(
+                    "--sweep encodes the queries as the collection's own query encoder does: "
+                    "not with --query-vectors"
+                )
         if options != ComparisonOptions():
             changed = [
                 d.flag
@@ -154,7 +174,21 @@ def evaluate_systems(
             progress=progress_part(progress, 0.0, 1 / steps),
             options=evaluation,
         )
-        return _with_additions(result, faithfulness, counterfactuals, device, progress, steps)
+        result = _with_additions(result, faithfulness, counterfactuals, device, progress, steps)
+        if sweep.sweep is None:
+            return result
+        benchmark = read_benchmark(opened[0], queries, qrels)
+        texts = {q["id"]: q["text"] for q in result.metrics["per_query"]}
+        swept = sweep_over(
+            one,
+            texts,
+            benchmark.qrels,
+            sweep,
+            evaluation.query_mode,
+            device,
+            {str(ix.path): ix for ix in opened},
+        )
+        return result.with_section(swept)
     evaluated, comparison = _evaluated_and_compared(
         systems,
         {str(ix.path): ix for ix in opened},
@@ -165,6 +199,7 @@ def evaluate_systems(
         evaluation=evaluation,
         options=options,
         engine=engine,
+        sweep=sweep,
     )
     baseline = next(e for e in evaluated if e.system.name == comparison.baseline)
     return baseline.evaluation.with_section(comparison)
@@ -227,12 +262,14 @@ def compare_systems(
     evaluation: EvaluationOptions | None = None,
     options: ComparisonOptions | None = None,
     engine: EngineOptions | None = None,
+    sweep: SweepOptions | None = None,
     **given: Any,
 ) -> SystemsComparison:
     """Two or more ``systems`` (see :func:`~lexlens.analysis.systems.systems.systems_of`)
     compared on the queries and judgements given, else the first system's collection's:
     see the module docstring (``engine``: the engine that made a run, whose lost items get
-    their reasons)."""
+    their reasons; ``sweep``: an engine to run at several settings beside the exact
+    scorer)."""
     return _evaluated_and_compared(
         systems,
         {},
@@ -243,6 +280,7 @@ def compare_systems(
         evaluation=evaluation,
         options=options,
         engine=engine,
+        sweep=sweep,
         **given,
     )[1]
 
@@ -258,6 +296,7 @@ def _evaluated_and_compared(
     evaluation: EvaluationOptions | None,
     options: ComparisonOptions | None,
     engine: EngineOptions | None = None,
+    sweep: SweepOptions | None = None,
     **given: Any,
 ) -> tuple[list[Evaluated], SystemsComparison]:
     """Every system evaluated and their comparison (every argument checked first), each
@@ -266,6 +305,8 @@ def _evaluated_and_compared(
     options = ComparisonOptions.of(options, **given)
     engine = engine or EngineOptions()
     check_engine(engine)
+    sweep = sweep or SweepOptions()
+    check_sweep(sweep)
     device_argument(device)
     progress = progress_argument(progress)
     if not isinstance(systems, Sequence) or not all(isinstance(s, System) for s in systems):
@@ -277,18 +318,41 @@ def _evaluated_and_compared(
     if baseline not in names:
         raise InputError(f"baseline {baseline!r} is not a system: one of {', '.join(names)}")
     check_engine_systems(engine, systems)
+    swept = sweep_system(systems, (baseline,)) if sweep.sweep is not None else None
     opened = dict(opened)
     for path in dict.fromkeys(s.index for s in systems):
         if path not in opened:
             opened[path] = index_argument(path)
     benchmark = read_benchmark(opened[systems[0].index], queries, qrels)
+    share = 0.8 if swept is not None else 1.0  # the sweep's part of the progress
     evaluated = evaluate_each(
-        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9), opened
+        systems, benchmark, evaluation, device, progress_part(progress, 0.0, 0.9 * share), opened
     )
     comparison = compare_evaluated(
-        evaluated, benchmark, evaluation, options, device, progress_part(progress, 0.9, 1.0)
+        evaluated,
+        benchmark,
+        evaluation,
+        options,
+        device,
+        progress_part(progress, 0.9 * share, share),
     )
-    return evaluated, with_engine_losses(comparison, engine, device, opened)
+    comparison = with_engine_losses(comparison, engine, device, opened)
+    if swept is None:
+        return evaluated, comparison
+    exact = [e["exact"] for e in comparison.engine]
+    if exact:
+        swept = sweep_system(systems, (exact[0],))
+    result = sweep_over(
+        swept,
+        {q["id"]: q["text"] for q in comparison.per_query},
+        comparison.judged,
+        sweep,
+        comparison.settings["query_mode"],
+        device,
+        opened,
+        progress_part(progress, share, 1.0),
+    )
+    return evaluated, replace(comparison, sweep=result)
 
 
 def compare_evaluated(

@@ -392,6 +392,13 @@ def with_engine_losses(
     return replace(comparison, engine=entries)
 
 
+def _pruned(term: Mapping) -> str:
+    """A kept query term the item holds, as engine_losses.csv writes it: ``term:weight<cut``
+    (its weight and the list's static cut), or ``term:weight (whole list)``."""
+    held = f"{term['term']}:{term['weight']:.4g}"
+    return held + (" (whole list)" if term["cut"] is None else f"<{term['cut']:.4g}")
+
+
 def loss_rows(engine: Sequence[Mapping]) -> list[dict]:
     """engine_losses.csv's rows: every lost item of every engine comparison with losses."""
     out = []
@@ -407,7 +414,7 @@ def loss_rows(engine: Sequence[Mapping]) -> list[dict]:
                         "query_id": row["query_id"],
                         "pruned_terms": None
                         if pruned is None
-                        else " ".join(f"{p['term']}:{p['weight']:.4g}<{p['cut']}" for p in pruned),
+                        else " ".join(_pruned(p) for p in pruned),
                     }
                 )
     return out

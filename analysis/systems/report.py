@@ -6,10 +6,11 @@ level), the best mean of each column in bold."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from lexlens.analysis.render.html import render_report
-from lexlens.analysis.render.line_chart import scatter_chart
+from lexlens.analysis.render.html import render_fragment, render_report
+from lexlens.analysis.render.line_chart import label_places, scatter_chart
 
 #: A :class:`~lexlens.analysis.systems.result.SystemsComparison` (which imports this module).
 SystemsComparison = Any
@@ -179,6 +180,143 @@ def efficiency_charts(result: SystemsComparison) -> list[dict]:
     return charts
 
 
+def sweep_charts(sweep: Any) -> list[dict]:
+    """A sweep's report charts: accuracy@10 and nDCG@10 (when measured) against the median
+    latency (log scale), one point per setting and the exact scorer's marked beside them,
+    as inline-SVG coordinates."""
+    from lexlens.analysis.systems.engine_sweep import ACCURACY, EXACT, NDCG
+
+    x_label = "median latency per query, µs"
+    charts = []
+    for key, label in (("accuracy", ACCURACY), ("ndcg", NDCG)):
+        points = [
+            (_sweep_label(p), p.latency_us, getattr(p, key))
+            for p in sweep.points
+            if getattr(p, key) is not None
+        ]
+        chart = scatter_chart(points, x_label=x_label, y_label=label, log_x=True, marked=[EXACT])
+        if chart["points"]:
+            charts.append({"label": f"{label} against latency", "chart": chart})
+    return charts
+
+
+def _sweep_label(point: Any) -> str:
+    """A sweep point's name on a chart: ``cut 3``, or ``exact``."""
+    return point.name if point.query_cut is None else f"cut {point.query_cut}"
+
+
+def sweep_section(sweep: Any) -> str:
+    """The sweep as a block of another report (evaluation.html)."""
+    return render_fragment(
+        "_engine_sweep_section.html", s=sweep.to_dict(), charts=sweep_charts(sweep)
+    )
+
+
+def sweep_html(sweep: Any) -> str:
+    """The sweep as its own self-contained report (engine_sweep.html)."""
+    return render_report(
+        "engine_sweep.html",
+        title=f"Lexlens what if — {sweep.engine} at {len(sweep.settings)} settings",
+        meta={"collection": sweep.collection, "items": sweep.items, "queries": sweep.queries},
+        s=sweep.to_dict(),
+        charts=sweep_charts(sweep),
+    )
+
+
+#: The page's sweep chart: each panel's plotting area, in px (for placing the names).
+SWEEP_PANEL = (400, 260)
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks at 1, 2 and 5 × 10ᵏ from ``low`` to ``high`` (both > 0)."""
+    ticks = []
+    for power in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        ticks += [m * 10.0**power for m in (1, 2, 5) if low <= m * 10.0**power <= high]
+    return ticks
+
+
+def sweep_figure(sweep: Any) -> Any:
+    """The page's sweep chart: accuracy@10 and nDCG@10 against the median latency per query
+    (log scale), one point per setting and the exact scorer's (a red square) beside them,
+    each named where its name overlaps no other (plotly, two panels; one when nDCG@10 is not
+    measured)."""
+    import plotly.graph_objects as go  # heavy: plotly loads on first use
+    from plotly.subplots import make_subplots  # heavy: with plotly
+
+    from lexlens.analysis.systems.engine_sweep import ACCURACY, EXACT, NDCG
+
+    panels = [("accuracy", ACCURACY)]
+    if any(p.ndcg is not None for p in sweep.points):
+        panels.append(("ndcg", NDCG))
+    figure = make_subplots(
+        rows=1,
+        cols=len(panels),
+        subplot_titles=[f"{label} against latency" for _, label in panels],
+        horizontal_spacing=0.12,
+    )
+    latencies = [p.latency_us for p in sweep.points if p.latency_us > 0]
+    x_low, x_high = math.log10(min(latencies)) - 0.12, math.log10(max(latencies)) + 0.12
+    ticks = _log_ticks(10**x_low, 10**x_high)
+    width, height = SWEEP_PANEL
+    for column, (key, label) in enumerate(panels, 1):
+        shown = [p for p in sweep.points if getattr(p, key) is not None and p.latency_us > 0]
+        values = [getattr(p, key) for p in shown]
+        pad = max(max(values) - min(values), 0.01) * 0.15  # room for each point and its name
+        y_low, y_high = min(values) - pad, max(values) + 2 * pad
+        pixels = [
+            (
+                (math.log10(p.latency_us) - x_low) / (x_high - x_low) * width,
+                (getattr(p, key) - y_low) / (y_high - y_low) * height,
+            )
+            for p in shown
+        ]
+        places = dict(
+            zip(
+                (p.name for p in shown),
+                label_places(pixels, [_sweep_label(p) for p in shown], y_down=False),
+                strict=True,
+            )
+        )
+        groups = (
+            ([p for p in shown if p.engine != EXACT], sweep.engine, "circle", "#2166ac"),
+            ([p for p in shown if p.engine == EXACT], "exact scorer", "square", "#b2182b"),
+        )
+        for points, name, symbol, colour in groups:
+            figure.add_trace(
+                go.Scatter(
+                    x=[p.latency_us for p in points],
+                    y=[getattr(p, key) for p in points],
+                    text=[_sweep_label(p) for p in points],
+                    mode="markers+text",
+                    textposition=[places[p.name] for p in points],
+                    marker={"size": 11, "color": colour, "symbol": symbol},
+                    cliponaxis=False,  # a name beside its point is never cut at the edge
+                    name=name,
+                    legendgroup=name,
+                    showlegend=column == 1,
+                    hovertemplate="%{text}<br>%{x:,.1f} µs, " + label + " %{y:.4f}<extra></extra>",
+                ),
+                row=1,
+                col=column,
+            )
+        figure.update_yaxes(title_text=label, range=[y_low, y_high], row=1, col=column)
+        figure.update_xaxes(
+            title_text="median latency per query (µs, log scale)",
+            type="log",
+            range=[x_low, x_high],
+            tickvals=ticks,
+            ticktext=[f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks],
+            row=1,
+            col=column,
+        )
+    figure.update_layout(
+        height=400,
+        margin={"l": 60, "r": 60, "t": 50, "b": 60},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure
+
+
 def comparison_html(result: SystemsComparison) -> str:
     """The HTML report: systems and means († marked) with their costs, the
     effectiveness–efficiency chart, the significance table, GeoRisk, per
@@ -205,4 +343,5 @@ def comparison_html(result: SystemsComparison) -> str:
         width=CHART_WIDTH,
         height=CHART_HEIGHT,
         efficiency_charts=efficiency_charts(result),
+        sweep_charts=sweep_charts(result.sweep) if result.sweep is not None else [],
     )

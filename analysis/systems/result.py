@@ -12,6 +12,7 @@ from lexlens.analysis.core.results import Result, internal
 from lexlens.analysis.render.notebook import systems_html
 from lexlens.analysis.systems.efficiency import EFFICIENCY_COLUMNS
 from lexlens.analysis.systems.engine_loss import loss_files
+from lexlens.analysis.systems.engine_sweep import EngineSweep
 from lexlens.analysis.systems.report import (
     CHART_HEIGHT,
     CHART_WIDTH,
@@ -67,7 +68,8 @@ class SystemsComparison(Result):
     ``engine`` how an outside run of a collection differs from its exact ranking;
     ``missing`` the judged queries each run does not list; ``fixes`` per pair the queries B
     fixes and breaks, McNemar's exact p and the causes behind both; ``efficiency`` what each
-    system costs (FLOPs, postings, latency, bytes). A section of the baseline's
+    system costs (FLOPs, postings, latency, bytes); ``sweep`` the engine itself at several
+    settings beside the exact scorer. A section of the baseline's
     evaluation (:class:`~lexlens.analysis.evaluation.sections.Section`) under
     ``comparison``: what ``lexlens evaluate`` reports for several systems."""
 
@@ -94,6 +96,9 @@ class SystemsComparison(Result):
     #: per system: FLOPs, mean postings touched per query, the exact scorer's mean latency
     #: (ms) and the index's bytes (:mod:`lexlens.analysis.systems.efficiency`; ``None``: a run)
     efficiency: dict = field(default_factory=dict)
+    #: what if the engine ran at other settings: accuracy@10, nDCG@10 and latency per
+    #: setting beside the exact scorer's (:mod:`lexlens.analysis.systems.engine_sweep`)
+    sweep: EngineSweep | None = None
     #: {system: {query: [(item, score), …]}} as evaluated, and the relevant judgements
     #: ({query: {item: relevance}}): what explaining another query needs; not in the JSON
     runs: dict = internal(default_factory=dict)
@@ -148,7 +153,8 @@ class SystemsComparison(Result):
 
     def files(self) -> dict[str, bytes]:
         """comparison.json, comparison.csv, per_query_deltas.csv, comparison.html,
-        comparison.tex and, when an engine's losses have reasons, engine_losses.csv."""
+        comparison.tex and, when an engine's losses have reasons, engine_losses.csv; with a
+        sweep, engine_sweep.csv."""
         return {
             "comparison.json": json_bytes(self),
             "comparison.csv": csv_bytes(
@@ -160,6 +166,7 @@ class SystemsComparison(Result):
             "comparison.html": comparison_html(self).encode("utf-8"),
             "comparison.tex": latex_table(self).encode("utf-8"),
             **loss_files(self.engine),
+            **(self.sweep.section_files() if self.sweep is not None else {}),
         }
 
     def section_files(self) -> dict[str, bytes]:

@@ -14,6 +14,7 @@ from lexlens.analysis.faithfulness.options import FaithfulnessOptions
 from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import evaluate_systems
 from lexlens.analysis.systems.engine_loss import EngineOptions
+from lexlens.analysis.systems.engine_sweep import SweepOptions
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.systems import SystemsSpec
 from lexlens.app.cli import common
@@ -30,7 +31,10 @@ COMMAND = common.Command(
     "--bm25): each against "
     "the baseline with bootstrap intervals, paired t, Wilcoxon and randomization tests "
     "(corrected), effect size, wins/ties/losses, URisk/TRisk/GeoRisk, the largest wins and "
-    "losses and why, and each system's FLOPs, postings per query, latency and index bytes.",
+    "losses and why, and each system's FLOPs, postings per query, latency and index bytes. "
+    "With --sweep seismic: Seismic (pyseismic-lsr) built over the stored vectors and searched "
+    "at each --sweep-query-cuts setting, accuracy@10, nDCG@10 and latency beside the exact "
+    "scorer's (engine_sweep.csv).",
     out="folder for evaluation.json, the CSV tables and run.trec (several systems: "
     "comparison.json/.csv/.html/.tex and per_query_deltas.csv)",
     progress=True,
@@ -101,6 +105,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     common.add_options(parser, EvaluationOptions, skip=("gate_k",))
     common.add_options(parser, ComparisonOptions)
     common.add_options(parser, EngineOptions)
+    common.add_options(parser, SweepOptions)
     parser.add_argument(
         "--faithfulness",
         action="store_true",
@@ -182,6 +187,7 @@ def run(args: argparse.Namespace) -> None:
         counterfactuals=counterfactuals,
         query_vectors=args.query_vectors,
         engine=common.options_from_args(EngineOptions, args),
+        sweep=common.options_from_args(SweepOptions, args),
     )
     reported = result.reported()
     common.write_out(out, reported)

@@ -15,6 +15,7 @@ from lexlens.analysis.evaluation.result import (
 )
 from lexlens.analysis.evaluation.slices import slice_lines
 from lexlens.analysis.systems.engine_loss import loss_lines
+from lexlens.analysis.systems.engine_sweep import sweep_lines
 from lexlens.analysis.systems.fixes import fixes_lines
 from lexlens.analysis.systems.report import marks
 from lexlens.analysis.systems.result import SystemsComparison
@@ -196,5 +197,7 @@ def compared(result: SystemsComparison) -> str:
     losses = loss_lines(result.engine)
     if losses:
         blocks.append("\n".join(losses))
+    if result.sweep is not None:
+        blocks.append("\n".join(sweep_lines(result.sweep)))
     blocks += [f"note: {n}" for n in result.notes]
     return "\n\n".join(blocks)

@@ -24,6 +24,13 @@ from lexlens.analysis.evaluation.options import EvaluationOptions
 from lexlens.analysis.systems.bm25 import Bm25Options
 from lexlens.analysis.systems.comparison import compare_systems
 from lexlens.analysis.systems.engine_loss import ENGINES, EngineOptions
+from lexlens.analysis.systems.engine_sweep import (
+    DEFAULT_HEAP_FACTOR,
+    DEFAULT_N_POSTINGS,
+    DEFAULT_QUERY_CUTS,
+    SWEEP_ENGINES,
+    SweepOptions,
+)
 from lexlens.analysis.systems.options import ComparisonOptions
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.systems import SystemsSpec, systems_of
@@ -62,6 +69,10 @@ KEYS = {
     "n_postings": "sys_n_postings",
     "prune_ratio": "sys_prune_ratio",
     "scale": "sys_scale",
+    "sweep": "sys_sweep",
+    "sweep_query_cuts": "sys_sweep_query_cuts",
+    "sweep_n_postings": "sys_sweep_n_postings",
+    "sweep_heap_factor": "sys_sweep_heap_factor",
 }
 COMPARISON = ("baseline", "correction", "test", "significance", "resamples", "explain", "seed")
 #: The BM25 widgets: its parameters (bm25s's), shown when BM25 is added as a system.
@@ -69,6 +80,7 @@ BM25 = ("bm25_k1", "bm25_b", "bm25_method")
 #: The engine's widgets: which engine made the uploaded run and its declared pruning.
 ENGINE = ("engine", "query_cut", "n_postings", "prune_ratio", "scale")
 NO_ENGINE = "(not named)"
+NO_SWEEP = "(no sweep)"
 
 
 def _split(text: str) -> list[str]:
@@ -122,6 +134,61 @@ def _engine_widgets(values: dict) -> None:
             )
 
 
+def _sweep(values: dict) -> SweepOptions:
+    """The what-if sweep the widgets ask for (none: no sweep)."""
+    if values.get("sweep") in (None, NO_SWEEP):
+        return SweepOptions()
+    cuts = SweepOptions.option("sweep_query_cuts").from_text(values["sweep_query_cuts"] or "")
+    return SweepOptions.of(
+        sweep=values["sweep"],
+        sweep_query_cuts=cuts,
+        sweep_n_postings=values["sweep_n_postings"],
+        sweep_heap_factor=values["sweep_heap_factor"],
+    )
+
+
+def _sweep_widgets(values: dict) -> None:
+    """What if the engine ran at other settings: which engine, its query cuts, its build's
+    postings per term and its heap factor (built once over the exact system's collection)."""
+    with st.expander(
+        "What if: run Seismic itself at several settings (accuracy@10, nDCG@10, "
+        "latency beside the exact scorer)"
+    ):
+        cols = st.columns([1, 2, 1, 1])
+        declared = SweepOptions.option("sweep")
+        values["sweep"] = cols[0].selectbox(
+            declared.label,
+            [NO_SWEEP, *SWEEP_ENGINES],
+            key=state.kept(KEYS["sweep"], NO_SWEEP),
+            help=declared.spec.help,
+        )
+        declared = SweepOptions.option("sweep_query_cuts")
+        values["sweep_query_cuts"] = cols[1].text_input(
+            "Query cuts (comma-separated)",
+            key=state.kept(KEYS["sweep_query_cuts"], ", ".join(map(str, DEFAULT_QUERY_CUTS))),
+            help=declared.spec.help,
+        )
+        for where, name, default in (
+            (cols[2], "sweep_n_postings", DEFAULT_N_POSTINGS),
+            (cols[3], "sweep_heap_factor", DEFAULT_HEAP_FACTOR),
+        ):
+            declared = SweepOptions.option(name)
+            kind = declared.kind
+            values[name] = where.number_input(
+                declared.label,
+                min_value=kind(declared.spec.low),
+                max_value=kind(declared.spec.high),
+                key=state.kept(KEYS[name], default),
+                help=declared.spec.help,
+            )
+        st.caption(
+            "Seismic (pyseismic-lsr) is built once over the stored vectors of the collection "
+            "Lexlens ranks exactly (the one an uploaded run is paired with, else the "
+            "baseline's, else the first), then searched one query at a time at each query "
+            "cut; the exact scorer is timed the same way."
+        )
+
+
 def _options(values: dict) -> tuple[EvaluationOptions, ComparisonOptions]:
     comparison = {k: values[k] for k in COMPARISON}
     comparison["baseline"] = (values["baseline"] or "").strip() or None
@@ -161,6 +228,7 @@ def _work(paths, runs, benchmark, values, device):
                 evaluation=evaluation,
                 options=options,
                 engine=_engine(values),
+                sweep=_sweep(values),
             )
 
     return work
@@ -243,6 +311,7 @@ def _form(cards: list[dict]) -> tuple[dict, list, list[str]]:
             EvaluationOptions, "query_mode", KEYS["query_mode"], where=cols[1]
         )
     _engine_widgets(values)
+    _sweep_widgets(values)
     paths = [next(c["path"] for c in cards if c["name"] == n) for n in chosen]
     return values, runs, paths
 
@@ -270,6 +339,7 @@ def show_systems(cards: list[dict]) -> None:
         try:
             evaluation, _ = _options(values)
             _engine(values)
+            _sweep(values)
             if bool(benchmark["queries"]) != bool(benchmark["qrels"]):
                 raise LexlensError("upload both the queries and the judgements, or neither")
             spec = _spec(paths, [name for name, _ in runs], values)

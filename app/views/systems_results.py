@@ -14,7 +14,8 @@ import streamlit as st
 from lexlens.analysis.core.words import entry_label
 from lexlens.analysis.systems.comparison import why_of
 from lexlens.analysis.systems.engine_loss import loss_lines, loss_rows
-from lexlens.analysis.systems.report import efficiency_figure, marks
+from lexlens.analysis.systems.engine_sweep import ACCURACY, NDCG, EngineSweep
+from lexlens.analysis.systems.report import efficiency_figure, marks, sweep_figure
 from lexlens.analysis.systems.result import SystemsComparison
 from lexlens.analysis.systems.why import ItemOnBoth, QueryWhy
 from lexlens.app.runtime import state
@@ -32,6 +33,11 @@ EFFICIENCY_LABELS = {
     "postings_per_query": "postings / query",
     "latency_ms": "latency (ms)",
     "index_bytes": "index bytes",
+}
+#: The reasons' summary's columns, as the page names them.
+REASON_LABELS = {
+    "relevant_items": "relevant items",
+    "share_of_lost_relevant": "share of the lost relevant",
 }
 TABLE = [
     "system_b",
@@ -238,12 +244,57 @@ def _engine_losses(result: SystemsComparison) -> None:
             continue
         st.subheader(f"What {entry['run']} lost, and why")
         st.caption(loss_lines([entry])[0])
-        st.dataframe(pd.DataFrame(losses["reasons"]), hide_index=True, width="stretch")
+        summary = pd.DataFrame(losses["reasons"]).rename(columns=REASON_LABELS)
+        share = REASON_LABELS["share_of_lost_relevant"]
+        st.dataframe(
+            summary,
+            hide_index=True,
+            width="stretch",
+            key="sys_reasons",
+            column_config={share: st.column_config.NumberColumn(share, format="percent")},
+        )
         for note in losses["notes"]:
             st.caption(f"Note: {note}")
         rows = loss_rows([entry])
         if rows:
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            items = pd.DataFrame(rows).rename(columns=lambda c: c.replace("_", " "))
+            st.dataframe(items, hide_index=True, width="stretch")
+
+
+def _sweep_table(sweep: EngineSweep) -> pd.DataFrame:
+    """One row per setting and the exact scorer's: its quality, latency and the items lost
+    by reason, under the page's names."""
+    rows = []
+    for p in sweep.points:
+        row = {
+            "setting": p.name,
+            ACCURACY: p.accuracy,
+            NDCG: p.ndcg,
+            "latency (µs)": round(p.latency_us, 1),
+            "items lost": p.lost,
+            "relevant lost": p.lost_relevant,
+        }
+        row |= {f"lost: {s['reason']}": s["items"] for s in p.reasons}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_sweep(sweep: EngineSweep) -> None:
+    """What if the engine ran at other settings: the chart, the table, the notes."""
+    st.subheader(f"What if: {sweep.engine} at {len(sweep.settings)} settings")
+    st.caption(
+        f"{sweep.engine} built once over {sweep.collection}'s stored vectors "
+        f"({sweep.items:,} items; n_postings {sweep.n_postings:,}, heap_factor "
+        f"{sweep.heap_factor:g}) in {sweep.build_seconds:.2f} s, then searched one query at a "
+        f"time ({sweep.queries:,} queries, top {sweep.depth}); the exact scorer (red square) "
+        f"timed the same way. {ACCURACY}: the share of the exact top {sweep.depth} returned; "
+        "latency: median per query, timed in the app's own process beside its server "
+        "(`lexlens evaluate --sweep` times it steadier)."
+    )
+    st.plotly_chart(sweep_figure(sweep), key="sys_sweep_chart")
+    st.dataframe(_sweep_table(sweep), hide_index=True, width="stretch", key="sys_sweep_table")
+    for note in ([sweep.ndcg_note] if sweep.ndcg_note else []) + sweep.notes:
+        st.caption(f"Note: {note}")
 
 
 def show_comparison(result: SystemsComparison) -> None:
@@ -305,6 +356,8 @@ def show_comparison(result: SystemsComparison) -> None:
         _why(why)
     _fixes(result, tuple(pair))
     _engine_losses(result)
+    if result.sweep is not None:
+        show_sweep(result.sweep)
     shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == tuple(pair))
     st.subheader("Blame shift")
     left, right = st.columns(2)
