@@ -36,14 +36,31 @@ def test_the_collection_has_splades_document_sparsity_in_integer_impacts(tmp_pat
         assert all(isinstance(w, int) and w >= 1 for _, w in pairs)
 
 
-def test_the_queries_have_splades_query_sparsity(tmp_path):
-    stated = scale.write_queries(tmp_path / "queries.jsonl", 2000)
-    vectors, ids = _read(tmp_path / "queries.jsonl")
+def test_the_queries_have_splades_query_sparsity_around_a_judged_item(tmp_path):
+    from lexlens.analysis.collections.store import open_index
+    from lexlens.analysis.collections.vector_import import import_vectors
+
+    scale.write_collection(tmp_path / "docs.jsonl", 3000)
+    import_vectors(None, tmp_path / "docs.jsonl", tmp_path / "ix", scale=scale.SCALE)
+    stated = scale.write_queries(tmp_path / "ix", tmp_path / "q.jsonl", tmp_path / "qrels", 2000)
+    vectors, ids = _read(tmp_path / "q.jsonl")
     counts = np.array([len(v) for v in vectors])
     # sd 43 / √8 ≈ 15.2 per query: the mean of 2,000 has sd ≈ 0.34
     assert abs(counts.mean() - scale.QUERY_NNZ) < 2.0
     assert stated["mean_nnz"] == counts.mean()
     assert all(w > 0 for pairs in vectors for _, w in pairs)
+    for pairs in vectors:
+        terms = [t for t, _ in pairs]
+        assert len(set(terms)) == len(terms)
+    # one judgement a query: the item it was drawn around, which holds half its terms
+    judged = [line.split() for line in (tmp_path / "qrels").read_text().splitlines()]
+    assert [q for q, *_ in judged] == ids and all(r == "1" for *_, r in judged)
+    ix = open_index(tmp_path / "ix")
+    row_of = {item: r for r, item in enumerate(ix.column("id"))}
+    for (_, _, item, _), pairs in zip(judged[:300], vectors[:300], strict=True):
+        own = {ix.vocab[c] for c in ix.row(row_of[item])[0].tolist()}
+        shared = sum(t in own for t, _ in pairs)
+        assert shared >= min(len(pairs) // 2, len(own))
 
 
 def test_the_seismic_setting_is_the_fastest_reaching_the_target():
