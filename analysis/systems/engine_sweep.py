@@ -232,6 +232,10 @@ class EngineSweep(Result):
 
     file_stem = "engine_sweep"
     key: ClassVar[str] = "engine_sweep"
+    #: The names its charts give the measures and the exact scorer's point.
+    accuracy_label: ClassVar[str] = ACCURACY
+    ndcg_label: ClassVar[str] = NDCG
+    exact_name: ClassVar[str] = EXACT
 
     engine: str
     collection: str
@@ -486,7 +490,7 @@ def engine_sweep(
     runs[EXACT] = exact
     return EngineSweep(
         engine=SEISMIC,
-        collection=str(getattr(collection, "label", "") or ""),
+        collection=str(collection.label),
         items=len(collection),
         queries=len(vectors),
         depth=DEPTH,

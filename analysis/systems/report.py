@@ -184,8 +184,7 @@ def sweep_charts(sweep: Any) -> list[dict]:
     """A sweep's report charts: accuracy@10 and nDCG@10 (when measured) against the median
     latency (log scale), one point per setting and the exact scorer's marked beside them,
     as inline-SVG coordinates."""
-    from lexlens.analysis.systems.engine_sweep import ACCURACY, EXACT, NDCG
-
+    ACCURACY, NDCG, EXACT = sweep.accuracy_label, sweep.ndcg_label, sweep.exact_name
     x_label = "median latency per query, µs"
     charts = []
     for key, label in (("accuracy", ACCURACY), ("ndcg", NDCG)):
@@ -243,8 +242,7 @@ def sweep_figure(sweep: Any) -> Any:
     import plotly.graph_objects as go  # heavy: plotly loads on first use
     from plotly.subplots import make_subplots  # heavy: with plotly
 
-    from lexlens.analysis.systems.engine_sweep import ACCURACY, EXACT, NDCG
-
+    ACCURACY, NDCG, EXACT = sweep.accuracy_label, sweep.ndcg_label, sweep.exact_name
     panels = [("accuracy", ACCURACY)]
     if any(p.ndcg is not None for p in sweep.points):
         panels.append(("ndcg", NDCG))

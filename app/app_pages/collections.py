@@ -5,24 +5,20 @@ card.
 Thin: building is ``lexlens.analysis.collections.workspace_build.build_collection`` (the
 same build as ``lexlens index``, its settings drawn from ``IndexOptions``; a typed path is
 held to the data roots there) or ``import_collection`` (``lexlens index --vectors``, its
-settings drawn from ``VectorImportOptions``), the card is the stored collection's ``card()``. Collections live in the
-workspace (``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the
-index, ``sources/<name>`` an uploaded source; both survive page switches, reruns and
-restarts.
+settings drawn from ``VectorImportOptions``: :mod:`lexlens.app.views.collection_import`),
+the card is the stored collection's ``card()``. Collections live in the workspace
+(``LEXLENS_HOME``, default ``~/.lexlens``): ``collections/<name>`` holds the index,
+``sources/<name>`` an uploaded source; both survive page switches, reruns and restarts.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import streamlit as st
 
 from lexlens.analysis.collections.build_parts import IndexResult
 from lexlens.analysis.collections.options import IndexOptions
 from lexlens.analysis.collections.source_index import INDEX_NEEDS
 from lexlens.analysis.collections.store import open_index
-from lexlens.analysis.collections.vector_import import VECTOR_FORMATS, VectorImportOptions
 from lexlens.analysis.collections.workspace import (
     collections_dir,
     delete_collection,
@@ -32,8 +28,6 @@ from lexlens.analysis.collections.workspace import (
 from lexlens.analysis.collections.workspace_build import (
     build_collection,
     check_collection_request,
-    check_import_request,
-    import_collection,
     server_path_refusal,
 )
 from lexlens.analysis.core.results import progress_part
@@ -43,10 +37,12 @@ from lexlens.app.runtime.access import data_roots
 from lexlens.app.views.collection import (
     benchmark_texts,
     build_numbers,
-    kept_benchmark,
+    collections_table,
     propose_from_path,
     show_collection,
 )
+from lexlens.app.views.collection_import import INPUT_KEYS as IMPORT_KEYS
+from lexlens.app.views.collection_import import show_build_outcome, start_import, vectors_inputs
 from lexlens.app.views.widgets import option_widget
 from lexlens.models import LexlensError, load_encoder
 
@@ -57,10 +53,6 @@ SOURCES = {
     "Sample photos (scikit-image)": "sample",
     "Vectors encoded elsewhere": "vectors",
 }
-#: An import's settings shown beside its format, in order (``VectorImportOptions``).
-IMPORT_OPTIONS = ("scale", "vector_ids", "queries", "qrels", "parity_sample")
-#: Those typed as paths on this server (empty: not given).
-IMPORT_PATHS = ("vector_ids", "queries", "qrels")
 LABELS = list(SOURCES)
 
 st.header("Collections")
@@ -85,11 +77,7 @@ INPUT_KEYS = (
     "collections_image_column",
     "collections_text_columns",
     "collections_ray",
-    "collections_vectors_path",
-    "collections_check_parity",
-    "collections_accept_mismatch",
-    "collections_import_vector_format",
-    *(f"collections_import_{name}" for name in IMPORT_OPTIONS),
+    *IMPORT_KEYS,
 )
 state.restore_inputs("collections")  # a reload or a link: the run's inputs back into the widgets
 
@@ -142,43 +130,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
         with st.expander("Benchmark options (the split's queries and judgements are kept)"):
             bench = benchmark_texts()
     elif source_kind == "vectors":
-        server_path = st.text_input(
-            "Encoded corpus on this server: Anserini's JsonVectorCollection (.jsonl, "
-            ".jsonl.gz, a folder of parts), a .npz CSR with its ids file, or a Hugging Face "
-            "dataset / Parquet with indices and values",
-            key=state.kept("collections_vectors_path", ""),
-        )
-        refusal = server_path_refusal(server_path, data_roots())
-        if refusal:
-            st.error(refusal)
-        check_parity = st.toggle(
-            "Check the vectors against the encoder above (a seeded sample re-encoded from "
-            "its text); off: stored as given, the analyses that re-encode are refused",
-            key=state.kept("collections_check_parity", True),
-        )
-        with st.expander("Import options"):
-            left, right = st.columns(2)
-            detected = "told from the content"
-            fmt = left.selectbox(
-                "Vector format",
-                [detected, *VECTOR_FORMATS],
-                key=state.kept("collections_import_vector_format", detected),
-                help=VectorImportOptions.option("vector_format").spec.help,
-            )
-            typed_import = {
-                name: option_widget(
-                    VectorImportOptions,
-                    name,
-                    f"collections_import_{name}",
-                    left if i % 2 else right,
-                    **({"default": ""} if name in IMPORT_PATHS else {}),
-                )
-                for i, name in enumerate(IMPORT_OPTIONS)
-            }
-            typed_import["vector_format"] = None if fmt == detected else fmt
-            typed_import["accept_mismatch"] = option_widget(
-                VectorImportOptions, "accept_mismatch", "collections_accept_mismatch"
-            )
+        server_path, refusal, check_parity, typed_import = vectors_inputs()
     else:
         st.caption(
             "19 scikit-image photos with captions and labels written for Lexlens "
@@ -206,29 +158,8 @@ with st.expander("Build a collection", expanded=not list_collections()):
     inputs = {k: st.session_state.get(k) for k in INPUT_KEYS}
     uploads = {"collections_uploads": files} if source_kind == "upload" else {}
     if build and importing:
-        try:
-            roots = data_roots()  # the vectors' path and every path option only inside them
-            given = {k: (v or None) if k in IMPORT_PATHS else v for k, v in typed_import.items()}
-            import_options = check_import_request(
-                name, server_path, roots=roots, options=VectorImportOptions.of(**given)
-            )
-            device = st.session_state.get("device", "auto")
-            spec = encoder_spec if check_parity else None
-
-            def work(progress, spec=spec, device=device):
-                return import_collection(
-                    spec,
-                    name,
-                    server_path,
-                    roots=roots,
-                    options=import_options,
-                    device=None if device == "auto" else device,
-                    progress=progress_part(progress, 0.0, 1.0, "importing: "),
-                )
-
-            state.start_job("collections", f"import {name.strip()}", inputs, uploads, work)
-        except LexlensError as exc:
-            st.error(str(exc))
+        spec = encoder_spec if check_parity else None
+        start_import(name, server_path, typed_import, spec, inputs)
     elif build and encoder_spec:
         try:
             typed = bench | {"ray": (ray or "").strip() or None}
@@ -262,23 +193,7 @@ with st.expander("Build a collection", expanded=not list_collections()):
 last, job, status = state.job_outcome("collections", IndexResult, inputs, uploads)
 state.show_job_state(job, status, "Building", "build")
 if last is not None:
-    st.session_state["collections_open"] = Path(last.out).name
-    kept = kept_benchmark(last.kept_benchmark)
-    if "imported" in last.manifest:
-        st.success(f"{Path(last.out).name}: {last.items:,} items imported, nothing encoded")
-        for note in last.notes:  # the format, the scale, unknown terms, the parity line
-            st.caption(note)
-    else:
-        st.success(
-            f"{Path(last.out).name}: {last.items} items — encoded {last.encoded}, "
-            f"reused {last.reused}, skipped {last.skipped_count}"
-            + (" (source unchanged: nothing to encode)" if last.up_to_date else "")
-            + (f"; {kept}" if kept else "")
-        )
-    if last.skipped:
-        if last.skipped_count > len(last.skipped):
-            st.caption(f"The first {len(last.skipped)} of {last.skipped_count} skipped items:")
-        st.dataframe(pd.DataFrame([s.to_dict() for s in last.skipped]), hide_index=True)
+    show_build_outcome(last)
 
 # ---------------------------------------------------------------------------------- list
 cards = list_collections()
@@ -288,25 +203,7 @@ if not cards:
         f"{collections_dir()}/NAME`."
     )
     st.stop()
-table = pd.DataFrame(
-    [
-        {
-            "name": c["name"],
-            "encoder": c.get("encoder", "—"),
-            "kind": c.get("modality", "—"),
-            "items": c.get("items"),
-            "mean non-zeros": round(c["mean_nnz"], 1) if "mean_nnz" in c else None,
-            "labelled": c.get("labelled"),
-            "queries kept": c.get("queries"),
-            "judgements kept": c.get("judgements"),
-            "updated": c.get("updated", ""),
-            "MB on disk": round(c["disk_bytes"] / 1e6, 2) if "disk_bytes" in c else None,
-            "problem": c.get("error", ""),
-        }
-        for c in cards
-    ]
-)
-table = table.astype({"queries kept": "Int64", "judgements kept": "Int64"})  # none: not kept
+table = collections_table(cards)
 st.subheader("Stored collections")
 st.dataframe(table, hide_index=True, width="stretch")
 names = [c["name"] for c in cards]

@@ -134,3 +134,26 @@ def show_collection(index: StoredCollection, card: dict) -> None:
         f"{card['name']}-manifest.json",
         "application/json",
     )
+
+
+def collections_table(cards: list[dict]) -> pd.DataFrame:
+    """The stored collections' table: one row per card (a damaged one with its problem)."""
+    table = pd.DataFrame(
+        [
+            {
+                "name": c["name"],
+                "encoder": c.get("encoder", "—"),
+                "kind": c.get("modality", "—"),
+                "items": c.get("items"),
+                "mean non-zeros": round(c["mean_nnz"], 1) if "mean_nnz" in c else None,
+                "labelled": c.get("labelled"),
+                "queries kept": c.get("queries"),
+                "judgements kept": c.get("judgements"),
+                "updated": c.get("updated", ""),
+                "MB on disk": round(c["disk_bytes"] / 1e6, 2) if "disk_bytes" in c else None,
+                "problem": c.get("error", ""),
+            }
+            for c in cards
+        ]
+    )
+    return table.astype({"queries kept": "Int64", "judgements kept": "Int64"})  # none: not kept
