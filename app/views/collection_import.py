@@ -73,6 +73,7 @@ def vectors_inputs() -> tuple[str, str, bool, dict[str, Any]]:
                 f"collections_import_{name}",
                 left if i % 2 else right,
                 **({"default": ""} if name in IMPORT_PATHS else {}),
+                **({"label": "Impact scale (0: the weights as given)"} if name == "scale" else {}),
             )
             for i, name in enumerate(IMPORT_OPTIONS)
         }
@@ -112,7 +113,8 @@ def start_import(
     page's job; a refusal is shown in its one line, nothing started."""
     try:
         roots = data_roots()
-        given = {k: (v or None) if k in IMPORT_PATHS else v for k, v in typed.items()}
+        # an empty path, or the scale's 0 (the widget's blank), is not given
+        given = {k: (v or None) if k in (*IMPORT_PATHS, "scale") else v for k, v in typed.items()}
         options = check_import_request(
             name, path, roots=roots, options=VectorImportOptions.of(**given)
         )
