@@ -20,7 +20,6 @@ cases'.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from lexlens.analysis.core.options import (
     SEED,
     OptionError,
     Options,
+    integer_list,
     names,
     option,
     shared,
@@ -210,15 +210,6 @@ class AttributeOptions(IgOptions):
         return IgOptions.of(**{name: getattr(self, name) for name in names(IgOptions)})
 
 
-def _int_list(text: str) -> Any:
-    """A command line's list of integers, separated by commas or spaces (``12,24,48``)."""
-    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
-    try:
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        return text
-
-
 def _m_values(value: tuple) -> tuple[int, ...]:
     """At least one M, each an integer ≥ 2 (RandT needs another sub-vector), none repeated."""
     refuse = MotOptions.option("m_values").refuse
@@ -251,7 +242,7 @@ class MotOptions(Options):
     m_values: tuple[int, ...] = option(
         (12, 24, 48),
         "the numbers of sub-vectors M compared (a codebook fitted per M)",
-        parse=_int_list,
+        parse=integer_list,
         check=_m_values,
         metavar="M,M,…",
         label="M values",

@@ -124,6 +124,19 @@ def _proposed_name(source: str) -> str:
     return name or "collection"
 
 
+def _paths_inside(options: Any, names: Sequence[str], roots: list[str | Path] | None) -> Any:
+    """``options`` with each given path option of ``names`` resolved inside ``roots`` (one
+    outside them refused in its one line); unchanged when ``roots`` is ``None``."""
+    if roots is None:
+        return options
+    inside = {
+        name: str(inside_roots(getattr(options, name), roots, name))
+        for name in names
+        if getattr(options, name) is not None
+    }
+    return dataclasses.replace(options, **inside) if inside else options
+
+
 def check_collection_request(
     name: str,
     source_kind: str,
@@ -143,14 +156,7 @@ def check_collection_request(
     roots = data_roots(roots)
     if source_kind == "path":
         _server_path(path, roots)
-    if roots is None:
-        return options
-    inside = {
-        option: str(inside_roots(getattr(options, option), roots, option))
-        for option in PATH_OPTIONS
-        if getattr(options, option) is not None
-    }
-    return dataclasses.replace(options, **inside) if inside else options
+    return _paths_inside(options, PATH_OPTIONS, roots)
 
 
 def build_collection(
@@ -203,14 +209,7 @@ def check_import_request(
     check_name(name)
     roots = data_roots(roots)
     _server_path(path, roots)
-    if roots is None:
-        return options
-    inside = {
-        option: str(inside_roots(getattr(options, option), roots, option))
-        for option in IMPORT_PATH_OPTIONS
-        if getattr(options, option) is not None
-    }
-    return dataclasses.replace(options, **inside) if inside else options
+    return _paths_inside(options, IMPORT_PATH_OPTIONS, roots)
 
 
 def import_collection(

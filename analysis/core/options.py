@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import math
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -81,6 +82,16 @@ class Spec:
     parse: Callable[[str], Any] | None = None
     #: What a valid value is, in words, when the type and limits do not say it well.
     wanted: str = ""
+
+
+def integer_list(text: str) -> Any:
+    """A command line's list of integers, separated by commas or spaces (``1,3,5``): a tuple,
+    or the text as given when a part is not an integer (the option's check refuses it)."""
+    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        return text
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **spec: Any) -> Any:

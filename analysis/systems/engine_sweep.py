@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -42,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexlens.analysis.core.metrics import measure
-from lexlens.analysis.core.options import Options, option
+from lexlens.analysis.core.options import Options, integer_list, option
 from lexlens.analysis.core.outputs import csv_bytes, json_bytes
 from lexlens.analysis.core.results import Progress, Record, Result, internal
 from lexlens.analysis.systems.engine_loss import REASONS, SEISMIC, EngineOptions, engine_losses
@@ -83,15 +82,6 @@ SWEEP_COLUMNS = (
 )
 
 
-def _int_list(text: str) -> Any:
-    """A command line's list of integers, separated by commas or spaces (``1,3,5``)."""
-    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
-    try:
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        return text
-
-
 def _query_cuts(value: tuple) -> tuple[int, ...]:
     """At least one query cut, each an integer from 1 to 100,000, none repeated (ascending)."""
     refuse = SweepOptions.option("sweep_query_cuts").refuse
@@ -124,7 +114,7 @@ class SweepOptions(Options):
         "the query_cut values swept (the query's largest terms kept; default "
         + ",".join(map(str, DEFAULT_QUERY_CUTS))
         + ")",
-        parse=_int_list,
+        parse=integer_list,
         check=_query_cuts,
         metavar="CUT,CUT,…",
         label="Query cuts",
