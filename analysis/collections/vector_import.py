@@ -59,7 +59,17 @@ from lexlens.analysis.collections.store_writer import (
     check_out,
     write_atomically,
 )
-from lexlens.analysis.collections.vector_lines import PAD, Batch, Parsed, TermTable, parse_batch
+from lexlens.analysis.collections.vector_lines import (
+    MAX_TERM,
+    PAD,
+    WORD_MASKS,
+    Batch,
+    Parsed,
+    TermTable,
+    parse_batch,
+    spelling_hash,
+    u64_view,
+)
 from lexlens.analysis.core.arguments import (
     device_argument,
     encoder_argument,
@@ -359,7 +369,7 @@ def _anserini_chunks(
 
 
 #: Bytes read from a part at once by the batch reader.
-READ_BYTES = 4 << 20
+READ_BYTES = 1 << 20
 #: Bytes a line may start with and still be blank (``bytes.strip``'s whitespace).
 _BLANK_START = np.zeros(256, bool)
 _BLANK_START[list(b" \t\r\x0b\x0c")] = True
@@ -642,34 +652,41 @@ class _Build:
 def _missing_terms(buf: Any, found: Parsed, vocab: _Vocabulary, names: dict[str, int]) -> list:
     """The terms the table did not name, decoded: their id set in ``found.ids`` when the
     vocabulary has them, else the code ``-2 - k`` of the ``k``-th of ``names`` (added to
-    it); the lines of a term that is no JSON text."""
+    it); the lines of a term that is no JSON text. Each distinct spelling is decoded once:
+    the spellings are grouped by their words and length (exactly: a group's spellings are
+    checked equal to its first, a longer one than the words hold is decoded alone)."""
     at = np.flatnonzero((found.ids < 0) & found.ok[found.term_line])
     if not at.size:
         return []
-    decoded: dict[bytes, int | None] = {}
-    bad: list[int] = []
+    opens, closes = found.term_open[at], found.term_close[at]
+    length = closes - opens - 1
+    w64 = u64_view(buf)
+    words = [
+        w64[opens + 1 + 8 * k] & WORD_MASKS[np.clip(length - 8 * k, 0, 8)]
+        for k in range(MAX_TERM // 8)
+    ]
+    key = spelling_hash(words, length)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rep = first[inverse]
+    alone = length > MAX_TERM
+    for w in words:
+        alone |= w != w[rep]
+    alone |= length != length[rep]
+    decode = np.concatenate([first, np.flatnonzero(alone)])
     ids = vocab.ids
-    out = found.ids
-    for p, a, b in zip(
-        at.tolist(), found.term_open[at].tolist(), found.term_close[at].tolist(), strict=True
-    ):
-        spelling = bytes(buf[a : b + 1])
-        code = decoded.get(spelling, -1)
-        if code == -1:
-            try:
-                term = orjson.loads(spelling)
-            except orjson.JSONDecodeError:
-                code = None
-            else:
-                code = ids.get(term)
-                if code is None:
-                    code = -2 - names.setdefault(term, len(names))
-            decoded[spelling] = code
-        if code is None:
-            bad.append(int(found.term_line[p]))
-        else:
-            out[p] = code
-    return bad
+    codes = np.empty(len(decode), np.int64)
+    for n, (a, b) in enumerate(zip(opens[decode].tolist(), closes[decode].tolist(), strict=True)):
+        try:
+            term = orjson.loads(bytes(buf[a : b + 1]))
+        except orjson.JSONDecodeError:
+            codes[n] = -1  # no JSON text: its line is read per line
+            continue
+        code = ids.get(term)
+        codes[n] = code if code is not None else -2 - names.setdefault(term, len(names))
+    code = codes[: len(first)][inverse]
+    code[np.flatnonzero(alone)] = codes[len(first) :]
+    found.ids[at] = code
+    return found.term_line[at[code == -1]].tolist()
 
 
 def _sorted_by_term(

@@ -33,7 +33,8 @@ MAX_NUMBER = 24
 BUCKET_BITS = 18
 
 _U = np.uint64
-_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+#: Masks keeping a word's first 0..8 bytes.
+WORD_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 _ZEROS = _U(0x3030303030303030)
 _LOW7 = _U(0x7F7F7F7F7F7F7F7F)
 _TEN = _U(0x7676767676767676)
@@ -64,7 +65,8 @@ def u64_view(buf: bytes) -> np.ndarray:
     return np.ndarray((len(buf) - 7,), np.dtype("<u8"), buf, 0, (1,))
 
 
-def _hash(words: list[np.ndarray], length: np.ndarray) -> np.ndarray:
+def spelling_hash(words: list[np.ndarray], length: np.ndarray) -> np.ndarray:
+    """A spelling's 64-bit hash from its 8-byte words (zero past its end) and length."""
     h = length.astype(np.uint64) * _KEYS[4]
     for k, w in enumerate(words):
         h ^= w * _KEYS[k]
@@ -108,7 +110,7 @@ class TermTable:
                     self._ids.append(ids[token])
         self.covered = len(tokens)
         words, lengths = _spelling_words(self._spellings)
-        hashes = _hash([words[:, k] for k in range(words.shape[1])], lengths)
+        hashes = spelling_hash([words[:, k] for k in range(words.shape[1])], lengths)
         bits = max(10, int(len(hashes) * 4).bit_length())
         self.shift = _U(64 - bits)
         size = 1 << bits
@@ -128,11 +130,11 @@ class TermTable:
             step += 1
         self.size = size
         self.taken = taken
-        self.hashes = np.zeros(size, np.uint64)
-        self.hashes[slot_of] = hashes
-        # id << 8 | length: one read gives both
-        self.info = np.full(size, -1, np.int64)
-        self.info[slot_of] = (np.asarray(self._ids, np.int64) << 8) | lengths
+        # a slot: the hash, and id << 8 | length (-1: empty), read at once
+        self.slots = np.zeros(size, dtype=[("hash", "<u8"), ("info", "<i8")])
+        self.slots["info"] = -1
+        self.slots["hash"][slot_of] = hashes
+        self.slots["info"][slot_of] = (np.asarray(self._ids, np.int64) << 8) | lengths
         self.words = [np.zeros(size, np.uint64) for _ in range(MAX_TERM // 8)]
         for k, column in enumerate(self.words):
             column[slot_of] = words[:, k]
@@ -142,23 +144,30 @@ class TermTable:
     ) -> np.ndarray:
         """The id of each spelling (``-1``: not in the table): its hash and length match,
         and (``words`` given: spellings over 8 bytes) its words."""
-        ids = np.full(len(h), -1, np.int64)
         if not self.size:
-            return ids
+            return np.full(len(h), -1, np.int64)
         slot = (h >> self.shift).astype(np.int64)
-        todo = np.arange(len(h))
+        found = self.slots[slot]
+        info = found["info"]
+        hit = found["hash"] == h
+        hit &= (info & 255) == length
+        if words is not None:
+            for k, w in enumerate(words):
+                hit &= self.words[k][slot] == w
+        ids = np.where(hit, info >> 8, -1)
+        todo = np.flatnonzero(~hit & (info >= 0))
         mask = self.size - 1
-        while todo.size:  # probe until the spelling or an empty slot
-            at = slot[todo]
-            info = self.info[at]
-            hit = (self.hashes[at] == h[todo]) & ((info & 255) == length[todo])
+        while todo.size:  # probe on until the spelling or an empty slot
+            at = (slot[todo] + 1) & mask
+            slot[todo] = at
+            found = self.slots[at]
+            info = found["info"]
+            hit = (found["hash"] == h[todo]) & ((info & 255) == length[todo])
             if words is not None:
                 for k, w in enumerate(words):
                     hit &= self.words[k][at] == w[todo]
             ids[todo[hit]] = info[hit] >> 8
-            go_on = ~hit & self.taken[at]
-            todo = todo[go_on]
-            slot[todo] = (at[go_on] + 1) & mask
+            todo = todo[~hit & (info >= 0)]
         return ids
 
 
@@ -224,23 +233,36 @@ def _numbers(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each number's value (float64) and whether it is written as a float; ``bad`` set
     where a number is none this reader takes (its line is read per line)."""
-    values = np.zeros(len(start), np.float64)
-    floats = np.zeros(len(start), bool)
     if not len(start):
-        return values, floats
+        return np.zeros(0, np.float64), np.zeros(0, bool)
     word = w64[start]
     clipped = np.clip(length, 1, 8)
-    mask = _MASKS[clipped]
-    digits = (word ^ _ZEROS) & mask
-    nondigit = ((((digits & _LOW7) + _TEN) | digits) & _HIGH & mask) != 0
-    simple = (length >= 1) & (length <= 8) & ~nondigit
-    simple &= ~((length > 1) & ((word & _U(0xFF)) == _U(48)))  # a leading zero: not JSON
-    d = digits << (_U(64) - _U(8) * clipped.astype(np.uint64))
-    d = d * _U(10) + (d >> _U(8))
-    d = (
-        (d & _PAIRS) * _U(100 + (1000000 << 32)) + ((d >> _U(16)) & _PAIRS) * _U(1 + (10000 << 32))
-    ) >> _U(32)
-    values[simple] = d[simple]
+    mask = WORD_MASKS[clipped]
+    digits = word ^ _ZEROS
+    digits &= mask
+    check = digits & _LOW7
+    check += _TEN
+    check |= digits
+    check &= _HIGH
+    simple = check == 0  # every byte a digit (the bytes past its end masked)
+    simple &= length == clipped
+    simple &= (length == 1) | ((word & _U(0xFF)) != _U(48))  # a leading zero: not JSON
+    shift = clipped.astype(np.uint64)
+    shift *= _U(8)
+    np.subtract(_U(64), shift, out=shift)
+    d = digits << shift
+    pairs = d >> _U(8)
+    d *= _U(10)
+    d += pairs
+    low = d & _PAIRS
+    low *= _U(100 + (1000000 << 32))
+    d >>= _U(16)
+    d &= _PAIRS
+    d *= _U(1 + (10000 << 32))
+    d += low
+    d >>= _U(32)
+    values = d.astype(np.float64)
+    floats = np.zeros(len(start), bool)
     other = np.flatnonzero(~simple & ~bad)
     if other.size:
         _other_numbers(u8, start[other], length[other], other, values, floats, bad)
@@ -354,19 +376,18 @@ def parse_batch(batch: Batch, table: TermTable) -> Parsed:
     values, floats = _numbers(u8, w64, n_start, n_end - n_start, term_bad)
     # the terms' spellings looked up
     length = t_close - t_open - 1
-    words = [w64[t_open + 1] & _MASKS[np.clip(length, 0, 8)]]
+    words = [w64[t_open + 1] & WORD_MASKS[np.clip(length, 0, 8)]]
     ids = np.full(total, -1, np.int64)
     if total:
-        h = _hash(words, length)
-        shorts = np.flatnonzero(length <= 8)
-        ids[shorts] = table.lookup(None, length[shorts], h[shorts])
-        longer = np.flatnonzero((length > 8) & (length <= MAX_TERM))
-        if longer.size:
+        ids = table.lookup(None, length, spelling_hash(words, length))
+        longer = np.flatnonzero(length > 8)
+        if longer.size:  # a hit over 8 bytes is checked word by word
             lw = [words[0][longer]]
             for k in range(1, MAX_TERM // 8):
                 at = t_open[longer] + 1 + 8 * k
-                lw.append(w64[at] & _MASKS[np.clip(length[longer] - 8 * k, 0, 8)])
-            ids[longer] = table.lookup(lw, length[longer], _hash(lw, length[longer]))
+                lw.append(w64[at] & WORD_MASKS[np.clip(length[longer] - 8 * k, 0, 8)])
+            ids[longer] = table.lookup(lw, length[longer], spelling_hash(lw, length[longer]))
+            ids[longer[length[longer] > MAX_TERM]] = -1
     if term_bad.any():
         ok[term_line[term_bad]] = False
     return Parsed(ok, vector_at, sizes, term_line, t_open, t_close, ids, values, floats)
