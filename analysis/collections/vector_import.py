@@ -500,6 +500,7 @@ class _Build:
     def add_batch(self, batch: Batch) -> None:
         """A batch's lines, in order: those of the usual shape read at once."""
         buf = batch.buf
+        view = memoryview(buf)
         found = parse_batch(batch, self.table)
         ok = found.ok
         bad_lines = _missing_terms(buf, found, self.vocab, self.names)
@@ -507,28 +508,39 @@ class _Build:
             ok[bad_lines] = False
         starts, ends = batch.starts.tolist(), batch.ends.tolist()
         vector_at = found.vector_at.tolist()
-        for n, number in enumerate(batch.numbers.tolist()):
-            start, end = starts[n], ends[n]
-            if ok[n]:
+        numbers = batch.numbers.tolist()
+        sizes = found.sizes.tolist()
+        ids, texts, loads, space = self.ids, self.texts, orjson.loads, _SPACE
+        for n, read_here in enumerate(ok.tolist()):
+            if read_here:  # the line without its vector: that replaced by 0, parsed in place
+                at = vector_at[n]
+                kept = buf[at : at + 2]
+                buf[at : at + 2] = b"0}"
                 try:
-                    item = orjson.loads(buf[start : vector_at[n]] + b"0}")
+                    item = loads(view[starts[n] : at + 2])
                 except orjson.JSONDecodeError:
                     item = None
-                fields = (
-                    _item_fields(item)
-                    if type(item) is dict and type(item.get("vector")) is int
-                    else None
-                )
-                if type(fields) is tuple:
-                    self.ids.append(fields[0])
-                    self.texts.append(fields[1])
-                    self.lines.append(number)
-                    self.sizes.append(int(found.sizes[n]))
-                    self.fast.append(True)
-                    self.raw.append((buf, start, end + 1))
-                    continue
+                buf[at : at + 2] = kept
+                if type(item) is dict and type(item.get("vector")) is int:
+                    raw, contents = item.get("id"), item.get("contents")
+                    if not (
+                        type(raw) is str
+                        and raw
+                        and type(contents) is str
+                        and (raw.isalnum() or not space(raw))
+                    ):
+                        fields = _item_fields(item)
+                        raw, contents = fields if type(fields) is tuple else (None, None)
+                    if raw is not None:
+                        ids.append(raw)
+                        texts.append(contents)
+                        self.lines.append(numbers[n])
+                        self.sizes.append(sizes[n])
+                        self.fast.append(True)
+                        self.raw.append((buf, starts[n], ends[n] + 1))
+                        continue
                 ok[n] = False
-            self.add_line(number, bytes(buf[start : end + 1]))
+            self.add_line(numbers[n], bytes(buf[starts[n] : ends[n] + 1]))
         keep = ok[found.term_line]
         self.cols.append(found.ids[keep])
         self.vals.append(found.values[keep])
