@@ -21,6 +21,10 @@ in the result and the manifest. Without an encoder the vocabulary is the terms r
 the order first seen. The import streams in chunks through the one index writer
 (:func:`~.store_writer.write_atomically`): memory is a chunk, the ids and the parity sample
 whatever the file's size, and ``--out`` changes only when the whole import succeeded.
+A JsonVectorCollection's lines of the usual shape are read a batch at a time with numpy
+(:mod:`.vector_lines`); any other line is read by orjson alone, as every line once was
+(:func:`_anserini_chunks_per_line`): the stored bytes, the notes and every refusal are the
+same either way.
 
 The parity check (the failure it guards against: an exported encoder that keeps a fifth of
 its tokens, eland #827): a seeded reservoir sample of items with a text is re-encoded with
@@ -565,9 +569,19 @@ class _Build:
             slow_ids[p] = -2 - names.setdefault(slow_terms[p], len(names))
         fast_term = np.repeat(fast, sizes)
         total = int(sizes.sum())
-        cols = np.empty(total, np.int64)
-        cols[fast_term] = np.concatenate(self.cols) if self.cols else np.zeros(0, np.int64)
-        cols[~fast_term] = slow_ids
+
+        def merged(parts: list[np.ndarray], slow: Any, dtype: Any) -> np.ndarray:
+            """The weights' ``parts`` read in batches and the others, in line order."""
+            read = np.concatenate(parts).astype(dtype, copy=False) if parts else None
+            if not slow_terms and read is not None:
+                return read
+            out = np.empty(total, dtype)
+            out[fast_term] = read if read is not None else np.zeros(0, dtype)
+            if slow is not None:
+                out[~fast_term] = slow
+            return out
+
+        cols = merged(self.cols, slow_ids, np.int64)
         # the terms not in the vocabulary, in the order first read
         where_missing = np.flatnonzero(cols < 0)
         codes = -2 - cols[where_missing]
@@ -581,11 +595,9 @@ class _Build:
             rank[in_order] = known + np.arange(len(in_order))
             cols[where_missing] = rank[codes]
             first = [listed[k] for k in in_order.tolist()]
-        vals = np.empty(total, np.float64)
-        vals[fast_term] = np.concatenate(self.vals) if self.vals else np.zeros(0)
+        vals = merged(self.vals, None, np.float64)
         values = self.values
-        kinds = np.empty(total, np.int8)
-        kinds[fast_term] = np.concatenate(self.floats) if self.floats else np.zeros(0, bool)
+        kinds = merged(self.floats, None, np.int8)
         if values:
             types = list(map(type, values))
             kinds[~fast_term] = np.fromiter(
