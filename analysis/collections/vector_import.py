@@ -515,7 +515,22 @@ class _Build:
         numbers = batch.numbers.tolist()
         sizes = found.sizes.tolist()
         ids, texts, loads, space = self.ids, self.texts, orjson.loads, _SPACE
+        plain, spans = found.plain.tolist(), found.fields.tolist()
         for n, read_here in enumerate(ok.tolist()):
+            if read_here and plain[n]:  # its id and text are their bytes, decoded
+                a, b, c, d = spans[n]
+                try:
+                    raw, contents = buf[a:b].decode("utf-8"), buf[c:d].decode("utf-8")
+                except UnicodeDecodeError:
+                    raw = ""
+                if raw and (raw.isalnum() or not space(raw)):
+                    ids.append(raw)
+                    texts.append(contents)
+                    self.lines.append(numbers[n])
+                    self.sizes.append(sizes[n])
+                    self.fast.append(True)
+                    self.raw.append((buf, starts[n], ends[n] + 1))
+                    continue
             if read_here:  # the line without its vector: that replaced by 0, parsed in place
                 at = vector_at[n]
                 kept = buf[at : at + 2]

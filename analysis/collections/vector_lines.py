@@ -199,9 +199,11 @@ class Batch:
 
 @dataclass
 class Parsed:
-    """What the batch reader found: per line whether it was read here and where its
-    vector object starts; per weight of those lines, in order, its line, term id (from
-    the table; ``-1``: left to :meth:`resolve`), value and whether it was a float."""
+    """What the batch reader found: per line whether it was read here, where its vector
+    object starts and, for a line ``{"id": "…", "contents": "…", "vector": …`` with no
+    escape before its vector (``plain``), where its id and text lie between their quotes;
+    per weight of those lines, in order, its line, term id (from the table; ``-1``: not
+    in it), value and whether it was a float."""
 
     ok: np.ndarray
     vector_at: np.ndarray
@@ -212,6 +214,8 @@ class Parsed:
     ids: np.ndarray
     values: np.ndarray
     floats: np.ndarray
+    plain: np.ndarray
+    fields: np.ndarray  # [n, 4]: the id's first byte and end, the text's
 
 
 def _unescaped(quotes: np.ndarray, slashes: np.ndarray, u8: np.ndarray) -> np.ndarray:
@@ -367,12 +371,14 @@ def parse_batch(batch: Batch, table: TermTable) -> Parsed:
     strings = np.arange(total) + np.repeat(key + 1 - offsets, sizes)
     t_open, t_close = opens[strings], closes[strings]
     is_last = np.zeros(total, bool)
-    is_last[(offsets + sizes - 1)[sizes > 0]] = True
+    last_at = (offsets + sizes - 1)[sizes > 0]
+    is_last[last_at] = True
     nxt = opens[np.minimum(strings + 1, len(opens) - 1)] - 1
     nxt -= u8[nxt] == 32
     term_bad = ~((u8[t_close + 1] == 58) & (is_last | (u8[nxt] == 44)))
     n_start = t_close + 2 + (u8[t_close + 2] == 32)
-    n_end = np.where(is_last, vector_end[term_line], nxt)
+    n_end = nxt
+    n_end[last_at] = vector_end[sizes > 0]
     values, floats = _numbers(u8, w64, n_start, n_end - n_start, term_bad)
     # the terms' spellings looked up
     length = t_close - t_open - 1
@@ -390,4 +396,50 @@ def parse_batch(batch: Batch, table: TermTable) -> Parsed:
             ids[longer[length[longer] > MAX_TERM]] = -1
     if term_bad.any():
         ok[term_line[term_bad]] = False
-    return Parsed(ok, vector_at, sizes, term_line, t_open, t_close, ids, values, floats)
+    plain, fields = _plain_fields(
+        u8, w64, ls, ok, key, last_string - count // 2, opens, closes, slashes
+    )
+    return Parsed(
+        ok, vector_at, sizes, term_line, t_open, t_close, ids, values, floats, plain, fields
+    )
+
+
+_ID = np.uint64(int.from_bytes(b"id", "little"))
+_CONTENTS = np.uint64(int.from_bytes(b"contents", "little"))
+
+
+def _plain_fields(
+    u8: np.ndarray,
+    w64: np.ndarray,
+    ls: np.ndarray,
+    ok: np.ndarray,
+    key: np.ndarray,
+    first: np.ndarray,
+    opens: np.ndarray,
+    closes: np.ndarray,
+    slashes: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which lines are ``{"id": "…", "contents": "…", "vector": …`` exactly (``": "`` or
+    ``":"``, ``", "`` or ``","``) with no backslash before the vector, and where their id
+    and text lie: orjson would read those two strings as their bytes decoded."""
+    n = len(ls)
+    plain = ok & (key == first + 4)
+    fields = np.zeros((n, 4), np.int64)
+    at = np.flatnonzero(plain)
+    if not at.size:
+        return plain, fields
+    s = first[at]
+    o = [opens[s + k] for k in range(5)]
+    c = [closes[s + k] for k in range(4)]
+    good = (u8[ls[at]] == 123) & (o[0] == ls[at] + 1)
+    good &= (c[0] - o[0] == 3) & ((w64[o[0] + 1] & np.uint64(0xFFFF)) == _ID)
+    good &= (c[2] - o[2] == 9) & (w64[o[2] + 1] == _CONTENTS)
+    for k, sep in ((0, 58), (1, 44), (2, 58), (3, 44)):
+        good &= u8[c[k] + 1] == sep
+        good &= o[k + 1] == c[k] + 2 + (u8[c[k] + 2] == 32)
+    if slashes.size:
+        good &= np.searchsorted(slashes, ls[at]) == np.searchsorted(slashes, o[4])
+    plain[at[~good]] = False
+    fields[at, 0], fields[at, 1] = o[1] + 1, c[1]
+    fields[at, 2], fields[at, 3] = o[3] + 1, c[3]
+    return plain, fields
