@@ -481,6 +481,7 @@ class _Build:
         self.floats: list[np.ndarray] = []
         # terms the vocabulary lacks: a code -2 - k among cols names the k-th
         self.names: dict[str, int] = {}
+        self.decoded: dict[bytes, int] = {}  # a spelling the table lacks → its id or code
         # the weights of the other lines, in order
         self.terms: list[str] = []
         self.values: list[Any] = []
@@ -507,7 +508,7 @@ class _Build:
         view = memoryview(buf)
         found = parse_batch(batch, self.table)
         ok = found.ok
-        bad_lines = _missing_terms(buf, found, self.vocab, self.names)
+        bad_lines = _missing_terms(buf, found, self.vocab, self.names, self.decoded)
         if bad_lines:
             ok[bad_lines] = False
         starts, ends = batch.starts.tolist(), batch.ends.tolist()
@@ -688,7 +689,9 @@ class _Build:
         return read.chunk(self.vocab, unknown, impacts)
 
 
-def _missing_terms(buf: Any, found: Parsed, vocab: _Vocabulary, names: dict[str, int]) -> list:
+def _missing_terms(
+    buf: Any, found: Parsed, vocab: _Vocabulary, names: dict[str, int], decoded: dict
+) -> list:
     """The terms the table did not name, decoded: their id set in ``found.ids`` when the
     vocabulary has them, else the code ``-2 - k`` of the ``k``-th of ``names`` (added to
     it); the lines of a term that is no JSON text. Each distinct spelling is decoded once:
@@ -715,13 +718,19 @@ def _missing_terms(buf: Any, found: Parsed, vocab: _Vocabulary, names: dict[str,
     ids = vocab.ids
     codes = np.empty(len(decode), np.int64)
     for n, (a, b) in enumerate(zip(opens[decode].tolist(), closes[decode].tolist(), strict=True)):
-        try:
-            term = orjson.loads(bytes(buf[a : b + 1]))
-        except orjson.JSONDecodeError:
-            codes[n] = -1  # no JSON text: its line is read per line
-            continue
-        code = ids.get(term)
-        codes[n] = code if code is not None else -2 - names.setdefault(term, len(names))
+        spelling = bytes(buf[a : b + 1])
+        code = decoded.get(spelling)
+        if code is None:
+            try:
+                term = orjson.loads(spelling)
+            except orjson.JSONDecodeError:
+                code = -1  # no JSON text: its line is read per line
+            else:
+                code = ids.get(term)
+                if code is None:
+                    code = -2 - names.setdefault(term, len(names))
+            decoded[spelling] = code
+        codes[n] = code
     code = codes[: len(first)][inverse]
     code[np.flatnonzero(alone)] = codes[len(first) :]
     found.ids[at] = code

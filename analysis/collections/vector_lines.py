@@ -95,9 +95,12 @@ class TermTable:
         self.size = 0
 
     def extend(self, tokens: list[str], ids: dict[str, int]) -> None:
-        """Add the spellings of ``tokens[covered:]`` (their ids as ``ids`` gives them)."""
+        """Add the spellings of ``tokens[covered:]`` (their ids as ``ids`` gives them):
+        into the slots while they stay at most half full, else all placed anew."""
         if self.covered == len(tokens):
             return
+        spellings: list[bytes] = []
+        numbers: list[int] = []
         for token in tokens[self.covered :]:
             try:
                 plain = json.dumps(token, ensure_ascii=False)[1:-1].encode("utf-8")
@@ -106,36 +109,47 @@ class TermTable:
             ascii_form = json.dumps(token)[1:-1].encode("ascii")
             for spelling in [plain] if plain == ascii_form else [plain, ascii_form]:
                 if len(spelling) <= MAX_TERM:
-                    self._spellings.append(spelling)
-                    self._ids.append(ids[token])
+                    spellings.append(spelling)
+                    numbers.append(ids[token])
         self.covered = len(tokens)
-        words, lengths = _spelling_words(self._spellings)
-        hashes = spelling_hash([words[:, k] for k in range(words.shape[1])], lengths)
-        bits = max(10, int(len(hashes) * 4).bit_length())
+        self._spellings += spellings
+        self._ids += numbers
+        if self.size and 2 * len(self._spellings) <= self.size:
+            self._place(spellings, numbers)
+            return
+        bits = max(10, int(len(self._spellings) * 4).bit_length())
         self.shift = _U(64 - bits)
-        size = 1 << bits
+        self.size = 1 << bits
+        self.taken = np.zeros(self.size, bool)
+        # a slot: the hash, and id << 8 | length (-1: empty), read at once
+        self.slots = np.zeros(self.size, dtype=[("hash", "<u8"), ("info", "<i8")])
+        self.slots["info"] = -1
+        self.words = [np.zeros(self.size, np.uint64) for _ in range(MAX_TERM // 8)]
+        self._place(self._spellings, self._ids)
+
+    def _place(self, spellings: list[bytes], numbers: list[int]) -> None:
+        """Put spellings in free slots by linear probing, all at once: in round ``r`` each
+        one left tries its home slot + ``r`` (so every slot between an entry's home and its
+        own is taken, and a lookup may stop at the first free one)."""
+        if not spellings:
+            return
+        words, lengths = _spelling_words(spellings)
+        hashes = spelling_hash([words[:, k] for k in range(words.shape[1])], lengths)
         slot_of = np.full(len(hashes), -1, np.int64)
-        taken = np.zeros(size, bool)
         home = (hashes >> self.shift).astype(np.int64)
         todo = np.arange(len(hashes))
         step = 0
-        while todo.size:  # round r: the entries left try their home slot + r
-            want = (home[todo] + step) & (size - 1)
-            free = ~taken[want]
+        while todo.size:
+            want = (home[todo] + step) & (self.size - 1)
+            free = ~self.taken[want]
             slots, first = np.unique(want[free], return_index=True)
             placed = todo[free][first]
             slot_of[placed] = slots
-            taken[slots] = True
+            self.taken[slots] = True
             todo = np.setdiff1d(todo, placed, assume_unique=True)
             step += 1
-        self.size = size
-        self.taken = taken
-        # a slot: the hash, and id << 8 | length (-1: empty), read at once
-        self.slots = np.zeros(size, dtype=[("hash", "<u8"), ("info", "<i8")])
-        self.slots["info"] = -1
         self.slots["hash"][slot_of] = hashes
-        self.slots["info"][slot_of] = (np.asarray(self._ids, np.int64) << 8) | lengths
-        self.words = [np.zeros(size, np.uint64) for _ in range(MAX_TERM // 8)]
+        self.slots["info"][slot_of] = (np.asarray(numbers, np.int64) << 8) | lengths
         for k, column in enumerate(self.words):
             column[slot_of] = words[:, k]
 
