@@ -474,7 +474,7 @@ class _Build:
         self.lines: list[int] = []
         self.sizes: list[int] = []
         self.fast: list[bool] = []
-        self.raw: list[tuple[Any, int, int]] = []  # each line's bytes: (buffer, start, end)
+        self.pieces: list[tuple[Any, list[int], list[int]]] = []  # the lines' bytes, in order
         # the weights of the lines read a batch at a time, in order
         self.cols: list[np.ndarray] = []
         self.vals: list[np.ndarray] = []
@@ -492,15 +492,19 @@ class _Build:
 
     def add_line(self, number: int, line: bytes) -> None:
         """One line read by :func:`_read_line`."""
+        self.sizes.append(self._read(number, line))
+        self.lines.append(number)
+        self.fast.append(False)
+        self.pieces.append((line, [0], [len(line) - 1]))
+
+    def _read(self, number: int, line: bytes) -> int:
+        """One line's item read by :func:`_read_line`; its weights."""
         item, contents, vector = _read_line(self.source, number, line)
         self.ids.append(item)
         self.texts.append(contents)
-        self.lines.append(number)
-        self.sizes.append(len(vector))
-        self.fast.append(False)
-        self.raw.append((line, 0, len(line)))
         self.terms.extend(vector)
         self.values.extend(vector.values())
+        return len(vector)
 
     def add_batch(self, batch: Batch) -> None:
         """A batch's lines, in order: those of the usual shape read at once."""
@@ -527,10 +531,6 @@ class _Build:
                 if raw and (raw.isalnum() or not space(raw)):
                     ids.append(raw)
                     texts.append(contents)
-                    self.lines.append(numbers[n])
-                    self.sizes.append(sizes[n])
-                    self.fast.append(True)
-                    self.raw.append((buf, starts[n], ends[n] + 1))
                     continue
             if read_here:  # the line without its vector: that replaced by 0, parsed in place
                 at = vector_at[n]
@@ -554,13 +554,13 @@ class _Build:
                     if raw is not None:
                         ids.append(raw)
                         texts.append(contents)
-                        self.lines.append(numbers[n])
-                        self.sizes.append(sizes[n])
-                        self.fast.append(True)
-                        self.raw.append((buf, starts[n], ends[n] + 1))
                         continue
                 ok[n] = False
-            self.add_line(numbers[n], bytes(buf[starts[n] : ends[n] + 1]))
+            sizes[n] = self._read(numbers[n], bytes(buf[starts[n] : ends[n] + 1]))
+        self.lines.extend(numbers)
+        self.sizes.extend(sizes)
+        self.fast.extend(ok.tolist())
+        self.pieces.append((buf, starts, ends))
         keep = ok[found.term_line]
         self.cols.append(found.ids[keep])
         self.vals.append(found.values[keep])
@@ -684,8 +684,10 @@ class _Build:
     def _per_line(self, unknown: _Unknown, impacts: _Impacts) -> _Chunk:
         """The chunk read again, every line by :func:`_read_line`."""
         read = _Read(self.source)
-        for number, (buf, start, end) in zip(self.lines, self.raw, strict=True):
-            read.add(number, bytes(buf[start:end]))
+        lines = iter(self.lines)
+        for buf, starts, ends in self.pieces:
+            for start, end in zip(starts, ends, strict=True):
+                read.add(next(lines), bytes(buf[start : end + 1]))
         return read.chunk(self.vocab, unknown, impacts)
 
 
