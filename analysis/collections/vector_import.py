@@ -675,10 +675,12 @@ class _Build:
         keep = row_vals != 0
         if self.vocab.fixed:
             keep &= row_cols < known
-        rows = np.repeat(np.arange(n), np.diff(row_ptr))[keep]
-        row_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+        if not keep.all():
+            rows = np.repeat(np.arange(n), np.diff(row_ptr))[keep]
+            row_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+            row_cols, row_vals = row_cols[keep], row_vals[keep]
         chunk = _Chunk(self.ids, self.texts, self.source, self.lines, 0, indptr, cols, vals)
-        chunk.rows = (row_ptr, row_cols[keep].astype(np.int32), row_vals[keep].astype(np.float32))
+        chunk.rows = (row_ptr, row_cols.astype(np.int32), row_vals.astype(np.float32))
         return chunk
 
     def _per_line(self, unknown: _Unknown, impacts: _Impacts) -> _Chunk:
@@ -745,6 +747,11 @@ def _sorted_by_term(
     """Rows with their terms in order (a CSR → CSC → CSR counting sort, linear), or
     ``None`` when a row holds a term twice."""
     n = len(indptr) - 1
+    rising = cols[1:] > cols[:-1]
+    starts = indptr[1:-1]
+    rising[starts[(starts > 0) & (starts < len(cols))] - 1] = True  # rows' boundaries
+    if rising.all():  # each row's terms already in order, none twice (an export's)
+        return indptr, cols, vals
     matrix = sp.csr_matrix((vals, cols, indptr), shape=(n, max(width, 1)))
     matrix = matrix.tocsc().tocsr()
     order = matrix.indices

@@ -133,6 +133,24 @@ def test_silent_wrong_batches_store_what_the_per_line_reader_stores(
         assert any("not in the encoder's vocabulary" in note for note in reference["notes"])
 
 
+def test_silent_wrong_terms_in_vocabulary_order_store_what_the_per_line_reader_stores(
+    splade, tmp_path, monkeypatch, small_chunks
+):
+    """Rows already in term order (as an export writes them) are kept as read."""
+    vocab = list(splade.vocab)
+    rng = random.Random(2)
+    lines = []
+    for n in range(120):
+        picked = sorted(rng.sample(range(1000, 8000), rng.randint(0, 40)))
+        vector = {vocab[c]: rng.randint(0, 300) for c in picked}
+        lines.append(json.dumps({"id": f"d{n}", "contents": "", "vector": vector}).encode())
+    source = tmp_path / "v.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    reference, batches = _both(tmp_path, source, splade, monkeypatch)
+    assert "stored" in reference, reference
+    assert reference == batches
+
+
 def test_silent_wrong_gzip_parts_store_what_the_per_line_reader_stores(
     splade, tmp_path, monkeypatch, small_chunks
 ):
