@@ -520,6 +520,8 @@ class _Build:
         numbers = batch.numbers.tolist()
         sizes = found.sizes.tolist()
         ids, texts, loads, space = self.ids, self.texts, orjson.loads, _SPACE
+        if (found.plain & ok).all() and self._plain(buf, found.fields):  # all plain, read
+            return self._batched(batch, found, numbers, sizes)
         plain, spans = found.plain.tolist(), found.fields.tolist()
         for n, read_here in enumerate(ok.tolist()):
             if read_here and plain[n]:  # its id and text are their bytes, decoded
@@ -557,10 +559,30 @@ class _Build:
                         continue
                 ok[n] = False
             sizes[n] = self._read(numbers[n], bytes(buf[starts[n] : ends[n] + 1]))
+        self._batched(batch, found, numbers, sizes)
+
+    def _plain(self, buf: Any, spans: np.ndarray) -> bool:
+        """The ids and texts of a batch whose every line is plain, decoded and added, when
+        each id is alphanumeric (so holds no whitespace) and all decode."""
+        try:
+            found_ids = [buf[a:b].decode("utf-8") for a, b in spans[:, :2].tolist()]
+            found_texts = [buf[a:b].decode("utf-8") for a, b in spans[:, 2:].tolist()]
+        except UnicodeDecodeError:
+            return False
+        if not all(map(str.isalnum, found_ids)):
+            return False
+        self.ids.extend(found_ids)
+        self.texts.extend(found_texts)
+        return True
+
+    def _batched(self, batch: Batch, found: Parsed, numbers: list[int], sizes: list[int]) -> None:
+        """The bookkeeping of a batch whose lines were read: numbers, sizes, bytes, and
+        the weights of the lines read here."""
+        ok = found.ok
         self.lines.extend(numbers)
         self.sizes.extend(sizes)
         self.fast.extend(ok.tolist())
-        self.pieces.append((buf, starts, ends))
+        self.pieces.append((batch.buf, batch.starts.tolist(), batch.ends.tolist()))
         keep = ok[found.term_line]
         self.cols.append(found.ids[keep])
         self.vals.append(found.values[keep])

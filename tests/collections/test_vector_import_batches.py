@@ -149,6 +149,12 @@ def test_silent_wrong_terms_in_vocabulary_order_store_what_the_per_line_reader_s
     reference, batches = _both(tmp_path, source, splade, monkeypatch)
     assert "stored" in reference, reference
     assert reference == batches
+    # a term that is no UTF-8 among plain lines is refused with its line, as per line
+    lines[50] = lines[50].replace(b'"vector": {', b'"vector": {"b\xffd": 3, ')
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    reference, batches = _both(tmp_path, source, splade, monkeypatch)
+    assert "v.jsonl:51: not JSON" in reference["refused"], reference
+    assert reference == batches
 
 
 def test_silent_wrong_gzip_parts_store_what_the_per_line_reader_stores(
