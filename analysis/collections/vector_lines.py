@@ -3,13 +3,15 @@
 A line of the usual shape ``{..., "vector": {"term": weight, ...}}`` (the vector object
 last, its members written ``"t": w`` or ``"t":w`` and separated by ``", "`` or ``","``) is
 read over the bytes of a whole batch of lines: the string delimiters are the quotes not
-escaped by an odd run of backslashes; each term's bytes are looked up in a sorted table of
-the vocabulary's spellings (its UTF-8 bytes and the escaped forms ``json.dumps`` writes);
-integer impacts of up to 8 digits are read eight bytes at a time (SWAR), every other
-number by orjson over the numbers alone (so its value is orjson's, bit for bit). The rest
-of the line, its vector replaced by ``0``, is parsed by orjson: the vector being the top
-object's last member, that ``0`` is the value its ``"vector"`` key keeps, and the line is
-valid JSON exactly when that text is. A line whose every byte of the vector object is not
+escaped by an odd run of backslashes; each term's bytes are looked up in a hash table of
+the vocabulary's spellings (its UTF-8 bytes and the escaped forms ``json.dumps`` writes),
+a spelling it lacks decoded by orjson; integer impacts of up to 8 digits are read eight
+bytes at a time (SWAR), every other number by orjson over the numbers alone (so its value
+is orjson's, bit for bit). The rest of the line, its vector replaced by ``0``, is parsed by
+orjson (or, ``{"id": "…", "contents": "…", `` with no escape, taken as those bytes): the
+vector being the top object's last member, that ``0`` is the value its ``"vector"`` key
+keeps, and the line is valid JSON exactly when that text is. A line whose every byte of the
+vector object is not
 accounted for this way (other whitespace or order, a nested value, a term this reader
 cannot decode, a number beyond these forms) is left to the per-line reader, which keeps
 every rule and message.
@@ -314,6 +316,7 @@ def _other_numbers(
     slots = np.full((len(where), width + 1), 32, np.uint8)
     slots[:, :width] = np.where(inside, text, 32)
     slots[:, width] = 44
+    slots[~allowed, :width] = 32  # left to the per-line reader: a 0 in its place
     slots[~allowed, 0] = 48
     for _ in range(8):
         try:
