@@ -21,6 +21,10 @@ in the result and the manifest. Without an encoder the vocabulary is the terms r
 the order first seen. The import streams in chunks through the one index writer
 (:func:`~.store_writer.write_atomically`): memory is a chunk, the ids and the parity sample
 whatever the file's size, and ``--out`` changes only when the whole import succeeded.
+A JsonVectorCollection's lines of the usual shape are read a batch at a time with numpy
+(:mod:`.vector_lines`); any other line is read by orjson alone, as every line once was
+(:func:`_anserini_chunks_per_line`): the stored bytes, the notes and every refusal are the
+same either way.
 
 The parity check (the failure it guards against: an exported encoder that keeps a fifth of
 its tokens, eland #827): a seeded reservoir sample of items with a text is re-encoded with
@@ -58,6 +62,17 @@ from lexlens.analysis.collections.store_writer import (
     IndexWriter,
     check_out,
     write_atomically,
+)
+from lexlens.analysis.collections.vector_lines import (
+    MAX_TERM,
+    PAD,
+    WORD_MASKS,
+    Batch,
+    Parsed,
+    TermTable,
+    parse_batch,
+    spelling_hash,
+    u64_view,
 )
 from lexlens.analysis.core.arguments import (
     device_argument,
@@ -188,6 +203,8 @@ class _Chunk:
     indptr: np.ndarray
     cols: np.ndarray
     vals: np.ndarray
+    #: Its rows as :func:`_sorted_rows` makes them, when the reader made them already.
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def where(self, n: int) -> str:
         """How a message names the chunk's ``n``-th item: its file and line, or row."""
@@ -300,10 +317,11 @@ class _Impacts:
         self.integer: bool | None = None
 
 
-def _anserini_chunks(
+def _anserini_chunks_per_line(
     path: Path, vocab: _Vocabulary, unknown: _Unknown, impacts: _Impacts
 ) -> Iterator[_Chunk]:
-    """A JsonVectorCollection's items, :data:`CHUNK_ITEMS` at a time."""
+    """A JsonVectorCollection's items, :data:`CHUNK_ITEMS` at a time, each line parsed by
+    orjson (the reference of :func:`_anserini_chunks`, which stores the same bytes)."""
     for part in _parts(path):
         shown = str(part)
         lines = _lines(part, shown)
@@ -318,10 +336,514 @@ def _anserini_chunks(
             yield read.chunk(vocab, unknown, impacts)
 
 
+def _anserini_chunks(
+    path: Path, vocab: _Vocabulary, unknown: _Unknown, impacts: _Impacts
+) -> Iterator[_Chunk]:
+    """A JsonVectorCollection's items, :data:`CHUNK_ITEMS` at a time: lines of the usual
+    shape read a batch at a time (:mod:`.vector_lines`), every other line as
+    :func:`_anserini_chunks_per_line` reads it, with the same chunks, results and messages."""
+    table = TermTable()
+    for part in _parts(path):
+        shown = str(part)
+        table.extend(vocab.tokens, vocab.ids)
+        build = _Build(shown, vocab, table)
+        for piece in _batches(part, shown):
+            if isinstance(piece, _HugeLine):
+                raise InputError(
+                    f"{shown}:{piece.number}: a line longer than {MAX_LINE_BYTES:,} bytes"
+                )
+            if isinstance(piece, _ReadFailed):  # read again line by line, to fail as it does
+                for number, line in _lines(part, shown):
+                    if number > piece.emitted:
+                        build.add_line(number, line)
+                        if build.count >= CHUNK_ITEMS:
+                            yield build.chunk(unknown, impacts)
+                            table.extend(vocab.tokens, vocab.ids)
+                            build = _Build(shown, vocab, table)
+                break
+            while len(piece):
+                taken, piece = piece.split(min(len(piece), CHUNK_ITEMS - build.count))
+                build.add_batch(taken)
+                if build.count >= CHUNK_ITEMS:
+                    yield build.chunk(unknown, impacts)
+                    table.extend(vocab.tokens, vocab.ids)
+                    build = _Build(shown, vocab, table)
+        if build.count:
+            yield build.chunk(unknown, impacts)
+
+
+#: Bytes read from a part at once by the batch reader.
+READ_BYTES = 1 << 20
+#: Bytes a line may start with and still be blank (``bytes.strip``'s whitespace).
+_BLANK_START = np.zeros(256, bool)
+_BLANK_START[list(b" \t\r\x0b\x0c")] = True
+
+
+@dataclass(frozen=True)
+class _HugeLine:
+    number: int
+
+
+@dataclass(frozen=True)
+class _ReadFailed:
+    emitted: int  # lines handed out before the read that failed
+
+
+def _batches(path: Path, shown: str) -> Iterator[Batch | _HugeLine | _ReadFailed]:
+    """A part's complete lines, :data:`READ_BYTES` at a time, as :func:`_lines` numbers and
+    keeps them (blank ones left out); a line over ``MAX_LINE_BYTES`` ends it, never held
+    whole; a read that fails ends it with the lines handed out so far."""
+    try:
+        handle = _open_part(path)
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise InputError(f"{shown}: cannot be read ({why})") from None
+    with handle:
+        carry = b""
+        emitted = 0
+        while True:
+            buf = bytearray(len(carry) + READ_BYTES + len(PAD) + 1)
+            buf[: len(carry)] = carry
+            try:
+                got = handle.readinto(memoryview(buf)[len(carry) : len(carry) + READ_BYTES])
+            except Exception:  # noqa: BLE001 - the line reader meets it again and says it
+                yield _ReadFailed(emitted)
+                return
+            filled = len(carry) + got
+            if not got:
+                if not carry:
+                    return
+                buf[filled] = 10  # the last line, without its newline
+                filled += 1
+            cut = buf.rfind(b"\n", 0, filled) + 1
+            carry = bytes(buf[cut:filled])
+            buf[cut : cut + len(PAD)] = PAD
+            if cut:
+                batch, huge, lines = _batch_lines(buf, cut, emitted)
+                if len(batch):
+                    yield batch
+                if huge:
+                    yield _HugeLine(huge)
+                    return
+                emitted += lines
+            if len(carry) > MAX_LINE_BYTES:
+                yield _HugeLine(emitted + 1)
+                return
+
+
+def _batch_lines(buf: bytearray, cut: int, emitted: int) -> tuple[Batch, int, int]:
+    """The lines of ``buf[:cut]`` (each ending with a newline) after ``emitted`` others:
+    the non-blank ones up to the first over ``MAX_LINE_BYTES``, that one's number (0: none)
+    and how many lines there were."""
+    u8 = np.frombuffer(buf, np.uint8, cut)
+    controls = np.flatnonzero(u8 < 32)
+    newline = u8[controls] == 10
+    ends = controls[newline]
+    controls = controls[~newline]
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    numbers = np.arange(emitted + 1, emitted + 1 + len(ends))
+    lines = len(ends)
+    huge = 0
+    long = np.flatnonzero(ends - starts > MAX_LINE_BYTES)
+    if long.size:
+        huge = int(numbers[long[0]])
+        starts, ends, numbers = starts[: long[0]], ends[: long[0]], numbers[: long[0]]
+    maybe = np.flatnonzero((ends == starts) | _BLANK_START[u8[np.minimum(starts, cut - 1)]])
+    if maybe.size:
+        blank = [n for n in maybe.tolist() if not buf[starts[n] : ends[n]].strip()]
+        if blank:
+            keep = np.ones(len(starts), bool)
+            keep[blank] = False
+            starts, ends, numbers = starts[keep], ends[keep], numbers[keep]
+    return Batch(buf, starts, ends, numbers, controls), huge, lines
+
+
+class _Build:
+    """A chunk's items as :func:`_anserini_chunks` reads them: each line read by
+    :func:`~.vector_lines.parse_batch` or, when it cannot, by :func:`_read_line`, in the
+    order of the lines; at the end checked and mapped as :meth:`_Read.chunk` does."""
+
+    def __init__(self, source: str, vocab: _Vocabulary, table: TermTable) -> None:
+        self.source = source
+        self.vocab = vocab
+        self.table = table
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.lines: list[int] = []
+        self.sizes: list[int] = []
+        self.fast: list[bool] = []
+        self.pieces: list[tuple[Any, list[int], list[int]]] = []  # the lines' bytes, in order
+        # the weights of the lines read a batch at a time, in order
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.floats: list[np.ndarray] = []
+        # terms the vocabulary lacks: a code -2 - k among cols names the k-th
+        self.names: dict[str, int] = {}
+        self.decoded: dict[bytes, int] = {}  # a spelling the table lacks → its id or code
+        # the weights of the other lines, in order
+        self.terms: list[str] = []
+        self.values: list[Any] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    def add_line(self, number: int, line: bytes) -> None:
+        """One line read by :func:`_read_line`."""
+        self.sizes.append(self._read(number, line))
+        self.lines.append(number)
+        self.fast.append(False)
+        self.pieces.append((line, [0], [len(line) - 1]))
+
+    def _read(self, number: int, line: bytes) -> int:
+        """One line's item read by :func:`_read_line`; its weights."""
+        item, contents, vector = _read_line(self.source, number, line)
+        self.ids.append(item)
+        self.texts.append(contents)
+        self.terms.extend(vector)
+        self.values.extend(vector.values())
+        return len(vector)
+
+    def add_batch(self, batch: Batch) -> None:
+        """A batch's lines, in order: those of the usual shape read at once."""
+        buf = batch.buf
+        view = memoryview(buf)
+        found = parse_batch(batch, self.table)
+        ok = found.ok
+        bad_lines = _missing_terms(buf, found, self.vocab, self.names, self.decoded)
+        if bad_lines:
+            ok[bad_lines] = False
+        starts, ends = batch.starts.tolist(), batch.ends.tolist()
+        vector_at = found.vector_at.tolist()
+        numbers = batch.numbers.tolist()
+        sizes = found.sizes.tolist()
+        ids, texts, loads, space = self.ids, self.texts, orjson.loads, _SPACE
+        if (found.plain & ok).all() and self._plain(buf, found.fields):  # all plain, read
+            return self._batched(batch, found, numbers, sizes)
+        plain, spans = found.plain.tolist(), found.fields.tolist()
+        for n, read_here in enumerate(ok.tolist()):
+            if read_here and plain[n]:  # its id and text are their bytes, decoded
+                a, b, c, d = spans[n]
+                try:
+                    raw, contents = buf[a:b].decode("utf-8"), buf[c:d].decode("utf-8")
+                except UnicodeDecodeError:
+                    raw = ""
+                if raw and (raw.isalnum() or not space(raw)):
+                    ids.append(raw)
+                    texts.append(contents)
+                    continue
+            if read_here:  # the line without its vector: that replaced by 0, parsed in place
+                at = vector_at[n]
+                kept = buf[at : at + 2]
+                buf[at : at + 2] = b"0}"
+                try:
+                    item = loads(view[starts[n] : at + 2])
+                except orjson.JSONDecodeError:
+                    item = None
+                buf[at : at + 2] = kept
+                if type(item) is dict and type(item.get("vector")) is int:
+                    raw, contents = item.get("id"), item.get("contents")
+                    if not (
+                        type(raw) is str
+                        and raw
+                        and type(contents) is str
+                        and (raw.isalnum() or not space(raw))
+                    ):
+                        fields = _item_fields(item)
+                        raw, contents = fields if type(fields) is tuple else (None, None)
+                    if raw is not None:
+                        ids.append(raw)
+                        texts.append(contents)
+                        continue
+                ok[n] = False
+            sizes[n] = self._read(numbers[n], bytes(buf[starts[n] : ends[n] + 1]))
+        self._batched(batch, found, numbers, sizes)
+
+    def _plain(self, buf: Any, spans: np.ndarray) -> bool:
+        """The ids and texts of a batch whose every line is plain, decoded and added, when
+        each id is alphanumeric (so holds no whitespace) and all decode."""
+        try:
+            found_ids = [buf[a:b].decode("utf-8") for a, b in spans[:, :2].tolist()]
+            found_texts = [buf[a:b].decode("utf-8") for a, b in spans[:, 2:].tolist()]
+        except UnicodeDecodeError:
+            return False
+        if not all(map(str.isalnum, found_ids)):
+            return False
+        self.ids.extend(found_ids)
+        self.texts.extend(found_texts)
+        return True
+
+    def _batched(self, batch: Batch, found: Parsed, numbers: list[int], sizes: list[int]) -> None:
+        """The bookkeeping of a batch whose lines were read: numbers, sizes, bytes, and
+        the weights of the lines read here."""
+        ok = found.ok
+        self.lines.extend(numbers)
+        self.sizes.extend(sizes)
+        self.fast.extend(ok.tolist())
+        self.pieces.append((batch.buf, batch.starts.tolist(), batch.ends.tolist()))
+        keep = ok[found.term_line]
+        self.cols.append(found.ids[keep])
+        self.vals.append(found.values[keep])
+        self.floats.append(found.floats[keep])
+
+    def _at(self, position: int) -> str:
+        n = int(np.searchsorted(np.cumsum(self.sizes), position, side="right"))
+        return f"{self.source}:{self.lines[n]}"
+
+    def chunk(self, unknown: _Unknown, impacts: _Impacts) -> _Chunk:
+        """The items' weights checked, their terms mapped, rows sorted, as
+        :meth:`_Read.chunk` then :func:`_sorted_rows` make them."""
+        n = len(self.ids)
+        sizes = np.asarray(self.sizes, np.int64)
+        fast = np.asarray(self.fast, bool)
+        slow_terms = self.terms
+        slow_ids = np.fromiter(
+            map(self.vocab.ids.get, slow_terms, repeat(-1)), np.int64, len(slow_terms)
+        )
+        names = self.names
+        for p in np.flatnonzero(slow_ids < 0).tolist():
+            slow_ids[p] = -2 - names.setdefault(slow_terms[p], len(names))
+        fast_term = np.repeat(fast, sizes)
+        total = int(sizes.sum())
+
+        def merged(parts: list[np.ndarray], slow: Any, dtype: Any) -> np.ndarray:
+            """The weights' ``parts`` read in batches and the others, in line order."""
+            read = np.concatenate(parts).astype(dtype, copy=False) if parts else None
+            if not slow_terms and read is not None:
+                return read
+            out = np.empty(total, dtype)
+            out[fast_term] = read if read is not None else np.zeros(0, dtype)
+            if slow is not None:
+                out[~fast_term] = slow
+            return out
+
+        cols = merged(self.cols, slow_ids, np.int64)
+        # the terms not in the vocabulary, in the order first read
+        where_missing = np.flatnonzero(cols < 0)
+        codes = -2 - cols[where_missing]
+        known = len(self.vocab.tokens)
+        listed = list(names)
+        first: list[str] = []
+        if codes.size:
+            distinct, first_at = np.unique(codes, return_index=True)
+            in_order = distinct[np.argsort(first_at)]
+            rank = np.zeros(len(listed), np.int64)
+            rank[in_order] = known + np.arange(len(in_order))
+            cols[where_missing] = rank[codes]
+            first = [listed[k] for k in in_order.tolist()]
+        vals = merged(self.vals, None, np.float64)
+        values = self.values
+        kinds = merged(self.floats, None, np.int8)
+        if values:
+            types = list(map(type, values))
+            kinds[~fast_term] = np.fromiter(
+                (0 if t is int else 1 if t is float else 2 for t in types), np.int8, len(types)
+            )
+        overflow = False
+        if values:
+            try:
+                vals[~fast_term] = np.asarray(values, dtype=np.float64)
+            except OverflowError:
+                overflow = True  # refused after the checks of the weights' kinds
+            except (TypeError, ValueError):
+                pass  # a weight that is no number: refused below
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        sorted_rows = _sorted_by_term(indptr, cols, vals, known + len(first))
+        if sorted_rows is None:  # a term twice in a line: read as a dict reads it
+            return self._per_line(unknown, impacts)
+        slow_at = np.flatnonzero(~fast_term)
+
+        def value(position: int) -> Any:
+            return values[int(np.searchsorted(slow_at, position))]
+
+        if (kinds == 2).any():
+            bad = int(np.flatnonzero(kinds == 2)[0])
+            raise InputError(f"{self._at(bad)}: a weight that is not a number: {value(bad)!r}")
+        if impacts.integer is None and total:
+            impacts.integer = bool(kinds[0] == 0)
+            if impacts.integer and impacts.scale is None:
+                raise InputError(
+                    f"{self._at(0)}: integer impacts: give --scale, the factor they were "
+                    "quantised with (Pyserini's and SPLADE's usual 100)"
+                )
+        has_int, has_float = bool((kinds == 0).any()), bool((kinds == 1).any())
+        if (has_int and has_float) or (total and has_int != impacts.integer):
+            wanted = 0 if impacts.integer else 1
+            bad = int(np.flatnonzero(kinds != wanted)[0])
+            first_kind = "integer impacts" if impacts.integer else "float weights"
+            raise InputError(
+                f"{self._at(bad)}: a {'float' if kinds[bad] else 'int'} weight in a file of "
+                f"{first_kind}: one kind per file"
+            )
+        if overflow:
+            raise InputError(f"{self.source}: an integer impact too large for a weight")
+        if not np.isfinite(vals).all():
+            bad = int(np.flatnonzero(~np.isfinite(vals))[0])
+            raise InputError(f"{self._at(bad)}: a NaN or infinite weight")
+        if first and not self.vocab.fixed:
+            for name in first:
+                self.vocab.ids[name] = len(self.vocab.tokens)
+                self.vocab.tokens.append(name)
+        elif first:
+            rows = np.repeat(np.arange(n), sizes)
+            in_read = np.asarray(listed, dtype=object)[codes].tolist()
+            unknown.add(in_read, int(np.unique(rows[where_missing]).size))
+        row_ptr, row_cols, row_vals = sorted_rows  # type: ignore[misc]
+        if impacts.integer:
+            row_vals = row_vals / impacts.scale
+        keep = row_vals != 0
+        if self.vocab.fixed:
+            keep &= row_cols < known
+        if not keep.all():
+            rows = np.repeat(np.arange(n), np.diff(row_ptr))[keep]
+            row_ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+            row_cols, row_vals = row_cols[keep], row_vals[keep]
+        chunk = _Chunk(self.ids, self.texts, self.source, self.lines, 0, indptr, cols, vals)
+        chunk.rows = (row_ptr, row_cols.astype(np.int32), row_vals.astype(np.float32))
+        return chunk
+
+    def _per_line(self, unknown: _Unknown, impacts: _Impacts) -> _Chunk:
+        """The chunk read again, every line by :func:`_read_line`."""
+        read = _Read(self.source)
+        lines = iter(self.lines)
+        for buf, starts, ends in self.pieces:
+            for start, end in zip(starts, ends, strict=True):
+                read.add(next(lines), bytes(buf[start : end + 1]))
+        return read.chunk(self.vocab, unknown, impacts)
+
+
+def _missing_terms(
+    buf: Any, found: Parsed, vocab: _Vocabulary, names: dict[str, int], decoded: dict
+) -> list:
+    """The terms the table did not name, decoded: their id set in ``found.ids`` when the
+    vocabulary has them, else the code ``-2 - k`` of the ``k``-th of ``names`` (added to
+    it); the lines of a term that is no JSON text. Each distinct spelling is decoded once:
+    the spellings are grouped by their words and length (exactly: a group's spellings are
+    checked equal to its first, a longer one than the words hold is decoded alone)."""
+    at = np.flatnonzero((found.ids < 0) & found.ok[found.term_line])
+    if not at.size:
+        return []
+    opens, closes = found.term_open[at], found.term_close[at]
+    length = closes - opens - 1
+    w64 = u64_view(buf)
+    words = [
+        w64[opens + 1 + 8 * k] & WORD_MASKS[np.clip(length - 8 * k, 0, 8)]
+        for k in range(MAX_TERM // 8)
+    ]
+    key = spelling_hash(words, length)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rep = first[inverse]
+    alone = length > MAX_TERM
+    for w in words:
+        alone |= w != w[rep]
+    alone |= length != length[rep]
+    decode = np.concatenate([first, np.flatnonzero(alone)])
+    ids = vocab.ids
+    codes = np.empty(len(decode), np.int64)
+    for n, (a, b) in enumerate(zip(opens[decode].tolist(), closes[decode].tolist(), strict=True)):
+        spelling = bytes(buf[a : b + 1])
+        code = decoded.get(spelling)
+        if code is None:
+            try:
+                term = orjson.loads(spelling)
+            except orjson.JSONDecodeError:
+                code = -1  # no JSON text: its line is read per line
+            else:
+                code = ids.get(term)
+                if code is None:
+                    code = -2 - names.setdefault(term, len(names))
+            decoded[spelling] = code
+        codes[n] = code
+    code = codes[: len(first)][inverse]
+    code[np.flatnonzero(alone)] = codes[len(first) :]
+    found.ids[at] = code
+    return found.term_line[at[code == -1]].tolist()
+
+
+def _sorted_by_term(
+    indptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows with their terms in order (a CSR → CSC → CSR counting sort, linear), or
+    ``None`` when a row holds a term twice."""
+    n = len(indptr) - 1
+    rising = cols[1:] > cols[:-1]
+    starts = indptr[1:-1]
+    rising[starts[(starts > 0) & (starts < len(cols))] - 1] = True  # rows' boundaries
+    if rising.all():  # each row's terms already in order, none twice (an export's)
+        return indptr, cols, vals
+    matrix = sp.csr_matrix((vals, cols, indptr), shape=(n, max(width, 1)))
+    matrix = matrix.tocsc().tocsr()
+    order = matrix.indices
+    repeated = order[1:] == order[:-1]
+    starts = matrix.indptr[1:-1]
+    repeated[starts[(starts > 0) & (starts < len(order))] - 1] = False
+    if repeated.any():
+        return None
+    return matrix.indptr, order, matrix.data
+
+
 #: A character an id may not hold (TREC files split on whitespace).
 _SPACE = re.compile(r"\s").search
 #: A JSON escape of a UTF-16 surrogate: text only when paired.
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]").search
+
+
+def _item_fields(item: dict) -> tuple[str, str] | str:
+    """A line's id and text, or what is wrong with them."""
+    raw = item.get("id")
+    if raw is None:
+        raw = item.get("docid")
+    if type(raw) is int:
+        raw = str(raw)
+    if type(raw) is not str or not raw or _SPACE(raw):
+        return "the id must be a text without whitespace"
+    contents = item.get("contents")
+    if contents is None:
+        contents = item.get("content") or ""
+    if type(contents) is not str:
+        return '"contents" must be a text'
+    return raw, contents
+
+
+def _read_line(source: str, number: int, line: bytes) -> tuple[str, str, dict]:
+    """One line's id, text and vector, checked: an object with an id, a vector of term →
+    weight (the weights are checked with their chunk's), a text."""
+    try:
+        item, strict = orjson.loads(line), False
+    except orjson.JSONDecodeError:
+        item, strict = _stdlib_json(source, number, line), True
+    if type(item) is not dict:
+        raise InputError(f"{source}:{number}: not a JSON object")
+    if strict and b"\\u" in line and _SURROGATE(line):
+        try:
+            json.dumps(item, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(
+                f"{source}:{number}: a lone surrogate escape (\\uD800–\\uDFFF) is no text"
+            ) from None
+    vector = item.get("vector")
+    if type(vector) is not dict:
+        raise InputError(f'{source}:{number}: no "vector" object of term → weight')
+    fields = _item_fields(item)
+    if type(fields) is str:
+        raise InputError(f"{source}:{number}: {fields}")
+    return fields[0], fields[1], vector
+
+
+def _stdlib_json(source: str, number: int, line: bytes) -> Any:
+    """A line orjson refuses, read by the standard library: its error as the message, or
+    what JSON's grammar in Python allows and orjson does not (NaN, a lone surrogate
+    escape, a number beyond a double), refused by the checks that follow."""
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise InputError(f"{source}:{number}: not JSON ({why})") from None
+    except RecursionError:
+        raise InputError(f"{source}:{number}: JSON nested too deeply") from None
 
 
 class _Read:
@@ -338,52 +860,13 @@ class _Read:
 
     def add(self, number: int, line: bytes) -> None:
         """One line's item, checked: an object with an id, a vector of term → number, a text."""
-        try:
-            item, strict = orjson.loads(line), False
-        except orjson.JSONDecodeError:
-            item, strict = self._stdlib_json(number, line), True
-        if type(item) is not dict:
-            raise InputError(f"{self.source}:{number}: not a JSON object")
-        if strict and b"\\u" in line and _SURROGATE(line):
-            try:
-                json.dumps(item, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise InputError(
-                    f"{self.source}:{number}: a lone surrogate escape (\\uD800–\\uDFFF) is no text"
-                ) from None
-        vector = item.get("vector")
-        if type(vector) is not dict:
-            raise InputError(f'{self.source}:{number}: no "vector" object of term → weight')
-        raw = item.get("id")
-        if raw is None:
-            raw = item.get("docid")
-        if type(raw) is int:
-            raw = str(raw)
-        if type(raw) is not str or not raw or _SPACE(raw):
-            raise InputError(f"{self.source}:{number}: the id must be a text without whitespace")
-        contents = item.get("contents")
-        if contents is None:
-            contents = item.get("content") or ""
-        if type(contents) is not str:
-            raise InputError(f'{self.source}:{number}: "contents" must be a text')
-        self.ids.append(raw)
+        item, contents, vector = _read_line(self.source, number, line)
+        self.ids.append(item)
         self.texts.append(contents)
         self.lines.append(number)
         self.sizes.append(len(vector))
         self.terms.extend(vector)
         self.values.extend(vector.values())
-
-    def _stdlib_json(self, number: int, line: bytes) -> Any:
-        """A line orjson refuses, read by the standard library: its error as the message, or
-        what JSON's grammar in Python allows and orjson does not (NaN, a lone surrogate
-        escape, a number beyond a double), refused by the checks that follow."""
-        try:
-            return json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-            raise InputError(f"{self.source}:{number}: not JSON ({why})") from None
-        except RecursionError:
-            raise InputError(f"{self.source}:{number}: JSON nested too deeply") from None
 
     def _at(self, position: int) -> str:
         """The file and line of the item holding the ``position``-th weight read."""
@@ -781,7 +1264,7 @@ def import_vectors(
 
     def fill(writer: IndexWriter) -> tuple[int, int, SkippedItems]:
         for chunk in chunks:
-            indptr, cols, vals = _sorted_rows(chunk)
+            indptr, cols, vals = chunk.rows or _sorted_rows(chunk)
             writer.add_rows(chunk.ids, chunk.texts, (indptr, cols, vals), chunk.where)
             if loaded is not None:
                 reservoir.offer(chunk, indptr, cols, vals)
