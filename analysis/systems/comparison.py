@@ -88,6 +88,9 @@ from lexlens.analysis.systems.table import (
 from lexlens.analysis.systems.why import Explaining, QueryWhy, blame_shift, explain_query
 from lexlens.models.base import InputError
 
+#: Why a pair with BM25 has no blame shift (the pair's note and the comparison's).
+UNSHIFTED = "BM25's failures are explained by its own terms in the why, never by the collection's"
+
 
 def evaluate_systems(
     spec: SystemsSpec,
@@ -453,12 +456,19 @@ def _compared(
         if BM25 in (by_name[a].system.kind, by_name[b].system.kind):
             # its evaluation's failures carry the collection's q ⊙ d, not BM25's terms
             unshifted.append(f"{a} vs {b}")
-            shifts.append({"system_a": a, "system_b": b, "a_not_b": [], "b_not_a": []})
+            shifts.append(
+                {"system_a": a, "system_b": b, "a_not_b": [], "b_not_a": [], "note": UNSHIFTED}
+            )
             continue
         a_not_b, b_not_a = blame_shift(
             by_name[a].evaluation.failures, by_name[b].evaluation.failures
         )
-        shifts.append({"system_a": a, "system_b": b, "a_not_b": a_not_b, "b_not_a": b_not_a})
+        note = (
+            None if a_not_b or b_not_a else "no word decides a failure under one and not the other"
+        )
+        shifts.append(
+            {"system_a": a, "system_b": b, "a_not_b": a_not_b, "b_not_a": b_not_a, "note": note}
+        )
     engine = []
     for a, b in pairs:
         sa, sb = by_name[a].system, by_name[b].system
@@ -538,10 +548,7 @@ def _unshifted_note(pairs: Sequence[str]) -> list[str]:
     explained by the collection's terms)."""
     if not pairs:
         return []
-    return [
-        f"blame shift not computed for {', '.join(pairs)}: BM25's failures are explained by "
-        "its own terms in the why, never by the collection's"
-    ]
+    return [f"blame shift not computed for {', '.join(pairs)}: {UNSHIFTED}"]
 
 
 def _explained(

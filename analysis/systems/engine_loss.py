@@ -438,8 +438,10 @@ def loss_lines(engine: Sequence[Mapping]) -> list[str]:
         if not losses:
             continue
         k = losses["depth"]
+        engine_name = losses["engine"]["engine"]
+        run = entry["run"] if entry["run"] == engine_name else f"{entry['run']} ({engine_name})"
         lines.append(
-            f"{entry['run']} ({losses['engine']['engine']}) against {entry['exact']}: "
+            f"{run} against {entry['exact']}: "
             f"accuracy@{k} {losses['mean_accuracy']:.4f} over {losses['queries']} queries; "
             f"{losses['lost']} items lost ({losses['lost_relevant']} relevant), "
             f"{losses['gained']} gained"

@@ -64,7 +64,8 @@ class SystemsComparison(Result):
     ``means`` per system and measure; ``table`` one row per compared pair × measure;
     ``georisk`` per measure and system (three or more systems); ``per_query`` every
     query's values; ``extremes`` the largest wins and losses of each pair; ``why`` those
-    explained; ``blame_shift`` the words behind one system's failures and not the other's;
+    explained; ``blame_shift`` the words behind one system's failures and not the other's
+    (``note``: why a pair has none);
     ``engine`` how an outside run of a collection differs from its exact ranking;
     ``missing`` the judged queries each run does not list; ``fixes`` per pair the queries B
     fixes and breaks, McNemar's exact p and the causes behind both; ``efficiency`` what each

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lexlens.analysis.core.words import entry_label
+from lexlens.analysis.render.notebook import rank_text
 from lexlens.analysis.systems.comparison import why_of
 from lexlens.analysis.systems.engine_loss import loss_lines, loss_rows
 from lexlens.analysis.systems.engine_sweep import ACCURACY, NDCG, EngineSweep
@@ -193,8 +194,8 @@ def _why(why: QueryWhy) -> None:
                     {
                         "item": m.id,
                         "relevant": m.relevant,
-                        "rank A": m.rank_a,
-                        "rank B": m.rank_b,
+                        "rank A": rank_text(m.rank_a),
+                        "rank B": rank_text(m.rank_b),
                         "text": m.text[:80],
                     }
                     for m in why.moved
@@ -203,6 +204,22 @@ def _why(why: QueryWhy) -> None:
             hide_index=True,
             width="stretch",
         )
+
+
+def _blame_shift(result: SystemsComparison, pair: tuple[str, str]) -> None:
+    """The words behind one system's failures and not the other's (or why there are none)."""
+    shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == pair)
+    st.subheader("Blame shift")
+    if shift.get("note"):
+        st.caption(f"None shown: {shift['note']}.")
+        return
+    left, right = st.columns(2)
+    for where, key, label in (
+        (left, "a_not_b", f"under {pair[0]}, not {pair[1]}"),
+        (right, "b_not_a", f"under {pair[1]}, not {pair[0]}"),
+    ):
+        where.caption(f"Words that put non-relevant items first {label}")
+        where.dataframe(pd.DataFrame(shift[key]), hide_index=True, width="stretch")
 
 
 def _fixes(result: SystemsComparison, pair: tuple[str, str]) -> None:
@@ -358,15 +375,7 @@ def show_comparison(result: SystemsComparison) -> None:
     _engine_losses(result)
     if result.sweep is not None:
         show_sweep(result.sweep)
-    shift = next(s for s in result.blame_shift if (s["system_a"], s["system_b"]) == tuple(pair))
-    st.subheader("Blame shift")
-    left, right = st.columns(2)
-    for where, key, label in (
-        (left, "a_not_b", f"under {pair[0]}, not {pair[1]}"),
-        (right, "b_not_a", f"under {pair[1]}, not {pair[0]}"),
-    ):
-        where.caption(f"Words that put non-relevant items first {label}")
-        where.dataframe(pd.DataFrame(shift[key]), hide_index=True, width="stretch")
+    _blame_shift(result, tuple(pair))
     files = result.files()
     cols = st.columns(len(files))
     for col, (name, data) in zip(cols, files.items(), strict=True):

@@ -171,6 +171,7 @@ def test_the_why_of_a_bm25_win_shows_bm25s_terms(sample):
     # the blame shift does not put the collection's failure words under BM25's name
     shift = comparison.blame_shift[0]
     assert shift["a_not_b"] == shift["b_not_a"] == []
+    assert "BM25" in shift["note"]  # said, not an empty table
     # nor its costs: BM25 is not ranked by the stored index, whose FLOPs and bytes are SPLADE's
     assert set(comparison.efficiency[name].values()) == {None}
     assert comparison.efficiency["ix"]["flops"] > 0

@@ -161,7 +161,8 @@ def test_every_lost_item_of_a_real_seismic_run_has_its_reason_recomputed(seismic
         folder / "out",
     )
     assert run.returncode == 0, run.stderr
-    assert "(seismic) against ix: accuracy@10" in run.stdout
+    # the run is named after its file, the engine once: not "seismic (seismic)"
+    assert "\nseismic against ix: accuracy@10" in run.stdout
     document = json.loads((folder / "out" / "comparison.json").read_text())
     (entry,) = document["engine"]
     losses = entry["losses"]
